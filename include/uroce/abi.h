@@ -1,0 +1,406 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file uroce/abi.h
+ * The ABI between uroced (the daemon) and liburoce.so (the verbs shim).
+ *
+ * Two channels connect them:
+ *  - a control socket (AF_UNIX, SOCK_SEQPACKET) per device, carrying one
+ *    request and one reply per verbs call that creates, changes or destroys
+ *    an object; file descriptors travel with SCM_RIGHTS;
+ *  - shared memory (memfd, mmap'ed by both) holding the lock-free rings of
+ *    every SQ, RQ, SRQ and CQ, and a doorbell page per context.
+ *
+ * Numeric values of opcodes, statuses, flags, QP states and attribute masks
+ * are those of <infiniband/verbs.h> (stable rdma-core ABI), so neither side
+ * translates them. Structures that libibverbs defines as plain data
+ * (ibv_device_attr, ibv_port_attr, ibv_qp_attr, ibv_ah_attr, ibv_srq_attr)
+ * are carried as they are; both sides are built against the same headers.
+ *
+ * Trust: the daemon treats every byte written by the application (messages,
+ * ring indices, WQEs) as hostile and validates it; the shim trusts the
+ * daemon.
+ *
+ * Ring protocol: single producer / single consumer, free-running 32-bit
+ * indices, entry i lives at slot (i & (entries - 1)). Producer writes the
+ * entry, then stores prod with release; consumer loads prod with acquire,
+ * reads entries, then stores cons with release. prod and cons live on
+ * separate cache lines.
+ */
+#ifndef UROCE_ABI_H
+#define UROCE_ABI_H
+
+#include <stdint.h>
+#include <infiniband/verbs.h>
+
+#define UROCE_ABI_VERSION 1
+
+/** Environment variable naming the directory of the control sockets. */
+#define UROCE_ENV_RUN_DIR "UROCE_RUN_DIR"
+/** Default directory when UROCE_RUN_DIR is unset: "/tmp/uroce-<euid>". */
+#define UROCE_DEFAULT_RUN_DIR_FMT "/tmp/uroce-%u"
+/** Control socket of device NAME: "<run dir>/NAME.sock". */
+#define UROCE_SOCK_SUFFIX ".sock"
+
+#define UROCE_DEV_NAME_MAX 64
+#define UROCE_MAX_GIDS 16
+#define UROCE_MAX_MSG 4096 /**< largest control message, either way */
+#define UROCE_CACHELINE 64
+
+/** Vendor id reported: neither Mellanox (0x02c9) nor EFA, so perftest
+ *  stays on the generic verbs paths. 0x1ace is unassigned by IEEE OUI use
+ *  for RDMA vendors we know of. */
+#define UROCE_VENDOR_ID 0x001ace
+#define UROCE_VENDOR_PART_ID 0x0001
+
+/* ------------------------------------------------------------------ */
+/* Shared memory                                                      */
+/* ------------------------------------------------------------------ */
+
+/** Header of every ring; followed (at offset UROCE_RING_HDR_SIZE) by
+ *  `entries` slots of `stride` bytes. entries and stride are powers of two.
+ *  The daemon keeps its own copies of entries/stride: the copies here are
+ *  for the shim. */
+struct uroce_ring_hdr {
+	_Alignas(UROCE_CACHELINE) uint32_t prod; /**< written by producer only */
+	_Alignas(UROCE_CACHELINE) uint32_t cons; /**< written by consumer only */
+	_Alignas(UROCE_CACHELINE) uint32_t entries;
+	uint32_t stride;
+	/** CQ only, written by the shim with atomic OR: UROCE_ARM_* bits.
+	 *  The daemon clears it with an atomic exchange when it sends the
+	 *  one completion event an arm allows. */
+	uint32_t arm;
+	/** Written by the daemon: UROCE_RING_F_* bits. */
+	uint32_t flags;
+};
+#define UROCE_RING_HDR_SIZE 256
+
+/** CQ arm bits (ibv_req_notify_cq): NEXT takes precedence over SOLICITED. */
+#define UROCE_ARM_NEXT      0x1u
+#define UROCE_ARM_SOLICITED 0x2u
+
+/** Ring flags set by the daemon. */
+#define UROCE_RING_F_ERROR  0x1u /**< CQ overrun (IBV_EVENT_CQ_ERR raised) or QP gone */
+#define UROCE_RING_F_DEAD   0x2u /**< the daemon is shutting down */
+
+/** Scatter/gather element, as ibv_sge. */
+struct uroce_sge {
+	uint64_t addr;
+	uint32_t length;
+	uint32_t lkey;
+};
+
+/**
+ * Send queue entry. The slot is `stride` bytes: this 64-byte header, then
+ * either num_sge uroce_sge or, with IBV_SEND_INLINE, inline_len bytes of
+ * data copied at post time (the daemon then never reads application memory
+ * for this WQE).
+ *
+ * Slot reuse: the daemon advances the SQ `cons` index when the WR has
+ * completed (CQE written, or for an unsignaled WR, when a CQE would have
+ * been written). So prod - cons counts outstanding WRs, bounded by the
+ * ring size, exactly as max_send_wr bounds them.
+ */
+struct uroce_send_wqe {
+	uint64_t wr_id;
+	uint8_t opcode;      /**< enum ibv_wr_opcode */
+	uint8_t num_sge;
+	uint16_t send_flags; /**< enum ibv_send_flags */
+	uint32_t inline_len;
+	uint32_t imm_or_inv; /**< imm_data (network order, as posted) or invalidate_rkey */
+	uint32_t rsvd0;
+	union {
+		struct {
+			uint64_t remote_addr;
+			uint32_t rkey;
+			uint32_t rsvd;
+		} rdma;
+		struct {
+			uint64_t remote_addr;
+			uint64_t compare_add;
+			uint64_t swap;
+			uint32_t rkey;
+			uint32_t rsvd;
+		} atomic;
+		struct {
+			uint32_t ah;          /**< AH handle from UROCE_OP_CREATE_AH */
+			uint32_t remote_qpn;
+			uint32_t remote_qkey;
+			uint32_t rsvd;
+		} ud;
+		struct {
+			uint32_t mw;          /**< MW handle */
+			uint32_t rkey;        /**< new rkey for the window */
+			uint64_t addr;
+			uint64_t length;
+			uint32_t mr_lkey;     /**< MR the window is bound to (lkey) */
+			uint32_t access;      /**< mw_access_flags */
+		} bind;
+	};
+};
+#define UROCE_SEND_WQE_HDR 64
+_Static_assert(sizeof(struct uroce_send_wqe) <= UROCE_SEND_WQE_HDR, "send wqe header");
+
+/** Receive queue / SRQ entry: this header then num_sge uroce_sge. */
+struct uroce_recv_wqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	uint32_t rsvd;
+};
+#define UROCE_RECV_WQE_HDR 16
+_Static_assert(sizeof(struct uroce_recv_wqe) == UROCE_RECV_WQE_HDR, "recv wqe header");
+
+/** Completion queue entry; field meanings are those of struct ibv_wc. */
+struct uroce_cqe {
+	uint64_t wr_id;
+	uint32_t status;     /**< enum ibv_wc_status */
+	uint32_t opcode;     /**< enum ibv_wc_opcode */
+	uint32_t vendor_err;
+	uint32_t byte_len;
+	uint32_t imm_or_inv; /**< imm_data (network order) or invalidated_rkey */
+	uint32_t qp_num;
+	uint32_t src_qp;
+	uint32_t wc_flags;   /**< enum ibv_wc_flags */
+	uint16_t pkey_index;
+	uint16_t slid;
+	uint8_t sl;
+	uint8_t dlid_path_bits;
+	uint8_t solicited;   /**< the message carried the SE bit (for arm SOLICITED) */
+	uint8_t rsvd0;
+	uint64_t timestamp_ns; /**< completion time, CLOCK_MONOTONIC, for ibv_cq_ex */
+	uint64_t rsvd1;
+};
+#define UROCE_CQE_SIZE 64
+_Static_assert(sizeof(struct uroce_cqe) == UROCE_CQE_SIZE, "cqe size");
+
+/**
+ * Doorbell page, one per context (memfd of UROCE_DB_PAGE_SIZE bytes).
+ * After publishing SQ/RQ/SRQ entries the shim sets bit `db_index` (given
+ * when the QP or SRQ was created) in `bits` and the bit (db_index / 64) in
+ * `summary`, both with atomic OR (release); then, if `need_wakeup` is
+ * non-zero (acquire, after a seq_cst fence), it writes 1 to the context's
+ * wake eventfd. The daemon clears summary then bits with atomic exchange
+ * before it reads the rings, so a post that races with a scan is seen on
+ * the next one.
+ */
+#define UROCE_DB_MAX 32768u /**< QPs + SRQs per context */
+struct uroce_db_page {
+	_Alignas(UROCE_CACHELINE) uint32_t need_wakeup; /**< written by the daemon */
+	uint32_t daemon_pid;
+	_Alignas(UROCE_CACHELINE) uint64_t summary[UROCE_DB_MAX / 64 / 64];
+	_Alignas(UROCE_CACHELINE) uint64_t bits[UROCE_DB_MAX / 64];
+};
+#define UROCE_DB_PAGE_SIZE 8192u
+_Static_assert(sizeof(struct uroce_db_page) <= UROCE_DB_PAGE_SIZE, "doorbell page");
+
+/* ------------------------------------------------------------------ */
+/* Event records written by the daemon                                 */
+/* ------------------------------------------------------------------ */
+
+/** Completion channel fd (a pipe the shim created; the daemon holds the
+ *  write end): one record per completion event, as the kernel's. */
+struct uroce_comp_event {
+	uint64_t cq_handle; /**< user_handle given at UROCE_OP_CREATE_CQ */
+};
+
+/** Async fd (a pipe, write end held by the daemon). EOF means the daemon
+ *  is gone: the shim reports IBV_EVENT_DEVICE_FATAL. */
+struct uroce_async_event {
+	uint64_t element;   /**< user_handle of the CQ/QP/SRQ, or the port number */
+	uint32_t event_type; /**< enum ibv_event_type */
+	uint32_t rsvd;
+};
+
+/* ------------------------------------------------------------------ */
+/* Control messages                                                    */
+/* ------------------------------------------------------------------ */
+
+enum uroce_op {
+	UROCE_OP_HELLO = 1,      /**< fds in: async pipe write end */
+	UROCE_OP_QUERY_PORT,
+	UROCE_OP_ALLOC_PD,
+	UROCE_OP_DEALLOC_PD,
+	UROCE_OP_REG_MR,
+	UROCE_OP_REREG_MR,
+	UROCE_OP_DEREG_MR,
+	UROCE_OP_ALLOC_MW,
+	UROCE_OP_DEALLOC_MW,
+	UROCE_OP_CREATE_COMP_CHANNEL, /**< fds in: pipe write end */
+	UROCE_OP_DESTROY_COMP_CHANNEL,
+	UROCE_OP_CREATE_CQ,      /**< fds out: ring memfd */
+	UROCE_OP_RESIZE_CQ,      /**< fds out: new ring memfd */
+	UROCE_OP_DESTROY_CQ,
+	UROCE_OP_CREATE_SRQ,     /**< fds out: ring memfd */
+	UROCE_OP_MODIFY_SRQ,
+	UROCE_OP_QUERY_SRQ,
+	UROCE_OP_DESTROY_SRQ,
+	UROCE_OP_CREATE_QP,      /**< fds out: rings memfd */
+	UROCE_OP_MODIFY_QP,
+	UROCE_OP_QUERY_QP,
+	UROCE_OP_DESTROY_QP,
+	UROCE_OP_CREATE_AH,
+	UROCE_OP_DESTROY_AH,
+	UROCE_OP_ATTACH_MCAST,
+	UROCE_OP_DETACH_MCAST,
+	UROCE_OP_MAX
+};
+
+/** Every message starts with this header. A reply echoes op and seq and
+ *  carries status 0 or a negative errno; on error the reply body is empty. */
+struct uroce_msg_hdr {
+	uint32_t op;
+	uint32_t len;   /**< whole message, header included */
+	uint32_t seq;
+	int32_t status;
+};
+
+struct uroce_hello_req {
+	uint32_t abi_version;
+	uint32_t pid;
+};
+/** fds out: [0] doorbell page memfd, [1] wake eventfd. */
+struct uroce_hello_rep {
+	uint32_t abi_version;
+	uint32_t daemon_pid;
+	char dev_name[UROCE_DEV_NAME_MAX];
+	struct ibv_device_attr dev_attr;
+	struct ibv_port_attr port_attr;   /**< port 1; uroce devices have one port */
+	uint32_t gid_count;
+	uint32_t rsvd;
+	union ibv_gid gids[UROCE_MAX_GIDS];
+	uint32_t gid_type[UROCE_MAX_GIDS]; /**< enum ibv_gid_type (IBV_GID_TYPE_ROCE_V2) */
+	uint16_t pkeys[1];                 /**< P_Key table: 0xffff */
+	uint8_t mac[6];
+	uint64_t node_guid;                /**< network order */
+};
+
+struct uroce_query_port_req { uint32_t port_num; uint32_t rsvd; };
+struct uroce_query_port_rep {
+	struct ibv_port_attr port_attr;
+	uint32_t gid_count;
+	uint32_t rsvd;
+	union ibv_gid gids[UROCE_MAX_GIDS];
+	uint32_t gid_type[UROCE_MAX_GIDS];
+};
+
+/** Generic request/reply for destroy-style calls and for results that are
+ *  just a handle. */
+struct uroce_handle_msg { uint32_t handle; uint32_t rsvd; };
+
+struct uroce_reg_mr_req {
+	uint32_t pd;
+	uint32_t access;  /**< enum ibv_access_flags */
+	uint64_t addr;    /**< process virtual address */
+	uint64_t length;
+	uint64_t iova;    /**< address the peer uses (ibv_reg_mr_iova2) */
+};
+struct uroce_reg_mr_rep { uint32_t handle; uint32_t lkey; uint32_t rkey; uint32_t rsvd; };
+
+struct uroce_rereg_mr_req {
+	uint32_t handle;
+	uint32_t flags;   /**< enum ibv_rereg_mr_flags */
+	uint32_t pd;
+	uint32_t access;
+	uint64_t addr;
+	uint64_t length;
+	uint64_t iova;
+};
+/* reply: uroce_reg_mr_rep */
+
+struct uroce_alloc_mw_req { uint32_t pd; uint32_t type; /**< enum ibv_mw_type */ };
+struct uroce_alloc_mw_rep { uint32_t handle; uint32_t rkey; };
+
+struct uroce_create_cq_req {
+	uint32_t cqe;          /**< requested minimum */
+	int32_t channel;       /**< comp channel handle or -1 */
+	uint64_t user_handle;  /**< returned in uroce_comp_event / async events */
+	uint32_t comp_vector;
+	uint32_t rsvd;
+};
+/** fds out: [0] ring memfd (UROCE_RING_HDR_SIZE + entries * UROCE_CQE_SIZE). */
+struct uroce_create_cq_rep {
+	uint32_t handle;
+	uint32_t entries;     /**< ring slots (power of two) */
+	uint32_t cqe;         /**< capacity reported to the application */
+	uint32_t rsvd;
+	uint64_t map_size;
+};
+struct uroce_resize_cq_req { uint32_t handle; uint32_t cqe; };
+/* reply: uroce_create_cq_rep, with a new memfd; the daemon copies the
+ * unpolled CQEs into the new ring before replying and sets cons/prod so the
+ * shim continues on the new ring. */
+
+struct uroce_create_srq_req {
+	uint32_t pd;
+	uint32_t max_wr;
+	uint32_t max_sge;
+	uint32_t srq_limit;
+	uint64_t user_handle;
+};
+struct uroce_create_srq_rep {
+	uint32_t handle;
+	uint32_t db_index;
+	uint32_t max_wr;      /**< actual */
+	uint32_t max_sge;     /**< actual */
+	uint32_t entries;
+	uint32_t stride;
+	uint64_t map_size;
+};
+struct uroce_modify_srq_req {
+	uint32_t handle;
+	uint32_t attr_mask;   /**< enum ibv_srq_attr_mask */
+	struct ibv_srq_attr attr;
+};
+/* query reply: struct ibv_srq_attr */
+
+struct uroce_create_qp_req {
+	uint32_t pd;
+	uint32_t send_cq;
+	uint32_t recv_cq;
+	int32_t srq;          /**< SRQ handle or -1 */
+	uint32_t qp_type;     /**< enum ibv_qp_type: RC, UC, UD */
+	uint32_t sq_sig_all;
+	struct ibv_qp_cap cap;
+	uint64_t user_handle;
+};
+/** fds out: [0] rings memfd: SQ ring at sq_offset, RQ ring at rq_offset
+ *  (rq_entries = 0 when the QP uses an SRQ). */
+struct uroce_create_qp_rep {
+	uint32_t handle;
+	uint32_t qpn;
+	uint32_t db_index;
+	uint32_t rsvd;
+	struct ibv_qp_cap cap; /**< actual capabilities */
+	uint32_t sq_entries, sq_stride;
+	uint32_t rq_entries, rq_stride;
+	uint64_t sq_offset, rq_offset;
+	uint64_t map_size;
+};
+
+struct uroce_modify_qp_req {
+	uint32_t handle;
+	uint32_t attr_mask;   /**< enum ibv_qp_attr_mask */
+	struct ibv_qp_attr attr;
+};
+struct uroce_query_qp_req { uint32_t handle; uint32_t attr_mask; };
+struct uroce_query_qp_rep {
+	struct ibv_qp_attr attr;
+	struct ibv_qp_cap cap;
+	uint32_t sq_sig_all;
+	uint32_t rsvd;
+};
+
+struct uroce_create_ah_req {
+	uint32_t pd;
+	uint32_t rsvd;
+	struct ibv_ah_attr attr;
+};
+/* reply: uroce_handle_msg */
+
+struct uroce_mcast_req {
+	uint32_t qp;
+	uint16_t lid;
+	uint16_t rsvd;
+	union ibv_gid gid;
+};
+
+#endif /* UROCE_ABI_H */
