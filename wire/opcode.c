@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: MIT */
+/* The opcode table. Header order inside a packet is fixed by IBTA
+ * (BTH, DETH, RETH, AtomicETH, AETH, AtomicAckETH, ImmDt, IETH), so every
+ * offset is a constant expression of the header mask and the table needs no
+ * run-time initialisation. */
+#include "opcode.h"
+#include "hdr.h"
+
+#define H(x) WIRE_HDR_##x
+#define HAS(m, x) (((m) & H(x)) ? 1 : 0)
+
+#define O_DETH(m)   WIRE_BTH_LEN
+#define O_RETH(m)   (O_DETH(m) + HAS(m, DETH) * WIRE_DETH_LEN)
+#define O_ATOM(m)   (O_RETH(m) + HAS(m, RETH) * WIRE_RETH_LEN)
+#define O_AETH(m)   (O_ATOM(m) + HAS(m, ATOMICETH) * WIRE_ATOMICETH_LEN)
+#define O_AACK(m)   (O_AETH(m) + HAS(m, AETH) * WIRE_AETH_LEN)
+#define O_IMM(m)    (O_AACK(m) + HAS(m, ATOMICACKETH) * WIRE_ATOMICACKETH_LEN)
+#define O_IETH(m)   (O_IMM(m) + HAS(m, IMMDT) * WIRE_IMMDT_LEN)
+#define O_CNP(m)    (O_IETH(m) + HAS(m, IETH) * WIRE_IETH_LEN)
+#define O_END(m)    (O_CNP(m) + HAS(m, CNP) * WIRE_CNP_RESV_LEN)
+
+#define OFF(m, x, o) (HAS(m, x) ? (o) : 0)
+
+#define F(x) WIRE_OPF_##x
+
+#define ENTRY(code, nm, ts, fl, m, c)                                        \
+	[code] = {                                                           \
+		.name = nm, .tshark = ts,                                    \
+		.flags = F(VALID) | (fl), .hdrs = H(BTH) | (m),              \
+		.hdr_len = O_END(H(BTH) | (m)), .cls = WIRE_OPC_##c,        \
+		.off = {                                                     \
+			[WIRE_HI_BTH] = 0,                                   \
+			[WIRE_HI_RETH] = OFF(m, RETH, O_RETH(m)),            \
+			[WIRE_HI_AETH] = OFF(m, AETH, O_AETH(m)),            \
+			[WIRE_HI_ATOMICETH] = OFF(m, ATOMICETH, O_ATOM(m)),  \
+			[WIRE_HI_ATOMICACKETH] = OFF(m, ATOMICACKETH, O_AACK(m)), \
+			[WIRE_HI_DETH] = OFF(m, DETH, O_DETH(m)),            \
+			[WIRE_HI_IMMDT] = OFF(m, IMMDT, O_IMM(m)),           \
+			[WIRE_HI_IETH] = OFF(m, IETH, O_IETH(m)),            \
+			[WIRE_HI_CNP] = OFF(m, CNP, O_CNP(m)),               \
+			[WIRE_HI_PAYLOAD] = O_END(H(BTH) | (m)),             \
+		},                                                           \
+	}
+
+/* Flag groups. A packet that needs a receive WQE (RECV) is every SEND and
+ * the last packet of a WRITE with immediate; COMP marks the packet that
+ * completes that receive WQE. */
+#define PL   F(PAYLOAD)
+#define PLR  (F(PAYLOAD) | F(PAYLOAD_REQUIRED))
+#define RQ   F(REQ)
+#define RS   F(RESP)
+#define FIRST  F(FIRST)
+#define MIDDLE F(MIDDLE)
+#define LAST   F(LAST)
+#define ONLY   (F(FIRST) | F(LAST))
+#define SEND_FL(pos) (RQ | F(RECV) | (pos))
+
+/* Send and write families are identical for RC and UC apart from the
+ * transport bits, so generate both from one list. */
+#define SEND_WRITE_FAMILY(tr, T, TT)                                                   \
+	ENTRY(tr | 0x00, T " SEND First", TT " Send First", SEND_FL(FIRST) | PLR, 0, SEND),  \
+	ENTRY(tr | 0x01, T " SEND Middle", TT " Send Middle", SEND_FL(MIDDLE) | PLR, 0, SEND), \
+	ENTRY(tr | 0x02, T " SEND Last", TT " Send Last", SEND_FL(LAST) | F(COMP) | PL, 0, SEND), \
+	ENTRY(tr | 0x03, T " SEND Last with Immediate", TT " Send Last Immediate",     \
+	      SEND_FL(LAST) | F(COMP) | F(IMM) | PL, H(IMMDT), SEND),                   \
+	ENTRY(tr | 0x04, T " SEND Only", TT " Send Only", SEND_FL(ONLY) | F(COMP) | PL, 0, SEND), \
+	ENTRY(tr | 0x05, T " SEND Only with Immediate", TT " Send Only Immediate",     \
+	      SEND_FL(ONLY) | F(COMP) | F(IMM) | PL, H(IMMDT), SEND),                   \
+	ENTRY(tr | 0x06, T " RDMA WRITE First", TT " RDMA Write First", RQ | FIRST | PLR, H(RETH), WRITE), \
+	ENTRY(tr | 0x07, T " RDMA WRITE Middle", TT " RDMA Write Middle", RQ | MIDDLE | PLR, 0, WRITE), \
+	ENTRY(tr | 0x08, T " RDMA WRITE Last", TT " RDMA Write Last", RQ | LAST | PL, 0, WRITE), \
+	ENTRY(tr | 0x09, T " RDMA WRITE Last with Immediate", TT " RDMA Write Last Immediate", \
+	      RQ | LAST | F(RECV) | F(COMP) | F(IMM) | PL, H(IMMDT), WRITE),            \
+	ENTRY(tr | 0x0a, T " RDMA WRITE Only", TT " RDMA Write Only", RQ | ONLY | PL, H(RETH), WRITE), \
+	ENTRY(tr | 0x0b, T " RDMA WRITE Only with Immediate", TT " RDMA Write Only Immediate", \
+	      RQ | ONLY | F(RECV) | F(COMP) | F(IMM) | PL, H(RETH) | H(IMMDT), WRITE)
+
+const struct wire_opcode_info wire_opcode_table[256] = {
+	SEND_WRITE_FAMILY(WIRE_TR_RC, "RC", "RC"),
+	ENTRY(0x0c, "RC RDMA READ Request", "RC RDMA Read Request", RQ | ONLY, H(RETH), READ),
+	ENTRY(0x0d, "RC RDMA READ Response First", "RC RDMA Read Response First",
+	      RS | FIRST | PLR, H(AETH), READ_RESP),
+	ENTRY(0x0e, "RC RDMA READ Response Middle", "RC RDMA Read Response Middle",
+	      RS | MIDDLE | PLR, 0, READ_RESP),
+	ENTRY(0x0f, "RC RDMA READ Response Last", "RC RDMA Read Response Last",
+	      RS | LAST | PL, H(AETH), READ_RESP),
+	ENTRY(0x10, "RC RDMA READ Response Only", "RC RDMA Read Response Only",
+	      RS | ONLY | PL, H(AETH), READ_RESP),
+	ENTRY(0x11, "RC Acknowledge", "RC Acknowledge", RS | ONLY, H(AETH), ACK),
+	ENTRY(0x12, "RC ATOMIC Acknowledge", "RC Atomic Acknowledge", RS | ONLY,
+	      H(AETH) | H(ATOMICACKETH), ATOMIC_ACK),
+	ENTRY(0x13, "RC CmpSwap", "RC Compare Swap", RQ | ONLY, H(ATOMICETH), ATOMIC),
+	ENTRY(0x14, "RC FetchAdd", "RC Fetch Add", RQ | ONLY, H(ATOMICETH), ATOMIC),
+	ENTRY(0x16, "RC SEND Last with Invalidate", "RC Send Last Invalidate",
+	      SEND_FL(LAST) | F(COMP) | F(INV) | PL, H(IETH), SEND),
+	ENTRY(0x17, "RC SEND Only with Invalidate", "RC Send Only Invalidate",
+	      SEND_FL(ONLY) | F(COMP) | F(INV) | PL, H(IETH), SEND),
+
+	SEND_WRITE_FAMILY(WIRE_TR_UC, "UC", "UC"),
+
+	ENTRY(0x64, "UD SEND Only", "UD Send Only", SEND_FL(ONLY) | F(COMP) | PL, H(DETH), SEND),
+	ENTRY(0x65, "UD SEND Only with Immediate", "UD Send Only Immediate",
+	      SEND_FL(ONLY) | F(COMP) | F(IMM) | PL, H(DETH) | H(IMMDT), SEND),
+
+	/* A CNP is neither request nor response: it is addressed to the
+	 * sender's QP and only throttles it. */
+	ENTRY(0x81, "CNP", "Unknown OpCode" /* tshark 4.0 has no name for it */,
+	      ONLY, H(CNP), CNP),
+};
+
+const struct wire_opcode_info *wire_opcode_info(uint8_t opcode)
+{
+	return &wire_opcode_table[opcode];
+}
+
+const char *wire_opcode_name(uint8_t opcode)
+{
+	const char *n = wire_opcode_table[opcode].name;
+
+	return n ? n : "reserved";
+}
+
+const char *wire_op_class_str(uint8_t cls)
+{
+	static const char *const names[] = {
+		[WIRE_OPC_NONE] = "none",
+		[WIRE_OPC_SEND] = "send",
+		[WIRE_OPC_WRITE] = "write",
+		[WIRE_OPC_READ] = "read",
+		[WIRE_OPC_ATOMIC] = "atomic",
+		[WIRE_OPC_READ_RESP] = "read-resp",
+		[WIRE_OPC_ACK] = "ack",
+		[WIRE_OPC_ATOMIC_ACK] = "atomic-ack",
+		[WIRE_OPC_CNP] = "cnp",
+	};
+
+	if (cls >= sizeof(names) / sizeof(names[0]))
+		return "invalid";
+	return names[cls];
+}
