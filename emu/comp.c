@@ -1,0 +1,519 @@
+/* SPDX-License-Identifier: MIT */
+/* Completer: ACKs, NAKs, READ responses and atomic ACKs retire send WQEs
+ * strictly in order; retransmit and RNR timers; flushing to ERR. Written as
+ * an explicit state machine (rxe_comp.c style) so traces name each step. */
+#include <errno.h>
+#include <string.h>
+#include "xport_int.h"
+
+const char *const emu_comp_state_name[EMU_COMP_NSTATES] = {
+	[EMU_COMP_GET_ACK] = "GET ACK",
+	[EMU_COMP_GET_WQE] = "GET WQE",
+	[EMU_COMP_COMP_WQE] = "COMP WQE",
+	[EMU_COMP_COMP_ACK] = "COMP ACK",
+	[EMU_COMP_CHECK_PSN] = "CHECK PSN",
+	[EMU_COMP_CHECK_ACK] = "CHECK ACK",
+	[EMU_COMP_READ] = "READ",
+	[EMU_COMP_ATOMIC] = "ATOMIC",
+	[EMU_COMP_WRITE_SEND] = "WRITE/SEND",
+	[EMU_COMP_UPDATE_COMP] = "UPDATE COMP",
+	[EMU_COMP_ERROR_RETRY] = "ERROR RETRY",
+	[EMU_COMP_RNR_RETRY] = "RNR RETRY",
+	[EMU_COMP_ERROR] = "ERROR",
+	[EMU_COMP_EXIT] = "EXIT",
+	[EMU_COMP_DONE] = "DONE",
+};
+
+static bool comp_outstanding(const struct emu_qp *qp)
+{
+	const struct emu_xport_qp *x = &qp->x;
+
+	return x->sq_comp != x->sq_req || x->sq_req_pkt;
+}
+
+/* Restart the retransmit timer after forward progress (or stop it). */
+static void comp_rearm(struct emu_qp *qp)
+{
+	struct emu_xport_qp *x = &qp->x;
+	uint64_t t = wire_retrans_timeout_ns(qp->attr.timeout);
+
+	if (comp_outstanding(qp) && t && !x->rnr_at) {
+		x->retrans_at = emu_now_ns() + t;
+		xp_act_add(qp);
+	} else {
+		x->retrans_at = 0;
+	}
+}
+
+static void comp_progress_made(struct emu_qp *qp)
+{
+	qp->x.rewound = 0;
+	qp->x.retry_left = qp->attr.retry_cnt;
+	qp->x.rnr_left = qp->attr.rnr_retry;
+	comp_rearm(qp);
+}
+
+/* Post the CQE of the head WQE (if due) and retire it. */
+static void comp_wqe(struct emu_qp *qp)
+{
+	struct emu_xport_qp *x = &qp->x;
+	struct uroce_send_wqe *w = xp_wqe(qp, x->sq_comp);
+	struct emu_xport_swqe *sw = xp_swqe(qp, x->sq_comp);
+	uint8_t status = sw->status;
+
+	if (sw->signaled || status != IBV_WC_SUCCESS) {
+		struct uroce_cqe e;
+
+		memset(&e, 0, sizeof(e));
+		e.wr_id = w->wr_id;
+		e.status = status;
+		e.opcode = xp_wc_opcode(w->opcode);
+		e.byte_len = sw->total_len;
+		xp_cq_push(qp, qp->send_cq, &e);
+	}
+	if (sw->need_resp && sw->state != EMU_SWQE_NEW && x->rd_atomic_out)
+		x->rd_atomic_out--;
+	x->sq_comp++;
+	if ((int32_t)(x->sq_req - x->sq_comp) < 0) {
+		/* the head passed the transmit cursor (local ops, flush) */
+		x->sq_req = x->sq_comp;
+		x->sq_req_pkt = 0;
+	}
+	emu_ring_publish(&qp->sq, x->sq_comp);
+	if (status != IBV_WC_SUCCESS && qp->attr.qp_state != IBV_QPS_ERR) {
+		if (qp->type == IBV_QPT_RC) {
+			xp_qp_error(qp, 0);
+		} else {
+			/* UC/UD send errors stop the send queue only (SQE). */
+			qp->attr.qp_state = IBV_QPS_SQE;
+			qp->attr.cur_qp_state = IBV_QPS_SQE;
+			xp_flush_sq(qp);
+		}
+	}
+}
+
+static void comp_check_drained(struct emu_qp *qp)
+{
+	struct emu_xport_qp *x = &qp->x;
+
+	if (qp->attr.qp_state == IBV_QPS_SQD && x->sq_drain_evt && !comp_outstanding(qp)) {
+		uint32_t idx;
+
+		for (idx = x->sq_comp; idx != x->sq_fetch; idx++)
+			if (xp_swqe(qp, idx)->state != EMU_SWQE_NEW)
+				return;
+		x->sq_drain_evt = 0;
+		xp_event(qp, IBV_EVENT_SQ_DRAINED);
+	}
+}
+
+/* Retire every WQE at the head whose result is known. */
+void xp_comp_progress(struct emu_qp *qp)
+{
+	struct emu_xport_qp *x = &qp->x;
+
+	while (x->sq_comp != x->sq_fetch && qp->attr.qp_state != IBV_QPS_ERR) {
+		struct emu_xport_swqe *sw = xp_swqe(qp, x->sq_comp);
+
+		if (sw->state != EMU_SWQE_DONE)
+			break;
+		comp_wqe(qp);
+		if (qp->attr.qp_state == IBV_QPS_SQE)
+			break;
+	}
+	comp_check_drained(qp);
+}
+
+static void comp_fail_head(struct emu_qp *qp, uint8_t status)
+{
+	struct emu_xport_swqe *sw = xp_swqe(qp, qp->x.sq_comp);
+
+	sw->state = EMU_SWQE_DONE;
+	sw->status = status;
+	qp->x.retrans_at = 0;
+	qp->x.rnr_at = 0;
+	comp_wqe(qp);
+}
+
+static uint8_t comp_nak_status(uint8_t code)
+{
+	switch (code) {
+	case WIRE_NAK_INVALID_REQ:
+		return IBV_WC_REM_INV_REQ_ERR;
+	case WIRE_NAK_REM_ACCESS_ERR:
+		return IBV_WC_REM_ACCESS_ERR;
+	default:
+		return IBV_WC_REM_OP_ERR;
+	}
+}
+
+/* Go back to psn (a lost response or NAK) unless we already did. */
+static void comp_rewind(struct emu_qp *qp, uint32_t psn)
+{
+	/* Every duplicate ACK of a go-back-N burst would rewind again and
+	 * multiply the burst: one rewind per PSN until something progresses. */
+	if (qp->x.rewound && qp->x.rewind_psn == psn)
+		return;
+	if (wire_psn_before(psn, qp->x.sq_psn)) {
+		qp->x.rewound = 1;
+		qp->x.rewind_psn = psn;
+		xp_req_retry_from(qp, psn);
+		qp->x.req_stalled = 1;
+	}
+}
+
+static void comp_read_resp(struct emu_qp *qp, struct emu_xport_swqe *sw,
+			   const struct wire_pkt *pkt)
+{
+	struct emu_xport_qp *x = &qp->x;
+	struct uroce_send_wqe *w = xp_wqe(qp, x->sq_comp);
+	uint32_t psn = pkt->bth.psn, mtu = xp_mtu(qp);
+	uint32_t k = wire_psn_dist(sw->first_psn, psn);
+	uint32_t off = k * mtu;
+	uint32_t want = sw->total_len - off < mtu ? sw->total_len - off : mtu;
+	uint8_t op = pkt->bth.opcode;
+	bool ok;
+
+	if (psn != sw->resp_psn) {
+		if (wire_psn_after(psn, sw->resp_psn))
+			comp_rewind(qp, sw->resp_psn); /* a response was lost */
+		return;
+	}
+	/* A READ re-issued from the middle is answered FIRST..LAST again, so
+	 * the position is checked against the whole message loosely: only the
+	 * final packet may be LAST/ONLY, and lengths must match exactly. */
+	if (k + 1 == sw->npkts)
+		ok = op == WIRE_OP_RC_READ_RESP_LAST || op == WIRE_OP_RC_READ_RESP_ONLY;
+	else
+		ok = op == WIRE_OP_RC_READ_RESP_FIRST || op == WIRE_OP_RC_READ_RESP_MIDDLE;
+	if (!ok || pkt->payload_len != want) {
+		x->cnt.rx_dropped++;
+		return;
+	}
+	if (xp_sge_copy(qp->ctx, emu_wqe_sges(w), w->num_sge, off, (void *)pkt->payload,
+			want, true)) {
+		comp_fail_head(qp, IBV_WC_LOC_PROT_ERR);
+		return;
+	}
+	sw->resp_psn = wire_psn_next(psn);
+	sw->resp_bytes += want;
+	x->acked_psn = sw->resp_psn;
+	if (k + 1 == sw->npkts) {
+		sw->state = EMU_SWQE_DONE;
+		sw->status = IBV_WC_SUCCESS;
+	}
+	comp_progress_made(qp);
+}
+
+static void comp_atomic_ack(struct emu_qp *qp, struct emu_xport_swqe *sw,
+			    const struct wire_pkt *pkt)
+{
+	struct uroce_send_wqe *w = xp_wqe(qp, qp->x.sq_comp);
+	uint64_t orig = pkt->atomicacketh.orig;
+
+	if (pkt->bth.psn != sw->first_psn || sw->state == EMU_SWQE_DONE)
+		return;
+	if (xp_sge_copy(qp->ctx, emu_wqe_sges(w), w->num_sge, 0, &orig, 8, true)) {
+		comp_fail_head(qp, IBV_WC_LOC_PROT_ERR);
+		return;
+	}
+	sw->atomic_orig = orig;
+	sw->state = EMU_SWQE_DONE;
+	sw->status = IBV_WC_SUCCESS;
+	qp->x.acked_psn = wire_psn_next(pkt->bth.psn);
+	comp_progress_made(qp);
+}
+
+/* A response packet (ACK, READ response, atomic ACK) for an RC QP. */
+void xp_comp_rx(struct emu_qp *qp, const struct wire_pkt *pkt)
+{
+	struct emu_xport_qp *x = &qp->x;
+	enum emu_comp_state st = EMU_COMP_GET_ACK;
+	uint32_t psn = pkt->bth.psn;
+	uint8_t cls = pkt->op->cls;
+	uint8_t syn = (pkt->hdrs & WIRE_HDR_AETH) ? pkt->aeth.syndrome : 0;
+	bool is_ack = cls == WIRE_OPC_ACK;
+	enum wire_aeth_type type = wire_aeth_type(syn);
+	struct emu_xport_swqe *sw = NULL;
+	bool progress = false;
+
+	while (st != EMU_COMP_EXIT && st != EMU_COMP_DONE) {
+		x->comp_state = (uint8_t)st;
+		switch (st) {
+		case EMU_COMP_GET_ACK:
+			if (qp->type != IBV_QPT_RC ||
+			    (qp->attr.qp_state != IBV_QPS_RTS && qp->attr.qp_state != IBV_QPS_SQD) ||
+			    !wire_psn_before(psn, x->sq_psn_max) ||
+			    ((pkt->hdrs & WIRE_HDR_AETH) && !wire_aeth_syndrome_valid(syn))) {
+				x->cnt.rx_dropped++;
+				st = EMU_COMP_EXIT;
+				break;
+			}
+			st = EMU_COMP_GET_WQE;
+			break;
+		case EMU_COMP_GET_WQE:
+			if (x->sq_comp == x->sq_fetch) {
+				st = EMU_COMP_EXIT;
+				break;
+			}
+			sw = xp_swqe(qp, x->sq_comp);
+			if (sw->state == EMU_SWQE_NEW) {
+				st = EMU_COMP_EXIT;
+				break;
+			}
+			st = sw->state == EMU_SWQE_DONE ? EMU_COMP_COMP_WQE : EMU_COMP_CHECK_PSN;
+			break;
+		case EMU_COMP_CHECK_PSN:
+			/* WQEs wholly before the packet's PSN are implicitly acknowledged
+			 * (a plain ACK also covers its own PSN). */
+			if (wire_psn_before(sw->last_psn, psn) ||
+			    (is_ack && type == WIRE_AETH_ACK && sw->last_psn == psn)) {
+				if (sw->need_resp) {
+					/* the responder is past a READ/atomic whose
+					 * response we never saw */
+					st = EMU_COMP_ERROR_RETRY;
+					break;
+				}
+				sw->state = EMU_SWQE_DONE;
+				sw->status = IBV_WC_SUCCESS;
+				x->acked_psn = wire_psn_next(sw->last_psn);
+				progress = true;
+				st = EMU_COMP_COMP_WQE;
+				break;
+			}
+			if (wire_psn_before(psn, sw->first_psn) && !is_ack) {
+				st = EMU_COMP_EXIT; /* stale response */
+				break;
+			}
+			st = EMU_COMP_CHECK_ACK;
+			break;
+		case EMU_COMP_COMP_WQE:
+			comp_wqe(qp);
+			st = qp->attr.qp_state == IBV_QPS_ERR ? EMU_COMP_DONE : EMU_COMP_GET_WQE;
+			break;
+		case EMU_COMP_CHECK_ACK:
+			if (cls == WIRE_OPC_READ_RESP) {
+				st = sw->need_resp && xp_wqe(qp, x->sq_comp)->opcode == IBV_WR_RDMA_READ
+					     ? EMU_COMP_READ
+					     : EMU_COMP_EXIT;
+				break;
+			}
+			if (cls == WIRE_OPC_ATOMIC_ACK) {
+				st = sw->need_resp && xp_wqe(qp, x->sq_comp)->opcode != IBV_WR_RDMA_READ
+					     ? EMU_COMP_ATOMIC
+					     : EMU_COMP_EXIT;
+				break;
+			}
+			if (type == WIRE_AETH_ACK) {
+				st = EMU_COMP_WRITE_SEND;
+			} else if (type == WIRE_AETH_RNR_NAK) {
+				st = EMU_COMP_RNR_RETRY;
+			} else if (wire_aeth_value(syn) == WIRE_NAK_PSN_SEQ_ERR) {
+				x->cnt.seq_naks_rcvd++;
+				st = EMU_COMP_ERROR_RETRY;
+			} else {
+				x->cnt.naks_rcvd++;
+				st = EMU_COMP_ERROR;
+			}
+			break;
+		case EMU_COMP_READ:
+			comp_read_resp(qp, sw, pkt);
+			st = EMU_COMP_UPDATE_COMP;
+			break;
+		case EMU_COMP_ATOMIC:
+			comp_atomic_ack(qp, sw, pkt);
+			st = EMU_COMP_UPDATE_COMP;
+			break;
+		case EMU_COMP_WRITE_SEND:
+			/* ACK inside a multi-packet message: partial progress */
+			if (wire_psn_after(wire_psn_next(psn), x->acked_psn) ||
+			    wire_psn_next(psn) == x->acked_psn) {
+				if (wire_psn_next(psn) != x->acked_psn)
+					progress = true;
+				x->acked_psn = wire_psn_next(psn);
+			}
+			st = EMU_COMP_UPDATE_COMP;
+			break;
+		case EMU_COMP_UPDATE_COMP:
+			if (sw && sw->state == EMU_SWQE_DONE) {
+				st = EMU_COMP_COMP_WQE;
+				break;
+			}
+			st = EMU_COMP_DONE;
+			break;
+		case EMU_COMP_ERROR_RETRY: {
+			uint32_t from = sw->need_resp ? sw->resp_psn : psn;
+
+			if (!sw->need_resp && wire_psn_before(from, sw->first_psn))
+				from = sw->first_psn;
+			if (!is_ack || type != WIRE_AETH_NAK) {
+				/* implicit NAK: rewind without spending a retry */
+				comp_rewind(qp, from);
+				st = EMU_COMP_DONE;
+				break;
+			}
+			if (!wire_psn_before(from, x->sq_psn) || wire_psn_before(from, x->acked_psn)) {
+				st = EMU_COMP_DONE; /* stale (reordered) NAK */
+				break;
+			}
+			if (!x->retry_left) {
+				x->cnt.retry_exceeded++;
+				comp_fail_head(qp, IBV_WC_RETRY_EXC_ERR);
+				st = EMU_COMP_DONE;
+				break;
+			}
+			x->retry_left--;
+			comp_rewind(qp, from);
+			comp_rearm(qp);
+			st = EMU_COMP_DONE;
+			break;
+		}
+		case EMU_COMP_RNR_RETRY: {
+			uint64_t wait;
+
+			x->cnt.rnr_naks_rcvd++;
+			if (qp->attr.rnr_retry != WIRE_RNR_RETRY_INFINITE) {
+				if (!x->rnr_left) {
+					x->cnt.rnr_retry_exceeded++;
+					comp_fail_head(qp, IBV_WC_RNR_RETRY_EXC_ERR);
+					st = EMU_COMP_DONE;
+					break;
+				}
+				x->rnr_left--;
+			}
+			wait = (uint64_t)wire_rnr_timer_us(wire_aeth_value(syn)) * 1000u;
+			x->rnr_psn = wire_psn_before(psn, sw->first_psn) ? sw->first_psn : psn;
+			x->rnr_at = emu_now_ns() + (wait ? wait : 1);
+			x->retrans_at = 0;
+			xp_act_add(qp);
+			st = EMU_COMP_DONE;
+			break;
+		}
+		case EMU_COMP_ERROR:
+			comp_fail_head(qp, comp_nak_status(wire_aeth_value(syn)));
+			st = EMU_COMP_DONE;
+			break;
+		default:
+			st = EMU_COMP_DONE;
+			break;
+		}
+	}
+	if (progress && qp->attr.qp_state != IBV_QPS_ERR)
+		comp_progress_made(qp);
+	if (qp->attr.qp_state == IBV_QPS_RTS || qp->attr.qp_state == IBV_QPS_SQD) {
+		if (!comp_outstanding(qp))
+			x->retrans_at = 0;
+		xp_req_progress(qp);
+		comp_check_drained(qp);
+	}
+}
+
+/* Retransmit and RNR timers of one QP. */
+void xp_comp_timeout(struct emu_qp *qp, uint64_t now)
+{
+	struct emu_xport_qp *x = &qp->x;
+
+	if (x->rnr_at && now >= x->rnr_at) {
+		x->rnr_at = 0;
+		xp_req_retry_from(qp, x->rnr_psn);
+		comp_rearm(qp);
+		xp_req_progress(qp);
+	}
+	if (x->retrans_at && now >= x->retrans_at) {
+		struct emu_xport_swqe *sw;
+		uint32_t from;
+
+		x->retrans_at = 0;
+		if (!comp_outstanding(qp) || x->sq_comp == x->sq_fetch)
+			return;
+		x->cnt.timeouts++;
+		sw = xp_swqe(qp, x->sq_comp);
+		if (sw->state == EMU_SWQE_DONE) {
+			xp_comp_progress(qp);
+			return;
+		}
+		if (!x->retry_left) {
+			x->cnt.retry_exceeded++;
+			comp_fail_head(qp, IBV_WC_RETRY_EXC_ERR);
+			return;
+		}
+		x->retry_left--;
+		from = sw->need_resp ? sw->resp_psn : sw->first_psn;
+		if (!sw->need_resp && wire_psn_in_window(x->acked_psn, sw->first_psn, sw->npkts))
+			from = x->acked_psn;
+		xp_req_retry_from(qp, from);
+		comp_rearm(qp);
+		xp_req_progress(qp);
+	}
+}
+
+static void flush_cqe(struct emu_qp *qp, struct emu_cq *cq, uint64_t wr_id, uint32_t opcode)
+{
+	struct uroce_cqe e;
+
+	memset(&e, 0, sizeof(e));
+	e.wr_id = wr_id;
+	e.status = IBV_WC_WR_FLUSH_ERR;
+	e.opcode = opcode;
+	xp_cq_push(qp, cq, &e);
+}
+
+void xp_flush_sq(struct emu_qp *qp)
+{
+	struct emu_xport_qp *x = &qp->x;
+	uint32_t prod;
+
+	if (!x->sq_copy)
+		return;
+	prod = emu_ring_prod(&qp->sq);
+	if (prod - x->sq_comp > x->sq_entries)
+		prod = x->sq_fetch; /* garbage index: flush what we know */
+	while (x->sq_fetch != prod) {
+		struct emu_xport_swqe *sw = xp_swqe(qp, x->sq_fetch);
+
+		memset(sw, 0, sizeof(*sw));
+		if (emu_sq_copy(qp, x->sq_fetch, xp_wqe(qp, x->sq_fetch)) < 0)
+			memset(xp_wqe(qp, x->sq_fetch), 0, UROCE_SEND_WQE_HDR);
+		x->sq_fetch++;
+	}
+	while (x->sq_comp != x->sq_fetch) {
+		struct uroce_send_wqe *w = xp_wqe(qp, x->sq_comp);
+
+		flush_cqe(qp, qp->send_cq, w->wr_id, xp_wc_opcode(w->opcode));
+		x->sq_comp++;
+	}
+	x->sq_req = x->sq_comp;
+	x->sq_req_pkt = 0;
+	x->rd_atomic_out = 0;
+	x->retrans_at = 0;
+	x->rnr_at = 0;
+	emu_ring_publish(&qp->sq, x->sq_comp);
+}
+
+void xp_flush_rq(struct emu_qp *qp)
+{
+	struct emu_xport_qp *x = &qp->x;
+	struct emu_recv_wqe *r = x->rwqe;
+
+	if (!r)
+		return;
+	if (x->rwqe_valid) {
+		x->rwqe_valid = 0;
+		flush_cqe(qp, qp->recv_cq, r->wr_id, IBV_WC_RECV);
+	}
+	if (qp->srq)
+		return; /* SRQ WQEs belong to the SRQ, not to this QP */
+	for (;;) {
+		int n = emu_recv_take(qp, r);
+
+		if (n == 0)
+			break;
+		flush_cqe(qp, qp->recv_cq, n > 0 ? r->wr_id : 0, IBV_WC_RECV);
+	}
+}
+
+void emu_xport_flush(struct emu_qp *qp)
+{
+	xp_flush_sq(qp);
+	xp_flush_rq(qp);
+}

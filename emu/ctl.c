@@ -1,0 +1,564 @@
+/* SPDX-License-Identifier: MIT */
+/* Control server: one SOCK_SEQPACKET socket per device, one message per
+ * verbs call. Everything a client sends is validated (length per op, fds
+ * per op, handles in its own context); a client that closes its socket or
+ * dies loses all its objects. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "emu_int.h"
+
+#define EMU_MAX_FDS_IN 4
+
+struct emu_client {
+	struct emu_ctx *ctx;
+	struct emu_ep ep_sock;
+	struct emu_ep ep_wake;
+};
+
+int emu_ctl_open(struct emu_daemon *dm)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int n = snprintf(dm->sock_path, sizeof(dm->sock_path), "%s/%s%s", dm->o.run_dir,
+			 dm->o.dev, UROCE_SOCK_SUFFIX);
+
+	if (n < 0 || (size_t)n >= sizeof(sa.sun_path)) {
+		EMU_LOG(ERR, "socket path too long: %s\n", dm->sock_path);
+		return -ENAMETOOLONG;
+	}
+	if (mkdir(dm->o.run_dir, 0700) < 0 && errno != EEXIST) {
+		EMU_LOG(ERR, "mkdir %s: %s\n", dm->o.run_dir, strerror(errno));
+		return -errno;
+	}
+	strcpy(sa.sun_path, dm->sock_path);
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		if (errno != EADDRINUSE)
+			goto fail;
+		/* a live daemon answers a connect; a stale file does not */
+		int t = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+		if (t >= 0 && connect(t, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+			close(t);
+			close(fd);
+			EMU_LOG(ERR, "%s: another uroced serves this device\n", dm->sock_path);
+			dm->sock_path[0] = 0;
+			return -EADDRINUSE;
+		}
+		if (t >= 0)
+			close(t);
+		unlink(sa.sun_path);
+		if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+			goto fail;
+	}
+	if (listen(fd, 64) < 0)
+		goto fail;
+	dm->listen_fd = fd;
+	dm->ep_listen.kind = EMU_EP_LISTEN;
+	dm->ep_listen.p = NULL;
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &dm->ep_listen };
+	if (epoll_ctl(dm->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+		goto fail;
+	EMU_LOG(NOTICE, "%s: serving on %s\n", dm->o.dev, dm->sock_path);
+	return 0;
+fail:;
+	int e = errno;
+	EMU_LOG(ERR, "%s: %s\n", dm->sock_path, strerror(e));
+	close(fd);
+	dm->sock_path[0] = 0;
+	return -e;
+}
+
+static void emu_client_close(struct emu_daemon *dm, struct emu_client *cl)
+{
+	struct emu_ctx *c = cl->ctx;
+
+	EMU_LOG(INFO, "client pid %d gone\n", (int)c->pid);
+	epoll_ctl(dm->epfd, EPOLL_CTL_DEL, c->sock, NULL);
+	if (c->wake_fd >= 0)
+		epoll_ctl(dm->epfd, EPOLL_CTL_DEL, c->wake_fd, NULL);
+	emu_ctx_destroy(c);
+	free(cl);
+}
+
+void emu_ctl_close(struct emu_daemon *dm)
+{
+	while (dm->dev.ctxs)
+		emu_client_close(dm, dm->dev.ctxs->priv);
+	if (dm->listen_fd >= 0) {
+		close(dm->listen_fd);
+		dm->listen_fd = -1;
+	}
+	if (dm->sock_path[0]) {
+		unlink(dm->sock_path);
+		dm->sock_path[0] = 0;
+	}
+}
+
+static void emu_accept(struct emu_daemon *dm)
+{
+	for (;;) {
+		int fd = accept4(dm->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EINTR)
+				EMU_LOG(WARNING, "accept: %s\n", strerror(errno));
+			return;
+		}
+		struct ucred cr;
+		socklen_t l = sizeof(cr);
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &l) < 0) {
+			close(fd);
+			continue;
+		}
+		struct emu_client *cl = calloc(1, sizeof(*cl));
+		struct emu_ctx *c = cl ? emu_ctx_new(&dm->dev, cr.pid, fd) : NULL;
+		if (!c) {
+			free(cl);
+			close(fd);
+			continue;
+		}
+		cl->ctx = c;
+		c->priv = cl;
+		cl->ep_sock.kind = EMU_EP_SOCK;
+		cl->ep_sock.p = cl;
+		cl->ep_wake.kind = EMU_EP_WAKE;
+		cl->ep_wake.p = cl;
+		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &cl->ep_sock };
+		if (epoll_ctl(dm->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+			emu_ctx_destroy(c);
+			free(cl);
+			continue;
+		}
+		EMU_LOG(INFO, "client pid %d connected\n", (int)cr.pid);
+	}
+}
+
+/* Expected request body size per op (exact), and fds it carries. */
+static const struct { uint16_t len; uint8_t fds; } emu_req_shape[UROCE_OP_MAX] = {
+	[UROCE_OP_HELLO] = { sizeof(struct uroce_hello_req), 1 },
+	[UROCE_OP_QUERY_PORT] = { sizeof(struct uroce_query_port_req), 0 },
+	[UROCE_OP_ALLOC_PD] = { 0, 0 },
+	[UROCE_OP_DEALLOC_PD] = { sizeof(struct uroce_handle_msg), 0 },
+	[UROCE_OP_REG_MR] = { sizeof(struct uroce_reg_mr_req), 0 },
+	[UROCE_OP_REREG_MR] = { sizeof(struct uroce_rereg_mr_req), 0 },
+	[UROCE_OP_DEREG_MR] = { sizeof(struct uroce_handle_msg), 0 },
+	[UROCE_OP_ALLOC_MW] = { sizeof(struct uroce_alloc_mw_req), 0 },
+	[UROCE_OP_DEALLOC_MW] = { sizeof(struct uroce_handle_msg), 0 },
+	[UROCE_OP_CREATE_COMP_CHANNEL] = { 0, 1 },
+	[UROCE_OP_DESTROY_COMP_CHANNEL] = { sizeof(struct uroce_handle_msg), 0 },
+	[UROCE_OP_CREATE_CQ] = { sizeof(struct uroce_create_cq_req), 0 },
+	[UROCE_OP_RESIZE_CQ] = { sizeof(struct uroce_resize_cq_req), 0 },
+	[UROCE_OP_DESTROY_CQ] = { sizeof(struct uroce_handle_msg), 0 },
+	[UROCE_OP_CREATE_SRQ] = { sizeof(struct uroce_create_srq_req), 0 },
+	[UROCE_OP_MODIFY_SRQ] = { sizeof(struct uroce_modify_srq_req), 0 },
+	[UROCE_OP_QUERY_SRQ] = { sizeof(struct uroce_handle_msg), 0 },
+	[UROCE_OP_DESTROY_SRQ] = { sizeof(struct uroce_handle_msg), 0 },
+	[UROCE_OP_CREATE_QP] = { sizeof(struct uroce_create_qp_req), 0 },
+	[UROCE_OP_MODIFY_QP] = { sizeof(struct uroce_modify_qp_req), 0 },
+	[UROCE_OP_QUERY_QP] = { sizeof(struct uroce_query_qp_req), 0 },
+	[UROCE_OP_DESTROY_QP] = { sizeof(struct uroce_handle_msg), 0 },
+	[UROCE_OP_CREATE_AH] = { sizeof(struct uroce_create_ah_req), 0 },
+	[UROCE_OP_DESTROY_AH] = { sizeof(struct uroce_handle_msg), 0 },
+	[UROCE_OP_ATTACH_MCAST] = { sizeof(struct uroce_mcast_req), 0 },
+	[UROCE_OP_DETACH_MCAST] = { sizeof(struct uroce_mcast_req), 0 },
+};
+
+static void emu_reply(struct emu_ctx *c, const struct uroce_msg_hdr *rq, int status,
+		      const void *body, size_t blen, const int *fds, unsigned nfds)
+{
+	union {
+		struct uroce_msg_hdr h;
+		uint8_t b[UROCE_MAX_MSG];
+	} m;
+	union {
+		struct cmsghdr c;
+		uint8_t b[CMSG_SPACE(sizeof(int) * 2)];
+	} cb;
+
+	if (status)
+		blen = 0, nfds = 0;
+	m.h.op = rq->op;
+	m.h.seq = rq->seq;
+	m.h.status = status;
+	m.h.len = (uint32_t)(sizeof(m.h) + blen);
+	if (blen)
+		memcpy(m.b + sizeof(m.h), body, blen);
+	struct iovec iov = { m.b, m.h.len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	if (nfds) {
+		memset(&cb, 0, sizeof(cb));
+		mh.msg_control = cb.b;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+		memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
+	}
+	/* the client waits for this reply; a full socket buffer means it is
+	 * not reading, and MSG_DONTWAIT keeps it from stalling the engine */
+	if (sendmsg(c->sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+		EMU_LOG(INFO, "pid %d: reply op %u: %s\n", (int)c->pid, rq->op, strerror(errno));
+}
+
+static int emu_hello(struct emu_daemon *dm, struct emu_client *cl, const struct uroce_hello_req *q,
+		     int async_fd, struct uroce_hello_rep *r, int fds[2])
+{
+	struct emu_ctx *c = cl->ctx;
+
+	if (c->hello_done)
+		return -EISCONN;
+	if (q->abi_version != UROCE_ABI_VERSION)
+		return -EPROTONOSUPPORT;
+	if (async_fd >= 0) {
+		int fl = fcntl(async_fd, F_GETFL);
+		if (fl < 0 || (fl & O_ACCMODE) == O_RDONLY)
+			return -EINVAL;
+		fcntl(async_fd, F_SETFL, fl | O_NONBLOCK);
+	}
+	void *map;
+	int mfd, rc = emu_shm_create("uroce-db", UROCE_DB_PAGE_SIZE, &mfd, &map);
+	if (rc)
+		return rc;
+	int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (efd < 0) {
+		rc = -errno;
+		emu_shm_destroy(mfd, map, UROCE_DB_PAGE_SIZE);
+		return rc;
+	}
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &cl->ep_wake };
+	if (epoll_ctl(dm->epfd, EPOLL_CTL_ADD, efd, &ev) < 0) {
+		rc = -errno;
+		close(efd);
+		emu_shm_destroy(mfd, map, UROCE_DB_PAGE_SIZE);
+		return rc;
+	}
+	c->db = map;
+	c->db_memfd = mfd;
+	c->wake_fd = efd;
+	c->async_fd = async_fd;
+	c->db->daemon_pid = (uint32_t)getpid();
+	c->hello_done = true;
+	emu_dev_hello(&dm->dev, r);
+	fds[0] = mfd;
+	fds[1] = efd;
+	return 0;
+}
+
+static void emu_dispatch(struct emu_daemon *dm, struct emu_client *cl, const uint8_t *buf,
+			 size_t n, int *fds, unsigned nfds)
+{
+	struct emu_ctx *c = cl->ctx;
+	struct uroce_msg_hdr h;
+	const void *body = buf + sizeof(h);
+	union {
+		struct uroce_hello_rep hello;
+		struct uroce_query_port_rep port;
+		struct uroce_handle_msg hm;
+		struct uroce_reg_mr_rep mr;
+		struct uroce_alloc_mw_rep mw;
+		struct uroce_create_cq_rep cq;
+		struct uroce_create_srq_rep srq;
+		struct ibv_srq_attr srq_attr;
+		struct uroce_create_qp_rep qp;
+		struct uroce_query_qp_rep qq;
+	} rep;
+	size_t rlen = 0;
+	int ofds[2];
+	unsigned nofds = 0;
+	int rc;
+
+	/* every message gets exactly one reply, even a runt (with what we
+	 * could read of its header) so a client never waits forever */
+	memset(&h, 0, sizeof(h));
+	memcpy(&h, buf, n < sizeof(h) ? n : sizeof(h));
+	if (n < sizeof(h)) {
+		rc = -EINVAL;
+		goto reply;
+	}
+	memset(&rep, 0, sizeof(rep));
+	if (h.op == 0 || h.op >= UROCE_OP_MAX || h.len != n ||
+	    n - sizeof(h) != emu_req_shape[h.op].len) {
+		rc = -EINVAL;
+		goto reply;
+	}
+	if (nfds > emu_req_shape[h.op].fds) {
+		rc = -EINVAL;
+		goto reply;
+	}
+	if (!c->hello_done && h.op != UROCE_OP_HELLO) {
+		rc = -ENOTCONN;
+		goto reply;
+	}
+	/* the body may be unaligned inside buf: copy it out */
+	union {
+		struct uroce_hello_req hello;
+		struct uroce_query_port_req port;
+		struct uroce_handle_msg hm;
+		struct uroce_reg_mr_req mr;
+		struct uroce_rereg_mr_req rereg;
+		struct uroce_alloc_mw_req mw;
+		struct uroce_create_cq_req cq;
+		struct uroce_resize_cq_req rcq;
+		struct uroce_create_srq_req srq;
+		struct uroce_modify_srq_req msrq;
+		struct uroce_create_qp_req qp;
+		struct uroce_modify_qp_req mqp;
+		struct uroce_query_qp_req qqp;
+		struct uroce_create_ah_req ah;
+		struct uroce_mcast_req mc;
+	} q;
+	memcpy(&q, body, n - sizeof(h));
+	int fd_in = nfds ? fds[0] : -1;
+	int mfd = -1;
+
+	switch (h.op) {
+	case UROCE_OP_HELLO:
+		rc = emu_hello(dm, cl, &q.hello, fd_in, &rep.hello, ofds);
+		if (!rc) {
+			fds[0] = -1; /* kept as the async fd */
+			nofds = 2;
+			rlen = sizeof(rep.hello);
+		}
+		break;
+	case UROCE_OP_QUERY_PORT:
+		if (q.port.port_num != 1) {
+			rc = -EINVAL;
+			break;
+		}
+		rep.port.port_attr = dm->dev.port_attr;
+		rep.port.port_attr.state = dm->dev.port_state;
+		rep.port.gid_count = dm->dev.gid_count;
+		for (uint32_t i = 0; i < dm->dev.gid_count; i++) {
+			rep.port.gids[i] = dm->dev.gids[i];
+			rep.port.gid_type[i] = IBV_GID_TYPE_ROCE_V2;
+		}
+		rlen = sizeof(rep.port);
+		rc = 0;
+		break;
+	case UROCE_OP_ALLOC_PD:
+		rc = emu_pd_alloc(c, &rep.hm.handle);
+		rlen = sizeof(rep.hm);
+		break;
+	case UROCE_OP_DEALLOC_PD:
+		rc = emu_pd_dealloc(c, q.hm.handle);
+		break;
+	case UROCE_OP_REG_MR:
+		rc = emu_mr_reg(c, &q.mr, &rep.mr);
+		rlen = sizeof(rep.mr);
+		break;
+	case UROCE_OP_REREG_MR:
+		rc = emu_mr_rereg(c, &q.rereg, &rep.mr);
+		rlen = sizeof(rep.mr);
+		break;
+	case UROCE_OP_DEREG_MR:
+		rc = emu_mr_dereg(c, q.hm.handle);
+		break;
+	case UROCE_OP_ALLOC_MW:
+		rc = emu_mw_alloc(c, &q.mw, &rep.mw);
+		rlen = sizeof(rep.mw);
+		break;
+	case UROCE_OP_DEALLOC_MW:
+		rc = emu_mw_dealloc(c, q.hm.handle);
+		break;
+	case UROCE_OP_CREATE_COMP_CHANNEL:
+		if (fd_in < 0) {
+			rc = -EINVAL;
+			break;
+		}
+		fds[0] = -1; /* emu_channel_create owns it now, even on error */
+		rc = emu_channel_create(c, fd_in, &rep.hm.handle);
+		rlen = sizeof(rep.hm);
+		break;
+	case UROCE_OP_DESTROY_COMP_CHANNEL:
+		rc = emu_channel_destroy(c, q.hm.handle);
+		break;
+	case UROCE_OP_CREATE_CQ:
+		rc = emu_cq_create(c, &q.cq, &rep.cq, &mfd);
+		rlen = sizeof(rep.cq);
+		break;
+	case UROCE_OP_RESIZE_CQ:
+		rc = emu_cq_resize(c, &q.rcq, &rep.cq, &mfd);
+		rlen = sizeof(rep.cq);
+		break;
+	case UROCE_OP_DESTROY_CQ:
+		rc = emu_cq_destroy(c, q.hm.handle);
+		break;
+	case UROCE_OP_CREATE_SRQ:
+		rc = emu_srq_create(c, &q.srq, &rep.srq, &mfd);
+		rlen = sizeof(rep.srq);
+		break;
+	case UROCE_OP_MODIFY_SRQ:
+		rc = emu_srq_modify(c, &q.msrq);
+		break;
+	case UROCE_OP_QUERY_SRQ:
+		rc = emu_srq_query(c, q.hm.handle, &rep.srq_attr);
+		rlen = sizeof(rep.srq_attr);
+		break;
+	case UROCE_OP_DESTROY_SRQ:
+		rc = emu_srq_destroy(c, q.hm.handle);
+		break;
+	case UROCE_OP_CREATE_QP:
+		rc = emu_qp_create(c, &q.qp, &rep.qp, &mfd);
+		rlen = sizeof(rep.qp);
+		break;
+	case UROCE_OP_MODIFY_QP:
+		rc = emu_qp_modify_op(c, &q.mqp);
+		break;
+	case UROCE_OP_QUERY_QP:
+		rc = emu_qp_query_op(c, &q.qqp, &rep.qq);
+		rlen = sizeof(rep.qq);
+		break;
+	case UROCE_OP_DESTROY_QP:
+		rc = emu_qp_destroy(c, q.hm.handle);
+		break;
+	case UROCE_OP_CREATE_AH:
+		rc = emu_ah_create(c, &q.ah, &rep.hm.handle);
+		rlen = sizeof(rep.hm);
+		break;
+	case UROCE_OP_DESTROY_AH:
+		rc = emu_ah_destroy(c, q.hm.handle);
+		break;
+	case UROCE_OP_ATTACH_MCAST:
+	case UROCE_OP_DETACH_MCAST:
+		rc = emu_mcast_op(c, &q.mc, h.op == UROCE_OP_ATTACH_MCAST);
+		break;
+	default:
+		rc = -EINVAL;
+		break;
+	}
+	if (!rc && mfd >= 0) {
+		ofds[0] = mfd;
+		nofds = 1;
+	}
+	if (rc)
+		EMU_LOG(DEBUG, "pid %d: op %u -> %d\n", (int)c->pid, h.op, rc);
+reply:
+	emu_reply(c, &h, rc, &rep, rlen, ofds, nofds);
+	for (unsigned i = 0; i < nfds; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
+static bool emu_client_read(struct emu_daemon *dm, struct emu_client *cl)
+{
+	/* one extra byte detects an oversized message */
+	static uint8_t buf[UROCE_MAX_MSG + 1];
+	union {
+		struct cmsghdr c;
+		uint8_t b[CMSG_SPACE(sizeof(int) * EMU_MAX_FDS_IN)];
+	} cb;
+
+	for (int k = 0; k < 64; k++) {
+		struct iovec iov = { buf, sizeof(buf) };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+				     .msg_control = cb.b, .msg_controllen = sizeof(cb.b) };
+		ssize_t n = recvmsg(cl->ctx->sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				return true;
+			return false;
+		}
+		if (n == 0)
+			return false; /* EOF: the application closed or died */
+		int fds[EMU_MAX_FDS_IN];
+		unsigned nfds = 0;
+		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+			if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+				continue;
+			unsigned k2 = (unsigned)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+			int *p = (int *)CMSG_DATA(cm);
+			for (unsigned i = 0; i < k2; i++) {
+				if (nfds < EMU_MAX_FDS_IN)
+					fds[nfds++] = p[i];
+				else
+					close(p[i]);
+			}
+		}
+		if ((mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || n > UROCE_MAX_MSG) {
+			struct uroce_msg_hdr h = { 0 };
+			if (n >= (ssize_t)sizeof(h))
+				memcpy(&h, buf, sizeof(h));
+			emu_reply(cl->ctx, &h, -EMSGSIZE, NULL, 0, NULL, 0);
+			for (unsigned i = 0; i < nfds; i++)
+				close(fds[i]);
+			continue;
+		}
+		emu_dispatch(dm, cl, buf, (size_t)n, fds, nfds);
+	}
+	return true;
+}
+
+void emu_ctl_event(struct emu_daemon *dm, struct emu_ep *ep, uint32_t events)
+{
+	struct emu_client *cl = ep->p;
+
+	switch (ep->kind) {
+	case EMU_EP_LISTEN:
+		emu_accept(dm);
+		break;
+	case EMU_EP_SOCK:
+		if (!emu_client_read(dm, cl) || (events & (EPOLLHUP | EPOLLERR)))
+			emu_client_close(dm, cl);
+		break;
+	case EMU_EP_WAKE: {
+		uint64_t v;
+		if (read(cl->ctx->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+			EMU_LOG(DEBUG, "wake read: %s\n", strerror(errno));
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+void emu_ctl_need_wakeup(struct emu_daemon *dm, uint32_t v)
+{
+	for (struct emu_ctx *c = dm->dev.ctxs; c; c = c->next)
+		if (c->db)
+			__atomic_store_n(&c->db->need_wakeup, v, __ATOMIC_SEQ_CST);
+}
+
+bool emu_ctl_db_pending(struct emu_daemon *dm)
+{
+	for (struct emu_ctx *c = dm->dev.ctxs; c; c = c->next) {
+		if (!c->db)
+			continue;
+		for (unsigned s = 0; s < UROCE_DB_MAX / 64 / 64; s++)
+			if (__atomic_load_n(&c->db->summary[s], __ATOMIC_ACQUIRE))
+				return true;
+	}
+	return false;
+}
+
+void emu_ctl_mark_dead(struct emu_daemon *dm)
+{
+	for (struct emu_ctx *c = dm->dev.ctxs; c; c = c->next) {
+		for (uint32_t i = 0; i < c->nh; i++) {
+			struct uroce_ring_hdr *h[2] = { NULL, NULL };
+			switch (c->h[i].type) {
+			case EMU_OBJ_CQ: h[0] = ((struct emu_cq *)c->h[i].obj)->hdr; break;
+			case EMU_OBJ_SRQ: h[0] = ((struct emu_srq *)c->h[i].obj)->rq.hdr; break;
+			case EMU_OBJ_QP:
+				h[0] = ((struct emu_qp *)c->h[i].obj)->sq.hdr;
+				h[1] = ((struct emu_qp *)c->h[i].obj)->rq.hdr;
+				break;
+			default: break;
+			}
+			for (int k = 0; k < 2; k++)
+				if (h[k])
+					__atomic_fetch_or(&h[k]->flags, UROCE_RING_F_DEAD, __ATOMIC_RELEASE);
+		}
+	}
+}

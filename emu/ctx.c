@@ -1,0 +1,366 @@
+/* SPDX-License-Identifier: MIT */
+/* Devices and contexts: attributes reported at HELLO, per-context handle
+ * and doorbell tables, doorbell scanning, teardown of everything a context
+ * owns when its application goes away. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "emu.h"
+#include "emu_int.h"
+
+int emu_shm_create(const char *name, size_t size, int *fd, void **map)
+{
+	int f = memfd_create(name, MFD_CLOEXEC);
+
+	if (f < 0)
+		return -errno;
+	if (ftruncate(f, (off_t)size) < 0) {
+		int e = -errno;
+		close(f);
+		return e;
+	}
+	void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
+	if (m == MAP_FAILED) {
+		int e = -errno;
+		close(f);
+		return e;
+	}
+	*fd = f;
+	*map = m;
+	return 0;
+}
+
+void emu_shm_destroy(int fd, void *map, size_t size)
+{
+	if (map)
+		munmap(map, size);
+	if (fd >= 0)
+		close(fd);
+}
+
+static void emu_dev_attrs(struct emu_dev *d)
+{
+	struct ibv_device_attr *a = &d->dev_attr;
+	struct ibv_port_attr *p = &d->port_attr;
+
+	memset(a, 0, sizeof(*a));
+	snprintf(a->fw_ver, sizeof(a->fw_ver), "uroce 0.1.0");
+	a->node_guid = d->node_guid;
+	a->sys_image_guid = d->node_guid;
+	a->max_mr_size = EMU_MAX_MR_SIZE;
+	a->page_size_cap = 0xfffff000;
+	a->vendor_id = UROCE_VENDOR_ID;
+	a->vendor_part_id = UROCE_VENDOR_PART_ID;
+	a->hw_ver = 0;
+	a->max_qp = EMU_MAX_QP;
+	a->max_qp_wr = EMU_MAX_QP_WR;
+	a->device_cap_flags = IBV_DEVICE_BAD_PKEY_CNTR | IBV_DEVICE_BAD_QKEY_CNTR |
+			      IBV_DEVICE_UD_AV_PORT_ENFORCE | IBV_DEVICE_PORT_ACTIVE_EVENT |
+			      IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_RC_RNR_NAK_GEN |
+			      IBV_DEVICE_SRQ_RESIZE | IBV_DEVICE_MEM_WINDOW |
+			      IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_MEM_MGT_EXTENSIONS;
+	a->max_sge = EMU_MAX_SGE;
+	a->max_sge_rd = EMU_MAX_SGE;
+	a->max_cq = EMU_MAX_CQ;
+	a->max_cqe = (int)EMU_MAX_CQE - 1;
+	a->max_mr = EMU_MAX_MR;
+	a->max_pd = EMU_MAX_PD;
+	a->max_qp_rd_atom = EMU_XPORT_MAX_RD_ATOMIC;
+	a->max_ee_rd_atom = 0;
+	a->max_res_rd_atom = EMU_MAX_QP * EMU_XPORT_MAX_RD_ATOMIC;
+	a->max_qp_init_rd_atom = EMU_XPORT_MAX_RD_ATOMIC;
+	a->max_ee_init_rd_atom = 0;
+	a->atomic_cap = IBV_ATOMIC_HCA;
+	a->max_mw = EMU_MAX_MW;
+	a->max_ah = EMU_MAX_AH;
+	a->max_srq = EMU_MAX_SRQ;
+	a->max_srq_wr = EMU_MAX_SRQ_WR;
+	a->max_srq_sge = EMU_MAX_SRQ_SGE;
+	a->max_mcast_grp = EMU_MAX_MCAST_GRP;
+	a->max_mcast_qp_attach = EMU_MAX_MCAST_ATT;
+	a->max_total_mcast_qp_attach = EMU_MAX_MCAST_GRP * EMU_MAX_MCAST_ATT;
+	a->max_pkeys = 1;
+	a->local_ca_ack_delay = 15;
+	a->phys_port_cnt = 1;
+
+	memset(p, 0, sizeof(*p));
+	p->state = d->port_state;
+	p->max_mtu = IBV_MTU_4096;
+	p->active_mtu = d->active_mtu;
+	p->gid_tbl_len = UROCE_MAX_GIDS;
+	p->port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;
+	p->max_msg_sz = 1u << 31;
+	p->pkey_tbl_len = 1;
+	p->max_vl_num = 1;
+	p->active_width = 1;   /* 1X */
+	p->active_speed = 32;  /* EDR: 25 Gb/s per lane */
+	p->phys_state = 5;     /* LinkUp */
+	p->link_layer = IBV_LINK_LAYER_ETHERNET;
+}
+
+int emu_dev_init(struct emu_dev *d, const char *name, const uint8_t mac[6],
+		 uint32_t eth_mtu, const union ibv_gid *gids, uint32_t ngid)
+{
+	memset(d, 0, sizeof(*d));
+	if (!name || strlen(name) >= sizeof(d->name) || ngid > UROCE_MAX_GIDS - 1)
+		return -EINVAL;
+	if (eth_mtu < 576 || eth_mtu > 9216)
+		return -EINVAL;
+	strcpy(d->name, name);
+	memcpy(d->mac, mac, 6);
+	d->eth_mtu = eth_mtu;
+	/* IPv6 headers are 20 bytes longer; use the smaller result so one
+	 * active MTU works for both GID types */
+	d->active_mtu = (enum ibv_mtu)wire_mtu_active(eth_mtu, true);
+	d->port_state = IBV_PORT_ACTIVE;
+	uint8_t g[8] = { mac[0] ^ 2, mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5] };
+	memcpy(&d->node_guid, g, 8);
+	/* GID 0: fe80:: from the MAC, as rxe and the IPv6 stack */
+	wire_gid_from_mac((struct wire_gid *)d->gids[0].raw, mac);
+	d->gid_count = 1;
+	for (uint32_t i = 0; i < ngid; i++)
+		d->gids[d->gid_count++] = gids[i];
+	d->qpn = calloc(EMU_QPN_TABLE, sizeof(d->qpn[0]));
+	d->mcast = calloc(EMU_MAX_MCAST_GRP, sizeof(d->mcast[0]));
+	if (!d->qpn || !d->mcast) {
+		free(d->qpn);
+		free(d->mcast);
+		return -ENOMEM;
+	}
+	d->next_qpn = EMU_QPN_FIRST;
+	emu_dev_attrs(d);
+	return 0;
+}
+
+void emu_dev_fini(struct emu_dev *d)
+{
+	while (d->ctxs)
+		emu_ctx_destroy(d->ctxs);
+	free(d->qpn);
+	free(d->mcast);
+	free(d->keys);
+	d->qpn = NULL;
+	d->mcast = NULL;
+	d->keys = NULL;
+	emu_fault_free(d->fault);
+	d->fault = NULL;
+}
+
+void emu_dev_hello(const struct emu_dev *d, struct uroce_hello_rep *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->abi_version = UROCE_ABI_VERSION;
+	r->daemon_pid = (uint32_t)getpid();
+	strcpy(r->dev_name, d->name);
+	r->dev_attr = d->dev_attr;
+	r->port_attr = d->port_attr;
+	r->port_attr.state = d->port_state;
+	r->gid_count = d->gid_count;
+	for (uint32_t i = 0; i < d->gid_count; i++) {
+		r->gids[i] = d->gids[i];
+		r->gid_type[i] = IBV_GID_TYPE_ROCE_V2;
+	}
+	r->pkeys[0] = 0xffff;
+	memcpy(r->mac, d->mac, 6);
+	r->node_guid = d->node_guid;
+}
+
+struct emu_ctx *emu_ctx_new(struct emu_dev *d, pid_t pid, int sock)
+{
+	struct emu_ctx *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->dev = d;
+	c->pid = pid;
+	c->sock = sock;
+	c->wake_fd = -1;
+	c->async_fd = -1;
+	c->db_memfd = -1;
+	c->next = d->ctxs;
+	if (d->ctxs)
+		d->ctxs->prev = c;
+	d->ctxs = c;
+	d->nctx++;
+	return c;
+}
+
+int emu_ctx_put(struct emu_ctx *c, enum emu_obj_type type, void *obj, uint32_t *handle)
+{
+	uint32_t i;
+
+	for (i = c->h_free_hint; i < c->nh; i++)
+		if (c->h[i].type == EMU_OBJ_NONE)
+			goto found;
+	for (i = 1; i < c->h_free_hint && i < c->nh; i++)
+		if (c->h[i].type == EMU_OBJ_NONE)
+			goto found;
+	if (c->nh >= (1u << 22))
+		return -ENOMEM;
+	uint32_t nn = c->nh ? c->nh * 2 : 64;
+	struct emu_handle_slot *t = realloc(c->h, nn * sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	memset(t + c->nh, 0, (nn - c->nh) * sizeof(*t));
+	i = c->nh ? c->nh : 1; /* handle 0 stays unused: catches zeroed structs */
+	c->h = t;
+	c->nh = nn;
+found:
+	c->h[i].type = (uint8_t)type;
+	c->h[i].obj = obj;
+	c->h_free_hint = i + 1;
+	c->nobj[type]++;
+	*handle = i;
+	return 0;
+}
+
+void emu_ctx_drop(struct emu_ctx *c, uint32_t handle)
+{
+	if (handle >= c->nh || c->h[handle].type == EMU_OBJ_NONE)
+		return;
+	c->nobj[c->h[handle].type]--;
+	c->h[handle].type = EMU_OBJ_NONE;
+	c->h[handle].obj = NULL;
+	if (handle < c->h_free_hint)
+		c->h_free_hint = handle;
+}
+
+void *emu_ctx_get(struct emu_ctx *c, uint32_t handle, enum emu_obj_type type)
+{
+	if (handle >= c->nh || c->h[handle].type != type)
+		return NULL;
+	return c->h[handle].obj;
+}
+
+int emu_db_alloc(struct emu_ctx *c, enum emu_obj_type type, void *obj, uint32_t *idx)
+{
+	uint32_t i;
+
+	for (i = 0; i < c->ndbs; i++)
+		if (c->dbs[i].type == EMU_OBJ_NONE)
+			goto found;
+	if (c->ndbs >= UROCE_DB_MAX)
+		return -ENOMEM;
+	uint32_t nn = c->ndbs ? c->ndbs * 2 : 64;
+	if (nn > UROCE_DB_MAX)
+		nn = UROCE_DB_MAX;
+	struct emu_db_slot *t = realloc(c->dbs, nn * sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	memset(t + c->ndbs, 0, (nn - c->ndbs) * sizeof(*t));
+	i = c->ndbs;
+	c->dbs = t;
+	c->ndbs = nn;
+found:
+	c->dbs[i].type = (uint8_t)type;
+	c->dbs[i].obj = obj;
+	*idx = i;
+	return 0;
+}
+
+void emu_db_free(struct emu_ctx *c, uint32_t idx)
+{
+	if (idx < c->ndbs) {
+		c->dbs[idx].type = EMU_OBJ_NONE;
+		c->dbs[idx].obj = NULL;
+	}
+}
+
+static void emu_db_ring(struct emu_ctx *c, uint32_t idx)
+{
+	if (idx >= c->ndbs)
+		return; /* a bit the application set for nothing */
+	struct emu_db_slot *s = &c->dbs[idx];
+	if (s->type == EMU_OBJ_QP) {
+		struct emu_qp *qp = s->obj;
+		emu_xport_sq_kick(qp);
+		if (!qp->srq)
+			emu_xport_rq_kick(qp);
+	} else if (s->type == EMU_OBJ_SRQ) {
+		emu_xport_srq_kick(s->obj);
+	}
+}
+
+void emu_ctx_doorbells(struct emu_ctx *c)
+{
+	struct uroce_db_page *db = c->db;
+
+	if (!db)
+		return;
+	for (unsigned s = 0; s < UROCE_DB_MAX / 64 / 64; s++) {
+		if (!__atomic_load_n(&db->summary[s], __ATOMIC_RELAXED))
+			continue;
+		uint64_t sum = __atomic_exchange_n(&db->summary[s], 0, __ATOMIC_ACQ_REL);
+		while (sum) {
+			unsigned w = (unsigned)__builtin_ctzll(sum);
+			sum &= sum - 1;
+			unsigned word = s * 64 + w;
+			uint64_t bits = __atomic_exchange_n(&db->bits[word], 0, __ATOMIC_ACQ_REL);
+			while (bits) {
+				unsigned b = (unsigned)__builtin_ctzll(bits);
+				bits &= bits - 1;
+				emu_db_ring(c, word * 64 + b);
+				if (c->dead)
+					return;
+			}
+		}
+	}
+}
+
+/* Destroy order: QPs (they reference everything), SRQs, AHs, MWs, MRs, CQs,
+ * channels, PDs. */
+void emu_ctx_destroy(struct emu_ctx *c)
+{
+	static const enum emu_obj_type order[] = {
+		EMU_OBJ_QP, EMU_OBJ_SRQ, EMU_OBJ_AH, EMU_OBJ_MW, EMU_OBJ_MR,
+		EMU_OBJ_CQ, EMU_OBJ_CHANNEL, EMU_OBJ_PD,
+	};
+	struct emu_dev *d = c->dev;
+
+	c->dead = true;
+	for (unsigned k = 0; k < sizeof(order) / sizeof(order[0]); k++) {
+		for (uint32_t i = 0; i < c->nh; i++) {
+			if (c->h[i].type != order[k])
+				continue;
+			int rc;
+			switch (order[k]) {
+			case EMU_OBJ_QP: rc = emu_qp_destroy(c, i); break;
+			case EMU_OBJ_SRQ: rc = emu_srq_destroy(c, i); break;
+			case EMU_OBJ_AH: rc = emu_ah_destroy(c, i); break;
+			case EMU_OBJ_MW: rc = emu_mw_dealloc(c, i); break;
+			case EMU_OBJ_MR: rc = emu_mr_dereg(c, i); break;
+			case EMU_OBJ_CQ: rc = emu_cq_destroy(c, i); break;
+			case EMU_OBJ_CHANNEL: rc = emu_channel_destroy(c, i); break;
+			case EMU_OBJ_PD: rc = emu_pd_dealloc(c, i); break;
+			default: rc = 0; break;
+			}
+			if (rc)
+				EMU_LOG(ERR, "ctx pid %d: teardown of handle %u failed: %d\n",
+					(int)c->pid, i, rc);
+		}
+	}
+	if (c->db)
+		munmap(c->db, UROCE_DB_PAGE_SIZE);
+	if (c->db_memfd >= 0)
+		close(c->db_memfd);
+	if (c->wake_fd >= 0)
+		close(c->wake_fd);
+	if (c->async_fd >= 0)
+		close(c->async_fd);
+	if (c->sock >= 0)
+		close(c->sock);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		d->ctxs = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	d->nctx--;
+	free(c->h);
+	free(c->dbs);
+	free(c);
+}

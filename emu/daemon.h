@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/* The uroced executable: options, control server, engine loop and the
+ * DPDK port. Internal header (not part of emu_core). */
+#ifndef EMU_DAEMON_H
+#define EMU_DAEMON_H
+
+#include <limits.h>
+#include <signal.h>
+
+#include "emu.h"
+
+struct emu_opts {
+	char dev[UROCE_DEV_NAME_MAX];
+	char run_dir[PATH_MAX];
+	char vdev[512];           /* --port/--vdev, "" = ring loopback */
+	char eal[1024];           /* --eal passthrough */
+	char pcap[PATH_MAX];
+	char log_level[32];
+	uint8_t mac[6];
+	bool mac_set;
+	uint32_t mtu;
+	union ibv_gid ips[UROCE_MAX_GIDS - 1];
+	uint32_t nips;
+	bool busy_poll;
+	bool fault_set;
+	struct emu_fault_cfg fault;
+	uint32_t spin_us;         /* empty-loop time before sleeping */
+};
+
+/* epoll registrations carry one of these */
+enum emu_ep_kind { EMU_EP_LISTEN, EMU_EP_SOCK, EMU_EP_WAKE, EMU_EP_SIGNAL };
+struct emu_ep {
+	enum emu_ep_kind kind;
+	void *p;
+};
+
+struct emu_daemon {
+	struct emu_opts o;
+	struct emu_dev dev;
+	int epfd;
+	int listen_fd;
+	char sock_path[PATH_MAX];
+	struct emu_ep ep_listen;
+	volatile sig_atomic_t stop;
+	volatile sig_atomic_t dump;
+	uint16_t port_id;
+	bool port_up;
+	void *pcap;
+};
+
+extern struct emu_daemon emu_d;
+
+/* ctl.c */
+int emu_ctl_open(struct emu_daemon *dm);
+void emu_ctl_close(struct emu_daemon *dm);
+void emu_ctl_event(struct emu_daemon *dm, struct emu_ep *ep, uint32_t events);
+/* set/clear need_wakeup in every context's doorbell page */
+void emu_ctl_need_wakeup(struct emu_daemon *dm, uint32_t v);
+/* true if some context has a doorbell pending */
+bool emu_ctl_db_pending(struct emu_daemon *dm);
+/* mark every ring of every context dead (shutdown) */
+void emu_ctl_mark_dead(struct emu_daemon *dm);
+
+/* port_dpdk.c */
+int emu_port_init(struct emu_daemon *dm, int argc, char **argv);
+unsigned emu_port_rx(struct emu_daemon *dm);
+void emu_port_fini(struct emu_daemon *dm);
+void emu_port_attach(struct emu_daemon *dm);
+
+/* main.c */
+void emu_capture_flush(struct emu_daemon *dm);
+
+/* engine.c */
+int emu_engine_run(struct emu_daemon *dm);
+void emu_stats_dump(struct emu_dev *d);
+
+#endif

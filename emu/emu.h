@@ -1,0 +1,577 @@
+/* SPDX-License-Identifier: MIT */
+/* uroced core: device, context and verbs objects, and the services the
+ * transport uses (application memory, key checks, CQ production, events,
+ * shared rings, packet I/O, clock, log). Internal header.
+ *
+ * One engine thread owns everything here (QPs will later be sharded across
+ * lcores by QPN), so nothing is locked. Nothing in this header needs DPDK:
+ * transport tests link emu_core with a simulated wire. */
+#ifndef EMU_EMU_H
+#define EMU_EMU_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <infiniband/verbs.h>
+
+#include <uroce/abi.h>
+#include "wire.h"
+#include "xport.h"
+
+/* ------------------------------------------------------------------ */
+/* Limits (reported in ibv_device_attr; the control server enforces)   */
+/* ------------------------------------------------------------------ */
+#define EMU_MAX_QP        16384
+#define EMU_MAX_QP_WR     16384
+#define EMU_MAX_SGE       32
+#define EMU_MAX_INLINE    512
+#define EMU_MAX_CQ        16384
+#define EMU_MAX_CQE       (1u << 20)  /* 1M - 1 reported */
+#define EMU_MAX_MR        65536
+#define EMU_MAX_PD        65536
+#define EMU_MAX_MW        65536
+#define EMU_MAX_AH        65536
+#define EMU_MAX_SRQ       8192
+#define EMU_MAX_SRQ_WR    16384
+#define EMU_MAX_SRQ_SGE   32
+#define EMU_MAX_MCAST_GRP 256
+#define EMU_MAX_MCAST_ATT 64     /* QPs per group */
+#define EMU_MAX_MR_SIZE   (1ull << 40)
+#define EMU_SQ_STRIDE_MAX 1024u  /* 64 B header + 32 SGEs or 512 B inline -> 1024 */
+#define EMU_QPN_FIRST     0x11u
+#define EMU_QPN_TABLE     65536u /* QPNs live in [EMU_QPN_FIRST, EMU_QPN_TABLE) */
+
+/* ------------------------------------------------------------------ */
+/* Log and clock                                                       */
+/* ------------------------------------------------------------------ */
+/* Levels are rte_log's (RTE_LOG_ERR ... RTE_LOG_DEBUG). */
+#define EMU_LOG_LVL_ERR     4u
+#define EMU_LOG_LVL_WARNING 5u
+#define EMU_LOG_LVL_NOTICE  6u
+#define EMU_LOG_LVL_INFO    7u
+#define EMU_LOG_LVL_DEBUG   8u
+void emu_log(uint32_t level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+bool emu_log_enabled(uint32_t level);
+/* EMU_LOG(ERR|WARNING|NOTICE|INFO|DEBUG, "fmt", ...) */
+#define EMU_LOG(lvl, ...) emu_log(EMU_LOG_LVL_##lvl, __VA_ARGS__)
+
+/* CLOCK_MONOTONIC in ns, or the test's virtual clock after emu_clock_set(). */
+uint64_t emu_now_ns(void);
+/* NULL restores CLOCK_MONOTONIC. */
+void emu_clock_set(uint64_t (*fn)(void));
+
+/* ------------------------------------------------------------------ */
+/* Objects                                                             */
+/* ------------------------------------------------------------------ */
+struct emu_dev;
+struct emu_ctx;
+struct emu_fault;
+
+enum emu_obj_type {
+	EMU_OBJ_NONE = 0,
+	EMU_OBJ_PD,
+	EMU_OBJ_MR,
+	EMU_OBJ_MW,
+	EMU_OBJ_CHANNEL,
+	EMU_OBJ_CQ,
+	EMU_OBJ_SRQ,
+	EMU_OBJ_QP,
+	EMU_OBJ_AH,
+	EMU_OBJ_NTYPES
+};
+
+/* Daemon-private view of one shared ring. entries/mask/stride are the
+ * daemon's copies (the header's copies are the application's to scribble
+ * on). */
+struct emu_ring {
+	struct uroce_ring_hdr *hdr;
+	uint8_t *slots;
+	uint32_t entries;
+	uint32_t mask;
+	uint32_t stride;
+	uint32_t cons;      /* our consumer index (SQ/RQ/SRQ), last published */
+	bool broken;        /* producer index seen impossible (emu_recv_take) */
+};
+
+struct emu_pd {
+	struct emu_ctx *ctx;
+	uint32_t handle;
+	uint32_t refcnt;    /* MRs, MWs, SRQs, QPs, AHs */
+};
+
+struct emu_mr {
+	struct emu_ctx *ctx;
+	uint32_t handle;
+	struct emu_pd *pd;
+	uint64_t addr;      /* process virtual address */
+	uint64_t length;
+	uint64_t iova;      /* address the peer uses */
+	unsigned access;    /* enum ibv_access_flags */
+	uint32_t lkey, rkey;
+	uint32_t mw_bound;  /* windows bound to it: dereg = -EBUSY */
+};
+
+enum emu_mw_state { EMU_MW_FREE, EMU_MW_VALID };
+
+struct emu_mw {
+	struct emu_ctx *ctx;
+	uint32_t handle;
+	struct emu_pd *pd;
+	enum ibv_mw_type type;
+	enum emu_mw_state state;
+	uint32_t rkey;      /* index << 8 | key byte (type 2: chosen at bind) */
+	struct emu_mr *mr;  /* bound MR */
+	struct emu_qp *qp;  /* type 2: the QP it was bound through */
+	uint64_t va;        /* window start, in the MR's iova space */
+	uint64_t length;
+	unsigned access;
+};
+
+struct emu_channel {
+	struct emu_ctx *ctx;
+	uint32_t handle;
+	int wfd;            /* non-blocking write end of the application's pipe */
+	uint32_t refcnt;    /* CQs */
+};
+
+struct emu_cq {
+	struct emu_ctx *ctx;
+	uint32_t handle;
+	uint64_t user_handle;
+	struct emu_channel *channel;
+	struct uroce_ring_hdr *hdr;
+	struct uroce_cqe *slots;
+	uint32_t entries, mask;
+	uint32_t prod;      /* daemon-private producer index */
+	uint32_t cqe;       /* capacity reported */
+	bool error;         /* overrun: CQ_ERR raised, no more CQEs */
+	uint32_t refcnt;    /* QPs using it */
+	int memfd;
+	void *map;
+	size_t map_size;
+};
+
+struct emu_srq {
+	struct emu_ctx *ctx;
+	uint32_t handle;
+	struct emu_pd *pd;
+	uint64_t user_handle;
+	uint32_t db_index;
+	struct emu_ring rq;
+	uint32_t max_wr, max_sge;
+	uint32_t srq_limit; /* 0 = not armed */
+	bool error;
+	uint32_t refcnt;    /* QPs */
+	int memfd;
+	void *map;
+	size_t map_size;
+};
+
+/* A resolved address vector: everything needed to address a packet. */
+struct emu_av {
+	union ibv_gid dgid;
+	union ibv_gid sgid;
+	uint8_t dmac[6];
+	uint8_t sgid_index;
+	uint8_t hop_limit;
+	uint8_t traffic_class;
+	uint8_t sl;
+	uint8_t ipv6;       /* 0: IPv4 (dgid IPv4-mapped), 1: IPv6 */
+	uint8_t mac_valid;  /* 0: neighbour unresolved (emu_av_refresh) */
+	uint32_t flow_label;
+};
+
+struct emu_ah {
+	struct emu_ctx *ctx;
+	uint32_t handle;
+	struct emu_pd *pd;
+	struct ibv_ah_attr attr;
+	struct emu_av av;
+};
+
+struct emu_qp {
+	struct emu_dev *dev;
+	struct emu_ctx *ctx;
+	uint32_t handle;
+	enum ibv_qp_type type;
+	struct emu_pd *pd;
+	struct emu_cq *send_cq, *recv_cq;
+	struct emu_srq *srq;
+	struct ibv_qp_cap cap;
+	bool sq_sig_all;
+	struct ibv_qp_attr attr;  /* as last set (the transport keeps it current) */
+	uint32_t qpn;
+	uint64_t user_handle;
+	uint32_t db_index;
+	struct emu_ring sq, rq;   /* rq.entries == 0 with an SRQ */
+	uint32_t mcast_groups;    /* groups attached (UD) */
+	int memfd;
+	void *map;
+	size_t map_size;
+	struct emu_xport_qp x;
+};
+
+/* ------------------------------------------------------------------ */
+/* Context: one application connection                                 */
+/* ------------------------------------------------------------------ */
+struct emu_handle_slot {
+	uint8_t type;   /* enum emu_obj_type, EMU_OBJ_NONE = free */
+	void *obj;
+};
+
+struct emu_db_slot {
+	uint8_t type;   /* EMU_OBJ_QP / EMU_OBJ_SRQ / NONE */
+	void *obj;
+};
+
+struct emu_ctx {
+	struct emu_dev *dev;
+	struct emu_ctx *next, *prev;  /* dev->ctxs */
+	pid_t pid;
+	int sock;                     /* control socket, -1 = none (tests) */
+	int wake_fd;                  /* eventfd the shim kicks */
+	int async_fd;                 /* async pipe write end, -1 = none */
+	int db_memfd;
+	struct uroce_db_page *db;     /* NULL in tests without doorbells */
+	struct emu_handle_slot *h;
+	uint32_t nh, h_free_hint;
+	struct emu_db_slot *dbs;      /* db_index -> QP/SRQ */
+	uint32_t ndbs;
+	void *priv;                   /* control server state */
+	bool hello_done;
+	bool dead;                    /* disconnected, being torn down */
+	uint32_t nobj[EMU_OBJ_NTYPES];
+};
+
+/* ------------------------------------------------------------------ */
+/* Device and port                                                     */
+/* ------------------------------------------------------------------ */
+struct emu_txbuf {
+	uint8_t *data;
+	uint32_t cap;
+	void *priv;
+};
+
+/* Packet I/O of a port. tx_alloc gives a buffer of at least the Ethernet
+ * MTU + headers (0 or -ENOBUFS); tx_send queues it (ownership passes);
+ * tx_free returns an unused one; tx_flush pushes queued frames out. */
+struct emu_port_ops {
+	int (*tx_alloc)(struct emu_dev *d, struct emu_txbuf *b);
+	void (*tx_send)(struct emu_dev *d, struct emu_txbuf *b, uint32_t len);
+	void (*tx_free)(struct emu_dev *d, struct emu_txbuf *b);
+	void (*tx_flush)(struct emu_dev *d);
+};
+
+enum emu_drop {
+	EMU_DROP_NOT_ROCE,    /* not ours: neither RoCE nor ARP/ND/ICMP we answer */
+	EMU_DROP_PARSE,       /* a broken RoCE frame (see rx_reason[]) */
+	EMU_DROP_ICRC,
+	EMU_DROP_NOT_OUR_MAC,
+	EMU_DROP_NOT_OUR_IP,
+	EMU_DROP_UNKNOWN_QP,
+	EMU_DROP_MCAST,       /* multicast to a group nobody joined */
+	EMU_DROP_TX_NOBUF,
+	EMU_DROP_TX_NO_NEIGH,
+	EMU_DROP_FAULT,       /* injected */
+	EMU_DROP_NUM
+};
+extern const char *const emu_drop_name[EMU_DROP_NUM];
+
+struct emu_port_counters {
+	uint64_t tx_pkts, tx_bytes;
+	uint64_t rx_pkts, rx_bytes;
+	uint64_t rx_roce, rx_arp, rx_icmp, rx_nd;
+	uint64_t tx_arp, tx_icmp, tx_nd;
+	uint64_t drops[EMU_DROP_NUM];
+	uint64_t rx_reason[WIRE_R_NUM]; /* wire_parse rejections */
+	uint64_t icrc_errors;
+	uint64_t hdr_errors;
+	uint64_t fault_drop, fault_dup, fault_reorder, fault_corrupt, fault_delay;
+};
+
+#define EMU_NEIGH_MAX 64
+struct emu_neigh {
+	union ibv_gid ip;
+	uint8_t mac[6];
+	uint8_t state;      /* 0 free, 1 incomplete, 2 reachable */
+	uint8_t tries;
+	uint64_t expires_ns;
+	uint64_t next_try_ns;
+};
+
+struct emu_mcast {
+	union ibv_gid gid;
+	uint32_t nqp;
+	struct emu_qp *qp[EMU_MAX_MCAST_ATT];
+};
+
+/* Key table entry: keys are index << 8 | variant; a freed index bumps its
+ * variant so a stale key never matches. */
+struct emu_key_slot {
+	uint8_t type;       /* EMU_OBJ_MR / EMU_OBJ_MW / NONE */
+	uint8_t variant;
+	void *obj;
+};
+
+struct emu_dev {
+	char name[UROCE_DEV_NAME_MAX];
+	uint8_t mac[6];
+	uint32_t gid_count;
+	union ibv_gid gids[UROCE_MAX_GIDS];
+	uint32_t eth_mtu;             /* Ethernet MTU (IP packet size) */
+	enum ibv_mtu active_mtu;
+	enum ibv_port_state port_state;
+	uint64_t node_guid;           /* network order */
+	bool loopback;                /* every frame comes back to us */
+	uint16_t ip_id;               /* next IPv4 identification */
+	struct ibv_device_attr dev_attr;
+	struct ibv_port_attr port_attr;
+
+	const struct emu_port_ops *ops;
+	void *port_priv;
+	struct emu_fault *fault;      /* RX fault injection, NULL = none */
+	/* capture hook: every frame sent (tx = true) or received */
+	void (*capture)(struct emu_dev *d, const uint8_t *frame, uint32_t len, bool tx);
+	void *capture_priv;
+	/* frames that are not RoCE (ARP, ICMP, ND); NULL = built-in handler */
+	void (*l2_hook)(struct emu_dev *d, const uint8_t *frame, uint32_t len);
+	struct emu_port_counters cnt;
+
+	struct emu_qp **qpn;          /* EMU_QPN_TABLE entries */
+	uint32_t next_qpn;
+	uint32_t nqp;
+	struct emu_key_slot *keys;
+	uint32_t nkeys, key_hint;
+	struct emu_mcast *mcast;      /* EMU_MAX_MCAST_GRP entries */
+	struct emu_neigh neigh[EMU_NEIGH_MAX];
+
+	struct emu_ctx *ctxs;         /* list of contexts */
+	uint32_t nctx;
+
+	/* transport-owned device state */
+	struct emu_xport_qp *xport_act; /* head of the transport's active-QP list */
+	void *xport_priv;
+};
+
+/* Set up a device: zeroes it, fills addresses, attributes and tables.
+ * gids/ngid: GID table (RoCE v2); NULL/0 = fe80:: from mac only. */
+int emu_dev_init(struct emu_dev *d, const char *name, const uint8_t mac[6],
+		 uint32_t eth_mtu, const union ibv_gid *gids, uint32_t ngid);
+/* Destroys every context and frees the tables. */
+void emu_dev_fini(struct emu_dev *d);
+
+static inline struct emu_qp *emu_qp_lookup(struct emu_dev *d, uint32_t qpn)
+{
+	return qpn < EMU_QPN_TABLE ? d->qpn[qpn] : NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Application memory                                                  */
+/* ------------------------------------------------------------------ */
+/* process_vm_readv/writev on c->pid (or memcpy when c->pid is our own pid,
+ * as in tests). 0 or -errno (-EFAULT for a short transfer). */
+int emu_mem_read(struct emu_ctx *c, void *dst, uint64_t addr, size_t len);
+int emu_mem_write(struct emu_ctx *c, uint64_t addr, const void *src, size_t len);
+/* Batched: local iovecs against remote ranges {addr,len}. */
+struct emu_rvec { uint64_t addr; uint64_t len; };
+int emu_mem_readv(struct emu_ctx *c, const struct iovec *local, unsigned nlocal,
+		  const struct emu_rvec *remote, unsigned nremote);
+int emu_mem_writev(struct emu_ctx *c, const struct iovec *local, unsigned nlocal,
+		   const struct emu_rvec *remote, unsigned nremote);
+
+/* ------------------------------------------------------------------ */
+/* Keys                                                                */
+/* ------------------------------------------------------------------ */
+/* access_needed: IBV_ACCESS_* bits; 0 = local read (always allowed).
+ * On failure returns NULL and *err = -EINVAL (no such key / wrong PD /
+ * invalid window), -EACCES (access), -ERANGE (bounds). */
+struct emu_mr *emu_mr_check_lkey(struct emu_pd *pd, uint32_t lkey, uint64_t addr,
+				 uint64_t len, unsigned access_needed, int *err);
+/* Remote access through an MR rkey or a bound MW: PD of qp, bounds
+ * (overflow-safe), access. *proc_addr = process address of va, *owner =
+ * context whose memory it is. Returns the MR (for a window, the MR it is
+ * bound to) or NULL with *err as above. */
+struct emu_mr *emu_mr_check_rkey(struct emu_qp *qp, uint32_t rkey, uint64_t va,
+				 uint64_t len, unsigned access_needed,
+				 uint64_t *proc_addr, struct emu_ctx **owner, int *err);
+/* Bind a window (BIND_MW WQE or ibv_bind_mw): mw_handle in qp's context,
+ * new_rkey (type 2: the application's key byte; type 1: ignored, the
+ * daemon bumps the key byte), MR by lkey, range within the MR's iova
+ * space, length 0 = unbind. Returns 0 (and *rkey_out) or -EINVAL/-EACCES. */
+int emu_mw_bind(struct emu_qp *qp, uint32_t mw_handle, uint32_t new_rkey,
+		uint32_t mr_lkey, uint64_t addr, uint64_t length, unsigned access,
+		uint32_t *rkey_out);
+/* LOCAL_INV / SEND_WITH_INV: invalidate a type 2 window of pd. 0 or
+ * -EINVAL (no such valid window in pd, type 1, or an MR key). */
+int emu_key_invalidate(struct emu_pd *pd, uint32_t rkey);
+
+/* ------------------------------------------------------------------ */
+/* Completion queues and events                                        */
+/* ------------------------------------------------------------------ */
+/* Append a CQE (the caller fills everything but timestamp_ns). Handles
+ * overrun (-ENOSPC: CQ_ERR raised, CQ dead) and the arm state. */
+int emu_cq_push(struct emu_cq *cq, const struct uroce_cqe *cqe);
+/* Free slots left (entries - (prod - cons)); 0 when in error. */
+uint32_t emu_cq_room(const struct emu_cq *cq);
+/* Write one async record; silently dropped if the pipe is full/closed. */
+void emu_async_event(struct emu_ctx *c, uint64_t element, enum ibv_event_type type);
+
+/* ------------------------------------------------------------------ */
+/* Shared rings                                                        */
+/* ------------------------------------------------------------------ */
+/* Producer index (acquire) minus r->cons, or -EINVAL when the application
+ * wrote an impossible index (more than entries outstanding). */
+int emu_ring_pending(const struct emu_ring *r);
+/* Producer index as loaded with acquire (for consumers that keep their own
+ * cursor, like the transport's sq_fetch). */
+uint32_t emu_ring_prod(const struct emu_ring *r);
+static inline uint8_t *emu_ring_slot(const struct emu_ring *r, uint32_t idx)
+{
+	return r->slots + (size_t)(idx & r->mask) * r->stride;
+}
+/* Publish r->cons = cons with release. */
+void emu_ring_publish(struct emu_ring *r, uint32_t cons);
+
+/* Copy send WQE idx of qp's SQ into dst (room for sq.stride bytes, at most
+ * EMU_SQ_STRIDE_MAX) and validate the copy: opcode valid for the QP type,
+ * num_sge <= cap.max_send_sge, inline_len <= min(max_inline, slot room),
+ * flags known. Returns bytes copied or -EINVAL. The transport reads only
+ * the copy afterwards. */
+int emu_sq_copy(struct emu_qp *qp, uint32_t idx, void *dst);
+static inline const struct uroce_sge *emu_wqe_sges(const void *wqe)
+{
+	return (const struct uroce_sge *)((const uint8_t *)wqe + UROCE_SEND_WQE_HDR);
+}
+static inline const uint8_t *emu_wqe_inline(const void *wqe)
+{
+	return (const uint8_t *)wqe + UROCE_SEND_WQE_HDR;
+}
+
+/* A receive WQE in daemon memory: header then sge[num_sge]. */
+struct emu_recv_wqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	uint32_t rsvd;
+	struct uroce_sge sge[EMU_MAX_SGE];
+};
+/* Take the oldest receive WQE of qp (its RQ or its SRQ) into out and
+ * publish the slot free. 1 = got one, 0 = empty, -EINVAL = garbage: either
+ * a bad WQE (consumed; complete it in error) or an impossible producer
+ * index (nothing consumed; reported once, then the ring reads as empty
+ * until the index is sane again, so drain loops "until 0" terminate). For an SRQ this raises SRQ_LIMIT_REACHED when the posted count
+ * drops below an armed limit. */
+int emu_recv_take(struct emu_qp *qp, struct emu_recv_wqe *out);
+/* Same without consuming (peek at what the next message would use). */
+int emu_recv_peek(struct emu_qp *qp, struct emu_recv_wqe *out);
+
+/* ------------------------------------------------------------------ */
+/* Packets                                                             */
+/* ------------------------------------------------------------------ */
+/* Transmit helpers: count, capture, then the port op. */
+int emu_tx_alloc(struct emu_dev *d, struct emu_txbuf *b);
+void emu_tx_send(struct emu_dev *d, struct emu_txbuf *b, uint32_t len);
+void emu_tx_free(struct emu_dev *d, struct emu_txbuf *b);
+void emu_tx_flush(struct emu_dev *d);
+/* Send a complete frame by copy (ARP, ICMP, tests). 0 or -ENOBUFS. */
+int emu_tx_frame(struct emu_dev *d, const uint8_t *frame, uint32_t len);
+
+/* Entry of every received frame (after fault injection, if any):
+ * ARP/ND/ICMP, RoCE parse with drop counting, QP lookup (multicast fan-out),
+ * emu_xport_rx(). */
+void emu_port_rx_frame(struct emu_dev *d, const uint8_t *frame, uint32_t len);
+/* Same, without fault injection (what the fault layer delivers to). */
+void emu_port_rx_deliver(struct emu_dev *d, const uint8_t *frame, uint32_t len);
+
+/* Resolve an ibv_ah_attr of qp's/AH's device into av: GID index valid,
+ * dest MAC from the neighbour table / own address / loopback. 0 or
+ * -EINVAL; av->mac_valid = 0 while the neighbour is being resolved. */
+int emu_av_resolve(struct emu_dev *d, const struct ibv_ah_attr *a, struct emu_av *av);
+/* Retry a pending MAC resolution; true when av->dmac is valid. */
+bool emu_av_refresh(struct emu_dev *d, struct emu_av *av);
+/* Neighbour table: 0 and mac, or -EAGAIN (resolution started). */
+int emu_neigh_lookup(struct emu_dev *d, const union ibv_gid *ip, uint8_t mac[6]);
+void emu_neigh_update(struct emu_dev *d, const union ibv_gid *ip, const uint8_t mac[6]);
+/* Index of gid in the GID table, or -1. */
+int emu_gid_find(const struct emu_dev *d, const union ibv_gid *gid);
+
+/* Multicast group membership for UD QPs. */
+int emu_mcast_attach(struct emu_qp *qp, const union ibv_gid *gid);
+int emu_mcast_detach(struct emu_qp *qp, const union ibv_gid *gid);
+
+/* Core timers (neighbour retries, delayed fault frames). */
+void emu_core_poll(struct emu_dev *d, uint64_t now_ns);
+uint64_t emu_core_next_deadline(struct emu_dev *d);
+
+/* ------------------------------------------------------------------ */
+/* Fault injection (emu/fault.c, DPDK-free)                            */
+/* ------------------------------------------------------------------ */
+struct emu_fault_cfg {
+	double drop, dup, reorder, corrupt; /* probabilities 0..1 */
+	uint32_t delay_us;                  /* fixed extra latency, 0 = none */
+	uint64_t seed;
+};
+/* Parse "drop=0.1,dup=0.05,reorder=0.05,corrupt=0.01,delay_us=10,seed=1".
+ * 0 or -EINVAL. */
+int emu_fault_parse(const char *s, struct emu_fault_cfg *cfg);
+struct emu_fault *emu_fault_new(const struct emu_fault_cfg *cfg);
+void emu_fault_free(struct emu_fault *f);
+/* Run one frame through the faults; survivors go to deliver() now or later
+ * (from emu_fault_poll). Counters in d->cnt. */
+void emu_fault_rx(struct emu_fault *f, struct emu_dev *d, const uint8_t *frame, uint32_t len,
+		  void (*deliver)(struct emu_dev *, const uint8_t *, uint32_t));
+void emu_fault_poll(struct emu_fault *f, struct emu_dev *d, uint64_t now_ns,
+		    void (*deliver)(struct emu_dev *, const uint8_t *, uint32_t));
+uint64_t emu_fault_next_deadline(const struct emu_fault *f);
+/* Deterministic PRNG (splitmix64/xorshift) for tests too. */
+uint64_t emu_fault_rand(struct emu_fault *f);
+
+/* ------------------------------------------------------------------ */
+/* Contexts and objects (emu/ctx.c, emu/objs.c): used by the control   */
+/* server and by tests that drive the core without a socket.           */
+/* ------------------------------------------------------------------ */
+struct emu_ctx *emu_ctx_new(struct emu_dev *d, pid_t pid, int sock);
+/* Destroy every object of c (QPs first), close its fds, unlink, free. */
+void emu_ctx_destroy(struct emu_ctx *c);
+/* Object of type in c by handle, or NULL. */
+void *emu_ctx_get(struct emu_ctx *c, uint32_t handle, enum emu_obj_type type);
+
+/* Object operations; each returns 0 or -errno and fills a reply. */
+int emu_pd_alloc(struct emu_ctx *c, uint32_t *handle);
+int emu_pd_dealloc(struct emu_ctx *c, uint32_t handle);
+int emu_mr_reg(struct emu_ctx *c, const struct uroce_reg_mr_req *q, struct uroce_reg_mr_rep *r);
+int emu_mr_rereg(struct emu_ctx *c, const struct uroce_rereg_mr_req *q, struct uroce_reg_mr_rep *r);
+int emu_mr_dereg(struct emu_ctx *c, uint32_t handle);
+int emu_mw_alloc(struct emu_ctx *c, const struct uroce_alloc_mw_req *q, struct uroce_alloc_mw_rep *r);
+int emu_mw_dealloc(struct emu_ctx *c, uint32_t handle);
+int emu_channel_create(struct emu_ctx *c, int wfd, uint32_t *handle); /* takes wfd */
+int emu_channel_destroy(struct emu_ctx *c, uint32_t handle);
+/* *memfd_out: the ring memfd, still owned by the CQ (send it, don't close) */
+int emu_cq_create(struct emu_ctx *c, const struct uroce_create_cq_req *q,
+		  struct uroce_create_cq_rep *r, int *memfd_out);
+int emu_cq_resize(struct emu_ctx *c, const struct uroce_resize_cq_req *q,
+		  struct uroce_create_cq_rep *r, int *memfd_out);
+int emu_cq_destroy(struct emu_ctx *c, uint32_t handle);
+int emu_srq_create(struct emu_ctx *c, const struct uroce_create_srq_req *q,
+		   struct uroce_create_srq_rep *r, int *memfd_out);
+int emu_srq_modify(struct emu_ctx *c, const struct uroce_modify_srq_req *q);
+int emu_srq_query(struct emu_ctx *c, uint32_t handle, struct ibv_srq_attr *a);
+int emu_srq_destroy(struct emu_ctx *c, uint32_t handle);
+int emu_qp_create(struct emu_ctx *c, const struct uroce_create_qp_req *q,
+		  struct uroce_create_qp_rep *r, int *memfd_out);
+int emu_qp_modify_op(struct emu_ctx *c, const struct uroce_modify_qp_req *q);
+int emu_qp_query_op(struct emu_ctx *c, const struct uroce_query_qp_req *q,
+		    struct uroce_query_qp_rep *r);
+int emu_qp_destroy(struct emu_ctx *c, uint32_t handle);
+int emu_ah_create(struct emu_ctx *c, const struct uroce_create_ah_req *q, uint32_t *handle);
+int emu_ah_destroy(struct emu_ctx *c, uint32_t handle);
+int emu_mcast_op(struct emu_ctx *c, const struct uroce_mcast_req *q, bool attach);
+
+/* Fill a HELLO reply from the device. */
+void emu_dev_hello(const struct emu_dev *d, struct uroce_hello_rep *r);
+
+/* Doorbells: scan c's doorbell page and kick the rings that were rung. */
+void emu_ctx_doorbells(struct emu_ctx *c);
+
+#endif /* EMU_EMU_H */

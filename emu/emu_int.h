@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/* Core-private helpers shared between the core's files. */
+#ifndef EMU_EMU_INT_H
+#define EMU_EMU_INT_H
+
+#include "emu.h"
+
+int emu_key_alloc(struct emu_dev *d, uint8_t type, void *obj, uint32_t *key);
+void emu_key_free(struct emu_dev *d, uint32_t key);
+void *emu_key_get(struct emu_dev *d, uint32_t key, uint8_t type);
+void emu_mw_release(struct emu_mw *mw);
+
+/* handle table of a context */
+int emu_ctx_put(struct emu_ctx *c, enum emu_obj_type type, void *obj, uint32_t *handle);
+void emu_ctx_drop(struct emu_ctx *c, uint32_t handle);
+/* doorbell index allocation */
+int emu_db_alloc(struct emu_ctx *c, enum emu_obj_type type, void *obj, uint32_t *idx);
+void emu_db_free(struct emu_ctx *c, uint32_t idx);
+
+/* ring memory: memfd of size bytes, mapped shared */
+int emu_shm_create(const char *name, size_t size, int *fd, void **map);
+void emu_shm_destroy(int fd, void *map, size_t size);
+
+void emu_mcast_detach_all(struct emu_qp *qp);
+void emu_arp_input(struct emu_dev *d, const uint8_t *frame, uint32_t len);
+void emu_ip_l2_input(struct emu_dev *d, const uint8_t *frame, uint32_t len);
+
+#endif

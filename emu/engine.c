@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: MIT */
+/* The run-to-completion loop: control messages, doorbells, RX burst,
+ * transport timers. When there is nothing to do for a while it publishes
+ * need_wakeup, re-checks, and sleeps in epoll on the control sockets and
+ * the wake eventfds, with a timeout bounded by the next transport deadline
+ * and the RX poll interval (the ring PMD has no interrupt). */
+#include <errno.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <time.h>
+
+#include "daemon.h"
+
+#define EMU_RX_POLL_NS   1000000ull  /* sleeping: look at RX at least this often */
+#define EMU_LOOP_SLEEP_NS 200000000ull /* loopback: only the stop flag needs it */
+#define EMU_CTL_POLL_ITERS 256        /* busy: check control sockets this often */
+
+static void emu_ctl_poll(struct emu_daemon *dm, int timeout_ns)
+{
+	struct epoll_event ev[16];
+	int n;
+
+	if (timeout_ns <= 0) {
+		n = epoll_wait(dm->epfd, ev, 16, 0);
+	} else {
+		struct timespec ts = { timeout_ns / 1000000000, timeout_ns % 1000000000 };
+		n = epoll_pwait2(dm->epfd, ev, 16, &ts, NULL);
+	}
+	for (int i = 0; i < n; i++)
+		emu_ctl_event(dm, ev[i].data.ptr, ev[i].events);
+}
+
+void emu_stats_dump(struct emu_dev *d)
+{
+	struct emu_port_counters *c = &d->cnt;
+
+	EMU_LOG(NOTICE, "%s: tx %lu pkts %lu bytes, rx %lu pkts %lu bytes, roce %lu, "
+		"icrc-err %lu, hdr-err %lu, arp %lu/%lu, icmp %lu/%lu, nd %lu/%lu, ctx %u, qp %u\n",
+		d->name, c->tx_pkts, c->tx_bytes, c->rx_pkts, c->rx_bytes, c->rx_roce,
+		c->icrc_errors, c->hdr_errors, c->rx_arp, c->tx_arp, c->rx_icmp, c->tx_icmp,
+		c->rx_nd, c->tx_nd, d->nctx, d->nqp);
+	for (int i = 0; i < EMU_DROP_NUM; i++)
+		if (c->drops[i])
+			EMU_LOG(NOTICE, "%s: drop %s %lu\n", d->name, emu_drop_name[i], c->drops[i]);
+	for (int i = 1; i < WIRE_R_NUM; i++)
+		if (c->rx_reason[i])
+			EMU_LOG(NOTICE, "%s: rx %s %lu\n", d->name, wire_reason_str(i), c->rx_reason[i]);
+	if (c->fault_drop + c->fault_dup + c->fault_reorder + c->fault_corrupt + c->fault_delay)
+		EMU_LOG(NOTICE, "%s: fault drop %lu dup %lu reorder %lu corrupt %lu delay %lu\n",
+			d->name, c->fault_drop, c->fault_dup, c->fault_reorder, c->fault_corrupt,
+			c->fault_delay);
+	for (uint32_t q = 0; q < EMU_QPN_TABLE; q++) {
+		struct emu_qp *qp = d->qpn[q];
+		if (!qp)
+			continue;
+		struct emu_xport_counters *x = &qp->x.cnt;
+		EMU_LOG(NOTICE, "qp 0x%x (pid %d) state %d: tx %lu rx %lu retrans %lu timeouts %lu "
+			"dup %lu oos %lu naks %lu/%lu rnr %lu/%lu\n", qp->qpn, (int)qp->ctx->pid,
+			qp->attr.qp_state, x->tx_pkts, x->rx_pkts, x->retransmits, x->timeouts,
+			x->dup_requests, x->out_of_seq, x->naks_sent + x->seq_naks_sent,
+			x->naks_rcvd + x->seq_naks_rcvd, x->rnr_naks_sent, x->rnr_naks_rcvd);
+	}
+}
+
+static unsigned emu_doorbells(struct emu_daemon *dm)
+{
+	unsigned work = 0;
+	struct emu_ctx *c = dm->dev.ctxs;
+
+	while (c) {
+		struct emu_ctx *next = c->next;
+		if (c->db) {
+			for (unsigned s = 0; s < UROCE_DB_MAX / 64 / 64; s++) {
+				if (__atomic_load_n(&c->db->summary[s], __ATOMIC_RELAXED)) {
+					work++;
+					emu_ctx_doorbells(c);
+					break;
+				}
+			}
+		}
+		c = next;
+	}
+	return work;
+}
+
+int emu_engine_run(struct emu_daemon *dm)
+{
+	struct emu_dev *d = &dm->dev;
+	uint64_t spin_ns = (uint64_t)dm->o.spin_us * 1000;
+	uint64_t idle_since = emu_now_ns();
+	uint64_t iter = 0;
+
+	while (!dm->stop) {
+		unsigned work = 0;
+		uint64_t now;
+
+		if ((++iter % EMU_CTL_POLL_ITERS) == 0)
+			emu_ctl_poll(dm, 0);
+		work += emu_doorbells(dm);
+		work += emu_port_rx(dm);
+		now = emu_now_ns();
+		emu_xport_poll(d, now);
+		emu_core_poll(d, now);
+		emu_tx_flush(d);
+		if (dm->dump) {
+			dm->dump = 0;
+			emu_stats_dump(d);
+		}
+		if (work) {
+			idle_since = now;
+			continue;
+		}
+		if (dm->o.busy_poll || now - idle_since < spin_ns)
+			continue;
+
+		/* go to sleep: publish need_wakeup, then look once more so a
+		 * doorbell rung just before the flag was visible is not lost */
+		emu_ctl_need_wakeup(dm, 1);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (emu_ctl_db_pending(dm) || emu_port_rx(dm)) {
+			emu_ctl_need_wakeup(dm, 0);
+			idle_since = emu_now_ns();
+			continue;
+		}
+		uint64_t dl = emu_xport_next_deadline(d);
+		uint64_t cdl = emu_core_next_deadline(d);
+		if (cdl < dl)
+			dl = cdl;
+		now = emu_now_ns();
+		/* on the loopback port frames only appear because we sent
+		 * them, and everything sent was flushed and re-checked above */
+		uint64_t wait = d->loopback ? EMU_LOOP_SLEEP_NS : EMU_RX_POLL_NS;
+		if (dl != UINT64_MAX)
+			wait = dl <= now ? 0 : (dl - now < wait ? dl - now : wait);
+		if (wait)
+			emu_ctl_poll(dm, (int)wait);
+		else
+			emu_ctl_poll(dm, 0);
+		if (dm->o.pcap[0])
+			emu_capture_flush(dm);
+		emu_ctl_need_wakeup(dm, 0);
+	}
+	return 0;
+}

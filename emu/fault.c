@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: MIT */
+/* Fault injection on received frames: drop, duplicate, reorder, corrupt and
+ * delay, driven by a seeded PRNG so a run is reproducible. DPDK-free: the
+ * transport tests put it on their simulated wire. Held frames live in a
+ * pool allocated up front (no allocation per frame). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu.h"
+
+#define EMU_FAULT_SLOTS 256
+#define EMU_FAULT_FRAME 10240
+#define EMU_FAULT_REORDER_NS 200000ull /* a reordered frame waits at most this */
+
+struct emu_fault_held {
+	uint64_t at_ns;      /* deliver at or after */
+	uint32_t len;
+	uint8_t used;
+	uint8_t until_next;  /* reorder: released by the next delivered frame */
+	uint64_t seq;        /* arrival order, to keep delay FIFO */
+	uint8_t *data;
+};
+
+struct emu_fault {
+	struct emu_fault_cfg cfg;
+	uint64_t s;
+	uint64_t seq;
+	uint32_t nheld;
+	struct emu_fault_held held[EMU_FAULT_SLOTS];
+	uint8_t scratch[EMU_FAULT_FRAME];
+	uint8_t *pool;
+};
+
+int emu_fault_parse(const char *s, struct emu_fault_cfg *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->seed = 1;
+	if (!s)
+		return -EINVAL;
+	while (*s) {
+		const char *eq = strchr(s, '=');
+		if (!eq)
+			return -EINVAL;
+		size_t kl = (size_t)(eq - s);
+		char *end;
+		const char *v = eq + 1;
+		double *p = NULL;
+
+		if (kl == 4 && !strncmp(s, "drop", 4))
+			p = &cfg->drop;
+		else if (kl == 3 && !strncmp(s, "dup", 3))
+			p = &cfg->dup;
+		else if (kl == 7 && !strncmp(s, "reorder", 7))
+			p = &cfg->reorder;
+		else if (kl == 7 && !strncmp(s, "corrupt", 7))
+			p = &cfg->corrupt;
+		if (p) {
+			*p = strtod(v, &end);
+			if (end == v || *p < 0 || *p > 1)
+				return -EINVAL;
+		} else if (kl == 8 && !strncmp(s, "delay_us", 8)) {
+			unsigned long x = strtoul(v, &end, 0);
+			if (end == v || x > 10000000)
+				return -EINVAL;
+			cfg->delay_us = (uint32_t)x;
+		} else if (kl == 4 && !strncmp(s, "seed", 4)) {
+			cfg->seed = strtoull(v, &end, 0);
+			if (end == v)
+				return -EINVAL;
+		} else {
+			return -EINVAL;
+		}
+		if (*end == ',')
+			end++;
+		else if (*end)
+			return -EINVAL;
+		s = end;
+	}
+	return 0;
+}
+
+uint64_t emu_fault_rand(struct emu_fault *f)
+{
+	/* splitmix64: tiny, seedable, good enough for coin flips */
+	uint64_t z = (f->s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static bool emu_fault_coin(struct emu_fault *f, double p)
+{
+	if (p <= 0)
+		return false;
+	return (double)(emu_fault_rand(f) >> 11) * 0x1.0p-53 < p;
+}
+
+struct emu_fault *emu_fault_new(const struct emu_fault_cfg *cfg)
+{
+	struct emu_fault *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return NULL;
+	f->pool = malloc((size_t)EMU_FAULT_SLOTS * EMU_FAULT_FRAME);
+	if (!f->pool) {
+		free(f);
+		return NULL;
+	}
+	for (unsigned i = 0; i < EMU_FAULT_SLOTS; i++)
+		f->held[i].data = f->pool + (size_t)i * EMU_FAULT_FRAME;
+	f->cfg = *cfg;
+	f->s = cfg->seed;
+	return f;
+}
+
+void emu_fault_free(struct emu_fault *f)
+{
+	if (!f)
+		return;
+	free(f->pool);
+	free(f);
+}
+
+static bool emu_fault_hold(struct emu_fault *f, const uint8_t *frame, uint32_t len,
+			   uint64_t at, bool until_next)
+{
+	if (len > EMU_FAULT_FRAME || f->nheld == EMU_FAULT_SLOTS)
+		return false;
+	for (unsigned i = 0; i < EMU_FAULT_SLOTS; i++) {
+		struct emu_fault_held *h = &f->held[i];
+		if (h->used)
+			continue;
+		memcpy(h->data, frame, len);
+		h->len = len;
+		h->at_ns = at;
+		h->until_next = until_next;
+		h->seq = f->seq++;
+		h->used = 1;
+		f->nheld++;
+		return true;
+	}
+	return false;
+}
+
+/* Deliver held frames that are due (or, with release_reordered, the ones
+ * waiting for a successor), oldest first. */
+static void emu_fault_release(struct emu_fault *f, struct emu_dev *d, uint64_t now,
+			      bool release_reordered,
+			      void (*deliver)(struct emu_dev *, const uint8_t *, uint32_t))
+{
+	while (f->nheld) {
+		struct emu_fault_held *best = NULL;
+		for (unsigned i = 0; i < EMU_FAULT_SLOTS; i++) {
+			struct emu_fault_held *h = &f->held[i];
+			if (!h->used)
+				continue;
+			if (!(h->at_ns <= now || (release_reordered && h->until_next)))
+				continue;
+			if (!best || h->seq < best->seq)
+				best = h;
+		}
+		if (!best)
+			return;
+		best->used = 0;
+		f->nheld--;
+		deliver(d, best->data, best->len);
+	}
+}
+
+void emu_fault_rx(struct emu_fault *f, struct emu_dev *d, const uint8_t *frame, uint32_t len,
+		  void (*deliver)(struct emu_dev *, const uint8_t *, uint32_t))
+{
+	uint64_t now = emu_now_ns();
+
+	if (emu_fault_coin(f, f->cfg.drop)) {
+		d->cnt.fault_drop++;
+		d->cnt.drops[EMU_DROP_FAULT]++;
+		return;
+	}
+	if (emu_fault_coin(f, f->cfg.corrupt) && len > 0 && len <= EMU_FAULT_FRAME) {
+		memcpy(f->scratch, frame, len);
+		/* flip one bit past the Ethernet header so the frame still
+		 * reaches the RoCE parser and the ICRC has to catch it */
+		uint32_t lo = len > 14 ? 14 : 0;
+		uint32_t pos = lo + (uint32_t)(emu_fault_rand(f) % (len - lo));
+		f->scratch[pos] ^= (uint8_t)(1u << (emu_fault_rand(f) & 7));
+		frame = f->scratch;
+		d->cnt.fault_corrupt++;
+	}
+	unsigned copies = 1;
+	if (emu_fault_coin(f, f->cfg.dup)) {
+		copies = 2;
+		d->cnt.fault_dup++;
+	}
+	for (unsigned k = 0; k < copies; k++) {
+		if (emu_fault_coin(f, f->cfg.reorder) &&
+		    emu_fault_hold(f, frame, len, now + EMU_FAULT_REORDER_NS +
+				   f->cfg.delay_us * 1000ull, true)) {
+			d->cnt.fault_reorder++;
+			continue;
+		}
+		if (f->cfg.delay_us &&
+		    emu_fault_hold(f, frame, len, now + f->cfg.delay_us * 1000ull, false)) {
+			d->cnt.fault_delay++;
+			continue;
+		}
+		/* a frame waiting to be overtaken goes right after this one */
+		deliver(d, frame, len);
+		emu_fault_release(f, d, now, true, deliver);
+	}
+}
+
+void emu_fault_poll(struct emu_fault *f, struct emu_dev *d, uint64_t now_ns,
+		    void (*deliver)(struct emu_dev *, const uint8_t *, uint32_t))
+{
+	if (f && f->nheld)
+		emu_fault_release(f, d, now_ns, false, deliver);
+}
+
+uint64_t emu_fault_next_deadline(const struct emu_fault *f)
+{
+	uint64_t t = UINT64_MAX;
+
+	if (!f || !f->nheld)
+		return t;
+	for (unsigned i = 0; i < EMU_FAULT_SLOTS; i++)
+		if (f->held[i].used && f->held[i].at_ns < t)
+			t = f->held[i].at_ns;
+	return t;
+}

@@ -1,0 +1,784 @@
+/* SPDX-License-Identifier: MIT */
+/* Verbs objects: creation with full validation, destruction with busy
+ * checks (as the kernel: a PD, CQ, SRQ or channel still referenced is
+ * -EBUSY), and the shared ring memory of CQs, SRQs and QPs. Handles are
+ * scoped to the context, so another context's handle is simply unknown
+ * (-EINVAL). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "emu.h"
+#include "emu_int.h"
+
+static uint32_t pow2_at_least(uint32_t x)
+{
+	uint32_t p = 1;
+
+	while (p < x)
+		p <<= 1;
+	return p;
+}
+
+static size_t page_align(size_t x)
+{
+	return (x + 4095) & ~(size_t)4095;
+}
+
+static void emu_ring_init(struct emu_ring *r, void *base, uint32_t entries, uint32_t stride)
+{
+	r->hdr = base;
+	r->slots = (uint8_t *)base + UROCE_RING_HDR_SIZE;
+	r->entries = entries;
+	r->mask = entries ? entries - 1 : 0;
+	r->stride = stride;
+	r->cons = 0;
+	r->hdr->entries = entries;
+	r->hdr->stride = stride;
+}
+
+/* ---------------- PD ---------------- */
+
+int emu_pd_alloc(struct emu_ctx *c, uint32_t *handle)
+{
+	if (c->nobj[EMU_OBJ_PD] >= EMU_MAX_PD)
+		return -ENOMEM;
+	struct emu_pd *pd = calloc(1, sizeof(*pd));
+	if (!pd)
+		return -ENOMEM;
+	pd->ctx = c;
+	int rc = emu_ctx_put(c, EMU_OBJ_PD, pd, &pd->handle);
+	if (rc) {
+		free(pd);
+		return rc;
+	}
+	*handle = pd->handle;
+	return 0;
+}
+
+int emu_pd_dealloc(struct emu_ctx *c, uint32_t handle)
+{
+	struct emu_pd *pd = emu_ctx_get(c, handle, EMU_OBJ_PD);
+
+	if (!pd)
+		return -EINVAL;
+	if (pd->refcnt)
+		return -EBUSY;
+	emu_ctx_drop(c, handle);
+	free(pd);
+	return 0;
+}
+
+/* ---------------- MR ---------------- */
+
+#define EMU_MR_ACCESS_OK (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+			  IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | \
+			  IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND | \
+			  IBV_ACCESS_HUGETLB | IBV_ACCESS_RELAXED_ORDERING)
+
+static int emu_mr_args(struct emu_ctx *c, uint64_t addr, uint64_t len, unsigned access)
+{
+	if (access & ~(unsigned)EMU_MR_ACCESS_OK)
+		return -EINVAL;
+	/* remote write or atomic without local write: refused like
+	 * ib_check_mr_access() */
+	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & IBV_ACCESS_LOCAL_WRITE))
+		return -EINVAL;
+	if (len == 0 || len > EMU_MAX_MR_SIZE || addr + len < addr)
+		return -EINVAL;
+	/* the kernel pins the pages and fails on unmapped memory; probe the
+	 * two ends so a bad range fails here, not on the wire */
+	uint8_t b;
+	if (emu_mem_read(c, &b, addr, 1) || emu_mem_read(c, &b, addr + len - 1, 1))
+		return -EFAULT;
+	return 0;
+}
+
+int emu_mr_reg(struct emu_ctx *c, const struct uroce_reg_mr_req *q, struct uroce_reg_mr_rep *r)
+{
+	struct emu_pd *pd = emu_ctx_get(c, q->pd, EMU_OBJ_PD);
+	int rc;
+
+	if (!pd)
+		return -EINVAL;
+	if ((rc = emu_mr_args(c, q->addr, q->length, q->access)))
+		return rc;
+	if (q->iova + q->length < q->iova)
+		return -EINVAL;
+	if (c->nobj[EMU_OBJ_MR] >= EMU_MAX_MR)
+		return -ENOMEM;
+	struct emu_mr *mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return -ENOMEM;
+	mr->ctx = c;
+	mr->pd = pd;
+	mr->addr = q->addr;
+	mr->length = q->length;
+	mr->iova = q->iova;
+	mr->access = q->access;
+	rc = emu_key_alloc(c->dev, EMU_OBJ_MR, mr, &mr->lkey);
+	if (rc) {
+		free(mr);
+		return rc;
+	}
+	mr->rkey = mr->lkey;
+	rc = emu_ctx_put(c, EMU_OBJ_MR, mr, &mr->handle);
+	if (rc) {
+		emu_key_free(c->dev, mr->lkey);
+		free(mr);
+		return rc;
+	}
+	pd->refcnt++;
+	r->handle = mr->handle;
+	r->lkey = mr->lkey;
+	r->rkey = mr->rkey;
+	r->rsvd = 0;
+	return 0;
+}
+
+int emu_mr_rereg(struct emu_ctx *c, const struct uroce_rereg_mr_req *q, struct uroce_reg_mr_rep *r)
+{
+	struct emu_mr *mr = emu_ctx_get(c, q->handle, EMU_OBJ_MR);
+	struct emu_pd *pd = NULL;
+	int rc;
+
+	if (!mr)
+		return -EINVAL;
+	if (!q->flags || (q->flags & ~(unsigned)(IBV_REREG_MR_CHANGE_TRANSLATION |
+						IBV_REREG_MR_CHANGE_PD |
+						IBV_REREG_MR_CHANGE_ACCESS)))
+		return -EINVAL;
+	if (mr->mw_bound)
+		return -EBUSY;
+	if (q->flags & IBV_REREG_MR_CHANGE_PD) {
+		pd = emu_ctx_get(c, q->pd, EMU_OBJ_PD);
+		if (!pd)
+			return -EINVAL;
+	}
+	uint64_t addr = mr->addr, len = mr->length, iova = mr->iova;
+	unsigned access = mr->access;
+	if (q->flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		addr = q->addr;
+		len = q->length;
+		iova = q->iova;
+	}
+	if (q->flags & IBV_REREG_MR_CHANGE_ACCESS)
+		access = q->access;
+	if ((rc = emu_mr_args(c, addr, len, access)))
+		return rc;
+	if (iova + len < iova)
+		return -EINVAL;
+	if (pd) {
+		mr->pd->refcnt--;
+		pd->refcnt++;
+		mr->pd = pd;
+	}
+	mr->addr = addr;
+	mr->length = len;
+	mr->iova = iova;
+	mr->access = access;
+	r->handle = mr->handle;
+	r->lkey = mr->lkey;
+	r->rkey = mr->rkey;
+	r->rsvd = 0;
+	return 0;
+}
+
+int emu_mr_dereg(struct emu_ctx *c, uint32_t handle)
+{
+	struct emu_mr *mr = emu_ctx_get(c, handle, EMU_OBJ_MR);
+
+	if (!mr)
+		return -EINVAL;
+	if (mr->mw_bound && !c->dead)
+		return -EBUSY;
+	emu_key_free(c->dev, mr->lkey);
+	mr->pd->refcnt--;
+	emu_ctx_drop(c, handle);
+	free(mr);
+	return 0;
+}
+
+/* ---------------- MW ---------------- */
+
+int emu_mw_alloc(struct emu_ctx *c, const struct uroce_alloc_mw_req *q, struct uroce_alloc_mw_rep *r)
+{
+	struct emu_pd *pd = emu_ctx_get(c, q->pd, EMU_OBJ_PD);
+
+	if (!pd || (q->type != IBV_MW_TYPE_1 && q->type != IBV_MW_TYPE_2))
+		return -EINVAL;
+	if (c->nobj[EMU_OBJ_MW] >= EMU_MAX_MW)
+		return -ENOMEM;
+	struct emu_mw *mw = calloc(1, sizeof(*mw));
+	if (!mw)
+		return -ENOMEM;
+	mw->ctx = c;
+	mw->pd = pd;
+	mw->type = (enum ibv_mw_type)q->type;
+	mw->state = EMU_MW_FREE;
+	int rc = emu_key_alloc(c->dev, EMU_OBJ_MW, mw, &mw->rkey);
+	if (rc) {
+		free(mw);
+		return rc;
+	}
+	rc = emu_ctx_put(c, EMU_OBJ_MW, mw, &mw->handle);
+	if (rc) {
+		emu_key_free(c->dev, mw->rkey);
+		free(mw);
+		return rc;
+	}
+	pd->refcnt++;
+	r->handle = mw->handle;
+	r->rkey = mw->rkey;
+	return 0;
+}
+
+int emu_mw_dealloc(struct emu_ctx *c, uint32_t handle)
+{
+	struct emu_mw *mw = emu_ctx_get(c, handle, EMU_OBJ_MW);
+
+	if (!mw)
+		return -EINVAL;
+	emu_mw_release(mw);
+	emu_key_free(c->dev, mw->rkey);
+	mw->pd->refcnt--;
+	emu_ctx_drop(c, handle);
+	free(mw);
+	return 0;
+}
+
+/* ---------------- completion channel ---------------- */
+
+int emu_channel_create(struct emu_ctx *c, int wfd, uint32_t *handle)
+{
+	struct emu_channel *ch;
+
+	if (wfd < 0)
+		return -EINVAL;
+	int fl = fcntl(wfd, F_GETFL);
+	if (fl < 0 || (fl & O_ACCMODE) == O_RDONLY ||
+	    fcntl(wfd, F_SETFL, fl | O_NONBLOCK) < 0) {
+		close(wfd);
+		return -EINVAL;
+	}
+	ch = calloc(1, sizeof(*ch));
+	if (!ch) {
+		close(wfd);
+		return -ENOMEM;
+	}
+	ch->ctx = c;
+	ch->wfd = wfd;
+	int rc = emu_ctx_put(c, EMU_OBJ_CHANNEL, ch, &ch->handle);
+	if (rc) {
+		close(wfd);
+		free(ch);
+		return rc;
+	}
+	*handle = ch->handle;
+	return 0;
+}
+
+int emu_channel_destroy(struct emu_ctx *c, uint32_t handle)
+{
+	struct emu_channel *ch = emu_ctx_get(c, handle, EMU_OBJ_CHANNEL);
+
+	if (!ch)
+		return -EINVAL;
+	if (ch->refcnt)
+		return -EBUSY;
+	close(ch->wfd);
+	emu_ctx_drop(c, handle);
+	free(ch);
+	return 0;
+}
+
+/* ---------------- CQ ---------------- */
+
+static int emu_cq_ring_new(struct emu_cq *cq, uint32_t cqe)
+{
+	uint32_t entries = pow2_at_least(cqe < 2 ? 2 : cqe);
+	size_t size = page_align(UROCE_RING_HDR_SIZE + (size_t)entries * UROCE_CQE_SIZE);
+	void *map;
+	int fd;
+	int rc = emu_shm_create("uroce-cq", size, &fd, &map);
+
+	if (rc)
+		return rc;
+	cq->memfd = fd;
+	cq->map = map;
+	cq->map_size = size;
+	cq->hdr = map;
+	cq->slots = (struct uroce_cqe *)((uint8_t *)map + UROCE_RING_HDR_SIZE);
+	cq->entries = entries;
+	cq->mask = entries - 1;
+	cq->cqe = entries;
+	cq->hdr->entries = entries;
+	cq->hdr->stride = UROCE_CQE_SIZE;
+	return 0;
+}
+
+static void emu_cq_rep(const struct emu_cq *cq, struct uroce_create_cq_rep *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->handle = cq->handle;
+	r->entries = cq->entries;
+	r->cqe = cq->cqe;
+	r->map_size = cq->map_size;
+}
+
+int emu_cq_create(struct emu_ctx *c, const struct uroce_create_cq_req *q,
+		  struct uroce_create_cq_rep *r, int *memfd_out)
+{
+	struct emu_channel *ch = NULL;
+
+	if (q->cqe < 1 || q->cqe >= EMU_MAX_CQE)
+		return -EINVAL;
+	if (q->channel != -1) {
+		ch = emu_ctx_get(c, (uint32_t)q->channel, EMU_OBJ_CHANNEL);
+		if (!ch)
+			return -EINVAL;
+	}
+	if (q->comp_vector != 0)
+		return -EINVAL; /* num_comp_vectors is 1 */
+	if (c->nobj[EMU_OBJ_CQ] >= EMU_MAX_CQ)
+		return -ENOMEM;
+	struct emu_cq *cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return -ENOMEM;
+	cq->ctx = c;
+	cq->user_handle = q->user_handle;
+	cq->channel = ch;
+	int rc = emu_cq_ring_new(cq, q->cqe);
+	if (rc) {
+		free(cq);
+		return rc;
+	}
+	rc = emu_ctx_put(c, EMU_OBJ_CQ, cq, &cq->handle);
+	if (rc) {
+		emu_shm_destroy(cq->memfd, cq->map, cq->map_size);
+		free(cq);
+		return rc;
+	}
+	if (ch)
+		ch->refcnt++;
+	emu_cq_rep(cq, r);
+	*memfd_out = cq->memfd;
+	return 0;
+}
+
+int emu_cq_resize(struct emu_ctx *c, const struct uroce_resize_cq_req *q,
+		  struct uroce_create_cq_rep *r, int *memfd_out)
+{
+	struct emu_cq *cq = emu_ctx_get(c, q->handle, EMU_OBJ_CQ);
+
+	if (!cq || q->cqe < 1 || q->cqe >= EMU_MAX_CQE)
+		return -EINVAL;
+	uint32_t cons = __atomic_load_n(&cq->hdr->cons, __ATOMIC_ACQUIRE);
+	uint32_t used = cq->prod - cons;
+	if (used > cq->entries || q->cqe < used)
+		return -EINVAL;
+	struct emu_cq nq = *cq;
+	int rc = emu_cq_ring_new(&nq, q->cqe);
+	if (rc)
+		return rc;
+	/* keep the free-running indices: the shim continues at cons */
+	for (uint32_t i = cons; i != cq->prod; i++)
+		nq.slots[i & nq.mask] = cq->slots[i & cq->mask];
+	nq.hdr->cons = cons;
+	nq.hdr->prod = cq->prod;
+	nq.hdr->arm = __atomic_load_n(&cq->hdr->arm, __ATOMIC_ACQUIRE);
+	nq.hdr->flags = cq->hdr->flags;
+	emu_shm_destroy(cq->memfd, cq->map, cq->map_size);
+	*cq = nq;
+	emu_cq_rep(cq, r);
+	*memfd_out = cq->memfd;
+	return 0;
+}
+
+int emu_cq_destroy(struct emu_ctx *c, uint32_t handle)
+{
+	struct emu_cq *cq = emu_ctx_get(c, handle, EMU_OBJ_CQ);
+
+	if (!cq)
+		return -EINVAL;
+	if (cq->refcnt)
+		return -EBUSY;
+	if (cq->channel)
+		cq->channel->refcnt--;
+	emu_shm_destroy(cq->memfd, cq->map, cq->map_size);
+	emu_ctx_drop(c, handle);
+	free(cq);
+	return 0;
+}
+
+/* ---------------- SRQ ---------------- */
+
+int emu_srq_create(struct emu_ctx *c, const struct uroce_create_srq_req *q,
+		   struct uroce_create_srq_rep *r, int *memfd_out)
+{
+	struct emu_pd *pd = emu_ctx_get(c, q->pd, EMU_OBJ_PD);
+
+	if (!pd || q->max_wr < 1 || q->max_wr > EMU_MAX_SRQ_WR || q->max_sge > EMU_MAX_SRQ_SGE)
+		return -EINVAL;
+	if (c->nobj[EMU_OBJ_SRQ] >= EMU_MAX_SRQ)
+		return -ENOMEM;
+	struct emu_srq *srq = calloc(1, sizeof(*srq));
+	if (!srq)
+		return -ENOMEM;
+	uint32_t sge = q->max_sge ? q->max_sge : 1;
+	uint32_t entries = pow2_at_least(q->max_wr);
+	uint32_t stride = pow2_at_least(UROCE_RECV_WQE_HDR + sge * (uint32_t)sizeof(struct uroce_sge));
+	size_t size = page_align(UROCE_RING_HDR_SIZE + (size_t)entries * stride);
+	int rc = emu_shm_create("uroce-srq", size, &srq->memfd, &srq->map);
+	if (rc) {
+		free(srq);
+		return rc;
+	}
+	srq->map_size = size;
+	srq->ctx = c;
+	srq->pd = pd;
+	srq->user_handle = q->user_handle;
+	emu_ring_init(&srq->rq, srq->map, entries, stride);
+	srq->max_wr = entries;
+	srq->max_sge = (stride - UROCE_RECV_WQE_HDR) / (uint32_t)sizeof(struct uroce_sge);
+	if (srq->max_sge > EMU_MAX_SRQ_SGE)
+		srq->max_sge = EMU_MAX_SRQ_SGE;
+	/* srq_limit is ignored at creation (ibv_create_srq(3)) */
+	rc = emu_ctx_put(c, EMU_OBJ_SRQ, srq, &srq->handle);
+	if (!rc) {
+		rc = emu_db_alloc(c, EMU_OBJ_SRQ, srq, &srq->db_index);
+		if (rc)
+			emu_ctx_drop(c, srq->handle);
+	}
+	if (rc) {
+		emu_shm_destroy(srq->memfd, srq->map, srq->map_size);
+		free(srq);
+		return rc;
+	}
+	pd->refcnt++;
+	memset(r, 0, sizeof(*r));
+	r->handle = srq->handle;
+	r->db_index = srq->db_index;
+	r->max_wr = srq->max_wr;
+	r->max_sge = srq->max_sge;
+	r->entries = entries;
+	r->stride = stride;
+	r->map_size = size;
+	*memfd_out = srq->memfd;
+	return 0;
+}
+
+int emu_srq_modify(struct emu_ctx *c, const struct uroce_modify_srq_req *q)
+{
+	struct emu_srq *srq = emu_ctx_get(c, q->handle, EMU_OBJ_SRQ);
+
+	if (!srq || (q->attr_mask & ~(unsigned)(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT)) || !q->attr_mask)
+		return -EINVAL;
+	uint32_t max_wr = srq->max_wr;
+	if (q->attr_mask & IBV_SRQ_MAX_WR) {
+		/* the ring cannot grow without a new memfd, which MODIFY_SRQ
+		 * cannot carry; shrinking below what is posted is refused */
+		int posted = emu_ring_pending(&srq->rq);
+		if (q->attr.max_wr < 1 || q->attr.max_wr > srq->rq.entries ||
+		    posted < 0 || q->attr.max_wr < (uint32_t)posted)
+			return -EINVAL;
+		max_wr = q->attr.max_wr;
+	}
+	if (q->attr_mask & IBV_SRQ_LIMIT) {
+		if (q->attr.srq_limit > max_wr)
+			return -EINVAL;
+	}
+	srq->max_wr = max_wr;
+	if (q->attr_mask & IBV_SRQ_LIMIT)
+		srq->srq_limit = q->attr.srq_limit;
+	return 0;
+}
+
+int emu_srq_query(struct emu_ctx *c, uint32_t handle, struct ibv_srq_attr *a)
+{
+	struct emu_srq *srq = emu_ctx_get(c, handle, EMU_OBJ_SRQ);
+
+	if (!srq)
+		return -EINVAL;
+	memset(a, 0, sizeof(*a));
+	a->max_wr = srq->max_wr;
+	a->max_sge = srq->max_sge;
+	a->srq_limit = srq->srq_limit;
+	return 0;
+}
+
+int emu_srq_destroy(struct emu_ctx *c, uint32_t handle)
+{
+	struct emu_srq *srq = emu_ctx_get(c, handle, EMU_OBJ_SRQ);
+
+	if (!srq)
+		return -EINVAL;
+	if (srq->refcnt)
+		return -EBUSY;
+	emu_db_free(c, srq->db_index);
+	srq->pd->refcnt--;
+	emu_shm_destroy(srq->memfd, srq->map, srq->map_size);
+	emu_ctx_drop(c, handle);
+	free(srq);
+	return 0;
+}
+
+/* ---------------- QP ---------------- */
+
+static int emu_qpn_alloc(struct emu_dev *d, struct emu_qp *qp)
+{
+	if (d->nqp >= EMU_MAX_QP)
+		return -ENOMEM;
+	/* round robin so a destroyed QPN is not reused at once (late
+	 * packets of the old QP must not reach a new one) */
+	for (uint32_t k = 0; k < EMU_QPN_TABLE; k++) {
+		uint32_t n = d->next_qpn++;
+		if (d->next_qpn >= EMU_QPN_TABLE)
+			d->next_qpn = EMU_QPN_FIRST;
+		if (n < EMU_QPN_FIRST || d->qpn[n])
+			continue;
+		d->qpn[n] = qp;
+		d->nqp++;
+		qp->qpn = n;
+		return 0;
+	}
+	return -ENOMEM;
+}
+
+int emu_qp_create(struct emu_ctx *c, const struct uroce_create_qp_req *q,
+		  struct uroce_create_qp_rep *r, int *memfd_out)
+{
+	struct emu_dev *d = c->dev;
+	struct emu_pd *pd = emu_ctx_get(c, q->pd, EMU_OBJ_PD);
+	struct emu_cq *scq = emu_ctx_get(c, q->send_cq, EMU_OBJ_CQ);
+	struct emu_cq *rcq = emu_ctx_get(c, q->recv_cq, EMU_OBJ_CQ);
+	struct emu_srq *srq = NULL;
+	struct ibv_qp_cap cap = q->cap;
+	int rc;
+
+	if (!pd || !scq || !rcq)
+		return -EINVAL;
+	if (q->qp_type != IBV_QPT_RC && q->qp_type != IBV_QPT_UC && q->qp_type != IBV_QPT_UD)
+		return -EOPNOTSUPP;
+	if (q->srq != -1) {
+		srq = emu_ctx_get(c, (uint32_t)q->srq, EMU_OBJ_SRQ);
+		if (!srq)
+			return -EINVAL;
+	}
+	if (cap.max_send_wr > EMU_MAX_QP_WR || cap.max_send_sge > EMU_MAX_SGE ||
+	    cap.max_inline_data > EMU_MAX_INLINE)
+		return -EINVAL;
+	if (srq) {
+		cap.max_recv_wr = 0;
+		cap.max_recv_sge = 0;
+	} else if (cap.max_recv_wr > EMU_MAX_QP_WR || cap.max_recv_sge > EMU_MAX_SGE) {
+		return -EINVAL;
+	}
+
+	struct emu_qp *qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return -ENOMEM;
+	uint32_t sq_entries = pow2_at_least(cap.max_send_wr ? cap.max_send_wr : 1);
+	uint32_t sbody = cap.max_send_sge * (uint32_t)sizeof(struct uroce_sge);
+	if (cap.max_inline_data > sbody)
+		sbody = cap.max_inline_data;
+	if (sbody < sizeof(struct uroce_sge))
+		sbody = sizeof(struct uroce_sge);
+	uint32_t sq_stride = pow2_at_least(UROCE_SEND_WQE_HDR + sbody);
+	uint32_t rq_entries = srq ? 0 : pow2_at_least(cap.max_recv_wr ? cap.max_recv_wr : 1);
+	uint32_t rsge = cap.max_recv_sge ? cap.max_recv_sge : 1;
+	uint32_t rq_stride = srq ? 0 : pow2_at_least(UROCE_RECV_WQE_HDR + rsge *
+							(uint32_t)sizeof(struct uroce_sge));
+	size_t sq_size = page_align(UROCE_RING_HDR_SIZE + (size_t)sq_entries * sq_stride);
+	size_t rq_size = srq ? 0 : page_align(UROCE_RING_HDR_SIZE + (size_t)rq_entries * rq_stride);
+	size_t size = sq_size + (srq ? 4096 : rq_size); /* an unused RQ header with an SRQ */
+
+	rc = emu_shm_create("uroce-qp", size, &qp->memfd, &qp->map);
+	if (rc) {
+		free(qp);
+		return rc;
+	}
+	qp->map_size = size;
+	qp->dev = d;
+	qp->ctx = c;
+	qp->type = (enum ibv_qp_type)q->qp_type;
+	qp->pd = pd;
+	qp->send_cq = scq;
+	qp->recv_cq = rcq;
+	qp->srq = srq;
+	qp->sq_sig_all = q->sq_sig_all != 0;
+	qp->user_handle = q->user_handle;
+	emu_ring_init(&qp->sq, qp->map, sq_entries, sq_stride);
+	emu_ring_init(&qp->rq, (uint8_t *)qp->map + sq_size, rq_entries, rq_stride);
+	/* report what the rings can really hold (>= requested) */
+	qp->cap.max_send_wr = sq_entries;
+	qp->cap.max_send_sge = (sq_stride - UROCE_SEND_WQE_HDR) / (uint32_t)sizeof(struct uroce_sge);
+	if (qp->cap.max_send_sge > EMU_MAX_SGE)
+		qp->cap.max_send_sge = EMU_MAX_SGE;
+	qp->cap.max_inline_data = sq_stride - UROCE_SEND_WQE_HDR;
+	if (qp->cap.max_inline_data > EMU_MAX_INLINE)
+		qp->cap.max_inline_data = EMU_MAX_INLINE;
+	qp->cap.max_recv_wr = rq_entries;
+	qp->cap.max_recv_sge = srq ? 0 : (rq_stride - UROCE_RECV_WQE_HDR) / (uint32_t)sizeof(struct uroce_sge);
+	if (qp->cap.max_recv_sge > EMU_MAX_SGE)
+		qp->cap.max_recv_sge = EMU_MAX_SGE;
+	qp->attr.qp_state = IBV_QPS_RESET;
+	qp->attr.cur_qp_state = IBV_QPS_RESET;
+	qp->attr.cap = qp->cap;
+	qp->attr.port_num = 1;
+
+	rc = emu_qpn_alloc(d, qp);
+	if (rc)
+		goto err_shm;
+	rc = emu_ctx_put(c, EMU_OBJ_QP, qp, &qp->handle);
+	if (rc)
+		goto err_qpn;
+	rc = emu_db_alloc(c, EMU_OBJ_QP, qp, &qp->db_index);
+	if (rc)
+		goto err_handle;
+	pd->refcnt++;
+	scq->refcnt++;
+	rcq->refcnt++;
+	if (srq)
+		srq->refcnt++;
+	emu_xport_qp_init(qp);
+
+	memset(r, 0, sizeof(*r));
+	r->handle = qp->handle;
+	r->qpn = qp->qpn;
+	r->db_index = qp->db_index;
+	r->cap = qp->cap;
+	r->sq_entries = sq_entries;
+	r->sq_stride = sq_stride;
+	r->rq_entries = rq_entries;
+	r->rq_stride = rq_stride;
+	r->sq_offset = 0;
+	r->rq_offset = sq_size;
+	r->map_size = size;
+	*memfd_out = qp->memfd;
+	return 0;
+
+err_handle:
+	emu_ctx_drop(c, qp->handle);
+err_qpn:
+	d->qpn[qp->qpn] = NULL;
+	d->nqp--;
+err_shm:
+	emu_shm_destroy(qp->memfd, qp->map, qp->map_size);
+	free(qp);
+	return rc;
+}
+
+int emu_qp_modify_op(struct emu_ctx *c, const struct uroce_modify_qp_req *q)
+{
+	struct emu_qp *qp = emu_ctx_get(c, q->handle, EMU_OBJ_QP);
+
+	if (!qp)
+		return -EINVAL;
+	return emu_qp_modify(qp, &q->attr, (int)q->attr_mask);
+}
+
+int emu_qp_query_op(struct emu_ctx *c, const struct uroce_query_qp_req *q,
+		    struct uroce_query_qp_rep *r)
+{
+	struct emu_qp *qp = emu_ctx_get(c, q->handle, EMU_OBJ_QP);
+
+	if (!qp)
+		return -EINVAL;
+	memset(r, 0, sizeof(*r));
+	int rc = emu_qp_query(qp, &r->attr, (int)q->attr_mask);
+	if (rc)
+		return rc;
+	r->cap = qp->cap;
+	r->sq_sig_all = qp->sq_sig_all;
+	return 0;
+}
+
+int emu_qp_destroy(struct emu_ctx *c, uint32_t handle)
+{
+	struct emu_qp *qp = emu_ctx_get(c, handle, EMU_OBJ_QP);
+	struct emu_dev *d = c->dev;
+
+	if (!qp)
+		return -EINVAL;
+	if (qp->mcast_groups && !c->dead)
+		return -EBUSY; /* rxe: detach multicast groups first */
+	emu_mcast_detach_all(qp);
+	/* type 2 windows bound through this QP lose their binding */
+	for (uint32_t i = 0; i < c->nh; i++) {
+		if (c->h[i].type == EMU_OBJ_MW) {
+			struct emu_mw *mw = c->h[i].obj;
+			if (mw->qp == qp)
+				emu_mw_release(mw);
+		}
+	}
+	d->qpn[qp->qpn] = NULL;
+	d->nqp--;
+	emu_xport_qp_fini(qp);
+	emu_db_free(c, qp->db_index);
+	qp->pd->refcnt--;
+	qp->send_cq->refcnt--;
+	qp->recv_cq->refcnt--;
+	if (qp->srq)
+		qp->srq->refcnt--;
+	__atomic_fetch_or(&qp->sq.hdr->flags, UROCE_RING_F_ERROR, __ATOMIC_RELEASE);
+	emu_shm_destroy(qp->memfd, qp->map, qp->map_size);
+	emu_ctx_drop(c, handle);
+	free(qp);
+	return 0;
+}
+
+/* ---------------- AH ---------------- */
+
+int emu_ah_create(struct emu_ctx *c, const struct uroce_create_ah_req *q, uint32_t *handle)
+{
+	struct emu_pd *pd = emu_ctx_get(c, q->pd, EMU_OBJ_PD);
+
+	if (!pd)
+		return -EINVAL;
+	if (c->nobj[EMU_OBJ_AH] >= EMU_MAX_AH)
+		return -ENOMEM;
+	struct emu_ah *ah = calloc(1, sizeof(*ah));
+	if (!ah)
+		return -ENOMEM;
+	int rc = emu_av_resolve(c->dev, &q->attr, &ah->av);
+	if (rc) {
+		free(ah);
+		return rc;
+	}
+	ah->ctx = c;
+	ah->pd = pd;
+	ah->attr = q->attr;
+	rc = emu_ctx_put(c, EMU_OBJ_AH, ah, &ah->handle);
+	if (rc) {
+		free(ah);
+		return rc;
+	}
+	pd->refcnt++;
+	*handle = ah->handle;
+	return 0;
+}
+
+int emu_ah_destroy(struct emu_ctx *c, uint32_t handle)
+{
+	struct emu_ah *ah = emu_ctx_get(c, handle, EMU_OBJ_AH);
+
+	if (!ah)
+		return -EINVAL;
+	ah->pd->refcnt--;
+	emu_ctx_drop(c, handle);
+	free(ah);
+	return 0;
+}
+
+int emu_mcast_op(struct emu_ctx *c, const struct uroce_mcast_req *q, bool attach)
+{
+	struct emu_qp *qp = emu_ctx_get(c, q->qp, EMU_OBJ_QP);
+
+	if (!qp)
+		return -EINVAL;
+	return attach ? emu_mcast_attach(qp, &q->gid) : emu_mcast_detach(qp, &q->gid);
+}

@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: MIT */
+/* The DPDK ethdev behind a device: EAL start, the embedded loopback port
+ * (one rte_ring used as both RX and TX queue of a ring PMD, so every frame
+ * sent is received back), or any vdev/PCI port given with --port. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+#include <rte_eth_ring.h>
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+
+#include "daemon.h"
+
+#define EMU_BURST 32
+#define EMU_NB_MBUF 8191
+#define EMU_RING_SIZE 4096
+
+struct emu_port {
+	struct rte_mempool *mp;
+	struct rte_ring *ring;
+	uint16_t port;
+	uint16_t ntx;
+	struct rte_mbuf *tx[EMU_BURST];
+	uint8_t lin[16384]; /* linearised multi-segment RX frame */
+};
+
+static struct emu_port emu_p;
+
+static int emu_dpdk_tx_alloc(struct emu_dev *d, struct emu_txbuf *b)
+{
+	struct emu_port *p = d->port_priv;
+	struct rte_mbuf *m = rte_pktmbuf_alloc(p->mp);
+
+	if (!m)
+		return -ENOBUFS;
+	b->priv = m;
+	b->data = rte_pktmbuf_mtod(m, uint8_t *);
+	b->cap = rte_pktmbuf_tailroom(m);
+	return 0;
+}
+
+static void emu_dpdk_tx_flush(struct emu_dev *d)
+{
+	struct emu_port *p = d->port_priv;
+	uint16_t done = 0;
+
+	for (int tries = 0; done < p->ntx && tries < 4; tries++)
+		done += rte_eth_tx_burst(p->port, 0, p->tx + done, p->ntx - done);
+	if (done < p->ntx) {
+		/* the wire is full: a lossy link, the transport retransmits */
+		d->cnt.drops[EMU_DROP_TX_NOBUF] += p->ntx - done;
+		rte_pktmbuf_free_bulk(p->tx + done, p->ntx - done);
+	}
+	p->ntx = 0;
+}
+
+static void emu_dpdk_tx_send(struct emu_dev *d, struct emu_txbuf *b, uint32_t len)
+{
+	struct emu_port *p = d->port_priv;
+	struct rte_mbuf *m = b->priv;
+
+	m->data_len = (uint16_t)len;
+	m->pkt_len = len;
+	p->tx[p->ntx++] = m;
+	if (p->ntx == EMU_BURST)
+		emu_dpdk_tx_flush(d);
+}
+
+static void emu_dpdk_tx_free(struct emu_dev *d, struct emu_txbuf *b)
+{
+	(void)d;
+	rte_pktmbuf_free(b->priv);
+}
+
+static const struct emu_port_ops emu_dpdk_ops = {
+	.tx_alloc = emu_dpdk_tx_alloc,
+	.tx_send = emu_dpdk_tx_send,
+	.tx_free = emu_dpdk_tx_free,
+	.tx_flush = emu_dpdk_tx_flush,
+};
+
+unsigned emu_port_rx(struct emu_daemon *dm)
+{
+	struct emu_port *p = &emu_p;
+	struct rte_mbuf *m[EMU_BURST];
+	uint16_t n = rte_eth_rx_burst(p->port, 0, m, EMU_BURST);
+
+	for (uint16_t i = 0; i < n; i++) {
+		struct rte_mbuf *b = m[i];
+		if (b->nb_segs == 1) {
+			emu_port_rx_frame(&dm->dev, rte_pktmbuf_mtod(b, const uint8_t *), b->data_len);
+		} else if (b->pkt_len <= sizeof(p->lin)) {
+			const void *f = rte_pktmbuf_read(b, 0, b->pkt_len, p->lin);
+			if (f)
+				emu_port_rx_frame(&dm->dev, f, b->pkt_len);
+		}
+		rte_pktmbuf_free(b);
+	}
+	return n;
+}
+
+int emu_port_init(struct emu_daemon *dm, int argc, char **argv)
+{
+	struct emu_port *p = &emu_p;
+	int rc = rte_eal_init(argc, argv);
+
+	if (rc < 0) {
+		fprintf(stderr, "uroced: EAL init failed: %s\n", rte_strerror(rte_errno));
+		return -1;
+	}
+	uint32_t room = dm->o.mtu + 64 + RTE_PKTMBUF_HEADROOM;
+	if (room < RTE_MBUF_DEFAULT_BUF_SIZE)
+		room = RTE_MBUF_DEFAULT_BUF_SIZE;
+	p->mp = rte_pktmbuf_pool_create("uroce_mb", EMU_NB_MBUF, 256, 0, (uint16_t)room,
+					(int)rte_socket_id());
+	if (!p->mp) {
+		EMU_LOG(ERR, "mbuf pool: %s\n", rte_strerror(rte_errno));
+		return -1;
+	}
+	bool loop = dm->o.vdev[0] == 0;
+	if (loop) {
+		p->ring = rte_ring_create("uroce_loop", EMU_RING_SIZE, (int)rte_socket_id(),
+					  RING_F_SP_ENQ | RING_F_SC_DEQ);
+		if (!p->ring) {
+			EMU_LOG(ERR, "ring: %s\n", rte_strerror(rte_errno));
+			return -1;
+		}
+		rc = rte_eth_from_ring(p->ring);
+		if (rc < 0) {
+			EMU_LOG(ERR, "ring port: %s\n", rte_strerror(rte_errno));
+			return -1;
+		}
+		p->port = (uint16_t)rc;
+	} else {
+		uint16_t pid;
+		bool found = false;
+		RTE_ETH_FOREACH_DEV(pid) {
+			p->port = pid;
+			found = true;
+			break;
+		}
+		if (!found) {
+			EMU_LOG(ERR, "no ethdev port for --port %s\n", dm->o.vdev);
+			return -1;
+		}
+	}
+	struct rte_eth_conf conf;
+	memset(&conf, 0, sizeof(conf));
+	rc = rte_eth_dev_configure(p->port, 1, 1, &conf);
+	if (rc == 0)
+		rc = rte_eth_rx_queue_setup(p->port, 0, 1024, (unsigned)rte_eth_dev_socket_id(p->port),
+					    NULL, p->mp);
+	if (rc == 0)
+		rc = rte_eth_tx_queue_setup(p->port, 0, 1024, (unsigned)rte_eth_dev_socket_id(p->port),
+					    NULL);
+	if (rc == 0 && !loop)
+		(void)rte_eth_dev_set_mtu(p->port, (uint16_t)dm->o.mtu);
+	if (rc == 0)
+		rc = rte_eth_dev_start(p->port);
+	if (rc < 0) {
+		EMU_LOG(ERR, "port %u setup: %s\n", p->port, rte_strerror(-rc));
+		return -1;
+	}
+	dm->port_up = true;
+	dm->port_id = p->port;
+	if (!loop) {
+		(void)rte_eth_promiscuous_enable(p->port);
+		if (!dm->o.mac_set) {
+			struct rte_ether_addr a;
+			if (rte_eth_macaddr_get(p->port, &a) == 0)
+				memcpy(dm->o.mac, a.addr_bytes, 6);
+		}
+	}
+	return 0;
+}
+
+/* Called after emu_dev_init: attach the port to the device. */
+void emu_port_attach(struct emu_daemon *dm)
+{
+	dm->dev.ops = &emu_dpdk_ops;
+	dm->dev.port_priv = &emu_p;
+	dm->dev.loopback = dm->o.vdev[0] == 0;
+}
+
+void emu_port_fini(struct emu_daemon *dm)
+{
+	if (dm->port_up) {
+		emu_dpdk_tx_flush(&dm->dev);
+		rte_eth_dev_stop(dm->port_id);
+		rte_eth_dev_close(dm->port_id);
+		dm->port_up = false;
+	}
+	rte_eal_cleanup();
+}

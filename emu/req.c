@@ -1,0 +1,415 @@
+/* SPDX-License-Identifier: MIT */
+/* Requester: turns send WQEs (private copies of the SQ ring) into request
+ * packets. PSNs are assigned once per WQE; go-back-N rewinds (sq_req,
+ * sq_req_pkt, sq_psn) to a PSN inside an already numbered WQE and sends
+ * from there again. Completion is the completer's job (comp.c). */
+#include <errno.h>
+#include <string.h>
+#include "xport_int.h"
+
+/* Largest burst of packets one call sends, and the most unacknowledged
+ * PSNs: keeps one QP from monopolising the TX ring. */
+#define REQ_BURST  256u
+#define REQ_WINDOW 4096u
+
+static unsigned req_access(uint8_t op)
+{
+	return xp_is_rd_atomic(op) ? IBV_ACCESS_LOCAL_WRITE : 0;
+}
+
+/* Validate a fresh copy: lengths, local keys, alignment. Sets sw. */
+static void req_validate(struct emu_qp *qp, const struct uroce_send_wqe *w,
+			 struct emu_xport_swqe *sw)
+{
+	uint64_t total = 0;
+	uint32_t mtu = xp_mtu(qp);
+	unsigned i;
+
+	sw->need_resp = qp->type == IBV_QPT_RC && xp_is_rd_atomic(w->opcode);
+	if (w->opcode == IBV_WR_LOCAL_INV || w->opcode == IBV_WR_BIND_MW) {
+		sw->npkts = 0;
+		return;
+	}
+	if ((w->send_flags & IBV_SEND_INLINE) && !xp_is_rd_atomic(w->opcode)) {
+		total = w->inline_len;
+	} else {
+		const struct uroce_sge *sge = emu_wqe_sges(w);
+
+		for (i = 0; i < w->num_sge; i++) {
+			int err = 0;
+
+			total += sge[i].length;
+			if (!sge[i].length)
+				continue;
+			if (!emu_mr_check_lkey(qp->pd, sge[i].lkey, sge[i].addr, sge[i].length,
+					       req_access(w->opcode), &err)) {
+				sw->state = EMU_SWQE_DONE;
+				sw->status = IBV_WC_LOC_PROT_ERR;
+				return;
+			}
+		}
+	}
+	if (total > (1ull << 31)) {
+		sw->state = EMU_SWQE_DONE;
+		sw->status = IBV_WC_LOC_LEN_ERR;
+		return;
+	}
+	sw->total_len = (uint32_t)total;
+	switch (w->opcode) {
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		/* The original value lands in the first 8 bytes of the SGE list. */
+		if ((w->atomic.remote_addr & 7) || total < 8) {
+			sw->state = EMU_SWQE_DONE;
+			sw->status = total < 8 ? IBV_WC_LOC_LEN_ERR : IBV_WC_LOC_QP_OP_ERR;
+			return;
+		}
+		sw->total_len = 8;
+		sw->npkts = 1;
+		return;
+	default:
+		break;
+	}
+	if (qp->type == IBV_QPT_UD && total > mtu) {
+		sw->state = EMU_SWQE_DONE;
+		sw->status = IBV_WC_LOC_LEN_ERR;
+		return;
+	}
+	sw->npkts = total ? (uint32_t)((total + mtu - 1) / mtu) : 1;
+}
+
+static void req_fetch(struct emu_qp *qp)
+{
+	struct emu_xport_qp *x = &qp->x;
+	uint32_t prod = emu_ring_prod(&qp->sq);
+
+	if (prod - x->sq_comp > x->sq_entries) {
+		/* An impossible producer index: the application broke the ring. */
+		xp_qp_error(qp, IBV_EVENT_QP_FATAL);
+		return;
+	}
+	while (x->sq_fetch != prod) {
+		struct uroce_send_wqe *w = xp_wqe(qp, x->sq_fetch);
+		struct emu_xport_swqe *sw = xp_swqe(qp, x->sq_fetch);
+
+		memset(sw, 0, sizeof(*sw));
+		if (emu_sq_copy(qp, x->sq_fetch, w) < 0) {
+			sw->state = EMU_SWQE_DONE;
+			sw->status = IBV_WC_LOC_QP_OP_ERR;
+		} else {
+			req_validate(qp, w, sw);
+		}
+		sw->signaled = qp->sq_sig_all || (w->send_flags & IBV_SEND_SIGNALED) ||
+			       sw->status != IBV_WC_SUCCESS;
+		x->sq_fetch++;
+	}
+}
+
+static uint8_t req_opcode(struct emu_qp *qp, uint8_t wr_op, bool first, bool last)
+{
+	uint8_t base = qp->type == IBV_QPT_UC ? WIRE_TR_UC : WIRE_TR_RC;
+	bool imm = wr_op == IBV_WR_SEND_WITH_IMM || wr_op == IBV_WR_RDMA_WRITE_WITH_IMM;
+
+	if (qp->type == IBV_QPT_UD)
+		return imm ? WIRE_OP_UD_SEND_ONLY_IMM : WIRE_OP_UD_SEND_ONLY;
+	switch (wr_op) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		if (first && last)
+			return base | (imm ? WIRE_OP_RC_WRITE_ONLY_IMM : WIRE_OP_RC_WRITE_ONLY);
+		if (first)
+			return base | WIRE_OP_RC_WRITE_FIRST;
+		if (last)
+			return base | (imm ? WIRE_OP_RC_WRITE_LAST_IMM : WIRE_OP_RC_WRITE_LAST);
+		return base | WIRE_OP_RC_WRITE_MIDDLE;
+	case IBV_WR_SEND_WITH_INV:
+		if (first && last)
+			return WIRE_OP_RC_SEND_ONLY_INV;
+		if (last)
+			return WIRE_OP_RC_SEND_LAST_INV;
+		return first ? WIRE_OP_RC_SEND_FIRST : WIRE_OP_RC_SEND_MIDDLE;
+	default:
+		if (first && last)
+			return base | (imm ? WIRE_OP_RC_SEND_ONLY_IMM : WIRE_OP_RC_SEND_ONLY);
+		if (first)
+			return base | WIRE_OP_RC_SEND_FIRST;
+		if (last)
+			return base | (imm ? WIRE_OP_RC_SEND_LAST_IMM : WIRE_OP_RC_SEND_LAST);
+		return base | WIRE_OP_RC_SEND_MIDDLE;
+	}
+}
+
+struct req_fill {
+	const struct uroce_send_wqe *w;
+	uint32_t off;
+};
+
+static int req_gather(struct emu_qp *qp, void *arg, uint8_t *dst, uint32_t len)
+{
+	struct req_fill *f = arg;
+
+	return xp_sge_copy(qp->ctx, emu_wqe_sges(f->w), f->w->num_sge, f->off, dst, len, false);
+}
+
+/* UD: the AH of the WQE gives the path. */
+static int req_ud_path(struct emu_qp *qp, const struct uroce_send_wqe *w,
+		       struct emu_xport_path *p)
+{
+	struct emu_ah *ah = qp->ctx ? emu_ctx_get(qp->ctx, w->ud.ah, EMU_OBJ_AH) : NULL;
+
+	if (!ah)
+		return -EINVAL;
+	if (!ah->av.mac_valid && !emu_av_refresh(qp->dev, &ah->av))
+		return -EAGAIN;
+	xp_path_from_av(p, &ah->av, qp->qpn);
+	return 0;
+}
+
+/* Send packets sq_req_pkt.. of the WQE at sq_req. 0 when all are out,
+ * -ENOBUFS to try again later, -EFAULT/-EINVAL for a local error, or
+ * -EAGAIN when the budget ran out. */
+static int req_send_wqe(struct emu_qp *qp, struct uroce_send_wqe *w,
+			struct emu_xport_swqe *sw, unsigned *budget)
+{
+	struct emu_xport_qp *x = &qp->x;
+	uint32_t mtu = xp_mtu(qp);
+	struct emu_xport_path udp_path;
+	const struct emu_xport_path *path = &x->path;
+	struct wire_pkt d;
+	int r;
+
+	if (qp->type == IBV_QPT_UD) {
+		r = req_ud_path(qp, w, &udp_path);
+		if (r)
+			return r == -EAGAIN ? -ENOBUFS : r;
+		path = &udp_path;
+	}
+
+	if (xp_is_rd_atomic(w->opcode)) {
+		uint32_t k = x->sq_req_pkt;
+		uint32_t psn = wire_psn_add(sw->first_psn, k);
+
+		if (w->opcode == IBV_WR_RDMA_READ) {
+			xp_pkt_init(qp, path, &d, WIRE_OP_RC_READ_REQ, qp->attr.dest_qp_num, psn);
+			d.reth.va = w->rdma.remote_addr + (uint64_t)k * mtu;
+			d.reth.rkey = w->rdma.rkey;
+			d.reth.dma_len = sw->total_len - k * mtu;
+			if (sw->total_len < k * mtu)
+				d.reth.dma_len = 0;
+		} else {
+			xp_pkt_init(qp, path, &d,
+				    w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? WIRE_OP_RC_CMP_SWAP
+									    : WIRE_OP_RC_FETCH_ADD,
+				    qp->attr.dest_qp_num, psn);
+			d.atomiceth.va = w->atomic.remote_addr;
+			d.atomiceth.rkey = w->atomic.rkey;
+			if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP) {
+				d.atomiceth.compare = w->atomic.compare_add;
+				d.atomiceth.swap_add = w->atomic.swap;
+			} else {
+				d.atomiceth.swap_add = w->atomic.compare_add;
+			}
+		}
+		d.bth.ackreq = true;
+		r = xp_tx(qp, path, &d, NULL, NULL, NULL);
+		if (r)
+			return r;
+		(*budget)--;
+		x->pkts_since_ackreq = 0;
+		x->sq_req_pkt = sw->npkts;
+		x->sq_psn = wire_psn_next(sw->last_psn);
+		return 0;
+	}
+
+	while (x->sq_req_pkt < sw->npkts) {
+		uint32_t k = x->sq_req_pkt;
+		uint32_t off = k * mtu;
+		uint32_t len = sw->total_len - off < mtu ? sw->total_len - off : mtu;
+		bool first = k == 0, last = k + 1 == sw->npkts;
+		uint32_t psn = qp->type == IBV_QPT_UD ? x->sq_psn : wire_psn_add(sw->first_psn, k);
+		struct req_fill f = { w, off };
+		uint32_t dqpn = qp->type == IBV_QPT_UD ? w->ud.remote_qpn : qp->attr.dest_qp_num;
+
+		if (!*budget)
+			return -EAGAIN;
+		if (qp->type == IBV_QPT_RC && wire_psn_diff(psn, x->acked_psn) >= (int32_t)REQ_WINDOW)
+			return -EAGAIN;
+		xp_pkt_init(qp, path, &d, req_opcode(qp, w->opcode, first, last), dqpn, psn);
+		d.payload_len = len;
+		if (first && (w->opcode == IBV_WR_RDMA_WRITE ||
+			      w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)) {
+			d.reth.va = w->rdma.remote_addr;
+			d.reth.rkey = w->rdma.rkey;
+			d.reth.dma_len = sw->total_len;
+		}
+		if (last) {
+			if (w->opcode == IBV_WR_SEND_WITH_IMM ||
+			    w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
+				d.imm = be32toh(w->imm_or_inv);
+			if (w->opcode == IBV_WR_SEND_WITH_INV)
+				d.ieth_rkey = w->imm_or_inv;
+			d.bth.se = (w->send_flags & IBV_SEND_SOLICITED) != 0;
+		}
+		if (qp->type == IBV_QPT_UD) {
+			d.deth.qkey = (w->ud.remote_qkey & 0x80000000u) ? qp->attr.qkey
+									 : w->ud.remote_qkey;
+			d.deth.sqpn = qp->qpn;
+		}
+		if (qp->type == IBV_QPT_RC &&
+		    (last || ++x->pkts_since_ackreq >= EMU_XPORT_ACK_EVERY)) {
+			d.bth.ackreq = true;
+			x->pkts_since_ackreq = 0;
+		}
+		if (w->send_flags & IBV_SEND_INLINE)
+			r = xp_tx(qp, path, &d, emu_wqe_inline(w) + off, NULL, NULL);
+		else
+			r = xp_tx(qp, path, &d, NULL, req_gather, &f);
+		if (r)
+			return r;
+		(*budget)--;
+		x->sq_req_pkt = k + 1;
+		x->sq_psn = wire_psn_next(psn);
+	}
+	return 0;
+}
+
+/* Local operations run when they reach the head of transmission. */
+static void req_local_op(struct emu_qp *qp, const struct uroce_send_wqe *w,
+			 struct emu_xport_swqe *sw)
+{
+	uint32_t rkey;
+
+	if (w->opcode == IBV_WR_LOCAL_INV) {
+		sw->status = emu_key_invalidate(qp->pd, w->imm_or_inv) ? IBV_WC_LOC_QP_OP_ERR
+								       : IBV_WC_SUCCESS;
+	} else {
+		sw->status = emu_mw_bind(qp, w->bind.mw, w->bind.rkey, w->bind.mr_lkey,
+					 w->bind.addr, w->bind.length, w->bind.access, &rkey)
+				     ? IBV_WC_MW_BIND_ERR
+				     : IBV_WC_SUCCESS;
+	}
+	if (sw->status != IBV_WC_SUCCESS)
+		sw->signaled = 1;
+	sw->state = EMU_SWQE_DONE;
+}
+
+void xp_req_progress(struct emu_qp *qp)
+{
+	struct emu_xport_qp *x = &qp->x;
+	enum ibv_qp_state st = qp->attr.qp_state;
+	unsigned budget = REQ_BURST;
+	bool sent = false;
+
+	if (!x->sq_copy || (st != IBV_QPS_RTS && st != IBV_QPS_SQD))
+		return;
+	req_fetch(qp);
+	if (qp->attr.qp_state == IBV_QPS_ERR)
+		return;
+	x->req_stalled = 0;
+	while (x->sq_req != x->sq_fetch && !x->rnr_at) {
+		struct uroce_send_wqe *w = xp_wqe(qp, x->sq_req);
+		struct emu_xport_swqe *sw = xp_swqe(qp, x->sq_req);
+		int r;
+
+		if (sw->state == EMU_SWQE_DONE) {
+			if (sw->status != IBV_WC_SUCCESS)
+				break; /* nothing after a failed WQE goes out */
+			x->sq_req++;
+			x->sq_req_pkt = 0;
+			continue;
+		}
+		if (sw->state == EMU_SWQE_NEW) {
+			if (qp->attr.qp_state == IBV_QPS_SQD)
+				break;
+			if ((w->send_flags & IBV_SEND_FENCE) && x->rd_atomic_out)
+				break;
+			if (w->opcode == IBV_WR_LOCAL_INV || w->opcode == IBV_WR_BIND_MW) {
+				req_local_op(qp, w, sw);
+				continue;
+			}
+			if (sw->need_resp) {
+				uint32_t lim = qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1;
+
+				if (x->rd_atomic_out >= lim)
+					break;
+				x->rd_atomic_out++;
+			}
+			sw->first_psn = x->sq_psn_max;
+			sw->last_psn = wire_psn_add(sw->first_psn, sw->npkts - 1);
+			sw->resp_psn = sw->first_psn;
+			if (qp->type != IBV_QPT_UD)
+				x->sq_psn_max = wire_psn_add(x->sq_psn_max, sw->npkts);
+			sw->state = EMU_SWQE_PENDING;
+			x->sq_req_pkt = 0;
+		}
+		r = req_send_wqe(qp, w, sw, &budget);
+		if (r == -ENOBUFS || r == -EAGAIN) {
+			x->req_stalled = 1;
+			xp_act_add(qp);
+			break;
+		}
+		sent = true;
+		if (r) {
+			sw->state = EMU_SWQE_DONE;
+			sw->status = IBV_WC_LOC_PROT_ERR;
+			sw->signaled = 1;
+			break;
+		}
+		if (qp->type == IBV_QPT_UD) {
+			/* UD completes once on the wire; the PSN only orders. */
+			x->sq_psn = wire_psn_next(x->sq_psn);
+			x->sq_psn_max = x->sq_psn;
+			sw->state = EMU_SWQE_DONE;
+		} else if (qp->type == IBV_QPT_UC) {
+			sw->state = EMU_SWQE_DONE;
+		} else {
+			sw->state = EMU_SWQE_SENT;
+		}
+		x->sq_req++;
+		x->sq_req_pkt = 0;
+	}
+	if (sent && qp->type == IBV_QPT_RC && !x->retrans_at && !x->rnr_at) {
+		uint64_t t = wire_retrans_timeout_ns(qp->attr.timeout);
+
+		if (t) {
+			x->retrans_at = emu_now_ns() + t;
+			xp_act_add(qp);
+		}
+	}
+	/* local operations, failed WQEs and UC/UD sends are already decided */
+	xp_comp_progress(qp);
+}
+
+void xp_req_retry_from(struct emu_qp *qp, uint32_t psn)
+{
+	struct emu_xport_qp *x = &qp->x;
+	uint32_t idx;
+
+	for (idx = x->sq_comp; idx != x->sq_fetch; idx++) {
+		struct emu_xport_swqe *sw = xp_swqe(qp, idx);
+
+		if (sw->state == EMU_SWQE_NEW)
+			break;
+		if (!sw->npkts || sw->state == EMU_SWQE_DONE)
+			continue;
+		if (wire_psn_in_window(psn, sw->first_psn, sw->npkts)) {
+			if (wire_psn_before(psn, x->sq_psn))
+				x->cnt.retransmits += wire_psn_dist(psn, x->sq_psn);
+			x->sq_req = idx;
+			x->sq_req_pkt = wire_psn_dist(sw->first_psn, psn);
+			x->sq_psn = psn;
+			return;
+		}
+	}
+}
+
+void xp_req_reset(struct emu_qp *qp)
+{
+	struct emu_xport_qp *x = &qp->x;
+
+	x->retrans_at = 0;
+	x->rnr_at = 0;
+	x->rd_atomic_out = 0;
+	x->pkts_since_ackreq = 0;
+	x->req_stalled = 0;
+}

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT */
+/* Consumer side of the SQ/RQ/SRQ rings. Everything in shared memory may
+ * change under us at any moment, so each WQE is copied first and only the
+ * copy is validated and used. */
+#include <errno.h>
+#include <string.h>
+
+#include "emu.h"
+
+uint32_t emu_ring_prod(const struct emu_ring *r)
+{
+	return __atomic_load_n(&r->hdr->prod, __ATOMIC_ACQUIRE);
+}
+
+int emu_ring_pending(const struct emu_ring *r)
+{
+	uint32_t n = emu_ring_prod(r) - r->cons;
+
+	return n > r->entries ? -EINVAL : (int)n;
+}
+
+void emu_ring_publish(struct emu_ring *r, uint32_t cons)
+{
+	r->cons = cons;
+	__atomic_store_n(&r->hdr->cons, cons, __ATOMIC_RELEASE);
+}
+
+static bool emu_opcode_ok(enum ibv_qp_type t, unsigned op)
+{
+	switch (op) {
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+		return true;
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+	case IBV_WR_LOCAL_INV:
+	case IBV_WR_BIND_MW:
+		return t == IBV_QPT_RC || t == IBV_QPT_UC;
+	case IBV_WR_RDMA_READ:
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+	case IBV_WR_SEND_WITH_INV:
+		return t == IBV_QPT_RC;
+	default:
+		return false;
+	}
+}
+
+#define EMU_SEND_FLAGS_OK (IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | \
+			   IBV_SEND_INLINE | IBV_SEND_IP_CSUM)
+
+int emu_sq_copy(struct emu_qp *qp, uint32_t idx, void *dst)
+{
+	const struct emu_ring *r = &qp->sq;
+	const uint8_t *src = emu_ring_slot(r, idx);
+	struct uroce_send_wqe *w = dst;
+	uint32_t room = r->stride - UROCE_SEND_WQE_HDR;
+	uint32_t body;
+
+	if (r->stride > EMU_SQ_STRIDE_MAX || r->stride < UROCE_SEND_WQE_HDR)
+		return -EINVAL;
+	memcpy(w, src, UROCE_SEND_WQE_HDR);
+	if (!emu_opcode_ok(qp->type, w->opcode))
+		return -EINVAL;
+	if (w->send_flags & ~(unsigned)EMU_SEND_FLAGS_OK)
+		return -EINVAL;
+	if (w->send_flags & IBV_SEND_INLINE) {
+		if (w->inline_len > qp->cap.max_inline_data || w->inline_len > room)
+			return -EINVAL;
+		/* inline is only meaningful for payload-carrying opcodes */
+		if (w->opcode == IBV_WR_RDMA_READ || w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+		    w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD || w->opcode == IBV_WR_LOCAL_INV ||
+		    w->opcode == IBV_WR_BIND_MW)
+			return -EINVAL;
+		body = w->inline_len;
+	} else {
+		if (w->num_sge > qp->cap.max_send_sge || w->num_sge > EMU_MAX_SGE ||
+		    (uint32_t)w->num_sge * sizeof(struct uroce_sge) > room)
+			return -EINVAL;
+		body = (uint32_t)w->num_sge * sizeof(struct uroce_sge);
+	}
+	memcpy((uint8_t *)dst + UROCE_SEND_WQE_HDR, src + UROCE_SEND_WQE_HDR, body);
+	return (int)(UROCE_SEND_WQE_HDR + body);
+}
+
+static int emu_recv_get(struct emu_qp *qp, struct emu_recv_wqe *out, bool take)
+{
+	struct emu_ring *r;
+	uint32_t max_sge;
+	struct emu_srq *srq = qp->srq;
+
+	if (srq) {
+		if (srq->error)
+			return -EINVAL;
+		r = &srq->rq;
+		max_sge = srq->max_sge;
+	} else {
+		r = &qp->rq;
+		max_sge = qp->cap.max_recv_sge;
+	}
+	if (r->entries == 0)
+		return 0;
+	int n = emu_ring_pending(r);
+	if (n < 0) {
+		/* report an impossible producer index once, then look empty,
+		 * so "take until 0" drain loops terminate */
+		if (r->broken)
+			return 0;
+		r->broken = true;
+		return -EINVAL;
+	}
+	r->broken = false;
+	if (n == 0)
+		return 0;
+	const uint8_t *src = emu_ring_slot(r, r->cons);
+	int rc = 1;
+	memcpy(out, src, UROCE_RECV_WQE_HDR);
+	if (out->num_sge > max_sge || out->num_sge > EMU_MAX_SGE ||
+	    UROCE_RECV_WQE_HDR + out->num_sge * sizeof(struct uroce_sge) > r->stride) {
+		out->num_sge = 0;
+		rc = -EINVAL;
+	} else {
+		memcpy(out->sge, src + UROCE_RECV_WQE_HDR, out->num_sge * sizeof(struct uroce_sge));
+	}
+	if (!take)
+		return rc;
+	emu_ring_publish(r, r->cons + 1);
+	if (srq && srq->srq_limit && (uint32_t)(n - 1) < srq->srq_limit) {
+		srq->srq_limit = 0; /* one event per arm (ibv_modify_srq(3)) */
+		emu_async_event(srq->ctx, srq->user_handle, IBV_EVENT_SRQ_LIMIT_REACHED);
+	}
+	return rc;
+}
+
+int emu_recv_take(struct emu_qp *qp, struct emu_recv_wqe *out)
+{
+	return emu_recv_get(qp, out, true);
+}
+
+int emu_recv_peek(struct emu_qp *qp, struct emu_recv_wqe *out)
+{
+	return emu_recv_get(qp, out, false);
+}

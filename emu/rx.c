@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: MIT */
+/* Frame entry and exit of a device: receive classification (RoCE to the
+ * transport, the rest to ARP/ND/ICMP), drop accounting, transmit wrappers
+ * with capture, and UD multicast membership. */
+#include <errno.h>
+#include <string.h>
+
+#include "emu.h"
+#include "emu_int.h"
+
+const char *const emu_drop_name[EMU_DROP_NUM] = {
+	[EMU_DROP_NOT_ROCE] = "not-roce",
+	[EMU_DROP_PARSE] = "parse",
+	[EMU_DROP_ICRC] = "icrc",
+	[EMU_DROP_NOT_OUR_MAC] = "not-our-mac",
+	[EMU_DROP_NOT_OUR_IP] = "not-our-ip",
+	[EMU_DROP_UNKNOWN_QP] = "unknown-qp",
+	[EMU_DROP_MCAST] = "mcast-no-member",
+	[EMU_DROP_TX_NOBUF] = "tx-nobuf",
+	[EMU_DROP_TX_NO_NEIGH] = "tx-no-neigh",
+	[EMU_DROP_FAULT] = "fault",
+};
+
+int emu_tx_alloc(struct emu_dev *d, struct emu_txbuf *b)
+{
+	int rc = d->ops && d->ops->tx_alloc ? d->ops->tx_alloc(d, b) : -ENOBUFS;
+
+	if (rc)
+		d->cnt.drops[EMU_DROP_TX_NOBUF]++;
+	return rc;
+}
+
+void emu_tx_send(struct emu_dev *d, struct emu_txbuf *b, uint32_t len)
+{
+	d->cnt.tx_pkts++;
+	d->cnt.tx_bytes += len;
+	if (d->capture)
+		d->capture(d, b->data, len, true);
+	d->ops->tx_send(d, b, len);
+}
+
+void emu_tx_free(struct emu_dev *d, struct emu_txbuf *b)
+{
+	if (d->ops && d->ops->tx_free)
+		d->ops->tx_free(d, b);
+}
+
+void emu_tx_flush(struct emu_dev *d)
+{
+	if (d->ops && d->ops->tx_flush)
+		d->ops->tx_flush(d);
+}
+
+int emu_tx_frame(struct emu_dev *d, const uint8_t *frame, uint32_t len)
+{
+	struct emu_txbuf b;
+	int rc = emu_tx_alloc(d, &b);
+
+	if (rc)
+		return rc;
+	if (len > b.cap) {
+		emu_tx_free(d, &b);
+		return -EMSGSIZE;
+	}
+	memcpy(b.data, frame, len);
+	emu_tx_send(d, &b, len);
+	return 0;
+}
+
+static bool emu_gid_is_mcast(const union ibv_gid *g)
+{
+	if (g->raw[0] == 0xff)
+		return true;
+	/* IPv4-mapped 224.0.0.0/4 */
+	static const uint8_t v4m[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	return !memcmp(g->raw, v4m, 12) && (g->raw[12] & 0xf0) == 0xe0;
+}
+
+int emu_gid_find(const struct emu_dev *d, const union ibv_gid *gid)
+{
+	for (uint32_t i = 0; i < d->gid_count; i++)
+		if (!memcmp(d->gids[i].raw, gid->raw, 16))
+			return (int)i;
+	return -1;
+}
+
+static struct emu_mcast *emu_mcast_find(struct emu_dev *d, const union ibv_gid *gid)
+{
+	if (!d->mcast)
+		return NULL;
+	for (unsigned i = 0; i < EMU_MAX_MCAST_GRP; i++)
+		if (d->mcast[i].nqp && !memcmp(d->mcast[i].gid.raw, gid->raw, 16))
+			return &d->mcast[i];
+	return NULL;
+}
+
+int emu_mcast_attach(struct emu_qp *qp, const union ibv_gid *gid)
+{
+	struct emu_dev *d = qp->dev;
+
+	if (qp->type != IBV_QPT_UD || !emu_gid_is_mcast(gid) || !d->mcast)
+		return -EINVAL;
+	struct emu_mcast *m = emu_mcast_find(d, gid);
+	if (!m) {
+		for (unsigned i = 0; i < EMU_MAX_MCAST_GRP && !m; i++)
+			if (!d->mcast[i].nqp)
+				m = &d->mcast[i];
+		if (!m)
+			return -ENOMEM;
+		m->gid = *gid;
+	}
+	for (uint32_t i = 0; i < m->nqp; i++)
+		if (m->qp[i] == qp)
+			return 0; /* attaching twice is not an error in rxe */
+	if (m->nqp == EMU_MAX_MCAST_ATT)
+		return -ENOMEM;
+	m->qp[m->nqp++] = qp;
+	qp->mcast_groups++;
+	return 0;
+}
+
+int emu_mcast_detach(struct emu_qp *qp, const union ibv_gid *gid)
+{
+	struct emu_mcast *m = emu_mcast_find(qp->dev, gid);
+
+	if (!m)
+		return -EINVAL;
+	for (uint32_t i = 0; i < m->nqp; i++) {
+		if (m->qp[i] != qp)
+			continue;
+		m->qp[i] = m->qp[--m->nqp];
+		qp->mcast_groups--;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* Called on QP destroy: leave every group. */
+void emu_mcast_detach_all(struct emu_qp *qp)
+{
+	struct emu_dev *d = qp->dev;
+
+	for (unsigned g = 0; qp->mcast_groups && d->mcast && g < EMU_MAX_MCAST_GRP; g++) {
+		struct emu_mcast *m = &d->mcast[g];
+		for (uint32_t i = 0; i < m->nqp; i++) {
+			if (m->qp[i] == qp) {
+				m->qp[i] = m->qp[--m->nqp];
+				qp->mcast_groups--;
+				break;
+			}
+		}
+	}
+}
+
+static const uint8_t emu_bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+
+void emu_port_rx_deliver(struct emu_dev *d, const uint8_t *frame, uint32_t len)
+{
+	struct wire_pkt pkt;
+	enum wire_reason r;
+
+	d->cnt.rx_pkts++;
+	d->cnt.rx_bytes += len;
+	if (d->capture)
+		d->capture(d, frame, len, false);
+	r = wire_parse(frame, len, &pkt);
+	if (r != WIRE_OK) {
+		if (r < WIRE_R_NUM)
+			d->cnt.rx_reason[r]++;
+		if (!wire_reason_is_roce(r)) {
+			if (len >= 6 && !d->loopback && memcmp(frame, d->mac, 6) &&
+			    memcmp(frame, emu_bcast, 6) && !(frame[0] & 1)) {
+				d->cnt.drops[EMU_DROP_NOT_OUR_MAC]++;
+				return;
+			}
+			if (d->l2_hook)
+				d->l2_hook(d, frame, len);
+			else
+				emu_ip_l2_input(d, frame, len);
+			return;
+		}
+		if (r == WIRE_R_ICRC) {
+			d->cnt.icrc_errors++;
+			d->cnt.drops[EMU_DROP_ICRC]++;
+		} else {
+			d->cnt.hdr_errors++;
+			d->cnt.drops[EMU_DROP_PARSE]++;
+		}
+		return;
+	}
+	d->cnt.rx_roce++;
+	/* wire_gid is byte-aligned, ibv_gid 8-byte: copy, don't cast */
+	union ibv_gid dgid_copy;
+	memcpy(dgid_copy.raw, pkt.ip.dst.raw, 16);
+	const union ibv_gid *dgid = &dgid_copy;
+	bool mcast = emu_gid_is_mcast(dgid);
+	if (!d->loopback && !mcast && memcmp(pkt.dmac, d->mac, 6)) {
+		d->cnt.drops[EMU_DROP_NOT_OUR_MAC]++;
+		return;
+	}
+	if (!mcast && emu_gid_find(d, dgid) < 0) {
+		d->cnt.drops[EMU_DROP_NOT_OUR_IP]++;
+		return;
+	}
+	if (pkt.bth.dqpn == WIRE_QPN_MASK) {
+		struct emu_mcast *m = mcast ? emu_mcast_find(d, dgid) : NULL;
+		if (!m) {
+			d->cnt.drops[EMU_DROP_MCAST]++;
+			return;
+		}
+		/* copy the member list: a member may detach from inside rx */
+		struct emu_qp *qps[EMU_MAX_MCAST_ATT];
+		uint32_t n = m->nqp;
+		memcpy(qps, m->qp, n * sizeof(qps[0]));
+		for (uint32_t i = 0; i < n; i++)
+			emu_xport_rx(d, qps[i], &pkt);
+		return;
+	}
+	struct emu_qp *qp = emu_qp_lookup(d, pkt.bth.dqpn);
+	if (!qp)
+		d->cnt.drops[EMU_DROP_UNKNOWN_QP]++;
+	emu_xport_rx(d, qp, &pkt);
+}
+
+void emu_port_rx_frame(struct emu_dev *d, const uint8_t *frame, uint32_t len)
+{
+	if (d->fault)
+		emu_fault_rx(d->fault, d, frame, len, emu_port_rx_deliver);
+	else
+		emu_port_rx_deliver(d, frame, len);
+}

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/* Transport internals shared by qp_modify.c, req.c, comp.c, resp.c and
+ * xport_*.c. Not for the core. */
+#ifndef EMU_XPORT_INT_H
+#define EMU_XPORT_INT_H
+
+#include <stddef.h>
+#include "emu.h"
+
+#define XQP(x) ((struct emu_qp *)((char *)(x) - offsetof(struct emu_qp, x)))
+
+/* Progress of a private send WQE copy. */
+enum emu_swqe_state {
+	EMU_SWQE_NEW,     /* fetched, no PSN yet */
+	EMU_SWQE_PENDING, /* PSNs assigned, request packets (partly) sent */
+	EMU_SWQE_SENT,    /* every request packet sent, waiting for ACK/response */
+	EMU_SWQE_DONE,    /* result known (status); waits its turn to complete */
+};
+
+static inline struct uroce_send_wqe *xp_wqe(struct emu_qp *qp, uint32_t idx)
+{
+	return (struct uroce_send_wqe *)(qp->x.sq_copy +
+					 (size_t)(idx & (qp->x.sq_entries - 1)) * qp->x.sq_stride);
+}
+
+static inline struct emu_xport_swqe *xp_swqe(struct emu_qp *qp, uint32_t idx)
+{
+	return &qp->x.swqe[idx & (qp->x.sq_entries - 1)];
+}
+
+static inline bool xp_is_rd_atomic(uint8_t opcode)
+{
+	return opcode == IBV_WR_RDMA_READ || opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	       opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+static inline uint32_t xp_mtu(const struct emu_qp *qp)
+{
+	if (qp->type == IBV_QPT_UD)
+		return wire_mtu_to_bytes((enum wire_mtu)qp->dev->active_mtu);
+	return wire_mtu_to_bytes((enum wire_mtu)qp->attr.path_mtu);
+}
+
+/* xport_util.c */
+/* Build a frame for qp to path with headers from d (bth, ext headers,
+ * payload_len); the payload is taken from pay (or, if NULL, gathered by the
+ * caller-supplied fill callback into the frame). 0 or -ENOBUFS/-EFAULT. */
+typedef int (*xp_fill_fn)(struct emu_qp *qp, void *arg, uint8_t *dst, uint32_t len);
+int xp_tx(struct emu_qp *qp, const struct emu_xport_path *path, struct wire_pkt *d,
+	  const void *pay, xp_fill_fn fill, void *arg);
+void xp_pkt_init(struct emu_qp *qp, const struct emu_xport_path *path, struct wire_pkt *d,
+		 uint8_t opcode, uint32_t dqpn, uint32_t psn);
+void xp_path_from_av(struct emu_xport_path *p, const struct emu_av *av, uint32_t qpn);
+
+/* Push a CQE; on CQ overrun the QP gets QP_FATAL and goes to ERR. */
+void xp_cq_push(struct emu_qp *qp, struct emu_cq *cq, struct uroce_cqe *e);
+/* Move to ERR (flushing) and raise ev (0 = none). */
+void xp_qp_error(struct emu_qp *qp, int ev);
+void xp_event(struct emu_qp *qp, enum ibv_event_type ev);
+/* Active list: QPs with timers or pending ACKs. */
+void xp_act_add(struct emu_qp *qp);
+void xp_act_del(struct emu_qp *qp);
+/* Gather/scatter between application memory of ctx and a buffer, across SGEs
+ * starting at byte off. 0 or -errno. */
+int xp_sge_copy(struct emu_ctx *c, const struct uroce_sge *sge, unsigned nsge,
+		uint32_t off, void *buf, uint32_t len, bool to_app);
+enum ibv_wc_opcode xp_wc_opcode(uint8_t wr_opcode);
+
+/* req.c */
+void xp_req_progress(struct emu_qp *qp);
+void xp_req_retry_from(struct emu_qp *qp, uint32_t psn);
+void xp_req_reset(struct emu_qp *qp);
+/* comp.c */
+void xp_comp_rx(struct emu_qp *qp, const struct wire_pkt *pkt);
+void xp_comp_progress(struct emu_qp *qp);
+void xp_comp_timeout(struct emu_qp *qp, uint64_t now);
+void xp_flush_sq(struct emu_qp *qp);
+void xp_flush_rq(struct emu_qp *qp);
+/* resp.c */
+void xp_resp_rx(struct emu_qp *qp, const struct wire_pkt *pkt);
+void xp_resp_send_ack(struct emu_qp *qp);
+void xp_resp_reset(struct emu_qp *qp);
+
+#endif /* EMU_XPORT_INT_H */

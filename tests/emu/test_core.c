@@ -1,0 +1,272 @@
+/* SPDX-License-Identifier: MIT */
+/* emu_core services without DPDK ethdev or a socket: CQ production and the
+ * arm/event rules of ibv_req_notify_cq(3), overrun, key checks (bounds,
+ * access, PD, stale keys, windows), receive-ring validation and the SRQ
+ * limit event, deterministic fault injection. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "emu.h"
+
+static int fails;
+#define CHECK(c, ...) do { if (!(c)) { fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #c); \
+	fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); fails++; } } while (0)
+
+static int nframes;
+static uint8_t last_frame[2048];
+static void deliver(struct emu_dev *d, const uint8_t *f, uint32_t len)
+{
+	(void)d;
+	nframes++;
+	memcpy(last_frame, f, len < sizeof(last_frame) ? len : sizeof(last_frame));
+}
+
+static uint64_t vclock;
+static uint64_t vnow(void) { return vclock; }
+
+static int pipe_count(int fd, size_t rec)
+{
+	uint8_t b[4096];
+	ssize_t n = read(fd, b, sizeof(b));
+	return n < 0 ? 0 : (int)((size_t)n / rec);
+}
+
+static void test_cq(struct emu_dev *d)
+{
+	struct emu_ctx *c = emu_ctx_new(d, getpid(), -1);
+	int ap[2], cp[2];
+	CHECK(pipe2(ap, O_NONBLOCK) == 0 && pipe2(cp, O_NONBLOCK) == 0, "pipes");
+	c->async_fd = ap[1];
+	uint32_t ch;
+	CHECK(emu_channel_create(c, cp[1], &ch) == 0, "channel");
+	struct uroce_create_cq_req q = { .cqe = 4, .channel = (int32_t)ch, .user_handle = 0xabc };
+	struct uroce_create_cq_rep r;
+	int mfd;
+	CHECK(emu_cq_create(c, &q, &r, &mfd) == 0, "cq");
+	struct emu_cq *cq = emu_ctx_get(c, r.handle, EMU_OBJ_CQ);
+	struct uroce_cqe e = { .wr_id = 1, .status = IBV_WC_SUCCESS };
+
+	/* not armed: no event */
+	CHECK(emu_cq_push(cq, &e) == 0, "push");
+	CHECK(pipe_count(cp[0], 8) == 0, "no event unarmed");
+	/* SOLICITED: an unsolicited success does not fire, a solicited one
+	 * does, and only once */
+	cq->hdr->arm = UROCE_ARM_SOLICITED;
+	CHECK(emu_cq_push(cq, &e) == 0, "push");
+	CHECK(pipe_count(cp[0], 8) == 0, "unsolicited no event");
+	e.solicited = 1;
+	emu_cq_push(cq, &e);
+	CHECK(pipe_count(cp[0], 8) == 1 && cq->hdr->arm == 0, "solicited fires once, disarms");
+	emu_cq_push(cq, &e); /* cq now full: 4 entries */
+	CHECK(pipe_count(cp[0], 8) == 0, "disarmed");
+	/* an error completion fires SOLICITED too */
+	cq->hdr->cons = 2;
+	cq->hdr->arm = UROCE_ARM_SOLICITED;
+	e.solicited = 0;
+	e.status = IBV_WC_REM_ACCESS_ERR;
+	emu_cq_push(cq, &e);
+	CHECK(pipe_count(cp[0], 8) == 1, "error completion fires solicited arm");
+	/* NEXT fires on anything */
+	cq->hdr->arm = UROCE_ARM_NEXT;
+	e.status = IBV_WC_SUCCESS;
+	emu_cq_push(cq, &e);
+	CHECK(pipe_count(cp[0], 8) == 1, "next fires");
+	CHECK(cq->hdr->prod == 6, "prod %u", cq->hdr->prod);
+	/* overrun: ring full (prod - cons == entries) */
+	CHECK(emu_cq_push(cq, &e) == -ENOSPC, "overrun");
+	CHECK(cq->error && (cq->hdr->flags & UROCE_RING_F_ERROR), "error flag");
+	struct uroce_async_event ae;
+	CHECK(read(ap[0], &ae, sizeof(ae)) == sizeof(ae) && ae.event_type == IBV_EVENT_CQ_ERR &&
+	      ae.element == 0xabc, "CQ_ERR async event");
+	CHECK(emu_cq_push(cq, &e) == -ENOSPC, "stays dead");
+	CHECK(emu_channel_destroy(c, ch) == -EBUSY, "channel busy");
+	close(ap[0]);
+	close(cp[0]);
+	emu_ctx_destroy(c);
+}
+
+static void test_keys(struct emu_dev *d)
+{
+	struct emu_ctx *c = emu_ctx_new(d, getpid(), -1);
+	static uint8_t buf[8192];
+	uint32_t pd = 0, pd2 = 0;
+	CHECK(emu_pd_alloc(c, &pd) == 0, "pd");
+	CHECK(emu_pd_alloc(c, &pd2) == 0, "pd2");
+	struct emu_pd *p = emu_ctx_get(c, pd, EMU_OBJ_PD), *p2 = emu_ctx_get(c, pd2, EMU_OBJ_PD);
+	struct uroce_reg_mr_req q = { .pd = pd, .access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
+				      IBV_ACCESS_MW_BIND, .addr = (uintptr_t)buf, .length = 4096,
+				      .iova = 0x100000 };
+	struct uroce_reg_mr_rep r;
+	CHECK(emu_mr_reg(c, &q, &r) == 0, "mr");
+	int err;
+	CHECK(emu_mr_check_lkey(p, r.lkey, (uintptr_t)buf, 4096, IBV_ACCESS_LOCAL_WRITE, &err), "lkey ok");
+	CHECK(!emu_mr_check_lkey(p, r.lkey, (uintptr_t)buf + 1, 4096, 0, &err) && err == -ERANGE, "bounds");
+	CHECK(!emu_mr_check_lkey(p, r.lkey, UINT64_MAX - 2, 8, 0, &err), "overflow");
+	CHECK(!emu_mr_check_lkey(p2, r.lkey, (uintptr_t)buf, 1, 0, &err) && err == -EINVAL, "other pd");
+	CHECK(!emu_mr_check_lkey(p, r.lkey ^ 1, (uintptr_t)buf, 1, 0, &err), "wrong key byte");
+
+	/* remote checks need a QP in the PD */
+	struct uroce_create_cq_req cq_q = { .cqe = 4, .channel = -1 };
+	struct uroce_create_cq_rep cq_r;
+	int mfd;
+	CHECK(emu_cq_create(c, &cq_q, &cq_r, &mfd) == 0, "cq");
+	struct uroce_create_qp_req qq = { .pd = pd, .send_cq = cq_r.handle, .recv_cq = cq_r.handle,
+					  .srq = -1, .qp_type = IBV_QPT_RC,
+					  .cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_recv_sge = 1 } };
+	struct uroce_create_qp_rep qr;
+	CHECK(emu_qp_create(c, &qq, &qr, &mfd) == 0, "qp");
+	struct emu_qp *qp = emu_ctx_get(c, qr.handle, EMU_OBJ_QP);
+	uint64_t pa;
+	struct emu_ctx *own;
+	CHECK(emu_mr_check_rkey(qp, r.rkey, 0x100010, 16, IBV_ACCESS_REMOTE_READ, &pa, &own, &err) &&
+	      pa == (uintptr_t)buf + 16 && own == c, "rkey iova translation");
+	CHECK(!emu_mr_check_rkey(qp, r.rkey, 0x100010, 16, IBV_ACCESS_REMOTE_WRITE, &pa, &own, &err) &&
+	      err == -EACCES, "no remote write");
+	CHECK(!emu_mr_check_rkey(qp, r.rkey, 0x0fffff, 2, IBV_ACCESS_REMOTE_READ, &pa, &own, &err),
+	      "below iova");
+
+	/* type 2 window: bind, use, invalidate */
+	struct uroce_alloc_mw_req wq = { .pd = pd, .type = IBV_MW_TYPE_2 };
+	struct uroce_alloc_mw_rep wr;
+	CHECK(emu_mw_alloc(c, &wq, &wr) == 0, "mw");
+	uint32_t nk = (wr.rkey & ~0xffu) | 0x5a, got;
+	CHECK(emu_mw_bind(qp, wr.handle, nk, r.lkey, 0x100100, 256, IBV_ACCESS_REMOTE_READ, &got) == 0 &&
+	      got == nk, "bind");
+	CHECK(emu_mr_check_rkey(qp, nk, 0x100100, 256, IBV_ACCESS_REMOTE_READ, &pa, &own, &err) &&
+	      pa == (uintptr_t)buf + 256, "window access");
+	CHECK(!emu_mr_check_rkey(qp, nk, 0x100100, 257, IBV_ACCESS_REMOTE_READ, &pa, &own, &err),
+	      "window bounds");
+	CHECK(emu_mr_dereg(c, r.handle) == -EBUSY, "mr with bound window");
+	CHECK(emu_key_invalidate(p2, nk) == -EINVAL, "invalidate from other pd");
+	CHECK(emu_key_invalidate(p, nk) == 0, "invalidate");
+	CHECK(!emu_mr_check_rkey(qp, nk, 0x100100, 1, IBV_ACCESS_REMOTE_READ, &pa, &own, &err),
+	      "invalidated window");
+	uint32_t old = r.lkey;
+	CHECK(emu_mr_dereg(c, r.handle) == 0, "dereg");
+	CHECK(!emu_mr_check_lkey(p, old, (uintptr_t)buf, 1, 0, &err), "stale lkey");
+	CHECK(emu_mr_reg(c, &q, &r) == 0 && r.lkey != old, "new key differs");
+
+	/* receive ring validation and the SRQ limit event */
+	int ap[2];
+	CHECK(pipe2(ap, O_NONBLOCK) == 0, "pipe");
+	c->async_fd = ap[1];
+	struct emu_recv_wqe w;
+	CHECK(emu_recv_take(qp, &w) == 0, "empty rq");
+	struct uroce_recv_wqe *slot = (void *)emu_ring_slot(&qp->rq, 0);
+	slot->wr_id = 77;
+	slot->num_sge = 99;
+	__atomic_store_n(&qp->rq.hdr->prod, 1, __ATOMIC_RELEASE);
+	CHECK(emu_recv_take(qp, &w) == -EINVAL && qp->rq.hdr->cons == 1, "bad num_sge consumed");
+	__atomic_store_n(&qp->rq.hdr->prod, 1000, __ATOMIC_RELEASE);
+	CHECK(emu_recv_take(qp, &w) == -EINVAL, "impossible prod reported");
+	CHECK(emu_recv_take(qp, &w) == 0, "then empty (drain loops end)");
+
+	struct uroce_create_srq_req sq = { .pd = pd, .max_wr = 8, .max_sge = 1 };
+	struct uroce_create_srq_rep sr;
+	CHECK(emu_srq_create(c, &sq, &sr, &mfd) == 0, "srq");
+	struct emu_srq *srq = emu_ctx_get(c, sr.handle, EMU_OBJ_SRQ);
+	qq.srq = (int32_t)sr.handle;
+	CHECK(emu_qp_create(c, &qq, &qr, &mfd) == 0, "qp on srq");
+	struct emu_qp *sqp = emu_ctx_get(c, qr.handle, EMU_OBJ_QP);
+	for (int i = 0; i < 4; i++) {
+		struct uroce_recv_wqe *s = (void *)emu_ring_slot(&srq->rq, (uint32_t)i);
+		s->wr_id = (uint64_t)i;
+		s->num_sge = 1;
+	}
+	__atomic_store_n(&srq->rq.hdr->prod, 4, __ATOMIC_RELEASE);
+	struct uroce_modify_srq_req ms = { .handle = sr.handle, .attr_mask = IBV_SRQ_LIMIT,
+					   .attr = { .srq_limit = 3 } };
+	CHECK(emu_srq_modify(c, &ms) == 0, "arm limit");
+	struct uroce_async_event ae;
+	CHECK(emu_recv_take(sqp, &w) == 1 && w.wr_id == 0, "take 1 (3 left)");
+	CHECK(read(ap[0], &ae, sizeof(ae)) < 0, "no event at limit");
+	CHECK(emu_recv_take(sqp, &w) == 1 && w.wr_id == 1, "take 2 (2 left)");
+	CHECK(read(ap[0], &ae, sizeof(ae)) == sizeof(ae) && ae.event_type == IBV_EVENT_SRQ_LIMIT_REACHED,
+	      "limit event below limit");
+	CHECK(srq->srq_limit == 0, "disarmed");
+	CHECK(emu_srq_destroy(c, sr.handle) == -EBUSY, "srq busy");
+	close(ap[0]);
+	emu_ctx_destroy(c);
+}
+
+static void test_fault(struct emu_dev *d)
+{
+	struct emu_fault_cfg cfg;
+	CHECK(emu_fault_parse("drop=0.5,seed=7", &cfg) == 0 && cfg.drop == 0.5 && cfg.seed == 7, "parse");
+	CHECK(emu_fault_parse("drop=2", &cfg) == -EINVAL, "p > 1");
+	CHECK(emu_fault_parse("bogus=1", &cfg) == -EINVAL, "unknown key");
+	CHECK(emu_fault_parse("drop=0.1,", &cfg) == 0, "trailing comma");
+	uint8_t f[100] = { 0 };
+	int counts[2];
+	for (int run = 0; run < 2; run++) {
+		emu_fault_parse("drop=0.3,dup=0.1,seed=42", &cfg);
+		struct emu_fault *fl = emu_fault_new(&cfg);
+		nframes = 0;
+		for (int i = 0; i < 1000; i++)
+			emu_fault_rx(fl, d, f, sizeof(f), deliver);
+		counts[run] = nframes;
+		emu_fault_free(fl);
+	}
+	CHECK(counts[0] == counts[1], "deterministic %d %d", counts[0], counts[1]);
+	CHECK(counts[0] > 600 && counts[0] < 900, "drop/dup rate %d", counts[0]);
+	/* delay holds frames until the clock passes */
+	emu_clock_set(vnow);
+	vclock = 1000000;
+	emu_fault_parse("delay_us=100", &cfg);
+	struct emu_fault *fl = emu_fault_new(&cfg);
+	nframes = 0;
+	f[0] = 1;
+	emu_fault_rx(fl, d, f, sizeof(f), deliver);
+	CHECK(nframes == 0 && emu_fault_next_deadline(fl) == 1100000, "held");
+	vclock = 1099999;
+	emu_fault_poll(fl, d, vclock, deliver);
+	CHECK(nframes == 0, "not yet");
+	vclock = 1100000;
+	emu_fault_poll(fl, d, vclock, deliver);
+	CHECK(nframes == 1 && last_frame[0] == 1, "delivered");
+	emu_fault_free(fl);
+	/* reorder: a held frame goes right after its successor */
+	emu_fault_parse("reorder=1,seed=1", &cfg);
+	fl = emu_fault_new(&cfg);
+	nframes = 0;
+	emu_fault_rx(fl, d, f, sizeof(f), deliver);
+	CHECK(nframes == 0, "held for reorder");
+	emu_fault_free(fl);
+	/* corrupt: the frame changes */
+	emu_fault_parse("corrupt=1,seed=3", &cfg);
+	fl = emu_fault_new(&cfg);
+	uint8_t g[64] = { 0 };
+	emu_fault_rx(fl, d, g, sizeof(g), deliver);
+	int diff = 0;
+	for (unsigned i = 0; i < sizeof(g); i++)
+		diff += last_frame[i] != 0;
+	CHECK(diff == 1, "one byte flipped (%d)", diff);
+	emu_fault_free(fl);
+	emu_clock_set(NULL);
+}
+
+int main(void)
+{
+	struct emu_dev d;
+	uint8_t mac[6] = { 2, 0, 0, 0, 0, 9 };
+	union ibv_gid g = { .raw = { [10] = 0xff, [11] = 0xff, [12] = 127, [15] = 1 } };
+
+	CHECK(emu_dev_init(&d, "t0", mac, 1500, &g, 1) == 0, "dev");
+	CHECK(d.active_mtu == IBV_MTU_1024 && d.gid_count == 2, "mtu %d", d.active_mtu);
+	struct emu_dev d9;
+	CHECK(emu_dev_init(&d9, "t9", mac, 9000, NULL, 0) == 0 && d9.active_mtu == IBV_MTU_4096, "9000");
+	emu_dev_fini(&d9);
+	d.loopback = true;
+	test_cq(&d);
+	test_keys(&d);
+	test_fault(&d);
+	emu_dev_fini(&d);
+	if (fails)
+		fprintf(stderr, "%d failure(s)\n", fails);
+	return fails ? 1 : 0;
+}

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/* uroced with no arguments, as an unprivileged user without hugepages:
+ * creates its socket, answers HELLO like an HCA, exits 0 on SIGTERM and
+ * removes its socket. A bad option is one line on stderr and exit 2. */
+#include "emu_test.h"
+
+static int run_bad(const char *path, const char *arg, char *out, size_t cap)
+{
+	int p[2];
+	if (pipe(p))
+		return -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(p[1], 2);
+		close(p[0]);
+		execl(path, path, arg, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	size_t n = 0;
+	ssize_t k;
+	while (n < cap - 1 && (k = read(p[0], out + n, cap - 1 - n)) > 0)
+		n += (size_t)k;
+	out[n] = 0;
+	close(p[0]);
+	int st;
+	waitpid(pid, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int main(int argc, char **argv)
+{
+	struct t_daemon d;
+	struct t_client c;
+
+	if (argc < 2)
+		return 2;
+	alarm(90);
+	int rc = t_daemon_start(&d, argv[1], true, NULL);
+	REQUIRE(rc == 0, "daemon start: %d", rc);
+	struct stat st;
+	REQUIRE(stat(d.run, &st) == 0, "run dir");
+	CHECK((st.st_mode & 0777) == 0700, "run dir mode %o", st.st_mode & 0777);
+	if (geteuid() == 0)
+		CHECK(st.st_uid == getpwnam("nobody")->pw_uid, "daemon runs as nobody");
+
+	rc = t_client_open(&c, d.sock);
+	REQUIRE(rc == 0, "hello: %d", rc);
+	struct uroce_hello_rep *h = &c.hello;
+	CHECK(h->abi_version == UROCE_ABI_VERSION, "abi %u", h->abi_version);
+	CHECK(h->daemon_pid == (uint32_t)d.pid, "daemon pid %u vs %d", h->daemon_pid, d.pid);
+	CHECK(!strcmp(h->dev_name, "uroce0"), "name %s", h->dev_name);
+	CHECK(h->dev_attr.vendor_id == UROCE_VENDOR_ID, "vendor %x", h->dev_attr.vendor_id);
+	CHECK(h->dev_attr.phys_port_cnt == 1, "ports");
+	CHECK(h->dev_attr.max_qp >= 16384 && h->dev_attr.max_qp_wr >= 16384, "max_qp");
+	CHECK(h->dev_attr.max_sge >= 32 && h->dev_attr.max_cqe >= 65535, "max_sge/cqe");
+	CHECK(h->dev_attr.atomic_cap == IBV_ATOMIC_HCA, "atomic cap");
+	CHECK(h->dev_attr.device_cap_flags & IBV_DEVICE_RC_RNR_NAK_GEN, "cap flags");
+	CHECK(h->dev_attr.node_guid != 0 && h->node_guid == h->dev_attr.node_guid, "guid");
+	CHECK(h->port_attr.state == IBV_PORT_ACTIVE, "port state %d", h->port_attr.state);
+	CHECK(h->port_attr.active_mtu == IBV_MTU_1024, "active mtu %d", h->port_attr.active_mtu);
+	CHECK(h->port_attr.max_mtu == IBV_MTU_4096, "max mtu");
+	CHECK(h->port_attr.link_layer == IBV_LINK_LAYER_ETHERNET, "link layer");
+	CHECK(h->port_attr.phys_state == 5 && h->port_attr.lid == 0, "phys state / lid");
+	CHECK(h->port_attr.max_msg_sz == 1u << 31, "max msg");
+	CHECK(h->gid_count == 2, "gids %u", h->gid_count);
+	CHECK(h->gids[0].raw[0] == 0xfe && h->gids[0].raw[1] == 0x80, "gid0 link local");
+	CHECK(h->gids[1].raw[10] == 0xff && h->gids[1].raw[11] == 0xff && h->gids[1].raw[12] == 127,
+	      "gid1 ipv4-mapped 127.x");
+	CHECK(h->gid_type[0] == IBV_GID_TYPE_ROCE_V2 && h->gid_type[1] == IBV_GID_TYPE_ROCE_V2, "v2");
+	CHECK(h->pkeys[0] == 0xffff, "pkey");
+	CHECK(!(h->mac[0] & 1) && (h->mac[0] & 2), "locally administered unicast MAC");
+	/* a second HELLO on the same connection is refused */
+	struct uroce_hello_req q = { .abi_version = UROCE_ABI_VERSION };
+	int p[2];
+	REQUIRE(pipe(p) == 0, "pipe");
+	struct uroce_hello_rep r2;
+	rc = t_call(&c, UROCE_OP_HELLO, &q, sizeof(q), &p[1], 1, &r2, sizeof(r2), NULL, NULL);
+	CHECK(rc == -EISCONN, "second hello: %d", rc);
+	close(p[0]);
+	close(p[1]);
+
+	/* wrong ABI version */
+	struct t_client c2 = { 0 };
+	c2.fd = t_connect(d.sock);
+	REQUIRE(c2.fd >= 0, "connect");
+	q.abi_version = 999;
+	rc = t_call(&c2, UROCE_OP_HELLO, &q, sizeof(q), NULL, 0, &r2, sizeof(r2), NULL, NULL);
+	CHECK(rc == -EPROTONOSUPPORT, "bad abi: %d", rc);
+	/* anything before HELLO */
+	rc = t_call(&c2, UROCE_OP_ALLOC_PD, NULL, 0, NULL, 0, NULL, 0, NULL, NULL);
+	CHECK(rc == -ENOTCONN, "op before hello: %d", rc);
+	close(c2.fd);
+
+	rc = t_daemon_stop(&d);
+	CHECK(rc == 0, "exit status %d", rc);
+	CHECK(access(d.sock, F_OK) != 0, "socket removed");
+	/* the daemon closed our socket and the async pipe: EOF for both */
+	char b[64];
+	CHECK(read(c.async_r, b, sizeof(b)) == 0, "async pipe EOF");
+	t_client_close(&c);
+
+	char out[4096];
+	rc = run_bad(argv[1], "--no-such-option", out, sizeof(out));
+	CHECK(rc == 2, "bad option exit %d", rc);
+	char *nl = strchr(out, '\n');
+	CHECK(nl && nl[1] == 0 && strstr(out, "no-such-option"), "one line: '%s'", out);
+	rc = run_bad(argv[1], "--mtu=12", out, sizeof(out));
+	CHECK(rc == 2, "bad mtu exit %d", rc);
+	nl = strchr(out, '\n');
+	CHECK(nl && nl[1] == 0, "one line: '%s'", out);
+	t_rmdir(&d);
+	t_cur = NULL;
+	if (t_failures)
+		fprintf(stderr, "%d failure(s)\n", t_failures);
+	return t_failures ? 1 : 0;
+}

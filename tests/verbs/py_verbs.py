@@ -1,0 +1,127 @@
+# SPDX-License-Identifier: MIT
+"""pyverbs (Debian's python3-pyverbs, which loads libibverbs RTLD_LOCAL)
+through liburoce: list the device, query it, and pass RC and UD traffic
+with completion events. Run by run.py with LD_PRELOAD set."""
+import sys
+
+import pyverbs.device as d
+import pyverbs.enums as e
+from pyverbs.addr import AH, AHAttr, GlobalRoute
+from pyverbs.cq import CQ, CompChannel
+from pyverbs.mr import MR
+from pyverbs.pd import PD
+from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
+from pyverbs.wr import SGE, RecvWR, SendWR
+
+names = [dev.name.decode() for dev in d.get_device_list()]
+print('devices:', names)
+assert 'uroce0' in names, names
+
+ctx = d.Context(name='uroce0')
+attr = ctx.query_device()
+assert attr.vendor_id == 0x1ace, hex(attr.vendor_id)
+port = ctx.query_port(1)
+assert port.state == e.IBV_PORT_ACTIVE
+assert port.link_layer == e.IBV_LINK_LAYER_ETHERNET
+
+gid_idx = None
+for i in range(port.gid_tbl_len):
+    g = str(ctx.query_gid(1, i))
+    if g.endswith('ffff:7f00:0001'):
+        gid_idx = i
+        gid = ctx.query_gid(1, i)
+assert gid_idx is not None
+print('gid', gid_idx, gid)
+
+pd = PD(ctx)
+ch = CompChannel(ctx)
+cq = CQ(ctx, 64, None, ch, 0)
+access = (e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE |
+          e.IBV_ACCESS_REMOTE_READ)
+mr = MR(pd, 8192, access)
+
+
+def wait_event():
+    # blocks; run.py's timeout bounds it
+    ch.get_cq_event(cq)
+    cq.ack_events(1)
+
+
+def poll(n):
+    got = []
+    for _ in range(2000000):
+        k, wcs = cq.poll(n - len(got))
+        got += wcs[:k]
+        if len(got) == n:
+            return got
+    raise AssertionError('timeout polling')
+
+
+def rc_pair():
+    cap = QPCap(max_send_wr=16, max_recv_wr=16, max_send_sge=1, max_recv_sge=1)
+    init = QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq, cap=cap)
+    a, b = QP(pd, init), QP(pd, init)
+    for me, peer in ((a, b), (b, a)):
+        qa = QPAttr()
+        qa.qp_access_flags = access
+        qa.port_num = 1
+        qa.path_mtu = e.IBV_MTU_1024
+        qa.dest_qp_num = peer.qp_num
+        qa.rq_psn = 0
+        qa.sq_psn = 0
+        qa.max_dest_rd_atomic = 1
+        qa.max_rd_atomic = 1
+        qa.min_rnr_timer = 1
+        qa.timeout = 14
+        qa.retry_cnt = 7
+        qa.rnr_retry = 7
+        gr = GlobalRoute(dgid=gid, sgid_index=gid_idx)
+        qa.ah_attr = AHAttr(gr=gr, is_global=1, port_num=1)
+        me.to_rts(qa)
+    return a, b
+
+
+# RC: SEND with a completion event
+a, b = rc_pair()
+b.post_recv(RecvWR(wr_id=1, num_sge=1, sg=[SGE(mr.buf, 1024, mr.lkey)]))
+mr.write(b'hello uroce', 11, 4096)
+cq.req_notify()
+a.post_send(SendWR(wr_id=2, opcode=e.IBV_WR_SEND, num_sge=1,
+                   sg=[SGE(mr.buf + 4096, 11, mr.lkey)],
+                   send_flags=e.IBV_SEND_SIGNALED))
+wait_event()
+wcs = poll(2)
+assert all(w.status == e.IBV_WC_SUCCESS for w in wcs), wcs
+assert sorted(w.wr_id for w in wcs) == [1, 2]
+assert mr.read(11, 0) == b'hello uroce'
+print('RC ok')
+
+# UD: SEND through an address handle, 40-byte GRH room in the receive
+cap = QPCap(max_send_wr=16, max_recv_wr=16, max_send_sge=1, max_recv_sge=1)
+init = QPInitAttr(qp_type=e.IBV_QPT_UD, scq=cq, rcq=cq, cap=cap)
+ua, ub = QP(pd, init), QP(pd, init)
+for q in (ua, ub):
+    qa = QPAttr()
+    qa.qkey = 0x1234
+    qa.port_num = 1
+    qa.sq_psn = 0
+    q.to_rts(qa)
+ah = AH(pd, attr=AHAttr(gr=GlobalRoute(dgid=gid, sgid_index=gid_idx),
+                        is_global=1, port_num=1))
+ub.post_recv(RecvWR(wr_id=3, num_sge=1, sg=[SGE(mr.buf, 40 + 256, mr.lkey)]))
+mr.write(b'ud-payload', 10, 4096)
+wr = SendWR(wr_id=4, opcode=e.IBV_WR_SEND, num_sge=1,
+            sg=[SGE(mr.buf + 4096, 10, mr.lkey)], send_flags=e.IBV_SEND_SIGNALED)
+wr.set_wr_ud(ah, ub.qp_num, 0x1234)
+cq.req_notify()
+ua.post_send(wr)
+wait_event()
+wcs = poll(2)
+assert all(w.status == e.IBV_WC_SUCCESS for w in wcs), wcs
+recv = [w for w in wcs if w.wr_id == 3][0]
+assert recv.byte_len == 50 and recv.src_qp == ua.qp_num, (recv.byte_len, recv.src_qp)
+assert mr.read(10, 40) == b'ud-payload'
+print('UD ok')
+for o in (ah, ua, ub, a, b, mr, cq, ch, pd, ctx):
+    o.close()
+sys.exit(0)

@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Run a verbs test against a private uroced.
+
+Starts uroced with its own UROCE_RUN_DIR (a temp dir), waits for its
+socket, runs the test, stops the daemon (SIGTERM, then SIGKILL), and
+removes the directory. Every wait is bounded; nothing is left running.
+
+  run.py --uroced PATH --shim PATH MODE [ARGS...]
+  MODE exec CMD...     run CMD (a C test linked with liburoce) once
+  MODE pair CMD...     CMD as server, CMD + 127.0.0.1 as client, preloaded
+  MODE devices         ibv_devices and ibv_devinfo -v, preloaded
+  MODE py SCRIPT...    /usr/bin/python3 SCRIPT, preloaded
+Exit status: 0 pass, 77 skip, anything else fail.
+"""
+import argparse
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+TIMEOUT = 90
+
+
+def wait_socket(path, proc, limit=20.0):
+    end = time.monotonic() + limit
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            return False
+        if os.path.exists(path):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            try:
+                s.connect(path)
+                return True
+            except OSError:
+                pass
+            finally:
+                s.close()
+        time.sleep(0.05)
+    return False
+
+
+def stop(proc):
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
+def run(cmd, env, timeout=TIMEOUT):
+    print('+', ' '.join(cmd), flush=True)
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, timeout=timeout)
+    out = p.stdout.decode(errors='replace')
+    sys.stdout.write(out)
+    return p.returncode, out
+
+
+def mode_pair(cmd, env):
+    print('+ server:', ' '.join(cmd), flush=True)
+    srv = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT)
+    try:
+        # the server listens on TCP before anything else; retry the client
+        # while it is not up yet (perftest/pingpong clients fail fast)
+        deadline = time.monotonic() + 20
+        while True:
+            time.sleep(0.3)
+            rc, out = run(cmd + ['127.0.0.1'], env)
+            if rc == 0 or time.monotonic() > deadline or srv.poll() is not None:
+                break
+            if 'connect to' not in out.lower() and "couldn't connect" not in out.lower() \
+               and 'unable to open file descriptor' not in out.lower():
+                break
+        try:
+            sout, _ = srv.communicate(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            srv.kill()
+            sout, _ = srv.communicate()
+            print('server timed out')
+            return 1
+        sys.stdout.write('--- server ---\n' + sout.decode(errors='replace'))
+        if rc != 0 or srv.returncode != 0:
+            print('client rc %d server rc %d' % (rc, srv.returncode))
+            return 1
+        return 0
+    finally:
+        if srv.poll() is None:
+            srv.kill()
+            srv.wait()
+
+
+def mode_devices(env):
+    rc, out = run(['ibv_devices'], env)
+    if rc != 0 or 'uroce0' not in out:
+        print('ibv_devices: uroce0 missing')
+        return 1
+    rc, out = run(['ibv_devinfo', '-v'], env)
+    want = ['hca_id:\turoce0', 'PORT_ACTIVE', 'Ethernet', 'RoCE v2',
+            'vendor_id:\t\t\t0x1ace']
+    missing = [w for w in want if w not in out]
+    if rc != 0 or missing:
+        print('ibv_devinfo: missing %r (rc %d)' % (missing, rc))
+        return 1
+    rc, out = run(['ibv_devinfo', '-d', 'uroce0'], env)
+    if rc != 0 or 'uroce0' not in out:
+        return 1
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--uroced', required=True)
+    ap.add_argument('--shim', required=True)
+    ap.add_argument('--daemon-arg', action='append', default=[])
+    ap.add_argument('mode')
+    ap.add_argument('args', nargs=argparse.REMAINDER)
+    a = ap.parse_args()
+    if not os.access(a.uroced, os.X_OK):
+        print('no uroced at', a.uroced)
+        return 77
+
+    run_dir = tempfile.mkdtemp(prefix='uroce-vt-')
+    env = dict(os.environ)
+    env['UROCE_RUN_DIR'] = run_dir
+    log = open(os.path.join(run_dir, 'uroced.log'), 'w+')
+    if '--busy-poll' in a.daemon_arg:
+        env['UROCE_TEST_BUSY_POLL'] = '1'
+    d = subprocess.Popen([a.uroced] + a.daemon_arg, env=env, stdout=log,
+                         stderr=subprocess.STDOUT)
+    try:
+        if not wait_socket(os.path.join(run_dir, 'uroce0.sock'), d):
+            print('uroced did not come up')
+            return 1
+        env['UROCE_TEST_DAEMON_PID'] = str(d.pid)
+        penv = dict(env)
+        penv['LD_PRELOAD'] = os.path.abspath(a.shim)
+        if a.mode == 'exec':
+            rc, _ = run(a.args, env)
+        elif a.mode == 'pair':
+            rc = mode_pair(a.args, penv)
+        elif a.mode == 'devices':
+            rc = mode_devices(penv)
+        elif a.mode == 'py':
+            rc, _ = run(['/usr/bin/python3'] + a.args, penv)
+        else:
+            print('unknown mode', a.mode)
+            rc = 2
+        return rc
+    except subprocess.TimeoutExpired as e:
+        print('timed out:', e)
+        return 1
+    finally:
+        stop(d)
+        log.seek(0)
+        tail = log.read()[-3000:]
+        log.close()
+        if tail:
+            sys.stdout.write('--- uroced ---\n' + tail)
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

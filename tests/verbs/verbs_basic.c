@@ -1,0 +1,518 @@
+/* SPDX-License-Identifier: MIT */
+/* Device, query and object calls of liburoce, extended CQ/QP interfaces,
+ * SRQ, UD, and the daemon dying underneath. usage: verbs_basic CASE */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "vt.h"
+
+static void device_query(void)
+{
+	struct ibv_context *ctx = vt_open();
+	struct ibv_device_attr da;
+	struct ibv_device_attr_ex dx;
+	struct ibv_port_attr pa;
+	struct ibv_gid_entry ge;
+	union ibv_gid gid;
+	__be16 pkey;
+	int idx;
+
+	CHECK(!ibv_query_device(ctx, &da));
+	CHECK(da.vendor_id == 0x001ace && da.phys_port_cnt == 1);
+	CHECK(da.max_qp > 0 && da.max_cqe > 0 && da.max_mr > 0);
+	CHECK(!ibv_query_device_ex(ctx, NULL, &dx));
+	CHECK(dx.orig_attr.vendor_id == da.vendor_id);
+	CHECK(!ibv_query_port(ctx, 1, &pa));
+	CHECK(pa.state == IBV_PORT_ACTIVE && pa.link_layer == IBV_LINK_LAYER_ETHERNET);
+	CHECK(pa.gid_tbl_len > 0 && pa.pkey_tbl_len >= 1);
+	CHECK(ibv_query_port(ctx, 2, &pa) != 0);
+	idx = vt_find_gid(ctx, &gid);
+	CHECK(!ibv_query_gid_ex(ctx, 1, (uint32_t)idx, &ge, 0));
+	CHECK(ge.gid_type == IBV_GID_TYPE_ROCE_V2 && !memcmp(&ge.gid, &gid, 16));
+	{
+		union ibv_gid g2;
+
+		CHECK(!ibv_query_gid(ctx, 1, idx, &g2) && !memcmp(&g2, &gid, 16));
+	}
+	CHECK(!ibv_query_pkey(ctx, 1, 0, &pkey) && pkey == htons(0xffff));
+	CHECK(ibv_get_pkey_index(ctx, 1, htons(0xffff)) == 0);
+	CHECK(ctx->num_comp_vectors >= 1);
+	/* libibverbs' inline wrappers call through these without checks */
+	{
+		struct verbs_context *v = verbs_get_ctx(ctx);
+		void **ops = (void **)(void *)&ctx->ops;
+		void **x;
+		size_t k;
+
+		CHECK(v && v->sz >= sizeof(*v));
+		for (k = 0; k < sizeof(ctx->ops) / sizeof(void *); k++)
+			CHECK(ops[k] != NULL);
+		for (x = (void **)(void *)&v->query_port;
+		     x < (void **)(void *)&v->priv; x++)
+			CHECK(*x != NULL);
+		for (x = (void **)(void *)&v->query_device_ex;
+		     x <= (void **)(void *)&v->close_xrcd; x++)
+			CHECK(*x != NULL);
+	}
+	CHECK(!ibv_close_device(ctx));
+}
+
+static void objects(void)
+{
+	struct vt t;
+	struct ibv_mr *mr2;
+	struct ibv_mw *mw;
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+	struct ibv_wc wc[8];
+	uint8_t *b2 = aligned_alloc(4096, 8192);
+	int i;
+
+	vt_init(&t, NULL);
+	/* MR with an optional access flag goes through ibv_reg_mr_iova2 */
+	mr2 = ibv_reg_mr(t.pd, b2, 8192, IBV_ACCESS_LOCAL_WRITE |
+			 IBV_ACCESS_RELAXED_ORDERING);
+	CHECK(mr2 && mr2->addr == b2 && mr2->length == 8192 && mr2->pd == t.pd);
+	CHECK(!ibv_rereg_mr(mr2, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE));
+	CHECK(!ibv_dereg_mr(mr2));
+	free(b2);
+	/* MW type 1: ibv_bind_mw posts a BIND_MW WQE; the window's new rkey
+	 * then admits an RDMA WRITE into the bound range */
+	mw = ibv_alloc_mw(t.pd, IBV_MW_TYPE_1);
+	CHECK(mw);
+	{
+		struct ibv_mr *bmr = ibv_reg_mr(t.pd, t.buf, VT_BUF,
+			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			IBV_ACCESS_MW_BIND);
+		struct ibv_mw_bind bind = {
+			.wr_id = 55, .send_flags = IBV_SEND_SIGNALED,
+			.bind_info = { .mr = bmr, .addr = (uintptr_t)t.buf + 4096,
+				       .length = 4096,
+				       .mw_access_flags = IBV_ACCESS_REMOTE_WRITE },
+		};
+		uint32_t old = mw->rkey;
+
+		CHECK(bmr);
+		CHECK(!ibv_bind_mw(t.qa, mw, &bind));
+		CHECK(mw->rkey != old);
+		vt_poll_n(t.scq, 1, wc);
+		CHECK(wc[0].wr_id == 55 && wc[0].status == IBV_WC_SUCCESS &&
+		      wc[0].opcode == IBV_WC_BIND_MW);
+		memset(t.buf + 8192, 0x61, 64);
+		CHECK(!vt_post_send(t.qb, t.mr, IBV_WR_RDMA_WRITE, 8192, 64,
+				    IBV_SEND_SIGNALED, 0, (uintptr_t)t.buf + 4096,
+				    mw->rkey, 56));
+		vt_poll_n(t.scq, 1, wc);
+		CHECK(wc[0].status == IBV_WC_SUCCESS && t.buf[4096] == 0x61);
+		CHECK(!ibv_dealloc_mw(mw));
+		CHECK(!ibv_dereg_mr(bmr));
+	}
+	/* query QP */
+	CHECK(!ibv_query_qp(t.qa, &qa, IBV_QP_STATE | IBV_QP_CAP, &qi));
+	CHECK(qa.qp_state == IBV_QPS_RTS && qi.qp_type == IBV_QPT_RC &&
+	      qi.send_cq == t.scq && qi.cap.max_send_wr >= 32);
+	/* bad WRs: too many SGEs, inline too big, bad opcode for UD */
+	{
+		struct ibv_sge sge[8];
+		struct ibv_send_wr wr, *bad = NULL;
+
+		memset(&wr, 0, sizeof(wr));
+		for (i = 0; i < 8; i++) {
+			sge[i].addr = (uintptr_t)t.buf;
+			sge[i].length = 8;
+			sge[i].lkey = t.mr->lkey;
+		}
+		wr.sg_list = sge;
+		wr.num_sge = 8;
+		wr.opcode = IBV_WR_SEND;
+		CHECK(ibv_post_send(t.qa, &wr, &bad) == EINVAL && bad == &wr);
+		wr.num_sge = 1;
+		sge[0].length = 60000;
+		wr.send_flags = IBV_SEND_INLINE;
+		bad = NULL;
+		CHECK(ibv_post_send(t.qa, &wr, &bad) == EINVAL && bad == &wr);
+	}
+	/* queue full: ENOMEM with *bad_wr at the first WR not posted */
+	{
+		struct ibv_qp *q = vt_qp(&t, IBV_QPT_RC, t.scq, t.rcq, NULL, 4, 4);
+		struct ibv_qp_attr qa2;
+		struct ibv_qp_init_attr qi2;
+		struct ibv_recv_wr rw[80], *rbad = NULL;
+		struct ibv_sge s = { (uintptr_t)t.buf, 8, t.mr->lkey };
+		uint32_t cap;
+
+		CHECK(!ibv_query_qp(q, &qa2, IBV_QP_CAP, &qi2));
+		cap = qi2.cap.max_recv_wr;
+		CHECK(cap >= 4 && cap < 80);
+		memset(rw, 0, sizeof(rw));
+		for (i = 0; i < 80; i++) {
+			rw[i].sg_list = &s;
+			rw[i].num_sge = 1;
+			rw[i].next = i < 79 ? &rw[i + 1] : NULL;
+		}
+		CHECK(ibv_post_recv(q, rw, &rbad) == ENOMEM && rbad == &rw[cap]);
+		CHECK(!ibv_destroy_qp(q));
+	}
+	/* CQ resize keeps unpolled completions */
+	for (i = 0; i < 3; i++)
+		vt_post_recv(t.qb, t.mr, 0, 64, (uint64_t)i);
+	for (i = 0; i < 3; i++)
+		CHECK(!vt_post_send(t.qa, t.mr, IBV_WR_SEND, 8192, 8,
+				    IBV_SEND_SIGNALED, 0, 0, 0, (uint64_t)i));
+	vt_poll_n(t.scq, 3, wc);
+	{
+		int r = ibv_resize_cq(t.rcq, 200);
+
+		if (r != EOPNOTSUPP) {
+			CHECK(r == 0 && t.rcq->cqe >= 200);
+		}
+	}
+	vt_poll_n(t.rcq, 3, wc);
+	for (i = 0; i < 3; i++)
+		CHECK(wc[i].wr_id == (uint64_t)i);
+	vt_fini(&t);
+}
+
+static void cq_ex(void)
+{
+	struct vt t;
+	struct ibv_cq_init_attr_ex ca = {
+		.cqe = 32,
+		.wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM |
+			IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP,
+	};
+	struct ibv_poll_cq_attr pa = { 0 };
+	struct ibv_cq_ex *cx;
+	struct ibv_qp *a, *b;
+	int i, n = 0, r;
+
+	vt_init(&t, NULL);
+	cx = ibv_create_cq_ex(t.ctx, &ca);
+	CHECK(cx);
+	a = vt_qp(&t, IBV_QPT_RC, ibv_cq_ex_to_cq(cx), ibv_cq_ex_to_cq(cx),
+		  NULL, 16, 16);
+	b = vt_qp(&t, IBV_QPT_RC, ibv_cq_ex_to_cq(cx), ibv_cq_ex_to_cq(cx),
+		  NULL, 16, 16);
+	vt_connect(&t, a, b);
+	for (i = 0; i < 4; i++)
+		vt_post_recv(b, t.mr, 0, 64, 10 + (uint64_t)i);
+	for (i = 0; i < 4; i++)
+		CHECK(!vt_post_send(a, t.mr, IBV_WR_SEND_WITH_IMM, 8192, 32,
+				    IBV_SEND_SIGNALED, htonl(7), 0, 0, (uint64_t)i));
+	double end = vt_now() + VT_WAIT_S;
+
+	while (n < 8) {
+		CHECK(vt_now() < end);
+		r = ibv_start_poll(cx, &pa);
+		if (r == ENOENT)
+			continue;
+		CHECK(r == 0);
+		do {
+			CHECK(cx->status == IBV_WC_SUCCESS);
+			if (ibv_wc_read_opcode(cx) == IBV_WC_RECV) {
+				CHECK(cx->wr_id >= 10 && ibv_wc_read_byte_len(cx) == 32);
+				CHECK(ibv_wc_read_imm_data(cx) == htonl(7));
+				CHECK(ibv_wc_read_qp_num(cx) == b->qp_num);
+			} else {
+				CHECK(ibv_wc_read_opcode(cx) == IBV_WC_SEND);
+			}
+			n++;
+		} while ((r = ibv_next_poll(cx)) == 0);
+		CHECK(r == ENOENT);
+		ibv_end_poll(cx);
+	}
+	CHECK(ibv_start_poll(cx, &pa) == ENOENT);
+	CHECK(!ibv_destroy_qp(a) && !ibv_destroy_qp(b));
+	CHECK(!ibv_destroy_cq(ibv_cq_ex_to_cq(cx)));
+	vt_fini(&t);
+}
+
+static void qp_ex(void)
+{
+	struct vt t;
+	struct ibv_qp_init_attr_ex qa;
+	struct ibv_qp_ex *x;
+	struct ibv_qp *a;
+	struct ibv_wc wc;
+
+	vt_init(&t, NULL);
+	memset(&qa, 0, sizeof(qa));
+	qa.send_cq = t.scq;
+	qa.recv_cq = t.rcq;
+	qa.qp_type = IBV_QPT_RC;
+	qa.cap.max_send_wr = 16;
+	qa.cap.max_recv_wr = 16;
+	qa.cap.max_send_sge = 1;
+	qa.cap.max_recv_sge = 1;
+	qa.cap.max_inline_data = 32;
+	qa.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	qa.pd = t.pd;
+	qa.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE;
+	a = ibv_create_qp_ex(t.ctx, &qa);
+	CHECK(a);
+	{
+		struct ibv_qp_attr m = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+			.qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
+
+		CHECK(!ibv_modify_qp(a, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				     IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
+	}
+	/* reuse qb's peer: disconnect qa and connect a <-> qb */
+	CHECK(!ibv_destroy_qp(t.qb));
+	t.qb = vt_qp(&t, IBV_QPT_RC, t.scq, t.rcq, NULL, 16, 16);
+	vt_connect(&t, a, t.qb);
+	x = ibv_qp_to_qp_ex(a);
+	CHECK(x);
+	vt_post_recv(t.qb, t.mr, 0, 64, 77);
+	ibv_wr_start(x);
+	x->wr_id = 1;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(x);
+	ibv_wr_set_inline_data(x, "hello", 5);
+	x->wr_id = 2;
+	ibv_wr_rdma_write(x, t.mr->rkey, (uintptr_t)t.buf + 1000);
+	ibv_wr_set_sge(x, t.mr->lkey, (uintptr_t)t.buf + 8192, 16);
+	memset(t.buf + 8192, 0x42, 16);
+	CHECK(!ibv_wr_complete(x));
+	vt_poll_n(t.rcq, 1, &wc);
+	CHECK(wc.wr_id == 77 && wc.byte_len == 5 && !memcmp(t.buf, "hello", 5));
+	vt_poll_n(t.scq, 2, (struct ibv_wc[2]){ 0 });
+	CHECK(t.buf[1000] == 0x42 && t.buf[1015] == 0x42);
+	CHECK(!ibv_destroy_qp(a));
+	vt_fini(&t);
+}
+
+static void srq(void)
+{
+	struct vt t;
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 16, .max_sge = 1 } };
+	struct ibv_srq_attr q;
+	struct ibv_srq *s;
+	struct ibv_qp *a, *b;
+	struct ibv_wc wc[4];
+	int i;
+
+	vt_init(&t, NULL);
+	s = ibv_create_srq(t.pd, &sa);
+	CHECK(s && sa.attr.max_wr >= 16);
+	CHECK(!ibv_query_srq(s, &q) && q.max_wr >= 16);
+	a = vt_qp(&t, IBV_QPT_RC, t.scq, t.rcq, NULL, 16, 16);
+	b = vt_qp(&t, IBV_QPT_RC, t.scq, t.rcq, s, 16, 0);
+	vt_connect(&t, a, b);
+	for (i = 0; i < 4; i++) {
+		struct ibv_sge sge = { (uintptr_t)t.buf + 1024 * (unsigned)i, 1024,
+				       t.mr->lkey };
+		struct ibv_recv_wr wr = { .wr_id = 50 + (uint64_t)i,
+					  .sg_list = &sge, .num_sge = 1 }, *bad;
+
+		CHECK(!ibv_post_srq_recv(s, &wr, &bad));
+	}
+	for (i = 0; i < 4; i++)
+		CHECK(!vt_post_send(a, t.mr, IBV_WR_SEND, 8192, 8,
+				    IBV_SEND_SIGNALED, 0, 0, 0, (uint64_t)i));
+	vt_poll_n(t.rcq, 4, wc);
+	for (i = 0; i < 4; i++)
+		CHECK(wc[i].wr_id == 50 + (uint64_t)i && wc[i].qp_num == b->qp_num);
+	vt_poll_n(t.scq, 4, wc);
+	/* srq_limit: when the SRQ drops below it, one SRQ_LIMIT_REACHED */
+	for (i = 0; i < 4; i++) {
+		struct ibv_sge sge = { (uintptr_t)t.buf, 1024, t.mr->lkey };
+		struct ibv_recv_wr wr = { .wr_id = 60 + (uint64_t)i,
+					  .sg_list = &sge, .num_sge = 1 }, *bad;
+
+		CHECK(!ibv_post_srq_recv(s, &wr, &bad));
+	}
+	q.srq_limit = 2;
+	CHECK(!ibv_modify_srq(s, &q, IBV_SRQ_LIMIT));
+	CHECK(!ibv_query_srq(s, &q) && q.srq_limit == 2);
+	for (i = 0; i < 3; i++)
+		CHECK(!vt_post_send(a, t.mr, IBV_WR_SEND, 8192, 8,
+				    IBV_SEND_SIGNALED, 0, 0, 0, (uint64_t)i));
+	vt_poll_n(t.rcq, 3, wc);
+	vt_poll_n(t.scq, 3, wc);
+	{
+		struct ibv_async_event ev;
+
+		CHECK(vt_readable(t.ctx->async_fd, VT_WAIT_S * 1000));
+		CHECK(!ibv_get_async_event(t.ctx, &ev));
+		CHECK(ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED &&
+		      ev.element.srq == s);
+		ibv_ack_async_event(&ev);
+	}
+	CHECK(!ibv_destroy_qp(a) && !ibv_destroy_qp(b));
+	CHECK(!ibv_destroy_srq(s));
+	vt_fini(&t);
+}
+
+static void ud(void)
+{
+	struct vt t;
+	struct ibv_qp *a, *b;
+	struct ibv_ah_attr aa;
+	struct ibv_ah *ah, *ah2;
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+
+	vt_init(&t, NULL);
+	a = vt_qp(&t, IBV_QPT_UD, t.scq, t.rcq, NULL, 16, 16);
+	b = vt_qp(&t, IBV_QPT_UD, t.scq, t.rcq, NULL, 16, 16);
+	memset(&aa, 0, sizeof(aa));
+	aa.is_global = 1;
+	aa.grh.dgid = t.gid;
+	aa.grh.sgid_index = (uint8_t)t.gid_idx;
+	aa.grh.hop_limit = 64;
+	aa.port_num = 1;
+	ah = ibv_create_ah(t.pd, &aa);
+	CHECK(ah);
+	{
+		union ibv_gid mg;
+
+		memset(&mg, 0, sizeof(mg));
+		mg.raw[0] = 0xff;
+		mg.raw[1] = 0x0e;
+		mg.raw[15] = 1;
+		CHECK(!ibv_attach_mcast(b, &mg, 0));
+		CHECK(!ibv_detach_mcast(b, &mg, 0));
+		CHECK(ibv_attach_mcast(t.qa, &mg, 0) != 0);  /* RC: no */
+	}
+	vt_post_recv(b, t.mr, 0, 40 + 256, 9);
+	memset(t.buf + 8192, 0x33, 100);
+	sge.addr = (uintptr_t)t.buf + 8192;
+	sge.length = 100;
+	sge.lkey = t.mr->lkey;
+	memset(&wr, 0, sizeof(wr));
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = b->qp_num;
+	wr.wr.ud.remote_qkey = 0x11111111;
+	CHECK(!ibv_post_send(a, &wr, &bad));
+	/* RDMA WRITE is not a UD opcode */
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	CHECK(ibv_post_send(a, &wr, &bad) == EINVAL && bad == &wr);
+	vt_poll_n(t.rcq, 1, &wc);
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.byte_len == 140 &&
+	      (wc.wc_flags & IBV_WC_GRH) && wc.src_qp == a->qp_num &&
+	      t.buf[40] == 0x33 && t.buf[139] == 0x33);
+	ah2 = ibv_create_ah_from_wc(t.pd, &wc, (struct ibv_grh *)(void *)t.buf, 1);
+	CHECK(ah2);
+	CHECK(!ibv_destroy_ah(ah2));
+	vt_poll_n(t.scq, 1, &wc);
+	CHECK(!ibv_destroy_ah(ah));
+	CHECK(!ibv_destroy_qp(a) && !ibv_destroy_qp(b));
+	vt_fini(&t);
+}
+
+/* The daemon dies: calls fail with errno, the async fd reports one
+ * IBV_EVENT_DEVICE_FATAL, ibv_get_cq_event returns -1, never a hang. */
+static void daemon_death(void)
+{
+	const char *p = getenv("UROCE_TEST_DAEMON_PID");
+	struct vt_opts o = { .channel = true };
+	struct ibv_async_event ev;
+	struct ibv_device **l;
+	struct ibv_cq *cq;
+	void *cc;
+	struct vt t;
+	pid_t pid;
+	int n, i;
+
+	if (!p) {
+		fprintf(stderr, "UROCE_TEST_DAEMON_PID not set\n");
+		exit(VT_SKIP);
+	}
+	pid = (pid_t)atoi(p);
+	vt_init(&t, &o);
+	l = ibv_get_device_list(&n);
+	CHECK(l);
+	CHECK(!ibv_req_notify_cq(t.rcq, 0));
+	CHECK(!kill(pid, SIGKILL));
+	CHECK(vt_readable(t.ctx->async_fd, VT_WAIT_S * 1000));
+	CHECK(!ibv_get_async_event(t.ctx, &ev));
+	CHECK(ev.event_type == IBV_EVENT_DEVICE_FATAL);
+	ibv_ack_async_event(&ev);
+	CHECK(ibv_get_async_event(t.ctx, &ev) == -1);
+	CHECK(vt_readable(t.ch->fd, VT_WAIT_S * 1000));
+	CHECK(ibv_get_cq_event(t.ch, &cq, &cc) == -1);
+	errno = 0;
+	CHECK(!ibv_alloc_pd(t.ctx) && errno != 0);
+	errno = 0;
+	CHECK(!ibv_create_cq(t.ctx, 4, NULL, NULL, 0) && errno != 0);
+	/* a device whose daemon is gone cannot be opened: a clear error */
+	for (i = 0; i < n; i++) {
+		if (strcmp(ibv_get_device_name(l[i]), "uroce0"))
+			continue;
+		errno = 0;
+		CHECK(!ibv_open_device(l[i]) && errno == ENODEV);
+	}
+	ibv_free_device_list(l);
+	/* and is no longer listed */
+	l = ibv_get_device_list(&n);
+	CHECK(l);
+	for (i = 0; i < n; i++)
+		CHECK(strcmp(ibv_get_device_name(l[i]), "uroce0"));
+	ibv_free_device_list(l);
+	/* tearing down still works */
+	vt_fini(&t);
+}
+
+/* An orderly shutdown (SIGTERM): rings are marked dead, so an empty CQ
+ * polls negative instead of 0 forever, and the async fd reports the end. */
+static void daemon_stop(void)
+{
+	const char *p = getenv("UROCE_TEST_DAEMON_PID");
+	struct ibv_async_event ev;
+	struct ibv_wc wc;
+	struct vt t;
+	int r;
+
+	if (!p)
+		exit(VT_SKIP);
+	vt_init(&t, NULL);
+	CHECK(ibv_poll_cq(t.rcq, 1, &wc) == 0);
+	CHECK(!kill((pid_t)atoi(p), SIGTERM));
+	CHECK(vt_readable(t.ctx->async_fd, VT_WAIT_S * 1000));
+	CHECK(!ibv_get_async_event(t.ctx, &ev));
+	CHECK(ev.event_type == IBV_EVENT_DEVICE_FATAL);
+	ibv_ack_async_event(&ev);
+	r = ibv_poll_cq(t.rcq, 1, &wc);
+	CHECK(r < 0);
+	vt_fini(&t);
+}
+
+static const struct { const char *name; void (*fn)(void); } cases[] = {
+	{ "daemon_stop", daemon_stop },
+	{ "device_query", device_query },
+	{ "objects", objects },
+	{ "cq_ex", cq_ex },
+	{ "qp_ex", qp_ex },
+	{ "srq", srq },
+	{ "ud", ud },
+	{ "daemon_death", daemon_death },
+};
+
+int main(int argc, char **argv)
+{
+	size_t i;
+
+	if (argc != 2) {
+		for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+			printf("%s\n", cases[i].name);
+		return argc == 1 ? 0 : 2;
+	}
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		if (!strcmp(argv[1], cases[i].name)) {
+			cases[i].fn();
+			printf("%s: ok\n", argv[1]);
+			return 0;
+		}
+	}
+	fprintf(stderr, "unknown case %s\n", argv[1]);
+	return 2;
+}

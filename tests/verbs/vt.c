@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: MIT */
+#include <sched.h>
+
+#include "vt.h"
+
+struct ibv_context *vt_open(void)
+{
+	struct ibv_device **l;
+	struct ibv_context *ctx = NULL;
+	int n, i;
+
+	l = ibv_get_device_list(&n);
+	CHECK(l);
+	for (i = 0; i < n; i++) {
+		if (!strncmp(ibv_get_device_name(l[i]), "uroce", 5)) {
+			ctx = ibv_open_device(l[i]);
+			CHECK(ctx);
+			break;
+		}
+	}
+	ibv_free_device_list(l);
+	if (!ctx) {
+		fprintf(stderr, "no uroce device\n");
+		exit(VT_SKIP);
+	}
+	return ctx;
+}
+
+/* a RoCE v2 GID, IPv4-mapped if there is one */
+int vt_find_gid(struct ibv_context *ctx, union ibv_gid *gid)
+{
+	struct ibv_gid_entry e[16];
+	ssize_t n = ibv_query_gid_table(ctx, e, 16, 0);
+	int best = -1;
+
+	CHECK(n > 0);
+	for (ssize_t i = 0; i < n; i++) {
+		if (e[i].gid_type != IBV_GID_TYPE_ROCE_V2)
+			continue;
+		if (best < 0 || (e[i].gid.raw[10] == 0xff && e[i].gid.raw[11] == 0xff))
+			best = (int)i;
+	}
+	CHECK(best >= 0);
+	*gid = e[best].gid;
+	return (int)e[best].gid_index;
+}
+
+struct ibv_qp *vt_qp(struct vt *t, enum ibv_qp_type type, struct ibv_cq *scq,
+		     struct ibv_cq *rcq, struct ibv_srq *srq, int swr, int rwr)
+{
+	struct ibv_qp_init_attr a;
+	struct ibv_qp_attr m;
+	struct ibv_qp *qp;
+
+	memset(&a, 0, sizeof(a));
+	a.send_cq = scq;
+	a.recv_cq = rcq;
+	a.srq = srq;
+	a.qp_type = type;
+	a.cap.max_send_wr = (uint32_t)swr;
+	a.cap.max_recv_wr = (uint32_t)rwr;
+	a.cap.max_send_sge = 2;
+	a.cap.max_recv_sge = 2;
+	a.cap.max_inline_data = 64;
+	qp = ibv_create_qp(t->pd, &a);
+	CHECK(qp);
+	memset(&m, 0, sizeof(m));
+	m.qp_state = IBV_QPS_INIT;
+	m.port_num = 1;
+	m.pkey_index = 0;
+	if (type == IBV_QPT_UD) {
+		m.qkey = 0x11111111;
+		CHECK(!ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				     IBV_QP_PORT | IBV_QP_QKEY));
+		m.qp_state = IBV_QPS_RTR;
+		CHECK(!ibv_modify_qp(qp, &m, IBV_QP_STATE));
+		m.qp_state = IBV_QPS_RTS;
+		m.sq_psn = 0;
+		CHECK(!ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_SQ_PSN));
+	} else {
+		m.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+		CHECK(!ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				     IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
+	}
+	return qp;
+}
+
+void vt_connect(struct vt *t, struct ibv_qp *a, struct ibv_qp *b)
+{
+	struct ibv_qp *qs[2] = { a, b };
+
+	for (int i = 0; i < 2; i++) {
+		struct ibv_qp_attr m;
+		int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+
+		memset(&m, 0, sizeof(m));
+		m.qp_state = IBV_QPS_RTR;
+		m.path_mtu = IBV_MTU_1024;
+		m.dest_qp_num = qs[1 - i]->qp_num;
+		m.rq_psn = 100;
+		m.ah_attr.is_global = 1;
+		m.ah_attr.grh.dgid = t->gid;
+		m.ah_attr.grh.sgid_index = (uint8_t)t->gid_idx;
+		m.ah_attr.grh.hop_limit = 64;
+		m.ah_attr.port_num = 1;
+		if (qs[i]->qp_type == IBV_QPT_RC) {
+			m.max_dest_rd_atomic = 4;
+			m.min_rnr_timer = 1;
+			mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+		}
+		CHECK(!ibv_modify_qp(qs[i], &m, mask));
+		memset(&m, 0, sizeof(m));
+		m.qp_state = IBV_QPS_RTS;
+		m.sq_psn = 100;
+		mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+		if (qs[i]->qp_type == IBV_QPT_RC) {
+			m.timeout = 14;
+			m.retry_cnt = 7;
+			m.rnr_retry = 7;
+			m.max_rd_atomic = 4;
+			mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				IBV_QP_MAX_QP_RD_ATOMIC;
+		}
+		CHECK(!ibv_modify_qp(qs[i], &m, mask));
+	}
+}
+
+void vt_init(struct vt *t, const struct vt_opts *o)
+{
+	static const struct vt_opts def;
+	int cqe;
+
+	if (!o)
+		o = &def;
+	memset(t, 0, sizeof(*t));
+	t->ctx = vt_open();
+	t->gid_idx = vt_find_gid(t->ctx, &t->gid);
+	t->pd = ibv_alloc_pd(t->ctx);
+	CHECK(t->pd);
+	t->buf = aligned_alloc(4096, VT_BUF);
+	CHECK(t->buf);
+	memset(t->buf, 0, VT_BUF);
+	t->mr = ibv_reg_mr(t->pd, t->buf, VT_BUF, IBV_ACCESS_LOCAL_WRITE |
+			   IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			   IBV_ACCESS_REMOTE_ATOMIC);
+	CHECK(t->mr);
+	if (o->channel) {
+		t->ch = ibv_create_comp_channel(t->ctx);
+		CHECK(t->ch);
+	}
+	cqe = o->cqe ? o->cqe : 64;
+	t->scq = ibv_create_cq(t->ctx, cqe, (void *)0x5c, t->ch, 0);
+	CHECK(t->scq);
+	if (o->shared_cq) {
+		t->rcq = t->scq;
+	} else {
+		t->rcq = ibv_create_cq(t->ctx, cqe, (void *)0x7c, t->ch, 0);
+		CHECK(t->rcq);
+	}
+	t->qa = vt_qp(t, IBV_QPT_RC, t->scq, t->rcq, o->srq,
+		      o->max_send_wr ? o->max_send_wr : 32,
+		      o->max_recv_wr ? o->max_recv_wr : 32);
+	t->qb = vt_qp(t, IBV_QPT_RC, t->scq, t->rcq, o->srq,
+		      o->max_send_wr ? o->max_send_wr : 32,
+		      o->max_recv_wr ? o->max_recv_wr : 32);
+	vt_connect(t, t->qa, t->qb);
+}
+
+void vt_fini(struct vt *t)
+{
+	if (t->qa)
+		CHECK(!ibv_destroy_qp(t->qa));
+	if (t->qb)
+		CHECK(!ibv_destroy_qp(t->qb));
+	if (t->rcq && t->rcq != t->scq)
+		CHECK(!ibv_destroy_cq(t->rcq));
+	if (t->scq)
+		CHECK(!ibv_destroy_cq(t->scq));
+	if (t->ch)
+		CHECK(!ibv_destroy_comp_channel(t->ch));
+	CHECK(!ibv_dereg_mr(t->mr));
+	CHECK(!ibv_dealloc_pd(t->pd));
+	CHECK(!ibv_close_device(t->ctx));
+	free(t->buf);
+}
+
+void vt_post_recv(struct ibv_qp *qp, struct ibv_mr *mr, size_t off,
+		  uint32_t len, uint64_t wr_id)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)mr->addr + off, .length = len, .lkey = mr->lkey,
+	};
+	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1 };
+	struct ibv_recv_wr *bad;
+
+	CHECK(!ibv_post_recv(qp, &wr, &bad));
+}
+
+int vt_post_send(struct ibv_qp *qp, struct ibv_mr *mr, enum ibv_wr_opcode op,
+		 size_t off, uint32_t len, unsigned flags, uint32_t imm,
+		 uint64_t raddr, uint32_t rkey, uint64_t wr_id)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)mr->addr + off, .length = len, .lkey = mr->lkey,
+	};
+	struct ibv_send_wr wr, *bad;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = wr_id;
+	wr.sg_list = &sge;
+	wr.num_sge = len ? 1 : 0;
+	wr.opcode = op;
+	wr.send_flags = flags;
+	wr.imm_data = imm;
+	if (op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		wr.wr.atomic.remote_addr = raddr;
+		wr.wr.atomic.rkey = rkey;
+		wr.wr.atomic.compare_add = imm;
+		wr.wr.atomic.swap = 0x1234;
+	} else {
+		wr.wr.rdma.remote_addr = raddr;
+		wr.wr.rdma.rkey = rkey;
+	}
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+void vt_poll_n(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{
+	double end = vt_now() + VT_WAIT_S;
+	int got = 0;
+
+	while (got < n) {
+		int r = ibv_poll_cq(cq, n - got, wc + got);
+
+		CHECK(r >= 0);
+		got += r;
+		if (!r) {
+			if (vt_now() > end) {
+				fprintf(stderr, "timeout: %d of %d completions\n", got, n);
+				exit(1);
+			}
+			sched_yield();
+		}
+	}
+}
+
+bool vt_readable(int fd, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int r;
+
+	do
+		r = poll(&p, 1, ms);
+	while (r < 0 && errno == EINTR);
+	CHECK(r >= 0);
+	return r == 1;
+}
+
+void vt_get_event(struct ibv_comp_channel *ch, struct ibv_cq **cq, void **ctx)
+{
+	if (!vt_readable(ch->fd, VT_WAIT_S * 1000)) {
+		fprintf(stderr, "timeout waiting for a completion event\n");
+		exit(1);
+	}
+	CHECK(!ibv_get_cq_event(ch, cq, ctx));
+}

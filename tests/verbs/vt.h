@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/* Small harness for the verbs semantic tests: a loopback RC pair on one
+ * uroce context, bounded waits, and pass (0) / fail (1) / skip (77). */
+#ifndef VT_H
+#define VT_H
+
+#include <errno.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#define VT_SKIP 77
+#define VT_BUF 65536
+#define VT_WAIT_S 20   /* upper bound on any wait: a hang, not a verdict */
+
+#define CHECK(cond) do {						\
+	if (!(cond)) {							\
+		fprintf(stderr, "%s:%d: CHECK failed: %s (errno %d %s)\n", \
+			__FILE__, __LINE__, #cond, errno, strerror(errno)); \
+		exit(1);						\
+	}								\
+} while (0)
+
+struct vt {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *scq, *rcq;
+	struct ibv_qp *qa, *qb;
+	int gid_idx;
+	union ibv_gid gid;
+};
+
+struct vt_opts {
+	int cqe;              /* 0 = 64 */
+	bool channel;
+	bool shared_cq;       /* scq == rcq */
+	int max_send_wr;      /* 0 = 32 */
+	int max_recv_wr;
+	struct ibv_srq *srq;
+};
+
+static inline double vt_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+struct ibv_context *vt_open(void);
+int vt_find_gid(struct ibv_context *ctx, union ibv_gid *gid);
+void vt_init(struct vt *t, const struct vt_opts *o);
+struct ibv_qp *vt_qp(struct vt *t, enum ibv_qp_type type, struct ibv_cq *scq,
+		     struct ibv_cq *rcq, struct ibv_srq *srq, int swr, int rwr);
+void vt_connect(struct vt *t, struct ibv_qp *a, struct ibv_qp *b);
+void vt_fini(struct vt *t);
+void vt_post_recv(struct ibv_qp *qp, struct ibv_mr *mr, size_t off,
+		  uint32_t len, uint64_t wr_id);
+int vt_post_send(struct ibv_qp *qp, struct ibv_mr *mr, enum ibv_wr_opcode op,
+		 size_t off, uint32_t len, unsigned flags, uint32_t imm,
+		 uint64_t raddr, uint32_t rkey, uint64_t wr_id);
+/* poll until exactly n completions gathered (fails after VT_WAIT_S) */
+void vt_poll_n(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+/* true if the channel fd becomes readable within ms */
+bool vt_readable(int fd, int ms);
+void vt_get_event(struct ibv_comp_channel *ch, struct ibv_cq **cq, void **ctx);
+
+#endif

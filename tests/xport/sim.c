@@ -1,0 +1,366 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "sim.h"
+
+uint64_t sim_now = 1000000;
+int sim_failures;
+
+struct sim_frame {
+	struct sim_frame *next;
+	struct emu_dev *to;
+	uint32_t len;
+	uint8_t *data;
+};
+static struct sim_frame *q_head, *q_tail;
+
+static uint64_t sim_clock(void)
+{
+	return sim_now;
+}
+
+#define SIM_BUF 2048
+
+static int sim_tx_alloc(struct emu_dev *d, struct emu_txbuf *b)
+{
+	(void)d;
+	b->data = malloc(SIM_BUF);
+	b->cap = SIM_BUF;
+	b->priv = NULL;
+	return b->data ? 0 : -ENOBUFS;
+}
+
+static void sim_tx_send(struct emu_dev *d, struct emu_txbuf *b, uint32_t len)
+{
+	struct sim_frame *f = malloc(sizeof(*f));
+
+	if (!f) {
+		free(b->data);
+		return;
+	}
+	f->next = NULL;
+	f->to = d->port_priv;
+	f->len = len;
+	f->data = b->data;
+	if (q_tail)
+		q_tail->next = f;
+	else
+		q_head = f;
+	q_tail = f;
+}
+
+static void sim_tx_free(struct emu_dev *d, struct emu_txbuf *b)
+{
+	(void)d;
+	free(b->data);
+}
+
+static void sim_tx_flush(struct emu_dev *d)
+{
+	(void)d;
+}
+
+static const struct emu_port_ops sim_ops = {
+	.tx_alloc = sim_tx_alloc,
+	.tx_send = sim_tx_send,
+	.tx_free = sim_tx_free,
+	.tx_flush = sim_tx_flush,
+};
+
+static void gid_v4(union ibv_gid *g, uint8_t last)
+{
+	memset(g, 0, sizeof(*g));
+	g->raw[10] = 0xff;
+	g->raw[11] = 0xff;
+	g->raw[12] = 10;
+	g->raw[15] = last;
+}
+
+int sim_init(struct sim *s)
+{
+	int i;
+
+	memset(s, 0, sizeof(*s));
+	emu_clock_set(sim_clock);
+	for (i = 0; i < 2; i++) {
+		uint8_t mac[6] = { 0x02, 0, 0, 0, 0, (uint8_t)(i + 1) };
+		union ibv_gid g;
+		int p[2];
+
+		gid_v4(&g, (uint8_t)(i + 1));
+		if (emu_dev_init(&s->n[i].dev, i ? "simB" : "simA", mac, 1500, &g, 1))
+			return -1;
+		s->n[i].dev.ops = &sim_ops;
+		s->n[i].ctx = emu_ctx_new(&s->n[i].dev, getpid(), -1);
+		if (!s->n[i].ctx || emu_pd_alloc(s->n[i].ctx, &s->n[i].pd))
+			return -1;
+		if (pipe2(p, O_NONBLOCK | O_CLOEXEC))
+			return -1;
+		s->n[i].async_rd = p[0];
+		s->n[i].ctx->async_fd = p[1];
+	}
+	s->n[0].dev.port_priv = &s->n[1].dev;
+	s->n[1].dev.port_priv = &s->n[0].dev;
+	for (i = 0; i < 2; i++) {
+		struct emu_dev *peer = &s->n[1 - i].dev;
+
+		emu_neigh_update(&s->n[i].dev, &peer->gids[1], peer->mac);
+	}
+	return 0;
+}
+
+void sim_drop_queued(struct sim *s)
+{
+	(void)s;
+	while (q_head) {
+		struct sim_frame *f = q_head;
+
+		q_head = f->next;
+		free(f->data);
+		free(f);
+	}
+	q_tail = NULL;
+}
+
+void sim_fini(struct sim *s)
+{
+	int i;
+
+	sim_drop_queued(s);
+	for (i = 0; i < 2; i++) {
+		emu_dev_fini(&s->n[i].dev);
+		close(s->n[i].async_rd);
+	}
+	emu_clock_set(NULL);
+}
+
+void sim_fault(struct sim *s, int i, const struct emu_fault_cfg *cfg)
+{
+	struct emu_dev *d = &s->n[i].dev;
+
+	emu_fault_free(d->fault);
+	d->fault = cfg ? emu_fault_new(cfg) : NULL;
+}
+
+void sim_run(struct sim *s, uint64_t max_ns)
+{
+	uint64_t end = sim_now + max_ns;
+	unsigned long guard = 0;
+
+	while (guard++ < 10000000ul) {
+		uint64_t t = UINT64_MAX, u;
+		int i;
+
+		while (q_head) {
+			struct sim_frame *f = q_head;
+
+			q_head = f->next;
+			if (!q_head)
+				q_tail = NULL;
+			emu_port_rx_frame(f->to, f->data, f->len);
+			s->frames++;
+			free(f->data);
+			free(f);
+		}
+		for (i = 0; i < 2; i++) {
+			emu_xport_poll(&s->n[i].dev, sim_now);
+			emu_core_poll(&s->n[i].dev, sim_now);
+		}
+		if (q_head)
+			continue;
+		for (i = 0; i < 2; i++) {
+			u = emu_xport_next_deadline(&s->n[i].dev);
+			if (u < t)
+				t = u;
+			u = emu_core_next_deadline(&s->n[i].dev);
+			if (u < t)
+				t = u;
+		}
+		if (t == UINT64_MAX || t > end)
+			break;
+		if (t > sim_now)
+			sim_now = t;
+	}
+}
+
+int sim_mr(struct sim_node *n, size_t len, unsigned access, struct sim_mr *mr)
+{
+	struct uroce_reg_mr_req q;
+	struct uroce_reg_mr_rep r;
+
+	memset(mr, 0, sizeof(*mr));
+	mr->buf = aligned_alloc(64, (len + 63) & ~(size_t)63);
+	if (!mr->buf)
+		return -ENOMEM;
+	memset(mr->buf, 0, len);
+	mr->len = len;
+	memset(&q, 0, sizeof(q));
+	q.pd = n->pd;
+	q.access = access;
+	q.addr = (uintptr_t)mr->buf;
+	q.length = len;
+	q.iova = (uintptr_t)mr->buf;
+	if (emu_mr_reg(n->ctx, &q, &r))
+		return -EINVAL;
+	mr->handle = r.handle;
+	mr->lkey = r.lkey;
+	mr->rkey = r.rkey;
+	return 0;
+}
+
+int sim_qp(struct sim_node *n, enum ibv_qp_type type, uint32_t max_wr, struct sim_qp *q,
+	   int srq_handle)
+{
+	struct uroce_create_cq_req cq;
+	struct uroce_create_cq_rep cqr;
+	struct uroce_create_qp_req qr;
+	struct uroce_create_qp_rep qrep;
+	uint32_t h[2];
+	int fd, i;
+
+	memset(q, 0, sizeof(*q));
+	q->node = n;
+	for (i = 0; i < 2; i++) {
+		memset(&cq, 0, sizeof(cq));
+		cq.cqe = 4 * max_wr + 16;
+		cq.channel = -1;
+		cq.user_handle = 0xc0 + (uint64_t)i;
+		if (emu_cq_create(n->ctx, &cq, &cqr, &fd))
+			return -1;
+		h[i] = cqr.handle;
+	}
+	q->scq = emu_ctx_get(n->ctx, h[0], EMU_OBJ_CQ);
+	q->rcq = emu_ctx_get(n->ctx, h[1], EMU_OBJ_CQ);
+	memset(&qr, 0, sizeof(qr));
+	qr.pd = n->pd;
+	qr.send_cq = h[0];
+	qr.recv_cq = h[1];
+	qr.srq = srq_handle;
+	qr.qp_type = type;
+	qr.cap.max_send_wr = max_wr;
+	qr.cap.max_recv_wr = max_wr;
+	qr.cap.max_send_sge = 4;
+	qr.cap.max_recv_sge = 4;
+	qr.cap.max_inline_data = 64;
+	qr.user_handle = 0x9900;
+	if (emu_qp_create(n->ctx, &qr, &qrep, &fd))
+		return -1;
+	q->handle = qrep.handle;
+	q->qp = emu_ctx_get(n->ctx, qrep.handle, EMU_OBJ_QP);
+	return q->qp ? 0 : -1;
+}
+
+int sim_connect(struct sim_qp *a, struct sim_qp *b, enum ibv_mtu mtu)
+{
+	struct ibv_qp_attr at;
+	struct emu_qp *qp = a->qp;
+	int r;
+
+	memset(&at, 0, sizeof(at));
+	at.qp_state = IBV_QPS_INIT;
+	at.pkey_index = 0;
+	at.port_num = 1;
+	at.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			     IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE;
+	at.qkey = 0x11111111;
+	if (qp->type == IBV_QPT_UD)
+		r = emu_qp_modify(qp, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
+	else
+		r = emu_qp_modify(qp, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					   IBV_QP_ACCESS_FLAGS);
+	if (r)
+		return r;
+	memset(&at, 0, sizeof(at));
+	at.qp_state = IBV_QPS_RTR;
+	if (qp->type == IBV_QPT_UD) {
+		r = emu_qp_modify(qp, &at, IBV_QP_STATE);
+	} else {
+		at.path_mtu = mtu;
+		at.dest_qp_num = b->qp->qpn;
+		at.rq_psn = 0x100 + b->qp->qpn * 7;
+		at.max_dest_rd_atomic = 4;
+		at.min_rnr_timer = 1;
+		at.ah_attr.is_global = 1;
+		at.ah_attr.port_num = 1;
+		at.ah_attr.grh.sgid_index = 1;
+		at.ah_attr.grh.dgid = b->node->dev.gids[1];
+		at.ah_attr.grh.hop_limit = 64;
+		r = emu_qp_modify(qp, &at,
+				  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+					  IBV_QP_RQ_PSN |
+					  (qp->type == IBV_QPT_RC
+						   ? IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER
+						   : 0));
+	}
+	if (r)
+		return r;
+	memset(&at, 0, sizeof(at));
+	at.qp_state = IBV_QPS_RTS;
+	at.sq_psn = 0x100 + qp->qpn * 7;
+	at.timeout = 14;
+	at.retry_cnt = 7;
+	at.rnr_retry = 7;
+	at.max_rd_atomic = 4;
+	return emu_qp_modify(qp, &at,
+			     IBV_QP_STATE | IBV_QP_SQ_PSN |
+				     (qp->type == IBV_QPT_RC ? IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+								      IBV_QP_RNR_RETRY |
+								      IBV_QP_MAX_QP_RD_ATOMIC
+							     : 0));
+}
+
+void sim_post_send(struct sim_qp *q, const struct uroce_send_wqe *w,
+		   const struct uroce_sge *sge, const void *inl)
+{
+	struct emu_ring *r = &q->qp->sq;
+	uint32_t prod = r->hdr->prod;
+	uint8_t *slot = emu_ring_slot(r, prod);
+
+	memcpy(slot, w, sizeof(*w));
+	if (w->send_flags & IBV_SEND_INLINE)
+		memcpy(slot + UROCE_SEND_WQE_HDR, inl, w->inline_len);
+	else if (w->num_sge)
+		memcpy(slot + UROCE_SEND_WQE_HDR, sge, w->num_sge * sizeof(*sge));
+	__atomic_store_n(&r->hdr->prod, prod + 1, __ATOMIC_RELEASE);
+	emu_xport_sq_kick(q->qp);
+}
+
+void sim_post_recv(struct sim_qp *q, uint64_t wr_id, const struct uroce_sge *sge,
+		   unsigned nsge)
+{
+	struct emu_ring *r = &q->qp->rq;
+	uint32_t prod = r->hdr->prod;
+	uint8_t *slot = emu_ring_slot(r, prod);
+	struct uroce_recv_wqe h = { .wr_id = wr_id, .num_sge = nsge };
+
+	memcpy(slot, &h, sizeof(h));
+	memcpy(slot + UROCE_RECV_WQE_HDR, sge, nsge * sizeof(*sge));
+	__atomic_store_n(&r->hdr->prod, prod + 1, __ATOMIC_RELEASE);
+	emu_xport_rq_kick(q->qp);
+}
+
+int sim_poll(struct emu_cq *cq, struct uroce_cqe *out, int max)
+{
+	uint32_t cons = cq->hdr->cons;
+	uint32_t prod = __atomic_load_n(&cq->hdr->prod, __ATOMIC_ACQUIRE);
+	int n = 0;
+
+	while (cons != prod && n < max) {
+		out[n++] = cq->slots[cons & cq->mask];
+		cons++;
+	}
+	__atomic_store_n(&cq->hdr->cons, cons, __ATOMIC_RELEASE);
+	return n;
+}
+
+int sim_events(struct sim_node *n, struct uroce_async_event *out, int max)
+{
+	int k = 0;
+
+	while (k < max && read(n->async_rd, &out[k], sizeof(out[k])) == (ssize_t)sizeof(out[k]))
+		k++;
+	return k;
+}

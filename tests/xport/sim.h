@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/* Transport test harness: two uroce devices joined by a simulated wire
+ * (frames queue and are delivered by sim_run, through the core's fault
+ * injector), a virtual clock, and the test process as both applications. */
+#ifndef XPORT_SIM_H
+#define XPORT_SIM_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "emu.h"
+
+struct sim_node {
+	struct emu_dev dev;
+	struct emu_ctx *ctx;
+	uint32_t pd;
+	int async_rd;        /* read end of the async event pipe */
+};
+
+struct sim {
+	struct sim_node n[2];
+	uint64_t frames;     /* delivered */
+};
+
+struct sim_qp {
+	struct sim_node *node;
+	struct emu_qp *qp;
+	struct emu_cq *scq, *rcq;
+	uint32_t handle;
+};
+
+struct sim_mr {
+	void *buf;
+	size_t len;
+	uint32_t handle, lkey, rkey;
+};
+
+extern uint64_t sim_now;
+extern int sim_failures;
+
+#define CHECK(c)                                                                  \
+	do {                                                                      \
+		if (!(c)) {                                                       \
+			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__,    \
+				__LINE__, #c);                                    \
+			sim_failures++;                                           \
+		}                                                                 \
+	} while (0)
+#define CHECK_EQ(a, b)                                                            \
+	do {                                                                      \
+		long long _a = (long long)(a), _b = (long long)(b);               \
+		if (_a != _b) {                                                   \
+			fprintf(stderr, "%s:%d: CHECK_EQ failed: %s = %lld, %s = %lld\n", \
+				__FILE__, __LINE__, #a, _a, #b, _b);              \
+			sim_failures++;                                           \
+		}                                                                 \
+	} while (0)
+
+int sim_init(struct sim *s);
+void sim_fini(struct sim *s);
+/* Fault injection on frames arriving at node i (NULL cfg = none). */
+void sim_fault(struct sim *s, int i, const struct emu_fault_cfg *cfg);
+/* Deliver frames and fire timers until idle or max_ns of virtual time. */
+void sim_run(struct sim *s, uint64_t max_ns);
+/* Drop every frame currently queued (a cut cable). */
+void sim_drop_queued(struct sim *s);
+
+int sim_mr(struct sim_node *n, size_t len, unsigned access, struct sim_mr *mr);
+int sim_qp(struct sim_node *n, enum ibv_qp_type type, uint32_t max_wr, struct sim_qp *q,
+	   int srq_handle);
+/* RESET -> INIT -> RTR -> RTS towards peer (UD: no AV). */
+int sim_connect(struct sim_qp *a, struct sim_qp *b, enum ibv_mtu mtu);
+
+void sim_post_send(struct sim_qp *q, const struct uroce_send_wqe *w,
+		   const struct uroce_sge *sge, const void *inl);
+void sim_post_recv(struct sim_qp *q, uint64_t wr_id, const struct uroce_sge *sge,
+		   unsigned nsge);
+int sim_poll(struct emu_cq *cq, struct uroce_cqe *out, int max);
+/* Async events of node: returns count read into out. */
+int sim_events(struct sim_node *n, struct uroce_async_event *out, int max);
+
+#endif

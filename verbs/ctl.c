@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: MIT */
+/* Control socket: one SOCK_SEQPACKET request and one reply per call. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "urv.h"
+
+int urv_connect(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+#define URV_MAX_FDS 4
+
+int urv_ctl_raw(int sock, uint32_t *seq, uint32_t op, const void *req,
+		size_t req_len, void *rep, size_t rep_len, const int *fds_in,
+		int nfds_in, int *fds_out, int nfds_out)
+{
+	union {
+		struct uroce_msg_hdr h;
+		uint8_t b[UROCE_MAX_MSG];
+	} buf;
+	union {
+		struct cmsghdr c;
+		char b[CMSG_SPACE(sizeof(int) * URV_MAX_FDS)];
+	} cbuf;
+	struct iovec iov;
+	struct msghdr mh;
+	struct cmsghdr *cm;
+	ssize_t n;
+	uint32_t s = ++*seq;
+	int i, got = 0;
+
+	if (req_len + sizeof(buf.h) > sizeof(buf) || nfds_in > URV_MAX_FDS ||
+	    nfds_out > URV_MAX_FDS)
+		return -EINVAL;
+	for (i = 0; i < nfds_out; i++)
+		fds_out[i] = -1;
+	memset(&buf.h, 0, sizeof(buf.h));
+	buf.h.op = op;
+	buf.h.len = (uint32_t)(sizeof(buf.h) + req_len);
+	buf.h.seq = s;
+	if (req_len)
+		memcpy(buf.b + sizeof(buf.h), req, req_len);
+
+	iov.iov_base = buf.b;
+	iov.iov_len = buf.h.len;
+	memset(&mh, 0, sizeof(mh));
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	if (nfds_in) {
+		memset(&cbuf, 0, sizeof(cbuf));
+		mh.msg_control = cbuf.b;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds_in);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds_in);
+		memcpy(CMSG_DATA(cm), fds_in, sizeof(int) * nfds_in);
+	}
+	do
+		n = sendmsg(sock, &mh, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno == EPIPE || errno == ECONNRESET ||
+			errno == ENOTCONN ? -ENODEV : -errno;
+
+	for (;;) {
+		iov.iov_base = buf.b;
+		iov.iov_len = sizeof(buf);
+		memset(&mh, 0, sizeof(mh));
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		mh.msg_control = cbuf.b;
+		mh.msg_controllen = sizeof(cbuf);
+		do
+			n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+		while (n < 0 && errno == EINTR);
+		if (n == 0)
+			return -ENODEV;
+		if (n < 0)
+			return errno == ECONNRESET ? -ENODEV : -errno;
+		got = 0;
+		for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+			if (cm->cmsg_level != SOL_SOCKET ||
+			    cm->cmsg_type != SCM_RIGHTS)
+				continue;
+			int nf = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+			int *f = (int *)(void *)CMSG_DATA(cm);
+
+			for (i = 0; i < nf; i++) {
+				if (got < nfds_out)
+					fds_out[got++] = f[i];
+				else
+					close(f[i]);
+			}
+		}
+		if ((size_t)n < sizeof(buf.h) || buf.h.seq != s) {
+			/* a stale reply (an earlier call timed out): drop it */
+			for (i = 0; i < got; i++) {
+				close(fds_out[i]);
+				fds_out[i] = -1;
+			}
+			continue;
+		}
+		break;
+	}
+	if (buf.h.status) {
+		for (i = 0; i < got; i++) {
+			close(fds_out[i]);
+			fds_out[i] = -1;
+		}
+		return buf.h.status < 0 ? buf.h.status : -EIO;
+	}
+	if (got < nfds_out) {
+		for (i = 0; i < got; i++) {
+			close(fds_out[i]);
+			fds_out[i] = -1;
+		}
+		return -EPROTO;
+	}
+	if (rep_len) {
+		size_t have = (size_t)n - sizeof(buf.h);
+
+		memset(rep, 0, rep_len);
+		memcpy(rep, buf.b + sizeof(buf.h), have < rep_len ? have : rep_len);
+	}
+	return 0;
+}
+
+int urv_ctl(struct urv_context *c, uint32_t op, const void *req,
+	    size_t req_len, void *rep, size_t rep_len, const int *fds_in,
+	    int nfds_in, int *fds_out, int nfds_out)
+{
+	int ret;
+
+	pthread_mutex_lock(&c->ctl_lock);
+	if (c->dead) {
+		pthread_mutex_unlock(&c->ctl_lock);
+		return -ENODEV;
+	}
+	ret = urv_ctl_raw(c->sock, &c->seq, op, req, req_len, rep, rep_len,
+			  fds_in, nfds_in, fds_out, nfds_out);
+	if (ret == -ENODEV)
+		c->dead = true;
+	pthread_mutex_unlock(&c->ctl_lock);
+	return ret;
+}
+
+void urv_doorbell(struct urv_context *c, uint32_t db_index)
+{
+	struct uroce_db_page *db = c->db;
+	uint32_t word = db_index / 64;
+	static const uint64_t one = 1;
+
+	__atomic_fetch_or(&db->bits[word], 1ull << (db_index % 64),
+			  __ATOMIC_RELEASE);
+	__atomic_fetch_or(&db->summary[word / 64], 1ull << (word % 64),
+			  __ATOMIC_RELEASE);
+	/* Pairs with the daemon's fence between setting need_wakeup and its
+	 * last scan: either it sees our bits or we see its flag. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (__atomic_load_n(&db->need_wakeup, __ATOMIC_ACQUIRE)) {
+		ssize_t r = write(c->wake_fd, &one, sizeof(one));
+
+		(void)r;
+	}
+}

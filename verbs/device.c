@@ -1,0 +1,426 @@
+/* SPDX-License-Identifier: MIT */
+/* uroce devices: discovery through the run directory, contexts, queries. */
+#include <dirent.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "urv.h"
+
+/* Devices are never freed: an application may keep a device pointer
+ * across list calls while a context is open on it, and keeping them makes
+ * "is this device ours" a scan of a small fixed array. */
+static struct urv_device *devices[URV_MAX_DEVICES];
+static int ndevices;
+static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
+
+bool urv_dev_ours(const struct ibv_device *d)
+{
+	int i, n = __atomic_load_n(&ndevices, __ATOMIC_ACQUIRE);
+
+	for (i = 0; i < n; i++)
+		if (&devices[i]->ibdev == d)
+			return true;
+	return false;
+}
+
+static void run_dir(char *buf, size_t len)
+{
+	const char *e = getenv(UROCE_ENV_RUN_DIR);
+
+	if (e && *e)
+		snprintf(buf, len, "%s", e);
+	else
+		snprintf(buf, len, UROCE_DEFAULT_RUN_DIR_FMT, (unsigned)geteuid());
+}
+
+static void set_timeout(int fd, int secs)
+{
+	struct timeval tv = { .tv_sec = secs };
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+/* HELLO on a fresh connection. On success *async_rd is the read end of
+ * the async pipe and fds[0..1] the doorbell memfd and wake eventfd. */
+static int hello(int sock, struct uroce_hello_rep *rep, int *async_rd,
+		 int fds[2])
+{
+	struct uroce_hello_req req = {
+		.abi_version = UROCE_ABI_VERSION,
+		.pid = (uint32_t)getpid(),
+	};
+	uint32_t seq = 0;
+	int p[2], ret;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	ret = urv_ctl_raw(sock, &seq, UROCE_OP_HELLO, &req, sizeof(req), rep,
+			  sizeof(*rep), &p[1], 1, fds, 2);
+	close(p[1]);
+	if (ret) {
+		close(p[0]);
+		return ret;
+	}
+	if (rep->abi_version != UROCE_ABI_VERSION) {
+		close(p[0]);
+		close(fds[0]);
+		close(fds[1]);
+		return -EPROTO;
+	}
+	*async_rd = p[0];
+	return 0;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static struct urv_device *device_get(const char *name, const char *path)
+{
+	struct urv_device *d;
+	int i;
+
+	for (i = 0; i < ndevices; i++)
+		if (!strcmp(devices[i]->ibdev.name, name) &&
+		    !strcmp(devices[i]->sock_path, path))
+			return devices[i];
+	if (ndevices == URV_MAX_DEVICES)
+		return NULL;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return NULL;
+	d->ibdev.node_type = IBV_NODE_CA;
+	d->ibdev.transport_type = IBV_TRANSPORT_IB;
+	snprintf(d->ibdev.name, sizeof(d->ibdev.name), "%s", name);
+	snprintf(d->ibdev.dev_name, sizeof(d->ibdev.dev_name), "uverbs_%s", name);
+	/* No sysfs behind it: reads of attribute files simply fail. */
+	snprintf(d->ibdev.dev_path, sizeof(d->ibdev.dev_path),
+		 "/sys/class/infiniband_verbs/uverbs_%s", name);
+	snprintf(d->ibdev.ibdev_path, sizeof(d->ibdev.ibdev_path),
+		 "/sys/class/infiniband/%s", name);
+	snprintf(d->sock_path, sizeof(d->sock_path), "%s", path);
+	d->index = 0x10000 + ndevices;
+	devices[ndevices] = d;
+	__atomic_store_n(&ndevices, ndevices + 1, __ATOMIC_RELEASE);
+	return d;
+}
+
+/* Returns a malloc'ed NULL-terminated array: the real devices, then ours.
+ * The slot before the array remembers the real list for freeing. */
+struct ibv_device **urv_get_device_list(struct ibv_device **real, int nreal,
+					int *num)
+{
+	char dir[256], path[512];
+	char *names[URV_MAX_DEVICES];
+	struct urv_device *found[URV_MAX_DEVICES];
+	struct ibv_device **list;
+	struct dirent *de;
+	int nnames = 0, nfound = 0, i;
+	DIR *dp;
+
+	run_dir(dir, sizeof(dir));
+	dp = opendir(dir);
+	while (dp && (de = readdir(dp)) && nnames < URV_MAX_DEVICES) {
+		size_t l = strlen(de->d_name), sl = strlen(UROCE_SOCK_SUFFIX);
+
+		if (l <= sl || l - sl >= UROCE_DEV_NAME_MAX ||
+		    strcmp(de->d_name + l - sl, UROCE_SOCK_SUFFIX))
+			continue;
+		names[nnames] = strndup(de->d_name, l - sl);
+		if (names[nnames])
+			nnames++;
+	}
+	if (dp)
+		closedir(dp);
+	qsort(names, (size_t)nnames, sizeof(names[0]), name_cmp);
+
+	pthread_mutex_lock(&dev_lock);
+	for (i = 0; i < nnames; i++) {
+		struct uroce_hello_rep rep;
+		struct urv_device *d;
+		int fds[2], ard, sock;
+
+		snprintf(path, sizeof(path), "%s/%s%s", dir, names[i],
+			 UROCE_SOCK_SUFFIX);
+		sock = urv_connect(path);
+		if (sock < 0)
+			continue;   /* stale socket: no daemon behind it */
+		set_timeout(sock, 2);
+		if (hello(sock, &rep, &ard, fds)) {
+			close(sock);
+			continue;
+		}
+		close(ard);
+		close(fds[0]);
+		close(fds[1]);
+		close(sock);
+		d = device_get(names[i], path);
+		if (!d)
+			continue;
+		d->node_guid = rep.node_guid;
+		found[nfound++] = d;
+	}
+	pthread_mutex_unlock(&dev_lock);
+	for (i = 0; i < nnames; i++)
+		free(names[i]);
+
+	list = calloc((size_t)(nreal + nfound + 2), sizeof(*list));
+	if (!list) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	list[0] = (struct ibv_device *)(void *)real;
+	list++;
+	for (i = 0; i < nreal; i++)
+		list[i] = real[i];
+	for (i = 0; i < nfound; i++)
+		list[nreal + i] = &found[i]->ibdev;
+	if (num)
+		*num = nreal + nfound;
+	return list;
+}
+
+struct ibv_context *urv_open_device(struct ibv_device *ibdev)
+{
+	struct urv_device *d = urv_container_of(ibdev, struct urv_device, ibdev);
+	struct urv_context *c;
+	int fds[2] = { -1, -1 }, ard = -1, ret;
+	void *db;
+
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	c->sock = urv_connect(d->sock_path);
+	if (c->sock < 0) {
+		free(c);
+		errno = ENODEV;
+		return NULL;
+	}
+	set_timeout(c->sock, 30);
+	ret = hello(c->sock, &c->info, &ard, fds);
+	if (ret) {
+		close(c->sock);
+		free(c);
+		errno = ret == -EPROTO ? EPROTO : ENODEV;
+		return NULL;
+	}
+	db = mmap(NULL, UROCE_DB_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+		  fds[0], 0);
+	close(fds[0]);
+	if (db == MAP_FAILED) {
+		ret = errno;
+		close(fds[1]);
+		close(ard);
+		close(c->sock);
+		free(c);
+		errno = ret;
+		return NULL;
+	}
+	c->db = db;
+	c->wake_fd = fds[1];
+	c->dev = d;
+	pthread_mutex_init(&c->ctl_lock, NULL);
+	pthread_mutex_init(&c->async_lock, NULL);
+
+	c->vctx.sz = sizeof(c->vctx);
+	c->vctx.context.device = ibdev;
+	c->vctx.context.cmd_fd = c->sock;
+	c->vctx.context.async_fd = ard;
+	c->vctx.context.num_comp_vectors = 1;
+	pthread_mutex_init(&c->vctx.context.mutex, NULL);
+	c->vctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
+	urv_set_ops(c);
+	return &c->vctx.context;
+}
+
+int urv_close_device(struct ibv_context *ibctx)
+{
+	struct urv_context *c = to_uctx(ibctx);
+
+	munmap(c->db, UROCE_DB_PAGE_SIZE);
+	close(c->wake_fd);
+	close(ibctx->async_fd);
+	close(c->sock);
+	pthread_mutex_destroy(&c->ctl_lock);
+	pthread_mutex_destroy(&c->async_lock);
+	pthread_mutex_destroy(&ibctx->mutex);
+	free(c);
+	return 0;
+}
+
+int urv_query_device(struct ibv_context *ibctx, struct ibv_device_attr *a)
+{
+	*a = to_uctx(ibctx)->info.dev_attr;
+	return 0;
+}
+
+int urv_query_device_ex(struct ibv_context *ibctx,
+			const struct ibv_query_device_ex_input *in,
+			struct ibv_device_attr_ex *a, size_t len)
+{
+	struct ibv_device_attr_ex ex;
+
+	if (in && in->comp_mask)
+		return EINVAL;
+	if (len < sizeof(a->orig_attr))
+		return EINVAL;
+	memset(&ex, 0, sizeof(ex));
+	ex.orig_attr = to_uctx(ibctx)->info.dev_attr;
+	/* CQE timestamps are CLOCK_MONOTONIC nanoseconds: a 1 GHz clock */
+	ex.completion_timestamp_mask = UINT64_MAX;
+	ex.hca_core_clock = 1000000;    /* kHz */
+	ex.phys_port_cnt_ex = ex.orig_attr.phys_port_cnt;
+	memcpy(a, &ex, len < sizeof(ex) ? len : sizeof(ex));
+	return 0;
+}
+
+int urv_query_port(struct ibv_context *ibctx, uint8_t port,
+		   struct ibv_port_attr *a, size_t len)
+{
+	struct urv_context *c = to_uctx(ibctx);
+	struct uroce_query_port_req req = { .port_num = port };
+	struct uroce_query_port_rep rep;
+	int ret;
+
+	if (port != 1)
+		return EINVAL;
+	ret = urv_ctl(c, UROCE_OP_QUERY_PORT, &req, sizeof(req), &rep,
+		      sizeof(rep), NULL, 0, NULL, 0);
+	if (ret)
+		return -ret;
+	pthread_mutex_lock(&c->ctl_lock);
+	c->info.port_attr = rep.port_attr;
+	c->info.gid_count = rep.gid_count > UROCE_MAX_GIDS ? UROCE_MAX_GIDS :
+		rep.gid_count;
+	memcpy(c->info.gids, rep.gids, sizeof(rep.gids));
+	memcpy(c->info.gid_type, rep.gid_type, sizeof(rep.gid_type));
+	pthread_mutex_unlock(&c->ctl_lock);
+	memset(a, 0, len);
+	memcpy(a, &rep.port_attr, len < sizeof(*a) ? len : sizeof(*a));
+	return 0;
+}
+
+static bool gid_valid(struct urv_context *c, uint32_t idx)
+{
+	static const union ibv_gid zero;
+
+	return idx < c->info.gid_count &&
+		memcmp(&c->info.gids[idx], &zero, sizeof(zero));
+}
+
+int urv_query_gid(struct ibv_context *ibctx, uint8_t port, int idx,
+		  union ibv_gid *gid)
+{
+	struct urv_context *c = to_uctx(ibctx);
+
+	if (port != 1 || idx < 0 || idx >= c->info.port_attr.gid_tbl_len) {
+		errno = EINVAL;
+		return -1;
+	}
+	if ((uint32_t)idx < c->info.gid_count)
+		*gid = c->info.gids[idx];
+	else
+		memset(gid, 0, sizeof(*gid));
+	return 0;
+}
+
+int urv_query_gid_ex(struct ibv_context *ibctx, uint32_t port, uint32_t idx,
+		     struct ibv_gid_entry *e, uint32_t flags, size_t esz)
+{
+	struct urv_context *c = to_uctx(ibctx);
+
+	if (flags || esz < sizeof(*e) || port != 1)
+		return EINVAL;
+	if (idx >= (uint32_t)c->info.port_attr.gid_tbl_len)
+		return EINVAL;
+	if (!gid_valid(c, idx))
+		return ENODATA;
+	memset(e, 0, esz);
+	e->gid = c->info.gids[idx];
+	e->gid_index = idx;
+	e->port_num = 1;
+	e->gid_type = c->info.gid_type[idx];
+	e->ndev_ifindex = 0;
+	return 0;
+}
+
+ssize_t urv_query_gid_table(struct ibv_context *ibctx,
+			    struct ibv_gid_entry *e, size_t max,
+			    uint32_t flags, size_t esz)
+{
+	struct urv_context *c = to_uctx(ibctx);
+	size_t n = 0;
+	uint32_t i;
+
+	if (flags || esz < sizeof(*e))
+		return -EINVAL;
+	for (i = 0; i < c->info.gid_count; i++) {
+		struct ibv_gid_entry *out;
+
+		if (!gid_valid(c, i))
+			continue;
+		if (n == max)
+			return -EINVAL;
+		out = (struct ibv_gid_entry *)(void *)((char *)e + n * esz);
+		memset(out, 0, esz);
+		out->gid = c->info.gids[i];
+		out->gid_index = i;
+		out->port_num = 1;
+		out->gid_type = c->info.gid_type[i];
+		n++;
+	}
+	return (ssize_t)n;
+}
+
+/* rdma-core's private enum ibv_gid_type_sysfs: 0 = IB/RoCE v1, 1 = v2. */
+int urv_query_gid_type(struct ibv_context *ibctx, uint8_t port, unsigned idx,
+		       uint32_t *type)
+{
+	struct urv_context *c = to_uctx(ibctx);
+
+	if (port != 1 || idx >= (unsigned)c->info.port_attr.gid_tbl_len) {
+		errno = EINVAL;
+		return -1;
+	}
+	*type = idx < c->info.gid_count &&
+		c->info.gid_type[idx] == IBV_GID_TYPE_ROCE_V2 ? 1 : 0;
+	return 0;
+}
+
+int urv_query_pkey(struct ibv_context *ibctx, uint8_t port, int idx,
+		   __be16 *pkey)
+{
+	struct urv_context *c = to_uctx(ibctx);
+
+	if (port != 1 || idx < 0 || idx >= c->info.port_attr.pkey_tbl_len) {
+		errno = EINVAL;
+		return -1;
+	}
+	*pkey = idx == 0 ? htobe16(c->info.pkeys[0] ? c->info.pkeys[0] : 0xffff) : 0;
+	return 0;
+}
+
+int urv_get_pkey_index(struct ibv_context *ibctx, uint8_t port, __be16 pkey)
+{
+	__be16 p;
+
+	if (urv_query_pkey(ibctx, port, 0, &p))
+		return -1;
+	if (p != pkey) {
+		errno = ENOENT;
+		return -1;
+	}
+	return 0;
+}

@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: MIT */
+/* Protection domains, memory regions and memory windows. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "urv.h"
+
+struct ibv_pd *urv_alloc_pd(struct ibv_context *ibctx)
+{
+	struct uroce_handle_msg rep;
+	struct urv_pd *pd;
+	int ret;
+
+	pd = calloc(1, sizeof(*pd));
+	if (!pd) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ret = urv_ctl(to_uctx(ibctx), UROCE_OP_ALLOC_PD, NULL, 0, &rep,
+		      sizeof(rep), NULL, 0, NULL, 0);
+	if (ret) {
+		free(pd);
+		errno = -ret;
+		return NULL;
+	}
+	pd->ibpd.context = ibctx;
+	pd->ibpd.handle = rep.handle;
+	return &pd->ibpd;
+}
+
+int urv_dealloc_pd(struct ibv_pd *ibpd)
+{
+	struct uroce_handle_msg req = { .handle = ibpd->handle };
+	int ret;
+
+	ret = urv_ctl(to_uctx(ibpd->context), UROCE_OP_DEALLOC_PD, &req,
+		      sizeof(req), NULL, 0, NULL, 0, NULL, 0);
+	/* a dead daemon has released everything already */
+	if (ret && ret != -ENODEV)
+		return -ret;
+	free(ibpd);
+	return 0;
+}
+
+struct ibv_mr *urv_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
+			  uint64_t iova, unsigned access)
+{
+	struct uroce_reg_mr_req req = {
+		.pd = pd->handle,
+		.access = access & ~(unsigned)IBV_ACCESS_OPTIONAL_RANGE,
+		.addr = (uintptr_t)addr,
+		.length = len,
+		.iova = iova,
+	};
+	struct uroce_reg_mr_rep rep;
+	struct ibv_mr *mr;
+	int ret;
+
+	mr = calloc(1, sizeof(*mr));
+	if (!mr) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ret = urv_ctl(to_uctx(pd->context), UROCE_OP_REG_MR, &req, sizeof(req),
+		      &rep, sizeof(rep), NULL, 0, NULL, 0);
+	if (ret) {
+		free(mr);
+		errno = -ret;
+		return NULL;
+	}
+	mr->context = pd->context;
+	mr->pd = pd;
+	mr->addr = addr;
+	mr->length = len;
+	mr->handle = rep.handle;
+	mr->lkey = rep.lkey;
+	mr->rkey = rep.rkey;
+	return mr;
+}
+
+int urv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd,
+		 void *addr, size_t len, int access)
+{
+	struct uroce_rereg_mr_req req = {
+		.handle = mr->handle,
+		.flags = (uint32_t)flags,
+		.pd = (flags & IBV_REREG_MR_CHANGE_PD) ? pd->handle : mr->pd->handle,
+		.access = (uint32_t)access & ~(uint32_t)IBV_ACCESS_OPTIONAL_RANGE,
+		.addr = (uintptr_t)((flags & IBV_REREG_MR_CHANGE_TRANSLATION) ?
+				    addr : mr->addr),
+		.length = (flags & IBV_REREG_MR_CHANGE_TRANSLATION) ? len :
+			mr->length,
+	};
+	struct uroce_reg_mr_rep rep;
+	int ret;
+
+	if (flags & ~(IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD |
+		      IBV_REREG_MR_CHANGE_ACCESS))
+		return IBV_REREG_MR_ERR_INPUT;
+	if ((flags & IBV_REREG_MR_CHANGE_PD) && (!pd || pd->context != mr->context))
+		return IBV_REREG_MR_ERR_INPUT;
+	if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (!addr || !len))
+		return IBV_REREG_MR_ERR_INPUT;
+	req.iova = req.addr;
+	ret = urv_ctl(to_uctx(mr->context), UROCE_OP_REREG_MR, &req, sizeof(req),
+		      &rep, sizeof(rep), NULL, 0, NULL, 0);
+	if (ret) {
+		errno = -ret;
+		return IBV_REREG_MR_ERR_CMD;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_PD)
+		mr->pd = pd;
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		mr->addr = addr;
+		mr->length = len;
+	}
+	mr->lkey = rep.lkey;
+	mr->rkey = rep.rkey;
+	return 0;
+}
+
+int urv_dereg_mr(struct ibv_mr *mr)
+{
+	struct uroce_handle_msg req = { .handle = mr->handle };
+	int ret;
+
+	ret = urv_ctl(to_uctx(mr->context), UROCE_OP_DEREG_MR, &req,
+		      sizeof(req), NULL, 0, NULL, 0, NULL, 0);
+	if (ret && ret != -ENODEV)
+		return -ret;
+	free(mr);
+	return 0;
+}
+
+struct ibv_mw *urv_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	struct uroce_alloc_mw_req req = { .pd = pd->handle, .type = type };
+	struct uroce_alloc_mw_rep rep;
+	struct urv_mw *mw;
+	int ret;
+
+	if (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2) {
+		errno = EINVAL;
+		return NULL;
+	}
+	mw = calloc(1, sizeof(*mw));
+	if (!mw) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ret = urv_ctl(to_uctx(pd->context), UROCE_OP_ALLOC_MW, &req, sizeof(req),
+		      &rep, sizeof(rep), NULL, 0, NULL, 0);
+	if (ret) {
+		free(mw);
+		errno = -ret;
+		return NULL;
+	}
+	mw->ibmw.context = pd->context;
+	mw->ibmw.pd = pd;
+	mw->ibmw.rkey = rep.rkey;
+	mw->ibmw.handle = rep.handle;
+	mw->ibmw.type = type;
+	return &mw->ibmw;
+}
+
+int urv_dealloc_mw(struct ibv_mw *mw)
+{
+	struct uroce_handle_msg req = { .handle = mw->handle };
+	int ret;
+
+	ret = urv_ctl(to_uctx(mw->context), UROCE_OP_DEALLOC_MW, &req,
+		      sizeof(req), NULL, 0, NULL, 0, NULL, 0);
+	if (ret && ret != -ENODEV)
+		return -ret;
+	free(mw);
+	return 0;
+}
+
+/* Type 1 bind: a BIND_MW WQE on the QP's send queue, as providers do. */
+int urv_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *b)
+{
+	struct ibv_send_wr wr, *bad;
+	uint32_t rkey = ibv_inc_rkey(mw->rkey);
+	int ret;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = b->wr_id;
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.send_flags = b->send_flags;
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = rkey;
+	wr.bind_mw.bind_info = b->bind_info;
+	ret = urv_post_send(qp, &wr, &bad);
+	if (!ret)
+		mw->rkey = rkey;
+	return ret;
+}

@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: MIT */
+/* Queue pairs: created by the daemon, whose rings the shim produces into. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "urv.h"
+
+static int wq_setup(struct urv_wq *wq, void *map, size_t map_size,
+		    uint64_t off, uint32_t entries, uint32_t stride,
+		    uint32_t max_wr, uint32_t max_sge)
+{
+	if (!entries)
+		return 0;
+	if ((entries & (entries - 1)) || (stride & (stride - 1)) ||
+	    off + UROCE_RING_HDR_SIZE + (uint64_t)entries * stride > map_size)
+		return -EPROTO;
+	wq->hdr = (struct uroce_ring_hdr *)(void *)((char *)map + off);
+	wq->slots = (uint8_t *)wq->hdr + UROCE_RING_HDR_SIZE;
+	wq->entries = entries;
+	wq->stride = stride;
+	wq->max_wr = max_wr < entries ? max_wr : entries;
+	wq->max_sge = max_sge;
+	return 0;
+}
+
+struct ibv_qp *urv_create_qp_ex(struct ibv_context *ibctx,
+				struct ibv_qp_init_attr_ex *a)
+{
+	struct urv_context *c = to_uctx(ibctx);
+	const struct ibv_device_attr *da = &c->info.dev_attr;
+	struct uroce_create_qp_req req;
+	struct uroce_create_qp_rep rep;
+	struct urv_qp *qp;
+	void *map;
+	int fd, ret;
+
+	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd ||
+	    a->pd->context != ibctx ||
+	    (a->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD |
+					IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))) {
+		errno = a->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD |
+			IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) ? EOPNOTSUPP : EINVAL;
+		return NULL;
+	}
+	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC &&
+	    a->qp_type != IBV_QPT_UD) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (!a->send_cq || !a->recv_cq || a->send_cq->context != ibctx ||
+	    a->recv_cq->context != ibctx ||
+	    (a->srq && a->srq->context != ibctx) ||
+	    a->cap.max_send_wr > (uint32_t)da->max_qp_wr ||
+	    a->cap.max_recv_wr > (uint32_t)da->max_qp_wr ||
+	    a->cap.max_send_sge > (uint32_t)da->max_sge ||
+	    a->cap.max_recv_sge > (uint32_t)da->max_sge) {
+		errno = EINVAL;
+		return NULL;
+	}
+	qp = calloc(1, sizeof(*qp));
+	if (!qp) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	urv_obj_add(&qp->obj, URV_OBJ_QP);
+	memset(&req, 0, sizeof(req));
+	req.pd = a->pd->handle;
+	req.send_cq = a->send_cq->handle;
+	req.recv_cq = a->recv_cq->handle;
+	req.srq = a->srq ? (int32_t)a->srq->handle : -1;
+	req.qp_type = a->qp_type;
+	req.sq_sig_all = (uint32_t)!!a->sq_sig_all;
+	req.cap = a->cap;
+	if (a->srq) {
+		req.cap.max_recv_wr = 0;
+		req.cap.max_recv_sge = 0;
+	}
+	req.user_handle = qp->obj.id;
+	ret = urv_ctl(c, UROCE_OP_CREATE_QP, &req, sizeof(req), &rep,
+		      sizeof(rep), NULL, 0, &fd, 1);
+	if (ret)
+		goto err;
+	map = mmap(NULL, rep.map_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED) {
+		ret = -errno;
+		goto err_destroy;
+	}
+	qp->map = map;
+	qp->map_size = rep.map_size;
+	ret = wq_setup(&qp->sq, map, rep.map_size, rep.sq_offset,
+		       rep.sq_entries, rep.sq_stride, rep.cap.max_send_wr,
+		       rep.cap.max_send_sge);
+	if (!ret && !a->srq)
+		ret = wq_setup(&qp->rq, map, rep.map_size, rep.rq_offset,
+			       rep.rq_entries, rep.rq_stride,
+			       rep.cap.max_recv_wr, rep.cap.max_recv_sge);
+	if (ret) {
+		munmap(map, rep.map_size);
+		goto err_destroy;
+	}
+	qp->ctx = c;
+	qp->db_index = rep.db_index;
+	qp->cap = rep.cap;
+	qp->sq_sig_all = req.sq_sig_all;
+	urv_spin_init(&qp->sq_lock);
+	urv_spin_init(&qp->rq_lock);
+
+	struct ibv_qp *q = &qp->ex.qp_base;
+
+	q->context = ibctx;
+	q->qp_context = a->qp_context;
+	q->pd = a->pd;
+	q->send_cq = a->send_cq;
+	q->recv_cq = a->recv_cq;
+	q->srq = a->srq;
+	q->handle = rep.handle;
+	q->qp_num = rep.qpn;
+	q->state = IBV_QPS_RESET;
+	q->qp_type = a->qp_type;
+	pthread_mutex_init(&q->mutex, NULL);
+	pthread_cond_init(&q->cond, NULL);
+	urv_qp_ex_init(qp);
+	a->cap = rep.cap;
+	return q;
+
+err_destroy: {
+		struct uroce_handle_msg d = { .handle = rep.handle };
+
+		urv_ctl(c, UROCE_OP_DESTROY_QP, &d, sizeof(d), NULL, 0, NULL, 0,
+			NULL, 0);
+	}
+err:
+	urv_obj_del(&qp->obj);
+	free(qp);
+	errno = -ret;
+	return NULL;
+}
+
+struct ibv_qp *urv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
+{
+	struct ibv_qp_init_attr_ex ex;
+	struct ibv_qp *qp;
+
+	memset(&ex, 0, sizeof(ex));
+	ex.qp_context = a->qp_context;
+	ex.send_cq = a->send_cq;
+	ex.recv_cq = a->recv_cq;
+	ex.srq = a->srq;
+	ex.cap = a->cap;
+	ex.qp_type = a->qp_type;
+	ex.sq_sig_all = a->sq_sig_all;
+	ex.comp_mask = IBV_QP_INIT_ATTR_PD;
+	ex.pd = pd;
+	qp = urv_create_qp_ex(pd->context, &ex);
+	if (qp)
+		a->cap = ex.cap;
+	return qp;
+}
+
+int urv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int mask)
+{
+	struct urv_qp *qp = to_uqp(ibqp);
+	struct uroce_modify_qp_req req;
+	int ret;
+
+	memset(&req, 0, sizeof(req));
+	req.handle = ibqp->handle;
+	req.attr_mask = (uint32_t)mask;
+	req.attr = *a;
+	ret = urv_ctl(qp->ctx, UROCE_OP_MODIFY_QP, &req, sizeof(req), NULL, 0,
+		      NULL, 0, NULL, 0);
+	if (ret)
+		return -ret;
+	if (mask & IBV_QP_STATE)
+		ibqp->state = a->qp_state;
+	return 0;
+}
+
+int urv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int mask,
+		 struct ibv_qp_init_attr *init)
+{
+	struct urv_qp *qp = to_uqp(ibqp);
+	struct uroce_query_qp_req req = {
+		.handle = ibqp->handle,
+		.attr_mask = (uint32_t)mask,
+	};
+	struct uroce_query_qp_rep rep;
+	int ret;
+
+	ret = urv_ctl(qp->ctx, UROCE_OP_QUERY_QP, &req, sizeof(req), &rep,
+		      sizeof(rep), NULL, 0, NULL, 0);
+	if (ret)
+		return -ret;
+	*a = rep.attr;
+	a->cap = rep.cap;
+	ibqp->state = rep.attr.qp_state;
+	if (init) {
+		memset(init, 0, sizeof(*init));
+		init->qp_context = ibqp->qp_context;
+		init->send_cq = ibqp->send_cq;
+		init->recv_cq = ibqp->recv_cq;
+		init->srq = ibqp->srq;
+		init->cap = rep.cap;
+		init->qp_type = ibqp->qp_type;
+		init->sq_sig_all = (int)rep.sq_sig_all;
+	}
+	return 0;
+}
+
+int urv_destroy_qp(struct ibv_qp *ibqp)
+{
+	struct urv_qp *qp = to_uqp(ibqp);
+	struct uroce_handle_msg req = { .handle = ibqp->handle };
+	int ret;
+
+	ret = urv_ctl(qp->ctx, UROCE_OP_DESTROY_QP, &req, sizeof(req), NULL, 0,
+		      NULL, 0, NULL, 0);
+	if (ret && ret != -ENODEV)
+		return -ret;
+	urv_obj_del(&qp->obj);
+	pthread_mutex_lock(&ibqp->mutex);
+	while (ibqp->events_completed != qp->obj.events_got)
+		pthread_cond_wait(&ibqp->cond, &ibqp->mutex);
+	pthread_mutex_unlock(&ibqp->mutex);
+	munmap(qp->map, qp->map_size);
+	pthread_mutex_destroy(&ibqp->mutex);
+	pthread_cond_destroy(&ibqp->cond);
+	free(qp);
+	return 0;
+}
+
+static int mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t lid,
+		 uint32_t op)
+{
+	struct uroce_mcast_req req;
+
+	if (ibqp->qp_type != IBV_QPT_UD)
+		return EINVAL;
+	memset(&req, 0, sizeof(req));
+	req.qp = ibqp->handle;
+	req.lid = lid;
+	req.gid = *gid;
+	return -urv_ctl(to_uqp(ibqp)->ctx, op, &req, sizeof(req), NULL, 0, NULL,
+			0, NULL, 0);
+}
+
+int urv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+	return mcast(qp, gid, lid, UROCE_OP_ATTACH_MCAST);
+}
+
+int urv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+	return mcast(qp, gid, lid, UROCE_OP_DETACH_MCAST);
+}

@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: MIT */
+/* liburoce internals: the verbs objects of uroce devices. Each embeds the
+ * libibverbs structure first, so the application's pointer is ours. */
+#ifndef URV_H
+#define URV_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <infiniband/verbs.h>
+#include <uroce/abi.h>
+
+#define URV_MAX_DEVICES 32
+
+#define urv_container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+#if defined(__x86_64__) || defined(__i386__)
+#define urv_cpu_relax() __builtin_ia32_pause()
+#else
+#define urv_cpu_relax() do { } while (0)
+#endif
+
+/* Spinlock for the data path: posts and polls hold it for a few hundred
+ * nanoseconds at most, and a mutex could cost a system call. */
+typedef struct { atomic_int v; } urv_spin_t;
+static inline void urv_spin_init(urv_spin_t *s) { atomic_init(&s->v, 0); }
+static inline void urv_spin_lock(urv_spin_t *s)
+{
+	while (atomic_exchange_explicit(&s->v, 1, memory_order_acquire))
+		while (atomic_load_explicit(&s->v, memory_order_relaxed))
+			urv_cpu_relax();
+}
+static inline void urv_spin_unlock(urv_spin_t *s)
+{
+	atomic_store_explicit(&s->v, 0, memory_order_release);
+}
+
+struct urv_device {
+	struct ibv_device ibdev;
+	char sock_path[512];
+	uint64_t node_guid;     /* network order, from the listing HELLO */
+	int index;
+};
+
+struct urv_context {
+	struct verbs_context vctx;
+	struct urv_device *dev;
+	int sock;
+	pthread_mutex_t ctl_lock;
+	uint32_t seq;
+	bool dead;              /* control socket failed: the daemon is gone */
+	struct uroce_db_page *db;
+	int wake_fd;
+	struct uroce_hello_rep info;
+	pthread_mutex_t async_lock;
+	bool fatal_reported;
+};
+
+/* Objects that the daemon names in event records, found by id. */
+enum urv_obj_type { URV_OBJ_CQ = 1, URV_OBJ_QP, URV_OBJ_SRQ };
+struct urv_obj {
+	struct urv_obj *next;
+	uint64_t id;
+	enum urv_obj_type type;
+	uint32_t events_got;    /* async or completion events handed out */
+};
+
+struct urv_pd {
+	struct ibv_pd ibpd;
+};
+
+struct urv_mw {
+	struct ibv_mw ibmw;
+};
+
+struct urv_channel {
+	struct ibv_comp_channel ch;
+	uint32_t handle;
+};
+
+struct urv_cq {
+	struct ibv_cq_ex ex;    /* starts with the fields of struct ibv_cq */
+	struct urv_obj obj;
+	struct urv_context *ctx;
+	urv_spin_t lock;
+	struct uroce_ring_hdr *ring;
+	struct uroce_cqe *cqes;
+	size_t map_size;
+	uint32_t entries;
+	uint32_t comp_got;      /* completion events handed out */
+	uint64_t wc_flags_ex;   /* ibv_create_cq_ex wc_flags */
+	struct uroce_cqe *cur;  /* ibv_cq_ex: the entry being read */
+	uint32_t cur_idx;
+};
+
+struct urv_wq {         /* one SPSC ring the shim produces into */
+	struct uroce_ring_hdr *hdr;
+	uint8_t *slots;
+	uint32_t entries;
+	uint32_t stride;
+	uint32_t max_wr;
+	uint32_t max_sge;
+};
+
+struct urv_srq {
+	struct ibv_srq ibsrq;
+	struct urv_obj obj;
+	struct urv_context *ctx;
+	urv_spin_t lock;
+	uint32_t db_index;
+	struct urv_wq rq;
+	void *map;
+	size_t map_size;
+};
+
+struct urv_qp {
+	struct ibv_qp_ex ex;    /* starts with struct ibv_qp */
+	struct urv_obj obj;
+	struct urv_context *ctx;
+	urv_spin_t sq_lock;
+	urv_spin_t rq_lock;
+	uint32_t db_index;
+	struct urv_wq sq;
+	struct urv_wq rq;
+	struct ibv_qp_cap cap;
+	uint32_t sq_sig_all;
+	void *map;
+	size_t map_size;
+	/* ibv_qp_ex batch */
+	uint32_t ex_prod;       /* next slot while between wr_start/complete */
+	int ex_err;
+	struct uroce_send_wqe *ex_cur;
+};
+
+struct urv_ah {
+	struct ibv_ah ibah;
+	struct ibv_ah_attr attr;
+};
+
+static inline struct urv_context *to_uctx(struct ibv_context *c)
+{
+	return urv_container_of(c, struct urv_context, vctx.context);
+}
+static inline struct urv_cq *to_ucq(struct ibv_cq *c)
+{
+	return (struct urv_cq *)(void *)c;
+}
+static inline struct urv_qp *to_uqp(struct ibv_qp *q)
+{
+	return (struct urv_qp *)(void *)q;
+}
+static inline struct urv_srq *to_usrq(struct ibv_srq *s)
+{
+	return (struct urv_srq *)(void *)s;
+}
+static inline struct urv_channel *to_uch(struct ibv_comp_channel *c)
+{
+	return (struct urv_channel *)(void *)c;
+}
+
+/* real.c: the real libibverbs */
+void *urv_real_sym(const char *name, const char *version);
+bool urv_called_from_libibverbs(const void *ret_addr);
+
+/* device.c */
+bool urv_dev_ours(const struct ibv_device *d);
+static inline bool urv_ctx_ours(const struct ibv_context *c)
+{
+	return c && urv_dev_ours(c->device);
+}
+struct ibv_device **urv_get_device_list(struct ibv_device **real, int nreal,
+					int *num);
+struct ibv_context *urv_open_device(struct ibv_device *d);
+int urv_close_device(struct ibv_context *c);
+int urv_query_device(struct ibv_context *c, struct ibv_device_attr *a);
+int urv_query_device_ex(struct ibv_context *c,
+			const struct ibv_query_device_ex_input *in,
+			struct ibv_device_attr_ex *a, size_t len);
+int urv_query_port(struct ibv_context *c, uint8_t port,
+		   struct ibv_port_attr *a, size_t len);
+int urv_query_gid(struct ibv_context *c, uint8_t port, int idx,
+		  union ibv_gid *gid);
+int urv_query_gid_ex(struct ibv_context *c, uint32_t port, uint32_t idx,
+		     struct ibv_gid_entry *e, uint32_t flags, size_t esz);
+ssize_t urv_query_gid_table(struct ibv_context *c, struct ibv_gid_entry *e,
+			    size_t max, uint32_t flags, size_t esz);
+int urv_query_gid_type(struct ibv_context *c, uint8_t port, unsigned idx,
+		       uint32_t *type);
+int urv_query_pkey(struct ibv_context *c, uint8_t port, int idx,
+		   __be16 *pkey);
+int urv_get_pkey_index(struct ibv_context *c, uint8_t port, __be16 pkey);
+
+/* ctl.c: one request, one reply on the control socket */
+int urv_ctl_raw(int sock, uint32_t *seq, uint32_t op, const void *req,
+		size_t req_len, void *rep, size_t rep_len, const int *fds_in,
+		int nfds_in, int *fds_out, int nfds_out);
+int urv_ctl(struct urv_context *c, uint32_t op, const void *req,
+	    size_t req_len, void *rep, size_t rep_len, const int *fds_in,
+	    int nfds_in, int *fds_out, int nfds_out);
+int urv_connect(const char *path);
+void urv_doorbell(struct urv_context *c, uint32_t db_index);
+
+/* registry.c */
+void urv_obj_add(struct urv_obj *o, enum urv_obj_type type);
+void urv_obj_del(struct urv_obj *o);
+struct urv_obj *urv_obj_lookup(uint64_t id, enum urv_obj_type type);
+void urv_registry_lock(void);
+void urv_registry_unlock(void);
+
+/* objects */
+struct ibv_pd *urv_alloc_pd(struct ibv_context *c);
+int urv_dealloc_pd(struct ibv_pd *pd);
+struct ibv_mr *urv_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
+			  uint64_t iova, unsigned access);
+int urv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd,
+		 void *addr, size_t len, int access);
+int urv_dereg_mr(struct ibv_mr *mr);
+struct ibv_mw *urv_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int urv_dealloc_mw(struct ibv_mw *mw);
+int urv_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
+		struct ibv_mw_bind *bind);
+
+struct ibv_comp_channel *urv_create_comp_channel(struct ibv_context *c);
+int urv_destroy_comp_channel(struct ibv_comp_channel *ch);
+int urv_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq,
+		     void **cq_context);
+void urv_ack_cq_events(struct ibv_cq *cq, unsigned n);
+int urv_get_async_event(struct ibv_context *c, struct ibv_async_event *ev);
+void urv_ack_async_event(struct ibv_async_event *ev);
+
+struct ibv_cq *urv_create_cq(struct ibv_context *c, int cqe, void *cq_ctx,
+			     struct ibv_comp_channel *ch, int vec);
+struct ibv_cq_ex *urv_create_cq_ex(struct ibv_context *c,
+				   struct ibv_cq_init_attr_ex *attr);
+int urv_resize_cq(struct ibv_cq *cq, int cqe);
+int urv_destroy_cq(struct ibv_cq *cq);
+int urv_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+int urv_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+void urv_cq_ex_init(struct urv_cq *cq);
+
+struct ibv_srq *urv_create_srq(struct ibv_pd *pd,
+			       struct ibv_srq_init_attr *attr);
+struct ibv_srq *urv_create_srq_ex(struct ibv_context *c,
+				  struct ibv_srq_init_attr_ex *attr);
+int urv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask);
+int urv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr);
+int urv_destroy_srq(struct ibv_srq *srq);
+int urv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+		      struct ibv_recv_wr **bad);
+
+struct ibv_qp *urv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a);
+struct ibv_qp *urv_create_qp_ex(struct ibv_context *c,
+				struct ibv_qp_init_attr_ex *a);
+int urv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask);
+int urv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask,
+		 struct ibv_qp_init_attr *init);
+int urv_destroy_qp(struct ibv_qp *qp);
+int urv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
+		  struct ibv_send_wr **bad);
+int urv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+		  struct ibv_recv_wr **bad);
+void urv_qp_ex_init(struct urv_qp *qp);
+int urv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
+		     uint16_t lid);
+int urv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
+		     uint16_t lid);
+
+struct ibv_ah *urv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
+int urv_destroy_ah(struct ibv_ah *ah);
+int urv_init_ah_from_wc(struct ibv_context *c, uint8_t port,
+			struct ibv_wc *wc, struct ibv_grh *grh,
+			struct ibv_ah_attr *attr);
+
+void urv_set_ops(struct urv_context *c);
+
+#endif
