@@ -3,8 +3,8 @@
 # looped-back DPDK ring port: no NIC, no hugepages, no root) and run the
 # unmodified Debian ibv_rc_pingpong, server and client, through it.
 set -euo pipefail
-B=${1:-build}
 cd "$(dirname "$0")/.."
+B=$(realpath "${1:-build}")
 RUN_DIR=$(mktemp -d /tmp/uroce-demo.XXXXXX)
 export UROCE_RUN_DIR=$RUN_DIR
 cleanup() {
@@ -19,7 +19,7 @@ DPID=$!
 for _ in $(seq 100); do [ -S "$RUN_DIR/uroce0.sock" ] && break; sleep 0.1; done
 [ -S "$RUN_DIR/uroce0.sock" ] || { echo "uroced did not come up" >&2; exit 1; }
 
-export LD_PRELOAD=$PWD/$B/verbs/liburoce.so
+export LD_PRELOAD=$B/verbs/liburoce.so
 ibv_devinfo -d uroce0
 PORT=$((20000 + RANDOM % 10000))
 timeout 60 ibv_rc_pingpong -d uroce0 -g 1 -p "$PORT" -n 1000 -s 4096 -e -c &
