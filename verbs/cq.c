@@ -9,6 +9,8 @@
 
 #include "urv.h"
 
+#define URV_EMPTY_CHECK (1u << 26)
+
 #define URV_CQ_WC_FLAGS (IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | \
 			 IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP | \
 			 IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL | \
@@ -121,9 +123,10 @@ struct ibv_cq_ex *urv_create_cq_ex(struct ibv_context *ibctx,
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
+	/* SINGLE_THREADED is only a hint; IGNORE_OVERRUN would need the
+	 * daemon to keep writing over unread CQEs, which it never does */
 	if ((a->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
-	    (a->flags & ~(uint32_t)(IBV_CREATE_CQ_ATTR_SINGLE_THREADED |
-				    IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN))) {
+	    (a->flags & ~(uint32_t)IBV_CREATE_CQ_ATTR_SINGLE_THREADED)) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -228,12 +231,21 @@ int urv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	avail = prod - cons;
 	if (avail == 0) {
 		uint32_t f = __atomic_load_n(&r->flags, __ATOMIC_RELAXED);
+		bool gone = false;
 
+		/* one liveness check per URV_EMPTY_CHECK empty polls in a row
+		 * (about a second of spinning): an application busy-polling
+		 * after a crash gets an error instead of 0 forever */
+		if (__builtin_expect(++cq->empty_polls >= URV_EMPTY_CHECK, 0)) {
+			cq->empty_polls = 0;
+			gone = urv_daemon_gone(cq->ctx);
+		}
 		urv_spin_unlock(&cq->lock);
-		if (f & UROCE_RING_F_DEAD)
+		if ((f & UROCE_RING_F_DEAD) || gone)
 			return -ENODEV;
 		return 0;
 	}
+	cq->empty_polls = 0;
 	if (avail > cq->entries) {  /* overrun: the CQ is unusable */
 		urv_spin_unlock(&cq->lock);
 		return -EOVERFLOW;

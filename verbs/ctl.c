@@ -2,6 +2,7 @@
 /* Control socket: one SOCK_SEQPACKET request and one reply per call. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -158,14 +159,14 @@ int urv_ctl(struct urv_context *c, uint32_t op, const void *req,
 	int ret;
 
 	pthread_mutex_lock(&c->ctl_lock);
-	if (c->dead) {
+	if (__atomic_load_n(&c->dead, __ATOMIC_RELAXED)) {
 		pthread_mutex_unlock(&c->ctl_lock);
 		return -ENODEV;
 	}
 	ret = urv_ctl_raw(c->sock, &c->seq, op, req, req_len, rep, rep_len,
 			  fds_in, nfds_in, fds_out, nfds_out);
 	if (ret == -ENODEV)
-		c->dead = true;
+		__atomic_store_n(&c->dead, true, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&c->ctl_lock);
 	return ret;
 }
@@ -188,4 +189,19 @@ void urv_doorbell(struct urv_context *c, uint32_t db_index)
 
 		(void)r;
 	}
+}
+
+/* A daemon killed outright marks nothing in shared memory; its end of the
+ * control socket closing is what remains. */
+bool urv_daemon_gone(struct urv_context *c)
+{
+	struct pollfd p = { .fd = c->sock, .events = POLLRDHUP };
+
+	if (__atomic_load_n(&c->dead, __ATOMIC_RELAXED))
+		return true;
+	if (poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR))) {
+		__atomic_store_n(&c->dead, true, __ATOMIC_RELAXED);
+		return true;
+	}
+	return false;
 }

@@ -54,21 +54,24 @@ struct ibv_mr *urv_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
 		.iova = iova,
 	};
 	struct uroce_reg_mr_rep rep;
+	struct urv_mr *umr;
 	struct ibv_mr *mr;
 	int ret;
 
-	mr = calloc(1, sizeof(*mr));
-	if (!mr) {
+	umr = calloc(1, sizeof(*umr));
+	if (!umr) {
 		errno = ENOMEM;
 		return NULL;
 	}
 	ret = urv_ctl(to_uctx(pd->context), UROCE_OP_REG_MR, &req, sizeof(req),
 		      &rep, sizeof(rep), NULL, 0, NULL, 0);
 	if (ret) {
-		free(mr);
+		free(umr);
 		errno = -ret;
 		return NULL;
 	}
+	umr->iova = iova;
+	mr = &umr->ibmr;
 	mr->context = pd->context;
 	mr->pd = pd;
 	mr->addr = addr;
@@ -92,6 +95,7 @@ int urv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd,
 		.length = (flags & IBV_REREG_MR_CHANGE_TRANSLATION) ? len :
 			mr->length,
 	};
+	struct urv_mr *umr = urv_container_of(mr, struct urv_mr, ibmr);
 	struct uroce_reg_mr_rep rep;
 	int ret;
 
@@ -102,7 +106,9 @@ int urv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd,
 		return IBV_REREG_MR_ERR_INPUT;
 	if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (!addr || !len))
 		return IBV_REREG_MR_ERR_INPUT;
-	req.iova = req.addr;
+	/* a new translation is addressed by its virtual address, as
+	 * ibv_rereg_mr(3) has no iova argument */
+	req.iova = (flags & IBV_REREG_MR_CHANGE_TRANSLATION) ? req.addr : umr->iova;
 	ret = urv_ctl(to_uctx(mr->context), UROCE_OP_REREG_MR, &req, sizeof(req),
 		      &rep, sizeof(rep), NULL, 0, NULL, 0);
 	if (ret) {
@@ -114,6 +120,7 @@ int urv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd,
 	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
 		mr->addr = addr;
 		mr->length = len;
+		umr->iova = req.iova;
 	}
 	mr->lkey = rep.lkey;
 	mr->rkey = rep.rkey;
@@ -129,7 +136,7 @@ int urv_dereg_mr(struct ibv_mr *mr)
 		      sizeof(req), NULL, 0, NULL, 0, NULL, 0);
 	if (ret && ret != -ENODEV)
 		return -ret;
-	free(mr);
+	free(urv_container_of(mr, struct urv_mr, ibmr));
 	return 0;
 }
 

@@ -161,7 +161,8 @@ int urv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	uint32_t prod, start;
 	int ret = 0;
 
-	if (ibqp->state < IBV_QPS_RTS && ibqp->state != IBV_QPS_ERR) {
+	/* a QP created with max_send_wr = 0 has no send ring at all */
+	if (ibqp->state < IBV_QPS_RTS || !sq->hdr) {
 		*bad = wr;
 		return EINVAL;
 	}
@@ -293,8 +294,8 @@ static void ex_wr_start(struct ibv_qp_ex *ex)
 	struct urv_qp *qp = ex_qp(ex);
 
 	urv_spin_lock(&qp->sq_lock);
-	qp->ex_prod = qp->sq.hdr->prod;
-	qp->ex_err = 0;
+	qp->ex_prod = qp->sq.hdr ? qp->sq.hdr->prod : 0;
+	qp->ex_err = qp->sq.hdr ? 0 : EINVAL;
 	qp->ex_cur = NULL;
 }
 
@@ -304,7 +305,7 @@ static int ex_wr_complete(struct ibv_qp_ex *ex)
 	bool posted = false;
 	int err = qp->ex_err;
 
-	if (!err && qp->ex_prod != qp->sq.hdr->prod) {
+	if (!err && qp->ex_prod != qp->sq.hdr->prod) {	/* err if no ring */
 		__atomic_store_n(&qp->sq.hdr->prod, qp->ex_prod, __ATOMIC_RELEASE);
 		posted = true;
 	}

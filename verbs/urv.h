@@ -74,6 +74,11 @@ struct urv_pd {
 	struct ibv_pd ibpd;
 };
 
+struct urv_mr {
+	struct ibv_mr ibmr;
+	uint64_t iova;          /* address the peer uses (ibv_reg_mr_iova2) */
+};
+
 struct urv_mw {
 	struct ibv_mw ibmw;
 };
@@ -93,6 +98,7 @@ struct urv_cq {
 	size_t map_size;
 	uint32_t entries;
 	uint32_t comp_got;      /* completion events handed out */
+	uint32_t empty_polls;   /* consecutive empty polls (daemon liveness) */
 	uint64_t wc_flags_ex;   /* ibv_create_cq_ex wc_flags */
 	struct uroce_cqe *cur;  /* ibv_cq_ex: the entry being read */
 	uint32_t cur_idx;
@@ -204,6 +210,7 @@ int urv_ctl(struct urv_context *c, uint32_t op, const void *req,
 	    int nfds_in, int *fds_out, int nfds_out);
 int urv_connect(const char *path);
 void urv_doorbell(struct urv_context *c, uint32_t db_index);
+bool urv_daemon_gone(struct urv_context *c);
 
 /* registry.c */
 void urv_obj_add(struct urv_obj *o, enum urv_obj_type type);

@@ -54,11 +54,30 @@ def stop(proc):
             proc.wait(10)
 
 
+def kill_group(p):
+    """The test and anything it forked: its own session, killed whole."""
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    p.wait()
+
+
 def run(cmd, env, timeout=TIMEOUT):
     print('+', ' '.join(cmd), flush=True)
-    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT, timeout=timeout)
-    out = p.stdout.decode(errors='replace')
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        out, _ = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_group(p)
+        raise
+    # leftovers of a test that exited (a forked child): gone too
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    out = out.decode(errors='replace')
     sys.stdout.write(out)
     return p.returncode, out
 
@@ -66,7 +85,7 @@ def run(cmd, env, timeout=TIMEOUT):
 def mode_pair(cmd, env):
     print('+ server:', ' '.join(cmd), flush=True)
     srv = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT)
+                           stderr=subprocess.STDOUT, start_new_session=True)
     try:
         # the server listens on TCP before anything else; retry the client
         # while it is not up yet (perftest/pingpong clients fail fast)
@@ -82,8 +101,7 @@ def mode_pair(cmd, env):
         try:
             sout, _ = srv.communicate(timeout=TIMEOUT)
         except subprocess.TimeoutExpired:
-            srv.kill()
-            sout, _ = srv.communicate()
+            kill_group(srv)
             print('server timed out')
             return 1
         sys.stdout.write('--- server ---\n' + sout.decode(errors='replace'))
@@ -93,14 +111,27 @@ def mode_pair(cmd, env):
         return 0
     finally:
         if srv.poll() is None:
-            srv.kill()
-            srv.wait()
+            kill_group(srv)
 
 
-def mode_devices(env):
+def mode_devices(env, ndaemons):
+    # A stale socket (nobody listening) and a mute one (accepts, never
+    # answers) must not be listed, and must not hang the listing.
+    run_dir = env['UROCE_RUN_DIR']
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    stale.bind(os.path.join(run_dir, 'stale.sock'))
+    stale.close()
+    mute = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    mute.bind(os.path.join(run_dir, 'mute.sock'))
+    mute.listen(4)
     rc, out = run(['ibv_devices'], env)
-    if rc != 0 or 'uroce0' not in out:
-        print('ibv_devices: uroce0 missing')
+    mute.close()
+    names = ['uroce%d' % i for i in range(ndaemons)]
+    if rc != 0 or any(n not in out for n in names):
+        print('ibv_devices: %s missing' % names)
+        return 1
+    if 'stale' in out or 'mute' in out:
+        print('ibv_devices lists a socket without a daemon')
         return 1
     rc, out = run(['ibv_devinfo', '-v'], env)
     want = ['hca_id:\turoce0', 'PORT_ACTIVE', 'Ethernet', 'RoCE v2',
@@ -120,6 +151,10 @@ def main():
     ap.add_argument('--uroced', required=True)
     ap.add_argument('--shim', required=True)
     ap.add_argument('--daemon-arg', action='append', default=[])
+    ap.add_argument('--preload-first', default='',
+                    help='sanitizer runtime to preload before liburoce')
+    ap.add_argument('--daemons', type=int, default=1,
+                    help='start uroce0..N-1, one daemon each')
     ap.add_argument('mode')
     ap.add_argument('args', nargs=argparse.REMAINDER)
     a = ap.parse_args()
@@ -134,20 +169,41 @@ def main():
     if '--busy-poll' in a.daemon_arg:
         env['UROCE_TEST_BUSY_POLL'] = '1'
     d = subprocess.Popen([a.uroced] + a.daemon_arg, env=env, stdout=log,
-                         stderr=subprocess.STDOUT)
+                         stderr=subprocess.STDOUT, start_new_session=True)
+    extra = []
     try:
         if not wait_socket(os.path.join(run_dir, 'uroce0.sock'), d):
             print('uroced did not come up')
             return 1
+        for i in range(1, a.daemons):
+            name = 'uroce%d' % i
+            x = subprocess.Popen([a.uroced, '--dev', name,
+                                  '--mac', '02:00:00:00:01:%02x' % i] + a.daemon_arg,
+                                 env=env, stdout=log, stderr=subprocess.STDOUT,
+                                 start_new_session=True)
+            extra.append(x)
+            if not wait_socket(os.path.join(run_dir, name + '.sock'), x):
+                print(name, 'did not come up')
+                return 1
         env['UROCE_TEST_DAEMON_PID'] = str(d.pid)
+        need = {'pair': a.args[:1], 'devices': ['ibv_devices', 'ibv_devinfo']}
+        missing = [c for c in need.get(a.mode, []) if not shutil.which(c)]
+        if missing:
+            print('not installed:', ' '.join(missing))
+            return 77
         penv = dict(env)
         penv['LD_PRELOAD'] = os.path.abspath(a.shim)
+        if a.preload_first:
+            # an instrumented liburoce in an uninstrumented program: the
+            # runtime must come first; the programs' own leaks are not ours
+            penv['LD_PRELOAD'] = a.preload_first + ':' + penv['LD_PRELOAD']
+            penv['ASAN_OPTIONS'] = 'detect_leaks=0:' + penv.get('ASAN_OPTIONS', '')
         if a.mode == 'exec':
             rc, _ = run(a.args, env)
         elif a.mode == 'pair':
             rc = mode_pair(a.args, penv)
         elif a.mode == 'devices':
-            rc = mode_devices(penv)
+            rc = mode_devices(penv, a.daemons)
         elif a.mode == 'py':
             rc, _ = run(['/usr/bin/python3'] + a.args, penv)
         else:
@@ -158,6 +214,8 @@ def main():
         print('timed out:', e)
         return 1
     finally:
+        for x in extra:
+            stop(x)
         stop(d)
         log.seek(0)
         tail = log.read()[-3000:]

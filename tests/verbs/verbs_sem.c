@@ -80,6 +80,16 @@ static void wc_fields(void)
 	      r.opcode == IBV_WC_RECV && r.byte_len == 100 &&
 	      (r.wc_flags & IBV_WC_WITH_IMM) && r.imm_data == htonl(0xdeadbeef) &&
 	      r.qp_num == t.qb->qp_num && !(r.wc_flags & IBV_WC_WITH_INV));
+	/* "IBV_WC_GRH GRH is present (valid only for UD QPs)"; IP_CSUM_OK only
+	 * where device_cap_flags claim checksum offload */
+	CHECK(!(r.wc_flags & IBV_WC_GRH));
+	{
+		struct ibv_device_attr da;
+
+		CHECK(!ibv_query_device(t.ctx, &da));
+		if (!(da.device_cap_flags & IBV_DEVICE_RAW_IP_CSUM))
+			CHECK(!(r.wc_flags & IBV_WC_IP_CSUM_OK));
+	}
 	CHECK(t.buf[0] == 0xab && t.buf[99] == 0xab);
 	/* plain SEND: no immediate flag */
 	vt_post_recv(t.qb, t.mr, 0, 4096, 8);
@@ -219,6 +229,19 @@ static void notify_solicited(void)
 	CHECK(cq == t.rcq);
 	vt_poll_n(t.rcq, 2, wc);
 	CHECK(wc[0].wr_id == 1 && wc[1].wr_id == 2);
+	ibv_ack_cq_events(cq, 1);
+	/* "... or RDMA Write with Immediate Data message with the Solicited
+	 * Event indicator set" */
+	CHECK(!ibv_req_notify_cq(t.rcq, 1));
+	vt_post_recv(t.qb, t.mr, 0, 64, 3);
+	CHECK(!vt_post_send(t.qa, t.mr, IBV_WR_RDMA_WRITE_WITH_IMM, 8192, 8,
+			    IBV_SEND_SIGNALED | IBV_SEND_SOLICITED, 5,
+			    (uintptr_t)t.buf + 16384, t.mr->rkey, 3));
+	vt_get_event(t.ch, &cq, &cc);
+	CHECK(cq == t.rcq);
+	vt_poll_n(t.rcq, 1, wc);
+	CHECK(wc[0].opcode == IBV_WC_RECV_RDMA_WITH_IMM);
+	vt_poll_n(t.scq, 1, wc);
 	ibv_ack_cq_events(cq, 1);
 	vt_fini(&t);
 }
@@ -516,10 +539,11 @@ static void overrun(void)
 
 	vt_init(&t, &o);
 	cap = t.rcq->cqe;
-	CHECK(cap >= 4 && cap < 60);
-	for (i = 0; i < cap + 4; i++)
+	CHECK(cap >= 4 && cap < 30);
+	/* twice the reported capacity: overruns even a generously sized ring */
+	for (i = 0; i < 2 * cap + 2; i++)
 		vt_post_recv(t.qb, t.mr, 0, 64, (uint64_t)i);
-	for (i = 0; i < cap + 4; i++)
+	for (i = 0; i < 2 * cap + 2; i++)
 		CHECK(!vt_post_send(t.qa, t.mr, IBV_WR_SEND, 8192, 8, 0, 0, 0,
 				    0, (uint64_t)i));
 	CHECK(vt_readable(t.ctx->async_fd, VT_WAIT_S * 1000));
@@ -839,8 +863,77 @@ static void no_syscall(void)
 #endif
 }
 
+/* "IBV_WC_WITH_INV Invalidated RKey data value is valid (cannot be
+ * combined with IBV_WC_WITH_IMM)": SEND with invalidate of a bound type 2
+ * window; the window is then unusable */
+static void wc_with_inv(void)
+{
+	struct ibv_wc s, r;
+	struct ibv_send_wr wr, *bad;
+	struct ibv_mw *mw;
+	struct ibv_mr *bmr;
+	uint32_t rkey;
+	struct vt t;
+
+	vt_init(&t, NULL);
+	mw = ibv_alloc_mw(t.pd, IBV_MW_TYPE_2);
+	CHECK(mw);
+	bmr = ibv_reg_mr(t.pd, t.buf, VT_BUF, IBV_ACCESS_LOCAL_WRITE |
+			 IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_MW_BIND);
+	CHECK(bmr);
+	rkey = ibv_inc_rkey(mw->rkey);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 1;
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = rkey;
+	wr.bind_mw.bind_info.mr = bmr;
+	wr.bind_mw.bind_info.addr = (uintptr_t)t.buf + 4096;
+	wr.bind_mw.bind_info.length = 4096;
+	wr.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	CHECK(!ibv_post_send(t.qb, &wr, &bad));
+	vt_poll_n(t.scq, 1, &s);
+	CHECK(s.status == IBV_WC_SUCCESS && s.opcode == IBV_WC_BIND_MW);
+	/* usable through the window */
+	CHECK(!vt_post_send(t.qa, t.mr, IBV_WR_RDMA_WRITE, 8192, 8,
+			    IBV_SEND_SIGNALED, 0, (uintptr_t)t.buf + 4096, rkey, 2));
+	vt_poll_n(t.scq, 1, &s);
+	CHECK(s.status == IBV_WC_SUCCESS);
+	/* SEND_WITH_INV invalidates it at the receiver */
+	vt_post_recv(t.qb, t.mr, 0, 1024, 3);
+	memset(&wr, 0, sizeof(wr));
+	{
+		struct ibv_sge sge = { (uintptr_t)t.buf + 8192, 16, t.mr->lkey };
+
+		wr.wr_id = 4;
+		wr.opcode = IBV_WR_SEND_WITH_INV;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		wr.invalidate_rkey = rkey;
+		CHECK(!ibv_post_send(t.qa, &wr, &bad));
+	}
+	vt_poll_n(t.scq, 1, &s);
+	vt_poll_n(t.rcq, 1, &r);
+	CHECK(s.status == IBV_WC_SUCCESS && s.opcode == IBV_WC_SEND);
+	CHECK(r.status == IBV_WC_SUCCESS && r.opcode == IBV_WC_RECV &&
+	      (r.wc_flags & IBV_WC_WITH_INV) && !(r.wc_flags & IBV_WC_WITH_IMM) &&
+	      r.invalidated_rkey == rkey && r.byte_len == 16);
+	/* the invalidated window no longer admits access */
+	CHECK(!vt_post_send(t.qa, t.mr, IBV_WR_RDMA_WRITE, 8192, 8,
+			    IBV_SEND_SIGNALED, 0, (uintptr_t)t.buf + 4096, rkey, 5));
+	vt_poll_n(t.scq, 1, &s);
+	CHECK(s.status == IBV_WC_REM_ACCESS_ERR);
+	/* the error moved both QPs to ERR: tear down */
+	CHECK(!ibv_dealloc_mw(mw));
+	CHECK(!ibv_dereg_mr(bmr));
+	vt_fini(&t);
+}
+
 static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "no_syscall", no_syscall },
+	{ "wc_with_inv", wc_with_inv },
 	{ "poll_count", poll_count },
 	{ "wc_fields", wc_fields },
 	{ "notify_next", notify_next },
