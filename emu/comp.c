@@ -60,16 +60,15 @@ static void comp_wqe(struct emu_qp *qp)
 	struct uroce_send_wqe *w = xp_wqe(qp, x->sq_comp);
 	struct emu_xport_swqe *sw = xp_swqe(qp, x->sq_comp);
 	uint8_t status = sw->status;
+	bool cqe = sw->signaled || status != IBV_WC_SUCCESS;
+	struct uroce_cqe e;
 
-	if (sw->signaled || status != IBV_WC_SUCCESS) {
-		struct uroce_cqe e;
-
+	if (cqe) {
 		memset(&e, 0, sizeof(e));
 		e.wr_id = w->wr_id;
 		e.status = status;
 		e.opcode = xp_wc_opcode(w->opcode);
 		e.byte_len = sw->total_len;
-		xp_cq_push(qp, qp->send_cq, &e);
 	}
 	if (sw->need_resp && sw->state != EMU_SWQE_NEW && x->rd_atomic_out)
 		x->rd_atomic_out--;
@@ -79,7 +78,11 @@ static void comp_wqe(struct emu_qp *qp)
 		x->sq_req = x->sq_comp;
 		x->sq_req_pkt = 0;
 	}
+	/* free the slot before the CQE is visible: an application that polls
+	 * the completion may post into that slot at once (max_send_wr) */
 	emu_ring_publish(&qp->sq, x->sq_comp);
+	if (cqe)
+		xp_cq_push(qp, qp->send_cq, &e); /* overrun: QP to ERR, the rest flushed */
 	if (status != IBV_WC_SUCCESS && qp->attr.qp_state != IBV_QPS_ERR) {
 		if (qp->type == IBV_QPT_RC) {
 			xp_qp_error(qp, 0);
@@ -190,8 +193,7 @@ static void comp_read_resp(struct emu_qp *qp, struct emu_xport_swqe *sw,
 		x->cnt.rx_dropped++;
 		return;
 	}
-	if (xp_sge_copy(qp->ctx, emu_wqe_sges(w), w->num_sge, off, (void *)pkt->payload,
-			want, true)) {
+	if (xp_sge_write_deferred(qp, emu_wqe_sges(w), w->num_sge, off, pkt->payload, want)) {
 		comp_fail_head(qp, IBV_WC_LOC_PROT_ERR);
 		return;
 	}

@@ -55,6 +55,8 @@ int emu_cq_push(struct emu_cq *cq, const struct uroce_cqe *cqe)
 		emu_async_event(cq->ctx, cq->user_handle, IBV_EVENT_CQ_ERR);
 		return -ENOSPC;
 	}
+	/* the data a CQE announces must be in application memory first */
+	emu_mem_flush();
 	struct uroce_cqe *slot = &cq->slots[cq->prod & cq->mask];
 	*slot = *cqe;
 	slot->timestamp_ns = emu_now_ns();

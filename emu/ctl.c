@@ -21,10 +21,25 @@
 #define EMU_MAX_FDS_IN 4
 
 struct emu_client {
-	struct emu_ctx *ctx;
+	struct emu_ctx *ctx;      /* NULL once closed */
+	struct emu_client *next_dead;
 	struct emu_ep ep_sock;
 	struct emu_ep ep_wake;
 };
+
+/* Closed clients are freed only after the current epoll batch: a later
+ * event of the same batch may still name them. */
+static struct emu_client *emu_dead_clients;
+
+void emu_ctl_reap(struct emu_daemon *dm)
+{
+	(void)dm;
+	while (emu_dead_clients) {
+		struct emu_client *cl = emu_dead_clients;
+		emu_dead_clients = cl->next_dead;
+		free(cl);
+	}
+}
 
 int emu_ctl_open(struct emu_daemon *dm)
 {
@@ -40,30 +55,47 @@ int emu_ctl_open(struct emu_daemon *dm)
 		EMU_LOG(ERR, "mkdir %s: %s\n", dm->o.run_dir, strerror(errno));
 		return -errno;
 	}
+	/* a directory someone else owns (or others can write) could hold a
+	 * planted socket: refuse it */
+	struct stat st;
+	if (stat(dm->o.run_dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 022)) {
+		EMU_LOG(ERR, "%s: not a private directory of uid %u\n", dm->o.run_dir,
+			(unsigned)geteuid());
+		dm->sock_path[0] = 0;
+		return -EPERM;
+	}
+	/* a live daemon answers a connect; a stale file does not */
 	strcpy(sa.sun_path, dm->sock_path);
+	int t = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (t >= 0 && connect(t, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+		close(t);
+		EMU_LOG(ERR, "%s: another uroced serves this device\n", dm->sock_path);
+		dm->sock_path[0] = 0;
+		return -EADDRINUSE;
+	}
+	if (t >= 0)
+		close(t);
+	/* bind and listen under a temporary name, then rename: a client
+	 * never finds the socket file before it accepts connections */
+	char tmp[sizeof(sa.sun_path) + 32];
+	n = snprintf(tmp, sizeof(tmp), "%s.%d.tmp", dm->sock_path, (int)getpid());
+	if (n < 0 || (size_t)n >= sizeof(sa.sun_path)) {
+		dm->sock_path[0] = 0;
+		return -ENAMETOOLONG;
+	}
+	strcpy(sa.sun_path, tmp);
+	unlink(tmp);
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		if (errno != EADDRINUSE)
-			goto fail;
-		/* a live daemon answers a connect; a stale file does not */
-		int t = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-		if (t >= 0 && connect(t, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
-			close(t);
-			close(fd);
-			EMU_LOG(ERR, "%s: another uroced serves this device\n", dm->sock_path);
-			dm->sock_path[0] = 0;
-			return -EADDRINUSE;
-		}
-		if (t >= 0)
-			close(t);
-		unlink(sa.sun_path);
-		if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-			goto fail;
-	}
-	if (listen(fd, 64) < 0)
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0 ||
+	    rename(tmp, dm->sock_path) < 0) {
+		int e = errno;
+		unlink(tmp);
+		errno = e;
 		goto fail;
+	}
 	dm->listen_fd = fd;
 	dm->ep_listen.kind = EMU_EP_LISTEN;
 	dm->ep_listen.p = NULL;
@@ -89,13 +121,16 @@ static void emu_client_close(struct emu_daemon *dm, struct emu_client *cl)
 	if (c->wake_fd >= 0)
 		epoll_ctl(dm->epfd, EPOLL_CTL_DEL, c->wake_fd, NULL);
 	emu_ctx_destroy(c);
-	free(cl);
+	cl->ctx = NULL;
+	cl->next_dead = emu_dead_clients;
+	emu_dead_clients = cl;
 }
 
 void emu_ctl_close(struct emu_daemon *dm)
 {
 	while (dm->dev.ctxs)
 		emu_client_close(dm, dm->dev.ctxs->priv);
+	emu_ctl_reap(dm);
 	if (dm->listen_fd >= 0) {
 		close(dm->listen_fd);
 		dm->listen_fd = -1;
@@ -504,6 +539,8 @@ void emu_ctl_event(struct emu_daemon *dm, struct emu_ep *ep, uint32_t events)
 {
 	struct emu_client *cl = ep->p;
 
+	if (ep->kind != EMU_EP_LISTEN && !cl->ctx)
+		return; /* closed earlier in this batch */
 	switch (ep->kind) {
 	case EMU_EP_LISTEN:
 		emu_accept(dm);

@@ -140,6 +140,7 @@ void emu_dev_fini(struct emu_dev *d)
 {
 	while (d->ctxs)
 		emu_ctx_destroy(d->ctxs);
+	emu_ctx_reap(d);
 	free(d->qpn);
 	free(d->mcast);
 	free(d->keys);
@@ -353,6 +354,8 @@ void emu_ctx_destroy(struct emu_ctx *c)
 		close(c->async_fd);
 	if (c->sock >= 0)
 		close(c->sock);
+	c->db = NULL;
+	c->db_memfd = c->wake_fd = c->async_fd = c->sock = -1;
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -362,5 +365,24 @@ void emu_ctx_destroy(struct emu_ctx *c)
 	d->nctx--;
 	free(c->h);
 	free(c->dbs);
-	free(c);
+	c->h = NULL;
+	c->dbs = NULL;
+	c->nh = c->ndbs = 0;
+	/* Another context's QP may still hold this one as the owner of a
+	 * message in progress (a multi-packet WRITE into our memory): keep
+	 * the struct as a zombie (memory access then fails with -EFAULT)
+	 * until no QP exists on the device. */
+	c->next = d->zombies;
+	d->zombies = c;
+	if (d->nqp == 0)
+		emu_ctx_reap(d);
+}
+
+void emu_ctx_reap(struct emu_dev *d)
+{
+	while (d->zombies) {
+		struct emu_ctx *z = d->zombies;
+		d->zombies = z->next;
+		free(z);
+	}
 }

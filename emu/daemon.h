@@ -54,6 +54,8 @@ extern struct emu_daemon emu_d;
 int emu_ctl_open(struct emu_daemon *dm);
 void emu_ctl_close(struct emu_daemon *dm);
 void emu_ctl_event(struct emu_daemon *dm, struct emu_ep *ep, uint32_t events);
+/* free clients closed during the last epoll batch */
+void emu_ctl_reap(struct emu_daemon *dm);
 /* set/clear need_wakeup in every context's doorbell page */
 void emu_ctl_need_wakeup(struct emu_daemon *dm, uint32_t v);
 /* true if some context has a doorbell pending */

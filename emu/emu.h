@@ -348,6 +348,7 @@ struct emu_dev {
 	struct emu_neigh neigh[EMU_NEIGH_MAX];
 
 	struct emu_ctx *ctxs;         /* list of contexts */
+	struct emu_ctx *zombies;      /* destroyed, freed once no QP exists */
 	uint32_t nctx;
 
 	/* transport-owned device state */
@@ -380,6 +381,17 @@ int emu_mem_readv(struct emu_ctx *c, const struct iovec *local, unsigned nlocal,
 		  const struct emu_rvec *remote, unsigned nremote);
 int emu_mem_writev(struct emu_ctx *c, const struct iovec *local, unsigned nlocal,
 		   const struct emu_rvec *remote, unsigned nremote);
+/* Batched writes across packets (mem.c): between emu_mem_batch(true) and
+ * emu_mem_batch(false) (the engine brackets each RX burst with them),
+ * emu_mem_write_deferred only records the write; src must stay valid until
+ * the batch ends. emu_mem_flush writes the record out: every other memory
+ * access does it first, and so must anything that makes the data visible
+ * (a CQE). A failed deferred write calls emu_xport_mem_fault(qp). Outside
+ * a batch the write is immediate (0 or -errno). */
+void emu_mem_batch(bool on);
+void emu_mem_flush(void);
+int emu_mem_write_deferred(struct emu_qp *qp, struct emu_ctx *c, const struct emu_rvec *r,
+			   unsigned nr, const void *src, uint32_t len);
 
 /* ------------------------------------------------------------------ */
 /* Keys                                                                */
@@ -532,8 +544,12 @@ uint64_t emu_fault_rand(struct emu_fault *f);
 /* server and by tests that drive the core without a socket.           */
 /* ------------------------------------------------------------------ */
 struct emu_ctx *emu_ctx_new(struct emu_dev *d, pid_t pid, int sock);
-/* Destroy every object of c (QPs first), close its fds, unlink, free. */
+/* Destroy every object of c (QPs first), close its fds and unlink it. The
+ * struct itself lingers as a dead zombie (emu_mem_* fail with -EFAULT)
+ * until the device has no QP, so transport state pointing at it stays
+ * safe. */
 void emu_ctx_destroy(struct emu_ctx *c);
+void emu_ctx_reap(struct emu_dev *d);
 /* Object of type in c by handle, or NULL. */
 void *emu_ctx_get(struct emu_ctx *c, uint32_t handle, enum emu_obj_type type);
 

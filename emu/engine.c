@@ -5,6 +5,7 @@
  * the wake eventfds, with a timeout bounded by the next transport deadline
  * and the RX poll interval (the ring PMD has no interrupt). */
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <time.h>
@@ -13,6 +14,7 @@
 
 #define EMU_RX_POLL_NS   1000000ull  /* sleeping: look at RX at least this often */
 #define EMU_LOOP_SLEEP_NS 200000000ull /* loopback: only the stop flag needs it */
+#define EMU_RX_ACTIVE_NS 20000000ull  /* a port is "active" this long after a frame */
 #define EMU_CTL_POLL_ITERS 256        /* busy: check control sockets this often */
 
 static void emu_ctl_poll(struct emu_daemon *dm, int timeout_ns)
@@ -28,6 +30,7 @@ static void emu_ctl_poll(struct emu_daemon *dm, int timeout_ns)
 	}
 	for (int i = 0; i < n; i++)
 		emu_ctl_event(dm, ev[i].data.ptr, ev[i].events);
+	emu_ctl_reap(dm);
 }
 
 void emu_stats_dump(struct emu_dev *d)
@@ -89,6 +92,7 @@ int emu_engine_run(struct emu_daemon *dm)
 	uint64_t spin_ns = (uint64_t)dm->o.spin_us * 1000;
 	uint64_t idle_since = emu_now_ns();
 	uint64_t iter = 0;
+	uint64_t last_rx = 0;
 
 	while (!dm->stop) {
 		unsigned work = 0;
@@ -97,8 +101,11 @@ int emu_engine_run(struct emu_daemon *dm)
 		if ((++iter % EMU_CTL_POLL_ITERS) == 0)
 			emu_ctl_poll(dm, 0);
 		work += emu_doorbells(dm);
-		work += emu_port_rx(dm);
+		unsigned rx = emu_port_rx(dm);
+		work += rx;
 		now = emu_now_ns();
+		if (rx)
+			last_rx = now;
 		emu_xport_poll(d, now);
 		emu_core_poll(d, now);
 		emu_tx_flush(d);
@@ -110,8 +117,20 @@ int emu_engine_run(struct emu_daemon *dm)
 			idle_since = now;
 			continue;
 		}
+		/* a real port has no RX interrupt here, so sleeping costs up to
+		 * EMU_RX_POLL_NS of latency: while frames keep arriving, spin
+		 * longer (idle ports still sleep after spin_us) */
+		uint64_t spin = spin_ns;
+		if (!d->loopback && now - last_rx < EMU_RX_ACTIVE_NS && spin < EMU_RX_POLL_NS)
+			spin = EMU_RX_POLL_NS;
 		if (dm->o.busy_poll || now - idle_since < spin_ns)
 			continue;
+		if (now - idle_since < spin) {
+			/* let the applications (and a peer daemon) run: on a
+			 * small machine a pure spin would starve them */
+			sched_yield();
+			continue;
+		}
 
 		/* go to sleep: publish need_wakeup, then look once more so a
 		 * doorbell rung just before the flag was visible is not lost */

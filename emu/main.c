@@ -24,13 +24,15 @@ static void emu_usage(FILE *f)
 	fprintf(f,
 		"usage: uroced [options]\n"
 		"  --dev NAME        device name (default uroce0)\n"
-		"  --port VDEV       DPDK port (EAL --vdev), e.g. net_af_packet0,iface=veth0;\n"
+		"  --port PORT       DPDK port: a vdev (e.g. net_af_packet0,iface=veth0) or a\n"
+		"                    PCI address (0000:03:00.0);\n"
 		"                    default: a ring port looped back to itself\n"
 		"  --vdev VDEV       same as --port\n"
 		"  --ip ADDR         IPv4 or IPv6 address, repeatable (GID 1, 2, ...);\n"
 		"                    default 127.0.0.1 on the loopback port\n"
 		"  --mac MAC         port MAC (default 02:00:00:00:00:01 / the port's)\n"
-		"  --mtu N           Ethernet MTU, 576..9216 (default 1500)\n"
+		"  --mtu N           Ethernet MTU, 576..9216 (default 1500; 9000 on the\n"
+		"                    loopback port: active MTU 4096, 4x fewer packets)\n"
 		"  --run-dir DIR     control socket directory (default $UROCE_RUN_DIR or /tmp/uroce-<euid>)\n"
 		"  --busy-poll       never sleep\n"
 		"  --spin-us N       idle spin before sleeping (default 50)\n"
@@ -94,7 +96,7 @@ static int emu_opts_parse(struct emu_opts *o, int argc, char **argv)
 
 	memset(o, 0, sizeof(*o));
 	strcpy(o->dev, "uroce0");
-	o->mtu = 1500;
+	o->mtu = 0; /* unset: chosen by port type below */
 	o->spin_us = 50;
 	strcpy(o->log_level, "notice");
 	memcpy(o->mac, (uint8_t[6]){ 0x02, 0, 0, 0, 0, 0x01 }, 6);
@@ -206,6 +208,12 @@ static int emu_opts_parse(struct emu_opts *o, int argc, char **argv)
 		fprintf(stderr, "uroced: unexpected argument '%s' (see --help)\n", argv[optind]);
 		return -1;
 	}
+	if (!o->mtu) {
+		/* the loopback port never meets a real link, so nothing limits
+		 * it to 1500: jumbo frames give active MTU 4096 and a quarter of
+		 * the per-packet work (docs/performance.md) */
+		o->mtu = o->vdev[0] ? 1500 : 9000;
+	}
 	if (o->nips == 0 && !o->vdev[0]) {
 		/* the loopback port never leaves the process: a loopback-range
 		 * address is honest and collides with nothing */
@@ -249,11 +257,21 @@ static int emu_eal_args(struct emu_opts *o, char **av, int max, char *buf, size_
 	} while (0)
 	char tmp[600];
 
+	/* "0000:03:00.0" or "03:00.0" is a PCI NIC (allow-listed), anything
+	 * else a virtual device */
+	unsigned a, b, c2, f;
+	char tail;
+	bool pci = o->vdev[0] &&
+		   (sscanf(o->vdev, "%x:%x:%x.%x%c", &a, &b, &c2, &f, &tail) == 4 ||
+		    sscanf(o->vdev, "%x:%x.%x%c", &b, &c2, &f, &tail) == 3);
+
 	ADD("uroced");
 	/* no hugepages, no PCI scan, no shared config, a private file prefix
-	 * and no telemetry socket: any user, any number of daemons at once */
+	 * and no telemetry socket: any user, any number of daemons at once.
+	 * (A PCI NIC usually wants hugepages: add them with --eal.) */
 	ADD("--no-huge");
-	ADD("--no-pci");
+	if (!pci)
+		ADD("--no-pci");
 	ADD("--no-shconf");
 	ADD("--no-telemetry");
 	ADD("-m");
@@ -266,7 +284,7 @@ static int emu_eal_args(struct emu_opts *o, char **av, int max, char *buf, size_
 	snprintf(tmp, sizeof(tmp), "--log-level=%s", o->log_level);
 	ADD(tmp);
 	if (o->vdev[0]) {
-		snprintf(tmp, sizeof(tmp), "--vdev=%s", o->vdev);
+		snprintf(tmp, sizeof(tmp), pci ? "--allow=%s" : "--vdev=%s", o->vdev);
 		ADD(tmp);
 	}
 	if (o->eal[0]) {

@@ -11,6 +11,69 @@
 
 #define EMU_IOV_BATCH 64
 
+/* Deferred writes: while the engine works through an RX burst, payloads
+ * bound for one process are collected (they stay in the burst's mbufs)
+ * and written with one process_vm_writev instead of one per packet. Any
+ * other access to application memory, every CQE (xp_cq_push) and the end
+ * of the burst write them out first, so nothing can observe the delay. */
+#define EMU_WB_MAX 64
+static struct {
+	bool on;
+	struct emu_ctx *ctx;
+	unsigned nl, nr;
+	struct iovec lv[EMU_WB_MAX];
+	struct emu_rvec rv[EMU_WB_MAX];
+	struct emu_qp *qp[EMU_WB_MAX];  /* who asked, per local entry */
+	uint8_t r0[EMU_WB_MAX], rn[EMU_WB_MAX]; /* its remote ranges */
+} emu_wb;
+
+static int emu_mem_xfer(struct emu_ctx *c, const struct iovec *l, unsigned nl,
+			const struct emu_rvec *r, unsigned nr, bool write);
+
+void emu_mem_flush(void)
+{
+	unsigned n = emu_wb.nl, nr = emu_wb.nr;
+
+	if (!n)
+		return;
+	emu_wb.nl = emu_wb.nr = 0;
+	if (!emu_mem_xfer(emu_wb.ctx, emu_wb.lv, n, emu_wb.rv, nr, true))
+		return;
+	/* someone's memory went away: find whose, fail only those QPs */
+	for (unsigned i = 0; i < n; i++)
+		if (emu_mem_xfer(emu_wb.ctx, &emu_wb.lv[i], 1, &emu_wb.rv[emu_wb.r0[i]],
+				 emu_wb.rn[i], true))
+			emu_xport_mem_fault(emu_wb.qp[i]);
+}
+
+void emu_mem_batch(bool on)
+{
+	if (!on)
+		emu_mem_flush();
+	emu_wb.on = on;
+}
+
+int emu_mem_write_deferred(struct emu_qp *qp, struct emu_ctx *c, const struct emu_rvec *r,
+			   unsigned nr, const void *src, uint32_t len)
+{
+	struct iovec l = { (void *)(uintptr_t)src, len };
+
+	if (!emu_wb.on || !len || nr > EMU_MAX_SGE)
+		return emu_mem_xfer(c, &l, 1, r, nr, true);
+	if (emu_wb.nl && (emu_wb.ctx != c || emu_wb.nl == EMU_WB_MAX ||
+			  emu_wb.nr + nr > EMU_WB_MAX))
+		emu_mem_flush();
+	emu_wb.ctx = c;
+	emu_wb.lv[emu_wb.nl] = l;
+	emu_wb.qp[emu_wb.nl] = qp;
+	emu_wb.r0[emu_wb.nl] = (uint8_t)emu_wb.nr;
+	emu_wb.rn[emu_wb.nl] = (uint8_t)nr;
+	emu_wb.nl++;
+	for (unsigned i = 0; i < nr; i++)
+		emu_wb.rv[emu_wb.nr++] = r[i];
+	return 0;
+}
+
 static int emu_mem_xfer(struct emu_ctx *c, const struct iovec *l, unsigned nl,
 			const struct emu_rvec *r, unsigned nr, bool write)
 {
@@ -27,8 +90,12 @@ static int emu_mem_xfer(struct emu_ctx *c, const struct iovec *l, unsigned nl,
 	}
 	if (want != lsum)
 		return -EINVAL;
+	if (c->dead && c->nh == 0)
+		return -EFAULT; /* the application is gone (zombie context) */
 	if (want == 0)
 		return 0;
+	if (emu_wb.nl)
+		emu_mem_flush(); /* keep every access in posting order */
 	static pid_t self;
 	if (!self)
 		self = getpid();

@@ -718,6 +718,8 @@ int emu_qp_destroy(struct emu_ctx *c, uint32_t handle)
 	d->qpn[qp->qpn] = NULL;
 	d->nqp--;
 	emu_xport_qp_fini(qp);
+	if (d->nqp == 0)
+		emu_ctx_reap(d); /* no transport state can point at a zombie now */
 	emu_db_free(c, qp->db_index);
 	qp->pd->refcnt--;
 	qp->send_cq->refcnt--;

@@ -88,6 +88,13 @@ unsigned emu_port_rx(struct emu_daemon *dm)
 	struct rte_mbuf *m[EMU_BURST];
 	uint16_t n = rte_eth_rx_burst(p->port, 0, m, EMU_BURST);
 
+	if (!n)
+		return 0;
+	/* payloads of the burst go to application memory in one system
+	 * call per process; the fault layer keeps frames in buffers of its
+	 * own that it reuses, so it gets immediate writes */
+	if (!dm->dev.fault)
+		emu_xport_rx_batch(&dm->dev, true);
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *b = m[i];
 		if (b->nb_segs == 1) {
@@ -96,9 +103,11 @@ unsigned emu_port_rx(struct emu_daemon *dm)
 			const void *f = rte_pktmbuf_read(b, 0, b->pkt_len, p->lin);
 			if (f)
 				emu_port_rx_frame(&dm->dev, f, b->pkt_len);
+			emu_mem_flush(); /* p->lin is reused by the next frame */
 		}
-		rte_pktmbuf_free(b);
 	}
+	emu_xport_rx_batch(&dm->dev, false); /* before the mbufs holding the payloads go */
+	rte_pktmbuf_free_bulk(m, n);
 	return n;
 }
 

@@ -4,6 +4,7 @@
  * table as the kernel's ib_modify_qp_is_ok), value checks, and the transport
  * effects of each transition. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include "xport_int.h"
 
@@ -252,6 +253,7 @@ int emu_qp_modify(struct emu_qp *qp, const struct ibv_qp_attr *attr, int mask)
 	enum ibv_qp_state cur = qp->attr.qp_state;
 	enum ibv_qp_state next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
 	struct emu_xport_path path;
+	struct emu_xport_res *res = NULL;
 	int r;
 
 	if ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != cur &&
@@ -274,6 +276,17 @@ int emu_qp_modify(struct emu_qp *qp, const struct ibv_qp_attr *attr, int mask)
 		r = xp_qp_alloc(qp);
 		if (r)
 			return r;
+	}
+	if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && qp->type == IBV_QPT_RC) {
+		/* one resource even for 0: the slot is never used then (such
+		 * requests are NAKed), but keeps the responder branch-free */
+		uint32_t n = attr->max_dest_rd_atomic ? attr->max_dest_rd_atomic : 1;
+
+		if (n != x->res_n || !x->res) {
+			res = calloc(n, sizeof(*res));
+			if (!res)
+				return -ENOMEM;
+		}
 	}
 
 	/* Commit: the attributes first, then the transition's effects. */
@@ -324,8 +337,12 @@ int emu_qp_modify(struct emu_qp *qp, const struct ibv_qp_attr *attr, int mask)
 		qp->attr.path_mtu = qp->dev->active_mtu;
 	if (mask & IBV_QP_RQ_PSN)
 		x->epsn = qp->attr.rq_psn;
-	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
+	if (res) {
+		free(x->res);
+		x->res = res;
 		x->res_n = attr->max_dest_rd_atomic ? attr->max_dest_rd_atomic : 1;
+		x->res_next = 0;
+	}
 	if (mask & (IBV_QP_RETRY_CNT))
 		x->retry_left = qp->attr.retry_cnt;
 	if (mask & (IBV_QP_RNR_RETRY))

@@ -11,6 +11,8 @@
  * PSNs: keeps one QP from monopolising the TX ring. */
 #define REQ_BURST  256u
 #define REQ_WINDOW 4096u
+/* Frames whose payloads one process_vm_readv gathers (32 x 4 KB). */
+#define REQ_CHUNK  32u
 
 static unsigned req_access(uint8_t op)
 {
@@ -35,10 +37,18 @@ static void req_validate(struct emu_qp *qp, const struct uroce_send_wqe *w,
 	} else {
 		const struct uroce_sge *sge = emu_wqe_sges(w);
 
+		/* the length limit first: a message over max_msg_sz is a
+		 * length error whatever its keys say */
+		for (i = 0; i < w->num_sge; i++)
+			total += sge[i].length;
+		if (total > EMU_XPORT_MAX_MSG) {
+			sw->state = EMU_SWQE_DONE;
+			sw->status = IBV_WC_LOC_LEN_ERR;
+			return;
+		}
 		for (i = 0; i < w->num_sge; i++) {
 			int err = 0;
 
-			total += sge[i].length;
 			if (!sge[i].length)
 				continue;
 			if (!emu_mr_check_lkey(qp->pd, sge[i].lkey, sge[i].addr, sge[i].length,
@@ -49,7 +59,7 @@ static void req_validate(struct emu_qp *qp, const struct uroce_send_wqe *w,
 			}
 		}
 	}
-	if (total > (1ull << 31)) {
+	if (total > EMU_XPORT_MAX_MSG) {
 		sw->state = EMU_SWQE_DONE;
 		sw->status = IBV_WC_LOC_LEN_ERR;
 		return;
@@ -139,16 +149,35 @@ static uint8_t req_opcode(struct emu_qp *qp, uint8_t wr_op, bool first, bool las
 	}
 }
 
-struct req_fill {
-	const struct uroce_send_wqe *w;
-	uint32_t off;
-};
-
-static int req_gather(struct emu_qp *qp, void *arg, uint8_t *dst, uint32_t len)
+/* Fill the payloads of nf begun frames of w (consecutive, starting at
+ * byte off) with one read of application memory, then send them and
+ * account them as transmitted. -EFAULT drops them all. */
+static int req_gather_chunk(struct emu_qp *qp, const struct uroce_send_wqe *w,
+			    struct xp_txf *fr, unsigned *nf, uint32_t off, unsigned *budget)
 {
-	struct req_fill *f = arg;
+	struct emu_xport_qp *x = &qp->x;
+	struct iovec lv[REQ_CHUNK];
+	unsigned n = *nf, i;
 
-	return xp_sge_copy(qp->ctx, emu_wqe_sges(f->w), f->w->num_sge, f->off, dst, len, false);
+	*nf = 0;
+	if (!n || n > REQ_CHUNK)
+		return 0;
+	for (i = 0; i < n; i++) {
+		lv[i].iov_base = fr[i].pay;
+		lv[i].iov_len = fr[i].len;
+	}
+	if (xp_sge_copyv(qp->ctx, emu_wqe_sges(w), w->num_sge, off, lv, n, false)) {
+		for (i = 0; i < n; i++)
+			xp_tx_abort(qp, &fr[i]);
+		return -EFAULT;
+	}
+	for (i = 0; i < n; i++) {
+		xp_tx_end(qp, &fr[i]);
+		(*budget)--;
+		x->sq_req_pkt++;
+		x->sq_psn = wire_psn_next(fr[i].psn);
+	}
+	return 0;
 }
 
 /* UD: the AH of the WQE gives the path. */
@@ -221,19 +250,28 @@ static int req_send_wqe(struct emu_qp *qp, struct uroce_send_wqe *w,
 		return 0;
 	}
 
-	while (x->sq_req_pkt < sw->npkts) {
-		uint32_t k = x->sq_req_pkt;
+	bool gather = !(w->send_flags & IBV_SEND_INLINE);
+	struct xp_txf fr[REQ_CHUNK];
+	unsigned nf = 0;
+	uint32_t chunk_off = 0;
+
+	r = 0;
+	while (x->sq_req_pkt + nf < sw->npkts) {
+		uint32_t k = x->sq_req_pkt + nf;
 		uint32_t off = k * mtu;
 		uint32_t len = sw->total_len - off < mtu ? sw->total_len - off : mtu;
 		bool first = k == 0, last = k + 1 == sw->npkts;
 		uint32_t psn = qp->type == IBV_QPT_UD ? x->sq_psn : wire_psn_add(sw->first_psn, k);
-		struct req_fill f = { w, off };
 		uint32_t dqpn = qp->type == IBV_QPT_UD ? w->ud.remote_qpn : qp->attr.dest_qp_num;
 
-		if (!*budget)
-			return -EAGAIN;
-		if (qp->type == IBV_QPT_RC && wire_psn_diff(psn, x->acked_psn) >= (int32_t)REQ_WINDOW)
-			return -EAGAIN;
+		if (*budget <= nf) {
+			r = -EAGAIN;
+			break;
+		}
+		if (qp->type == IBV_QPT_RC && wire_psn_diff(psn, x->acked_psn) >= (int32_t)REQ_WINDOW) {
+			r = -EAGAIN;
+			break;
+		}
 		xp_pkt_init(qp, path, &d, req_opcode(qp, w->opcode, first, last), dqpn, psn);
 		d.payload_len = len;
 		if (first && (w->opcode == IBV_WR_RDMA_WRITE ||
@@ -260,17 +298,34 @@ static int req_send_wqe(struct emu_qp *qp, struct uroce_send_wqe *w,
 			d.bth.ackreq = true;
 			x->pkts_since_ackreq = 0;
 		}
-		if (w->send_flags & IBV_SEND_INLINE)
+		if (!gather) {
 			r = xp_tx(qp, path, &d, emu_wqe_inline(w) + off, NULL, NULL);
-		else
-			r = xp_tx(qp, path, &d, NULL, req_gather, &f);
+			if (r)
+				break;
+			(*budget)--;
+			x->sq_req_pkt = k + 1;
+			x->sq_psn = wire_psn_next(psn);
+			continue;
+		}
+		r = xp_tx_begin(qp, path, &d, &fr[nf]);
 		if (r)
-			return r;
-		(*budget)--;
-		x->sq_req_pkt = k + 1;
-		x->sq_psn = wire_psn_next(psn);
+			break;
+		if (!nf)
+			chunk_off = off;
+		fr[nf++].psn = psn;
+		if (nf == REQ_CHUNK) {
+			r = req_gather_chunk(qp, w, fr, &nf, chunk_off, budget);
+			if (r)
+				return r;
+		}
 	}
-	return 0;
+	if (nf) {
+		int r2 = req_gather_chunk(qp, w, fr, &nf, chunk_off, budget);
+
+		if (r2)
+			return r2;
+	}
+	return r;
 }
 
 /* Local operations run when they reach the head of transmission. */

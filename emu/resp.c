@@ -135,17 +135,32 @@ static int resp_get_rwqe(struct emu_qp *qp)
 	return 1;
 }
 
-struct resp_fill {
-	struct emu_ctx *owner;
-	uint64_t addr;
-};
+#define RESP_CHUNK 32u /* READ response frames filled by one process_vm_readv */
 
-static int resp_fill_read(struct emu_qp *qp, void *arg, uint8_t *dst, uint32_t len)
+/* Fill n begun READ response frames from [proc, ...) with one read, send
+ * them. false when the memory could not be read (frames dropped). */
+static bool resp_read_chunk(struct emu_qp *qp, struct emu_ctx *owner, uint64_t proc,
+			    struct xp_txf *fr, unsigned n)
 {
-	struct resp_fill *f = arg;
+	struct iovec lv[RESP_CHUNK];
+	struct emu_rvec rv = { proc, 0 };
+	unsigned i;
 
-	(void)qp;
-	return emu_mem_read(f->owner, dst, f->addr, len);
+	if (!n || n > RESP_CHUNK)
+		return true;
+	for (i = 0; i < n; i++) {
+		lv[i].iov_base = fr[i].pay;
+		lv[i].iov_len = fr[i].len;
+		rv.len += fr[i].len;
+	}
+	if (rv.len && emu_mem_readv(owner, lv, n, &rv, 1)) {
+		for (i = 0; i < n; i++)
+			xp_tx_abort(qp, &fr[i]);
+		return false;
+	}
+	for (i = 0; i < n; i++)
+		xp_tx_end(qp, &fr[i]);
+	return true;
 }
 
 /* READ responses for [va, va+len) starting at psn. */
@@ -154,13 +169,15 @@ static void resp_read_reply(struct emu_qp *qp, struct emu_ctx *owner, uint64_t p
 {
 	uint32_t mtu = xp_mtu(qp);
 	uint32_t n = len ? (len + mtu - 1) / mtu : 1, i;
+	struct xp_txf fr[RESP_CHUNK];
+	unsigned nf = 0;
+	uint64_t chunk = proc;
 
 	for (i = 0; i < n; i++) {
 		struct wire_pkt d;
 		uint32_t off = i * mtu;
 		uint32_t l = len - off < mtu ? len - off : mtu;
 		uint8_t op;
-		struct resp_fill f = { owner, proc + off };
 
 		if (n == 1)
 			op = WIRE_OP_RC_READ_RESP_ONLY;
@@ -174,9 +191,17 @@ static void resp_read_reply(struct emu_qp *qp, struct emu_ctx *owner, uint64_t p
 		d.aeth.syndrome = wire_aeth_ack(WIRE_AETH_CREDITS_INVALID);
 		d.aeth.msn = qp->x.msn & WIRE_PSN_MASK;
 		d.payload_len = l;
-		if (xp_tx(qp, &qp->x.path, &d, NULL, resp_fill_read, &f))
-			return; /* the requester times out and asks again */
+		if (xp_tx_begin(qp, &qp->x.path, &d, &fr[nf]))
+			break; /* the requester times out and asks again */
+		if (!nf)
+			chunk = proc + off;
+		if (++nf == RESP_CHUNK) {
+			if (!resp_read_chunk(qp, owner, chunk, fr, nf))
+				return;
+			nf = 0;
+		}
 	}
+	(void)resp_read_chunk(qp, owner, chunk, fr, nf);
 }
 
 static void resp_atomic_ack(struct emu_qp *qp, uint32_t psn, uint64_t orig)
@@ -449,7 +474,8 @@ void xp_resp_rx(struct emu_qp *qp, const struct wire_pkt *pkt)
 				st = EMU_RESP_ERR_MALFORMED;
 				break;
 			}
-			if ((cls == WIRE_OPC_READ && pkt->reth.dma_len > (1u << 31)) ||
+			if (((cls == WIRE_OPC_READ || (cls == WIRE_OPC_WRITE && first)) &&
+			     pkt->reth.dma_len > EMU_XPORT_MAX_MSG) ||
 			    (cls == WIRE_OPC_ATOMIC && (pkt->atomiceth.va & 7))) {
 				st = EMU_RESP_ERR_MALFORMED;
 				break;
@@ -461,6 +487,11 @@ void xp_resp_rx(struct emu_qp *qp, const struct wire_pkt *pkt)
 				    (cls == WIRE_OPC_WRITE && last && (op->flags & WIRE_OPF_IMM));
 			int n;
 
+			if ((cls == WIRE_OPC_READ || cls == WIRE_OPC_ATOMIC) &&
+			    !qp->attr.max_dest_rd_atomic) {
+				st = EMU_RESP_ERR_TOO_MANY_RDMA_ATM_REQ;
+				break;
+			}
 			if (!need) {
 				st = EMU_RESP_CHK_RKEY;
 				break;
@@ -481,6 +512,14 @@ void xp_resp_rx(struct emu_qp *qp, const struct wire_pkt *pkt)
 			}
 			break;
 		}
+		case EMU_RESP_ERR_TOO_MANY_RDMA_ATM_REQ:
+			/* No responder resources at all (max_dest_rd_atomic 0):
+			 * IBTA 9.7.5.1.2 / rxe: NAK invalid request. A requester
+			 * over a non-zero limit cannot be told from a fast one
+			 * here (see docs/transport.md); it recycles the oldest. */
+			resp_fatal(qp, pkt, WIRE_NAK_INVALID_REQ, 0, IBV_EVENT_QP_REQ_ERR);
+			st = EMU_RESP_EXIT;
+			break;
 		case EMU_RESP_ERR_RNR:
 			if (!rc) {
 				/* UC has no RNR: drop the whole message */
@@ -544,8 +583,9 @@ void xp_resp_rx(struct emu_qp *qp, const struct wire_pkt *pkt)
 					st = EMU_RESP_ERR_LENGTH;
 					break;
 				}
-				if (xp_sge_copy(qp->ctx, x->rwqe->sge, x->rwqe->num_sge, x->rcv_off,
-						(void *)pkt->payload, pkt->payload_len, true)) {
+				if (xp_sge_write_deferred(qp, x->rwqe->sge, x->rwqe->num_sge,
+							  x->rcv_off, pkt->payload,
+							  pkt->payload_len)) {
 					if (rc)
 						resp_fatal(qp, pkt, WIRE_NAK_REM_OP_ERR,
 							   IBV_WC_LOC_PROT_ERR, 0);
@@ -562,8 +602,11 @@ void xp_resp_rx(struct emu_qp *qp, const struct wire_pkt *pkt)
 					st = EMU_RESP_ERR_MALFORMED;
 					break;
 				}
+				struct emu_rvec rv = { x->wr_va, pkt->payload_len };
+
 				if (pkt->payload_len &&
-				    emu_mem_write(x->wr_owner, x->wr_va, pkt->payload, pkt->payload_len)) {
+				    emu_mem_write_deferred(qp, x->wr_owner, &rv, 1, pkt->payload,
+							   pkt->payload_len)) {
 					if (rc)
 						resp_fatal(qp, pkt, WIRE_NAK_REM_ACCESS_ERR, 0,
 							   IBV_EVENT_QP_ACCESS_ERR);
@@ -718,5 +761,5 @@ void xp_resp_reset(struct emu_qp *qp)
 	x->msn = 0;
 	x->res_next = 0;
 	if (x->res)
-		memset(x->res, 0, sizeof(*x->res) * EMU_XPORT_MAX_RD_ATOMIC);
+		memset(x->res, 0, sizeof(*x->res) * x->res_n);
 }

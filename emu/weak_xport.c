@@ -31,3 +31,5 @@ WEAK void emu_xport_rx(struct emu_dev *d, struct emu_qp *qp, const struct wire_p
 WEAK void emu_xport_poll(struct emu_dev *d, uint64_t now_ns) { (void)d; (void)now_ns; }
 WEAK uint64_t emu_xport_next_deadline(struct emu_dev *d) { (void)d; return UINT64_MAX; }
 WEAK void emu_xport_flush(struct emu_qp *qp) { (void)qp; }
+WEAK void emu_xport_mem_fault(struct emu_qp *qp) { (void)qp; }
+WEAK void emu_xport_rx_batch(struct emu_dev *d, bool on) { (void)d; emu_mem_batch(on); }

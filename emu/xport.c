@@ -2,6 +2,7 @@
 /* Transport entry points called by the core: QP setup, doorbells, packet
  * dispatch, timers. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include "xport_int.h"
@@ -29,15 +30,20 @@ int xp_qp_alloc(struct emu_qp *qp)
 		x->sq_stride = stride;
 	}
 	if (!x->rwqe) {
-		x->rwqe = calloc(1, sizeof(*x->rwqe));
+		/* room for the SGEs this QP's receives can have, not
+		 * EMU_MAX_SGE: 16k QPs must fit in ~2 KB of daemon memory
+		 * each (emu_recv_take never writes past max_sge) */
+		uint32_t n = qp->srq ? qp->srq->max_sge : qp->cap.max_recv_sge;
+
+		if (n < 1)
+			n = 1;
+		if (n > EMU_MAX_SGE)
+			n = EMU_MAX_SGE;
+		x->rwqe = calloc(1, offsetof(struct emu_recv_wqe, sge) + n * sizeof(struct uroce_sge));
 		if (!x->rwqe)
 			return -ENOMEM;
 	}
-	if (!x->res && qp->type == IBV_QPT_RC) {
-		x->res = calloc(EMU_XPORT_MAX_RD_ATOMIC, sizeof(*x->res));
-		if (!x->res)
-			return -ENOMEM;
-	}
+	/* responder resources are sized at RTR (max_dest_rd_atomic) */
 	return 0;
 }
 
@@ -90,6 +96,66 @@ void emu_xport_srq_kick(struct emu_srq *srq)
 	(void)srq;
 }
 
+/* Congestion notification (RoCEv2 Annex A17.9): the notification-point half
+ * of DCQCN. A CE-marked packet makes its receiver send a CNP to the sending
+ * QP, at most one per EMU_XPORT_CNP_INTERVAL_NS per QP; a received CNP is
+ * counted. There is no reaction point (rate control) yet: CNPs only show in
+ * the counters. */
+/* Where a CNP for pkt goes: connected QPs answer their peer; UD answers
+ * the datagram's source (reversed addresses). */
+static bool cnp_path(struct emu_qp *qp, const struct wire_pkt *pkt,
+		     struct emu_xport_path *p, uint32_t *dqpn)
+{
+	if (qp->type != IBV_QPT_UD) {
+		*p = qp->x.path; /* set at RTR, which the caller checked */
+		*dqpn = qp->attr.dest_qp_num;
+		return true;
+	}
+	if (!(pkt->hdrs & WIRE_HDR_DETH))
+		return false;
+	memset(p, 0, sizeof(*p));
+	memcpy(p->dmac, pkt->smac, 6);
+	memcpy(p->sgid.raw, pkt->ip.dst.raw, 16);
+	memcpy(p->dgid.raw, pkt->ip.src.raw, 16);
+	p->ipv6 = pkt->ip.version == 6;
+	p->hop_limit = 64;
+	p->sport = wire_udp_sport(qp->qpn);
+	p->valid = 1;
+	*dqpn = pkt->deth.sqpn;
+	return true;
+}
+
+void xp_cnp_rx(struct emu_qp *qp)
+{
+	qp->x.cnt.cnp_rcvd++;
+}
+
+void xp_ce_rx(struct emu_qp *qp, const struct wire_pkt *pkt)
+{
+	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_path path;
+	struct wire_pkt d;
+	uint32_t dqpn;
+	uint64_t now;
+
+	x->cnt.ce_rcvd++;
+	if (qp->attr.qp_state < IBV_QPS_RTR || qp->attr.qp_state == IBV_QPS_ERR)
+		return;
+	now = emu_now_ns();
+	if (x->cnt.cnp_sent && now - x->cnp_last < EMU_XPORT_CNP_INTERVAL_NS)
+		return;
+	if (!cnp_path(qp, pkt, &path, &dqpn))
+		return;
+	xp_pkt_init(qp, &path, &d, WIRE_OP_CNP, dqpn, 0);
+	d.bth.becn = true;
+	/* the CNP must not itself be marked ECN-capable and echo forever */
+	d.ip.tos = (uint8_t)(path.tclass & ~WIRE_ECN_MASK);
+	if (xp_tx(qp, &path, &d, NULL, NULL, NULL))
+		return;
+	x->cnp_last = now;
+	x->cnt.cnp_sent++;
+}
+
 void emu_xport_rx(struct emu_dev *d, struct emu_qp *qp, const struct wire_pkt *pkt)
 {
 	uint8_t tr;
@@ -98,6 +164,10 @@ void emu_xport_rx(struct emu_dev *d, struct emu_qp *qp, const struct wire_pkt *p
 	if (!qp)
 		return; /* counted by the core (EMU_DROP_UNKNOWN_QP) */
 	tr = wire_opcode_transport(pkt->bth.opcode);
+	if (tr == WIRE_TR_CNP && pkt->bth.opcode == WIRE_OP_CNP) {
+		xp_cnp_rx(qp);
+		return;
+	}
 	ok = (tr == WIRE_TR_RC && qp->type == IBV_QPT_RC) ||
 	     (tr == WIRE_TR_UC && qp->type == IBV_QPT_UC) ||
 	     (tr == WIRE_TR_UD && qp->type == IBV_QPT_UD);
@@ -107,6 +177,8 @@ void emu_xport_rx(struct emu_dev *d, struct emu_qp *qp, const struct wire_pkt *p
 	}
 	qp->x.cnt.rx_pkts++;
 	qp->x.cnt.rx_bytes += pkt->frame_len;
+	if (__builtin_expect((pkt->ip.tos & WIRE_ECN_MASK) == WIRE_ECN_CE, 0))
+		xp_ce_rx(qp, pkt);
 	if (pkt->op->flags & WIRE_OPF_RESP)
 		xp_comp_rx(qp, pkt);
 	else
@@ -168,4 +240,16 @@ uint64_t emu_xport_next_deadline(struct emu_dev *d)
 		}
 	}
 	return t;
+}
+
+void emu_xport_qp_counters(const struct emu_qp *qp, struct emu_xport_counters *out)
+{
+	*out = qp->x.cnt;
+}
+
+void emu_xport_mem_fault(struct emu_qp *qp)
+{
+	EMU_LOG(WARNING, "qp %u: registered memory of pid %d is gone\n", qp->qpn,
+		qp->ctx ? (int)qp->ctx->pid : -1);
+	xp_qp_error(qp, IBV_EVENT_QP_ACCESS_ERR);
 }

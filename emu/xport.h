@@ -22,6 +22,10 @@ struct emu_recv_wqe;
 #define EMU_XPORT_MAX_SGE       32   /* SGEs per WQE the transport accepts */
 #define EMU_XPORT_ACK_EVERY     16   /* requester asks for an ACK at least this often */
 #define EMU_XPORT_ACK_DELAY_NS  20000 /* responder ACK coalescing bound */
+#define EMU_XPORT_MAX_MSG       (1u << 31) /* max_msg_sz: longer -> LOC_LEN_ERR */
+/* Fewest ns between two CNPs one QP sends (ConnectX's default
+ * min_time_between_cnps is 4 us). */
+#define EMU_XPORT_CNP_INTERVAL_NS 4000
 
 /* Responder states (rxe_resp.c style); names in emu_resp_state_name[]. */
 enum emu_resp_state {
@@ -132,6 +136,9 @@ struct emu_xport_counters {
 	uint64_t naks_sent, naks_rcvd; /* non-sequence NAKs */
 	uint64_t rx_dropped;       /* bad opcode, UC gap, Q_Key, state */
 	uint64_t tx_no_buf;        /* transmit buffer allocation failed */
+	uint64_t ce_rcvd;          /* packets that arrived ECN CE-marked */
+	uint64_t cnp_sent;         /* CNPs sent for them (rate-limited) */
+	uint64_t cnp_rcvd;         /* CNPs received (counted; no rate control yet) */
 };
 
 struct emu_xport_qp {
@@ -184,8 +191,9 @@ struct emu_xport_qp {
 	uint64_t wr_va;            /* WRITE: next process address */
 	uint32_t wr_rkey;
 	uint32_t wr_left;          /* WRITE: bytes still allowed by RETH DMA length */
-	struct emu_xport_res *res; /* max_dest_rd_atomic entries */
+	struct emu_xport_res *res; /* res_n entries (max_dest_rd_atomic, at least 1) */
 	uint32_t res_n, res_next;
+	uint64_t cnp_last;         /* when the last CNP left (rate limit) */
 
 	struct emu_xport_path path;
 	struct emu_xport_counters cnt;
@@ -215,7 +223,21 @@ void emu_xport_rx(struct emu_dev *d, struct emu_qp *qp, const struct wire_pkt *p
 void emu_xport_poll(struct emu_dev *d, uint64_t now_ns);
 uint64_t emu_xport_next_deadline(struct emu_dev *d);
 
+/* Bracket an RX burst (port_dpdk.c): payload writes into one process
+ * (emu_mem_batch) and the CQEs of the burst are held back and go out
+ * together, writes first, at on = false, which must come before the
+ * frames' buffers are released. Outside a burst everything is immediate. */
+void emu_xport_rx_batch(struct emu_dev *d, bool on);
+
+/* A deferred write into the application memory qp placed failed (the
+ * application unmapped registered memory): the QP goes to ERR. */
+void emu_xport_mem_fault(struct emu_qp *qp);
+
 /* Complete all outstanding and later WRs with IBV_WC_WR_FLUSH_ERR, in order. */
 void emu_xport_flush(struct emu_qp *qp);
+
+/* Snapshot of qp's transport counters (for the core's stats/control side).
+ * Counters start at zero when the QP is created or moved to RESET. */
+void emu_xport_qp_counters(const struct emu_qp *qp, struct emu_xport_counters *out);
 
 #endif /* EMU_XPORT_H */

@@ -5,6 +5,7 @@
 #define EMU_XPORT_INT_H
 
 #include <stddef.h>
+#include <sys/uio.h>
 #include "emu.h"
 
 #define XQP(x) ((struct emu_qp *)((char *)(x) - offsetof(struct emu_qp, x)))
@@ -48,6 +49,21 @@ static inline uint32_t xp_mtu(const struct emu_qp *qp)
 typedef int (*xp_fill_fn)(struct emu_qp *qp, void *arg, uint8_t *dst, uint32_t len);
 int xp_tx(struct emu_qp *qp, const struct emu_xport_path *path, struct wire_pkt *d,
 	  const void *pay, xp_fill_fn fill, void *arg);
+/* The same in two steps, so the payloads of several frames can be read
+ * from the application with one system call: xp_tx_begin allocates the
+ * frame and writes the headers (payload goes to f->pay, f->len bytes);
+ * xp_tx_end adds pad and ICRC and queues it; xp_tx_abort drops it. */
+struct xp_txf {
+	struct emu_txbuf b;
+	size_t hl;
+	uint8_t *pay;
+	uint32_t len;
+	uint32_t psn;   /* caller's bookkeeping */
+};
+int xp_tx_begin(struct emu_qp *qp, const struct emu_xport_path *path, struct wire_pkt *d,
+		struct xp_txf *f);
+void xp_tx_end(struct emu_qp *qp, struct xp_txf *f);
+void xp_tx_abort(struct emu_qp *qp, struct xp_txf *f);
 void xp_pkt_init(struct emu_qp *qp, const struct emu_xport_path *path, struct wire_pkt *d,
 		 uint8_t opcode, uint32_t dqpn, uint32_t psn);
 void xp_path_from_av(struct emu_xport_path *p, const struct emu_av *av, uint32_t qpn);
@@ -64,7 +80,18 @@ void xp_act_del(struct emu_qp *qp);
  * starting at byte off. 0 or -errno. */
 int xp_sge_copy(struct emu_ctx *c, const struct uroce_sge *sge, unsigned nsge,
 		uint32_t off, void *buf, uint32_t len, bool to_app);
+/* Same into/from several local buffers (one system call). */
+int xp_sge_copyv(struct emu_ctx *c, const struct uroce_sge *sge, unsigned nsge,
+		 uint32_t off, const struct iovec *lv, unsigned nl, bool to_app);
+/* Scatter len bytes at src into qp's own SGE list from byte off, as a
+ * deferred write (emu_mem_write_deferred). */
+int xp_sge_write_deferred(struct emu_qp *qp, const struct uroce_sge *sge, unsigned nsge,
+			  uint32_t off, const void *src, uint32_t len);
 enum ibv_wc_opcode xp_wc_opcode(uint8_t wr_opcode);
+
+/* xport.c: ECN CE -> CNP (rate-limited), CNP accounting */
+void xp_ce_rx(struct emu_qp *qp, const struct wire_pkt *pkt);
+void xp_cnp_rx(struct emu_qp *qp);
 
 /* req.c */
 void xp_req_progress(struct emu_qp *qp);

@@ -43,14 +43,10 @@ void xp_pkt_init(struct emu_qp *qp, const struct emu_xport_path *path, struct wi
 	d->bth.pkey = WIRE_PKEY_DEFAULT;
 }
 
-int xp_tx(struct emu_qp *qp, const struct emu_xport_path *path, struct wire_pkt *d,
-	  const void *pay, xp_fill_fn fill, void *arg)
+int xp_tx_begin(struct emu_qp *qp, const struct emu_xport_path *path, struct wire_pkt *d,
+		struct xp_txf *f)
 {
 	struct emu_dev *dev = qp->dev;
-	struct emu_txbuf b;
-	size_t hl, tl;
-	uint8_t *p;
-	struct wire_iov iov;
 
 	if (!path->valid) {
 		/* connected QP whose neighbour was unresolved at RTR */
@@ -61,30 +57,52 @@ int xp_tx(struct emu_qp *qp, const struct emu_xport_path *path, struct wire_pkt 
 		pp->valid = 1;
 		memcpy(d->dmac, pp->dmac, 6);
 	}
-	if (emu_tx_alloc(dev, &b)) {
+	if (emu_tx_alloc(dev, &f->b)) {
 		qp->x.cnt.tx_no_buf++;
 		return -ENOBUFS;
 	}
-	if (wire_build_headers(d, b.data, b.cap, 0, &hl) ||
-	    hl + d->payload_len + 3 + WIRE_ICRC_LEN > b.cap) {
-		emu_tx_free(dev, &b);
+	if (wire_build_headers(d, f->b.data, f->b.cap, 0, &f->hl) ||
+	    f->hl + d->payload_len + 3 + WIRE_ICRC_LEN > f->b.cap) {
+		emu_tx_free(dev, &f->b);
 		return -EINVAL;
 	}
-	p = b.data + hl;
-	if (d->payload_len) {
+	f->pay = f->b.data + f->hl;
+	f->len = d->payload_len;
+	return 0;
+}
+
+void xp_tx_end(struct emu_qp *qp, struct xp_txf *f)
+{
+	struct wire_iov iov = { f->pay, f->len };
+	size_t tl = wire_finish_icrc(f->b.data, f->hl, &iov, 1, f->pay + f->len);
+
+	qp->x.cnt.tx_pkts++;
+	qp->x.cnt.tx_bytes += f->hl + f->len + tl;
+	emu_tx_send(qp->dev, &f->b, (uint32_t)(f->hl + f->len + tl));
+}
+
+void xp_tx_abort(struct emu_qp *qp, struct xp_txf *f)
+{
+	emu_tx_free(qp->dev, &f->b);
+}
+
+int xp_tx(struct emu_qp *qp, const struct emu_xport_path *path, struct wire_pkt *d,
+	  const void *pay, xp_fill_fn fill, void *arg)
+{
+	struct xp_txf f;
+	int r = xp_tx_begin(qp, path, d, &f);
+
+	if (r)
+		return r;
+	if (f.len) {
 		if (pay)
-			memcpy(p, pay, d->payload_len);
-		else if (fill(qp, arg, p, d->payload_len)) {
-			emu_tx_free(dev, &b);
+			memcpy(f.pay, pay, f.len);
+		else if (fill(qp, arg, f.pay, f.len)) {
+			xp_tx_abort(qp, &f);
 			return -EFAULT;
 		}
 	}
-	iov.base = p;
-	iov.len = d->payload_len;
-	tl = wire_finish_icrc(b.data, hl, &iov, 1, p + d->payload_len);
-	qp->x.cnt.tx_pkts++;
-	qp->x.cnt.tx_bytes += hl + d->payload_len + tl;
-	emu_tx_send(dev, &b, (uint32_t)(hl + d->payload_len + tl));
+	xp_tx_end(qp, &f);
 	return 0;
 }
 
@@ -94,16 +112,71 @@ void xp_event(struct emu_qp *qp, enum ibv_event_type ev)
 		emu_async_event(qp->ctx, qp->user_handle, ev);
 }
 
-void xp_cq_push(struct emu_qp *qp, struct emu_cq *cq, struct uroce_cqe *e)
+/* CQEs produced while an RX burst is worked through wait here and enter
+ * their rings at the end of the burst, right after the deferred payload
+ * writes (emu_mem_batch): a burst of SENDs then costs one process_vm_writev
+ * instead of one per message, as each CQE would otherwise flush. */
+#define XP_CQE_BATCH 64
+static struct {
+	bool on;
+	unsigned n;
+	struct {
+		struct emu_qp *qp;
+		struct emu_cq *cq;
+		struct uroce_cqe e;
+	} q[XP_CQE_BATCH];
+} xp_cqb;
+
+static void xp_cq_push_now(struct emu_qp *qp, struct emu_cq *cq, struct uroce_cqe *e)
 {
-	if (!cq)
-		return;
 	e->qp_num = qp->qpn;
 	if (emu_cq_push(cq, e) == -ENOSPC && qp->attr.qp_state != IBV_QPS_ERR) {
 		/* The CQ is dead (CQ_ERR raised by the core); a QP that can no
 		 * longer report completions is in a fatal state. */
 		xp_qp_error(qp, IBV_EVENT_QP_FATAL);
 	}
+}
+
+static void xp_cqb_drain(void)
+{
+	bool on = xp_cqb.on;
+
+	emu_mem_flush(); /* the data the CQEs announce goes first */
+	xp_cqb.on = false; /* an overrun flushes a QP: those CQEs go directly */
+	for (unsigned i = 0; i < xp_cqb.n; i++)
+		xp_cq_push_now(xp_cqb.q[i].qp, xp_cqb.q[i].cq, &xp_cqb.q[i].e);
+	xp_cqb.n = 0;
+	xp_cqb.on = on;
+}
+
+void xp_cq_push(struct emu_qp *qp, struct emu_cq *cq, struct uroce_cqe *e)
+{
+	if (!cq)
+		return;
+	if (xp_cqb.on) {
+		if (xp_cqb.n == XP_CQE_BATCH)
+			xp_cqb_drain();
+		xp_cqb.q[xp_cqb.n].qp = qp;
+		xp_cqb.q[xp_cqb.n].cq = cq;
+		xp_cqb.q[xp_cqb.n].e = *e;
+		xp_cqb.n++;
+		return;
+	}
+	emu_mem_flush(); /* the data a CQE announces must be in place first */
+	xp_cq_push_now(qp, cq, e);
+}
+
+void emu_xport_rx_batch(struct emu_dev *d, bool on)
+{
+	(void)d;
+	if (on) {
+		emu_mem_batch(true);
+		xp_cqb.on = true;
+		return;
+	}
+	emu_mem_batch(false);
+	xp_cqb_drain();
+	xp_cqb.on = false;
 }
 
 void xp_qp_error(struct emu_qp *qp, int ev)
@@ -151,17 +224,50 @@ void xp_act_del(struct emu_qp *qp)
 	x->on_act = 0;
 }
 
-int xp_sge_copy(struct emu_ctx *c, const struct uroce_sge *sge, unsigned nsge,
-		uint32_t off, void *buf, uint32_t len, bool to_app)
+int xp_sge_copyv(struct emu_ctx *c, const struct uroce_sge *sge, unsigned nsge,
+		 uint32_t off, const struct iovec *lv, unsigned nl, bool to_app)
 {
 	struct emu_rvec rv[EMU_MAX_SGE];
-	struct iovec lv;
+	unsigned n = 0, i;
+	uint64_t len = 0;
+	uint64_t left;
+
+	for (i = 0; i < nl; i++)
+		len += lv[i].iov_len;
+	if (!len)
+		return 0;
+	left = len;
+	for (i = 0; i < nsge && left && n < EMU_MAX_SGE; i++) {
+		uint32_t l = sge[i].length;
+
+		if (off >= l) {
+			off -= l;
+			continue;
+		}
+		l -= off;
+		if (l > left)
+			l = (uint32_t)left;
+		rv[n].addr = sge[i].addr + off;
+		rv[n].len = l;
+		n++;
+		left -= l;
+		off = 0;
+	}
+	if (left)
+		return -EMSGSIZE;
+	return to_app ? emu_mem_writev(c, lv, nl, rv, n) : emu_mem_readv(c, lv, nl, rv, n);
+}
+
+int xp_sge_write_deferred(struct emu_qp *qp, const struct uroce_sge *sge, unsigned nsge,
+			  uint32_t off, const void *src, uint32_t len)
+{
+	struct emu_rvec rv[EMU_MAX_SGE];
 	unsigned n = 0, i;
 	uint32_t left = len;
 
 	if (!len)
 		return 0;
-	for (i = 0; i < nsge && left; i++) {
+	for (i = 0; i < nsge && left && n < EMU_MAX_SGE; i++) {
 		uint32_t l = sge[i].length;
 
 		if (off >= l) {
@@ -179,9 +285,15 @@ int xp_sge_copy(struct emu_ctx *c, const struct uroce_sge *sge, unsigned nsge,
 	}
 	if (left)
 		return -EMSGSIZE;
-	lv.iov_base = buf;
-	lv.iov_len = len;
-	return to_app ? emu_mem_writev(c, &lv, 1, rv, n) : emu_mem_readv(c, &lv, 1, rv, n);
+	return emu_mem_write_deferred(qp, qp->ctx, rv, n, src, len);
+}
+
+int xp_sge_copy(struct emu_ctx *c, const struct uroce_sge *sge, unsigned nsge,
+		uint32_t off, void *buf, uint32_t len, bool to_app)
+{
+	struct iovec lv = { buf, len };
+
+	return xp_sge_copyv(c, sge, nsge, off, &lv, 1, to_app);
 }
 
 enum ibv_wc_opcode xp_wc_opcode(uint8_t op)

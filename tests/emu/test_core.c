@@ -85,6 +85,25 @@ static void test_cq(struct emu_dev *d)
 	      ae.element == 0xabc, "CQ_ERR async event");
 	CHECK(emu_cq_push(cq, &e) == -ENOSPC, "stays dead");
 	CHECK(emu_channel_destroy(c, ch) == -EBUSY, "channel busy");
+
+	/* resize keeps unpolled CQEs at the same free-running indices */
+	struct uroce_create_cq_req q2 = { .cqe = 4, .channel = -1 };
+	CHECK(emu_cq_create(c, &q2, &r, &mfd) == 0, "cq2");
+	struct emu_cq *cq2 = emu_ctx_get(c, r.handle, EMU_OBJ_CQ);
+	for (uint64_t i = 0; i < 4; i++) {
+		e.wr_id = 100 + i;
+		emu_cq_push(cq2, &e);
+	}
+	cq2->hdr->cons = 1; /* one polled, three pending */
+	struct uroce_resize_cq_req rz = { .handle = r.handle, .cqe = 2 };
+	CHECK(emu_cq_resize(c, &rz, &r, &mfd) == -EINVAL, "shrink below pending");
+	rz.cqe = 16;
+	CHECK(emu_cq_resize(c, &rz, &r, &mfd) == 0 && r.entries == 16, "grow");
+	cq2 = emu_ctx_get(c, r.handle, EMU_OBJ_CQ);
+	CHECK(cq2->hdr->cons == 1 && cq2->hdr->prod == 4, "indices kept");
+	CHECK(cq2->slots[1].wr_id == 101 && cq2->slots[3].wr_id == 103, "entries kept");
+	e.wr_id = 104;
+	CHECK(emu_cq_push(cq2, &e) == 0 && cq2->slots[4].wr_id == 104, "continues");
 	close(ap[0]);
 	close(cp[0]);
 	emu_ctx_destroy(c);
@@ -250,6 +269,77 @@ static void test_fault(struct emu_dev *d)
 	emu_clock_set(NULL);
 }
 
+/* Random and mutated RoCE frames through the receive path of a device
+ * that has QPs: nothing may crash, every frame is accounted. */
+static int tx_count;
+static uint8_t tx_buf[16384];
+static int t_tx_alloc(struct emu_dev *d, struct emu_txbuf *b)
+{
+	(void)d;
+	b->data = tx_buf;
+	b->cap = sizeof(tx_buf);
+	b->priv = NULL;
+	return 0;
+}
+static void t_tx_send(struct emu_dev *d, struct emu_txbuf *b, uint32_t len)
+{
+	(void)d; (void)b; (void)len;
+	tx_count++;
+}
+static const struct emu_port_ops t_ops = { .tx_alloc = t_tx_alloc, .tx_send = t_tx_send };
+
+static void test_rx_fuzz(struct emu_dev *d)
+{
+	struct emu_ctx *c = emu_ctx_new(d, getpid(), -1);
+	uint32_t pd;
+	int mfd;
+	emu_pd_alloc(c, &pd);
+	struct uroce_create_cq_req cq_q = { .cqe = 64, .channel = -1 };
+	struct uroce_create_cq_rep cq_r;
+	CHECK(emu_cq_create(c, &cq_q, &cq_r, &mfd) == 0, "cq");
+	uint32_t qpn[3];
+	uint32_t types[3] = { IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD };
+	for (int k = 0; k < 3; k++) {
+		struct uroce_create_qp_req qq = { .pd = pd, .send_cq = cq_r.handle, .recv_cq = cq_r.handle,
+						  .srq = -1, .qp_type = types[k],
+						  .cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_recv_sge = 1 } };
+		struct uroce_create_qp_rep qr;
+		CHECK(emu_qp_create(c, &qq, &qr, &mfd) == 0, "qp");
+		qpn[k] = qr.qpn;
+	}
+	d->ops = &t_ops;
+	uint64_t seed = 99;
+	uint8_t f[2048];
+	uint64_t before = d->cnt.rx_pkts;
+	for (int i = 0; i < 20000; i++) {
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		struct wire_pkt p;
+		wire_pkt_init(&p, (seed >> 33) & 1 ? 4 : 6);
+		memcpy(p.dmac, d->mac, 6);
+		memcpy(p.smac, d->mac, 6);
+		memcpy(p.ip.src.raw, d->gids[p.ip.version == 4 ? 1 : 0].raw, 16);
+		memcpy(p.ip.dst.raw, d->gids[p.ip.version == 4 ? 1 : 0].raw, 16);
+		p.bth.opcode = (uint8_t)(seed >> 40);
+		p.bth.dqpn = (seed >> 20) & 1 ? qpn[(seed >> 50) % 3] : (uint32_t)(seed >> 8) & 0xffffff;
+		p.bth.psn = (uint32_t)(seed >> 12) & 0xffffff;
+		p.reth.dma_len = (uint32_t)(seed >> 24) & 0xfff;
+		p.payload = f;
+		p.payload_len = (uint32_t)(seed >> 44) % 64;
+		size_t len = 0;
+		if (wire_build(&p, f, sizeof(f), 0, &len) != 0)
+			len = 60 + (seed >> 55);
+		/* a third keep a valid ICRC, the rest get a byte flipped */
+		if ((seed >> 58) % 3)
+			f[(seed >> 16) % len] ^= (uint8_t)(1u << ((seed >> 61) & 7));
+		emu_port_rx_frame(d, f, (uint32_t)len);
+	}
+	CHECK(d->cnt.rx_pkts - before == 20000, "all frames counted");
+	CHECK(d->cnt.icrc_errors > 0 && d->cnt.rx_roce > 0, "icrc %lu roce %lu",
+	      (unsigned long)d->cnt.icrc_errors, (unsigned long)d->cnt.rx_roce);
+	emu_ctx_destroy(c);
+	d->ops = NULL;
+}
+
 int main(void)
 {
 	struct emu_dev d;
@@ -265,6 +355,7 @@ int main(void)
 	test_cq(&d);
 	test_keys(&d);
 	test_fault(&d);
+	test_rx_fuzz(&d);
 	emu_dev_fini(&d);
 	if (fails)
 		fprintf(stderr, "%d failure(s)\n", fails);

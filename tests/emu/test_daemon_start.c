@@ -59,7 +59,8 @@ int main(int argc, char **argv)
 	CHECK(h->dev_attr.device_cap_flags & IBV_DEVICE_RC_RNR_NAK_GEN, "cap flags");
 	CHECK(h->dev_attr.node_guid != 0 && h->node_guid == h->dev_attr.node_guid, "guid");
 	CHECK(h->port_attr.state == IBV_PORT_ACTIVE, "port state %d", h->port_attr.state);
-	CHECK(h->port_attr.active_mtu == IBV_MTU_1024, "active mtu %d", h->port_attr.active_mtu);
+	/* loopback default: Ethernet MTU 9000 */
+	CHECK(h->port_attr.active_mtu == IBV_MTU_4096, "active mtu %d", h->port_attr.active_mtu);
 	CHECK(h->port_attr.max_mtu == IBV_MTU_4096, "max mtu");
 	CHECK(h->port_attr.link_layer == IBV_LINK_LAYER_ETHERNET, "link layer");
 	CHECK(h->port_attr.phys_state == 5 && h->port_attr.lid == 0, "phys state / lid");
@@ -110,6 +111,10 @@ int main(int argc, char **argv)
 	CHECK(rc == 2, "bad mtu exit %d", rc);
 	nl = strchr(out, '\n');
 	CHECK(nl && nl[1] == 0, "one line: '%s'", out);
+	rc = run_bad(argv[1], "--fault=drop=7", out, sizeof(out));
+	CHECK(rc == 2, "bad fault spec exit %d", rc);
+	rc = run_bad(argv[1], "stray-argument", out, sizeof(out));
+	CHECK(rc == 2, "stray argument exit %d", rc);
 	t_rmdir(&d);
 	t_cur = NULL;
 	if (t_failures)

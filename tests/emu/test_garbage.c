@@ -45,7 +45,7 @@ int main(int argc, char **argv)
 	for (int round = 0; round < 10; round++) {
 		struct t_client g = { 0 };
 		g.fd = t_connect(d.sock);
-		REQUIRE(g.fd >= 0, "connect");
+		REQUIRE(g.fd >= 0, "connect: %d", g.fd);
 		if (round & 1) { /* half the rounds after a valid HELLO */
 			t_client_close(&g);
 			REQUIRE(t_client_open(&g, d.sock) == 0, "hello");

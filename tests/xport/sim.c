@@ -8,6 +8,8 @@
 
 uint64_t sim_now = 1000000;
 int sim_failures;
+int64_t sim_psn_start = -1;
+bool (*sim_hook)(struct sim *s, int to, uint8_t *frame, uint32_t len);
 
 struct sim_frame {
 	struct sim_frame *next;
@@ -160,7 +162,8 @@ void sim_run(struct sim *s, uint64_t max_ns)
 			q_head = f->next;
 			if (!q_head)
 				q_tail = NULL;
-			emu_port_rx_frame(f->to, f->data, f->len);
+			if (!sim_hook || sim_hook(s, f->to == &s->n[1].dev, f->data, f->len))
+				emu_port_rx_frame(f->to, f->data, f->len);
 			s->frames++;
 			free(f->data);
 			free(f);
@@ -214,6 +217,19 @@ int sim_mr(struct sim_node *n, size_t len, unsigned access, struct sim_mr *mr)
 int sim_qp(struct sim_node *n, enum ibv_qp_type type, uint32_t max_wr, struct sim_qp *q,
 	   int srq_handle)
 {
+	struct ibv_qp_cap cap = {
+		.max_send_wr = max_wr, .max_recv_wr = max_wr, .max_send_sge = 4,
+		.max_recv_sge = 4, .max_inline_data = 64,
+	};
+
+	return sim_qp_cap(n, type, &cap, 0, q, srq_handle);
+}
+
+int sim_qp_cap(struct sim_node *n, enum ibv_qp_type type, const struct ibv_qp_cap *cap,
+	       uint32_t cqe, struct sim_qp *q, int srq_handle)
+{
+	uint32_t max_wr = cap->max_send_wr > cap->max_recv_wr ? cap->max_send_wr
+							      : cap->max_recv_wr;
 	struct uroce_create_cq_req cq;
 	struct uroce_create_cq_rep cqr;
 	struct uroce_create_qp_req qr;
@@ -225,7 +241,7 @@ int sim_qp(struct sim_node *n, enum ibv_qp_type type, uint32_t max_wr, struct si
 	q->node = n;
 	for (i = 0; i < 2; i++) {
 		memset(&cq, 0, sizeof(cq));
-		cq.cqe = 4 * max_wr + 16;
+		cq.cqe = cqe ? cqe : 4 * max_wr + 16;
 		cq.channel = -1;
 		cq.user_handle = 0xc0 + (uint64_t)i;
 		if (emu_cq_create(n->ctx, &cq, &cqr, &fd))
@@ -240,11 +256,7 @@ int sim_qp(struct sim_node *n, enum ibv_qp_type type, uint32_t max_wr, struct si
 	qr.recv_cq = h[1];
 	qr.srq = srq_handle;
 	qr.qp_type = type;
-	qr.cap.max_send_wr = max_wr;
-	qr.cap.max_recv_wr = max_wr;
-	qr.cap.max_send_sge = 4;
-	qr.cap.max_recv_sge = 4;
-	qr.cap.max_inline_data = 64;
+	qr.cap = *cap;
 	qr.user_handle = 0x9900;
 	if (emu_qp_create(n->ctx, &qr, &qrep, &fd))
 		return -1;
@@ -280,7 +292,7 @@ int sim_connect(struct sim_qp *a, struct sim_qp *b, enum ibv_mtu mtu)
 	} else {
 		at.path_mtu = mtu;
 		at.dest_qp_num = b->qp->qpn;
-		at.rq_psn = 0x100 + b->qp->qpn * 7;
+		at.rq_psn = sim_psn_start >= 0 ? (uint32_t)sim_psn_start : 0x100 + b->qp->qpn * 7;
 		at.max_dest_rd_atomic = 4;
 		at.min_rnr_timer = 1;
 		at.ah_attr.is_global = 1;
@@ -299,7 +311,7 @@ int sim_connect(struct sim_qp *a, struct sim_qp *b, enum ibv_mtu mtu)
 		return r;
 	memset(&at, 0, sizeof(at));
 	at.qp_state = IBV_QPS_RTS;
-	at.sq_psn = 0x100 + qp->qpn * 7;
+	at.sq_psn = sim_psn_start >= 0 ? (uint32_t)sim_psn_start : 0x100 + qp->qpn * 7;
 	at.timeout = 14;
 	at.retry_cnt = 7;
 	at.rnr_retry = 7;
@@ -363,4 +375,34 @@ int sim_events(struct sim_node *n, struct uroce_async_event *out, int max)
 	while (k < max && read(n->async_rd, &out[k], sizeof(out[k])) == (ssize_t)sizeof(out[k]))
 		k++;
 	return k;
+}
+
+int sim_srq(struct sim_node *n, uint32_t max_wr, uint32_t max_sge)
+{
+	struct uroce_create_srq_req q;
+	struct uroce_create_srq_rep r;
+	int fd;
+
+	memset(&q, 0, sizeof(q));
+	q.pd = n->pd;
+	q.max_wr = max_wr;
+	q.max_sge = max_sge;
+	q.user_handle = 0x5500;
+	if (emu_srq_create(n->ctx, &q, &r, &fd))
+		return -1;
+	return (int)r.handle;
+}
+
+void sim_post_srq_recv(struct emu_srq *srq, uint64_t wr_id, const struct uroce_sge *sge,
+		       unsigned nsge)
+{
+	struct emu_ring *r = &srq->rq;
+	uint32_t prod = r->hdr->prod;
+	uint8_t *slot = emu_ring_slot(r, prod);
+	struct uroce_recv_wqe h = { .wr_id = wr_id, .num_sge = nsge };
+
+	memcpy(slot, &h, sizeof(h));
+	memcpy(slot + UROCE_RECV_WQE_HDR, sge, nsge * sizeof(*sge));
+	__atomic_store_n(&r->hdr->prod, prod + 1, __ATOMIC_RELEASE);
+	emu_xport_srq_kick(srq);
 }

@@ -36,6 +36,11 @@ struct sim_mr {
 
 extern uint64_t sim_now;
 extern int sim_failures;
+/* Start PSN of every connection sim_connect makes; -1 = per-QP default. */
+extern int64_t sim_psn_start;
+/* Called for every frame before delivery (to = receiving node 0/1); may
+ * rewrite it in place. Return false to drop it. NULL = none. */
+extern bool (*sim_hook)(struct sim *s, int to, uint8_t *frame, uint32_t len);
 
 #define CHECK(c)                                                                  \
 	do {                                                                      \
@@ -67,6 +72,14 @@ void sim_drop_queued(struct sim *s);
 int sim_mr(struct sim_node *n, size_t len, unsigned access, struct sim_mr *mr);
 int sim_qp(struct sim_node *n, enum ibv_qp_type type, uint32_t max_wr, struct sim_qp *q,
 	   int srq_handle);
+/* Same with explicit capabilities (max_send_sge, max_recv_sge, inline) and
+ * CQs of cqe entries (0 = default). */
+int sim_qp_cap(struct sim_node *n, enum ibv_qp_type type, const struct ibv_qp_cap *cap,
+	       uint32_t cqe, struct sim_qp *q, int srq_handle);
+/* An SRQ of n with max_wr entries: its handle, or -1. */
+int sim_srq(struct sim_node *n, uint32_t max_wr, uint32_t max_sge);
+void sim_post_srq_recv(struct emu_srq *srq, uint64_t wr_id, const struct uroce_sge *sge,
+		       unsigned nsge);
 /* RESET -> INIT -> RTR -> RTS towards peer (UD: no AV). */
 int sim_connect(struct sim_qp *a, struct sim_qp *b, enum ibv_mtu mtu);
 

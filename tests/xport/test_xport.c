@@ -367,6 +367,11 @@ static int run_faults(enum ibv_qp_type type, const struct emu_fault_cfg *cfg0, u
 		if (cfg0->drop == 0 && cfg0->corrupt == 0 && cfg0->reorder == 0 && cfg0->dup == 0)
 			CHECK_EQ(p.a.qp->x.cnt.retransmits, 0);
 	}
+	if (sim_psn_start >= 0) {
+		/* both directions started just below 2^24 and went past it */
+		CHECK(p.a.qp->x.sq_psn < (uint32_t)sim_psn_start);
+		CHECK(p.b.qp->x.epsn < (uint32_t)sim_psn_start);
+	}
 	if (sim_failures) {
 		struct emu_xport_qp *x = &p.a.qp->x;
 
@@ -412,6 +417,19 @@ static int t_rc_dup(void) { return t_faults(IBV_QPT_RC, "dup"); }
 static int t_rc_reorder(void) { return t_faults(IBV_QPT_RC, "reorder"); }
 static int t_rc_corrupt(void) { return t_faults(IBV_QPT_RC, "corrupt"); }
 static int t_rc_all(void) { return t_faults(IBV_QPT_RC, "all"); }
+/* PSN wrap: both directions start 16 PSNs below 2^24, with loss */
+static int t_wrap(enum ibv_qp_type type, const char *kind)
+{
+	int r;
+
+	sim_psn_start = 0xfffff0;
+	r = t_faults(type, kind);
+	sim_psn_start = -1;
+	return r;
+}
+static int t_rc_wrap_drop(void) { return t_wrap(IBV_QPT_RC, "drop"); }
+static int t_rc_wrap_all(void) { return t_wrap(IBV_QPT_RC, "all"); }
+static int t_uc_wrap_all(void) { return t_wrap(IBV_QPT_UC, "all"); }
 static int t_uc_none(void) { return t_faults(IBV_QPT_UC, "none"); }
 static int t_uc_all(void) { return t_faults(IBV_QPT_UC, "all"); }
 
@@ -983,6 +1001,9 @@ static const struct test tests[] = {
 	{ "rc_reorder", t_rc_reorder },
 	{ "rc_corrupt", t_rc_corrupt },
 	{ "rc_all", t_rc_all },
+	{ "rc_wrap_drop", t_rc_wrap_drop },
+	{ "rc_wrap_all", t_rc_wrap_all },
+	{ "uc_wrap_all", t_uc_wrap_all },
 	{ "uc_none", t_uc_none },
 	{ "uc_all", t_uc_all },
 	{ "ud", t_ud },

@@ -1,0 +1,485 @@
+/* SPDX-License-Identifier: MIT */
+/* uroce data-path benchmarks through plain libibverbs (run it with
+ * LD_PRELOAD=liburoce.so). Both ends of every connection live in this one
+ * process, so a round trip is application -> daemon -> application ->
+ * daemon -> application with exactly one application thread: pinned to
+ * one core with the daemon on the other, nothing time-shares a core (two
+ * perftest processes on one core would measure the scheduler instead).
+ *
+ *   uroce_bench lat   send|write SIZE ITERS     round trip, ns
+ *   uroce_bench bw    write|read|send SIZE ITERS DEPTH   MB/s (cold buffers)
+ *   uroce_bench rate  SIZE ITERS                SEND messages per second
+ *   uroce_bench qps   N DAEMON_PID              daemon memory per connected RC QP
+ *   uroce_bench wake  GAP_US ITERS              first round trip after GAP_US idle
+ *
+ * Every result is one line "key value ..." for bench/run.sh. Exit 0 ok,
+ * 1 failure, 77 no uroce device. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <infiniband/verbs.h>
+
+#define die(...) do { fprintf(stderr, "uroce_bench: " __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
+
+static struct ibv_context *ctx;
+static struct ibv_pd *pd;
+static int gid_index = 1;
+static enum ibv_mtu mtu;
+
+struct end {
+	struct ibv_cq *scq, *rcq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	size_t len;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void open_dev(void)
+{
+	const char *name = getenv("UROCE_BENCH_DEV") ? getenv("UROCE_BENCH_DEV") : "uroce0";
+	int n;
+	struct ibv_device **l = ibv_get_device_list(&n);
+	struct ibv_port_attr pa;
+
+	for (int i = 0; l && i < n; i++)
+		if (!strcmp(ibv_get_device_name(l[i]), name))
+			ctx = ibv_open_device(l[i]);
+	if (!ctx) {
+		fprintf(stderr, "uroce_bench: no device %s (LD_PRELOAD=liburoce.so? daemon up?)\n", name);
+		exit(77);
+	}
+	ibv_free_device_list(l);
+	pd = ibv_alloc_pd(ctx);
+	if (!pd || ibv_query_port(ctx, 1, &pa))
+		die("pd/port");
+	mtu = pa.active_mtu;
+	if (getenv("UROCE_BENCH_GID"))
+		gid_index = atoi(getenv("UROCE_BENCH_GID"));
+}
+
+static void end_init(struct end *e, size_t len, uint32_t sq, uint32_t rq, uint32_t inl)
+{
+	struct ibv_qp_init_attr a;
+
+	memset(e, 0, sizeof(*e));
+	e->scq = ibv_create_cq(ctx, (int)sq + 16, NULL, NULL, 0);
+	e->rcq = ibv_create_cq(ctx, (int)rq + 16, NULL, NULL, 0);
+	if (!e->scq || !e->rcq)
+		die("create_cq: %s", strerror(errno));
+	memset(&a, 0, sizeof(a));
+	a.send_cq = e->scq;
+	a.recv_cq = e->rcq;
+	a.qp_type = IBV_QPT_RC;
+	a.cap.max_send_wr = sq;
+	a.cap.max_recv_wr = rq;
+	a.cap.max_send_sge = 1;
+	a.cap.max_recv_sge = 1;
+	a.cap.max_inline_data = inl;
+	e->qp = ibv_create_qp(pd, &a);
+	if (!e->qp)
+		die("create_qp: %s", strerror(errno));
+	if (len) {
+		e->len = len;
+		if (posix_memalign((void **)&e->buf, 4096, len))
+			die("alloc");
+		memset(e->buf, 0x5a, len);
+		e->mr = ibv_reg_mr(pd, e->buf, len, IBV_ACCESS_LOCAL_WRITE |
+				   IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+		if (!e->mr)
+			die("reg_mr: %s", strerror(errno));
+	}
+}
+
+/* INIT -> RTR -> RTS towards dqpn on our own GID (the loopback port). */
+static int qp_connect(struct ibv_qp *qp, uint32_t dqpn)
+{
+	struct ibv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			  IBV_QP_ACCESS_FLAGS))
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = mtu;
+	a.dest_qp_num = dqpn;
+	a.max_dest_rd_atomic = 16;
+	a.min_rnr_timer = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.grh.sgid_index = (uint8_t)gid_index;
+	a.ah_attr.grh.hop_limit = 64;
+	if (ibv_query_gid(ctx, 1, gid_index, &a.ah_attr.grh.dgid))
+		return -1;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 16;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+static void pair(struct end *a, struct end *b)
+{
+	if (qp_connect(a->qp, b->qp->qp_num) || qp_connect(b->qp, a->qp->qp_num))
+		die("connect: %s", strerror(errno));
+}
+
+static void post_recv(struct end *e, uint64_t off, uint32_t len)
+{
+	struct ibv_sge s = { (uintptr_t)e->buf + off, len, e->mr->lkey };
+	struct ibv_recv_wr w = { .wr_id = off, .sg_list = &s, .num_sge = 1 }, *bad;
+
+	if (ibv_post_recv(e->qp, &w, &bad))
+		die("post_recv: %s", strerror(errno));
+}
+
+static void post_send(struct end *e, enum ibv_wr_opcode op, uint64_t off, uint32_t len,
+		      unsigned flags, const struct end *peer, uint64_t roff)
+{
+	struct ibv_sge s = { (uintptr_t)e->buf + off, len, e->mr->lkey };
+	struct ibv_send_wr w, *bad;
+
+	memset(&w, 0, sizeof(w));
+	w.opcode = op;
+	w.sg_list = &s;
+	w.num_sge = 1;
+	w.send_flags = flags;
+	if (peer) {
+		w.wr.rdma.remote_addr = (uintptr_t)peer->buf + roff;
+		w.wr.rdma.rkey = peer->mr->rkey;
+	}
+	int r = ibv_post_send(e->qp, &w, &bad);
+	if (r)
+		die("post_send: %s", strerror(r));
+}
+
+/* Wait for n completions on cq; all must succeed. */
+static void wait_cq(struct ibv_cq *cq, int n)
+{
+	struct ibv_wc wc[16];
+	uint64_t t0 = now_ns();
+
+	while (n > 0) {
+		int k = ibv_poll_cq(cq, n < 16 ? n : 16, wc);
+
+		if (k < 0)
+			die("poll_cq");
+		for (int i = 0; i < k; i++)
+			if (wc[i].status != IBV_WC_SUCCESS)
+				die("completion status %s", ibv_wc_status_str(wc[i].status));
+		n -= k;
+		if (!k && now_ns() - t0 > 10000000000ull)
+			die("no completion within 10 s");
+	}
+}
+
+static int cmp64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void report_lat(const char *key, uint64_t *lat, long n, uint64_t total)
+{
+	qsort(lat, (size_t)n, sizeof(*lat), cmp64);
+	printf("%s avg %.1f p50 %" PRIu64 " p99 %" PRIu64 "\n", key, (double)total / (double)n,
+	       lat[n / 2], lat[n * 99 / 100]);
+}
+
+/* Ping-pong: a -> b, b -> a. SEND: poll the receive CQ; WRITE: spin on the
+ * last byte of the target buffer, as perftest's write_lat does. */
+static void bench_lat(const char *op, uint32_t size, long iters, uint64_t gap_us)
+{
+	struct end a, b;
+	bool wr = !strcmp(op, "write");
+	uint32_t inl = size <= 256 ? 256 : 0;
+	long warm = gap_us ? 3 : 1000;
+	uint64_t *lat = calloc((size_t)iters, sizeof(*lat)), total = 0;
+
+	if (!lat || !size)
+		die("args");
+	end_init(&a, size, 64, 64, inl);
+	end_init(&b, size, 64, 64, inl);
+	pair(&a, &b);
+	for (int i = 0; i < 32 && !wr; i++) {
+		post_recv(&a, 0, size);
+		post_recv(&b, 0, size);
+	}
+	for (long i = -warm; i < iters; i++) {
+		uint8_t tag = (uint8_t)(i & 0x7f) | 0x80;
+		unsigned fl = (inl ? IBV_SEND_INLINE : 0) | ((i & 15) == 0 ? IBV_SEND_SIGNALED : 0);
+		uint64_t t;
+
+		if (gap_us)
+			usleep((useconds_t)gap_us);
+		t = now_ns();
+		if (wr) {
+			a.buf[size - 1] = tag;
+			post_send(&a, IBV_WR_RDMA_WRITE, 0, size, fl, &b, 0);
+			while (__atomic_load_n(&b.buf[size - 1], __ATOMIC_ACQUIRE) != tag)
+				;
+			b.buf[size - 1] = tag ^ 1;
+			post_send(&b, IBV_WR_RDMA_WRITE, 0, size, fl, &a, 0);
+			while (__atomic_load_n(&a.buf[size - 1], __ATOMIC_ACQUIRE) != (tag ^ 1))
+				;
+		} else {
+			post_send(&a, IBV_WR_SEND, 0, size, fl, NULL, 0);
+			wait_cq(b.rcq, 1);
+			post_recv(&b, 0, size);
+			post_send(&b, IBV_WR_SEND, 0, size, fl, NULL, 0);
+			wait_cq(a.rcq, 1);
+			post_recv(&a, 0, size);
+		}
+		t = now_ns() - t;
+		if (fl & IBV_SEND_SIGNALED) {
+			wait_cq(a.scq, 1);
+			wait_cq(b.scq, 1);
+		}
+		if (i >= 0) {
+			lat[i] = t;
+			total += t;
+		}
+	}
+	char key[64];
+	snprintf(key, sizeof(key), "%s_%s_%u_ns", gap_us ? "wake" : "lat", op, size);
+	report_lat(key, lat, iters, total);
+	free(lat);
+}
+
+/* Streaming: DEPTH requests in flight, every one signaled, each on a fresh
+ * SIZE slice of a 64 MiB arena (cold in cache, like the memcpy baseline). */
+static void bench_bw(const char *op, uint32_t size, long iters, int depth)
+{
+	struct end a, b;
+	size_t arena = 64u << 20;
+	enum ibv_wr_opcode o = !strcmp(op, "read") ? IBV_WR_RDMA_READ :
+			       !strcmp(op, "send") ? IBV_WR_SEND : IBV_WR_RDMA_WRITE;
+	bool send = o == IBV_WR_SEND;
+	long posted = 0, done = 0, recvd = 0;
+	uint64_t slots = arena / size;
+
+	if (!size || size > arena || depth < 1 || depth > 512)
+		die("args");
+	end_init(&a, arena, (uint32_t)depth, 1, 0);
+	end_init(&b, arena, 1, send ? 1024 : 1, 0);
+	pair(&a, &b);
+	if (send)
+		for (int i = 0; i < 1024; i++)
+			post_recv(&b, (uint64_t)(i % slots) * size, size);
+	uint64_t t0 = 0;
+	long warm = iters / 10;
+	struct ibv_wc wc[32];
+
+	while (done < iters + warm) {
+		while (posted - done < depth && posted < iters + warm) {
+			uint64_t off = (uint64_t)(posted % (long)slots) * size;
+
+			post_send(&a, o, off, size, IBV_SEND_SIGNALED, send ? NULL : &b, off);
+			posted++;
+		}
+		int k = ibv_poll_cq(a.scq, 32, wc);
+		if (k < 0)
+			die("poll");
+		for (int i = 0; i < k; i++) {
+			if (wc[i].status != IBV_WC_SUCCESS)
+				die("status %s", ibv_wc_status_str(wc[i].status));
+			if (++done == warm)
+				t0 = now_ns();
+		}
+		if (send) {
+			k = ibv_poll_cq(b.rcq, 32, wc);
+			for (int i = 0; i < k; i++) {
+				post_recv(&b, (uint64_t)((1024 + recvd) % (long)slots) * size, size);
+				recvd++;
+			}
+		}
+	}
+	double s = (double)(now_ns() - t0) * 1e-9;
+	printf("bw_%s_%u MBps %.1f\n", op, size, (double)iters * size / s / 1e6);
+}
+
+/* Message rate: 64-byte (SIZE) SENDs, posted in lists of 32 with one
+ * signaled, the receiver reposting as it polls. Counted at the receiver. */
+static void bench_rate(uint32_t size, long iters)
+{
+	struct end a, b;
+	enum { RQ = 4096, SQ = 1024, LIST = 32 };
+	struct ibv_send_wr w[LIST], *bad;
+	struct ibv_sge s = { 0, size, 0 };
+	struct ibv_recv_wr rw[LIST], *rbad;
+	struct ibv_sge rs = { 0, size, 0 };
+	struct ibv_wc wc[64];
+	long sent = 0, scomp = 0, recvd = 0;
+	uint32_t inl = size <= 256 ? 256 : 0;
+
+	end_init(&a, 4096, SQ, 1, inl);
+	end_init(&b, 4096, 1, RQ, 0);
+	pair(&a, &b);
+	s.addr = (uintptr_t)a.buf;
+	s.lkey = a.mr->lkey;
+	rs.addr = (uintptr_t)b.buf;
+	rs.lkey = b.mr->lkey;
+	memset(w, 0, sizeof(w));
+	memset(rw, 0, sizeof(rw));
+	for (int i = 0; i < LIST; i++) {
+		w[i].opcode = IBV_WR_SEND;
+		w[i].sg_list = &s;
+		w[i].num_sge = 1;
+		w[i].send_flags = (inl ? IBV_SEND_INLINE : 0) |
+				  (i == LIST - 1 ? IBV_SEND_SIGNALED : 0);
+		w[i].next = i + 1 < LIST ? &w[i + 1] : NULL;
+		rw[i].sg_list = &rs;
+		rw[i].num_sge = 1;
+		rw[i].next = i + 1 < LIST ? &rw[i + 1] : NULL;
+	}
+	for (int i = 0; i < RQ / LIST; i++)
+		if (ibv_post_recv(b.qp, rw, &rbad))
+			die("post_recv");
+	long warm = iters / 10, total = iters + warm;
+	uint64_t t0 = 0, last = now_ns();
+	long pending_rq = 0;
+
+	while (recvd < total) {
+		if (sent - scomp * LIST <= SQ - LIST && sent < total) {
+			int r = ibv_post_send(a.qp, w, &bad);
+			if (r)
+				die("post_send: %s", strerror(r));
+			sent += LIST;
+		}
+		int k = ibv_poll_cq(a.scq, 64, wc);
+		for (int i = 0; i < k; i++)
+			if (wc[i].status != IBV_WC_SUCCESS)
+				die("send status %s", ibv_wc_status_str(wc[i].status));
+		scomp += k;
+		k = ibv_poll_cq(b.rcq, 64, wc);
+		for (int i = 0; i < k; i++) {
+			if (wc[i].status != IBV_WC_SUCCESS)
+				die("recv status %s", ibv_wc_status_str(wc[i].status));
+			if (++recvd == warm)
+				t0 = now_ns();
+		}
+		pending_rq += k;
+		while (pending_rq >= LIST) {
+			if (ibv_post_recv(b.qp, rw, &rbad))
+				die("post_recv");
+			pending_rq -= LIST;
+		}
+		if (k)
+			last = now_ns();
+		else if (now_ns() - last > 10000000000ull)
+			die("stalled at %ld/%ld", recvd, total);
+	}
+	double sec = (double)(now_ns() - t0) * 1e-9;
+	printf("rate_send_%u Mmsgps %.3f\n", size, (double)iters / sec / 1e6);
+}
+
+static long rss_kb(int pid, const char *field)
+{
+	char path[64], line[256];
+	long v = -1;
+	size_t fl = strlen(field);
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, field, fl) && line[fl] == ':')
+			v = atol(line + fl + 1);
+	fclose(f);
+	return v;
+}
+
+/* N RC QPs in connected pairs, smallest queues, one shared CQ. The
+ * daemon's anonymous RSS growth is its private memory per QP; ring memory
+ * is shared memfd (RssShmem) and reported apart. */
+static void bench_qps(long n, int dpid)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	struct ibv_qp **q = calloc((size_t)n, sizeof(*q));
+	struct ibv_qp_init_attr a;
+
+	if (!cq || !q || n < 2)
+		die("args");
+	long anon0 = rss_kb(dpid, "RssAnon"), shm0 = rss_kb(dpid, "RssShmem");
+	memset(&a, 0, sizeof(a));
+	a.send_cq = cq;
+	a.recv_cq = cq;
+	a.qp_type = IBV_QPT_RC;
+	a.cap.max_send_wr = 1;
+	a.cap.max_recv_wr = 1;
+	a.cap.max_send_sge = 1;
+	a.cap.max_recv_sge = 1;
+	long made = 0;
+	for (; made < n; made++) {
+		q[made] = ibv_create_qp(pd, &a);
+		if (!q[made]) {
+			fprintf(stderr, "uroce_bench: create_qp %ld: %s\n", made, strerror(errno));
+			break;
+		}
+	}
+	made &= ~1L;
+	for (long i = 0; i < made; i += 2)
+		if (qp_connect(q[i], q[i + 1]->qp_num) || qp_connect(q[i + 1], q[i]->qp_num))
+			die("connect %ld: %s", i, strerror(errno));
+	long anon1 = rss_kb(dpid, "RssAnon"), shm1 = rss_kb(dpid, "RssShmem");
+	printf("qps n %ld anon_per_qp_B %.0f shmem_per_qp_B %.0f\n", made,
+	       (double)(anon1 - anon0) * 1024 / (double)made,
+	       (double)(shm1 - shm0) * 1024 / (double)made);
+	for (long i = 0; i < n; i++)
+		if (q[i])
+			ibv_destroy_qp(q[i]);
+	ibv_destroy_cq(cq);
+	free(q);
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc < 2)
+		goto usage;
+	open_dev();
+	if (!strcmp(argv[1], "lat") && argc >= 5)
+		bench_lat(argv[2], (uint32_t)atol(argv[3]), atol(argv[4]), 0);
+	else if (!strcmp(argv[1], "bw") && argc >= 6)
+		bench_bw(argv[2], (uint32_t)atol(argv[3]), atol(argv[4]), atoi(argv[5]));
+	else if (!strcmp(argv[1], "rate") && argc >= 4)
+		bench_rate((uint32_t)atol(argv[2]), atol(argv[3]));
+	else if (!strcmp(argv[1], "qps") && argc >= 4)
+		bench_qps(atol(argv[2]), atoi(argv[3]));
+	else if (!strcmp(argv[1], "wake") && argc >= 4)
+		bench_lat("send", 8, atol(argv[3]), (uint64_t)atol(argv[2]));
+	else
+		goto usage;
+	return 0;
+usage:
+	fprintf(stderr, "usage: uroce_bench lat send|write SIZE ITERS | bw write|read|send SIZE ITERS DEPTH |"
+		" rate SIZE ITERS | qps N DAEMON_PID | wake GAP_US ITERS\n");
+	return 2;
+}

@@ -1,0 +1,234 @@
+#!/bin/bash
+# interop.sh GROUP BUILD_ROOT [OUTDIR] - uroce against a live Linux Soft-RoCE (rdma_rxe) peer.
+#
+# One boot of an rxe VM per GROUP (see cases_GROUP below), in a private network
+# namespace:
+#
+#   netns iop-GROUP-PID ─ tap iop0 ─┬─ qemu (TCG): eth0 10.77.0.2, rxe0 on eth0
+#                                   ├─ uroced --port net_af_packet0,iface=iop0 --ip 10.77.0.1
+#                                   │    (answers ARP for 10.77.0.1 itself; own MAC)
+#                                   └─ kernel 10.77.0.3: TCP only, for the programs'
+#                                      out-of-band QPN/GID exchange
+#
+# Unmodified ibv_*_pingpong / perftest run with LD_PRELOAD=liburoce.so in the
+# namespace and, in the same order, inside the VM against rxe0 (runcases.sh).
+# The daemon captures every frame on the tap (--pcap); the capture must pass
+# `uroce-pcap check` (every RoCE frame of both sides valid, ICRC included) and
+# hold RoCE traffic in both directions.
+#
+# The VM image is built at run time from Debian packages (build-vm.sh) and
+# cached in $UROCE_RXEVM_DIR (default BUILD_ROOT/tests/interop/rxevm).
+# Exit 0 pass, 1 fail, 77 skip (not root, no netns/tap, image cannot be built).
+# Everything started here is stopped on exit, also on failure or a signal.
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+GROUP=${1:?usage: interop.sh GROUP BUILD_ROOT [OUTDIR]}
+B=$(realpath "${2:?usage: interop.sh GROUP BUILD_ROOT [OUTDIR]}")
+UROCED=$B/emu/uroced
+SHIM=$B/verbs/liburoce.so
+PCAPTOOL=$B/tools/uroce-pcap
+VMOUT=${UROCE_RXEVM_DIR:-$B/tests/interop/rxevm}
+OUT=${3:-$B/tests/interop/out-$GROUP}
+NS=iop-$GROUP-$$
+UROCE_IP=10.77.0.1 VM_IP=10.77.0.2 HOST_IP=10.77.0.3
+UROCE_MAC=02:00:00:4d:00:01
+TAP=iop0
+
+say() { echo "[interop:$GROUP] $*"; }
+skip() { say "SKIP: $*"; exit 77; }
+
+# ------------------------------------------------------------------ cases
+# NAME|SERVER|PROG|GIDFLAG|ARGS   (runcases.sh). Sizes: 1 B, 4 KiB, 64 KiB.
+both() {  # NAME PROG GIDFLAG ARGS: one case with each side as the server
+	echo "$1_us|uroce|$2|$3|$4"
+	echo "$1_rs|rxe|$2|$3|$4"
+}
+cases_basic() {
+	both rc_1 ibv_rc_pingpong -g "-e -c -s 1 -n 20"
+	both rc_4k ibv_rc_pingpong -g "-e -c -s 4096 -n 20"
+	both rc_64k ibv_rc_pingpong -g "-e -c -s 65536 -n 10"
+	both uc_4k ibv_uc_pingpong -g "-e -c -s 4096 -n 20"
+	both ud_1k ibv_ud_pingpong -g "-e -c -s 1024 -n 20"
+}
+cases_mtu4096() {
+	both rc_4k ibv_rc_pingpong -g "-e -c -m 4096 -s 4096 -n 20"
+	both rc_64k ibv_rc_pingpong -g "-e -c -m 4096 -s 65536 -n 10"
+	both uc_64k ibv_uc_pingpong -g "-e -c -m 4096 -s 65536 -n 10"
+	both ud_4k ibv_ud_pingpong -g "-e -c -s 4096 -n 20"
+}
+cases_perftest() {
+	# -F: do not fail on the CPU frequency check (VMs, TCG)
+	both write_bw ib_write_bw -x "-F -n 50 -s 65536"
+	both read_bw ib_read_bw -x "-F -n 50 -s 65536"
+	both send_bw ib_send_bw -x "-F -n 50 -s 65536"
+	both atomic_bw ib_atomic_bw -x "-F -n 50"
+	both atomic_cas_bw ib_atomic_bw -x "-F -n 50 -A CMP_AND_SWAP"
+	both write_lat ib_write_lat -x "-F -n 50 -s 64"
+	both read_lat ib_read_lat -x "-F -n 50 -s 64"
+	both send_lat ib_send_lat -x "-F -n 50 -s 64"
+	both atomic_lat ib_atomic_lat -x "-F -n 50"
+}
+cases_loss() {
+	both rc_4k ibv_rc_pingpong -g "-e -c -s 4096 -n 100"
+	both rc_64k ibv_rc_pingpong -g "-e -c -s 65536 -n 20"
+	both write_bw ib_write_bw -x "-F -n 50 -s 65536"
+	both read_bw ib_read_bw -x "-F -n 50 -s 65536"
+}
+VM_MTU= UROCED_ARGS=() VM_PRE=
+case "$GROUP" in
+basic|perftest) ;;
+mtu4096)
+	VM_MTU=9000
+	UROCED_ARGS=(--mtu 9000)
+	;;
+loss)
+	# Drop 5% of the RoCE frames in each direction at the VM's NIC (tc u32 +
+	# gact, so TCP and ARP are untouched), and 2% of what uroced receives
+	# (its own fault injector): retransmission, PSN sequence NAKs and
+	# duplicate detection must interoperate.
+	UROCED_ARGS=(--fault "drop=0.02,seed=7")
+	f='protocol ip u32 match ip protocol 17 0xff match ip dport 4791 0xffff action ok random netrand drop 20'
+	VM_PRE="tc qdisc add dev eth0 clsact && tc filter add dev eth0 ingress $f && tc filter add dev eth0 egress $f && tc -s filter show dev eth0 ingress >/dev/null && "
+	;;
+*) echo "interop.sh: unknown group $GROUP (basic, mtu4096, perftest, loss)" >&2; exit 2 ;;
+esac
+
+# ------------------------------------------------------------------ prerequisites
+[ "$(id -u)" = 0 ] || skip "needs root (network namespace, tap)"
+for f in "$UROCED" "$SHIM" "$PCAPTOOL"; do [ -e "$f" ] || skip "missing $f"; done
+for p in ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong ib_write_bw ip timeout setsid flock; do
+	command -v "$p" >/dev/null || skip "missing $p on the host"
+done
+[ -c /dev/net/tun ] || skip "no /dev/net/tun"
+ip netns add "$NS" 2>/dev/null || skip "cannot create a network namespace"
+
+PIDS=()
+cleanup() {
+	local p
+	for p in "${PIDS[@]}"; do kill -TERM -- "-$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null; done
+	sleep 0.5
+	for p in "${PIDS[@]}"; do kill -KILL -- "-$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null; done
+	# anything still running in our namespace was started by this script
+	local left
+	left=$(ip netns pids "$NS" 2>/dev/null)
+	[ -n "$left" ] && kill -KILL $left 2>/dev/null
+	ip netns del "$NS" 2>/dev/null
+	return 0
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+# ------------------------------------------------------------------ VM image
+mkdir -p "$VMOUT"
+stamp_new() {  # the image is older than the scripts that make it
+	[ -f "$VMOUT/initrd.img" ] && [ -f "$VMOUT/vmlinuz" ] || return 0
+	[ "$HERE/build-vm.sh" -nt "$VMOUT/initrd.img" ] || [ "$HERE/guest-init.sh" -nt "$VMOUT/initrd.img" ]
+}
+(
+	flock 9
+	if stamp_new; then
+		say "building the rxe VM image in $VMOUT (Debian packages; cached)"
+		t0=$SECONDS
+		OUT=$VMOUT nice "$HERE/build-vm.sh" >"$VMOUT/build.log" 2>&1 || { tail -20 "$VMOUT/build.log"; exit 1; }
+		say "image built in $((SECONDS - t0)) s"
+	fi
+) 9>"$VMOUT/.lock" || skip "cannot build the rxe VM image (see $VMOUT/build.log)"
+command -v qemu-system-x86_64 >/dev/null || skip "no qemu-system-x86_64"
+
+# ------------------------------------------------------------------ rig
+rm -rf "$OUT"; mkdir -p "$OUT/run" "$OUT/share/res"
+NSX=(ip netns exec "$NS")
+ip -n "$NS" link set lo up
+"${NSX[@]}" sysctl -qw net.ipv6.conf.default.disable_ipv6=1 net.ipv6.conf.all.disable_ipv6=1
+ip -n "$NS" tuntap add dev "$TAP" mode tap
+[ -n "$VM_MTU" ] && ip -n "$NS" link set "$TAP" mtu "$VM_MTU"
+ip -n "$NS" link set "$TAP" up
+ip -n "$NS" addr add "$HOST_IP/24" dev "$TAP"
+
+PORTARG="net_af_packet0,iface=$TAP"
+# af_packet's default 2 KiB ring frames cannot hold jumbo frames; a frame (minus the
+# 32-byte tpacket header) must also fit the daemon's mbufs (MTU + 64 bytes): 4 frames per
+# 9-page block
+[ -n "$VM_MTU" ] && PORTARG+=",blocksz=36864,framesz=9088,framecnt=512"
+setsid "${NSX[@]}" env UROCE_RUN_DIR="$OUT/run" "$UROCED" --port "$PORTARG" \
+	--ip "$UROCE_IP" --mac "$UROCE_MAC" --pcap "$OUT/uroce.pcap" "${UROCED_ARGS[@]}" \
+	>"$OUT/uroced.log" 2>&1 &
+UPID=$!
+PIDS+=("$UPID")
+for _ in $(seq 100); do
+	[ -S "$OUT/run/uroce0.sock" ] && break
+	kill -0 "$UPID" 2>/dev/null || break
+	sleep 0.1
+done
+[ -S "$OUT/run/uroce0.sock" ] || { cat "$OUT/uroced.log"; say "FAIL: uroced did not start"; exit 1; }
+sed 's/^/  uroced: /' "$OUT/uroced.log"
+
+"cases_$GROUP" >"$OUT/share/cases.txt"
+cp "$HERE/runcases.sh" "$OUT/share/"
+NCASES=$(grep -c . "$OUT/share/cases.txt")
+echo "${VM_PRE}DEV=rxe0 GID=1 PEER=$HOST_IP CASE_TIMEOUT=120 CONNECT_TRIES=200 sh /mnt/host/runcases.sh rxe /mnt/host/cases.txt /mnt/host/res" \
+	>"$OUT/share/cmd.sh"
+
+T0=$SECONDS
+VMTIMEOUT=$((60 + NCASES * 40))
+say "booting the rxe VM ($NCASES cases, VM timeout ${VMTIMEOUT} s)"
+OUT=$VMOUT setsid "$HERE/run-peer.sh" --netns "$NS" --tap "$TAP" --ip "$VM_IP/24" ${VM_MTU:+--mtu "$VM_MTU"} \
+	--share "$OUT/share" --timeout "$VMTIMEOUT" --log "$OUT/vm-console.log" >/dev/null 2>"$OUT/run-peer.log" &
+VPID=$!
+PIDS+=("$VPID")
+OUT_ABS=$(realpath "$OUT")
+setsid "${NSX[@]}" env DEV=uroce0 GID=1 PEER="$VM_IP" CASE_TIMEOUT=120 CONNECT_TRIES=300 \
+	WRAP="env UROCE_RUN_DIR=$OUT_ABS/run LD_PRELOAD=$SHIM" \
+	sh "$HERE/runcases.sh" uroce "$OUT/share/cases.txt" "$OUT/res" >"$OUT/host-cases.log" 2>&1 &
+HPID=$!
+PIDS+=("$HPID")
+wait "$VPID"
+VMRC=$?
+say "VM finished after $((SECONDS - T0)) s, rc=$VMRC"
+# the host side ends with the VM; give it a moment to collect its last case
+for _ in $(seq 100); do kill -0 "$HPID" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$HPID" 2>/dev/null && { say "host side still running after the VM ended: stopping it"; kill -TERM -- "-$HPID"; }
+wait "$HPID" 2>/dev/null
+kill -USR1 "$UPID" 2>/dev/null && sleep 0.3   # counters into uroced.log
+kill -TERM "$UPID" 2>/dev/null
+for _ in $(seq 50); do kill -0 "$UPID" 2>/dev/null || break; sleep 0.1; done
+wait "$UPID" 2>/dev/null
+
+# ------------------------------------------------------------------ verdict
+fail=0
+while IFS='|' read -r name server prog _; do
+	[ -n "$name" ] || continue
+	u=$(cat "$OUT/res/$name.uroce.rc" 2>/dev/null || echo none)
+	r=$(cat "$OUT/share/res/$name.rxe.rc" 2>/dev/null || echo none)
+	line=$(grep -h -m1 -E 'usec/iter|^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+' \
+		"$OUT/res/$name.uroce.log" 2>/dev/null | tr -s ' ')
+	if [ "$u" = 0 ] && [ "$r" = 0 ]; then
+		say "PASS $name ($prog, server $server)${line:+: $line}"
+	else
+		say "FAIL $name ($prog, server $server): uroce rc=$u rxe rc=$r"
+		sed 's/^/    uroce| /' "$OUT/res/$name.uroce.log" 2>/dev/null | tail -15
+		sed 's/^/    rxe  | /' "$OUT/share/res/$name.rxe.log" 2>/dev/null | tail -15
+		fail=1
+	fi
+done <"$OUT/share/cases.txt"
+if [ "$VMRC" != 0 ] && [ "$fail" = 0 ]; then
+	say "FAIL: VM exit status $VMRC"; tail -20 "$OUT/vm-console.log"; fail=1
+fi
+
+"$PCAPTOOL" check "$OUT/uroce.pcap" >"$OUT/pcap-check.log" 2>&1
+PCRC=$?
+say "capture: $(cat "$OUT/pcap-check.log")"
+"$PCAPTOOL" decode "$OUT/uroce.pcap" >"$OUT/pcap-decode.log" 2>&1
+n_out=$(grep -c " $UROCE_IP:[0-9]* > $VM_IP:4791 " "$OUT/pcap-decode.log")
+n_in=$(grep -c " $VM_IP:[0-9]* > $UROCE_IP:4791 " "$OUT/pcap-decode.log")
+n_nak=$(grep -c 'NAK' "$OUT/pcap-decode.log")
+say "capture: $n_out RoCE frames uroce->rxe, $n_in rxe->uroce, $n_nak with a NAK/RNR syndrome"
+if [ "$PCRC" != 0 ] || ! grep -q ' 0 RoCE invalid' "$OUT/pcap-check.log"; then
+	say "FAIL: uroce-pcap check"; grep -v 'icrc=ok' "$OUT/pcap-check.log" | head -20; fail=1
+fi
+if [ "$n_out" = 0 ] || [ "$n_in" = 0 ]; then
+	say "FAIL: no RoCE traffic in one direction"; fail=1
+fi
+grep -E 'counters|drop|retrans|nak' "$OUT/uroced.log" | sed 's/^/  uroced: /' | head -40
+[ "$fail" = 0 ] && say "all $NCASES cases passed" || say "FAILED (logs in $OUT)"
+exit "$fail"

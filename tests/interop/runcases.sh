@@ -1,0 +1,60 @@
+#!/bin/sh
+# runcases.sh SIDE CASES OUTDIR - run one side of every interop case, in order.
+#
+# Runs on both ends of the rig: on the host (SIDE=uroce, verbs programs through
+# liburoce.so) and inside the rxe VM (SIDE=rxe, dash + busybox). Both ends walk
+# the same CASES file, so no other synchronisation is needed: the server side
+# of a case simply runs its command, and the client side retries while the
+# server is not listening yet (each case has its own TCP port, so a client can
+# never reach the server of another case).
+#
+# CASES: one case a line, fields separated by '|':
+#   NAME|SERVER|PROG|GIDFLAG|ARGS
+#     SERVER  uroce or rxe: the side that runs PROG as the server
+#     GIDFLAG -g (ibv_*_pingpong) or -x (perftest)
+# Environment: DEV (verbs device), GID (GID index), PEER (the other side's TCP
+# address), PORT0 (first TCP port), WRAP (command prefix, e.g. env LD_PRELOAD=..),
+# CASE_TIMEOUT (seconds per command), CONNECT_TRIES.
+# Writes OUTDIR/NAME.SIDE.log and OUTDIR/NAME.SIDE.rc.
+side=$1 cases=$2 out=$3
+: "${DEV:?}" "${GID:=1}" "${PEER:?}" "${PORT0:=18600}" "${WRAP:=}"
+: "${CASE_TIMEOUT:=60}" "${CONNECT_TRIES:=100}"
+mkdir -p "$out"
+port=$PORT0
+fails=0
+while IFS='|' read -r name server prog gidflag args; do
+	case "$name" in ''|'#'*) continue ;; esac
+	port=$((port + 1))
+	log=$out/$name.$side.log
+	cmd="$WRAP $prog -d $DEV $gidflag $GID -p $port $args"
+	if [ "$server" = "$side" ]; then
+		echo "== $name: server: $cmd" > "$log"
+		# shellcheck disable=SC2086
+		timeout "$CASE_TIMEOUT" $cmd >> "$log" 2>&1 </dev/null
+		rc=$?
+	else
+		echo "== $name: client: $cmd $PEER" > "$log"
+		try=0
+		while :; do
+			# shellcheck disable=SC2086
+			timeout "$CASE_TIMEOUT" $cmd "$PEER" > "$log.try" 2>&1 </dev/null
+			rc=$?
+			try=$((try + 1))
+			# the server is not listening yet: the connect() failed, nothing else ran
+			if [ $rc -ne 0 ] && [ $try -lt "$CONNECT_TRIES" ] &&
+			   grep -q -e "onnect to" -e "Unable to init the socket connection" "$log.try"; then
+				sleep 0.3
+				continue
+			fi
+			break
+		done
+		echo "(connect attempts: $try)" >> "$log"
+		cat "$log.try" >> "$log"
+		rm -f "$log.try"
+	fi
+	echo "$rc" > "$out/$name.$side.rc"
+	echo "CASE $name $side rc=$rc"
+	[ "$rc" = 0 ] || fails=$((fails + 1))
+done < "$cases"
+echo "RUNCASES $side done, $fails failed"
+[ "$fails" = 0 ]
