@@ -318,12 +318,22 @@ void xp_comp_rx(struct emu_qp *qp, const struct wire_pkt *pkt)
 				st = EMU_COMP_ERROR;
 			}
 			break;
-		case EMU_COMP_READ:
+		case EMU_COMP_READ: {
+			/* response data placed is forward progress: it renews the
+			 * retry budget as an ACK does, or a long READ on a lossy
+			 * link would run out of retries over its lifetime */
+			uint32_t before = sw->resp_bytes;
+
 			comp_read_resp(qp, sw, pkt);
+			if (sw->resp_bytes != before || sw->state == EMU_SWQE_DONE)
+				progress = true;
 			st = EMU_COMP_UPDATE_COMP;
 			break;
+		}
 		case EMU_COMP_ATOMIC:
 			comp_atomic_ack(qp, sw, pkt);
+			if (sw->state == EMU_SWQE_DONE)
+				progress = true;
 			st = EMU_COMP_UPDATE_COMP;
 			break;
 		case EMU_COMP_WRITE_SEND:
@@ -357,6 +367,13 @@ void xp_comp_rx(struct emu_qp *qp, const struct wire_pkt *pkt)
 			if (!wire_psn_before(from, x->sq_psn) || wire_psn_before(from, x->acked_psn)) {
 				st = EMU_COMP_DONE; /* stale (reordered) NAK */
 				break;
+			}
+			if (!sw->need_resp && wire_psn_after(from, x->acked_psn)) {
+				/* a sequence NAK acknowledges every PSN before it:
+				 * within a long message that is progress, and each
+				 * go-back-N round must not spend the retry budget */
+				x->acked_psn = from;
+				progress = true;
 			}
 			if (!x->retry_left) {
 				x->cnt.retry_exceeded++;

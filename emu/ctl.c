@@ -207,6 +207,7 @@ static const struct { uint16_t len; uint8_t fds; } emu_req_shape[UROCE_OP_MAX] =
 	[UROCE_OP_DESTROY_AH] = { sizeof(struct uroce_handle_msg), 0 },
 	[UROCE_OP_ATTACH_MCAST] = { sizeof(struct uroce_mcast_req), 0 },
 	[UROCE_OP_DETACH_MCAST] = { sizeof(struct uroce_mcast_req), 0 },
+	[UROCE_OP_QUERY_STATS] = { sizeof(struct uroce_query_stats_req), 0 },
 };
 
 static void emu_reply(struct emu_ctx *c, const struct uroce_msg_hdr *rq, int status,
@@ -308,6 +309,7 @@ static void emu_dispatch(struct emu_daemon *dm, struct emu_client *cl, const uin
 		struct ibv_srq_attr srq_attr;
 		struct uroce_create_qp_rep qp;
 		struct uroce_query_qp_rep qq;
+		struct uroce_query_stats_rep stats;
 	} rep;
 	size_t rlen = 0;
 	int ofds[2];
@@ -353,6 +355,7 @@ static void emu_dispatch(struct emu_daemon *dm, struct emu_client *cl, const uin
 		struct uroce_query_qp_req qqp;
 		struct uroce_create_ah_req ah;
 		struct uroce_mcast_req mc;
+		struct uroce_query_stats_req st;
 	} q;
 	memcpy(&q, body, n - sizeof(h));
 	int fd_in = nfds ? fds[0] : -1;
@@ -468,6 +471,11 @@ static void emu_dispatch(struct emu_daemon *dm, struct emu_client *cl, const uin
 	case UROCE_OP_ATTACH_MCAST:
 	case UROCE_OP_DETACH_MCAST:
 		rc = emu_mcast_op(c, &q.mc, h.op == UROCE_OP_ATTACH_MCAST);
+		break;
+	case UROCE_OP_QUERY_STATS:
+		emu_stats_fill(&dm->dev, q.st.first_qpn, &rep.stats);
+		rlen = sizeof(rep.stats);
+		rc = 0;
 		break;
 	default:
 		rc = -EINVAL;

@@ -289,6 +289,7 @@ struct emu_port_counters {
 	uint64_t icrc_errors;
 	uint64_t hdr_errors;
 	uint64_t fault_drop, fault_dup, fault_reorder, fault_corrupt, fault_delay;
+	uint64_t tx_stalls;   /* requester paused: port TX backlog full */
 };
 
 #define EMU_NEIGH_MAX 64
@@ -331,6 +332,7 @@ struct emu_dev {
 
 	const struct emu_port_ops *ops;
 	void *port_priv;
+	uint32_t tx_backlog;          /* frames queued, not yet taken by the NIC */
 	struct emu_fault *fault;      /* RX fault injection, NULL = none */
 	/* capture hook: every frame sent (tx = true) or received */
 	void (*capture)(struct emu_dev *d, const uint8_t *frame, uint32_t len, bool tx);
@@ -353,8 +355,13 @@ struct emu_dev {
 
 	/* transport-owned device state */
 	struct emu_xport_qp *xport_act; /* head of the transport's active-QP list */
+	struct emu_xport_tomb xport_tomb[EMU_XPORT_TOMB_MAX];
+	uint32_t xport_tomb_next;
 	void *xport_priv;
 };
+
+/* stats.c: counters of d and of its QPs from first_qpn on (one page). */
+void emu_stats_fill(struct emu_dev *d, uint32_t first_qpn, struct uroce_query_stats_rep *r);
 
 /* Set up a device: zeroes it, fills addresses, attributes and tables.
  * gids/ngid: GID table (RoCE v2); NULL/0 = fe80:: from mac only. */
@@ -486,6 +493,18 @@ int emu_tx_alloc(struct emu_dev *d, struct emu_txbuf *b);
 void emu_tx_send(struct emu_dev *d, struct emu_txbuf *b, uint32_t len);
 void emu_tx_free(struct emu_dev *d, struct emu_txbuf *b);
 void emu_tx_flush(struct emu_dev *d);
+/* Back-pressure: frames the port queued but the NIC has not taken yet
+ * (d->tx_backlog, kept by the port). Above this the requester pauses new
+ * request packets until the port drains (counted in tx_stalls); ACKs,
+ * responses and ARP still go out, so the peer keeps making progress. */
+#define EMU_TX_BACKLOG_STALL 256u
+static inline bool emu_tx_congested(struct emu_dev *d)
+{
+	if (__builtin_expect(d->tx_backlog < EMU_TX_BACKLOG_STALL, 1))
+		return false;
+	d->cnt.tx_stalls++;
+	return true;
+}
 /* Send a complete frame by copy (ARP, ICMP, tests). 0 or -ENOBUFS. */
 int emu_tx_frame(struct emu_dev *d, const uint8_t *frame, uint32_t len);
 

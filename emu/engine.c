@@ -42,6 +42,8 @@ void emu_stats_dump(struct emu_dev *d)
 		d->name, c->tx_pkts, c->tx_bytes, c->rx_pkts, c->rx_bytes, c->rx_roce,
 		c->icrc_errors, c->hdr_errors, c->rx_arp, c->tx_arp, c->rx_icmp, c->tx_icmp,
 		c->rx_nd, c->tx_nd, d->nctx, d->nqp);
+	if (c->tx_stalls)
+		EMU_LOG(NOTICE, "%s: tx back-pressure stalls %lu\n", d->name, c->tx_stalls);
 	for (int i = 0; i < EMU_DROP_NUM; i++)
 		if (c->drops[i])
 			EMU_LOG(NOTICE, "%s: drop %s %lu\n", d->name, emu_drop_name[i], c->drops[i]);
@@ -107,7 +109,11 @@ int emu_engine_run(struct emu_daemon *dm)
 		if (rx)
 			last_rx = now;
 		emu_xport_poll(d, now);
-		emu_core_poll(d, now);
+		/* neighbour retries are milliseconds apart: a scan of the table
+		 * every iteration only slowed the busy loop; delayed fault
+		 * frames want microsecond accuracy */
+		if (d->fault || (iter & 63) == 0)
+			emu_core_poll(d, now);
 		emu_tx_flush(d);
 		if (dm->dump) {
 			dm->dump = 0;

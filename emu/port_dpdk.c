@@ -17,13 +17,18 @@
 #define EMU_BURST 32
 #define EMU_NB_MBUF 8191
 #define EMU_RING_SIZE 4096
+/* Frames the NIC has not taken yet wait here instead of being dropped
+ * (UC cannot recover a lost packet, and RC should not pay a retransmit
+ * timeout for our own congestion). Every queued frame holds an mbuf, so
+ * a backlog as large as the pool can never overflow. */
+#define EMU_TXQ_SIZE 8192u
 
 struct emu_port {
 	struct rte_mempool *mp;
 	struct rte_ring *ring;
 	uint16_t port;
-	uint16_t ntx;
-	struct rte_mbuf *tx[EMU_BURST];
+	uint32_t txq_head, txq_tail; /* backlog: [head, tail) */
+	struct rte_mbuf *txq[EMU_TXQ_SIZE];
 	uint8_t lin[16384]; /* linearised multi-segment RX frame */
 };
 
@@ -45,16 +50,21 @@ static int emu_dpdk_tx_alloc(struct emu_dev *d, struct emu_txbuf *b)
 static void emu_dpdk_tx_flush(struct emu_dev *d)
 {
 	struct emu_port *p = d->port_priv;
-	uint16_t done = 0;
 
-	for (int tries = 0; done < p->ntx && tries < 4; tries++)
-		done += rte_eth_tx_burst(p->port, 0, p->tx + done, p->ntx - done);
-	if (done < p->ntx) {
-		/* the wire is full: a lossy link, the transport retransmits */
-		d->cnt.drops[EMU_DROP_TX_NOBUF] += p->ntx - done;
-		rte_pktmbuf_free_bulk(p->tx + done, p->ntx - done);
+	while (p->txq_head != p->txq_tail) {
+		uint32_t h = p->txq_head & (EMU_TXQ_SIZE - 1);
+		uint32_t n = p->txq_tail - p->txq_head;
+
+		if (n > EMU_TXQ_SIZE - h)
+			n = EMU_TXQ_SIZE - h; /* up to the wrap */
+		if (n > UINT16_MAX)
+			n = UINT16_MAX;
+		uint16_t done = rte_eth_tx_burst(p->port, 0, p->txq + h, (uint16_t)n);
+		p->txq_head += done;
+		if (done < n)
+			break; /* NIC full: the rest waits for the next flush */
 	}
-	p->ntx = 0;
+	d->tx_backlog = p->txq_tail - p->txq_head;
 }
 
 static void emu_dpdk_tx_send(struct emu_dev *d, struct emu_txbuf *b, uint32_t len)
@@ -64,8 +74,9 @@ static void emu_dpdk_tx_send(struct emu_dev *d, struct emu_txbuf *b, uint32_t le
 
 	m->data_len = (uint16_t)len;
 	m->pkt_len = len;
-	p->tx[p->ntx++] = m;
-	if (p->ntx == EMU_BURST)
+	p->txq[p->txq_tail++ & (EMU_TXQ_SIZE - 1)] = m;
+	d->tx_backlog = p->txq_tail - p->txq_head;
+	if (d->tx_backlog >= EMU_BURST)
 		emu_dpdk_tx_flush(d);
 }
 
@@ -198,6 +209,8 @@ void emu_port_fini(struct emu_daemon *dm)
 {
 	if (dm->port_up) {
 		emu_dpdk_tx_flush(&dm->dev);
+		while (emu_p.txq_head != emu_p.txq_tail)
+			rte_pktmbuf_free(emu_p.txq[emu_p.txq_head++ & (EMU_TXQ_SIZE - 1)]);
 		rte_eth_dev_stop(dm->port_id);
 		rte_eth_dev_close(dm->port_id);
 		dm->port_up = false;

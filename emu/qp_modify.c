@@ -348,7 +348,7 @@ int emu_qp_modify(struct emu_qp *qp, const struct ibv_qp_attr *attr, int mask)
 	if (mask & (IBV_QP_RNR_RETRY))
 		x->rnr_left = qp->attr.rnr_retry;
 	if (mask & IBV_QP_SQ_PSN) {
-		x->sq_psn = x->sq_psn_max = x->acked_psn = qp->attr.sq_psn;
+		x->sq_psn = x->sq_psn_max = x->acked_psn = x->sq_psn_hw = qp->attr.sq_psn;
 	}
 
 	qp->attr.qp_state = next;

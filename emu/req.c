@@ -149,6 +149,20 @@ static uint8_t req_opcode(struct emu_qp *qp, uint8_t wr_op, bool first, bool las
 	}
 }
 
+/* Request packet psn went out: advance, and count it if it was sent before. */
+static inline void req_sent(struct emu_qp *qp, uint32_t psn)
+{
+	struct emu_xport_qp *x = &qp->x;
+
+	if (qp->type == IBV_QPT_RC) {
+		if (wire_psn_before(psn, x->sq_psn_hw))
+			x->cnt.retransmits++;
+		else
+			x->sq_psn_hw = wire_psn_next(psn);
+	}
+	x->sq_psn = wire_psn_next(psn);
+}
+
 /* Fill the payloads of nf begun frames of w (consecutive, starting at
  * byte off) with one read of application memory, then send them and
  * account them as transmitted. -EFAULT drops them all. */
@@ -175,7 +189,7 @@ static int req_gather_chunk(struct emu_qp *qp, const struct uroce_send_wqe *w,
 		xp_tx_end(qp, &fr[i]);
 		(*budget)--;
 		x->sq_req_pkt++;
-		x->sq_psn = wire_psn_next(fr[i].psn);
+		req_sent(qp, fr[i].psn);
 	}
 	return 0;
 }
@@ -216,6 +230,9 @@ static int req_send_wqe(struct emu_qp *qp, struct uroce_send_wqe *w,
 
 	if (xp_is_rd_atomic(w->opcode)) {
 		uint32_t k = x->sq_req_pkt;
+
+		if (emu_tx_congested(qp->dev))
+			return -ENOBUFS;
 		uint32_t psn = wire_psn_add(sw->first_psn, k);
 
 		if (w->opcode == IBV_WR_RDMA_READ) {
@@ -246,7 +263,7 @@ static int req_send_wqe(struct emu_qp *qp, struct uroce_send_wqe *w,
 		(*budget)--;
 		x->pkts_since_ackreq = 0;
 		x->sq_req_pkt = sw->npkts;
-		x->sq_psn = wire_psn_next(sw->last_psn);
+		req_sent(qp, sw->last_psn);
 		return 0;
 	}
 
@@ -266,6 +283,10 @@ static int req_send_wqe(struct emu_qp *qp, struct uroce_send_wqe *w,
 
 		if (*budget <= nf) {
 			r = -EAGAIN;
+			break;
+		}
+		if (emu_tx_congested(qp->dev)) {
+			r = -ENOBUFS; /* resumed by emu_xport_poll once the port drains */
 			break;
 		}
 		if (qp->type == IBV_QPT_RC && wire_psn_diff(psn, x->acked_psn) >= (int32_t)REQ_WINDOW) {
@@ -304,7 +325,7 @@ static int req_send_wqe(struct emu_qp *qp, struct uroce_send_wqe *w,
 				break;
 			(*budget)--;
 			x->sq_req_pkt = k + 1;
-			x->sq_psn = wire_psn_next(psn);
+			req_sent(qp, psn);
 			continue;
 		}
 		r = xp_tx_begin(qp, path, &d, &fr[nf]);
@@ -448,8 +469,6 @@ void xp_req_retry_from(struct emu_qp *qp, uint32_t psn)
 		if (!sw->npkts || sw->state == EMU_SWQE_DONE)
 			continue;
 		if (wire_psn_in_window(psn, sw->first_psn, sw->npkts)) {
-			if (wire_psn_before(psn, x->sq_psn))
-				x->cnt.retransmits += wire_psn_dist(psn, x->sq_psn);
 			x->sq_req = idx;
 			x->sq_req_pkt = wire_psn_dist(sw->first_psn, psn);
 			x->sq_psn = psn;

@@ -54,10 +54,66 @@ void emu_xport_qp_init(struct emu_qp *qp)
 	(void)xp_qp_alloc(qp);
 }
 
+static void xp_tomb_add(struct emu_qp *qp)
+{
+	struct emu_dev *d = qp->dev;
+	struct emu_xport_tomb *t;
+
+	if (!d || qp->type != IBV_QPT_RC || !qp->x.path.valid ||
+	    qp->attr.qp_state == IBV_QPS_RESET || qp->attr.qp_state == IBV_QPS_INIT)
+		return;
+	t = &d->xport_tomb[d->xport_tomb_next++ % EMU_XPORT_TOMB_MAX];
+	t->qpn = qp->qpn;
+	t->dest_qpn = qp->attr.dest_qp_num;
+	t->epsn = qp->x.epsn;
+	t->msn = qp->x.msn;
+	t->path = qp->x.path;
+	t->expires_ns = emu_now_ns() + EMU_XPORT_TOMB_NS;
+}
+
+/* A request for a QPN nobody owns: acknowledge it if it repeats what a
+ * recently destroyed QP had already received. */
+static void xp_tomb_rx(struct emu_dev *d, const struct wire_pkt *pkt)
+{
+	uint32_t qpn = pkt->bth.dqpn;
+
+	if (wire_opcode_transport(pkt->bth.opcode) != WIRE_TR_RC || !pkt->op ||
+	    (pkt->op->flags & WIRE_OPF_RESP))
+		return;
+	for (unsigned i = 0; i < EMU_XPORT_TOMB_MAX; i++) {
+		struct emu_xport_tomb *t = &d->xport_tomb[i];
+
+		if (!t->qpn || t->qpn != qpn)
+			continue;
+		if (emu_now_ns() > t->expires_ns) {
+			t->qpn = 0;
+			return;
+		}
+		if (!wire_psn_before(pkt->bth.psn, t->epsn))
+			return; /* new work for a dead QP: nothing to say */
+		/* only the shell's dev, path and counters are used to build */
+		struct emu_qp shell;
+		struct wire_pkt ack;
+
+		memset(&shell, 0, sizeof(shell));
+		shell.dev = d;
+		shell.type = IBV_QPT_RC;
+		shell.qpn = qpn;
+		shell.attr.dest_qp_num = t->dest_qpn;
+		xp_pkt_init(&shell, &t->path, &ack, WIRE_OP_RC_ACK, t->dest_qpn,
+			    wire_psn_add(t->epsn, WIRE_PSN_MASK)); /* epsn - 1 */
+		ack.aeth.syndrome = wire_aeth_ack(WIRE_AETH_CREDITS_INVALID);
+		ack.aeth.msn = t->msn & WIRE_PSN_MASK;
+		(void)xp_tx(&shell, &t->path, &ack, NULL, NULL, NULL);
+		return;
+	}
+}
+
 void emu_xport_qp_fini(struct emu_qp *qp)
 {
 	struct emu_xport_qp *x = &qp->x;
 
+	xp_tomb_add(qp);
 	xp_act_del(qp);
 	free(x->sq_copy);
 	free(x->swqe);
@@ -161,8 +217,11 @@ void emu_xport_rx(struct emu_dev *d, struct emu_qp *qp, const struct wire_pkt *p
 	uint8_t tr;
 	bool ok;
 
-	if (!qp)
-		return; /* counted by the core (EMU_DROP_UNKNOWN_QP) */
+	if (!qp) {
+		/* counted by the core (EMU_DROP_UNKNOWN_QP) */
+		xp_tomb_rx(d, pkt);
+		return;
+	}
 	tr = wire_opcode_transport(pkt->bth.opcode);
 	if (tr == WIRE_TR_CNP && pkt->bth.opcode == WIRE_OP_CNP) {
 		xp_cnp_rx(qp);

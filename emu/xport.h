@@ -152,6 +152,7 @@ struct emu_xport_qp {
 	uint32_t sq_comp;          /* oldest WQE not completed (ring cons) */
 	uint32_t sq_psn;           /* next PSN to assign / transmit */
 	uint32_t sq_psn_max;       /* next PSN to assign to a new WQE */
+	uint32_t sq_psn_hw;        /* past the highest PSN ever sent: below is a retransmission */
 	uint32_t acked_psn;        /* everything before this PSN is acknowledged */
 	uint32_t rnr_psn;          /* resume point after an RNR wait */
 	uint32_t rewind_psn;       /* last go-back-N point, until progress */
@@ -201,6 +202,22 @@ struct emu_xport_qp {
 	/* device-wide list of QPs with armed timers or pending ACKs */
 	struct emu_xport_qp *act_next, *act_prev;
 	uint8_t on_act;
+};
+
+/* A destroyed RC QP's responder, remembered for a while (TCP's TIME_WAIT):
+ * an application that exits right after its last completion leaves a peer
+ * whose final ACK may have been lost; a duplicate request for the dead QPN
+ * is still acknowledged, so the peer completes instead of exhausting its
+ * retries against a QP that no longer exists. */
+#define EMU_XPORT_TOMB_MAX 64
+#define EMU_XPORT_TOMB_NS  2000000000ull
+struct emu_xport_tomb {
+	uint32_t qpn;              /* 0 = free */
+	uint32_t dest_qpn;
+	uint32_t epsn;             /* everything before was received */
+	uint32_t msn;
+	uint64_t expires_ns;
+	struct emu_xport_path path;
 };
 
 void emu_xport_qp_init(struct emu_qp *qp);

@@ -241,6 +241,7 @@ enum uroce_op {
 	UROCE_OP_DESTROY_AH,
 	UROCE_OP_ATTACH_MCAST,
 	UROCE_OP_DETACH_MCAST,
+	UROCE_OP_QUERY_STATS,    /**< counters of the device and its QPs (uroce-stat) */
 	UROCE_OP_MAX
 };
 
@@ -350,6 +351,11 @@ struct uroce_modify_srq_req {
 	uint32_t attr_mask;   /**< enum ibv_srq_attr_mask */
 	struct ibv_srq_attr attr;
 };
+/* reply: empty; with IBV_SRQ_MAX_WR in attr_mask, a uroce_create_srq_rep
+ * and fds out [0] the new ring memfd: the daemon copies the WQEs not yet
+ * consumed into the new ring (same db_index) and sets prod/cons so the shim
+ * continues on it, as for UROCE_OP_RESIZE_CQ. max_wr never shrinks below
+ * the WQEs outstanding (-EINVAL). */
 /* query reply: struct ibv_srq_attr */
 
 struct uroce_create_qp_req {
@@ -402,5 +408,52 @@ struct uroce_mcast_req {
 	uint16_t rsvd;
 	union ibv_gid gid;
 };
+
+/** UROCE_OP_QUERY_STATS: one page of counters. A client asks with
+ *  first_qpn = 0, then again from next_qpn until it is 0. Any context may
+ *  ask (the counters are not secret); the QP pages cover every QP of the
+ *  device. Fields may be appended at the end of each struct; a reader uses
+ *  the sizes the reply gives. */
+struct uroce_query_stats_req {
+	uint32_t first_qpn;
+	uint32_t rsvd;
+};
+#define UROCE_STATS_DROP_MAX 16
+#define UROCE_STATS_NAME_LEN 16
+struct uroce_port_stats {
+	uint64_t tx_pkts, tx_bytes, rx_pkts, rx_bytes;
+	uint64_t rx_roce, rx_arp, rx_icmp, rx_nd, tx_arp, tx_icmp, tx_nd;
+	uint64_t icrc_errors;      /**< RoCE frames with a bad ICRC */
+	uint64_t hdr_errors;       /**< RoCE frames with a broken header */
+	uint64_t tx_stalls;        /**< requester paused for TX space (no loss) */
+	uint64_t fault_drop, fault_dup, fault_reorder, fault_corrupt, fault_delay;
+	uint64_t drops[UROCE_STATS_DROP_MAX];   /**< by reason, names in drop_name */
+	char drop_name[UROCE_STATS_DROP_MAX][UROCE_STATS_NAME_LEN];
+	uint32_t ndrops;           /**< reasons used */
+	uint32_t nqp;              /**< QPs on the device */
+	uint32_t nctx;             /**< application contexts */
+	uint32_t rsvd;
+};
+struct uroce_qp_stats {
+	uint32_t qpn;
+	uint32_t pid;              /**< owning process */
+	uint32_t qp_type;          /**< enum ibv_qp_type */
+	uint32_t qp_state;         /**< enum ibv_qp_state */
+	uint64_t tx_pkts, tx_bytes, rx_pkts, rx_bytes;
+	uint64_t retransmits, timeouts, dup_requests, out_of_seq;
+	uint64_t seq_naks_sent, seq_naks_rcvd, rnr_naks_sent, rnr_naks_rcvd;
+	uint64_t naks_sent, naks_rcvd, retry_exceeded, rnr_retry_exceeded;
+	uint64_t rx_dropped, tx_no_buf, ce_rcvd, cnp_sent, cnp_rcvd;
+};
+#define UROCE_STATS_QP_PER_MSG 16
+struct uroce_query_stats_rep {
+	uint32_t port_stats_size;  /**< sizeof(struct uroce_port_stats) */
+	uint32_t qp_stats_size;    /**< sizeof(struct uroce_qp_stats) */
+	uint32_t nqps;             /**< entries in qps[] */
+	uint32_t next_qpn;         /**< 0: no more QPs */
+	struct uroce_port_stats port;
+	struct uroce_qp_stats qps[UROCE_STATS_QP_PER_MSG];
+};
+_Static_assert(sizeof(struct uroce_query_stats_rep) + 16 <= UROCE_MAX_MSG, "stats reply");
 
 #endif /* UROCE_ABI_H */

@@ -1,0 +1,179 @@
+# SPDX-License-Identifier: MIT
+"""pyverbs RC under injected loss (run by accept.py with LD_PRELOAD set and
+uroced --fault ...): SENDs, RDMA WRITEs, RDMA READs and atomics of seeded
+random data between two RC QPs, every byte and every atomic result checked.
+Then, while the QPs exist, tools/uroce-stat (UROCE_TEST_STAT) must show
+counters that agree with the faults: retransmissions when frames are
+dropped, and the port's fault counters."""
+import os
+import random
+import subprocess
+import sys
+
+try:
+    import pyverbs.device as d
+    import pyverbs.enums as e
+    from pyverbs.addr import AHAttr, GlobalRoute
+    from pyverbs.cq import CQ
+    from pyverbs.mr import MR
+    from pyverbs.pd import PD
+    from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
+    from pyverbs.wr import SGE, RecvWR, SendWR
+except ImportError as err:
+    print('pyverbs not available:', err)
+    sys.exit(77)
+
+rnd = random.Random(int(os.environ.get('UROCE_TEST_SEED', '1')))
+ctx = d.Context(name='uroce0')
+port = ctx.query_port(1)
+gid_idx = gid = None
+for i in range(port.gid_tbl_len):
+    g = ctx.query_gid(1, i)
+    if str(g).endswith('ffff:7f00:0001'):
+        gid_idx, gid = i, g
+assert gid_idx is not None
+
+SZ = 1 << 18
+pd = PD(ctx)
+cq = CQ(ctx, 256, None, None, 0)
+access = (e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE |
+          e.IBV_ACCESS_REMOTE_READ | e.IBV_ACCESS_REMOTE_ATOMIC)
+src = MR(pd, SZ, access)
+dst = MR(pd, SZ, access)
+
+
+def poll(n):
+    got = []
+    for _ in range(5000000):
+        k, wcs = cq.poll(n - len(got))
+        got += wcs[:k]
+        if len(got) == n:
+            for w in got:
+                assert w.status == e.IBV_WC_SUCCESS, (w.wr_id, w.status)
+            return got
+    print('got', [(w.wr_id, w.status) for w in got]); subprocess.run([os.environ.get('UROCE_TEST_STAT', 'true')])
+    raise AssertionError('timeout polling')
+
+
+cap = QPCap(max_send_wr=64, max_recv_wr=64, max_send_sge=1, max_recv_sge=1)
+init = QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq, cap=cap)
+a, b = QP(pd, init), QP(pd, init)
+for me, peer in ((a, b), (b, a)):
+    qa = QPAttr()
+    qa.qp_access_flags = access
+    qa.port_num = 1
+    qa.path_mtu = e.IBV_MTU_1024
+    qa.dest_qp_num = peer.qp_num
+    qa.rq_psn = 0
+    qa.sq_psn = 0
+    qa.max_dest_rd_atomic = 4
+    qa.max_rd_atomic = 4
+    qa.min_rnr_timer = 1
+    qa.timeout = 8          # ~1 ms: loss recovers quickly
+    qa.retry_cnt = 7
+    qa.rnr_retry = 7
+    qa.ah_attr = AHAttr(gr=GlobalRoute(dgid=gid, sgid_index=gid_idx), is_global=1,
+                        port_num=1)
+    me.to_rts(qa)
+
+
+def fill(n):
+    data = bytes(rnd.getrandbits(8) for _ in range(n)) if n < 4096 else os.urandom(n)
+    src.write(data, n, 0)
+    return data
+
+
+sizes = [1, 3, 1024, 1025, 4096, 9000, 65536, 200000]
+for i, n in enumerate(sizes):
+    data = fill(n)
+    b.post_recv(RecvWR(wr_id=100 + i, num_sge=1, sg=[SGE(dst.buf, SZ, dst.lkey)]))
+    a.post_send(SendWR(wr_id=i, opcode=e.IBV_WR_SEND, num_sge=1,
+                       sg=[SGE(src.buf, n, src.lkey)], send_flags=e.IBV_SEND_SIGNALED))
+    wcs = poll(2)
+    rcv = [w for w in wcs if w.wr_id == 100 + i][0]
+    assert rcv.byte_len == n, (rcv.byte_len, n)
+    assert dst.read(n, 0) == data, 'SEND %d bytes corrupted' % n
+print('SEND ok')
+
+for i, n in enumerate(sizes):
+    data = fill(n)
+    wr = SendWR(wr_id=i, opcode=e.IBV_WR_RDMA_WRITE, num_sge=1,
+                sg=[SGE(src.buf, n, src.lkey)], send_flags=e.IBV_SEND_SIGNALED)
+    wr.set_wr_rdma(dst.rkey, dst.buf)
+    a.post_send(wr)
+    poll(1)
+    assert dst.read(n, 0) == data, 'WRITE %d bytes corrupted' % n
+print('WRITE ok')
+
+for i, n in enumerate(sizes):
+    data = os.urandom(n)
+    dst.write(data, n, 0)
+    wr = SendWR(wr_id=i, opcode=e.IBV_WR_RDMA_READ, num_sge=1,
+                sg=[SGE(src.buf, n, src.lkey)], send_flags=e.IBV_SEND_SIGNALED)
+    wr.set_wr_rdma(dst.rkey, dst.buf)
+    a.post_send(wr)
+    poll(1)
+    assert src.read(n, 0) == data, 'READ %d bytes corrupted' % n
+print('READ ok')
+
+# atomics: a counter in dst at offset 0, results land in src
+dst.write((0).to_bytes(8, 'little'), 8, 0)
+total = 0
+for i in range(40):
+    add = rnd.randrange(1, 1000)
+    wr = SendWR(wr_id=i, opcode=e.IBV_WR_ATOMIC_FETCH_AND_ADD, num_sge=1,
+                sg=[SGE(src.buf, 8, src.lkey)], send_flags=e.IBV_SEND_SIGNALED)
+    wr.set_wr_atomic(dst.rkey, dst.buf, add, 0)
+    a.post_send(wr)
+    poll(1)
+    old = int.from_bytes(src.read(8, 0), 'little')
+    assert old == total, ('fetch-add returned', old, 'expected', total)
+    total += add
+assert int.from_bytes(dst.read(8, 0), 'little') == total
+wr = SendWR(wr_id=99, opcode=e.IBV_WR_ATOMIC_CMP_AND_SWP, num_sge=1,
+            sg=[SGE(src.buf, 8, src.lkey)], send_flags=e.IBV_SEND_SIGNALED)
+wr.set_wr_atomic(dst.rkey, dst.buf, total, 7)
+a.post_send(wr)
+poll(1)
+assert int.from_bytes(src.read(8, 0), 'little') == total
+assert int.from_bytes(dst.read(8, 0), 'little') == 7
+print('ATOMIC ok (fetch-add executed exactly once each under loss)')
+
+stat = os.environ.get('UROCE_TEST_STAT')
+faults = os.environ.get('UROCE_TEST_FAULT', '')
+if stat:
+    out = subprocess.run([stat], capture_output=True, text=True, timeout=30).stdout
+    sect, cnt = None, {}
+    for line in out.splitlines():
+        if not line.startswith(' '):
+            sect = line.split()[0] + ' ' + line.split()[1]
+            continue
+        k, v = line.split()
+        cnt[(sect, k)] = int(v)
+    qa_, qb_ = 'qp 0x%x' % a.qp_num, 'qp 0x%x' % b.qp_num
+    assert (qa_, 'tx_pkts') in cnt and (qb_, 'rx_pkts') in cnt, out
+    port = [s for (s, _) in cnt if s.startswith('port')][0]
+    print('requester:', {k: v for (s, k), v in cnt.items() if s == qa_ and v})
+    print('responder:', {k: v for (s, k), v in cnt.items() if s == qb_ and v})
+    print('port:', {k: v for (s, k), v in cnt.items() if s == port and v})
+    assert cnt[(qa_, 'tx_pkts')] > 0 and cnt[(qb_, 'rx_pkts')] > 0
+    assert cnt[(port, 'tx_pkts')] >= cnt[(qa_, 'tx_pkts')] + cnt[(qb_, 'tx_pkts')]
+    assert cnt[(port, 'drop.tx-nobuf')] == 0
+    if 'drop=' in faults:
+        assert cnt[(port, 'fault_drop')] > 0
+        assert cnt[(port, 'drop.fault')] == cnt[(port, 'fault_drop')]
+        # something was lost, so something was sent twice
+        assert cnt[(qa_, 'retransmits')] + cnt[(qb_, 'retransmits')] > 0, out
+    if 'corrupt=' in faults:
+        assert cnt[(port, 'fault_corrupt')] > 0
+        assert cnt[(port, 'icrc_errors')] + cnt[(port, 'hdr_errors')] > 0, out
+    if 'dup=' in faults:
+        assert cnt[(port, 'fault_dup')] > 0
+        assert cnt[(qb_, 'dup_requests')] + cnt[(qa_, 'dup_requests')] > 0 or \
+            cnt[(qa_, 'rx_dropped')] > 0, out
+    if not faults:
+        assert cnt[(qa_, 'retransmits')] == 0 and cnt[(port, 'icrc_errors')] == 0
+    print('counters ok')
+for o in (a, b, src, dst, cq, pd, ctx):
+    o.close()
+sys.exit(0)

@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: MIT */
+/* uroce-stat: print the counters of a running uroced device (port, drops by
+ * reason, fault injection, and per QP) through UROCE_OP_QUERY_STATS.
+ *
+ *   uroce-stat [-d DEV] [-r RUN_DIR] [-q]
+ *
+ * One "name value" line per counter, grouped under "port DEV" and
+ * "qp 0xQPN pid PID TYPE STATE" headers, every counter shown (also zeros) so
+ * scripts can read them. -q: port counters only. Exit 0, 1 when the daemon
+ * cannot be reached, 2 on a usage error. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <uroce/abi.h>
+
+static int st_sock = -1;
+static uint32_t st_seq;
+
+/* One request, one reply; received fds are closed (HELLO's doorbell page
+ * and eventfd mean nothing to us). Returns the reply body length or -errno. */
+static int st_call(uint32_t op, const void *req, size_t rlen, void *rep, size_t replen)
+{
+	uint8_t buf[UROCE_MAX_MSG];
+	struct uroce_msg_hdr *h = (struct uroce_msg_hdr *)buf;
+
+	if (sizeof(*h) + rlen > sizeof(buf))
+		return -EINVAL;
+	h->op = op;
+	h->len = (uint32_t)(sizeof(*h) + rlen);
+	h->seq = ++st_seq;
+	h->status = 0;
+	memcpy(buf + sizeof(*h), req, rlen);
+	if (send(st_sock, buf, h->len, MSG_NOSIGNAL) < 0)
+		return -errno;
+
+	union {
+		struct cmsghdr c;
+		uint8_t b[CMSG_SPACE(sizeof(int) * 4)];
+	} cb;
+	struct iovec iov = { buf, sizeof(buf) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = cb.b, .msg_controllen = sizeof(cb.b) };
+	ssize_t n = recvmsg(st_sock, &mh, MSG_CMSG_CLOEXEC);
+	if (n < 0)
+		return -errno;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		int nf = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		for (int i = 0; i < nf; i++) {
+			int fd;
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			close(fd);
+		}
+	}
+	if ((size_t)n < sizeof(*h) || h->seq != st_seq)
+		return -EPROTO;
+	if (h->status)
+		return h->status;
+	size_t body = (size_t)n - sizeof(*h);
+	memcpy(rep, buf + sizeof(*h), body < replen ? body : replen);
+	return (int)body;
+}
+
+static const char *st_type(uint32_t t)
+{
+	switch (t) {
+	case IBV_QPT_RC: return "RC";
+	case IBV_QPT_UC: return "UC";
+	case IBV_QPT_UD: return "UD";
+	default: return "?";
+	}
+}
+
+static const char *st_state(uint32_t s)
+{
+	static const char *const n[] = { "RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR" };
+	return s < sizeof(n) / sizeof(n[0]) ? n[s] : "?";
+}
+
+#define P(name, v) printf("  %-20s %llu\n", name, (unsigned long long)(v))
+
+static void st_port(const char *dev, const struct uroce_port_stats *p)
+{
+	printf("port %s\n", dev);
+	P("tx_pkts", p->tx_pkts);
+	P("tx_bytes", p->tx_bytes);
+	P("rx_pkts", p->rx_pkts);
+	P("rx_bytes", p->rx_bytes);
+	P("rx_roce", p->rx_roce);
+	P("rx_arp", p->rx_arp);
+	P("tx_arp", p->tx_arp);
+	P("rx_icmp", p->rx_icmp);
+	P("tx_icmp", p->tx_icmp);
+	P("rx_nd", p->rx_nd);
+	P("tx_nd", p->tx_nd);
+	P("icrc_errors", p->icrc_errors);
+	P("hdr_errors", p->hdr_errors);
+	P("tx_stalls", p->tx_stalls);
+	P("fault_drop", p->fault_drop);
+	P("fault_dup", p->fault_dup);
+	P("fault_reorder", p->fault_reorder);
+	P("fault_corrupt", p->fault_corrupt);
+	P("fault_delay", p->fault_delay);
+	for (uint32_t i = 0; i < p->ndrops && i < UROCE_STATS_DROP_MAX; i++) {
+		char name[UROCE_STATS_NAME_LEN + 8];
+		snprintf(name, sizeof(name), "drop.%.*s", UROCE_STATS_NAME_LEN, p->drop_name[i]);
+		P(name, p->drops[i]);
+	}
+	P("qps", p->nqp);
+	P("contexts", p->nctx);
+}
+
+static void st_qp(const struct uroce_qp_stats *s)
+{
+	printf("qp 0x%x pid %u %s %s\n", s->qpn, s->pid, st_type(s->qp_type),
+	       st_state(s->qp_state));
+	P("tx_pkts", s->tx_pkts);
+	P("tx_bytes", s->tx_bytes);
+	P("rx_pkts", s->rx_pkts);
+	P("rx_bytes", s->rx_bytes);
+	P("retransmits", s->retransmits);
+	P("timeouts", s->timeouts);
+	P("dup_requests", s->dup_requests);
+	P("out_of_seq", s->out_of_seq);
+	P("seq_naks_sent", s->seq_naks_sent);
+	P("seq_naks_rcvd", s->seq_naks_rcvd);
+	P("rnr_naks_sent", s->rnr_naks_sent);
+	P("rnr_naks_rcvd", s->rnr_naks_rcvd);
+	P("naks_sent", s->naks_sent);
+	P("naks_rcvd", s->naks_rcvd);
+	P("retry_exceeded", s->retry_exceeded);
+	P("rnr_retry_exceeded", s->rnr_retry_exceeded);
+	P("rx_dropped", s->rx_dropped);
+	P("tx_no_buf", s->tx_no_buf);
+	P("ce_rcvd", s->ce_rcvd);
+	P("cnp_sent", s->cnp_sent);
+	P("cnp_rcvd", s->cnp_rcvd);
+}
+
+static void st_usage(FILE *f)
+{
+	fprintf(f, "usage: uroce-stat [-d DEV] [-r RUN_DIR] [-q]\n"
+		   "  -d DEV      device (default uroce0)\n"
+		   "  -r RUN_DIR  socket directory (default $" UROCE_ENV_RUN_DIR
+		   " or /tmp/uroce-<euid>)\n"
+		   "  -q          port counters only\n");
+}
+
+int main(int argc, char **argv)
+{
+	const char *dev = "uroce0";
+	char run_dir[108];
+	const char *env = getenv(UROCE_ENV_RUN_DIR);
+	bool port_only = false;
+	int c;
+
+	if (env && *env)
+		snprintf(run_dir, sizeof(run_dir), "%s", env);
+	else
+		snprintf(run_dir, sizeof(run_dir), UROCE_DEFAULT_RUN_DIR_FMT, (unsigned)geteuid());
+	while ((c = getopt(argc, argv, "d:r:qh")) != -1) {
+		switch (c) {
+		case 'd': dev = optarg; break;
+		case 'r': snprintf(run_dir, sizeof(run_dir), "%s", optarg); break;
+		case 'q': port_only = true; break;
+		case 'h': st_usage(stdout); return 0;
+		default: st_usage(stderr); return 2;
+		}
+	}
+	if (optind != argc) {
+		st_usage(stderr);
+		return 2;
+	}
+
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s%s", run_dir, dev,
+			     UROCE_SOCK_SUFFIX) >= sizeof(sa.sun_path)) {
+		fprintf(stderr, "uroce-stat: socket path too long\n");
+		return 2;
+	}
+	st_sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (st_sock < 0 || connect(st_sock, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		fprintf(stderr, "uroce-stat: %s: %s\n", sa.sun_path, strerror(errno));
+		return 1;
+	}
+	struct timeval tv = { 5, 0 }; /* a wedged daemon must not hang us */
+	setsockopt(st_sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+
+	struct uroce_hello_req hq = { .abi_version = UROCE_ABI_VERSION, .pid = (uint32_t)getpid() };
+	static struct uroce_hello_rep hr;
+	int r = st_call(UROCE_OP_HELLO, &hq, sizeof(hq), &hr, sizeof(hr));
+	if (r < 0) {
+		fprintf(stderr, "uroce-stat: %s: hello: %s\n", dev, strerror(-r));
+		return 1;
+	}
+	static struct uroce_query_stats_rep rep;
+	struct uroce_query_stats_req q = { 0, 0 };
+	bool first = true;
+	do {
+		memset(&rep, 0, sizeof(rep));
+		r = st_call(UROCE_OP_QUERY_STATS, &q, sizeof(q), &rep, sizeof(rep));
+		if (r < 0) {
+			fprintf(stderr, "uroce-stat: %s: query stats: %s\n", dev, strerror(-r));
+			return 1;
+		}
+		if (rep.nqps > UROCE_STATS_QP_PER_MSG || rep.qp_stats_size != sizeof(rep.qps[0])) {
+			fprintf(stderr, "uroce-stat: %s: unexpected reply\n", dev);
+			return 1;
+		}
+		if (first)
+			st_port(dev, &rep.port);
+		first = false;
+		if (port_only)
+			break;
+		for (uint32_t i = 0; i < rep.nqps; i++)
+			st_qp(&rep.qps[i]);
+		if (rep.next_qpn && rep.next_qpn <= q.first_qpn)
+			break; /* never loop on a confused daemon */
+		q.first_qpn = rep.next_qpn;
+	} while (q.first_qpn);
+	close(st_sock);
+	return 0;
+}
