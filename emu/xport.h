@@ -18,7 +18,7 @@ struct wire_pkt;
 struct emu_recv_wqe;
 
 /* Limits of the transport; the core reports them in ibv_device_attr. */
-#define EMU_XPORT_MAX_RD_ATOMIC 16   /* max_qp_rd_atom, max_qp_init_rd_atom */
+#define EMU_XPORT_MAX_RD_ATOMIC 128  /* max_qp_rd_atom, max_qp_init_rd_atom (memory only when used: resources are sized at RTR) */
 #define EMU_XPORT_MAX_SGE       32   /* SGEs per WQE the transport accepts */
 #define EMU_XPORT_ACK_EVERY     16   /* requester asks for an ACK at least this often */
 #define EMU_XPORT_ACK_DELAY_NS  20000 /* responder ACK coalescing bound */
