@@ -29,7 +29,7 @@ struct emu_client {
 
 /* Closed clients are freed only after the current epoll batch: a later
  * event of the same batch may still name them. */
-static struct emu_client *emu_dead_clients;
+static __thread struct emu_client *emu_dead_clients; /* per worker */
 
 void emu_ctl_reap(struct emu_daemon *dm)
 {
@@ -438,7 +438,9 @@ static void emu_dispatch(struct emu_daemon *dm, struct emu_client *cl, const uin
 		rlen = sizeof(rep.srq);
 		break;
 	case UROCE_OP_MODIFY_SRQ:
-		rc = emu_srq_modify(c, &q.msrq);
+		rc = emu_srq_modify_ex(c, &q.msrq, &rep.srq, &mfd);
+		if (q.msrq.attr_mask & IBV_SRQ_MAX_WR)
+			rlen = sizeof(rep.srq);
 		break;
 	case UROCE_OP_QUERY_SRQ:
 		rc = emu_srq_query(c, q.hm.handle, &rep.srq_attr);

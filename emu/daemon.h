@@ -9,10 +9,14 @@
 
 #include "emu.h"
 
+#define EMU_MAX_DEVS 8
+
+/* Options of one device (global ones are copied into every device's). */
 struct emu_opts {
 	char dev[UROCE_DEV_NAME_MAX];
+	int cpu;                  /* pin the worker thread, -1 = no */
 	char run_dir[PATH_MAX];
-	char vdev[512];           /* --port/--vdev, "" = ring loopback */
+	char vdev[512];           /* --port/--vdev, "" = ring loopback, "link:NAME" ring pair */
 	char eal[1024];           /* --eal passthrough */
 	char pcap[PATH_MAX];
 	char log_level[32];
@@ -27,6 +31,8 @@ struct emu_opts {
 	uint32_t spin_us;         /* empty-loop time before sleeping */
 };
 
+struct emu_port;
+
 /* epoll registrations carry one of these */
 enum emu_ep_kind { EMU_EP_LISTEN, EMU_EP_SOCK, EMU_EP_WAKE, EMU_EP_SIGNAL };
 struct emu_ep {
@@ -34,9 +40,13 @@ struct emu_ep {
 	void *p;
 };
 
+/* One device with its port, control socket and engine loop: one worker
+ * thread each (the only one when there is a single device), sharing no
+ * mutable state with the others. */
 struct emu_daemon {
 	struct emu_opts o;
 	struct emu_dev dev;
+	unsigned index;
 	int epfd;
 	int listen_fd;
 	char sock_path[PATH_MAX];
@@ -45,10 +55,12 @@ struct emu_daemon {
 	volatile sig_atomic_t dump;
 	uint16_t port_id;
 	bool port_up;
+	struct emu_port *port;    /* port_dpdk.c */
 	void *pcap;
 };
 
-extern struct emu_daemon emu_d;
+extern struct emu_daemon *emu_ds[EMU_MAX_DEVS];
+extern unsigned emu_nds;
 
 /* ctl.c */
 int emu_ctl_open(struct emu_daemon *dm);
@@ -64,10 +76,15 @@ bool emu_ctl_db_pending(struct emu_daemon *dm);
 void emu_ctl_mark_dead(struct emu_daemon *dm);
 
 /* port_dpdk.c */
-int emu_port_init(struct emu_daemon *dm, int argc, char **argv);
+int emu_eal_init(int argc, char **argv);
+void emu_eal_fini(void);
+/* the device's port (after emu_eal_init): 0, or -1 after one error line */
+int emu_port_init(struct emu_daemon *dm);
 unsigned emu_port_rx(struct emu_daemon *dm);
 void emu_port_fini(struct emu_daemon *dm);
 void emu_port_attach(struct emu_daemon *dm);
+/* a worker thread becomes a DPDK thread (mempool cache) */
+void emu_port_thread_init(void);
 
 /* main.c */
 void emu_capture_flush(struct emu_daemon *dm);

@@ -591,6 +591,10 @@ int emu_cq_destroy(struct emu_ctx *c, uint32_t handle);
 int emu_srq_create(struct emu_ctx *c, const struct uroce_create_srq_req *q,
 		   struct uroce_create_srq_rep *r, int *memfd_out);
 int emu_srq_modify(struct emu_ctx *c, const struct uroce_modify_srq_req *q);
+/* With r and IBV_SRQ_MAX_WR: beyond the ring, the SRQ moves to a new one;
+ * r and *memfd_out describe the ring in use either way. */
+int emu_srq_modify_ex(struct emu_ctx *c, const struct uroce_modify_srq_req *q,
+		      struct uroce_create_srq_rep *r, int *memfd_out);
 int emu_srq_query(struct emu_ctx *c, uint32_t handle, struct ibv_srq_attr *a);
 int emu_srq_destroy(struct emu_ctx *c, uint32_t handle);
 int emu_qp_create(struct emu_ctx *c, const struct uroce_create_qp_req *q,

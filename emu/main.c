@@ -5,6 +5,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,39 +19,52 @@
 #include "pcapw.h"
 #endif
 
-struct emu_daemon emu_d;
+struct emu_daemon *emu_ds[EMU_MAX_DEVS];
+unsigned emu_nds;
 
 static void emu_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: uroced [options]\n"
-		"  --dev NAME        device name (default uroce0)\n"
-		"  --port PORT       DPDK port: a vdev (e.g. net_af_packet0,iface=veth0) or a\n"
-		"                    PCI address (0000:03:00.0);\n"
+		"usage: uroced [options] [--dev NAME[,key=value...] [device options]]...\n"
+		"Device options (apply to the device named by the last --dev; before any\n"
+		"--dev, to the first device):\n"
+		"  --dev NAME[,port=P][,ip=A]...[,mac=M][,mtu=N][,pcap=F][,cpu=C]\n"
+		"                    a device (default one: uroce0); every further --dev adds\n"
+		"                    one more, each with its own port and worker thread\n"
+		"  --port PORT       DPDK port: a vdev (e.g. net_af_packet0,iface=veth0), a\n"
+		"                    PCI address (0000:03:00.0), or link:NAME (two devices of\n"
+		"                    this daemon naming the same link are wired back to back);\n"
 		"                    default: a ring port looped back to itself\n"
 		"  --vdev VDEV       same as --port\n"
 		"  --ip ADDR         IPv4 or IPv6 address, repeatable (GID 1, 2, ...);\n"
 		"                    default 127.0.0.1 on the loopback port\n"
-		"  --mac MAC         port MAC (default 02:00:00:00:00:01 / the port's)\n"
-		"  --mtu N           Ethernet MTU, 576..9216 (default 1500; 9000 on the\n"
-		"                    loopback port: active MTU 4096, 4x fewer packets)\n"
+		"  --mac MAC         port MAC (default 02:00:00:00:00:0<n> / the port's)\n"
+		"  --mtu N           Ethernet MTU, 576..9216 (default 1500; 9000 on ring\n"
+		"                    ports: active MTU 4096, 4x fewer packets)\n"
+		"  --pcap FILE       capture every frame sent and received\n"
+		"  --cpu N           pin the device's worker thread to CPU N\n"
+		"Daemon options:\n"
 		"  --run-dir DIR     control socket directory (default $UROCE_RUN_DIR or /tmp/uroce-<euid>)\n"
-		"  --busy-poll       never sleep\n"
+		"  --busy-poll       never sleep (benchmarks); default: adaptive (spin, yield, sleep)\n"
 		"  --spin-us N       idle spin before sleeping (default 50)\n"
 		"  --eal \"ARGS\"      extra EAL arguments\n"
 		"  --log-level L     DPDK log level (default notice)\n"
-		"  --pcap FILE       capture every frame sent and received\n"
-		"  --fault SPEC      drop=P,dup=P,reorder=P,corrupt=P,delay_us=N,seed=N\n"
+		"  --fault SPEC      on every device's RX:\n"
+		"                    drop=P,dup=P,reorder=P,corrupt=P,delay_us=N,seed=N\n"
 		"  --help\n"
-		"SIGUSR1 dumps counters to the log; SIGINT/SIGTERM stop.\n");
+		"SIGUSR1 dumps counters to the log (tools/uroce-stat reads them live);\n"
+		"SIGINT/SIGTERM stop.\n");
 }
 
+/* every worker sees the flags on its next loop (or wake-up) */
 static void emu_sig(int sig)
 {
-	if (sig == SIGUSR1)
-		emu_d.dump = 1;
-	else
-		emu_d.stop = 1;
+	for (unsigned i = 0; i < emu_nds; i++) {
+		if (sig == SIGUSR1)
+			emu_ds[i]->dump = 1;
+		else
+			emu_ds[i]->stop = 1;
+	}
 }
 
 static int emu_parse_mac(const char *s, uint8_t mac[6])
@@ -69,10 +84,160 @@ static int emu_parse_mac(const char *s, uint8_t mac[6])
 	return 0;
 }
 
-static int emu_opts_parse(struct emu_opts *o, int argc, char **argv)
+static int emu_set_port(struct emu_opts *o, const char *v)
+{
+	if (!*v || strlen(v) >= sizeof(o->vdev) || (!strncmp(v, "link:", 5) && !v[5])) {
+		fprintf(stderr, "uroced: %s: bad port '%s'\n", o->dev, v);
+		return -1;
+	}
+	strcpy(o->vdev, v);
+	return 0;
+}
+
+static int emu_set_ip(struct emu_opts *o, const char *v)
+{
+	struct wire_gid g;
+
+	if (o->nips == UROCE_MAX_GIDS - 1 || !wire_gid_parse(&g, v)) {
+		fprintf(stderr, "uroced: %s: bad ip '%s'\n", o->dev, v);
+		return -1;
+	}
+	memcpy(o->ips[o->nips++].raw, g.raw, 16);
+	return 0;
+}
+
+static int emu_set_mac(struct emu_opts *o, const char *v)
+{
+	if (emu_parse_mac(v, o->mac)) {
+		fprintf(stderr, "uroced: %s: bad mac '%s'\n", o->dev, v);
+		return -1;
+	}
+	o->mac_set = true;
+	return 0;
+}
+
+static int emu_set_mtu(struct emu_opts *o, const char *v)
+{
+	char *end;
+	unsigned long n = strtoul(v, &end, 10);
+
+	if (*end || end == v || n < 576 || n > 9216) {
+		fprintf(stderr, "uroced: %s: bad mtu '%s' (576..9216)\n", o->dev, v);
+		return -1;
+	}
+	o->mtu = (uint32_t)n;
+	return 0;
+}
+
+static int emu_set_pcap(struct emu_opts *o, const char *v)
+{
+	if (!*v || strlen(v) >= sizeof(o->pcap)) {
+		fprintf(stderr, "uroced: %s: bad pcap '%s'\n", o->dev, v);
+		return -1;
+	}
+	strcpy(o->pcap, v);
+	return 0;
+}
+
+static int emu_set_cpu(struct emu_opts *o, const char *v)
+{
+	char *end;
+	long n = strtol(v, &end, 10);
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+
+	if (*end || end == v || n < 0 || n >= (ncpu > 0 ? ncpu : 1) || n >= CPU_SETSIZE) {
+		fprintf(stderr, "uroced: %s: bad cpu '%s' (0..%ld)\n", o->dev, v, ncpu - 1);
+		return -1;
+	}
+	o->cpu = (int)n;
+	return 0;
+}
+
+/* "NAME[,key=value...]": the name, then per-device keys. */
+static int emu_set_dev(struct emu_opts *o, const char *arg)
+{
+	char buf[1024];
+	char *save = NULL, *t;
+
+	if (strlen(arg) >= sizeof(buf)) {
+		fprintf(stderr, "uroced: --dev too long\n");
+		return -1;
+	}
+	strcpy(buf, arg);
+	char *name = buf, *rest = strchr(buf, ',');
+	if (rest)
+		*rest++ = 0;
+	if (!*name || strlen(name) >= sizeof(o->dev) || strchr(name, '/') || !strcmp(name, ".") ||
+	    !strcmp(name, "..")) {
+		fprintf(stderr, "uroced: bad --dev '%s'\n", name);
+		return -1;
+	}
+	strcpy(o->dev, name);
+	/* a vdev's own arguments have commas too: port= takes the rest up
+	 * to the next key we know */
+	for (t = rest ? strtok_r(rest, ",", &save) : NULL; t; t = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(t, '=');
+		if (!eq) {
+			fprintf(stderr, "uroced: %s: bad device key '%s'\n", o->dev, t);
+			return -1;
+		}
+		*eq = 0;
+		const char *k = t, *v = eq + 1;
+		int rc;
+		if (!strcmp(k, "port") || !strcmp(k, "vdev")) {
+			char pv[600];
+			snprintf(pv, sizeof(pv), "%s", v);
+			/* swallow following "x=y" items that are not our keys */
+			while (save && *save) {
+				size_t n = strcspn(save, ",=");
+				static const char *const ours[] = { "ip", "mac", "mtu", "pcap",
+								    "cpu", "port", "vdev" };
+				bool mine = false;
+				for (unsigned i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
+					if (strlen(ours[i]) == n && !strncmp(save, ours[i], n))
+						mine = true;
+				if (mine)
+					break;
+				char *item = strtok_r(NULL, ",", &save);
+				if (!item)
+					break;
+				size_t l = strlen(pv);
+				snprintf(pv + l, sizeof(pv) - l, ",%s", item);
+			}
+			rc = emu_set_port(o, pv);
+		} else if (!strcmp(k, "ip")) {
+			rc = emu_set_ip(o, v);
+		} else if (!strcmp(k, "mac")) {
+			rc = emu_set_mac(o, v);
+		} else if (!strcmp(k, "mtu")) {
+			rc = emu_set_mtu(o, v);
+		} else if (!strcmp(k, "pcap")) {
+			rc = emu_set_pcap(o, v);
+		} else if (!strcmp(k, "cpu")) {
+			rc = emu_set_cpu(o, v);
+		} else {
+			fprintf(stderr, "uroced: %s: unknown device key '%s'\n", o->dev, k);
+			rc = -1;
+		}
+		if (rc)
+			return -1;
+	}
+	return 0;
+}
+
+static void emu_opts_default(struct emu_opts *o, unsigned idx)
+{
+	memset(o, 0, sizeof(*o));
+	snprintf(o->dev, sizeof(o->dev), "uroce%u", idx);
+	o->cpu = -1;
+	memcpy(o->mac, (uint8_t[6]){ 0x02, 0, 0, 0, 0, (uint8_t)(idx + 1) }, 6);
+}
+
+/* Fills os[0..*n): per-device options, with the global ones in each. */
+static int emu_opts_parse(struct emu_opts *os, unsigned *ndev, int argc, char **argv)
 {
 	enum { O_DEV = 256, O_PORT, O_IP, O_MAC, O_MTU, O_RUNDIR, O_BUSY, O_EAL, O_PCAP,
-	       O_FAULT, O_SPIN, O_LOG, O_HELP };
+	       O_FAULT, O_SPIN, O_LOG, O_CPU, O_HELP };
 	static const struct option lo[] = {
 		{ "dev", required_argument, NULL, O_DEV },
 		{ "port", required_argument, NULL, O_PORT },
@@ -87,72 +252,75 @@ static int emu_opts_parse(struct emu_opts *o, int argc, char **argv)
 		{ "pcap", required_argument, NULL, O_PCAP },
 		{ "fault", required_argument, NULL, O_FAULT },
 		{ "log-level", required_argument, NULL, O_LOG },
+		{ "cpu", required_argument, NULL, O_CPU },
 		{ "help", no_argument, NULL, O_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *env = getenv(UROCE_ENV_RUN_DIR);
+	struct emu_opts g; /* global options */
+	unsigned n = 1;
+	bool named = false;
 	char *end;
 	int c;
 
-	memset(o, 0, sizeof(*o));
-	strcpy(o->dev, "uroce0");
-	o->mtu = 0; /* unset: chosen by port type below */
-	o->spin_us = 50;
-	strcpy(o->log_level, "notice");
-	memcpy(o->mac, (uint8_t[6]){ 0x02, 0, 0, 0, 0, 0x01 }, 6);
+	emu_opts_default(&g, 0);
+	g.spin_us = 50;
+	strcpy(g.log_level, "notice");
 	if (env && *env)
-		snprintf(o->run_dir, sizeof(o->run_dir), "%s", env);
+		snprintf(g.run_dir, sizeof(g.run_dir), "%s", env);
 	else
-		snprintf(o->run_dir, sizeof(o->run_dir), UROCE_DEFAULT_RUN_DIR_FMT, (unsigned)geteuid());
+		snprintf(g.run_dir, sizeof(g.run_dir), UROCE_DEFAULT_RUN_DIR_FMT, (unsigned)geteuid());
+	emu_opts_default(&os[0], 0);
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		struct emu_opts *o = &os[n - 1];
 		switch (c) {
 		case O_DEV:
-			if (!*optarg || strlen(optarg) >= sizeof(o->dev) || strchr(optarg, '/')) {
-				fprintf(stderr, "uroced: bad --dev '%s'\n", optarg);
-				return -1;
+			/* the first --dev names the device the options so far
+			 * were for; every later one adds a device */
+			if (named) {
+				if (n == EMU_MAX_DEVS) {
+					fprintf(stderr, "uroced: at most %d devices\n", EMU_MAX_DEVS);
+					return -1;
+				}
+				o = &os[n];
+				emu_opts_default(o, n++);
 			}
-			strcpy(o->dev, optarg);
+			named = true;
+			if (emu_set_dev(o, optarg))
+				return -1;
 			break;
 		case O_PORT:
-			if (strlen(optarg) >= sizeof(o->vdev) || !*optarg) {
-				fprintf(stderr, "uroced: bad --port\n");
+			if (emu_set_port(o, optarg))
 				return -1;
-			}
-			strcpy(o->vdev, optarg);
 			break;
-		case O_IP: {
-			struct wire_gid g;
-			if (o->nips == UROCE_MAX_GIDS - 1 || !wire_gid_parse(&g, optarg)) {
-				fprintf(stderr, "uroced: bad --ip '%s'\n", optarg);
+		case O_IP:
+			if (emu_set_ip(o, optarg))
 				return -1;
-			}
-			memcpy(o->ips[o->nips++].raw, g.raw, 16);
 			break;
-		}
 		case O_MAC:
-			if (emu_parse_mac(optarg, o->mac)) {
-				fprintf(stderr, "uroced: bad --mac '%s'\n", optarg);
+			if (emu_set_mac(o, optarg))
 				return -1;
-			}
-			o->mac_set = true;
 			break;
-		case O_MTU: {
-			unsigned long v = strtoul(optarg, &end, 10);
-			if (*end || end == optarg || v < 576 || v > 9216) {
-				fprintf(stderr, "uroced: bad --mtu '%s' (576..9216)\n", optarg);
+		case O_MTU:
+			if (emu_set_mtu(o, optarg))
 				return -1;
-			}
-			o->mtu = (uint32_t)v;
 			break;
-		}
+		case O_PCAP:
+			if (emu_set_pcap(o, optarg))
+				return -1;
+			break;
+		case O_CPU:
+			if (emu_set_cpu(o, optarg))
+				return -1;
+			break;
 		case O_SPIN: {
 			unsigned long v = strtoul(optarg, &end, 10);
 			if (*end || end == optarg || v > 1000000) {
 				fprintf(stderr, "uroced: bad --spin-us '%s'\n", optarg);
 				return -1;
 			}
-			o->spin_us = (uint32_t)v;
+			g.spin_us = (uint32_t)v;
 			break;
 		}
 		case O_RUNDIR:
@@ -160,38 +328,31 @@ static int emu_opts_parse(struct emu_opts *o, int argc, char **argv)
 				fprintf(stderr, "uroced: bad --run-dir\n");
 				return -1;
 			}
-			strcpy(o->run_dir, optarg);
+			strcpy(g.run_dir, optarg);
 			break;
 		case O_BUSY:
-			o->busy_poll = true;
+			g.busy_poll = true;
 			break;
 		case O_EAL:
-			if (strlen(optarg) >= sizeof(o->eal)) {
+			if (strlen(optarg) >= sizeof(g.eal)) {
 				fprintf(stderr, "uroced: --eal too long\n");
 				return -1;
 			}
-			strcpy(o->eal, optarg);
-			break;
-		case O_PCAP:
-			if (!*optarg || strlen(optarg) >= sizeof(o->pcap)) {
-				fprintf(stderr, "uroced: bad --pcap\n");
-				return -1;
-			}
-			strcpy(o->pcap, optarg);
+			strcpy(g.eal, optarg);
 			break;
 		case O_FAULT:
-			if (emu_fault_parse(optarg, &o->fault)) {
+			if (emu_fault_parse(optarg, &g.fault)) {
 				fprintf(stderr, "uroced: bad --fault '%s'\n", optarg);
 				return -1;
 			}
-			o->fault_set = true;
+			g.fault_set = true;
 			break;
 		case O_LOG:
-			if (strlen(optarg) >= sizeof(o->log_level)) {
+			if (strlen(optarg) >= sizeof(g.log_level)) {
 				fprintf(stderr, "uroced: bad --log-level\n");
 				return -1;
 			}
-			strcpy(o->log_level, optarg);
+			strcpy(g.log_level, optarg);
 			break;
 		case O_HELP:
 			emu_usage(stdout);
@@ -208,19 +369,63 @@ static int emu_opts_parse(struct emu_opts *o, int argc, char **argv)
 		fprintf(stderr, "uroced: unexpected argument '%s' (see --help)\n", argv[optind]);
 		return -1;
 	}
-	if (!o->mtu) {
-		/* the loopback port never meets a real link, so nothing limits
-		 * it to 1500: jumbo frames give active MTU 4096 and a quarter of
-		 * the per-packet work (docs/performance.md) */
-		o->mtu = o->vdev[0] ? 1500 : 9000;
+	for (unsigned i = 0; i < n; i++) {
+		struct emu_opts *o = &os[i];
+		bool ring = !o->vdev[0] || !strncmp(o->vdev, "link:", 5);
+
+		strcpy(o->run_dir, g.run_dir);
+		strcpy(o->eal, g.eal);
+		strcpy(o->log_level, g.log_level);
+		o->busy_poll = g.busy_poll;
+		o->spin_us = g.spin_us;
+		o->fault_set = g.fault_set;
+		o->fault = g.fault;
+		if (!o->mtu) {
+			/* ring ports never meet a real link, so nothing limits
+			 * them to 1500: jumbo frames give active MTU 4096 and a
+			 * quarter of the per-packet work (docs/performance.md) */
+			o->mtu = ring ? 9000 : 1500;
+		}
+		if (o->nips == 0 && !o->vdev[0]) {
+			/* the loopback port never leaves the process: a
+			 * loopback-range address is honest and collides with
+			 * nothing */
+			uint8_t v4[4] = { 127, 0, 0, 1 };
+			wire_gid_from_ipv4((struct wire_gid *)o->ips[0].raw, v4);
+			o->nips = 1;
+		}
+		if (o->nips == 0 && !strncmp(o->vdev, "link:", 5)) {
+			fprintf(stderr, "uroced: %s: a link port needs --ip\n", o->dev);
+			return -1;
+		}
+		for (unsigned j = 0; j < i; j++) {
+			if (!strcmp(os[j].dev, o->dev)) {
+				fprintf(stderr, "uroced: device '%s' given twice\n", o->dev);
+				return -1;
+			}
+			if (o->vdev[0] && strncmp(o->vdev, "link:", 5) &&
+			    !strcmp(os[j].vdev, o->vdev)) {
+				fprintf(stderr, "uroced: port '%s' used by two devices\n", o->vdev);
+				return -1;
+			}
+			if (o->pcap[0] && !strcmp(os[j].pcap, o->pcap)) {
+				fprintf(stderr, "uroced: pcap file '%s' used by two devices\n",
+					o->pcap);
+				return -1;
+			}
+		}
+		if (!strncmp(o->vdev, "link:", 5)) {
+			unsigned peers = 0;
+			for (unsigned j = 0; j < n; j++)
+				peers += !strcmp(os[j].vdev, o->vdev);
+			if (peers != 2) {
+				fprintf(stderr, "uroced: %s needs exactly two devices (has %u)\n",
+					o->vdev, peers);
+				return -1;
+			}
+		}
 	}
-	if (o->nips == 0 && !o->vdev[0]) {
-		/* the loopback port never leaves the process: a loopback-range
-		 * address is honest and collides with nothing */
-		uint8_t v4[4] = { 127, 0, 0, 1 };
-		wire_gid_from_ipv4((struct wire_gid *)o->ips[0].raw, v4);
-		o->nips = 1;
-	}
+	*ndev = n;
 	return 0;
 }
 
@@ -245,8 +450,18 @@ void emu_capture_flush(struct emu_daemon *dm)
 #endif
 }
 
-/* argv for rte_eal_init */
-static int emu_eal_args(struct emu_opts *o, char **av, int max, char *buf, size_t bufsz)
+static bool emu_is_pci(const char *v)
+{
+	unsigned a, b, c2, f;
+	char tail;
+
+	return v[0] && (sscanf(v, "%x:%x:%x.%x%c", &a, &b, &c2, &f, &tail) == 4 ||
+			sscanf(v, "%x:%x.%x%c", &b, &c2, &f, &tail) == 3);
+}
+
+/* argv for rte_eal_init: the global options are the same in every os[] */
+static int emu_eal_args(struct emu_opts *os, unsigned ndev, char **av, int max, char *buf,
+			size_t bufsz)
 {
 	int n = 0;
 	size_t used = 0;
@@ -256,15 +471,15 @@ static int emu_eal_args(struct emu_opts *o, char **av, int max, char *buf, size_
 		memcpy(buf + used, s, l_); av[n++] = buf + used; used += l_; \
 	} while (0)
 	char tmp[600];
+	bool pci = false;
+	unsigned mb = 128;
 
 	/* "0000:03:00.0" or "03:00.0" is a PCI NIC (allow-listed), anything
 	 * else a virtual device */
-	unsigned a, b, c2, f;
-	char tail;
-	bool pci = o->vdev[0] &&
-		   (sscanf(o->vdev, "%x:%x:%x.%x%c", &a, &b, &c2, &f, &tail) == 4 ||
-		    sscanf(o->vdev, "%x:%x.%x%c", &b, &c2, &f, &tail) == 3);
-
+	for (unsigned i = 0; i < ndev; i++) {
+		pci |= emu_is_pci(os[i].vdev);
+		mb += os[i].mtu > 4000 ? 384 : 128; /* the device's mbuf pool */
+	}
 	ADD("uroced");
 	/* no hugepages, no PCI scan, no shared config, a private file prefix
 	 * and no telemetry socket: any user, any number of daemons at once.
@@ -275,22 +490,26 @@ static int emu_eal_args(struct emu_opts *o, char **av, int max, char *buf, size_
 	ADD("--no-shconf");
 	ADD("--no-telemetry");
 	ADD("-m");
-	ADD(o->mtu > 4000 ? "512" : "256");
+	snprintf(tmp, sizeof(tmp), "%u", mb);
+	ADD(tmp);
 	ADD("--iova-mode=va");
 	ADD("-l");
 	ADD("0");
 	snprintf(tmp, sizeof(tmp), "--file-prefix=uroce%d", (int)getpid());
 	ADD(tmp);
-	snprintf(tmp, sizeof(tmp), "--log-level=%s", o->log_level);
+	snprintf(tmp, sizeof(tmp), "--log-level=%s", os[0].log_level);
 	ADD(tmp);
-	if (o->vdev[0]) {
-		snprintf(tmp, sizeof(tmp), pci ? "--allow=%s" : "--vdev=%s", o->vdev);
+	for (unsigned i = 0; i < ndev; i++) {
+		const char *v = os[i].vdev;
+		if (!v[0] || !strncmp(v, "link:", 5))
+			continue;
+		snprintf(tmp, sizeof(tmp), emu_is_pci(v) ? "--allow=%s" : "--vdev=%s", v);
 		ADD(tmp);
 	}
-	if (o->eal[0]) {
+	if (os[0].eal[0]) {
 		char *save = NULL;
-		char copy[sizeof(o->eal)];
-		strcpy(copy, o->eal);
+		char copy[sizeof(os[0].eal)];
+		strcpy(copy, os[0].eal);
 		for (char *t = strtok_r(copy, " \t", &save); t; t = strtok_r(NULL, " \t", &save))
 			ADD(t);
 	}
@@ -299,43 +518,23 @@ static int emu_eal_args(struct emu_opts *o, char **av, int max, char *buf, size_
 #undef ADD
 }
 
-int main(int argc, char **argv)
+/* One device up to serving: port, device, fault injection, capture,
+ * control socket. 0, or -1 after one error line. */
+static int emu_daemon_setup(struct emu_daemon *dm)
 {
-	struct emu_daemon *dm = &emu_d;
-	static char eal_buf[4096];
-	char *eal_av[64];
-
-	dm->listen_fd = -1;
-	dm->epfd = -1;
-	if (emu_opts_parse(&dm->o, argc, argv))
-		return 2;
-	int eal_ac = emu_eal_args(&dm->o, eal_av, 64, eal_buf, sizeof(eal_buf));
-	if (eal_ac < 0) {
-		fprintf(stderr, "uroced: EAL arguments too long\n");
-		return 2;
-	}
-
-	struct sigaction sa = { .sa_handler = emu_sig };
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGUSR1, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
-
-	if (emu_port_init(dm, eal_ac, eal_av))
-		return 1;
+	if (emu_port_init(dm))
+		return -1;
 	int rc = emu_dev_init(&dm->dev, dm->o.dev, dm->o.mac, dm->o.mtu, dm->o.ips, dm->o.nips);
 	if (rc) {
-		EMU_LOG(ERR, "device init: %s\n", strerror(-rc));
-		emu_port_fini(dm);
-		return 1;
+		fprintf(stderr, "uroced: %s: device init: %s\n", dm->o.dev, strerror(-rc));
+		return -1;
 	}
 	emu_port_attach(dm);
 	if (dm->o.fault_set) {
 		dm->dev.fault = emu_fault_new(&dm->o.fault);
 		if (!dm->dev.fault) {
-			EMU_LOG(ERR, "fault injection: out of memory\n");
-			goto fail;
+			fprintf(stderr, "uroced: %s: fault injection: out of memory\n", dm->o.dev);
+			return -1;
 		}
 	}
 	if (dm->o.pcap[0]) {
@@ -343,8 +542,9 @@ int main(int argc, char **argv)
 		struct pcapw *w;
 		rc = pcapw_open(&w, dm->o.pcap, PCAPW_NSEC);
 		if (rc) {
-			EMU_LOG(ERR, "--pcap %s: %s\n", dm->o.pcap, strerror(-rc));
-			goto fail;
+			fprintf(stderr, "uroced: %s: pcap %s: %s\n", dm->o.dev, dm->o.pcap,
+				strerror(-rc));
+			return -1;
 		}
 		dm->pcap = w;
 		dm->dev.capture = emu_capture;
@@ -354,8 +554,11 @@ int main(int argc, char **argv)
 #endif
 	}
 	dm->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (dm->epfd < 0 || emu_ctl_open(dm))
-		goto fail;
+	if (dm->epfd < 0 || emu_ctl_open(dm)) {
+		fprintf(stderr, "uroced: %s: control socket in %s failed (see the log)\n",
+			dm->o.dev, dm->o.run_dir);
+		return -1;
+	}
 	char gbuf[WIRE_GID_STRLEN];
 	for (uint32_t i = 0; i < dm->dev.gid_count; i++)
 		EMU_LOG(NOTICE, "%s: gid %u %s\n", dm->dev.name, i,
@@ -364,26 +567,117 @@ int main(int argc, char **argv)
 		dm->dev.name, dm->dev.mac[0], dm->dev.mac[1], dm->dev.mac[2], dm->dev.mac[3],
 		dm->dev.mac[4], dm->dev.mac[5], dm->o.mtu, 128u << dm->dev.active_mtu,
 		dm->dev.loopback ? " (loopback)" : "");
+	return 0;
+}
 
-	emu_engine_run(dm);
-
-	EMU_LOG(NOTICE, "%s: stopping\n", dm->dev.name);
-	emu_stats_dump(&dm->dev);
-	emu_ctl_mark_dead(dm);
+static void emu_daemon_teardown(struct emu_daemon *dm, bool served)
+{
+	if (served) {
+		EMU_LOG(NOTICE, "%s: stopping\n", dm->dev.name);
+		emu_stats_dump(&dm->dev);
+		emu_ctl_mark_dead(dm);
+	}
 	emu_ctl_close(dm);
 	emu_dev_fini(&dm->dev);
 #ifdef EMU_HAVE_PCAPW
 	if (dm->pcap)
 		pcapw_close(dm->pcap);
+	dm->pcap = NULL;
 #endif
-	close(dm->epfd);
-	emu_port_fini(dm);
-	return 0;
-fail:
-	emu_ctl_close(dm);
-	emu_dev_fini(&dm->dev);
 	if (dm->epfd >= 0)
 		close(dm->epfd);
+	dm->epfd = -1;
 	emu_port_fini(dm);
-	return 1;
+}
+
+static void *emu_worker(void *arg)
+{
+	struct emu_daemon *dm = arg;
+
+	emu_port_thread_init();
+	if (dm->o.cpu >= 0) {
+		cpu_set_t set;
+		CPU_ZERO(&set);
+		CPU_SET(dm->o.cpu, &set);
+		if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set))
+			EMU_LOG(WARNING, "%s: cannot pin to cpu %d\n", dm->o.dev, dm->o.cpu);
+	}
+	emu_engine_run(dm);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	static struct emu_opts os[EMU_MAX_DEVS];
+	static char eal_buf[8192];
+	char *eal_av[96];
+	unsigned ndev = 0;
+	int ret = 0;
+
+	if (emu_opts_parse(os, &ndev, argc, argv))
+		return 2;
+	int eal_ac = emu_eal_args(os, ndev, eal_av, 96, eal_buf, sizeof(eal_buf));
+	if (eal_ac < 0) {
+		fprintf(stderr, "uroced: EAL arguments too long\n");
+		return 2;
+	}
+	for (unsigned i = 0; i < ndev; i++) {
+		/* large (the device and its tables): not on any stack */
+		struct emu_daemon *dm = calloc(1, sizeof(*dm));
+		if (!dm) {
+			fprintf(stderr, "uroced: out of memory\n");
+			return 1;
+		}
+		dm->o = os[i];
+		dm->index = i;
+		dm->listen_fd = -1;
+		dm->epfd = -1;
+		emu_ds[emu_nds++] = dm;
+	}
+
+	struct sigaction sa = { .sa_handler = emu_sig };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	if (emu_eal_init(eal_ac, eal_av))
+		return 1;
+	unsigned up = 0;
+	for (; up < emu_nds; up++)
+		if (emu_daemon_setup(emu_ds[up]))
+			break;
+	if (up < emu_nds) {
+		for (unsigned i = 0; i <= up; i++)
+			emu_daemon_teardown(emu_ds[i], false);
+		emu_eal_fini();
+		return 1;
+	}
+
+	if (emu_nds == 1) {
+		emu_worker(emu_ds[0]);
+	} else {
+		/* one worker per device; nothing mutable is shared between them
+		 * (each has its port, mbuf pool, contexts, QPs and tables) */
+		pthread_t th[EMU_MAX_DEVS];
+		unsigned started = 0;
+		for (; started < emu_nds; started++) {
+			int e = pthread_create(&th[started], NULL, emu_worker, emu_ds[started]);
+			if (e) {
+				EMU_LOG(ERR, "worker thread: %s\n", strerror(e));
+				emu_sig(SIGTERM);
+				ret = 1;
+				break;
+			}
+		}
+		for (unsigned i = 0; i < started; i++)
+			pthread_join(th[i], NULL);
+	}
+	for (unsigned i = 0; i < emu_nds; i++)
+		emu_daemon_teardown(emu_ds[i], true);
+	emu_eal_fini();
+	for (unsigned i = 0; i < emu_nds; i++)
+		free(emu_ds[i]);
+	return ret;
 }

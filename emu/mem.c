@@ -17,7 +17,7 @@
  * other access to application memory, every CQE (xp_cq_push) and the end
  * of the burst write them out first, so nothing can observe the delay. */
 #define EMU_WB_MAX 64
-static struct {
+static __thread struct { /* per worker thread */
 	bool on;
 	struct emu_ctx *ctx;
 	unsigned nl, nr;

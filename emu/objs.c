@@ -471,19 +471,56 @@ int emu_srq_create(struct emu_ctx *c, const struct uroce_create_srq_req *q,
 	return 0;
 }
 
-int emu_srq_modify(struct emu_ctx *c, const struct uroce_modify_srq_req *q)
+/* A new ring of at least want entries (same stride) holding the WQEs not
+ * yet consumed at the same free-running indices, so the shim's producer
+ * index stays valid; the old ring goes. */
+static int emu_srq_regrow(struct emu_srq *srq, uint32_t want)
+{
+	uint32_t entries = pow2_at_least(want);
+	uint32_t stride = srq->rq.stride;
+	size_t size = page_align(UROCE_RING_HDR_SIZE + (size_t)entries * stride);
+	uint32_t prod = emu_ring_prod(&srq->rq), cons = srq->rq.cons;
+	void *map;
+	int mfd;
+	int rc = emu_shm_create("uroce-srq", size, &mfd, &map);
+
+	if (rc)
+		return rc;
+	struct emu_ring nr = { 0 };
+	emu_ring_init(&nr, map, entries, stride);
+	for (uint32_t i = cons; i != prod; i++)
+		memcpy(nr.slots + (size_t)(i & nr.mask) * stride,
+		       srq->rq.slots + (size_t)(i & srq->rq.mask) * stride, stride);
+	nr.cons = cons;
+	nr.hdr->cons = cons;
+	nr.hdr->prod = prod;
+	nr.hdr->flags = srq->rq.hdr->flags;
+	emu_shm_destroy(srq->memfd, srq->map, srq->map_size);
+	srq->rq = nr;
+	srq->memfd = mfd;
+	srq->map = map;
+	srq->map_size = size;
+	return 0;
+}
+
+int emu_srq_modify_ex(struct emu_ctx *c, const struct uroce_modify_srq_req *q,
+		      struct uroce_create_srq_rep *r, int *memfd_out)
 {
 	struct emu_srq *srq = emu_ctx_get(c, q->handle, EMU_OBJ_SRQ);
 
 	if (!srq || (q->attr_mask & ~(unsigned)(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT)) || !q->attr_mask)
 		return -EINVAL;
 	uint32_t max_wr = srq->max_wr;
+	bool grow = false;
 	if (q->attr_mask & IBV_SRQ_MAX_WR) {
-		/* the ring cannot grow without a new memfd, which MODIFY_SRQ
-		 * cannot carry; shrinking below what is posted is refused */
+		/* shrinking below what is posted is refused; growing past
+		 * the ring needs a new one (only with somewhere to send it) */
 		int posted = emu_ring_pending(&srq->rq);
-		if (q->attr.max_wr < 1 || q->attr.max_wr > srq->rq.entries ||
-		    posted < 0 || q->attr.max_wr < (uint32_t)posted)
+		if (q->attr.max_wr < 1 || q->attr.max_wr > EMU_MAX_SRQ_WR || posted < 0 ||
+		    q->attr.max_wr < (uint32_t)posted)
+			return -EINVAL;
+		grow = q->attr.max_wr > srq->rq.entries;
+		if (grow && !r)
 			return -EINVAL;
 		max_wr = q->attr.max_wr;
 	}
@@ -491,10 +528,32 @@ int emu_srq_modify(struct emu_ctx *c, const struct uroce_modify_srq_req *q)
 		if (q->attr.srq_limit > max_wr)
 			return -EINVAL;
 	}
+	if (grow) {
+		int rc = emu_srq_regrow(srq, max_wr);
+		if (rc)
+			return rc;
+		max_wr = srq->rq.entries; /* the ring really holds this many */
+	}
 	srq->max_wr = max_wr;
 	if (q->attr_mask & IBV_SRQ_LIMIT)
 		srq->srq_limit = q->attr.srq_limit;
+	if (r && (q->attr_mask & IBV_SRQ_MAX_WR)) {
+		memset(r, 0, sizeof(*r));
+		r->handle = srq->handle;
+		r->db_index = srq->db_index;
+		r->max_wr = srq->max_wr;
+		r->max_sge = srq->max_sge;
+		r->entries = srq->rq.entries;
+		r->stride = srq->rq.stride;
+		r->map_size = srq->map_size;
+		*memfd_out = srq->memfd; /* the same ring unless it grew */
+	}
 	return 0;
+}
+
+int emu_srq_modify(struct emu_ctx *c, const struct uroce_modify_srq_req *q)
+{
+	return emu_srq_modify_ex(c, q, NULL, NULL);
 }
 
 int emu_srq_query(struct emu_ctx *c, uint32_t handle, struct ibv_srq_attr *a)

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The DPDK ethdev behind a device: EAL start, the embedded loopback port
  * (one rte_ring used as both RX and TX queue of a ring PMD, so every frame
- * sent is received back), or any vdev/PCI port given with --port. */
+ * sent is received back), a "link:NAME" ring pair joining two devices of
+ * this daemon back to back, or any vdev/PCI port given with --port. Each
+ * device has its own port, mbuf pool and TX backlog (one worker each). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,6 +12,8 @@
 #include <rte_ethdev.h>
 #include <rte_eth_ring.h>
 #include <rte_mbuf.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
 #include <rte_ring.h>
 
 #include "daemon.h"
@@ -32,7 +36,6 @@ struct emu_port {
 	uint8_t lin[16384]; /* linearised multi-segment RX frame */
 };
 
-static struct emu_port emu_p;
 
 static int emu_dpdk_tx_alloc(struct emu_dev *d, struct emu_txbuf *b)
 {
@@ -95,7 +98,7 @@ static const struct emu_port_ops emu_dpdk_ops = {
 
 unsigned emu_port_rx(struct emu_daemon *dm)
 {
-	struct emu_port *p = &emu_p;
+	struct emu_port *p = dm->port;
 	struct rte_mbuf *m[EMU_BURST];
 	uint16_t n = rte_eth_rx_burst(p->port, 0, m, EMU_BURST);
 
@@ -122,50 +125,127 @@ unsigned emu_port_rx(struct emu_daemon *dm)
 	return n;
 }
 
-int emu_port_init(struct emu_daemon *dm, int argc, char **argv)
+int emu_eal_init(int argc, char **argv)
 {
-	struct emu_port *p = &emu_p;
 	int rc = rte_eal_init(argc, argv);
 
 	if (rc < 0) {
 		fprintf(stderr, "uroced: EAL init failed: %s\n", rte_strerror(rte_errno));
 		return -1;
 	}
+	return 0;
+}
+
+void emu_eal_fini(void)
+{
+	rte_eal_cleanup();
+}
+
+void emu_port_thread_init(void)
+{
+	/* an lcore id gives the thread its mempool cache; without one DPDK
+	 * still works, only slower */
+	if (rte_lcore_id() == LCORE_ID_ANY)
+		(void)rte_thread_register();
+}
+
+/* The ethdev EAL created for a --port: vdev name (up to the first comma)
+ * or PCI address, as given or in the 0000: domain form. */
+static int emu_port_find(const char *spec, uint16_t *port)
+{
+	char name[RTE_ETH_NAME_MAX_LEN];
+	size_t n = strcspn(spec, ",");
+
+	if (n >= sizeof(name))
+		return -1;
+	memcpy(name, spec, n);
+	name[n] = 0;
+	if (rte_eth_dev_get_port_by_name(name, port) == 0)
+		return 0;
+	char full[RTE_ETH_NAME_MAX_LEN + 8];
+	snprintf(full, sizeof(full), "0000:%s", name);
+	return rte_eth_dev_get_port_by_name(full, port) == 0 ? 0 : -1;
+}
+
+/* link:NAME: rings "<NAME>.0" and "<NAME>.1"; the first device of the pair
+ * receives on .0 and sends on .1, the second the other way round. */
+static int emu_port_link(struct emu_daemon *dm, struct emu_port *p)
+{
+	const char *ln = dm->o.vdev + 5;
+	char rn[2][RTE_RING_NAMESIZE], pn[RTE_ETH_NAME_MAX_LEN];
+	struct rte_ring *r[2];
+	bool first = true;
+
+	for (unsigned i = 0; i < dm->index; i++)
+		if (!strcmp(emu_ds[i]->o.vdev, dm->o.vdev))
+			first = false;
+	for (int k = 0; k < 2; k++) {
+		snprintf(rn[k], sizeof(rn[k]), "ul%.20s.%d", ln, k);
+		r[k] = first ? rte_ring_create(rn[k], EMU_RING_SIZE, (int)rte_socket_id(),
+					       RING_F_SP_ENQ | RING_F_SC_DEQ)
+			     : rte_ring_lookup(rn[k]);
+		if (!r[k]) {
+			fprintf(stderr, "uroced: %s: ring %s: %s\n", dm->o.dev, rn[k],
+				rte_strerror(rte_errno));
+			return -1;
+		}
+	}
+	struct rte_ring *rx = first ? r[0] : r[1], *tx = first ? r[1] : r[0];
+	snprintf(pn, sizeof(pn), "uroce_link%u", dm->index);
+	int rc = rte_eth_from_rings(pn, &rx, 1, &tx, 1, (unsigned)rte_socket_id());
+	if (rc < 0) {
+		fprintf(stderr, "uroced: %s: ring port: %s\n", dm->o.dev, rte_strerror(rte_errno));
+		return -1;
+	}
+	p->port = (uint16_t)rc;
+	return 0;
+}
+
+int emu_port_init(struct emu_daemon *dm)
+{
+	struct emu_port *p = rte_zmalloc("uroce_port", sizeof(*p), 0);
+	char name[RTE_MEMPOOL_NAMESIZE];
+	int rc;
+
+	if (!p) {
+		fprintf(stderr, "uroced: %s: out of memory\n", dm->o.dev);
+		return -1;
+	}
+	dm->port = p;
 	uint32_t room = dm->o.mtu + 64 + RTE_PKTMBUF_HEADROOM;
 	if (room < RTE_MBUF_DEFAULT_BUF_SIZE)
 		room = RTE_MBUF_DEFAULT_BUF_SIZE;
-	p->mp = rte_pktmbuf_pool_create("uroce_mb", EMU_NB_MBUF, 256, 0, (uint16_t)room,
+	snprintf(name, sizeof(name), "uroce_mb%u", dm->index);
+	p->mp = rte_pktmbuf_pool_create(name, EMU_NB_MBUF, 256, 0, (uint16_t)room,
 					(int)rte_socket_id());
 	if (!p->mp) {
-		EMU_LOG(ERR, "mbuf pool: %s\n", rte_strerror(rte_errno));
+		fprintf(stderr, "uroced: %s: mbuf pool: %s (more memory: --eal \"-m N\")\n",
+			dm->o.dev, rte_strerror(rte_errno));
 		return -1;
 	}
 	bool loop = dm->o.vdev[0] == 0;
 	if (loop) {
-		p->ring = rte_ring_create("uroce_loop", EMU_RING_SIZE, (int)rte_socket_id(),
+		snprintf(name, sizeof(name), "uroce_loop%u", dm->index);
+		p->ring = rte_ring_create(name, EMU_RING_SIZE, (int)rte_socket_id(),
 					  RING_F_SP_ENQ | RING_F_SC_DEQ);
 		if (!p->ring) {
-			EMU_LOG(ERR, "ring: %s\n", rte_strerror(rte_errno));
+			fprintf(stderr, "uroced: %s: ring: %s\n", dm->o.dev, rte_strerror(rte_errno));
 			return -1;
 		}
 		rc = rte_eth_from_ring(p->ring);
 		if (rc < 0) {
-			EMU_LOG(ERR, "ring port: %s\n", rte_strerror(rte_errno));
+			fprintf(stderr, "uroced: %s: ring port: %s\n", dm->o.dev,
+				rte_strerror(rte_errno));
 			return -1;
 		}
 		p->port = (uint16_t)rc;
-	} else {
-		uint16_t pid;
-		bool found = false;
-		RTE_ETH_FOREACH_DEV(pid) {
-			p->port = pid;
-			found = true;
-			break;
-		}
-		if (!found) {
-			EMU_LOG(ERR, "no ethdev port for --port %s\n", dm->o.vdev);
+	} else if (!strncmp(dm->o.vdev, "link:", 5)) {
+		if (emu_port_link(dm, p))
 			return -1;
-		}
+	} else if (emu_port_find(dm->o.vdev, &p->port)) {
+		fprintf(stderr, "uroced: %s: no usable port for '%s' (see the EAL messages "
+			"above)\n", dm->o.dev, dm->o.vdev);
+		return -1;
 	}
 	struct rte_eth_conf conf;
 	memset(&conf, 0, sizeof(conf));
@@ -176,21 +256,24 @@ int emu_port_init(struct emu_daemon *dm, int argc, char **argv)
 	if (rc == 0)
 		rc = rte_eth_tx_queue_setup(p->port, 0, 1024, (unsigned)rte_eth_dev_socket_id(p->port),
 					    NULL);
-	if (rc == 0 && !loop)
+	if (rc == 0 && !loop && strncmp(dm->o.vdev, "link:", 5))
 		(void)rte_eth_dev_set_mtu(p->port, (uint16_t)dm->o.mtu);
 	if (rc == 0)
 		rc = rte_eth_dev_start(p->port);
 	if (rc < 0) {
-		EMU_LOG(ERR, "port %u setup: %s\n", p->port, rte_strerror(-rc));
+		fprintf(stderr, "uroced: %s: port %u setup: %s\n", dm->o.dev, p->port,
+			rte_strerror(-rc));
 		return -1;
 	}
 	dm->port_up = true;
 	dm->port_id = p->port;
 	if (!loop) {
 		(void)rte_eth_promiscuous_enable(p->port);
+		/* the port's own MAC, unless it has none (ring ports): then
+		 * our default 02:00:00:00:00:<device number> */
 		if (!dm->o.mac_set) {
 			struct rte_ether_addr a;
-			if (rte_eth_macaddr_get(p->port, &a) == 0)
+			if (rte_eth_macaddr_get(p->port, &a) == 0 && !rte_is_zero_ether_addr(&a))
 				memcpy(dm->o.mac, a.addr_bytes, 6);
 		}
 	}
@@ -201,19 +284,21 @@ int emu_port_init(struct emu_daemon *dm, int argc, char **argv)
 void emu_port_attach(struct emu_daemon *dm)
 {
 	dm->dev.ops = &emu_dpdk_ops;
-	dm->dev.port_priv = &emu_p;
+	dm->dev.port_priv = dm->port;
 	dm->dev.loopback = dm->o.vdev[0] == 0;
 }
 
 void emu_port_fini(struct emu_daemon *dm)
 {
+	struct emu_port *p = dm->port;
+
 	if (dm->port_up) {
+		dm->dev.port_priv = p;
 		emu_dpdk_tx_flush(&dm->dev);
-		while (emu_p.txq_head != emu_p.txq_tail)
-			rte_pktmbuf_free(emu_p.txq[emu_p.txq_head++ & (EMU_TXQ_SIZE - 1)]);
+		while (p->txq_head != p->txq_tail)
+			rte_pktmbuf_free(p->txq[p->txq_head++ & (EMU_TXQ_SIZE - 1)]);
 		rte_eth_dev_stop(dm->port_id);
 		rte_eth_dev_close(dm->port_id);
 		dm->port_up = false;
 	}
-	rte_eal_cleanup();
 }

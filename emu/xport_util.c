@@ -117,7 +117,7 @@ void xp_event(struct emu_qp *qp, enum ibv_event_type ev)
  * writes (emu_mem_batch): a burst of SENDs then costs one process_vm_writev
  * instead of one per message, as each CQE would otherwise flush. */
 #define XP_CQE_BATCH 64
-static struct {
+static __thread struct { /* per worker thread */
 	bool on;
 	unsigned n;
 	struct {

@@ -109,8 +109,45 @@ int urv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *a, int mask)
 	req.handle = srq->handle;
 	req.attr_mask = (uint32_t)mask;
 	req.attr = *a;
-	return -urv_ctl(to_usrq(srq)->ctx, UROCE_OP_MODIFY_SRQ, &req,
-			sizeof(req), NULL, 0, NULL, 0, NULL, 0);
+	if (!(mask & IBV_SRQ_MAX_WR))
+		return -urv_ctl(to_usrq(srq)->ctx, UROCE_OP_MODIFY_SRQ, &req,
+				sizeof(req), NULL, 0, NULL, 0, NULL, 0);
+
+	/* growing: the daemon answers with the ring in use (a new one when it
+	 * grew, holding the WQEs not consumed yet); posts wait meanwhile */
+	struct urv_srq *s = to_usrq(srq);
+	struct uroce_create_srq_rep rep;
+	int fd = -1, ret;
+	void *map;
+
+	urv_spin_lock(&s->lock);
+	ret = urv_ctl(s->ctx, UROCE_OP_MODIFY_SRQ, &req, sizeof(req), &rep, sizeof(rep),
+		      NULL, 0, &fd, 1);
+	if (ret)
+		goto out;
+	map = mmap(NULL, rep.map_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED) {
+		ret = -errno;
+		goto out;
+	}
+	if (!rep.entries || (rep.entries & (rep.entries - 1)) || rep.stride != s->rq.stride ||
+	    UROCE_RING_HDR_SIZE + (uint64_t)rep.entries * rep.stride > rep.map_size) {
+		munmap(map, rep.map_size);
+		ret = -EPROTO;
+		goto out;
+	}
+	munmap(s->map, s->map_size);
+	s->map = map;
+	s->map_size = rep.map_size;
+	s->rq.hdr = map;
+	s->rq.slots = (uint8_t *)map + UROCE_RING_HDR_SIZE;
+	s->rq.entries = rep.entries;
+	s->rq.max_wr = rep.max_wr < rep.entries ? rep.max_wr : rep.entries;
+out:
+	urv_spin_unlock(&s->lock);
+	if (fd >= 0)
+		close(fd);
+	return -ret;
 }
 
 int urv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *a)

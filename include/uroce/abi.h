@@ -352,10 +352,11 @@ struct uroce_modify_srq_req {
 	struct ibv_srq_attr attr;
 };
 /* reply: empty; with IBV_SRQ_MAX_WR in attr_mask, a uroce_create_srq_rep
- * and fds out [0] the new ring memfd: the daemon copies the WQEs not yet
- * consumed into the new ring (same db_index) and sets prod/cons so the shim
- * continues on it, as for UROCE_OP_RESIZE_CQ. max_wr never shrinks below
- * the WQEs outstanding (-EINVAL). */
+ * and fds out [0] the memfd of the ring in use. When max_wr exceeds the
+ * ring's entries it is a new ring: the daemon copies the WQEs not yet
+ * consumed into it (same db_index, same free-running prod/cons) so the shim
+ * continues on it, as for UROCE_OP_RESIZE_CQ; otherwise the same ring.
+ * max_wr below the WQEs outstanding is -EINVAL. */
 /* query reply: struct ibv_srq_attr */
 
 struct uroce_create_qp_req {

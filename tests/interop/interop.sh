@@ -31,6 +31,10 @@ VMOUT=${UROCE_RXEVM_DIR:-$B/tests/interop/rxevm}
 OUT=${3:-$B/tests/interop/out-$GROUP}
 NS=iop-$GROUP-$$
 UROCE_IP=10.77.0.1 VM_IP=10.77.0.2 HOST_IP=10.77.0.3
+# IPv6 (group basic): both sides then have the same GID order, 0 = fe80:: (EUI-64 of the
+# MAC), 1 = ::ffff:IPv4, 2 = the global IPv6 address below
+UROCE_IP6=fd77::1 VM_IP6=fd77::2
+UROCE_LL=fe80::ff:fe4d:1 VM_LL=fe80::5054:ff:fe4d:2   # EUI-64 of the MACs
 UROCE_MAC=02:00:00:4d:00:01
 TAP=iop0
 
@@ -39,9 +43,9 @@ skip() { say "SKIP: $*"; exit 77; }
 
 # ------------------------------------------------------------------ cases
 # NAME|SERVER|PROG|GIDFLAG|ARGS   (runcases.sh). Sizes: 1 B, 4 KiB, 64 KiB.
-both() {  # NAME PROG GIDFLAG ARGS: one case with each side as the server
-	echo "$1_us|uroce|$2|$3|$4"
-	echo "$1_rs|rxe|$2|$3|$4"
+both() {  # NAME PROG GIDFLAG ARGS [GIDX]: one case with each side as the server
+	echo "$1_us|uroce|$2|$3|$4${5:+|$5}"
+	echo "$1_rs|rxe|$2|$3|$4${5:+|$5}"
 }
 cases_basic() {
 	both rc_1 ibv_rc_pingpong -g "-e -c -s 1 -n 20"
@@ -49,6 +53,13 @@ cases_basic() {
 	both rc_64k ibv_rc_pingpong -g "-e -c -s 65536 -n 10"
 	both uc_4k ibv_uc_pingpong -g "-e -c -s 4096 -n 20"
 	both ud_1k ibv_ud_pingpong -g "-e -c -s 1024 -n 20"
+	# IPv6: global GID 2 (fd77::) and link-local GID 0 (fe80::); ND both ways
+	both rc_4k_v6 ibv_rc_pingpong -g "-e -c -s 4096 -n 20" 2
+	both rc_64k_v6 ibv_rc_pingpong -g "-e -c -s 65536 -n 10" 2
+	both ud_1k_v6 ibv_ud_pingpong -g "-e -c -s 1024 -n 20" 2
+	both write_bw_v6 ib_write_bw -x "-F -n 50 -s 65536" 2
+	both rc_4k_ll ibv_rc_pingpong -g "-e -c -s 4096 -n 20" 0
+	both ud_1k_ll ibv_ud_pingpong -g "-e -c -s 1024 -n 20" 0
 }
 cases_mtu4096() {
 	both rc_4k ibv_rc_pingpong -g "-e -c -m 4096 -s 4096 -n 20"
@@ -80,9 +91,20 @@ cases_loss() {
 }
 # seconds per program run: a healthy case takes 1-3 s even under TCG
 CASE_TIMEOUT=30
-VM_MTU= UROCED_ARGS=() VM_PRE=
+VM_MTU= UROCED_ARGS=() VM_PRE= VM_IP6ARG=() VM_SETUP=
 case "$GROUP" in
-basic|perftest) ;;
+basic)
+	# IPv6 rides along with the IPv4 cases (one boot): uroced's GID 2 = fd77::1, rxe's
+	# GID 2 = fd77::2; GID 0 on both = fe80:: link-local
+	UROCED_ARGS=(--ip "$UROCE_IP6")
+	VM_IP6ARG=(--ip6 "$VM_IP6/64")
+	# While eth0's fe80:: address is still tentative (DAD, ~1 s after link up) the VM
+	# kernel sends no neighbour solicitation at all, so rxe's RTR (which resolves the
+	# peer's MAC through the kernel with a 1 s limit) fails with "Failed to modify QP
+	# to RTR" for an IPv6 GID whose neighbour is not cached yet. Start once DAD is done.
+	VM_SETUP='i=0; while [ $i -lt 100 ] && [ -n "$(ip -6 addr show dev eth0 tentative)" ]; do sleep 0.1; i=$((i + 1)); done; '
+	;;
+perftest) ;;
 mtu4096)
 	VM_MTU=9000
 	UROCED_ARGS=(--mtu 9000)
@@ -182,13 +204,13 @@ sed 's/^/  uroced: /' "$OUT/uroced.log"
 "cases_$GROUP" | grep -E "^(${UROCE_INTEROP_ONLY:-.*})\|" >"$OUT/share/cases.txt"
 cp "$HERE/runcases.sh" "$OUT/share/"
 NCASES=$(grep -c . "$OUT/share/cases.txt")
-echo "${VM_PRE}DEV=rxe0 GID=1 PEER=$HOST_IP CASE_TIMEOUT=$CASE_TIMEOUT CONNECT_TRIES=200 sh /mnt/host/runcases.sh rxe /mnt/host/cases.txt /mnt/host/res${VM_PRE:+; r=\$?; tc -s filter show dev eth0 ingress; tc -s filter show dev eth0 egress; exit \$r}" \
+echo "${VM_SETUP}${VM_PRE}DEV=rxe0 GID=1 PEER=$HOST_IP CASE_TIMEOUT=$CASE_TIMEOUT CONNECT_TRIES=200 sh /mnt/host/runcases.sh rxe /mnt/host/cases.txt /mnt/host/res${VM_PRE:+; r=\$?; tc -s filter show dev eth0 ingress; tc -s filter show dev eth0 egress; exit \$r}" \
 	>"$OUT/share/cmd.sh"
 
 T0=$SECONDS
 VMTIMEOUT=$((60 + NCASES * (CASE_TIMEOUT + 10)))
 say "booting the rxe VM ($NCASES cases, VM timeout ${VMTIMEOUT} s)"
-OUT=$VMOUT setsid "$HERE/run-peer.sh" --netns "$NS" --tap "$TAP" --ip "$VM_IP/24" ${VM_MTU:+--mtu "$VM_MTU"} \
+OUT=$VMOUT setsid "$HERE/run-peer.sh" --netns "$NS" --tap "$TAP" --ip "$VM_IP/24" ${VM_MTU:+--mtu "$VM_MTU"} "${VM_IP6ARG[@]}" \
 	--share "$OUT/share" --timeout "$VMTIMEOUT" --log "$OUT/vm-console.log" >/dev/null 2>"$OUT/run-peer.log" &
 VPID=$!
 PIDS+=("$VPID")
@@ -246,6 +268,17 @@ say "capture: $(cat "$OUT/pcap-check.log")"
 n_out=$(grep -c " $UROCE_IP:[0-9]* > $VM_IP:4791 " "$OUT/pcap-decode.log")
 n_in=$(grep -c " $VM_IP:[0-9]* > $UROCE_IP:4791 " "$OUT/pcap-decode.log")
 n_nak=$(grep -c 'NAK' "$OUT/pcap-decode.log")
+if [ ${#VM_IP6ARG[@]} -gt 0 ]; then
+	# IPv6: global (GID 2) and link-local (GID 0) RoCE frames, each direction
+	v6=$(grep -c " \\[$UROCE_IP6\\]:[0-9]* > \\[$VM_IP6\\]:4791 " "$OUT/pcap-decode.log")
+	v6in=$(grep -c " \\[$VM_IP6\\]:[0-9]* > \\[$UROCE_IP6\\]:4791 " "$OUT/pcap-decode.log")
+	ll=$(grep -c " \\[$UROCE_LL\\]:[0-9]* > \\[$VM_LL\\]:4791 " "$OUT/pcap-decode.log")
+	llin=$(grep -c " \\[$VM_LL\\]:[0-9]* > \\[$UROCE_LL\\]:4791 " "$OUT/pcap-decode.log")
+	say "capture: IPv6 $v6 RoCE frames uroce->rxe, $v6in rxe->uroce; link-local ($UROCE_LL, $VM_LL) $ll and $llin"
+	if [ "$v6" = 0 ] || [ "$v6in" = 0 ] || [ "$ll" = 0 ] || [ "$llin" = 0 ]; then
+		say "FAIL: no IPv6 RoCE traffic in one direction"; fail=1
+	fi
+fi
 say "capture: $n_out RoCE frames uroce->rxe, $n_in rxe->uroce, $n_nak with a NAK/RNR syndrome"
 if [ "$PCRC" != 0 ] || ! grep -q ' 0 RoCE invalid' "$OUT/pcap-check.log"; then
 	say "FAIL: uroce-pcap check"; grep -v 'icrc=ok' "$OUT/pcap-check.log" | head -20; fail=1

@@ -9,9 +9,11 @@
 # never reach the server of another case).
 #
 # CASES: one case a line, fields separated by '|':
-#   NAME|SERVER|PROG|GIDFLAG|ARGS
+#   NAME|SERVER|PROG|GIDFLAG|ARGS[|GIDX]
 #     SERVER  uroce or rxe: the side that runs PROG as the server
 #     GIDFLAG -g (ibv_*_pingpong) or -x (perftest)
+#     GIDX    GID index for this case on both sides (default: $GID); the rig gives
+#             both sides the same GID order (0 fe80::, 1 ::ffff:IPv4, 2 global IPv6)
 # Environment: DEV (verbs device), GID (GID index), PEER (the other side's TCP
 # address), PORT0 (first TCP port), WRAP (command prefix, e.g. env LD_PRELOAD=..),
 # CASE_TIMEOUT (seconds per command), CONNECT_TRIES.
@@ -22,11 +24,11 @@ side=$1 cases=$2 out=$3
 mkdir -p "$out"
 port=$PORT0
 fails=0
-while IFS='|' read -r name server prog gidflag args; do
+while IFS='|' read -r name server prog gidflag args gidx; do
 	case "$name" in ''|'#'*) continue ;; esac
 	port=$((port + 1))
 	log=$out/$name.$side.log
-	cmd="$WRAP $prog -d $DEV $gidflag $GID -p $port $args"
+	cmd="$WRAP $prog -d $DEV $gidflag ${gidx:-$GID} -p $port $args"
 	if [ "$server" = "$side" ]; then
 		echo "== $name: server: $cmd" > "$log"
 		# shellcheck disable=SC2086

@@ -3,6 +3,7 @@
  * SRQ, UD, and the daemon dying underneath. usage: verbs_basic CASE */
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -490,6 +491,138 @@ static void daemon_death(void)
 	vt_fini(&t);
 }
 
+/* ibv_modify_srq(IBV_SRQ_MAX_WR) grows a full SRQ: the WQEs already posted
+ * survive the move to the bigger ring, in order, and the new room is
+ * usable; shrinking below what is posted is refused. */
+static void srq_grow(void)
+{
+	struct vt t;
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 16, .max_sge = 1 } };
+	struct ibv_srq_attr q;
+	struct ibv_srq *s;
+	struct ibv_qp *a, *b;
+	struct ibv_wc wc[16];
+	const int total = 100;
+	int i, posted = 0, done = 0;
+
+	vt_init(&t, NULL);
+	s = ibv_create_srq(t.pd, &sa);
+	CHECK(s);
+	a = vt_qp(&t, IBV_QPT_RC, t.scq, t.rcq, NULL, 16, 16);
+	b = vt_qp(&t, IBV_QPT_RC, t.scq, t.rcq, s, 16, 0);
+	vt_connect(&t, a, b);
+	memset(t.buf, 0, 16384);
+	for (;; posted++) {
+		struct ibv_sge sge = { (uintptr_t)t.buf + 64 * (unsigned)posted, 64, t.mr->lkey };
+		struct ibv_recv_wr wr = { .wr_id = 1000 + (uint64_t)posted,
+					  .sg_list = &sge, .num_sge = 1 }, *bad;
+
+		if (ibv_post_srq_recv(s, &wr, &bad))
+			break; /* full */
+		CHECK(posted < 64);
+	}
+	CHECK(posted >= 16);
+	q.max_wr = (uint32_t)posted - 1;
+	CHECK(ibv_modify_srq(s, &q, IBV_SRQ_MAX_WR) == EINVAL);
+	q.max_wr = (uint32_t)total;
+	CHECK(!ibv_modify_srq(s, &q, IBV_SRQ_MAX_WR));
+	CHECK(!ibv_query_srq(s, &q) && q.max_wr >= (uint32_t)total);
+	for (; posted < total; posted++) {
+		struct ibv_sge sge = { (uintptr_t)t.buf + 64 * (unsigned)posted, 64, t.mr->lkey };
+		struct ibv_recv_wr wr = { .wr_id = 1000 + (uint64_t)posted,
+					  .sg_list = &sge, .num_sge = 1 }, *bad;
+
+		CHECK(!ibv_post_srq_recv(s, &wr, &bad));
+	}
+	/* total messages, each 8 bytes naming its index */
+	while (done < total) {
+		int n = total - done < 8 ? total - done : 8;
+
+		for (i = 0; i < n; i++) {
+			uint64_t v = 0xabc00000ull + (uint64_t)(done + i);
+
+			memcpy(t.buf + 32768 + 64 * (done + i), &v, 8);
+			CHECK(!vt_post_send(a, t.mr, IBV_WR_SEND, 32768 + 64 * (size_t)(done + i), 8,
+					    IBV_SEND_SIGNALED, 0, 0, 0, (uint64_t)(done + i)));
+		}
+		vt_poll_n(t.scq, n, wc);
+		vt_poll_n(t.rcq, n, wc);
+		for (i = 0; i < n; i++) {
+			uint64_t v;
+
+			CHECK(wc[i].status == IBV_WC_SUCCESS && wc[i].byte_len == 8);
+			CHECK(wc[i].wr_id == 1000 + (uint64_t)(done + i));
+			memcpy(&v, t.buf + 64 * (done + i), 8);
+			CHECK(v == 0xabc00000ull + (uint64_t)(done + i));
+		}
+		done += n;
+	}
+	CHECK(!ibv_destroy_qp(a) && !ibv_destroy_qp(b));
+	CHECK(!ibv_destroy_srq(s));
+	vt_fini(&t);
+}
+
+/* SIGKILL while one thread sleeps in ibv_get_cq_event and another spins on
+ * an empty CQ: both return an error. The spinner must notice within a
+ * bounded number of empty polls (the shim checks the control socket about
+ * once per millisecond of empty polling); the old check ran once per 2^26
+ * empty polls, seconds of spinning. */
+struct kill_waiter {
+	struct ibv_comp_channel *ch;
+	int rc;
+	int err;
+};
+
+static void *kill_waiter_fn(void *arg)
+{
+	struct kill_waiter *w = arg;
+	struct ibv_cq *cq;
+	void *cc;
+
+	w->rc = ibv_get_cq_event(w->ch, &cq, &cc);
+	w->err = errno;
+	return NULL;
+}
+
+static void daemon_kill_poll(void)
+{
+	const char *p = getenv("UROCE_TEST_DAEMON_PID");
+	struct vt_opts o = { .channel = true };
+	struct kill_waiter w = { .rc = 1 };
+	struct ibv_wc wc;
+	pthread_t th;
+	uint64_t polls = 0;
+	double t0, end;
+	int r;
+	struct vt t;
+
+	if (!p) {
+		fprintf(stderr, "UROCE_TEST_DAEMON_PID not set\n");
+		exit(VT_SKIP);
+	}
+	vt_init(&t, &o);
+	CHECK(!ibv_req_notify_cq(t.rcq, 0));
+	w.ch = t.ch;
+	CHECK(!pthread_create(&th, NULL, kill_waiter_fn, &w));
+	/* spin a while with the daemon alive: empty, no error */
+	for (int i = 0; i < 100000; i++)
+		CHECK(ibv_poll_cq(t.scq, 1, &wc) == 0);
+	CHECK(!kill((pid_t)atoi(p), SIGKILL));
+	t0 = vt_now();
+	end = t0 + VT_WAIT_S;
+	while ((r = ibv_poll_cq(t.scq, 1, &wc)) == 0) {
+		polls++;
+		CHECK(vt_now() < end || polls < 1000); /* a hang bound, not a verdict */
+	}
+	printf("busy poll saw the daemon gone after %llu empty polls, %.3f ms\n",
+	       (unsigned long long)polls, (vt_now() - t0) * 1e3);
+	CHECK(r < 0);
+	CHECK(polls < (1u << 24));
+	CHECK(!pthread_join(th, NULL));
+	CHECK(w.rc == -1);
+	vt_fini(&t);
+}
+
 /* An orderly shutdown (SIGTERM): rings are marked dead, so an empty CQ
  * polls negative instead of 0 forever, and the async fd reports the end. */
 static void daemon_stop(void)
@@ -523,6 +656,8 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "srq", srq },
 	{ "ud", ud },
 	{ "daemon_death", daemon_death },
+	{ "daemon_kill_poll", daemon_kill_poll },
+	{ "srq_grow", srq_grow },
 };
 
 int main(int argc, char **argv)

@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""uroced device options (private UROCE_RUN_DIR, bounded waits, everything
+stopped on the way out).
+
+  multi_dev.py UROCED badopts
+      bad options and unusable ports: non-zero exit, one 'uroced: ...' line
+  multi_dev.py UROCED link SHIM STAT
+      two devices in one daemon, wired back to back (link:), one worker
+      each: ibv_rc_pingpong -c from uroce1 to uroce0 over ARP-resolved
+      10.0.0.x addresses, counters of both read with uroce-stat, SIGTERM
+      exits 0 and removes both sockets.
+Exit 0 pass, 77 skip, 1 fail."""
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def wait_sockets(paths, proc, limit=20.0):
+    end = time.monotonic() + limit
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            return False
+        ok = 0
+        for p in paths:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            try:
+                s.connect(p)
+                ok += 1
+            except OSError:
+                pass
+            finally:
+                s.close()
+        if ok == len(paths):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def badopts(uroced, run_dir):
+    env = dict(os.environ, UROCE_RUN_DIR=run_dir)
+    cases = [
+        (['--dev', 'a', '--dev', 'a'], 2, 'given twice'),
+        (['--dev', 'a,foo=1'], 2, "unknown device key 'foo'"),
+        (['--dev', 'a,ip=1.2.3.4.5'], 2, 'bad ip'),
+        (['--dev', 'a,mtu=100'], 2, 'bad mtu'),
+        (['--dev', 'a/b'], 2, 'bad --dev'),
+        (['--dev', 'u0,port=link:x,ip=10.0.0.1'], 2, 'exactly two devices'),
+        (['--dev', 'u0,port=link:x,ip=10.0.0.1', '--dev', 'u1,port=link:x'], 2, 'needs --ip'),
+        (['--port', 'net_af_packet0,iface=uroce-no-such-if'], 1, 'no usable port'),
+        (['--port', '0000:7f:1f.7'], 1, 'no usable port'),
+        (['--cpu', '100000'], 2, 'bad cpu'),
+        (['--dev', 'a,port=net_null0', '--dev', 'b,port=net_null0'], 2, 'used by two devices'),
+    ]
+    failed = 0
+    for args, want, text in cases:
+        try:
+            p = subprocess.run([uroced] + args, env=env, capture_output=True, text=True,
+                               timeout=60)
+        except subprocess.TimeoutExpired:
+            print('FAIL (hang):', args)
+            failed += 1
+            continue
+        lines = [ln for ln in p.stderr.splitlines() if ln.startswith('uroced:')]
+        ok = p.returncode == want and len(lines) == 1 and text in lines[0]
+        print('%s %s -> %d %r' % ('ok  ' if ok else 'FAIL', ' '.join(args), p.returncode,
+                                  lines))
+        failed += not ok
+    return 1 if failed else 0
+
+
+def link(uroced, run_dir, shim, stat):
+    for prog in ('ibv_rc_pingpong',):
+        if not shutil.which(prog):
+            print('not installed:', prog)
+            return 77
+    env = dict(os.environ, UROCE_RUN_DIR=run_dir)
+    log = open(os.path.join(run_dir, 'uroced.log'), 'w+')
+    d = subprocess.Popen([uroced, '--dev', 'uroce0,port=link:wire,ip=10.0.0.1',
+                          '--dev', 'uroce1,port=link:wire,ip=10.0.0.2,mtu=1500'],
+                         env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    socks = [os.path.join(run_dir, 'uroce%d.sock' % i) for i in range(2)]
+    srv = None
+    try:
+        if not wait_sockets(socks, d):
+            print('daemon did not come up')
+            return 1
+        penv = dict(env, LD_PRELOAD=os.path.abspath(shim))
+        base = ['ibv_rc_pingpong', '-g', '1', '-c', '-n', '100', '-s', '3000', '-p', '19931']
+        srv = subprocess.Popen(base + ['-d', 'uroce0', '-e'], env=penv, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + 20
+        while True:
+            time.sleep(0.3)
+            cli = subprocess.run(base + ['-d', 'uroce1', '127.0.0.1'], env=penv,
+                                 capture_output=True, text=True, timeout=90)
+            if cli.returncode == 0 or time.monotonic() > deadline or srv.poll() is not None:
+                break
+        sout = srv.communicate(timeout=90)[0].decode(errors='replace')
+        print(cli.stdout + cli.stderr + '--- server ---\n' + sout)
+        if cli.returncode or srv.returncode:
+            print('pingpong failed: client %d server %d' % (cli.returncode, srv.returncode))
+            return 1
+        for i in range(2):
+            r = subprocess.run([stat, '-d', 'uroce%d' % i, '-q'], env=env, capture_output=True,
+                               text=True, timeout=30)
+            cnt = dict((ln.split()[0], int(ln.split()[1])) for ln in r.stdout.splitlines()
+                       if ln.startswith(' '))
+            print('uroce%d' % i, {k: v for k, v in cnt.items() if v})
+            # the path was learned with ARP, and the traffic crossed the link
+            if r.returncode or cnt['rx_arp'] == 0 or cnt['tx_arp'] == 0 or \
+               cnt['rx_roce'] < 200 or cnt['icrc_errors']:
+                print('uroce%d counters wrong' % i)
+                return 1
+        d.send_signal(signal.SIGTERM)
+        rc = d.wait(20)
+        if rc != 0 or any(os.path.exists(s) for s in socks):
+            print('shutdown: rc %d, sockets %r' % (rc, [os.path.exists(s) for s in socks]))
+            return 1
+        return 0
+    finally:
+        if srv and srv.poll() is None:
+            os.killpg(srv.pid, signal.SIGKILL)
+            srv.wait()
+        if d.poll() is None:
+            d.kill()
+            d.wait()
+        log.seek(0)
+        sys.stdout.write('--- uroced ---\n' + log.read()[-3000:])
+        log.close()
+
+
+def main():
+    uroced, mode = sys.argv[1], sys.argv[2]
+    if not os.access(uroced, os.X_OK):
+        return 77
+    run_dir = tempfile.mkdtemp(prefix='uroce-md-')
+    try:
+        if mode == 'badopts':
+            return badopts(uroced, run_dir)
+        return link(uroced, run_dir, sys.argv[3], sys.argv[4])
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
