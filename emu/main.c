@@ -484,7 +484,8 @@ static int emu_eal_args(struct emu_opts *os, unsigned ndev, char **av, int max, 
 	/* no hugepages, no PCI scan, no shared config, a private file prefix
 	 * and no telemetry socket: any user, any number of daemons at once.
 	 * (A PCI NIC usually wants hugepages: add them with --eal.) */
-	ADD("--no-huge");
+	if (!strstr(os[0].eal, "--huge-dir"))
+		ADD("--no-huge"); /* hugepages only when asked for */
 	if (!pci)
 		ADD("--no-pci");
 	ADD("--no-shconf");

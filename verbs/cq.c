@@ -17,6 +17,7 @@
  * core, and a CQ with work never pays anything. */
 #define URV_EMPTY_CLOCK 256u
 #define URV_GONE_CHECK_NS 1000000ull
+#define URV_GONE_AFTER_NS 2000000ull  /* empty this long before the first check */
 
 #define URV_CQ_WC_FLAGS (IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | \
 			 IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP | \
@@ -249,7 +250,12 @@ int urv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 			cq->empty_polls = 0;
 			clock_gettime(CLOCK_MONOTONIC, &ts);
 			now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-			if (now - cq->gone_check_ns >= URV_GONE_CHECK_NS) {
+			if (!cq->empty_since_ns) {
+				/* a completion that is merely on its way costs
+				 * nothing: check only once the wait is long */
+				cq->empty_since_ns = now;
+				cq->gone_check_ns = now - URV_GONE_CHECK_NS + URV_GONE_AFTER_NS;
+			} else if ((int64_t)(now - cq->gone_check_ns) >= (int64_t)URV_GONE_CHECK_NS) {
 				cq->gone_check_ns = now;
 				gone = urv_daemon_gone(cq->ctx);
 			}
@@ -260,6 +266,7 @@ int urv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 		return 0;
 	}
 	cq->empty_polls = 0;
+	cq->empty_since_ns = 0;
 	if (avail > cq->entries) {  /* overrun: the CQ is unusable */
 		urv_spin_unlock(&cq->lock);
 		return -EOVERFLOW;

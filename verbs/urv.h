@@ -100,6 +100,7 @@ struct urv_cq {
 	uint32_t comp_got;      /* completion events handed out */
 	uint32_t empty_polls;   /* consecutive empty polls (daemon liveness) */
 	uint64_t gone_check_ns; /* last daemon liveness check (CLOCK_MONOTONIC) */
+	uint64_t empty_since_ns; /* start of the current empty streak, 0 = none */
 	uint64_t wc_flags_ex;   /* ibv_create_cq_ex wc_flags */
 	struct uroce_cqe *cur;  /* ibv_cq_ex: the entry being read */
 	uint32_t cur_idx;

@@ -84,7 +84,12 @@ pair ud_v6 ibv_ud_pingpong 2 -c -s 1024 -n 20
 
 kill -TERM "$UPID"
 wait "$UPID"
+urc=$?
 PIDS=()
+# SIGTERM is a clean stop; anything else (a sanitizer report, a crash) fails the test
+if [ $urc != 0 ] || grep -qE 'AddressSanitizer|runtime error:|LeakSanitizer' "$R/uroced.log"; then
+	say "FAIL: uroced exit status $urc"; tail -30 "$R/uroced.log"; fail=1
+fi
 "$PCAPTOOL" check "$R/u.pcap" >"$R/check.log" 2>&1
 crc=$?
 say "capture: $(cat "$R/check.log")"
