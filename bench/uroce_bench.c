@@ -232,7 +232,9 @@ static void bench_lat(const char *op, uint32_t size, long iters, uint64_t gap_us
 		post_recv(&b, 0, size);
 	}
 	for (long i = -warm; i < iters; i++) {
-		uint8_t tag = (uint8_t)(i & 0x7f) | 0x80;
+		/* a -> b carries 2i, b -> a 2i+1: no value repeats between
+		 * consecutive writes into the same byte */
+		uint8_t tag = (uint8_t)(2 * i);
 		unsigned fl = (inl ? IBV_SEND_INLINE : 0) | ((i & 15) == 0 ? IBV_SEND_SIGNALED : 0);
 		uint64_t t;
 

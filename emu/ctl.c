@@ -499,7 +499,7 @@ reply:
 static bool emu_client_read(struct emu_daemon *dm, struct emu_client *cl)
 {
 	/* one extra byte detects an oversized message */
-	static uint8_t buf[UROCE_MAX_MSG + 1];
+	static __thread uint8_t buf[UROCE_MAX_MSG + 1]; /* per worker */
 	union {
 		struct cmsghdr c;
 		uint8_t b[CMSG_SPACE(sizeof(int) * EMU_MAX_FDS_IN)];

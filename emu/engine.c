@@ -19,14 +19,24 @@
 
 static void emu_ctl_poll(struct emu_daemon *dm, int timeout_ns)
 {
+	/* epoll_pwait2 needs Linux 5.11 (and valgrind >= 3.20); without it the
+	 * loop would spin and never see a control message: fall back to
+	 * epoll_wait with the timeout rounded up to whole milliseconds. */
+	static bool no_pwait2;
 	struct epoll_event ev[16];
-	int n;
+	int n = -1;
 
 	if (timeout_ns <= 0) {
 		n = epoll_wait(dm->epfd, ev, 16, 0);
 	} else {
-		struct timespec ts = { timeout_ns / 1000000000, timeout_ns % 1000000000 };
-		n = epoll_pwait2(dm->epfd, ev, 16, &ts, NULL);
+		if (!__atomic_load_n(&no_pwait2, __ATOMIC_RELAXED)) {
+			struct timespec ts = { timeout_ns / 1000000000, timeout_ns % 1000000000 };
+			n = epoll_pwait2(dm->epfd, ev, 16, &ts, NULL);
+			if (n < 0 && errno == ENOSYS)
+				__atomic_store_n(&no_pwait2, true, __ATOMIC_RELAXED);
+		}
+		if (__atomic_load_n(&no_pwait2, __ATOMIC_RELAXED))
+			n = epoll_wait(dm->epfd, ev, 16, (timeout_ns + 999999) / 1000000);
 	}
 	for (int i = 0; i < n; i++)
 		emu_ctl_event(dm, ev[i].data.ptr, ev[i].events);

@@ -96,7 +96,7 @@ static int emu_mem_xfer(struct emu_ctx *c, const struct iovec *l, unsigned nl,
 		return 0;
 	if (emu_wb.nl)
 		emu_mem_flush(); /* keep every access in posting order */
-	static pid_t self;
+	static __thread pid_t self;
 	if (!self)
 		self = getpid();
 	if (c->pid == self) {
