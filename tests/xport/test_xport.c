@@ -809,6 +809,51 @@ static int t_send_inv(void)
 	return 0;
 }
 
+/* A bind that does not fit its MR completes with MW_BIND_ERR, the window
+ * stays unbound (a WRITE through the requested key fails), the QP goes to
+ * ERR and the next WR is flushed. */
+static int t_err_mw_bind(void)
+{
+	struct pair p;
+	struct uroce_alloc_mw_req mq = { 0, IBV_MW_TYPE_2 };
+	struct uroce_alloc_mw_rep mr;
+	struct uroce_send_wqe w;
+	uint32_t rkey;
+
+	if (pair_setup(&p, IBV_QPT_RC, IBV_MTU_1024, 1 << 16))
+		return 1;
+	mq.pd = p.s.n[0].pd;
+	if (emu_mw_alloc(p.s.n[0].ctx, &mq, &mr))
+		return 1;
+	rkey = (mr.rkey & ~0xffu) | 0x33;
+	memset(&w, 0, sizeof(w));
+	w.wr_id = 1;
+	w.opcode = IBV_WR_BIND_MW;
+	w.send_flags = IBV_SEND_SIGNALED;
+	w.bind.mw = mr.handle;
+	w.bind.rkey = rkey;
+	w.bind.addr = (uintptr_t)p.ma.buf + 4096;
+	w.bind.length = p.ma.len; /* runs past the end of the MR */
+	w.bind.mr_lkey = p.ma.lkey;
+	w.bind.access = IBV_ACCESS_REMOTE_WRITE;
+	sim_post_send(&p.a, &w, NULL, NULL);
+	one_send(&p, 2, IBV_WR_SEND, 0, 10, 0, p.ma.lkey);
+	sim_run(&p.s, 10000000000ull);
+	expect_err(&p, IBV_WC_MW_BIND_ERR);
+	/* nothing reached the wire, and the key was never made valid */
+	CHECK_EQ(p.b.qp->x.cnt.rx_pkts, 0);
+	{
+		int err = 0;
+		uint64_t pa;
+		struct emu_ctx *owner;
+
+		CHECK(emu_mr_check_rkey(p.a.qp, rkey, (uintptr_t)p.ma.buf + 4096, 8,
+					IBV_ACCESS_REMOTE_WRITE, &pa, &owner, &err) == NULL);
+	}
+	pair_fini(&p);
+	return 0;
+}
+
 /* ---- async events ---- */
 static int t_events(void)
 {
@@ -1016,6 +1061,7 @@ static const struct test tests[] = {
 	{ "err_loc_prot", t_err_loc_prot },
 	{ "err_atomic_align", t_err_atomic_align },
 	{ "send_inv", t_send_inv },
+	{ "err_mw_bind", t_err_mw_bind },
 	{ "events", t_events },
 	{ "qp_state", t_qp_state },
 };
