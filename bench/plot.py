@@ -80,15 +80,19 @@ def main():
 
     # targets: fraction of target reached (log scale), before and after
     def fr(R):
+        def t(f):
+            try:
+                return f()
+            except (KeyError, TypeError, ZeroDivisionError):
+                return 0  # not measured (the run failed)
         ring = R["ring_rtt_ns"]["p50"]
-        q = R.get("qps") or {}
         return [
-            ("SEND 8 B RTT", 3 * ring / R["lat"]["send_8"]["p50"]),
-            ("WRITE 8 B RTT", 3 * ring / R["lat"]["write_8"]["p50"]),
-            ("WRITE 64 KB BW", R["bw"]["write_65536"] / (0.5 * R["memcpy_MBps"])),
-            ("SEND 64 B rate", (R.get("rate_send_64_Mmsgps") or 0) / 3.0),
-            ("memory / QP", 2048 / q["anon_per_qp_B"] if q.get("anon_per_qp_B") else 0),
-            ("idle CPU", 1.0 / max(R.get("idle_cpu_pct", 1), 0.01)),
+            ("SEND 8 B RTT", t(lambda: 3 * ring / R["lat"]["send_8"]["p50"])),
+            ("WRITE 8 B RTT", t(lambda: 3 * ring / R["lat"]["write_8"]["p50"])),
+            ("WRITE 64 KB BW", t(lambda: R["bw"]["write_65536"] / (0.5 * R["memcpy_MBps"]))),
+            ("SEND 64 B rate", t(lambda: R["rate_send_64_Mmsgps"] / 3.0)),
+            ("memory / QP", t(lambda: 2048 / R["qps"]["anon_per_qp_B"])),
+            ("idle CPU", t(lambda: 1.0 / max(R["idle_cpu_pct"], 0.01))),
         ]
     fig, ax = plt.subplots(figsize=(7, 4.2))
     a = fr(after)
@@ -96,7 +100,8 @@ def main():
     xs = range(len(a))
     if before:
         b = dict(fr(before))
-        ax.bar([x - 0.2 for x in xs], [b[n] for n in names], 0.4, color="tab:gray", label="before")
+        ax.bar([x - 0.2 for x in xs], [b[n] or 1e-3 for n in names], 0.4, color="tab:gray",
+               label="before (missing: run failed)")
         ax.bar([x + 0.2 for x in xs], [v for _, v in a], 0.4, color="tab:blue", label="after")
     else:
         ax.bar(list(xs), [v for _, v in a], 0.6, color="tab:blue", label="uroce")
