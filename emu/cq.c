@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "emu.h"
+#include "memcheck.h"
 
 void emu_async_event(struct emu_ctx *c, uint64_t element, enum ibv_event_type type)
 {
@@ -60,6 +61,7 @@ int emu_cq_push(struct emu_cq *cq, const struct uroce_cqe *cqe)
 	struct uroce_cqe *slot = &cq->slots[cq->prod & cq->mask];
 	*slot = *cqe;
 	slot->timestamp_ns = emu_now_ns();
+	EMU_CHECK_DEFINED(slot, sizeof(*slot));
 	cq->prod++;
 	__atomic_store_n(&cq->hdr->prod, cq->prod, __ATOMIC_RELEASE);
 	/* Store(prod) then Load(arm) must not reorder: the shim arms, then

@@ -8,6 +8,23 @@
 
 #include "urv.h"
 
+/* Member by member into a zeroed dst: a struct copy would carry the
+ * application's padding bytes (uninitialised) into the daemon's socket. */
+void urv_ah_attr_copy(struct ibv_ah_attr *dst, const struct ibv_ah_attr *src)
+{
+	dst->grh.dgid = src->grh.dgid;
+	dst->grh.flow_label = src->grh.flow_label;
+	dst->grh.sgid_index = src->grh.sgid_index;
+	dst->grh.hop_limit = src->grh.hop_limit;
+	dst->grh.traffic_class = src->grh.traffic_class;
+	dst->dlid = src->dlid;
+	dst->sl = src->sl;
+	dst->src_path_bits = src->src_path_bits;
+	dst->static_rate = src->static_rate;
+	dst->is_global = src->is_global;
+	dst->port_num = src->port_num;
+}
+
 struct ibv_ah *urv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
 	struct urv_context *c = to_uctx(pd->context);
@@ -28,7 +45,7 @@ struct ibv_ah *urv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 	}
 	memset(&req, 0, sizeof(req));
 	req.pd = pd->handle;
-	req.attr = *attr;
+	urv_ah_attr_copy(&req.attr, attr);
 	ret = urv_ctl(c, UROCE_OP_CREATE_AH, &req, sizeof(req), &rep,
 		      sizeof(rep), NULL, 0, NULL, 0);
 	if (ret) {

@@ -161,6 +161,62 @@ struct ibv_qp *urv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
 	return qp;
 }
 
+/* Only the members the mask names, into a zeroed dst: ibv_modify_qp(3)
+ * reads no others, so the application may leave them (and the padding)
+ * uninitialised, and they must not travel to the daemon. */
+static void urv_qp_attr_copy(struct ibv_qp_attr *d, const struct ibv_qp_attr *a,
+			     int mask)
+{
+	if (mask & IBV_QP_STATE)
+		d->qp_state = a->qp_state;
+	if (mask & IBV_QP_CUR_STATE)
+		d->cur_qp_state = a->cur_qp_state;
+	if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY)
+		d->en_sqd_async_notify = a->en_sqd_async_notify;
+	if (mask & IBV_QP_ACCESS_FLAGS)
+		d->qp_access_flags = a->qp_access_flags;
+	if (mask & IBV_QP_PKEY_INDEX)
+		d->pkey_index = a->pkey_index;
+	if (mask & IBV_QP_PORT)
+		d->port_num = a->port_num;
+	if (mask & IBV_QP_QKEY)
+		d->qkey = a->qkey;
+	if (mask & IBV_QP_AV)
+		urv_ah_attr_copy(&d->ah_attr, &a->ah_attr);
+	if (mask & IBV_QP_PATH_MTU)
+		d->path_mtu = a->path_mtu;
+	if (mask & IBV_QP_TIMEOUT)
+		d->timeout = a->timeout;
+	if (mask & IBV_QP_RETRY_CNT)
+		d->retry_cnt = a->retry_cnt;
+	if (mask & IBV_QP_RNR_RETRY)
+		d->rnr_retry = a->rnr_retry;
+	if (mask & IBV_QP_RQ_PSN)
+		d->rq_psn = a->rq_psn;
+	if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
+		d->max_rd_atomic = a->max_rd_atomic;
+	if (mask & IBV_QP_ALT_PATH) {
+		urv_ah_attr_copy(&d->alt_ah_attr, &a->alt_ah_attr);
+		d->alt_pkey_index = a->alt_pkey_index;
+		d->alt_port_num = a->alt_port_num;
+		d->alt_timeout = a->alt_timeout;
+	}
+	if (mask & IBV_QP_MIN_RNR_TIMER)
+		d->min_rnr_timer = a->min_rnr_timer;
+	if (mask & IBV_QP_SQ_PSN)
+		d->sq_psn = a->sq_psn;
+	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
+		d->max_dest_rd_atomic = a->max_dest_rd_atomic;
+	if (mask & IBV_QP_PATH_MIG_STATE)
+		d->path_mig_state = a->path_mig_state;
+	if (mask & IBV_QP_CAP)
+		d->cap = a->cap;
+	if (mask & IBV_QP_DEST_QPN)
+		d->dest_qp_num = a->dest_qp_num;
+	if (mask & IBV_QP_RATE_LIMIT)
+		d->rate_limit = a->rate_limit;
+}
+
 int urv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int mask)
 {
 	struct urv_qp *qp = to_uqp(ibqp);
@@ -170,7 +226,7 @@ int urv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int mask)
 	memset(&req, 0, sizeof(req));
 	req.handle = ibqp->handle;
 	req.attr_mask = (uint32_t)mask;
-	req.attr = *a;
+	urv_qp_attr_copy(&req.attr, a, mask);
 	ret = urv_ctl(qp->ctx, UROCE_OP_MODIFY_QP, &req, sizeof(req), NULL, 0,
 		      NULL, 0, NULL, 0);
 	if (ret)

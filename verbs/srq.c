@@ -108,7 +108,12 @@ int urv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *a, int mask)
 	memset(&req, 0, sizeof(req));
 	req.handle = srq->handle;
 	req.attr_mask = (uint32_t)mask;
-	req.attr = *a;
+	/* only the fields the mask names: the others may be uninitialised in
+	 * the application and must not travel to the daemon */
+	if (mask & IBV_SRQ_MAX_WR)
+		req.attr.max_wr = a->max_wr;
+	if (mask & IBV_SRQ_LIMIT)
+		req.attr.srq_limit = a->srq_limit;
 	if (!(mask & IBV_SRQ_MAX_WR))
 		return -urv_ctl(to_usrq(srq)->ctx, UROCE_OP_MODIFY_SRQ, &req,
 				sizeof(req), NULL, 0, NULL, 0, NULL, 0);

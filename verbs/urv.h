@@ -280,6 +280,7 @@ int urv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
 		     uint16_t lid);
 
 struct ibv_ah *urv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
+void urv_ah_attr_copy(struct ibv_ah_attr *dst, const struct ibv_ah_attr *src);
 int urv_destroy_ah(struct ibv_ah *ah);
 int urv_init_ah_from_wc(struct ibv_context *c, uint8_t port,
 			struct ibv_wc *wc, struct ibv_grh *grh,

@@ -706,6 +706,9 @@ static void multi_process(void)
 		t.gid_idx = vt_find_gid(t.ctx, &t.gid);
 		t.pd = ibv_alloc_pd(t.ctx);
 		t.buf = aligned_alloc(4096, VT_BUF);
+		CHECK(t.buf);
+		/* defined from the start: valgrind cannot see the daemon write it */
+		memset(t.buf, 0, VT_BUF);
 		t.mr = ibv_reg_mr(t.pd, t.buf, VT_BUF, IBV_ACCESS_LOCAL_WRITE |
 				  IBV_ACCESS_REMOTE_WRITE);
 		t.scq = ibv_create_cq(t.ctx, 256, NULL, NULL, 0);
