@@ -368,6 +368,16 @@ void xp_comp_rx(struct emu_qp *qp, const struct wire_pkt *pkt)
 				st = EMU_COMP_DONE; /* stale (reordered) NAK */
 				break;
 			}
+			if (x->rewound && x->rewind_psn == from) {
+				/* We already went back to this PSN (an RNR NAK, or
+				 * an earlier NAK) and nothing progressed since: this
+				 * NAK was triggered by packets sent before that, e.g.
+				 * the pipeline behind an RNR'd SEND at a responder
+				 * that NAKs the gap too (rxe). Spending a retry here
+				 * would turn a slow receiver into RETRY_EXC_ERR. */
+				st = EMU_COMP_DONE;
+				break;
+			}
 			if (!sw->need_resp && wire_psn_after(from, x->acked_psn)) {
 				/* a sequence NAK acknowledges every PSN before it:
 				 * within a long message that is progress, and each
@@ -402,6 +412,11 @@ void xp_comp_rx(struct emu_qp *qp, const struct wire_pkt *pkt)
 			}
 			wait = (uint64_t)wire_rnr_timer_us(wire_aeth_value(syn)) * 1000u;
 			x->rnr_psn = wire_psn_before(psn, sw->first_psn) ? sw->first_psn : psn;
+			/* everything after rnr_psn is un-acked and goes again
+			 * when the timer fires: a sequence NAK for rnr_psn until
+			 * then (or until progress) is a consequence, not a loss */
+			x->rewound = 1;
+			x->rewind_psn = x->rnr_psn;
 			x->rnr_at = emu_now_ns() + (wait ? wait : 1);
 			x->retrans_at = 0;
 			xp_act_add(qp);

@@ -531,6 +531,10 @@ void xp_resp_rx(struct emu_qp *qp, const struct wire_pkt *pkt)
 			}
 			x->cnt.rnr_naks_sent++;
 			resp_ack(qp, wire_aeth_rnr_nak(qp->attr.min_rnr_timer), psn);
+			/* The RNR NAK names the PSN to resume from: the requester's
+			 * pipeline behind it is dropped silently (one NAK per gap)
+			 * rather than NAKed again as a sequence error. */
+			x->nak_sent = 1;
 			st = EMU_RESP_EXIT;
 			break;
 		case EMU_RESP_CHK_RKEY:

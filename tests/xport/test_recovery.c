@@ -350,6 +350,230 @@ static int t_counters(void)
 	return 0;
 }
 
+/* ---- RNR under a pipelined stream (ib_send_bw -s 64 against a slow
+ * receiver): hundreds of small SENDs in flight, receives posted in batches.
+ * Everything behind the RNR'd packet is out of sequence; none of that may
+ * spend retry_cnt, duplicate a message or reorder one. ---- */
+#define PL_SQ      512u
+#define PL_RQ      512u
+#define PL_MSG     64u
+#define PL_INFLIGHT 400u
+
+/* peer_seqnak: act like a responder that also sends a PSN sequence NAK
+ * for the packets behind every RNR NAK (rxe does): the requester must
+ * not spend a retry on it. */
+static int pl_peer_seqnak;
+static uint64_t pl_seqnak_injected;
+
+static bool pl_hook(struct sim *s, int to, uint8_t *frame, uint32_t len)
+{
+	struct wire_pkt p;
+	uint8_t copy[256];
+
+	if (!pl_peer_seqnak || to != 0 || len > sizeof(copy) || !xt_parse(frame, len, &p) ||
+	    p.bth.opcode != WIRE_OP_RC_ACK || wire_aeth_type(p.aeth.syndrome) != WIRE_AETH_RNR_NAK)
+		return true;
+	/* deliver the RNR NAK, then a sequence NAK for the same PSN */
+	emu_port_rx_frame(&s->n[0].dev, frame, len);
+	memcpy(copy, frame, len);
+	if (!xt_parse(copy, len, &p))
+		return false;
+	p.aeth.syndrome = wire_aeth_nak(WIRE_NAK_PSN_SEQ_ERR);
+	xt_rebuild(copy, len, &p);
+	emu_port_rx_frame(&s->n[0].dev, copy, len);
+	pl_seqnak_injected++;
+	return false;
+}
+
+static void pl_payload(uint8_t *b, uint64_t seq)
+{
+	xt_fill(b, PL_MSG, (uint32_t)seq);
+	memcpy(b, &seq, sizeof(seq));
+}
+
+/* Send n messages keeping up to PL_INFLIGHT outstanding; the receiver
+ * posts batch receives every gap_ns. expect_fail: the receiver stops
+ * after its first batch, so the requester must give up with
+ * RNR_RETRY_EXC_ERR (never RETRY_EXC_ERR) after rnr_retry retries. */
+static int pl_run(uint8_t rnr_retry, uint8_t retry_cnt, uint64_t gap_ns, unsigned n,
+		  unsigned batch, bool expect_fail)
+{
+	struct pair p;
+	struct ibv_qp_attr at;
+	struct emu_xport_counters ca, cb;
+	struct uroce_cqe c[64];
+	const uint8_t rnr_code = 12; /* 0.64 ms, perftest's min_rnr_timer */
+	const uint64_t wait_ns = (uint64_t)wire_rnr_timer_us(rnr_code) * 1000u;
+	const uint64_t step = 50000;
+	uint64_t sent = 0, scomp = 0, rposted = 0, rdone = 0, ok = 0, bad = 0, flushed = 0;
+	uint64_t rnr_exc = 0, retry_exc = 0, gaps = 0, next_post, deadline;
+	uint8_t want[PL_MSG];
+	int k, i;
+
+	memset(&p, 0, sizeof(p));
+	if (sim_init(&p.s) || sim_qp(&p.s.n[0], IBV_QPT_RC, PL_SQ, &p.a, -1) ||
+	    sim_qp(&p.s.n[1], IBV_QPT_RC, PL_RQ, &p.b, -1) ||
+	    sim_mr(&p.s.n[0], PL_SQ * PL_MSG, ALL_ACCESS, &p.ma) ||
+	    sim_mr(&p.s.n[1], PL_RQ * PL_MSG, ALL_ACCESS, &p.mb) ||
+	    sim_connect(&p.a, &p.b, IBV_MTU_1024) || sim_connect(&p.b, &p.a, IBV_MTU_1024)) {
+		fprintf(stderr, "setup failed\n");
+		return 1;
+	}
+	memset(&at, 0, sizeof(at));
+	at.qp_state = IBV_QPS_RTS;
+	at.min_rnr_timer = rnr_code;
+	CHECK_EQ(emu_qp_modify(p.b.qp, &at, IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER), 0);
+	memset(&at, 0, sizeof(at));
+	at.rnr_retry = rnr_retry;
+	at.retry_cnt = retry_cnt;
+	CHECK_EQ(set_attr(p.a.qp, &at, IBV_QP_RNR_RETRY | IBV_QP_RETRY_CNT), 0);
+	pl_seqnak_injected = 0;
+	sim_hook = pl_hook;
+
+	next_post = sim_now;
+	deadline = sim_now + (uint64_t)(n / batch + 2) * (gap_ns + 10 * wait_ns) + 1000000000ull;
+	while ((scomp < n || rdone < rposted) && sim_now < deadline) {
+		uint64_t end;
+
+		/* receiver: one batch per gap (only the first if expect_fail) */
+		if (sim_now >= next_post && rposted < n && (!expect_fail || !rposted)) {
+			for (i = 0; i < (int)batch && rposted < n && rposted - rdone < PL_RQ; i++) {
+				struct uroce_sge sg = xt_sge(&p.mb, (rposted % PL_RQ) * PL_MSG, PL_MSG);
+
+				sim_post_recv(&p.b, rposted, &sg, 1);
+				rposted++;
+			}
+			next_post += gap_ns;
+			gaps++;
+		}
+		/* sender: keep the pipe full */
+		while (sent < n && sent - scomp < PL_INFLIGHT) {
+			struct uroce_send_wqe w;
+			struct uroce_sge sg = xt_sge(&p.ma, (sent % PL_SQ) * PL_MSG, PL_MSG);
+
+			pl_payload((uint8_t *)p.ma.buf + (sent % PL_SQ) * PL_MSG, sent);
+			xt_wqe(&w, sent, IBV_WR_SEND, 1);
+			sim_post_send(&p.a, &w, &sg, NULL);
+			sent++;
+		}
+		end = sim_now + step;
+		sim_run(&p.s, step);
+		if (sim_now < end)
+			sim_now = end;
+		while ((k = sim_poll(p.a.scq, c, 64)) > 0) {
+			for (i = 0; i < k; i++, scomp++) {
+				/* completions strictly in posting order */
+				CHECK_EQ(c[i].wr_id, scomp);
+				if (c[i].status == IBV_WC_SUCCESS && !rnr_exc && !retry_exc && !flushed)
+					ok++;
+				else if (c[i].status == IBV_WC_RNR_RETRY_EXC_ERR)
+					rnr_exc++;
+				else if (c[i].status == IBV_WC_RETRY_EXC_ERR)
+					retry_exc++;
+				else if (c[i].status == IBV_WC_WR_FLUSH_ERR)
+					flushed++;
+				else
+					bad++;
+			}
+		}
+		while ((k = sim_poll(p.b.rcq, c, 64)) > 0) {
+			for (i = 0; i < k; i++, rdone++) {
+				uint64_t seq;
+				const uint8_t *got = (const uint8_t *)p.mb.buf + (rdone % PL_RQ) * PL_MSG;
+
+				/* each message exactly once, in order, intact */
+				CHECK_EQ(c[i].wr_id, rdone);
+				CHECK_EQ(c[i].status, IBV_WC_SUCCESS);
+				CHECK_EQ(c[i].byte_len, PL_MSG);
+				memcpy(&seq, got, sizeof(seq));
+				CHECK_EQ(seq, rdone);
+				pl_payload(want, rdone);
+				CHECK(!memcmp(got, want, PL_MSG));
+			}
+		}
+		if (rnr_exc || retry_exc || bad)
+			break;
+	}
+	sim_run(&p.s, 1000000000ull);
+	while ((k = sim_poll(p.a.scq, c, 64)) > 0)
+		for (i = 0; i < k; i++, scomp++)
+			flushed += c[i].status == IBV_WC_WR_FLUSH_ERR;
+	emu_xport_qp_counters(p.a.qp, &ca);
+	emu_xport_qp_counters(p.b.qp, &cb);
+	fprintf(stderr,
+		"rnr_retry %u retry_cnt %u gap %llu us%s: ok %llu rcvd %llu rnr naks %llu "
+		"seq naks %llu/%llu oos %llu dup %llu retrans %llu timeouts %llu\n",
+		rnr_retry, retry_cnt, (unsigned long long)(gap_ns / 1000),
+		pl_peer_seqnak ? " (peer seq NAKs)" : "", (unsigned long long)ok,
+		(unsigned long long)rdone, (unsigned long long)ca.rnr_naks_rcvd,
+		(unsigned long long)cb.seq_naks_sent, (unsigned long long)ca.seq_naks_rcvd,
+		(unsigned long long)cb.out_of_seq, (unsigned long long)cb.dup_requests,
+		(unsigned long long)ca.retransmits, (unsigned long long)ca.timeouts);
+
+	CHECK_EQ(retry_exc, 0);
+	CHECK_EQ(ca.retry_exceeded, 0);
+	CHECK_EQ(bad, 0);
+	/* the wire is lossless: no timer, no duplicate, nothing re-executed */
+	CHECK_EQ(ca.timeouts, 0);
+	CHECK_EQ(cb.dup_requests, 0);
+	CHECK_EQ(ca.rnr_naks_rcvd, cb.rnr_naks_sent);
+	/* the packets behind an RNR'd one are dropped silently: the RNR NAK
+	 * already names the PSN to resume from */
+	CHECK_EQ(cb.seq_naks_sent, 0);
+	/* (a NAK that reaches a QP already in ERR is not counted) */
+	if (expect_fail)
+		CHECK(ca.seq_naks_rcvd <= pl_seqnak_injected);
+	else
+		CHECK_EQ(ca.seq_naks_rcvd, pl_seqnak_injected);
+	CHECK(cb.out_of_seq > 0);
+	CHECK(cb.rnr_naks_sent > 0);
+	if (expect_fail) {
+		/* the first batch arrives, then rnr_retry retries and the
+		 * head fails; everything behind it is flushed */
+		CHECK_EQ(ok, batch);
+		CHECK_EQ(rdone, batch);
+		CHECK_EQ(rnr_exc, 1);
+		CHECK_EQ(ca.rnr_retry_exceeded, 1);
+		CHECK_EQ(ca.rnr_naks_rcvd, (uint64_t)rnr_retry + 1);
+		CHECK_EQ(ok + rnr_exc + flushed, sent);
+		CHECK_EQ(p.a.qp->attr.qp_state, IBV_QPS_ERR);
+	} else {
+		CHECK_EQ(ok, n);
+		CHECK_EQ(rdone, n);
+		CHECK_EQ(rnr_exc, 0);
+		CHECK_EQ(ca.rnr_retry_exceeded, 0);
+		/* at most one RNR NAK per RNR timer period of each gap */
+		CHECK(cb.rnr_naks_sent <= gaps * (gap_ns / wait_ns + 2));
+		CHECK_EQ(p.a.qp->attr.qp_state, IBV_QPS_RTS);
+	}
+	pair_fini(&p);
+	return 0;
+}
+
+static int t_rnr_pipeline(void)
+{
+	int r = 0;
+
+	/* rnr_retry 7 (forever) across gaps of ~16 RNR periods: more RNR
+	 * rounds without progress than retry_cnt allows retries */
+	pl_peer_seqnak = 0;
+	r |= pl_run(7, 7, 10000000, 1500, 64, false);
+	/* a responder that also NAKs the gap (rxe): still no retry spent */
+	pl_peer_seqnak = 1;
+	r |= pl_run(7, 7, 10000000, 1500, 64, false);
+	r |= pl_run(4, 1, 2500000, 1000, 48, false);
+	pl_peer_seqnak = 0;
+	/* rnr_retry < 7: up to 5 RNR NAKs per gap of 3 ms, retry_cnt 2 */
+	r |= pl_run(5, 2, 3000000, 1000, 48, false);
+	r |= pl_run(1, 0, 600000, 600, 32, false);
+	/* receiver stops: exactly rnr_retry retries, then RNR_RETRY_EXC_ERR */
+	r |= pl_run(2, 7, 10000000, 600, 64, true);
+	pl_peer_seqnak = 1;
+	r |= pl_run(3, 1, 10000000, 600, 64, true);
+	pl_peer_seqnak = 0;
+	return r;
+}
+
 static const struct xt_test tests[] = {
 	{ "rnr_timer", t_rnr_timer },
 	{ "rnr_retry", t_rnr_retry },
@@ -357,6 +581,7 @@ static const struct xt_test tests[] = {
 	{ "read_gbn", t_read_gbn },
 	{ "cnp", t_cnp },
 	{ "counters", t_counters },
+	{ "rnr_pipeline", t_rnr_pipeline },
 };
 
 int main(int argc, char **argv)
