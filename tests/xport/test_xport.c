@@ -5,61 +5,12 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "sim.h"
-#include "xport_int.h"
+#include "pair.h"
 
-#define ALL_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
-		    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND)
-
-struct pair {
-	struct sim s;
-	struct sim_qp a, b;
-	struct sim_mr ma, mb;
-};
-
-static int pair_setup(struct pair *p, enum ibv_qp_type t, enum ibv_mtu mtu, size_t mrlen)
-{
-	if (sim_init(&p->s) || sim_qp(&p->s.n[0], t, 256, &p->a, -1) ||
-	    sim_qp(&p->s.n[1], t, 256, &p->b, -1) ||
-	    sim_mr(&p->s.n[0], mrlen, ALL_ACCESS, &p->ma) ||
-	    sim_mr(&p->s.n[1], mrlen, ALL_ACCESS, &p->mb) ||
-	    sim_connect(&p->a, &p->b, mtu) || sim_connect(&p->b, &p->a, mtu)) {
-		fprintf(stderr, "setup failed\n");
-		return -1;
-	}
-	return 0;
-}
-
-static void pair_fini(struct pair *p)
-{
-	sim_fini(&p->s);
-	free(p->ma.buf);
-	free(p->mb.buf);
-}
-
-static void fill(void *buf, size_t len, uint32_t seed)
-{
-	uint8_t *b = buf;
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		b[i] = (uint8_t)(seed * 131 + i * 7 + (i >> 8));
-}
-
-static struct uroce_sge sge_of(struct sim_mr *m, size_t off, uint32_t len)
-{
-	struct uroce_sge s = { (uintptr_t)m->buf + off, len, m->lkey };
-	return s;
-}
-
-static void wqe_init(struct uroce_send_wqe *w, uint64_t wr_id, uint8_t op, unsigned nsge)
-{
-	memset(w, 0, sizeof(*w));
-	w->wr_id = wr_id;
-	w->opcode = op;
-	w->num_sge = (uint8_t)nsge;
-	w->send_flags = IBV_SEND_SIGNALED;
-}
+/* shorter local names for the shared helpers of pair.h */
+#define fill xt_fill
+#define sge_of xt_sge
+#define wqe_init xt_wqe
 
 /* ---- RC: every operation, once, on a clean wire ---- */
 static void run_rc_ops(struct pair *p)
@@ -1033,12 +984,7 @@ static int t_qp_state(void)
 	return 0;
 }
 
-struct test {
-	const char *name;
-	int (*fn)(void);
-};
-
-static const struct test tests[] = {
+static const struct xt_test tests[] = {
 	{ "rc_ops", t_rc_ops },
 	{ "rc_none", t_rc_none },
 	{ "rc_drop", t_rc_drop },
@@ -1068,20 +1014,5 @@ static const struct test tests[] = {
 
 int main(int argc, char **argv)
 {
-	unsigned i;
-	int ran = 0;
-
-	for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-		if (argc > 1 && strcmp(argv[1], tests[i].name))
-			continue;
-		ran++;
-		if (tests[i].fn())
-			sim_failures++;
-		fprintf(stderr, "%s: %s\n", tests[i].name, sim_failures ? "FAIL" : "ok");
-	}
-	if (!ran) {
-		fprintf(stderr, "no test named %s\n", argv[1]);
-		return 1;
-	}
-	return sim_failures ? 1 : 0;
+	return xt_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
 }
