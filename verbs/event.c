@@ -123,20 +123,11 @@ void urv_ack_cq_events(struct ibv_cq *cq, unsigned n)
 	pthread_mutex_unlock(&cq->mutex);
 }
 
-static bool fill_element(struct ibv_async_event *ev,
-			 const struct uroce_async_event *rec)
+enum urv_obj_type urv_event_obj(enum ibv_event_type t)
 {
-	struct urv_obj *o;
-
-	switch (rec->event_type) {
+	switch (t) {
 	case IBV_EVENT_CQ_ERR:
-		o = urv_obj_lookup(rec->element, URV_OBJ_CQ);
-		if (!o)
-			return false;
-		o->events_got++;
-		ev->element.cq = (struct ibv_cq *)
-			&urv_container_of(o, struct urv_cq, obj)->ex;
-		return true;
+		return URV_OBJ_CQ;
 	case IBV_EVENT_QP_FATAL:
 	case IBV_EVENT_QP_REQ_ERR:
 	case IBV_EVENT_QP_ACCESS_ERR:
@@ -145,27 +136,37 @@ static bool fill_element(struct ibv_async_event *ev,
 	case IBV_EVENT_PATH_MIG:
 	case IBV_EVENT_PATH_MIG_ERR:
 	case IBV_EVENT_QP_LAST_WQE_REACHED:
-		o = urv_obj_lookup(rec->element, URV_OBJ_QP);
-		if (!o)
-			return false;
-		o->events_got++;
-		ev->element.qp = &urv_container_of(o, struct urv_qp, obj)->ex.qp_base;
-		return true;
+		return URV_OBJ_QP;
 	case IBV_EVENT_SRQ_ERR:
 	case IBV_EVENT_SRQ_LIMIT_REACHED:
-		o = urv_obj_lookup(rec->element, URV_OBJ_SRQ);
-		if (!o)
-			return false;
-		o->events_got++;
-		ev->element.srq = &urv_container_of(o, struct urv_srq, obj)->ibsrq;
-		return true;
-	case IBV_EVENT_DEVICE_FATAL:
-		ev->element.port_num = 0;
-		return true;
+		return URV_OBJ_SRQ;
 	default:
-		ev->element.port_num = (int)rec->element;
+		return 0;
+	}
+}
+
+static bool fill_element(struct ibv_async_event *ev,
+			 const struct uroce_async_event *rec)
+{
+	enum urv_obj_type type = urv_event_obj((enum ibv_event_type)rec->event_type);
+	struct urv_obj *o;
+
+	if (!type) {
+		ev->element.port_num = rec->event_type == IBV_EVENT_DEVICE_FATAL ? 0 :
+				       (int)rec->element;
 		return true;
 	}
+	o = urv_obj_lookup(rec->element, type);
+	if (!o)
+		return false;
+	o->events_got++;
+	if (type == URV_OBJ_CQ)
+		ev->element.cq = (struct ibv_cq *)&urv_container_of(o, struct urv_cq, obj)->ex;
+	else if (type == URV_OBJ_QP)
+		ev->element.qp = &urv_container_of(o, struct urv_qp, obj)->ex.qp_base;
+	else
+		ev->element.srq = &urv_container_of(o, struct urv_srq, obj)->ibsrq;
+	return true;
 }
 
 int urv_get_async_event(struct ibv_context *ibctx, struct ibv_async_event *ev)
@@ -209,26 +210,18 @@ void urv_ack_async_event(struct ibv_async_event *ev)
 	pthread_cond_t *cv = NULL;
 	uint32_t *cnt = NULL;
 
-	switch (ev->event_type) {
-	case IBV_EVENT_CQ_ERR:
+	switch (urv_event_obj(ev->event_type)) {
+	case URV_OBJ_CQ:
 		m = &ev->element.cq->mutex;
 		cv = &ev->element.cq->cond;
 		cnt = &ev->element.cq->async_events_completed;
 		break;
-	case IBV_EVENT_QP_FATAL:
-	case IBV_EVENT_QP_REQ_ERR:
-	case IBV_EVENT_QP_ACCESS_ERR:
-	case IBV_EVENT_COMM_EST:
-	case IBV_EVENT_SQ_DRAINED:
-	case IBV_EVENT_PATH_MIG:
-	case IBV_EVENT_PATH_MIG_ERR:
-	case IBV_EVENT_QP_LAST_WQE_REACHED:
+	case URV_OBJ_QP:
 		m = &ev->element.qp->mutex;
 		cv = &ev->element.qp->cond;
 		cnt = &ev->element.qp->events_completed;
 		break;
-	case IBV_EVENT_SRQ_ERR:
-	case IBV_EVENT_SRQ_LIMIT_REACHED:
+	case URV_OBJ_SRQ:
 		m = &ev->element.srq->mutex;
 		cv = &ev->element.srq->cond;
 		cnt = &ev->element.srq->events_completed;

@@ -192,20 +192,12 @@ URV_EXPORT int ibv_get_async_event(struct ibv_context *c,
 
 static struct ibv_context *event_context(struct ibv_async_event *ev)
 {
-	switch (ev->event_type) {
-	case IBV_EVENT_CQ_ERR:
+	switch (urv_event_obj(ev->event_type)) {
+	case URV_OBJ_CQ:
 		return ev->element.cq->context;
-	case IBV_EVENT_QP_FATAL:
-	case IBV_EVENT_QP_REQ_ERR:
-	case IBV_EVENT_QP_ACCESS_ERR:
-	case IBV_EVENT_COMM_EST:
-	case IBV_EVENT_SQ_DRAINED:
-	case IBV_EVENT_PATH_MIG:
-	case IBV_EVENT_PATH_MIG_ERR:
-	case IBV_EVENT_QP_LAST_WQE_REACHED:
+	case URV_OBJ_QP:
 		return ev->element.qp->context;
-	case IBV_EVENT_SRQ_ERR:
-	case IBV_EVENT_SRQ_LIMIT_REACHED:
+	case URV_OBJ_SRQ:
 		return ev->element.srq->context;
 	default:
 		return NULL;

@@ -63,6 +63,8 @@ struct urv_context {
 
 /* Objects that the daemon names in event records, found by id. */
 enum urv_obj_type { URV_OBJ_CQ = 1, URV_OBJ_QP, URV_OBJ_SRQ };
+/* Which object an async event names (0: a port or the device). */
+enum urv_obj_type urv_event_obj(enum ibv_event_type t);
 struct urv_obj {
 	struct urv_obj *next;
 	uint64_t id;
