@@ -939,7 +939,7 @@ static void wc_with_inv(void)
 	vt_fini(&t);
 }
 
-static const struct { const char *name; void (*fn)(void); } cases[] = {
+static const struct vt_case cases[] = {
 	{ "no_syscall", no_syscall },
 	{ "wc_with_inv", wc_with_inv },
 	{ "poll_count", poll_count },
@@ -965,20 +965,5 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 
 int main(int argc, char **argv)
 {
-	size_t i;
-
-	if (argc != 2) {
-		for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-			printf("%s\n", cases[i].name);
-		return argc == 1 ? 0 : 2;
-	}
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		if (!strcmp(argv[1], cases[i].name)) {
-			cases[i].fn();
-			printf("%s: ok\n", argv[1]);
-			return 0;
-		}
-	}
-	fprintf(stderr, "unknown case %s\n", argv[1]);
-	return 2;
+	return vt_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv);
 }

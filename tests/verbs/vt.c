@@ -266,3 +266,23 @@ void vt_get_event(struct ibv_comp_channel *ch, struct ibv_cq **cq, void **ctx)
 	}
 	CHECK(!ibv_get_cq_event(ch, cq, ctx));
 }
+
+int vt_main(const struct vt_case *cases, size_t n, int argc, char **argv)
+{
+	size_t i;
+
+	if (argc != 2) {
+		for (i = 0; i < n; i++)
+			printf("%s\n", cases[i].name);
+		return argc == 1 ? 0 : 2;
+	}
+	for (i = 0; i < n; i++) {
+		if (!strcmp(argv[1], cases[i].name)) {
+			cases[i].fn();
+			printf("%s: ok\n", argv[1]);
+			return 0;
+		}
+	}
+	fprintf(stderr, "unknown case %s\n", argv[1]);
+	return 2;
+}

@@ -75,4 +75,12 @@ void vt_poll_n(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 bool vt_readable(int fd, int ms);
 void vt_get_event(struct ibv_comp_channel *ch, struct ibv_cq **cq, void **ctx);
 
+/* Case table and driver shared by the test programs: no argument lists the
+ * cases, one argument runs that case (exit 0, or the case aborts). */
+struct vt_case {
+	const char *name;
+	void (*fn)(void);
+};
+int vt_main(const struct vt_case *cases, size_t n, int argc, char **argv);
+
 #endif
