@@ -240,6 +240,13 @@ static enum wire_reason parse_l3(const uint8_t *base, size_t len, size_t off,
 	if (pad && !(op->flags & WIRE_OPF_LAST))
 		return WIRE_R_PAD;
 	p->payload_len = (uint32_t)(body - pad);
+	/* The pad count is exactly what aligns the payload to 4 bytes (IBA
+	 * 9.2.3; rxe and wire_build() send nothing else). A first/middle packet
+	 * of any length not a multiple of 4, or a last packet whose pad does not
+	 * align it, is not a packet any sender builds: accepting it would let a
+	 * frame through that no rebuild reproduces. */
+	if (pad != wire_pad(p->payload_len))
+		return WIRE_R_PAD;
 	memcpy(p->pad_bytes, p->payload + p->payload_len, pad);
 	if ((op->flags & WIRE_OPF_PAYLOAD_REQUIRED) && p->payload_len == 0)
 		return WIRE_R_PAYLOAD_MISSING;

@@ -49,7 +49,8 @@ enum wire_reason {
 	WIRE_R_BTH_TVER,        /**< BTH transport version != 0 */
 	WIRE_R_OPCODE,          /**< reserved / unsupported opcode (RD, XRC, ...) */
 	WIRE_R_PAD,             /**< pad on a FIRST/MIDDLE packet or an opcode without payload,
-	                             or payload shorter than the pad */
+	                             payload shorter than the pad, or payload + pad not a
+	                             multiple of 4 */
 	WIRE_R_PAYLOAD_UNEXPECTED, /**< payload on an opcode that carries none */
 	WIRE_R_PAYLOAD_MISSING, /**< empty payload on a FIRST/MIDDLE packet */
 	WIRE_R_ICRC,            /**< ICRC mismatch */

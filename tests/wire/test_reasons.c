@@ -373,6 +373,36 @@ static void t_bad_pad(void)
 	f[14 + 28 + 1] |= 0x10;
 	fix_icrc(n);
 	EXPECT(n, WIRE_R_PAD);
+	/* Payload + pad not a multiple of 4: unpadded FIRST/MIDDLE packets of
+	 * odd length, and LAST/ONLY packets whose pad does not align them. */
+	static const struct { uint8_t op; uint32_t len; uint8_t pad; } odd[] = {
+		{ WIRE_OP_RC_SEND_FIRST, 9, 0 }, { WIRE_OP_RC_SEND_MIDDLE, 5, 0 },
+		{ WIRE_OP_RC_WRITE_FIRST, 2, 0 }, { WIRE_OP_RC_READ_RESP_MIDDLE, 7, 0 },
+		{ WIRE_OP_RC_SEND_LAST, 9, 0 }, { WIRE_OP_RC_SEND_ONLY, 6, 1 },
+		{ WIRE_OP_UD_SEND_ONLY, 3, 2 }, { WIRE_OP_RC_WRITE_LAST, 1, 0 },
+	};
+	for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++) {
+		mk(odd[i].op, 4, false, odd[i].len, 0, &d);
+		d.bth.pad = odd[i].pad;
+		CHECK(wire_build(&d, f, sizeof(f), WIRE_BUILD_KEEP_PAD, &n) == 0, "build");
+		EXPECT(n, WIRE_R_PAD);
+	}
+	/* The CI fuzzer finding (issue 7): RC SEND FIRST with 9 payload bytes
+	 * and pad 0, plus 9 trailer bytes; accepted before, and its rebuild
+	 * from scratch came out 3 bytes longer. */
+	static const uint8_t finding[] = {
+		0x02, 0x00, 0x0f, 0x00, 0x00, 0x0b, 0x02, 0x00, 0x00, 0x00, 0x00, 0x0c, 0x08, 0x00,
+		0x45, 0x02, 0x00, 0x35, 0x10, 0x45, 0x40, 0x00, 0x40, 0x11, 0x15, 0xc2, 0x0a, 0x4d,
+		0x00, 0x0c, 0x0a, 0x4d, 0x00, 0x0a, 0xc2, 0xa0, 0x12, 0xb7, 0x00, 0x21, 0x00, 0x00,
+		0x00, 0x00, 0x0b, 0x02, 0x2a, 0x00, 0x00, 0x00, 0x20, 0x73, 0x08, 0x00, 0x45, 0x03,
+		0x62, 0x00, 0x00, 0x00, 0x01, 0x00, 0x01, 0x38, 0x21, 0x7f, 0x06, 0x53, 0x07, 0x26,
+		0x00, 0x00, 0x1b, 0x30, 0xa6, 0x08,
+	};
+	memcpy(f, finding, sizeof(finding));
+	EXPECT(sizeof(finding), WIRE_R_PAD);
+	/* Aligned lengths still pass: every pad count on a LAST packet. */
+	for (uint32_t len = 1; len <= 8; len++)
+		EXPECT(mk(WIRE_OP_RC_SEND_LAST, 4, false, len, 0, NULL), WIRE_OK);
 }
 
 static void t_payload_unexpected(void)
