@@ -500,8 +500,10 @@ void xp_flush_sq(struct emu_qp *qp)
 	if (!x->sq_copy)
 		return;
 	prod = emu_ring_prod(&qp->sq);
-	if (prod - x->sq_comp > x->sq_entries)
-		prod = x->sq_fetch; /* garbage index: flush what we know */
+	/* garbage index (beyond the ring, or back behind fetched WQEs): flush
+	 * what we know */
+	if (prod - x->sq_comp > x->sq_entries || prod - x->sq_fetch > prod - x->sq_comp)
+		prod = x->sq_fetch;
 	while (x->sq_fetch != prod) {
 		struct emu_xport_swqe *sw = xp_swqe(qp, x->sq_fetch);
 

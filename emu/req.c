@@ -93,8 +93,10 @@ static void req_fetch(struct emu_qp *qp)
 	struct emu_xport_qp *x = &qp->x;
 	uint32_t prod = emu_ring_prod(&qp->sq);
 
-	if (prod - x->sq_comp > x->sq_entries) {
-		/* An impossible producer index: the application broke the ring. */
+	/* An impossible producer index: beyond the ring, or moved back behind
+	 * WQEs already fetched (the loop below would then walk ~2^32 slots).
+	 * The application broke the ring. */
+	if (prod - x->sq_comp > x->sq_entries || prod - x->sq_fetch > prod - x->sq_comp) {
 		xp_qp_error(qp, IBV_EVENT_QP_FATAL);
 		return;
 	}

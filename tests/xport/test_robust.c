@@ -365,9 +365,35 @@ static int t_qp_memory(void)
 	return 0;
 }
 
+/* An application that moves its SQ producer index back behind WQEs the
+ * requester already fetched (found by fuzz_rings): the fetch loop used to
+ * walk from the fetch index forward to the smaller producer index, ~2^32
+ * WQE copies with the engine unresponsive. The ring is broken: the QP must
+ * go to the error state at once, as for a producer index beyond the ring. */
+static int t_sq_prod_back(void)
+{
+	struct pair p;
+
+	if (pair_setup(&p, IBV_QPT_RC, IBV_MTU_1024, 65536))
+		return 1;
+	for (uint64_t id = 0; id < 3; id++)
+		xt_post(&p, id, IBV_WR_RDMA_WRITE, (uint32_t)id * 64, 64, (uint32_t)id * 64);
+	CHECK_EQ(p.a.qp->x.sq_fetch, 3);
+	CHECK(p.a.qp->x.sq_comp < 3);
+	__atomic_store_n(&p.a.qp->sq.hdr->prod, 1, __ATOMIC_RELEASE);
+	emu_xport_sq_kick(p.a.qp);
+	CHECK_EQ(p.a.qp->attr.qp_state, IBV_QPS_ERR);
+	CHECK_EQ(xt_events(p.a.node, IBV_EVENT_QP_FATAL), 1);
+	CHECK_EQ(p.a.qp->x.sq_fetch, 3);
+	sim_run(&p.s, 1000000000ull);
+	pair_fini(&p);
+	return 0;
+}
+
 static const struct xt_test tests[] = {
 	{ "random_packets", t_random_packets },
 	{ "qp_memory", t_qp_memory },
+	{ "sq_prod_back", t_sq_prod_back },
 };
 
 int main(int argc, char **argv)
