@@ -11,7 +11,9 @@
  * first 128 bytes. Then -gen=N more inputs are generated from the inputs
  * with a PRNG seeded by -seed (byte sets, flips, inserts, deletes, splices,
  * truncations): the same seed gives the same inputs, so a failure
- * reproduces, and the seed is printed.
+ * reproduces, and the seed is printed. With FUZZ_REPLAY_LAST=PATH set,
+ * every input is written to PATH before it runs: after a failure, PATH
+ * holds the input that failed.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -40,9 +42,20 @@ static int fuzz_variants_on = 1;
 
 /* Inputs go into a malloc'd buffer of exactly their size so that ASan
  * catches a read one past the end. */
+static const char *fuzz_last; /* FUZZ_REPLAY_LAST=PATH: each input is saved there first */
+
 static void fuzz_one(const uint8_t *d, size_t n)
 {
 	uint8_t *c = malloc(n ? n : 1);
+
+	if (fuzz_last) {
+		FILE *f = fopen(fuzz_last, "wb");
+
+		if (f) {
+			fwrite(d, 1, n, f);
+			fclose(f);
+		}
+	}
 
 	if (!c) {
 		perror("malloc");
@@ -300,6 +313,7 @@ int main(int argc, char **argv)
 	uint64_t seed = 1, gen = 0, st;
 	size_t paths = 0;
 
+	fuzz_last = getenv("FUZZ_REPLAY_LAST");
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		struct stat sb;
