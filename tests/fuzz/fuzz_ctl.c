@@ -35,6 +35,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "daemon.h"
@@ -240,8 +241,8 @@ static void fz_pump(struct fz *f)
 	emu_core_poll(&f->dm->dev, fz_now);
 }
 
-/* The client is another process, as a real one is: a helper child that
- * connects on request and hands the socket back. SO_PEERCRED then names the
+/* The client is another process, as a real one is: a helper child (one
+ * per input) that connects on request and hands the socket back. SO_PEERCRED then names the
  * helper, and the daemon reaches "application memory" in the helper (a
  * copy of ours made at fork: fz_mem is at the same address there) through
  * its ordinary cross-process path, never through the in-process shortcut
@@ -792,6 +793,13 @@ static void fz_setup_once(void)
 	snprintf(fz_dir, sizeof(fz_dir), "/tmp/uroce-fuzz-ctl-XXXXXX");
 	fz_assert(mkdtemp(fz_dir));
 	emu_clock_set(fz_clock);
+}
+
+/* A fresh client process per input: what the daemon did to the memory of
+ * one (an application may register any of its memory, and RDMA may write
+ * there) must not change the next input's run. */
+static pid_t fz_helper_start(void)
+{
 	int sp[2];
 
 	fz_assert(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) == 0);
@@ -804,6 +812,16 @@ static void fz_setup_once(void)
 	}
 	close(sp[1]);
 	fz_helper = sp[0];
+	return pid;
+}
+
+static void fz_helper_stop(pid_t pid)
+{
+	int st;
+
+	close(fz_helper); /* the helper exits on EOF */
+	fz_helper = -1;
+	fz_assert(waitpid(pid, &st, 0) == pid);
 }
 
 static void fz_cleanup_dir(void) __attribute__((destructor));
@@ -825,10 +843,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	union ibv_gid g = { .raw = { [10] = 0xff, [11] = 0xff, [12] = 10, [15] = 1 } };
 	struct fz f;
 	uint32_t nqp0, nobj0;
+	pid_t helper;
 	int fds0;
 
 	fz_setup_once();
 	fds0 = fz_count_fds();
+	helper = fz_helper_start();
 	memset(&f, 0, sizeof(f));
 	fz_now = 1000000;
 	f.dm = calloc(1, sizeof(*f.dm));
@@ -866,6 +886,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	emu_dev_fini(&f.dm->dev);
 	close(f.dm->epfd);
 	free(f.dm);
+	fz_helper_stop(helper);
 	fz_assert(fz_count_fds() == fds0);
 	return 0;
 }
