@@ -38,6 +38,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <rte_log.h>
+
 #include "daemon.h"
 #include "emu_int.h"
 
@@ -789,6 +791,9 @@ static void fz_setup_once(void)
 		return;
 	done = true;
 	signal(SIGPIPE, SIG_IGN); /* as uroced's main() */
+	/* The daemon logs every client and refusal: FUZZ_LOG=1 keeps that. */
+	if (!getenv("FUZZ_LOG"))
+		rte_log_set_global_level(RTE_LOG_ERR);
 	fz_trace = getenv("FUZZ_CTL_TRACE") != NULL;
 	snprintf(fz_dir, sizeof(fz_dir), "/tmp/uroce-fuzz-ctl-XXXXXX");
 	fz_assert(mkdtemp(fz_dir));

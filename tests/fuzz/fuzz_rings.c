@@ -29,6 +29,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include <rte_log.h>
+
 #include "sim.h"
 #include "xport_int.h"
 
@@ -154,6 +156,12 @@ static int fz_setup(struct fz *f)
 		.max_recv_sge = 4, .max_inline_data = 64,
 	};
 
+	static bool quiet;
+
+	/* Overruns and lost events are logged per input: FUZZ_LOG=1 keeps that. */
+	if (!quiet && !getenv("FUZZ_LOG"))
+		rte_log_set_global_level(RTE_LOG_ERR);
+	quiet = true;
 	memset(f, 0, sizeof(*f));
 	sim_now = 1000000;
 	if (sim_init(&f->s))
