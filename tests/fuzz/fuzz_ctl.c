@@ -230,6 +230,10 @@ static void fz_pump(struct fz *f)
 
 	for (int round = 0; round < 8; round++) {
 		n = epoll_wait(f->dm->epfd, ev, 16, 0);
+		if (n < 0 && errno == EINTR) {
+			round--;
+			continue;
+		}
 		if (n <= 0)
 			break;
 		for (int i = 0; i < n; i++)
@@ -305,12 +309,20 @@ static int fz_connect(struct fz *f)
 	size_t l = strlen(f->dm->sock_path);
 
 	fz_assert(l < sizeof(((struct sockaddr_un *)0)->sun_path));
-	fz_assert(send(fz_helper, f->dm->sock_path, l, MSG_NOSIGNAL) == (ssize_t)l);
-	fz_assert(recvmsg(fz_helper, &mh, MSG_CMSG_CLOEXEC) == 1);
+	ssize_t n;
+
+	while ((n = send(fz_helper, f->dm->sock_path, l, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	fz_assert(n == (ssize_t)l);
+	while ((n = recvmsg(fz_helper, &mh, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
+		;
+	fz_assert(n == 1);
 	cm = CMSG_FIRSTHDR(&mh);
 	fz_assert(cm && cm->cmsg_type == SCM_RIGHTS);
 	memcpy(&f->cl, CMSG_DATA(cm), sizeof(int));
-	fz_assert(recv(fz_helper, &x, 1, 0) == 1 && x == 'k');
+	while ((n = recv(fz_helper, &x, 1, 0)) < 0 && errno == EINTR)
+		;
+	fz_assert(n == 1 && x == 'k');
 	fz_pump(f);
 	return 0;
 }
@@ -824,9 +836,14 @@ static void fz_helper_stop(pid_t pid)
 {
 	int st;
 
+	pid_t r;
+
 	close(fz_helper); /* the helper exits on EOF */
 	fz_helper = -1;
-	fz_assert(waitpid(pid, &st, 0) == pid);
+	/* libFuzzer's timeout alarm interrupts blocking calls */
+	while ((r = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
+		;
+	fz_assert(r == pid);
 }
 
 static void fz_cleanup_dir(void) __attribute__((destructor));
