@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "daemon.h"
@@ -89,8 +90,11 @@ int emu_ctl_open(struct emu_daemon *dm)
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
+	int prc = 0;
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0 ||
-	    rename(tmp, dm->sock_path) < 0) {
+	    (prc = emu_access_sock_perms(&dm->o.acc, tmp)) < 0 || rename(tmp, dm->sock_path) < 0) {
+		if (prc < 0)
+			errno = -prc;
 		int e = errno;
 		unlink(tmp);
 		errno = e;
@@ -141,6 +145,38 @@ void emu_ctl_close(struct emu_daemon *dm)
 	}
 }
 
+static uint64_t emu_mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* A connection the access rule refuses: one -EACCES message the shim can
+ * report, then close. Counted; logged at most once a second, since any
+ * local user can connect as often as it likes. */
+static void emu_refuse(struct emu_daemon *dm, int fd, const struct ucred *cr)
+{
+	struct uroce_msg_hdr h = { .op = UROCE_OP_HELLO, .len = sizeof(h),
+				   .seq = UROCE_REFUSED_SEQ, .status = -EACCES };
+	uint64_t now = emu_mono_ms();
+
+	if (send(fd, &h, sizeof(h), MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+		/* nothing to do: the close says it too */
+	}
+	close(fd);
+	dm->dev.cnt.clients_refused++;
+	dm->refused_unlogged++;
+	if (!dm->refused_log_ms || now - dm->refused_log_ms >= 1000) {
+		EMU_LOG(WARNING, "%s: refused pid %d uid %u gid %u (access rule; %lu refused since "
+			"the last line)\n", dm->o.dev, (int)cr->pid, (unsigned)cr->uid,
+			(unsigned)cr->gid, (unsigned long)dm->refused_unlogged);
+		dm->refused_log_ms = now;
+		dm->refused_unlogged = 0;
+	}
+}
+
 static void emu_accept(struct emu_daemon *dm)
 {
 	for (;;) {
@@ -156,6 +192,10 @@ static void emu_accept(struct emu_daemon *dm)
 			close(fd);
 			continue;
 		}
+		if (!emu_access_allowed(&dm->o.acc, fd, &cr)) {
+			emu_refuse(dm, fd, &cr);
+			continue;
+		}
 		struct emu_client *cl = calloc(1, sizeof(*cl));
 		struct emu_ctx *c = cl ? emu_ctx_new(&dm->dev, cr.pid, fd) : NULL;
 		if (!c) {
@@ -165,6 +205,8 @@ static void emu_accept(struct emu_daemon *dm)
 		}
 		cl->ctx = c;
 		c->priv = cl;
+		c->uid = cr.uid;
+		c->see_all = cr.uid == 0 || cr.uid == geteuid();
 		cl->ep_sock.kind = EMU_EP_SOCK;
 		cl->ep_sock.p = cl;
 		cl->ep_wake.kind = EMU_EP_WAKE;
@@ -475,7 +517,7 @@ static void emu_dispatch(struct emu_daemon *dm, struct emu_client *cl, const uin
 		rc = emu_mcast_op(c, &q.mc, h.op == UROCE_OP_ATTACH_MCAST);
 		break;
 	case UROCE_OP_QUERY_STATS:
-		emu_stats_fill(&dm->dev, q.st.first_qpn, &rep.stats);
+		emu_stats_fill(&dm->dev, c, q.st.first_qpn, &rep.stats);
 		rlen = sizeof(rep.stats);
 		rc = 0;
 		break;

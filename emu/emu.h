@@ -230,6 +230,8 @@ struct emu_ctx {
 	struct emu_dev *dev;
 	struct emu_ctx *next, *prev;  /* dev->ctxs */
 	pid_t pid;
+	uid_t uid;                    /* SO_PEERCRED at connect */
+	bool see_all;                 /* root or the daemon's uid: all QPs in stats */
 	int sock;                     /* control socket, -1 = none (tests) */
 	int wake_fd;                  /* eventfd the shim kicks */
 	int async_fd;                 /* async pipe write end, -1 = none */
@@ -290,6 +292,7 @@ struct emu_port_counters {
 	uint64_t hdr_errors;
 	uint64_t fault_drop, fault_dup, fault_reorder, fault_corrupt, fault_delay;
 	uint64_t tx_stalls;   /* requester paused: port TX backlog full */
+	uint64_t clients_refused; /* connections the access rule refused */
 };
 
 #define EMU_NEIGH_MAX 64
@@ -361,7 +364,9 @@ struct emu_dev {
 };
 
 /* stats.c: counters of d and of its QPs from first_qpn on (one page). */
-void emu_stats_fill(struct emu_dev *d, uint32_t first_qpn, struct uroce_query_stats_rep *r);
+/* viewer: only its uid's QPs unless see_all (NULL: every QP) */
+void emu_stats_fill(struct emu_dev *d, const struct emu_ctx *viewer, uint32_t first_qpn,
+		    struct uroce_query_stats_rep *r);
 
 /* Set up a device: zeroes it, fills addresses, attributes and tables.
  * gids/ngid: GID table (RoCE v2); NULL/0 = fe80:: from mac only. */

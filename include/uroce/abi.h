@@ -29,15 +29,46 @@
 #ifndef UROCE_ABI_H
 #define UROCE_ABI_H
 
+#include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <infiniband/verbs.h>
 
 #define UROCE_ABI_VERSION 1
 
 /** Environment variable naming the directory of the control sockets. */
 #define UROCE_ENV_RUN_DIR "UROCE_RUN_DIR"
-/** Default directory when UROCE_RUN_DIR is unset: "/tmp/uroce-<euid>". */
+/** Default directory when UROCE_RUN_DIR and XDG_RUNTIME_DIR are unset:
+ *  "/tmp/uroce-<euid>". */
 #define UROCE_DEFAULT_RUN_DIR_FMT "/tmp/uroce-%u"
+/** Subdirectory of $XDG_RUNTIME_DIR used when that is set (and absolute). */
+#define UROCE_XDG_SUBDIR "uroce"
+/** Suggested run directory of a system-wide daemon (root, several users);
+ *  its clients set UROCE_RUN_DIR to it (docs/security.md). */
+#define UROCE_SYSTEM_RUN_DIR "/run/uroce"
+
+/**
+ * The run directory, as the daemon, the shim and the tools all compute it:
+ * $UROCE_RUN_DIR, else $XDG_RUNTIME_DIR/uroce (a directory only its user
+ * can write), else /tmp/uroce-<euid>. 0 or -ENAMETOOLONG.
+ * Whoever uses it checks ownership and permissions (docs/security.md).
+ */
+static inline int uroce_run_dir(char *buf, size_t len)
+{
+	const char *e = getenv(UROCE_ENV_RUN_DIR);
+	const char *x = getenv("XDG_RUNTIME_DIR");
+	int n;
+
+	if (e && *e)
+		n = snprintf(buf, len, "%s", e);
+	else if (x && x[0] == '/')
+		n = snprintf(buf, len, "%s/" UROCE_XDG_SUBDIR, x);
+	else
+		n = snprintf(buf, len, UROCE_DEFAULT_RUN_DIR_FMT, (unsigned)geteuid());
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
 /** Control socket of device NAME: "<run dir>/NAME.sock". */
 #define UROCE_SOCK_SUFFIX ".sock"
 
@@ -245,6 +276,11 @@ enum uroce_op {
 	UROCE_OP_MAX
 };
 
+/** A connection the daemon's access rule refuses (SO_PEERCRED uid/gids)
+ *  gets one message { op = UROCE_OP_HELLO, seq = 0, status = -EACCES }
+ *  and is closed. */
+#define UROCE_REFUSED_SEQ 0
+
 /** Every message starts with this header. A reply echoes op and seq and
  *  carries status 0 or a negative errno; on error the reply body is empty. */
 struct uroce_msg_hdr {
@@ -412,8 +448,8 @@ struct uroce_mcast_req {
 
 /** UROCE_OP_QUERY_STATS: one page of counters. A client asks with
  *  first_qpn = 0, then again from next_qpn until it is 0. Any context may
- *  ask (the counters are not secret); the QP pages cover every QP of the
- *  device. Fields may be appended at the end of each struct; a reader uses
+ *  ask: the port counters are the device's; the QP pages cover only the
+ *  QPs of the asking uid (every QP for root and the daemon's own uid). Fields may be appended at the end of each struct; a reader uses
  *  the sizes the reply gives. */
 struct uroce_query_stats_req {
 	uint32_t first_qpn;
@@ -433,7 +469,7 @@ struct uroce_port_stats {
 	uint32_t ndrops;           /**< reasons used */
 	uint32_t nqp;              /**< QPs on the device */
 	uint32_t nctx;             /**< application contexts */
-	uint32_t rsvd;
+	uint32_t clients_refused;  /**< connections refused by the access rule */
 };
 struct uroce_qp_stats {
 	uint32_t qpn;

@@ -95,7 +95,8 @@ static inline int t_daemon_start(struct t_daemon *d, const char *path, bool as_n
 	struct passwd *pw = NULL;
 	if (as_nobody && geteuid() == 0) {
 		pw = getpwnam("nobody");
-		chmod(d->dir, 0777);
+		/* sticky, as /tmp: the daemon refuses a run dir others could rename */
+		chmod(d->dir, 01777);
 	}
 	signal(SIGALRM, t_alarm);
 	d->pid = fork();
