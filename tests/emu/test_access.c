@@ -11,6 +11,10 @@
  *  4. a squatted run directory (group/other-writable, a symlink, owned by
  *     another uid, in a parent others can write) stops the daemon before
  *     it starts: one line, exit 2.
+ *  5. (audit, a regression guard) handles and QPNs of one context mean
+ *     nothing in another: every handle-taking op, multicast attach by
+ *     handle or QPN and AH creation on another context's PD fail with
+ *     -EINVAL and leave the owner's objects as they were.
  * Parts 1-3 and the other-owner case need root (to be another uid); run
  * as non-root they are reported as failures, not skipped. */
 #include "emu_test.h"
@@ -361,6 +365,68 @@ static void part_run_dir(void)
 	if (system(cmd)) { /* best effort */ }
 }
 
+static void part_cross_context(void)
+{
+	struct t_daemon d;
+	struct t_client a, b;
+	struct uroce_create_cq_rep cq;
+	struct uroce_create_qp_rep qp;
+	uint32_t pd;
+
+	REQUIRE(t_daemon_start(&d, uroced, false, NULL) == 0, "start");
+	REQUIRE(t_client_open(&a, d.sock) == 0 && t_client_open(&b, d.sock) == 0, "clients");
+	REQUIRE(t_pd(&a, &pd) == 0 && t_cq(&a, 16, &cq, NULL) == 0 &&
+		t_qp(&a, pd, cq.handle, cq.handle, IBV_QPT_UD, &qp, NULL) == 0, "a's objects");
+	/* b has no objects: a's handle numbers (and its QPN taken as a
+	 * handle) must name nothing */
+	uint32_t hs[] = { pd, cq.handle, qp.handle, qp.qpn };
+	for (unsigned i = 0; i < sizeof(hs) / sizeof(hs[0]); i++) {
+		uint32_t h = hs[i];
+		struct uroce_query_qp_req qq = { .handle = h, .attr_mask = IBV_QP_STATE };
+		struct uroce_query_qp_rep qr;
+		CHECK(t_call(&b, UROCE_OP_QUERY_QP, &qq, sizeof(qq), NULL, 0, &qr, sizeof(qr),
+			     NULL, NULL) == -EINVAL, "query qp %u", h);
+		struct uroce_modify_qp_req mq = { .handle = h, .attr_mask = IBV_QP_STATE };
+		mq.attr.qp_state = IBV_QPS_ERR;
+		CHECK(t_call(&b, UROCE_OP_MODIFY_QP, &mq, sizeof(mq), NULL, 0, NULL, 0, NULL,
+			     NULL) == -EINVAL, "modify qp %u", h);
+		struct uroce_mcast_req mc = { .qp = h };
+		mc.gid.raw[0] = 0xff;
+		mc.gid.raw[15] = 1;
+		CHECK(t_call(&b, UROCE_OP_ATTACH_MCAST, &mc, sizeof(mc), NULL, 0, NULL, 0, NULL,
+			     NULL) == -EINVAL, "attach mcast qp %u", h);
+		struct uroce_create_ah_req ah = { .pd = h };
+		ah.attr.port_num = 1;
+		struct uroce_handle_msg ahr;
+		CHECK(t_call(&b, UROCE_OP_CREATE_AH, &ah, sizeof(ah), NULL, 0, &ahr, sizeof(ahr),
+			     NULL, NULL) == -EINVAL, "create ah on pd %u", h);
+		struct uroce_create_qp_req q2 = { .pd = h, .send_cq = h, .recv_cq = h, .srq = -1,
+						  .qp_type = IBV_QPT_UD,
+						  .cap = { .max_send_wr = 1, .max_recv_wr = 1 } };
+		struct uroce_create_qp_rep qr2;
+		CHECK(t_call(&b, UROCE_OP_CREATE_QP, &q2, sizeof(q2), NULL, 0, &qr2, sizeof(qr2),
+			     NULL, NULL) == -EINVAL, "create qp on pd/cq %u", h);
+		static const uint32_t destroy[] = { UROCE_OP_DESTROY_QP, UROCE_OP_DESTROY_CQ,
+						    UROCE_OP_DEALLOC_PD, UROCE_OP_DEREG_MR,
+						    UROCE_OP_DESTROY_AH, UROCE_OP_DESTROY_SRQ };
+		for (unsigned k = 0; k < sizeof(destroy) / sizeof(destroy[0]); k++)
+			CHECK(t_handle_op(&b, destroy[k], h) == -EINVAL, "op %u on %u", destroy[k], h);
+	}
+	/* a's QP is untouched: still RESET (UD QPs start there), and a can
+	 * still use and destroy its objects */
+	struct uroce_query_qp_req qq = { .handle = qp.handle, .attr_mask = IBV_QP_STATE };
+	struct uroce_query_qp_rep qr;
+	CHECK(t_call(&a, UROCE_OP_QUERY_QP, &qq, sizeof(qq), NULL, 0, &qr, sizeof(qr), NULL,
+		     NULL) == 0 && qr.attr.qp_state == IBV_QPS_RESET, "a's QP untouched");
+	CHECK(t_handle_op(&a, UROCE_OP_DESTROY_QP, qp.handle) == 0, "a destroys its QP");
+	CHECK(t_handle_op(&a, UROCE_OP_DESTROY_CQ, cq.handle) == 0, "a destroys its CQ");
+	CHECK(t_handle_op(&a, UROCE_OP_DEALLOC_PD, pd) == 0, "a frees its PD");
+	t_client_close(&a);
+	t_client_close(&b);
+	CHECK(t_daemon_stop(&d) == 0, "clean stop");
+	t_rmdir(&d);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -368,6 +434,7 @@ int main(int argc, char **argv)
 	uroced = argv[1];
 	alarm(110);
 	part_run_dir();
+	part_cross_context();
 	if (geteuid() == 0) {
 		part_user_daemon();
 		part_system_daemon();
