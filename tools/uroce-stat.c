@@ -41,8 +41,11 @@ static int st_call(uint32_t op, const void *req, size_t rlen, void *rep, size_t 
 	if (send(st_sock, buf, h->len, MSG_NOSIGNAL) < 0) {
 		int e = errno;
 		/* a refused connection: the daemon's one message, then EOF */
-		if (recv(st_sock, buf, sizeof(*h), MSG_DONTWAIT) == (ssize_t)sizeof(*h) &&
-		    h->seq == UROCE_REFUSED_SEQ && h->status == -EACCES)
+		ssize_t k = -1;
+		for (int i = 0; i < 2 && k < 0; i++) /* past an ECONNRESET */
+			k = recv(st_sock, buf, sizeof(*h), MSG_DONTWAIT);
+		if (k == (ssize_t)sizeof(*h) && h->seq == UROCE_REFUSED_SEQ &&
+		    h->status == -EACCES)
 			return -EACCES;
 		return -e;
 	}
@@ -55,6 +58,8 @@ static int st_call(uint32_t op, const void *req, size_t rlen, void *rep, size_t 
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
 			     .msg_control = cb.b, .msg_controllen = sizeof(cb.b) };
 	ssize_t n = recvmsg(st_sock, &mh, MSG_CMSG_CLOEXEC);
+	if (n < 0 && errno == ECONNRESET) /* refused with our request unread */
+		n = recvmsg(st_sock, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
 	if (n < 0)
 		return -errno;
 	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {

@@ -51,12 +51,16 @@ int urv_connect(const char *path)
 	return fd;
 }
 
-/* The daemon refused the connection (UROCE_REFUSED_SEQ) and closed it. */
+/* The daemon refused the connection (UROCE_REFUSED_SEQ) and closed it.
+ * When it closed with our request unread, the kernel reports ECONNRESET
+ * once before the queued refusal: read past it. */
 static bool refused(int sock)
 {
 	struct uroce_msg_hdr h;
-	ssize_t n = recv(sock, &h, sizeof(h), MSG_DONTWAIT);
+	ssize_t n = -1;
 
+	for (int i = 0; i < 2 && n < 0; i++)
+		n = recv(sock, &h, sizeof(h), MSG_DONTWAIT);
 	return n == (ssize_t)sizeof(h) && h.seq == UROCE_REFUSED_SEQ &&
 		h.status == -EACCES;
 }
@@ -132,8 +136,11 @@ int urv_ctl_raw(int sock, uint32_t *seq, uint32_t op, const void *req,
 		while (n < 0 && errno == EINTR);
 		if (n == 0)
 			return -ENODEV;
-		if (n < 0)
+		if (n < 0) {
+			if (errno == ECONNRESET && refused(sock))
+				return -EACCES;
 			return errno == ECONNRESET ? -ENODEV : -errno;
+		}
 		got = 0;
 		for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
 			if (cm->cmsg_level != SOL_SOCKET ||

@@ -74,8 +74,12 @@ static int try_hello(const char *sock)
 	int rfds[4];
 	unsigned nr = 0;
 	int n = t_raw(fd, &m, sizeof(m), &p[1], 1, in, sizeof(in), rfds, &nr);
-	if (n == -EPIPE || n == -ECONNRESET) /* closed before our HELLO went out */
-		n = (int)recv(fd, in, sizeof(in), MSG_DONTWAIT);
+	/* refused before our HELLO went out (EPIPE), or closed with it unread
+	 * (ECONNRESET, reported once before the queued refusal) */
+	for (int i = 0; i < 3 && (n == -EPIPE || n == -ECONNRESET); i++) {
+		ssize_t k = recv(fd, in, sizeof(in), MSG_DONTWAIT);
+		n = k < 0 ? -errno : (int)k;
+	}
 	for (unsigned i = 0; i < nr; i++)
 		close(rfds[i]);
 	close(p[0]);
