@@ -410,9 +410,22 @@ static void part_cross_context(void)
 		struct uroce_create_qp_rep qr2;
 		CHECK(t_call(&b, UROCE_OP_CREATE_QP, &q2, sizeof(q2), NULL, 0, &qr2, sizeof(qr2),
 			     NULL, NULL) == -EINVAL, "create qp on pd/cq %u", h);
+		struct uroce_resize_cq_req rc2 = { .handle = h, .cqe = 32 };
+		struct uroce_create_cq_rep cr2;
+		CHECK(t_call(&b, UROCE_OP_RESIZE_CQ, &rc2, sizeof(rc2), NULL, 0, &cr2, sizeof(cr2),
+			     NULL, NULL) == -EINVAL, "resize cq %u", h);
+		static uint8_t mem[4096];
+		struct uroce_reg_mr_req mr2 = { .pd = h, .access = IBV_ACCESS_LOCAL_WRITE,
+						.addr = (uintptr_t)mem, .length = sizeof(mem),
+						.iova = (uintptr_t)mem };
+		struct uroce_reg_mr_rep mrr;
+		CHECK(t_call(&b, UROCE_OP_REG_MR, &mr2, sizeof(mr2), NULL, 0, &mrr, sizeof(mrr),
+			     NULL, NULL) == -EINVAL, "reg mr on pd %u", h);
 		static const uint32_t destroy[] = { UROCE_OP_DESTROY_QP, UROCE_OP_DESTROY_CQ,
 						    UROCE_OP_DEALLOC_PD, UROCE_OP_DEREG_MR,
-						    UROCE_OP_DESTROY_AH, UROCE_OP_DESTROY_SRQ };
+						    UROCE_OP_DESTROY_AH, UROCE_OP_DESTROY_SRQ,
+						    UROCE_OP_QUERY_SRQ, UROCE_OP_DEALLOC_MW,
+						    UROCE_OP_DESTROY_COMP_CHANNEL };
 		for (unsigned k = 0; k < sizeof(destroy) / sizeof(destroy[0]); k++)
 			CHECK(t_handle_op(&b, destroy[k], h) == -EINVAL, "op %u on %u", destroy[k], h);
 	}
