@@ -98,7 +98,12 @@ static void req_fetch(struct emu_qp *qp)
 		xp_qp_error(qp, IBV_EVENT_QP_FATAL);
 		return;
 	}
-	while (x->sq_fetch != prod) {
+	/* prod behind sq_fetch (the application moved it back) would make
+	 * "until sq_fetch == prod" run 2^32 times: count instead */
+	uint32_t n = prod - x->sq_fetch;
+	if (n > prod - x->sq_comp)
+		n = 0;
+	for (; n; n--) {
 		struct uroce_send_wqe *w = xp_wqe(qp, x->sq_fetch);
 		struct emu_xport_swqe *sw = xp_swqe(qp, x->sq_fetch);
 
