@@ -357,6 +357,7 @@ void emu_ctx_destroy(struct emu_ctx *c)
 		close(c->db_memfd);
 	if (c->wake_fd >= 0)
 		close(c->wake_fd);
+	emu_evq_drop(d, &c->async_q);
 	if (c->async_fd >= 0)
 		close(c->async_fd);
 	if (c->sock >= 0)

@@ -258,6 +258,7 @@ int emu_channel_create(struct emu_ctx *c, int wfd, uint32_t *handle)
 
 	if (wfd < 0)
 		return -EINVAL;
+	/* the daemon made wfd (emu_evq_pipe); tests may pass their own */
 	int fl = fcntl(wfd, F_GETFL);
 	if (fl < 0 || (fl & O_ACCMODE) == O_RDONLY ||
 	    fcntl(wfd, F_SETFL, fl | O_NONBLOCK) < 0) {
@@ -289,6 +290,7 @@ int emu_channel_destroy(struct emu_ctx *c, uint32_t handle)
 		return -EINVAL;
 	if (ch->refcnt)
 		return -EBUSY;
+	emu_evq_drop(c->dev, &ch->q);
 	close(ch->wfd);
 	emu_ctx_drop(c, handle);
 	free(ch);
