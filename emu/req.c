@@ -387,7 +387,11 @@ void xp_req_progress(struct emu_qp *qp)
 	if (qp->attr.qp_state == IBV_QPS_ERR)
 		return;
 	x->req_stalled = 0;
-	while (x->sq_req != x->sq_fetch && !x->rnr_at) {
+	/* each WQE takes at most two turns (a local op: decide, then pass):
+	 * the guard bounds the loop even if a nested error flush moved the
+	 * indices under it */
+	for (uint32_t guard = 2 * (x->sq_fetch - x->sq_req) + 1;
+	     guard && x->sq_req != x->sq_fetch && !x->rnr_at; guard--) {
 		struct uroce_send_wqe *w = xp_wqe(qp, x->sq_req);
 		struct emu_xport_swqe *sw = xp_swqe(qp, x->sq_req);
 		int r;
