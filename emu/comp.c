@@ -517,7 +517,7 @@ void xp_flush_sq(struct emu_qp *qp)
 	 * it again from inside flush_cqe: the head moves before the push so
 	 * the nested flush never sees this WQE, and the count bounds the loop
 	 * whatever the nested call did to the indices. */
-	for (uint32_t n = x->sq_fetch - x->sq_comp; n && x->sq_comp != x->sq_fetch; n--) {
+	for (uint32_t left = x->sq_fetch - x->sq_comp; left && x->sq_comp != x->sq_fetch; left--) {
 		const struct uroce_send_wqe *w = xp_wqe(qp, x->sq_comp);
 		uint64_t wr_id = w->wr_id;
 		uint32_t op = xp_wc_opcode(w->opcode);
