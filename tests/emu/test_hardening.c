@@ -16,6 +16,8 @@
  *             closing it does not disturb the daemon
  *   flush     UD QP, 8-entry CQ, 64 failing WRs: the SQ flush overruns
  *             the CQ; the daemon answers at once and stops on SIGTERM
+ *   prodback  an SQ producer index moved back behind fetched WQEs: the
+ *             daemon keeps serving (the fetch loop ran 2^32 times)
  *   dpdkdir   no DPDK runtime directory after a clean exit; a stale one
  *             of a dead daemon removed at start, others left alone
  *
@@ -70,8 +72,10 @@ static int t_modify(struct t_client *c, struct uroce_modify_qp_req *mq)
 	return t_call(c, UROCE_OP_MODIFY_QP, mq, sizeof(*mq), NULL, 0, NULL, 0, NULL, NULL);
 }
 
-/* RC QP connected to itself (the default port is a loopback ring) */
-static int t_rc_up(struct t_client *c, struct uroce_create_qp_rep *qp)
+/* RC QP connected to dest (itself: the default port is a loopback ring),
+ * local ACK timeout code tmo */
+static int t_rc_up_to(struct t_client *c, struct uroce_create_qp_rep *qp, uint32_t dest,
+		      uint8_t tmo)
 {
 	struct uroce_modify_qp_req mq = { .handle = qp->handle };
 	int rc;
@@ -85,7 +89,7 @@ static int t_rc_up(struct t_client *c, struct uroce_create_qp_rep *qp)
 	memset(&mq.attr, 0, sizeof(mq.attr));
 	mq.attr.qp_state = IBV_QPS_RTR;
 	mq.attr.path_mtu = IBV_MTU_1024;
-	mq.attr.dest_qp_num = qp->qpn;
+	mq.attr.dest_qp_num = dest;
 	mq.attr.ah_attr.is_global = 1;
 	mq.attr.ah_attr.port_num = 1;
 	mq.attr.ah_attr.grh.sgid_index = 1;
@@ -99,13 +103,18 @@ static int t_rc_up(struct t_client *c, struct uroce_create_qp_rep *qp)
 		return rc;
 	memset(&mq.attr, 0, sizeof(mq.attr));
 	mq.attr.qp_state = IBV_QPS_RTS;
-	mq.attr.timeout = 14;
+	mq.attr.timeout = tmo;
 	mq.attr.retry_cnt = 7;
 	mq.attr.rnr_retry = 7;
 	mq.attr.max_rd_atomic = 1;
 	mq.attr_mask = IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 		       IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
 	return t_modify(c, &mq);
+}
+
+static int t_rc_up(struct t_client *c, struct uroce_create_qp_rep *qp)
+{
+	return t_rc_up_to(c, qp, qp->qpn, 14);
 }
 
 static uint8_t t_buf[2][4096];
@@ -517,6 +526,44 @@ static void case_flush(struct t_daemon *d)
 	t_client_close(&a);
 }
 
+/* The application moves its SQ producer index back behind WQEs the daemon
+ * already fetched: "fetch until sq_fetch == prod" ran 2^32 times. */
+static void case_prodback(struct t_daemon *d)
+{
+	struct t_client a;
+	struct t_rc r;
+	REQUIRE(t_client_open(&a, d->sock) == 0, "client a");
+	REQUIRE(t_rc_open(&r, &a, 0, -1) == 0, "a's QP");
+	/* re-aim it at a QPN nobody has, with a long timeout (~4 s, 7
+	 * retries), so what it sends stays outstanding */
+	struct uroce_modify_qp_req mq = { .handle = r.qp.handle };
+	mq.attr.qp_state = IBV_QPS_RESET;
+	mq.attr_mask = IBV_QP_STATE;
+	REQUIRE(t_modify(&a, &mq) == 0, "reset");
+	REQUIRE(t_rc_up_to(&a, &r.qp, r.qp.qpn ^ 0x800000, 20) == 0, "re-connect");
+	uint8_t msg[16] = { 3 };
+	for (int i = 0; i < 4; i++) {
+		uint32_t p = __atomic_load_n(r_prod(&r.sq), __ATOMIC_RELAXED);
+		struct uroce_send_wqe *w = r_slot(&r.sq, p);
+		memset(w, 0, UROCE_SEND_WQE_HDR);
+		w->wr_id = (uint64_t)i;
+		w->opcode = IBV_WR_SEND;
+		w->send_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED;
+		w->inline_len = sizeof(msg);
+		memcpy((uint8_t *)w + UROCE_SEND_WQE_HDR, msg, sizeof(msg));
+		__atomic_store_n(r_prod(&r.sq), p + 1, __ATOMIC_RELEASE);
+	}
+	t_ring(&a, r.qp.db_index);
+	usleep(200000); /* fetched by now (a slow daemon only weakens the test) */
+	uint32_t p = __atomic_load_n(r_prod(&r.sq), __ATOMIC_RELAXED);
+	__atomic_store_n(r_prod(&r.sq), p - 2, __ATOMIC_RELEASE);
+	t_ring(&a, r.qp.db_index);
+	usleep(100000);
+	check_served(d, "a producer index moved back");
+	t_rc_close(&r);
+	t_client_close(&a);
+}
+
 static void dpdk_base(char *out, size_t n)
 {
 	const char *x = getenv("XDG_RUNTIME_DIR");
@@ -602,6 +649,8 @@ int main(int argc, char **argv)
 		case_wake(&d);
 	else if (!strcmp(argv[2], "flush"))
 		case_flush(&d);
+	else if (!strcmp(argv[2], "prodback"))
+		case_prodback(&d);
 	else
 		REQUIRE(0, "unknown case %s", argv[2]);
 	return finish(&d);
