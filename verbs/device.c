@@ -117,6 +117,8 @@ static void set_timeout(int fd, int secs)
 
 /* HELLO on a fresh connection. On success *async_rd is the read end of
  * the async pipe and fds[0..1] the doorbell memfd and wake eventfd. */
+/* fds[0]: doorbell memfd, fds[1]: wake pipe write end; *async_rd: the
+ * read end of the daemon's async event pipe. */
 static int hello(int sock, struct uroce_hello_rep *rep, int *async_rd,
 		 int fds[2])
 {
@@ -125,24 +127,20 @@ static int hello(int sock, struct uroce_hello_rep *rep, int *async_rd,
 		.pid = (uint32_t)getpid(),
 	};
 	uint32_t seq = 0;
-	int p[2], ret;
+	int f[3] = { -1, -1, -1 }, ret;
 
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -errno;
 	ret = urv_ctl_raw(sock, &seq, UROCE_OP_HELLO, &req, sizeof(req), rep,
-			  sizeof(*rep), &p[1], 1, fds, 2);
-	close(p[1]);
-	if (ret) {
-		close(p[0]);
+			  sizeof(*rep), NULL, 0, f, 3);
+	if (ret)
 		return ret;
-	}
 	if (rep->abi_version != UROCE_ABI_VERSION) {
-		close(p[0]);
-		close(fds[0]);
-		close(fds[1]);
+		for (int i = 0; i < 3; i++)
+			close(f[i]);
 		return -EPROTO;
 	}
-	*async_rd = p[0];
+	fds[0] = f[0];
+	fds[1] = f[1];
+	*async_rd = f[2];
 	return 0;
 }
 
