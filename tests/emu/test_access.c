@@ -67,13 +67,10 @@ static int try_hello(const char *sock)
 		struct uroce_msg_hdr h;
 		struct uroce_hello_req q;
 	} m = { { UROCE_OP_HELLO, sizeof(m), 7, 0 }, { UROCE_ABI_VERSION, (uint32_t)getpid() } };
-	int p[2];
-	if (pipe(p))
-		return 3;
 	uint8_t in[UROCE_MAX_MSG];
 	int rfds[4];
 	unsigned nr = 0;
-	int n = t_raw(fd, &m, sizeof(m), &p[1], 1, in, sizeof(in), rfds, &nr);
+	int n = t_raw(fd, &m, sizeof(m), NULL, 0, in, sizeof(in), rfds, &nr);
 	/* refused before our HELLO went out (EPIPE), or closed with it unread
 	 * (ECONNRESET, reported once before the queued refusal) */
 	for (int i = 0; i < 3 && (n == -EPIPE || n == -ECONNRESET); i++) {
@@ -82,8 +79,6 @@ static int try_hello(const char *sock)
 	}
 	for (unsigned i = 0; i < nr; i++)
 		close(rfds[i]);
-	close(p[0]);
-	close(p[1]);
 	int rc = 3;
 	struct uroce_msg_hdr h;
 	if (n >= (int)sizeof(h)) {
