@@ -500,11 +500,12 @@ void xp_flush_sq(struct emu_qp *qp)
 	if (!x->sq_copy)
 		return;
 	prod = emu_ring_prod(&qp->sq);
-	/* garbage index (beyond the ring, or back behind fetched WQEs): flush
-	 * what we know */
-	if (prod - x->sq_comp > x->sq_entries || prod - x->sq_fetch > prod - x->sq_comp)
-		prod = x->sq_fetch;
-	while (x->sq_fetch != prod) {
+	if (prod - x->sq_comp > x->sq_entries)
+		prod = x->sq_fetch; /* garbage index: flush what we know */
+	uint32_t n = prod - x->sq_fetch;
+	if (n > prod - x->sq_comp)
+		n = 0; /* prod moved back behind what we fetched */
+	for (; n; n--) {
 		struct emu_xport_swqe *sw = xp_swqe(qp, x->sq_fetch);
 
 		memset(sw, 0, sizeof(*sw));
@@ -512,11 +513,17 @@ void xp_flush_sq(struct emu_qp *qp)
 			memset(xp_wqe(qp, x->sq_fetch), 0, UROCE_SEND_WQE_HDR);
 		x->sq_fetch++;
 	}
-	while (x->sq_comp != x->sq_fetch) {
-		struct uroce_send_wqe *w = xp_wqe(qp, x->sq_comp);
+	/* Pushing a CQE can overrun the CQ, which errors the QP and flushes
+	 * it again from inside flush_cqe: the head moves before the push so
+	 * the nested flush never sees this WQE, and the count bounds the loop
+	 * whatever the nested call did to the indices. */
+	for (uint32_t left = x->sq_fetch - x->sq_comp; left && x->sq_comp != x->sq_fetch; left--) {
+		const struct uroce_send_wqe *w = xp_wqe(qp, x->sq_comp);
+		uint64_t wr_id = w->wr_id;
+		uint32_t op = xp_wc_opcode(w->opcode);
 
-		flush_cqe(qp, qp->send_cq, w->wr_id, xp_wc_opcode(w->opcode));
 		x->sq_comp++;
+		flush_cqe(qp, qp->send_cq, wr_id, op);
 	}
 	x->sq_req = x->sq_comp;
 	x->sq_req_pkt = 0;
@@ -539,7 +546,9 @@ void xp_flush_rq(struct emu_qp *qp)
 	}
 	if (qp->srq)
 		return; /* SRQ WQEs belong to the SRQ, not to this QP */
-	for (;;) {
+	/* each take consumes one slot, so the ring size bounds the loop even
+	 * if a nested flush (CQ overrun) or the application moves indices */
+	for (uint32_t left = qp->rq.entries + 1; left; left--) {
 		int n = emu_recv_take(qp, r);
 
 		if (n == 0)

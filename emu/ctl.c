@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "daemon.h"
@@ -89,8 +90,11 @@ int emu_ctl_open(struct emu_daemon *dm)
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
+	int prc = 0;
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0 ||
-	    rename(tmp, dm->sock_path) < 0) {
+	    (prc = emu_access_sock_perms(&dm->o.acc, tmp)) < 0 || rename(tmp, dm->sock_path) < 0) {
+		if (prc < 0)
+			errno = -prc;
 		int e = errno;
 		unlink(tmp);
 		errno = e;
@@ -141,6 +145,38 @@ void emu_ctl_close(struct emu_daemon *dm)
 	}
 }
 
+static uint64_t emu_mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* A connection the access rule refuses: one -EACCES message the shim can
+ * report, then close. Counted; logged at most once a second, since any
+ * local user can connect as often as it likes. */
+static void emu_refuse(struct emu_daemon *dm, int fd, const struct ucred *cr)
+{
+	struct uroce_msg_hdr h = { .op = UROCE_OP_HELLO, .len = sizeof(h),
+				   .seq = UROCE_REFUSED_SEQ, .status = -EACCES };
+	uint64_t now = emu_mono_ms();
+
+	if (send(fd, &h, sizeof(h), MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+		/* nothing to do: the close says it too */
+	}
+	close(fd);
+	dm->dev.cnt.clients_refused++;
+	dm->refused_unlogged++;
+	if (!dm->refused_log_ms || now - dm->refused_log_ms >= 1000) {
+		EMU_LOG(WARNING, "%s: refused pid %d uid %u gid %u (access rule; %lu refused since "
+			"the last line)\n", dm->o.dev, (int)cr->pid, (unsigned)cr->uid,
+			(unsigned)cr->gid, (unsigned long)dm->refused_unlogged);
+		dm->refused_log_ms = now;
+		dm->refused_unlogged = 0;
+	}
+}
+
 static void emu_accept(struct emu_daemon *dm)
 {
 	for (;;) {
@@ -156,6 +192,10 @@ static void emu_accept(struct emu_daemon *dm)
 			close(fd);
 			continue;
 		}
+		if (!emu_access_allowed(&dm->o.acc, fd, &cr)) {
+			emu_refuse(dm, fd, &cr);
+			continue;
+		}
 		struct emu_client *cl = calloc(1, sizeof(*cl));
 		struct emu_ctx *c = cl ? emu_ctx_new(&dm->dev, cr.pid, fd) : NULL;
 		if (!c) {
@@ -165,6 +205,8 @@ static void emu_accept(struct emu_daemon *dm)
 		}
 		cl->ctx = c;
 		c->priv = cl;
+		c->uid = cr.uid;
+		c->see_all = cr.uid == 0 || cr.uid == geteuid();
 		cl->ep_sock.kind = EMU_EP_SOCK;
 		cl->ep_sock.p = cl;
 		cl->ep_wake.kind = EMU_EP_WAKE;
@@ -181,7 +223,7 @@ static void emu_accept(struct emu_daemon *dm)
 
 /* Expected request body size per op (exact), and fds it carries. */
 static const struct { uint16_t len; uint8_t fds; } emu_req_shape[UROCE_OP_MAX] = {
-	[UROCE_OP_HELLO] = { sizeof(struct uroce_hello_req), 1 },
+	[UROCE_OP_HELLO] = { sizeof(struct uroce_hello_req), 0 },
 	[UROCE_OP_QUERY_PORT] = { sizeof(struct uroce_query_port_req), 0 },
 	[UROCE_OP_ALLOC_PD] = { 0, 0 },
 	[UROCE_OP_DEALLOC_PD] = { sizeof(struct uroce_handle_msg), 0 },
@@ -190,7 +232,7 @@ static const struct { uint16_t len; uint8_t fds; } emu_req_shape[UROCE_OP_MAX] =
 	[UROCE_OP_DEREG_MR] = { sizeof(struct uroce_handle_msg), 0 },
 	[UROCE_OP_ALLOC_MW] = { sizeof(struct uroce_alloc_mw_req), 0 },
 	[UROCE_OP_DEALLOC_MW] = { sizeof(struct uroce_handle_msg), 0 },
-	[UROCE_OP_CREATE_COMP_CHANNEL] = { 0, 1 },
+	[UROCE_OP_CREATE_COMP_CHANNEL] = { 0, 0 },
 	[UROCE_OP_DESTROY_COMP_CHANNEL] = { sizeof(struct uroce_handle_msg), 0 },
 	[UROCE_OP_CREATE_CQ] = { sizeof(struct uroce_create_cq_req), 0 },
 	[UROCE_OP_RESIZE_CQ] = { sizeof(struct uroce_resize_cq_req), 0 },
@@ -210,7 +252,8 @@ static const struct { uint16_t len; uint8_t fds; } emu_req_shape[UROCE_OP_MAX] =
 	[UROCE_OP_QUERY_STATS] = { sizeof(struct uroce_query_stats_req), 0 },
 };
 
-static void emu_reply(struct emu_ctx *c, const struct uroce_msg_hdr *rq, int status,
+/* false: the reply could not be queued, the client is to be dropped */
+static bool emu_reply(struct emu_ctx *c, const struct uroce_msg_hdr *rq, int status,
 		      const void *body, size_t blen, const int *fds, unsigned nfds)
 {
 	union {
@@ -219,7 +262,7 @@ static void emu_reply(struct emu_ctx *c, const struct uroce_msg_hdr *rq, int sta
 	} m;
 	union {
 		struct cmsghdr c;
-		uint8_t b[CMSG_SPACE(sizeof(int) * 2)];
+		uint8_t b[CMSG_SPACE(sizeof(int) * 3)];
 	} cb;
 
 	if (status)
@@ -242,14 +285,25 @@ static void emu_reply(struct emu_ctx *c, const struct uroce_msg_hdr *rq, int sta
 		cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
 		memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
 	}
-	/* the client waits for this reply; a full socket buffer means it is
-	 * not reading, and MSG_DONTWAIT keeps it from stalling the engine */
-	if (sendmsg(c->sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
-		EMU_LOG(INFO, "pid %d: reply op %u: %s\n", (int)c->pid, rq->op, strerror(errno));
+	/* MSG_DONTWAIT holds for this call whatever the socket's flags, and
+	 * the socket is the daemon's own end: this never blocks. The shim
+	 * waits for each reply before its next request, so a full socket
+	 * buffer means a client that sends without reading: it is dropped
+	 * (one log line per client) rather than served with replies lost. */
+	if (sendmsg(c->sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+		EMU_LOG(NOTICE, "pid %d: reply op %u: %s: dropping the client\n", (int)c->pid,
+			rq->op, strerror(errno));
+		return false;
+	}
+	return true;
 }
 
+/* The pipes made here are the daemon's: it keeps the wake read end and
+ * the async write end, each an open file description the client never
+ * holds, so the client cannot make them blocking; it gets the other ends
+ * (fds[1], fds[2]: closed here once sent). */
 static int emu_hello(struct emu_daemon *dm, struct emu_client *cl, const struct uroce_hello_req *q,
-		     int async_fd, struct uroce_hello_rep *r, int fds[2])
+		     struct uroce_hello_rep *r, int fds[3])
 {
 	struct emu_ctx *c = cl->ctx;
 
@@ -257,42 +311,48 @@ static int emu_hello(struct emu_daemon *dm, struct emu_client *cl, const struct 
 		return -EISCONN;
 	if (q->abi_version != UROCE_ABI_VERSION)
 		return -EPROTONOSUPPORT;
-	if (async_fd >= 0) {
-		int fl = fcntl(async_fd, F_GETFL);
-		if (fl < 0 || (fl & O_ACCMODE) == O_RDONLY)
-			return -EINVAL;
-		fcntl(async_fd, F_SETFL, fl | O_NONBLOCK);
-	}
 	void *map;
 	int mfd, rc = emu_shm_create("uroce-db", UROCE_DB_PAGE_SIZE, &mfd, &map);
 	if (rc)
 		return rc;
-	int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (efd < 0) {
+	int w[2] = { -1, -1 }, ard = -1, awr = -1;
+	if (pipe2(w, O_CLOEXEC | O_NONBLOCK) < 0) {
 		rc = -errno;
-		emu_shm_destroy(mfd, map, UROCE_DB_PAGE_SIZE);
-		return rc;
+		goto fail;
 	}
+	rc = emu_evq_pipe(&ard, &awr);
+	if (rc)
+		goto fail;
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &cl->ep_wake };
-	if (epoll_ctl(dm->epfd, EPOLL_CTL_ADD, efd, &ev) < 0) {
+	if (epoll_ctl(dm->epfd, EPOLL_CTL_ADD, w[0], &ev) < 0) {
 		rc = -errno;
-		close(efd);
-		emu_shm_destroy(mfd, map, UROCE_DB_PAGE_SIZE);
-		return rc;
+		goto fail;
 	}
 	c->db = map;
 	c->db_memfd = mfd;
-	c->wake_fd = efd;
-	c->async_fd = async_fd;
+	c->wake_fd = w[0];
+	c->async_fd = awr;
 	c->db->daemon_pid = (uint32_t)getpid();
 	c->hello_done = true;
 	emu_dev_hello(&dm->dev, r);
 	fds[0] = mfd;
-	fds[1] = efd;
+	fds[1] = w[1];
+	fds[2] = ard;
 	return 0;
+fail:
+	for (int i = 0; i < 2; i++)
+		if (w[i] >= 0)
+			close(w[i]);
+	if (ard >= 0)
+		close(ard);
+	if (awr >= 0)
+		close(awr);
+	emu_shm_destroy(mfd, map, UROCE_DB_PAGE_SIZE);
+	return rc;
 }
 
-static void emu_dispatch(struct emu_daemon *dm, struct emu_client *cl, const uint8_t *buf,
+/* false: drop the client (its reply could not be sent) */
+static bool emu_dispatch(struct emu_daemon *dm, struct emu_client *cl, const uint8_t *buf,
 			 size_t n, int *fds, unsigned nfds)
 {
 	struct emu_ctx *c = cl->ctx;
@@ -312,8 +372,9 @@ static void emu_dispatch(struct emu_daemon *dm, struct emu_client *cl, const uin
 		struct uroce_query_stats_rep stats;
 	} rep;
 	size_t rlen = 0;
-	int ofds[2];
+	int ofds[3];
 	unsigned nofds = 0;
+	unsigned oclose = 0; /* ofds[oclose..nofds) are ours to close once sent */
 	int rc;
 
 	/* every message gets exactly one reply, even a runt (with what we
@@ -363,10 +424,10 @@ static void emu_dispatch(struct emu_daemon *dm, struct emu_client *cl, const uin
 
 	switch (h.op) {
 	case UROCE_OP_HELLO:
-		rc = emu_hello(dm, cl, &q.hello, fd_in, &rep.hello, ofds);
+		rc = emu_hello(dm, cl, &q.hello, &rep.hello, ofds);
 		if (!rc) {
-			fds[0] = -1; /* kept as the async fd */
-			nofds = 2;
+			nofds = 3;
+			oclose = 1; /* the client's ends of the wake and async pipes */
 			rlen = sizeof(rep.hello);
 		}
 		break;
@@ -410,15 +471,21 @@ static void emu_dispatch(struct emu_daemon *dm, struct emu_client *cl, const uin
 	case UROCE_OP_DEALLOC_MW:
 		rc = emu_mw_dealloc(c, q.hm.handle);
 		break;
-	case UROCE_OP_CREATE_COMP_CHANNEL:
-		if (fd_in < 0) {
-			rc = -EINVAL;
+	case UROCE_OP_CREATE_COMP_CHANNEL: {
+		int wfd;
+		rc = emu_evq_pipe(&ofds[0], &wfd);
+		if (rc)
+			break;
+		rc = emu_channel_create(c, wfd, &rep.hm.handle); /* owns wfd, even on error */
+		if (rc) {
+			close(ofds[0]);
 			break;
 		}
-		fds[0] = -1; /* emu_channel_create owns it now, even on error */
-		rc = emu_channel_create(c, fd_in, &rep.hm.handle);
+		nofds = 1;
+		oclose = 0; /* the read end goes to the client only */
 		rlen = sizeof(rep.hm);
 		break;
+	}
 	case UROCE_OP_DESTROY_COMP_CHANNEL:
 		rc = emu_channel_destroy(c, q.hm.handle);
 		break;
@@ -475,7 +542,7 @@ static void emu_dispatch(struct emu_daemon *dm, struct emu_client *cl, const uin
 		rc = emu_mcast_op(c, &q.mc, h.op == UROCE_OP_ATTACH_MCAST);
 		break;
 	case UROCE_OP_QUERY_STATS:
-		emu_stats_fill(&dm->dev, q.st.first_qpn, &rep.stats);
+		emu_stats_fill(&dm->dev, c, q.st.first_qpn, &rep.stats);
 		rlen = sizeof(rep.stats);
 		rc = 0;
 		break;
@@ -483,17 +550,22 @@ static void emu_dispatch(struct emu_daemon *dm, struct emu_client *cl, const uin
 		rc = -EINVAL;
 		break;
 	}
+	(void)fd_in;
 	if (!rc && mfd >= 0) {
 		ofds[0] = mfd;
 		nofds = 1;
+		oclose = 1; /* owned by its object */
 	}
 	if (rc)
 		EMU_LOG(DEBUG, "pid %d: op %u -> %d\n", (int)c->pid, h.op, rc);
-reply:
-	emu_reply(c, &h, rc, &rep, rlen, ofds, nofds);
+reply:;
+	bool ok = emu_reply(c, &h, rc, &rep, rlen, ofds, nofds);
+	for (unsigned i = oclose; i < nofds; i++)
+		close(ofds[i]);
 	for (unsigned i = 0; i < nfds; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
+	return ok;
 }
 
 static bool emu_client_read(struct emu_daemon *dm, struct emu_client *cl)
@@ -535,12 +607,15 @@ static bool emu_client_read(struct emu_daemon *dm, struct emu_client *cl)
 			struct uroce_msg_hdr h = { 0 };
 			if (n >= (ssize_t)sizeof(h))
 				memcpy(&h, buf, sizeof(h));
-			emu_reply(cl->ctx, &h, -EMSGSIZE, NULL, 0, NULL, 0);
+			bool ok = emu_reply(cl->ctx, &h, -EMSGSIZE, NULL, 0, NULL, 0);
 			for (unsigned i = 0; i < nfds; i++)
 				close(fds[i]);
+			if (!ok)
+				return false;
 			continue;
 		}
-		emu_dispatch(dm, cl, buf, (size_t)n, fds, nfds);
+		if (!emu_dispatch(dm, cl, buf, (size_t)n, fds, nfds))
+			return false;
 	}
 	return true;
 }
@@ -560,9 +635,26 @@ void emu_ctl_event(struct emu_daemon *dm, struct emu_ep *ep, uint32_t events)
 			emu_client_close(dm, cl);
 		break;
 	case EMU_EP_WAKE: {
-		uint64_t v;
-		if (read(cl->ctx->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-			EMU_LOG(DEBUG, "wake read: %s\n", strerror(errno));
+		/* our own O_NONBLOCK read end: never blocks, whatever the
+		 * client does with its write end; a few reads per event, the
+		 * level-triggered epoll brings us back for the rest */
+		uint8_t v[512];
+		for (int k = 0; k < 8; k++) {
+			ssize_t r = read(cl->ctx->wake_fd, v, sizeof(v));
+			if (r == 0) {
+				/* the client closed its end: an EOF would wake
+				 * the level-triggered epoll forever */
+				epoll_ctl(dm->epfd, EPOLL_CTL_DEL, cl->ctx->wake_fd, NULL);
+				close(cl->ctx->wake_fd);
+				cl->ctx->wake_fd = -1;
+				break;
+			}
+			if (r < (ssize_t)sizeof(v)) {
+				if (r < 0 && errno != EAGAIN && errno != EINTR)
+					EMU_LOG(DEBUG, "wake read: %s\n", strerror(errno));
+				break;
+			}
+		}
 		break;
 	}
 	default:

@@ -3,6 +3,7 @@
  * and doorbell tables, doorbell scanning, teardown of everything a context
  * owns when its application goes away. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,13 +13,19 @@
 #include "emu.h"
 #include "emu_int.h"
 
+/* Every memfd the daemon hands to a client comes from here. It is sealed
+ * against any change of size before it leaves: a client that could shrink
+ * the file would turn the daemon's next access to its mapping into SIGBUS,
+ * and one that could grow it would charge the daemon's memory. F_SEAL_SEAL
+ * keeps the client from removing or adding seals. */
 int emu_shm_create(const char *name, size_t size, int *fd, void **map)
 {
-	int f = memfd_create(name, MFD_CLOEXEC);
+	int f = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 
 	if (f < 0)
 		return -errno;
-	if (ftruncate(f, (off_t)size) < 0) {
+	if (ftruncate(f, (off_t)size) < 0 ||
+	    fcntl(f, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
 		int e = -errno;
 		close(f);
 		return e;
@@ -350,6 +357,7 @@ void emu_ctx_destroy(struct emu_ctx *c)
 		close(c->db_memfd);
 	if (c->wake_fd >= 0)
 		close(c->wake_fd);
+	emu_evq_drop(d, &c->async_q);
 	if (c->async_fd >= 0)
 		close(c->async_fd);
 	if (c->sock >= 0)

@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <signal.h>
 
+#include "access.h"
 #include "emu.h"
 
 #define EMU_MAX_DEVS 8
@@ -29,6 +30,7 @@ struct emu_opts {
 	bool fault_set;
 	struct emu_fault_cfg fault;
 	uint32_t spin_us;         /* empty-loop time before sleeping */
+	struct emu_access acc;    /* who may connect (access.c) */
 };
 
 struct emu_port;
@@ -57,6 +59,8 @@ struct emu_daemon {
 	bool port_up;
 	struct emu_port *port;    /* port_dpdk.c */
 	void *pcap;
+	uint64_t refused_log_ms;  /* last "refused" log line (rate limit) */
+	uint64_t refused_unlogged;
 };
 
 extern struct emu_daemon *emu_ds[EMU_MAX_DEVS];

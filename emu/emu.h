@@ -129,10 +129,28 @@ struct emu_mw {
 	unsigned access;
 };
 
+/* Records waiting for room in an event pipe (emu_evq_put). The pipe is
+ * the daemon's own (the application holds only the read end), so a write
+ * never blocks; a reader that falls behind gets up to EMU_EVQ_BACKLOG
+ * records kept in order, beyond that they are counted and logged. */
+#define EMU_EVQ_BACKLOG 256u
+#define EMU_EVQ_REC_MAX 16u
+struct emu_evq {
+	int fd;                   /* the write end the backlog is for */
+	uint32_t rec;             /* record size */
+	uint32_t head, n;         /* backlog ring, in records */
+	uint8_t *buf;             /* EMU_EVQ_BACKLOG records, allocated at first use */
+	uint64_t lost;            /* records dropped: backlog full or reader gone */
+	uint64_t log_ns;          /* last "lost" log line (rate limit) */
+	struct emu_evq *pend_next; /* dev->evq_pend while n > 0 */
+	bool pending;
+};
+
 struct emu_channel {
 	struct emu_ctx *ctx;
 	uint32_t handle;
-	int wfd;            /* non-blocking write end of the application's pipe */
+	int wfd;            /* write end of the daemon's pipe (O_NONBLOCK, ours alone) */
+	struct emu_evq q;
 	uint32_t refcnt;    /* CQs */
 };
 
@@ -230,9 +248,12 @@ struct emu_ctx {
 	struct emu_dev *dev;
 	struct emu_ctx *next, *prev;  /* dev->ctxs */
 	pid_t pid;
+	uid_t uid;                    /* SO_PEERCRED at connect */
+	bool see_all;                 /* root or the daemon's uid: all QPs in stats */
 	int sock;                     /* control socket, -1 = none (tests) */
 	int wake_fd;                  /* eventfd the shim kicks */
 	int async_fd;                 /* async pipe write end, -1 = none */
+	struct emu_evq async_q;
 	int db_memfd;
 	struct uroce_db_page *db;     /* NULL in tests without doorbells */
 	struct emu_handle_slot *h;
@@ -290,6 +311,7 @@ struct emu_port_counters {
 	uint64_t hdr_errors;
 	uint64_t fault_drop, fault_dup, fault_reorder, fault_corrupt, fault_delay;
 	uint64_t tx_stalls;   /* requester paused: port TX backlog full */
+	uint64_t clients_refused; /* connections the access rule refused */
 };
 
 #define EMU_NEIGH_MAX 64
@@ -326,6 +348,7 @@ struct emu_dev {
 	enum ibv_port_state port_state;
 	uint64_t node_guid;           /* network order */
 	bool loopback;                /* every frame comes back to us */
+	struct emu_evq *evq_pend;     /* event pipes with a backlog */
 	uint16_t ip_id;               /* next IPv4 identification */
 	struct ibv_device_attr dev_attr;
 	struct ibv_port_attr port_attr;
@@ -361,7 +384,9 @@ struct emu_dev {
 };
 
 /* stats.c: counters of d and of its QPs from first_qpn on (one page). */
-void emu_stats_fill(struct emu_dev *d, uint32_t first_qpn, struct uroce_query_stats_rep *r);
+/* viewer: only its uid's QPs unless see_all (NULL: every QP) */
+void emu_stats_fill(struct emu_dev *d, const struct emu_ctx *viewer, uint32_t first_qpn,
+		    struct uroce_query_stats_rep *r);
 
 /* Set up a device: zeroes it, fills addresses, attributes and tables.
  * gids/ngid: GID table (RoCE v2); NULL/0 = fe80:: from mac only. */
@@ -434,8 +459,18 @@ int emu_key_invalidate(struct emu_pd *pd, uint32_t rkey);
 int emu_cq_push(struct emu_cq *cq, const struct uroce_cqe *cqe);
 /* Free slots left (entries - (prod - cons)); 0 when in error. */
 uint32_t emu_cq_room(const struct emu_cq *cq);
-/* Write one async record; silently dropped if the pipe is full/closed. */
+/* Write one async record (kept in the context's backlog if the pipe is full). */
 void emu_async_event(struct emu_ctx *c, uint64_t element, enum ibv_event_type type);
+/* Send one record of rec bytes to the event pipe fd, or queue it behind
+ * the ones already waiting. Never blocks. */
+void emu_evq_put(struct emu_dev *d, struct emu_evq *q, int fd, const void *rec, uint32_t len);
+/* Write what the readers made room for; call while d->evq_pend != NULL. */
+void emu_evq_flush(struct emu_dev *d, uint64_t now);
+/* Forget q's backlog (its pipe is being closed). */
+void emu_evq_drop(struct emu_dev *d, struct emu_evq *q);
+/* A pipe for events the daemon writes: *wfd (O_NONBLOCK, kept by the
+ * daemon) and *rfd (blocking, for the application). 0 or -errno. */
+int emu_evq_pipe(int *rfd, int *wfd);
 
 /* ------------------------------------------------------------------ */
 /* Shared rings                                                        */

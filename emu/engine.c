@@ -16,6 +16,7 @@
 #define EMU_LOOP_SLEEP_NS 200000000ull /* loopback: only the stop flag needs it */
 #define EMU_RX_ACTIVE_NS 20000000ull  /* a port is "active" this long after a frame */
 #define EMU_CTL_POLL_ITERS 256        /* busy: check control sockets this often */
+#define EMU_EVQ_RETRY_NS 1000000ull   /* event pipe backlog: retry this often */
 
 static void emu_ctl_poll(struct emu_daemon *dm, int timeout_ns)
 {
@@ -105,6 +106,7 @@ int emu_engine_run(struct emu_daemon *dm)
 	uint64_t idle_since = emu_now_ns();
 	uint64_t iter = 0;
 	uint64_t last_rx = 0;
+	uint64_t last_evq = 0;
 
 	while (!dm->stop) {
 		unsigned work = 0;
@@ -125,6 +127,12 @@ int emu_engine_run(struct emu_daemon *dm)
 		if (d->fault || (iter & 63) == 0)
 			emu_core_poll(d, now);
 		emu_tx_flush(d);
+		/* event records waiting for their reader to make room: at
+		 * most one write attempt per backlogged pipe per millisecond */
+		if (d->evq_pend && now - last_evq >= EMU_EVQ_RETRY_NS) {
+			last_evq = now;
+			emu_evq_flush(d, now);
+		}
 		if (dm->dump) {
 			dm->dump = 0;
 			emu_stats_dump(d);
@@ -167,6 +175,8 @@ int emu_engine_run(struct emu_daemon *dm)
 		uint64_t wait = d->loopback ? EMU_LOOP_SLEEP_NS : EMU_RX_POLL_NS;
 		if (dl != UINT64_MAX)
 			wait = dl <= now ? 0 : (dl - now < wait ? dl - now : wait);
+		if (d->evq_pend && wait > EMU_EVQ_RETRY_NS)
+			wait = EMU_EVQ_RETRY_NS;
 		if (wait)
 			emu_ctl_poll(dm, (int)wait);
 		else

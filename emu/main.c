@@ -44,7 +44,15 @@ static void emu_usage(FILE *f)
 		"  --pcap FILE       capture every frame sent and received\n"
 		"  --cpu N           pin the device's worker thread to CPU N\n"
 		"Daemon options:\n"
-		"  --run-dir DIR     control socket directory (default $UROCE_RUN_DIR or /tmp/uroce-<euid>)\n"
+		"  --run-dir DIR     control socket directory (default $UROCE_RUN_DIR, else\n"
+		"                    $XDG_RUNTIME_DIR/uroce, else /tmp/uroce-<euid>); it must be\n"
+		"                    ours, not a symlink, not writable by others\n"
+		"Access (default: only this uid and root may connect; docs/security.md):\n"
+		"  --socket-group G  socket file group (name or gid); its members may connect\n"
+		"  --socket-mode M   socket file mode, octal 0600..0666 (default 0600, or\n"
+		"                    0660/0666 with the options below)\n"
+		"  --allow-uid U     this user (name or uid) may connect, repeatable\n"
+		"  --allow-gid G     members of this group may connect, repeatable\n"
 		"  --busy-poll       never sleep (benchmarks); default: adaptive (spin, yield, sleep)\n"
 		"  --spin-us N       idle spin before sleeping (default 50)\n"
 		"  --eal \"ARGS\"      extra EAL arguments\n"
@@ -237,7 +245,8 @@ static void emu_opts_default(struct emu_opts *o, unsigned idx)
 static int emu_opts_parse(struct emu_opts *os, unsigned *ndev, int argc, char **argv)
 {
 	enum { O_DEV = 256, O_PORT, O_IP, O_MAC, O_MTU, O_RUNDIR, O_BUSY, O_EAL, O_PCAP,
-	       O_FAULT, O_SPIN, O_LOG, O_CPU, O_HELP };
+	       O_FAULT, O_SPIN, O_LOG, O_CPU, O_HELP,
+	       O_SOCK_GROUP, O_SOCK_MODE, O_ALLOW_UID, O_ALLOW_GID };
 	static const struct option lo[] = {
 		{ "dev", required_argument, NULL, O_DEV },
 		{ "port", required_argument, NULL, O_PORT },
@@ -254,9 +263,12 @@ static int emu_opts_parse(struct emu_opts *os, unsigned *ndev, int argc, char **
 		{ "log-level", required_argument, NULL, O_LOG },
 		{ "cpu", required_argument, NULL, O_CPU },
 		{ "help", no_argument, NULL, O_HELP },
+		{ "socket-group", required_argument, NULL, O_SOCK_GROUP },
+		{ "socket-mode", required_argument, NULL, O_SOCK_MODE },
+		{ "allow-uid", required_argument, NULL, O_ALLOW_UID },
+		{ "allow-gid", required_argument, NULL, O_ALLOW_GID },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *env = getenv(UROCE_ENV_RUN_DIR);
 	struct emu_opts g; /* global options */
 	unsigned n = 1;
 	bool named = false;
@@ -266,10 +278,10 @@ static int emu_opts_parse(struct emu_opts *os, unsigned *ndev, int argc, char **
 	emu_opts_default(&g, 0);
 	g.spin_us = 50;
 	strcpy(g.log_level, "notice");
-	if (env && *env)
-		snprintf(g.run_dir, sizeof(g.run_dir), "%s", env);
-	else
-		snprintf(g.run_dir, sizeof(g.run_dir), UROCE_DEFAULT_RUN_DIR_FMT, (unsigned)geteuid());
+	if (uroce_run_dir(g.run_dir, sizeof(g.run_dir))) {
+		fprintf(stderr, "uroced: run directory name too long\n");
+		return -1;
+	}
 	emu_opts_default(&os[0], 0);
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -357,6 +369,16 @@ static int emu_opts_parse(struct emu_opts *os, unsigned *ndev, int argc, char **
 		case O_HELP:
 			emu_usage(stdout);
 			exit(0);
+		case O_SOCK_GROUP:
+		case O_SOCK_MODE:
+		case O_ALLOW_UID:
+		case O_ALLOW_GID:
+			if (emu_access_opt(&g.acc, c == O_SOCK_GROUP ? EMU_ACC_SOCKET_GROUP :
+					   c == O_SOCK_MODE ? EMU_ACC_SOCKET_MODE :
+					   c == O_ALLOW_UID ? EMU_ACC_ALLOW_UID : EMU_ACC_ALLOW_GID,
+					   optarg))
+				return -1;
+			break;
 		default:
 			if (optopt)
 				fprintf(stderr, "uroced: bad option '-%c' (see --help)\n", optopt);
@@ -374,6 +396,7 @@ static int emu_opts_parse(struct emu_opts *os, unsigned *ndev, int argc, char **
 		bool ring = !o->vdev[0] || !strncmp(o->vdev, "link:", 5);
 
 		strcpy(o->run_dir, g.run_dir);
+		o->acc = g.acc;
 		strcpy(o->eal, g.eal);
 		strcpy(o->log_level, g.log_level);
 		o->busy_poll = g.busy_poll;
@@ -616,6 +639,9 @@ int main(int argc, char **argv)
 	int ret = 0;
 
 	if (emu_opts_parse(os, &ndev, argc, argv))
+		return 2;
+	/* before anything else: a squatted run directory is a bad option */
+	if (emu_run_dir_prepare(os[0].run_dir, emu_access_shared(&os[0].acc)))
 		return 2;
 	int eal_ac = emu_eal_args(os, ndev, eal_av, 96, eal_buf, sizeof(eal_buf));
 	if (eal_ac < 0) {

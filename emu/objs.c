@@ -258,6 +258,7 @@ int emu_channel_create(struct emu_ctx *c, int wfd, uint32_t *handle)
 
 	if (wfd < 0)
 		return -EINVAL;
+	/* the daemon made wfd (emu_evq_pipe); tests may pass their own */
 	int fl = fcntl(wfd, F_GETFL);
 	if (fl < 0 || (fl & O_ACCMODE) == O_RDONLY ||
 	    fcntl(wfd, F_SETFL, fl | O_NONBLOCK) < 0) {
@@ -289,6 +290,7 @@ int emu_channel_destroy(struct emu_ctx *c, uint32_t handle)
 		return -EINVAL;
 	if (ch->refcnt)
 		return -EBUSY;
+	emu_evq_drop(c->dev, &ch->q);
 	close(ch->wfd);
 	emu_ctx_drop(c, handle);
 	free(ch);
@@ -385,7 +387,7 @@ int emu_cq_resize(struct emu_ctx *c, const struct uroce_resize_cq_req *q,
 	if (rc)
 		return rc;
 	/* keep the free-running indices: the shim continues at cons */
-	for (uint32_t i = cons; i != cq->prod; i++)
+	for (uint32_t k = 0, i = cons; k < used; k++, i++) /* used <= both sizes */
 		nq.slots[i & nq.mask] = cq->slots[i & cq->mask];
 	nq.hdr->cons = cons;
 	nq.hdr->prod = cq->prod;
@@ -488,7 +490,15 @@ static int emu_srq_regrow(struct emu_srq *srq, uint32_t want)
 		return rc;
 	struct emu_ring nr = { 0 };
 	emu_ring_init(&nr, map, entries, stride);
-	for (uint32_t i = cons; i != prod; i++)
+	/* prod is the application's and may have moved since the caller
+	 * checked it: copy at most one old ring's worth, and never more than
+	 * the new ring holds */
+	uint32_t n = prod - cons;
+	if (n > srq->rq.entries || n > entries) {
+		emu_shm_destroy(mfd, map, size);
+		return -EINVAL;
+	}
+	for (uint32_t k = 0, i = cons; k < n; k++, i++)
 		memcpy(nr.slots + (size_t)(i & nr.mask) * stride,
 		       srq->rq.slots + (size_t)(i & srq->rq.mask) * stride, stride);
 	nr.cons = cons;

@@ -4,9 +4,15 @@
  * sent is received back), a "link:NAME" ring pair joining two devices of
  * this daemon back to back, or any vdev/PCI port given with --port. Each
  * device has its own port, mbuf pool and TX backlog (one worker each). */
+#include <dirent.h>
 #include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rte_eal.h>
 #include <rte_ethdev.h>
@@ -125,6 +131,65 @@ unsigned emu_port_rx(struct emu_daemon *dm)
 	return n;
 }
 
+/* EAL keeps a runtime directory per file prefix (ours: "uroce<pid>")
+ * under /var/run/dpdk, $XDG_RUNTIME_DIR/dpdk or /tmp/dpdk, and never
+ * removes it. We remove ours on a clean exit and, at start, those of our
+ * daemons that died without one. */
+static char emu_eal_rundir[PATH_MAX];
+
+static int emu_rm_entry(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+	(void)st;
+	(void)f;
+	if (flag == FTW_DP)
+		rmdir(path);
+	else
+		unlink(path);
+	return 0;
+}
+
+static void emu_rm_tree(const char *path)
+{
+	nftw(path, emu_rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+/* "uroce<digits>" with the pid of no live process, and not ours */
+static bool emu_eal_dir_stale(const char *name)
+{
+	if (strncmp(name, "uroce", 5) || !name[5])
+		return false;
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(name + 5, &end, 10);
+	if (*end || errno || name[5] < '1' || name[5] > '9' || v > INT_MAX)
+		return false;
+	pid_t pid = (pid_t)v;
+	return pid != getpid() && kill(pid, 0) < 0 && errno == ESRCH;
+}
+
+static void emu_eal_clean_stale(const char *own)
+{
+	char base[PATH_MAX];
+	const char *slash = strrchr(own, '/');
+
+	if (!slash || (size_t)(slash - own) >= sizeof(base))
+		return;
+	memcpy(base, own, (size_t)(slash - own));
+	base[slash - own] = 0;
+	DIR *dir = opendir(base);
+	if (!dir)
+		return;
+	for (struct dirent *e; (e = readdir(dir)) != NULL;) {
+		char p[PATH_MAX];
+		if (!emu_eal_dir_stale(e->d_name) ||
+		    snprintf(p, sizeof(p), "%s/%s", base, e->d_name) >= (int)sizeof(p))
+			continue;
+		EMU_LOG(INFO, "removing stale DPDK runtime directory %s\n", p);
+		emu_rm_tree(p);
+	}
+	closedir(dir);
+}
+
 int emu_eal_init(int argc, char **argv)
 {
 	int rc = rte_eal_init(argc, argv);
@@ -133,12 +198,20 @@ int emu_eal_init(int argc, char **argv)
 		fprintf(stderr, "uroced: EAL init failed: %s\n", rte_strerror(rte_errno));
 		return -1;
 	}
+	const char *rd = rte_eal_get_runtime_dir();
+	if (rd && strlen(rd) < sizeof(emu_eal_rundir) && strstr(rd, "/uroce")) {
+		strcpy(emu_eal_rundir, rd);
+		emu_eal_clean_stale(emu_eal_rundir);
+	}
 	return 0;
 }
 
 void emu_eal_fini(void)
 {
 	rte_eal_cleanup();
+	if (emu_eal_rundir[0])
+		emu_rm_tree(emu_eal_rundir);
+	emu_eal_rundir[0] = 0;
 }
 
 void emu_port_thread_init(void)

@@ -239,8 +239,10 @@ static void to_reset(struct emu_qp *qp)
 		emu_ring_publish(&qp->sq, prod);
 	}
 	if (!qp->srq && qp->rq.entries && x->rwqe) {
-		while (emu_recv_take(qp, x->rwqe) != 0)
-			;
+		/* bounded: the application may keep posting while we drain */
+		for (uint32_t left = qp->rq.entries + 1; left; left--)
+			if (emu_recv_take(qp, x->rwqe) == 0)
+				break;
 	}
 	x->rwqe_valid = 0;
 	memset(&x->path, 0, sizeof(x->path));

@@ -93,14 +93,17 @@ static void req_fetch(struct emu_qp *qp)
 	struct emu_xport_qp *x = &qp->x;
 	uint32_t prod = emu_ring_prod(&qp->sq);
 
-	/* An impossible producer index: beyond the ring, or moved back behind
-	 * WQEs already fetched (the loop below would then walk ~2^32 slots).
-	 * The application broke the ring. */
-	if (prod - x->sq_comp > x->sq_entries || prod - x->sq_fetch > prod - x->sq_comp) {
+	if (prod - x->sq_comp > x->sq_entries) {
+		/* An impossible producer index: the application broke the ring. */
 		xp_qp_error(qp, IBV_EVENT_QP_FATAL);
 		return;
 	}
-	while (x->sq_fetch != prod) {
+	/* prod behind sq_fetch (the application moved it back) would make
+	 * "until sq_fetch == prod" run 2^32 times: count instead */
+	uint32_t n = prod - x->sq_fetch;
+	if (n > prod - x->sq_comp)
+		n = 0;
+	for (; n; n--) {
 		struct uroce_send_wqe *w = xp_wqe(qp, x->sq_fetch);
 		struct emu_xport_swqe *sw = xp_swqe(qp, x->sq_fetch);
 
@@ -384,7 +387,11 @@ void xp_req_progress(struct emu_qp *qp)
 	if (qp->attr.qp_state == IBV_QPS_ERR)
 		return;
 	x->req_stalled = 0;
-	while (x->sq_req != x->sq_fetch && !x->rnr_at) {
+	/* each WQE takes at most two turns (a local op: decide, then pass):
+	 * the guard bounds the loop even if a nested error flush moved the
+	 * indices under it */
+	for (uint32_t guard = 2 * (x->sq_fetch - x->sq_req) + 1;
+	     guard && x->sq_req != x->sq_fetch && !x->rnr_at; guard--) {
 		struct uroce_send_wqe *w = xp_wqe(qp, x->sq_req);
 		struct emu_xport_swqe *sw = xp_swqe(qp, x->sq_req);
 		int r;

@@ -6,7 +6,15 @@
 
 #include "emu.h"
 
-void emu_stats_fill(struct emu_dev *d, uint32_t first_qpn, struct uroce_query_stats_rep *r)
+/* Another user's QPs are not the viewer's business: their QPNs, pids and
+ * traffic would tell it who talks to whom (docs/security.md). */
+static bool emu_stats_visible(const struct emu_ctx *viewer, const struct emu_qp *qp)
+{
+	return !viewer || viewer->see_all || (qp->ctx && qp->ctx->uid == viewer->uid);
+}
+
+void emu_stats_fill(struct emu_dev *d, const struct emu_ctx *viewer, uint32_t first_qpn,
+		    struct uroce_query_stats_rep *r)
 {
 	const struct emu_port_counters *c = &d->cnt;
 	struct uroce_port_stats *p = &r->port;
@@ -41,13 +49,14 @@ void emu_stats_fill(struct emu_dev *d, uint32_t first_qpn, struct uroce_query_st
 	}
 	p->nqp = d->nqp;
 	p->nctx = d->nctx;
+	p->clients_refused = (uint32_t)c->clients_refused;
 
 	if (!d->qpn)
 		return;
 	uint32_t q = first_qpn < EMU_QPN_FIRST ? EMU_QPN_FIRST : first_qpn;
 	for (; q < EMU_QPN_TABLE; q++) {
 		const struct emu_qp *qp = d->qpn[q];
-		if (!qp)
+		if (!qp || !emu_stats_visible(viewer, qp))
 			continue;
 		if (r->nqps == UROCE_STATS_QP_PER_MSG) {
 			r->next_qpn = q;

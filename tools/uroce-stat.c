@@ -6,8 +6,9 @@
  *
  * One "name value" line per counter, grouped under "port DEV" and
  * "qp 0xQPN pid PID TYPE STATE" headers, every counter shown (also zeros) so
- * scripts can read them. -q: port counters only. Exit 0, 1 when the daemon
- * cannot be reached, 2 on a usage error. */
+ * scripts can read them. -q: port counters only. The daemon shows the QPs
+ * of the caller's uid only (every QP to root and to its own uid). Exit 0,
+ * 1 when the daemon cannot be reached or refuses us, 2 on a usage error. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>
@@ -37,8 +38,17 @@ static int st_call(uint32_t op, const void *req, size_t rlen, void *rep, size_t 
 	h->seq = ++st_seq;
 	h->status = 0;
 	memcpy(buf + sizeof(*h), req, rlen);
-	if (send(st_sock, buf, h->len, MSG_NOSIGNAL) < 0)
-		return -errno;
+	if (send(st_sock, buf, h->len, MSG_NOSIGNAL) < 0) {
+		int e = errno;
+		/* a refused connection: the daemon's one message, then EOF */
+		ssize_t k = -1;
+		for (int i = 0; i < 2 && k < 0; i++) /* past an ECONNRESET */
+			k = recv(st_sock, buf, sizeof(*h), MSG_DONTWAIT);
+		if (k == (ssize_t)sizeof(*h) && h->seq == UROCE_REFUSED_SEQ &&
+		    h->status == -EACCES)
+			return -EACCES;
+		return -e;
+	}
 
 	union {
 		struct cmsghdr c;
@@ -48,6 +58,8 @@ static int st_call(uint32_t op, const void *req, size_t rlen, void *rep, size_t 
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
 			     .msg_control = cb.b, .msg_controllen = sizeof(cb.b) };
 	ssize_t n = recvmsg(st_sock, &mh, MSG_CMSG_CLOEXEC);
+	if (n < 0 && errno == ECONNRESET) /* refused with our request unread */
+		n = recvmsg(st_sock, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
 	if (n < 0)
 		return -errno;
 	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
@@ -60,6 +72,8 @@ static int st_call(uint32_t op, const void *req, size_t rlen, void *rep, size_t 
 			close(fd);
 		}
 	}
+	if ((size_t)n >= sizeof(*h) && h->seq == UROCE_REFUSED_SEQ && h->status == -EACCES)
+		return -EACCES;
 	if ((size_t)n < sizeof(*h) || h->seq != st_seq)
 		return -EPROTO;
 	if (h->status)
@@ -116,6 +130,7 @@ static void st_port(const char *dev, const struct uroce_port_stats *p)
 	}
 	P("qps", p->nqp);
 	P("contexts", p->nctx);
+	P("clients_refused", p->clients_refused);
 }
 
 static void st_qp(const struct uroce_qp_stats *s)
@@ -150,7 +165,7 @@ static void st_usage(FILE *f)
 	fprintf(f, "usage: uroce-stat [-d DEV] [-r RUN_DIR] [-q]\n"
 		   "  -d DEV      device (default uroce0)\n"
 		   "  -r RUN_DIR  socket directory (default $" UROCE_ENV_RUN_DIR
-		   " or /tmp/uroce-<euid>)\n"
+		   ", else $XDG_RUNTIME_DIR/uroce, else /tmp/uroce-<euid>)\n"
 		   "  -q          port counters only\n");
 }
 
@@ -158,14 +173,13 @@ int main(int argc, char **argv)
 {
 	const char *dev = "uroce0";
 	char run_dir[108];
-	const char *env = getenv(UROCE_ENV_RUN_DIR);
 	bool port_only = false;
 	int c;
 
-	if (env && *env)
-		snprintf(run_dir, sizeof(run_dir), "%s", env);
-	else
-		snprintf(run_dir, sizeof(run_dir), UROCE_DEFAULT_RUN_DIR_FMT, (unsigned)geteuid());
+	if (uroce_run_dir(run_dir, sizeof(run_dir))) {
+		fprintf(stderr, "uroce-stat: run directory name too long\n");
+		return 2;
+	}
 	while ((c = getopt(argc, argv, "d:r:qh")) != -1) {
 		switch (c) {
 		case 'd': dev = optarg; break;
@@ -189,6 +203,15 @@ int main(int argc, char **argv)
 	st_sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (st_sock < 0 || connect(st_sock, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		fprintf(stderr, "uroce-stat: %s: %s\n", sa.sun_path, strerror(errno));
+		return 1;
+	}
+	/* only this user's or root's daemon: another user's could be anything */
+	struct ucred cr;
+	socklen_t crl = sizeof(cr);
+	if (getsockopt(st_sock, SOL_SOCKET, SO_PEERCRED, &cr, &crl) < 0 ||
+	    (cr.uid != 0 && cr.uid != geteuid())) {
+		fprintf(stderr, "uroce-stat: %s: the daemon is not run by this user or root\n",
+			sa.sun_path);
 		return 1;
 	}
 	struct timeval tv = { 5, 0 }; /* a wedged daemon must not hang us */

@@ -11,6 +11,18 @@
 
 #include "urv.h"
 
+/* The daemon behind a socket must be this user's or root's: anyone else
+ * would see our work requests and inline data (docs/security.md). */
+static bool peer_trusted(int fd)
+{
+	struct ucred cr;
+	socklen_t l = sizeof(cr);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &l) < 0)
+		return false;
+	return cr.uid == 0 || cr.uid == geteuid();
+}
+
 int urv_connect(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -31,7 +43,26 @@ int urv_connect(const char *path)
 		errno = e;
 		return -1;
 	}
+	if (!peer_trusted(fd)) {
+		close(fd);
+		errno = EPERM;
+		return -1;
+	}
 	return fd;
+}
+
+/* The daemon refused the connection (UROCE_REFUSED_SEQ) and closed it.
+ * When it closed with our request unread, the kernel reports ECONNRESET
+ * once before the queued refusal: read past it. */
+static bool refused(int sock)
+{
+	struct uroce_msg_hdr h;
+	ssize_t n = -1;
+
+	for (int i = 0; i < 2 && n < 0; i++)
+		n = recv(sock, &h, sizeof(h), MSG_DONTWAIT);
+	return n == (ssize_t)sizeof(h) && h.seq == UROCE_REFUSED_SEQ &&
+		h.status == -EACCES;
 }
 
 #define URV_MAX_FDS 4
@@ -85,9 +116,12 @@ int urv_ctl_raw(int sock, uint32_t *seq, uint32_t op, const void *req,
 	do
 		n = sendmsg(sock, &mh, MSG_NOSIGNAL);
 	while (n < 0 && errno == EINTR);
-	if (n < 0)
+	if (n < 0) {
+		if ((errno == EPIPE || errno == ECONNRESET) && refused(sock))
+			return -EACCES;
 		return errno == EPIPE || errno == ECONNRESET ||
 			errno == ENOTCONN ? -ENODEV : -errno;
+	}
 
 	for (;;) {
 		iov.iov_base = buf.b;
@@ -102,8 +136,11 @@ int urv_ctl_raw(int sock, uint32_t *seq, uint32_t op, const void *req,
 		while (n < 0 && errno == EINTR);
 		if (n == 0)
 			return -ENODEV;
-		if (n < 0)
+		if (n < 0) {
+			if (errno == ECONNRESET && refused(sock))
+				return -EACCES;
 			return errno == ECONNRESET ? -ENODEV : -errno;
+		}
 		got = 0;
 		for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
 			if (cm->cmsg_level != SOL_SOCKET ||
@@ -118,6 +155,12 @@ int urv_ctl_raw(int sock, uint32_t *seq, uint32_t op, const void *req,
 				else
 					close(f[i]);
 			}
+		}
+		if ((size_t)n >= sizeof(buf.h) && buf.h.seq == UROCE_REFUSED_SEQ &&
+		    buf.h.status == -EACCES) {
+			for (i = 0; i < got; i++)
+				close(fds_out[i]);
+			return -EACCES;
 		}
 		if ((size_t)n < sizeof(buf.h) || buf.h.seq != s) {
 			/* a stale reply (an earlier call timed out): drop it */

@@ -4,11 +4,13 @@
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -31,14 +33,78 @@ bool urv_dev_ours(const struct ibv_device *d)
 	return false;
 }
 
-static void run_dir(char *buf, size_t len)
+/* One stderr line per problem and path for the life of the process: an
+ * application lists devices often. Called with dev_lock held. */
+static void warn_once(const char *path, const char *fmt, ...)
 {
-	const char *e = getenv(UROCE_ENV_RUN_DIR);
+	static char *warned[32];
+	static unsigned nwarned;
+	char line[768];
+	va_list ap;
+	unsigned i;
 
-	if (e && *e)
-		snprintf(buf, len, "%s", e);
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	for (i = 0; i < nwarned; i++)
+		if (!strcmp(warned[i], line))
+			return;
+	if (nwarned < sizeof(warned) / sizeof(warned[0]))
+		warned[nwarned++] = strdup(line) ? : (char *)"";
+	fprintf(stderr, "uroce: %s: %s\n", path, line);
+}
+
+static bool owner_trusted(uid_t uid)
+{
+	return uid == 0 || uid == geteuid();
+}
+
+/* The run directory is trusted only if nobody but this user or root can
+ * have put sockets in it: owned by one of them, not a symlink, not
+ * writable by group or others, in a parent that is owned by one of them
+ * and not writable by others unless sticky (a parent others can write
+ * lets them rename the directory away and put theirs in its place).
+ * Returns an open descriptor of the directory, or -1 with *why set. */
+static int run_dir_open(const char *dir, const char **why)
+{
+	char parent[512], *s;
+	struct stat st;
+	int fd;
+
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		*why = errno == ELOOP || errno == ENOTDIR ?
+			"a symlink or not a directory" : NULL;
+		return -1;
+	}
+	*why = NULL;
+	if (fstat(fd, &st) < 0) {
+		close(fd);
+		return -1;
+	}
+	if (!owner_trusted(st.st_uid))
+		*why = "owned by another user";
+	else if (st.st_mode & 022)
+		*why = "writable by group or others";
+	if (*why) {
+		close(fd);
+		return -1;
+	}
+	snprintf(parent, sizeof(parent), "%s", dir);
+	for (s = parent + strlen(parent); s > parent + 1 && s[-1] == '/'; )
+		*--s = 0;
+	s = strrchr(parent, '/');
+	if (!s)
+		strcpy(parent, ".");
 	else
-		snprintf(buf, len, UROCE_DEFAULT_RUN_DIR_FMT, (unsigned)geteuid());
+		s[s == parent] = 0;
+	if (stat(parent, &st) < 0 || !owner_trusted(st.st_uid) ||
+	    ((st.st_mode & 022) && !(st.st_mode & S_ISVTX))) {
+		*why = "its parent directory is writable by others";
+		close(fd);
+		return -1;
+	}
+	return fd;
 }
 
 static void set_timeout(int fd, int secs)
@@ -51,6 +117,8 @@ static void set_timeout(int fd, int secs)
 
 /* HELLO on a fresh connection. On success *async_rd is the read end of
  * the async pipe and fds[0..1] the doorbell memfd and wake eventfd. */
+/* fds[0]: doorbell memfd, fds[1]: wake pipe write end; *async_rd: the
+ * read end of the daemon's async event pipe. */
 static int hello(int sock, struct uroce_hello_rep *rep, int *async_rd,
 		 int fds[2])
 {
@@ -59,24 +127,20 @@ static int hello(int sock, struct uroce_hello_rep *rep, int *async_rd,
 		.pid = (uint32_t)getpid(),
 	};
 	uint32_t seq = 0;
-	int p[2], ret;
+	int f[3] = { -1, -1, -1 }, ret;
 
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -errno;
 	ret = urv_ctl_raw(sock, &seq, UROCE_OP_HELLO, &req, sizeof(req), rep,
-			  sizeof(*rep), &p[1], 1, fds, 2);
-	close(p[1]);
-	if (ret) {
-		close(p[0]);
+			  sizeof(*rep), NULL, 0, f, 3);
+	if (ret)
 		return ret;
-	}
 	if (rep->abi_version != UROCE_ABI_VERSION) {
-		close(p[0]);
-		close(fds[0]);
-		close(fds[1]);
+		for (int i = 0; i < 3; i++)
+			close(f[i]);
 		return -EPROTO;
 	}
-	*async_rd = p[0];
+	fds[0] = f[0];
+	fds[1] = f[1];
+	*async_rd = f[2];
 	return 0;
 }
 
@@ -121,6 +185,8 @@ struct ibv_device **urv_get_device_list(struct ibv_device **real, int nreal,
 					int *num)
 {
 	char dir[256], path[512];
+	const char *why = NULL;
+	int dfd = -1;
 	char *names[URV_MAX_DEVICES];
 	struct urv_device *found[URV_MAX_DEVICES];
 	struct ibv_device **list;
@@ -128,14 +194,35 @@ struct ibv_device **urv_get_device_list(struct ibv_device **real, int nreal,
 	int nnames = 0, nfound = 0, i;
 	DIR *dp;
 
-	run_dir(dir, sizeof(dir));
-	dp = opendir(dir);
+	dp = NULL;
+	if (uroce_run_dir(dir, sizeof(dir)) == 0)
+		dfd = run_dir_open(dir, &why);
+	if (dfd < 0 && why) {
+		pthread_mutex_lock(&dev_lock);
+		warn_once(dir, "run directory ignored (%s; docs/security.md)", why);
+		pthread_mutex_unlock(&dev_lock);
+	}
+	if (dfd >= 0) {
+		dp = fdopendir(dfd);
+		if (!dp)
+			close(dfd);
+	}
 	while (dp && (de = readdir(dp)) && nnames < URV_MAX_DEVICES) {
 		size_t l = strlen(de->d_name), sl = strlen(UROCE_SOCK_SUFFIX);
+		struct stat st;
 
 		if (l <= sl || l - sl >= UROCE_DEV_NAME_MAX ||
 		    strcmp(de->d_name + l - sl, UROCE_SOCK_SUFFIX))
 			continue;
+		/* a socket someone else made is not our daemon's */
+		if (fstatat(dirfd(dp), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISSOCK(st.st_mode) || !owner_trusted(st.st_uid)) {
+			pthread_mutex_lock(&dev_lock);
+			warn_once(dir, "%s ignored (not a socket of this user or root)",
+				  de->d_name);
+			pthread_mutex_unlock(&dev_lock);
+			continue;
+		}
 		names[nnames] = strndup(de->d_name, l - sl);
 		if (names[nnames])
 			nnames++;
@@ -153,10 +240,17 @@ struct ibv_device **urv_get_device_list(struct ibv_device **real, int nreal,
 		snprintf(path, sizeof(path), "%s/%s%s", dir, names[i],
 			 UROCE_SOCK_SUFFIX);
 		sock = urv_connect(path);
-		if (sock < 0)
-			continue;   /* stale socket: no daemon behind it */
+		if (sock < 0) {
+			if (errno == EPERM)
+				warn_once(path, "ignored: the daemon is not run by this user or root");
+			continue;   /* else a stale socket: no daemon behind it */
+		}
 		set_timeout(sock, 2);
-		if (hello(sock, &rep, &ard, fds)) {
+		int hr = hello(sock, &rep, &ard, fds);
+		if (hr) {
+			if (hr == -EACCES)
+				warn_once(path, "the daemon's access rule refuses uid %u",
+					  (unsigned)geteuid());
 			close(sock);
 			continue;
 		}
@@ -204,8 +298,9 @@ struct ibv_context *urv_open_device(struct ibv_device *ibdev)
 	}
 	c->sock = urv_connect(d->sock_path);
 	if (c->sock < 0) {
+		ret = errno;
 		free(c);
-		errno = ENODEV;
+		errno = ret == EPERM ? EPERM : ENODEV;
 		return NULL;
 	}
 	set_timeout(c->sock, 30);
@@ -213,7 +308,7 @@ struct ibv_context *urv_open_device(struct ibv_device *ibdev)
 	if (ret) {
 		close(c->sock);
 		free(c);
-		errno = ret == -EPROTO ? EPROTO : ENODEV;
+		errno = ret == -EPROTO ? EPROTO : ret == -EACCES ? EACCES : ENODEV;
 		return NULL;
 	}
 	db = mmap(NULL, UROCE_DB_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Completion channels and async events: the kernel's record formats on
- * pipes whose write ends only the daemon holds, so a dead daemon reads as
- * EOF instead of a hang. */
+ * pipes the daemon creates and whose write ends only it holds, so a dead
+ * daemon reads as EOF instead of a hang, and nothing we do to our read
+ * ends can make the daemon's writes block. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -14,28 +15,24 @@ struct ibv_comp_channel *urv_create_comp_channel(struct ibv_context *ibctx)
 {
 	struct uroce_handle_msg rep;
 	struct urv_channel *ch;
-	int p[2], ret;
+	int rfd = -1, ret;
 
 	ch = calloc(1, sizeof(*ch));
 	if (!ch) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (pipe2(p, O_CLOEXEC) < 0) {
-		free(ch);
-		return NULL;
-	}
+	/* the daemon makes the pipe and keeps its write end: we get the
+	 * read end (blocking, as the kernel's channel fd) */
 	ret = urv_ctl(to_uctx(ibctx), UROCE_OP_CREATE_COMP_CHANNEL, NULL, 0,
-		      &rep, sizeof(rep), &p[1], 1, NULL, 0);
-	close(p[1]);
+		      &rep, sizeof(rep), NULL, 0, &rfd, 1);
 	if (ret) {
-		close(p[0]);
 		free(ch);
 		errno = -ret;
 		return NULL;
 	}
 	ch->ch.context = ibctx;
-	ch->ch.fd = p[0];
+	ch->ch.fd = rfd;
 	ch->ch.refcnt = 0;
 	ch->handle = rep.handle;
 	return &ch->ch;

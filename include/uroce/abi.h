@@ -20,6 +20,12 @@
  * ring indices, WQEs) as hostile and validates it; the shim trusts the
  * daemon.
  *
+ * Descriptors go one way only, daemon -> shim (no request carries one):
+ * every memfd is sealed (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) before
+ * it is sent, and of every pipe the daemon reads or writes it keeps its own
+ * end (O_NONBLOCK on a file description the shim never holds) and sends the
+ * other, so nothing the shim does to its descriptors can block the daemon.
+ *
  * Ring protocol: single producer / single consumer, free-running 32-bit
  * indices, entry i lives at slot (i & (entries - 1)). Producer writes the
  * entry, then stores prod with release; consumer loads prod with acquire,
@@ -29,15 +35,46 @@
 #ifndef UROCE_ABI_H
 #define UROCE_ABI_H
 
+#include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <infiniband/verbs.h>
 
 #define UROCE_ABI_VERSION 1
 
 /** Environment variable naming the directory of the control sockets. */
 #define UROCE_ENV_RUN_DIR "UROCE_RUN_DIR"
-/** Default directory when UROCE_RUN_DIR is unset: "/tmp/uroce-<euid>". */
+/** Default directory when UROCE_RUN_DIR and XDG_RUNTIME_DIR are unset:
+ *  "/tmp/uroce-<euid>". */
 #define UROCE_DEFAULT_RUN_DIR_FMT "/tmp/uroce-%u"
+/** Subdirectory of $XDG_RUNTIME_DIR used when that is set (and absolute). */
+#define UROCE_XDG_SUBDIR "uroce"
+/** Suggested run directory of a system-wide daemon (root, several users);
+ *  its clients set UROCE_RUN_DIR to it (docs/security.md). */
+#define UROCE_SYSTEM_RUN_DIR "/run/uroce"
+
+/**
+ * The run directory, as the daemon, the shim and the tools all compute it:
+ * $UROCE_RUN_DIR, else $XDG_RUNTIME_DIR/uroce (a directory only its user
+ * can write), else /tmp/uroce-<euid>. 0 or -ENAMETOOLONG.
+ * Whoever uses it checks ownership and permissions (docs/security.md).
+ */
+static inline int uroce_run_dir(char *buf, size_t len)
+{
+	const char *e = getenv(UROCE_ENV_RUN_DIR);
+	const char *x = getenv("XDG_RUNTIME_DIR");
+	int n;
+
+	if (e && *e)
+		n = snprintf(buf, len, "%s", e);
+	else if (x && x[0] == '/')
+		n = snprintf(buf, len, "%s/" UROCE_XDG_SUBDIR, x);
+	else
+		n = snprintf(buf, len, UROCE_DEFAULT_RUN_DIR_FMT, (unsigned)geteuid());
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
 /** Control socket of device NAME: "<run dir>/NAME.sock". */
 #define UROCE_SOCK_SUFFIX ".sock"
 
@@ -177,8 +214,8 @@ _Static_assert(sizeof(struct uroce_cqe) == UROCE_CQE_SIZE, "cqe size");
  * After publishing SQ/RQ/SRQ entries the shim sets bit `db_index` (given
  * when the QP or SRQ was created) in `bits` and the bit (db_index / 64) in
  * `summary`, both with atomic OR (release); then, if `need_wakeup` is
- * non-zero (acquire, after a seq_cst fence), it writes 1 to the context's
- * wake eventfd. The daemon clears summary then bits with atomic exchange
+ * non-zero (acquire, after a seq_cst fence), it writes 8 bytes (any value)
+ * to the context's wake pipe (EAGAIN: the daemon is awake anyway). The daemon clears summary then bits with atomic exchange
  * before it reads the rings, so a post that races with a scan is seen on
  * the next one.
  */
@@ -196,14 +233,17 @@ _Static_assert(sizeof(struct uroce_db_page) <= UROCE_DB_PAGE_SIZE, "doorbell pag
 /* Event records written by the daemon                                 */
 /* ------------------------------------------------------------------ */
 
-/** Completion channel fd (a pipe the shim created; the daemon holds the
- *  write end): one record per completion event, as the kernel's. */
+/** Completion channel fd (a pipe the daemon created; it holds the write
+ *  end, the shim gets the read end): one record per completion event, as
+ *  the kernel's. Records the pipe has no room for wait in the daemon (a
+ *  bounded backlog, in order) until the reader makes room. */
 struct uroce_comp_event {
 	uint64_t cq_handle; /**< user_handle given at UROCE_OP_CREATE_CQ */
 };
 
-/** Async fd (a pipe, write end held by the daemon). EOF means the daemon
- *  is gone: the shim reports IBV_EVENT_DEVICE_FATAL. */
+/** Async fd (a pipe the daemon created, write end held by the daemon,
+ *  backlog as for completion channels). EOF means the daemon is gone: the
+ *  shim reports IBV_EVENT_DEVICE_FATAL. */
 struct uroce_async_event {
 	uint64_t element;   /**< user_handle of the CQ/QP/SRQ, or the port number */
 	uint32_t event_type; /**< enum ibv_event_type */
@@ -215,7 +255,7 @@ struct uroce_async_event {
 /* ------------------------------------------------------------------ */
 
 enum uroce_op {
-	UROCE_OP_HELLO = 1,      /**< fds in: async pipe write end */
+	UROCE_OP_HELLO = 1,      /**< fds out: see uroce_hello_rep */
 	UROCE_OP_QUERY_PORT,
 	UROCE_OP_ALLOC_PD,
 	UROCE_OP_DEALLOC_PD,
@@ -224,7 +264,7 @@ enum uroce_op {
 	UROCE_OP_DEREG_MR,
 	UROCE_OP_ALLOC_MW,
 	UROCE_OP_DEALLOC_MW,
-	UROCE_OP_CREATE_COMP_CHANNEL, /**< fds in: pipe write end */
+	UROCE_OP_CREATE_COMP_CHANNEL, /**< fds out: [0] the channel pipe's read end */
 	UROCE_OP_DESTROY_COMP_CHANNEL,
 	UROCE_OP_CREATE_CQ,      /**< fds out: ring memfd */
 	UROCE_OP_RESIZE_CQ,      /**< fds out: new ring memfd */
@@ -245,8 +285,15 @@ enum uroce_op {
 	UROCE_OP_MAX
 };
 
+/** A connection the daemon's access rule refuses (SO_PEERCRED uid/gids)
+ *  gets one message { op = UROCE_OP_HELLO, seq = 0, status = -EACCES }
+ *  and is closed. */
+#define UROCE_REFUSED_SEQ 0
+
 /** Every message starts with this header. A reply echoes op and seq and
- *  carries status 0 or a negative errno; on error the reply body is empty. */
+ *  carries status 0 or a negative errno; on error the reply body is empty.
+ *  One request at a time: a client whose replies pile up unread (the
+ *  daemon's send would block) is disconnected. */
 struct uroce_msg_hdr {
 	uint32_t op;
 	uint32_t len;   /**< whole message, header included */
@@ -258,7 +305,8 @@ struct uroce_hello_req {
 	uint32_t abi_version;
 	uint32_t pid;
 };
-/** fds out: [0] doorbell page memfd, [1] wake eventfd. */
+/** fds out: [0] doorbell page memfd, [1] wake pipe write end (O_NONBLOCK),
+ *  [2] async event pipe read end. */
 struct uroce_hello_rep {
 	uint32_t abi_version;
 	uint32_t daemon_pid;
@@ -412,8 +460,8 @@ struct uroce_mcast_req {
 
 /** UROCE_OP_QUERY_STATS: one page of counters. A client asks with
  *  first_qpn = 0, then again from next_qpn until it is 0. Any context may
- *  ask (the counters are not secret); the QP pages cover every QP of the
- *  device. Fields may be appended at the end of each struct; a reader uses
+ *  ask: the port counters are the device's; the QP pages cover only the
+ *  QPs of the asking uid (every QP for root and the daemon's own uid). Fields may be appended at the end of each struct; a reader uses
  *  the sizes the reply gives. */
 struct uroce_query_stats_req {
 	uint32_t first_qpn;
@@ -433,7 +481,7 @@ struct uroce_port_stats {
 	uint32_t ndrops;           /**< reasons used */
 	uint32_t nqp;              /**< QPs on the device */
 	uint32_t nctx;             /**< application contexts */
-	uint32_t rsvd;
+	uint32_t clients_refused;  /**< connections refused by the access rule */
 };
 struct uroce_qp_stats {
 	uint32_t qpn;

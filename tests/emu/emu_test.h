@@ -95,7 +95,8 @@ static inline int t_daemon_start(struct t_daemon *d, const char *path, bool as_n
 	struct passwd *pw = NULL;
 	if (as_nobody && geteuid() == 0) {
 		pw = getpwnam("nobody");
-		chmod(d->dir, 0777);
+		/* sticky, as /tmp: the daemon refuses a run dir others could rename */
+		chmod(d->dir, 01777);
 	}
 	signal(SIGALRM, t_alarm);
 	d->pid = fork();
@@ -287,22 +288,22 @@ static inline int t_client_open(struct t_client *c, const char *sock)
 	c->fd = t_connect(sock);
 	if (c->fd < 0)
 		return c->fd;
-	int p[2];
-	if (pipe2(p, O_CLOEXEC))
-		return -errno;
-	c->async_r = p[0];
 	struct uroce_hello_req q = { .abi_version = UROCE_ABI_VERSION, .pid = (uint32_t)getpid() };
 	int fds[4];
 	unsigned nf = 0;
-	int rc = t_call(c, UROCE_OP_HELLO, &q, sizeof(q), &p[1], 1, &c->hello, sizeof(c->hello),
+	int rc = t_call(c, UROCE_OP_HELLO, &q, sizeof(q), NULL, 0, &c->hello, sizeof(c->hello),
 			fds, &nf);
-	close(p[1]);
 	if (rc)
 		return rc;
-	if (nf != 2)
+	if (nf != 3) {
+		for (unsigned i = 0; i < nf; i++)
+			close(fds[i]);
 		return -EPROTO;
+	}
+	/* doorbell memfd, wake pipe write end, async pipe read end */
 	c->db_fd = fds[0];
 	c->wake_fd = fds[1];
+	c->async_r = fds[2];
 	c->db = mmap(NULL, UROCE_DB_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, c->db_fd, 0);
 	if (c->db == MAP_FAILED)
 		return -errno;

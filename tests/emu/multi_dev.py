@@ -56,6 +56,13 @@ def badopts(uroced, run_dir):
         (['--port', '0000:7f:1f.7'], 1, 'no usable port'),
         (['--cpu', '100000'], 2, 'bad cpu'),
         (['--dev', 'a,port=net_null0', '--dev', 'b,port=net_null0'], 2, 'used by two devices'),
+        # access options (docs/security.md)
+        (['--socket-mode', '0700'], 2, 'bad --socket-mode'),
+        (['--socket-mode', '0460'], 2, 'bad --socket-mode'),
+        (['--socket-mode', 'rw'], 2, 'bad --socket-mode'),
+        (['--allow-uid', 'uroce-no-such-user'], 2, 'bad --allow-uid'),
+        (['--allow-gid', 'uroce-no-such-group'], 2, 'bad --allow-gid'),
+        (['--socket-group', '0', '--socket-group', '0'], 2, 'bad --socket-group'),
     ]
     failed = 0
     for args, want, text in cases:

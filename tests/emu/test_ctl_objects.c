@@ -73,11 +73,20 @@ int main(int argc, char **argv)
 	int p[2];
 	REQUIRE(pipe(p) == 0, "pipe");
 	struct uroce_handle_msg ch;
+	/* the daemon makes the pipe: a client's fd is refused */
 	rc = t_call(&a, UROCE_OP_CREATE_COMP_CHANNEL, NULL, 0, &p[1], 1, &ch, sizeof(ch), NULL, NULL);
-	CHECK(rc == 0, "channel %d", rc);
+	CHECK(rc == -EINVAL, "channel with a client fd %d", rc);
+	close(p[0]);
 	close(p[1]);
-	rc = t_call(&a, UROCE_OP_CREATE_COMP_CHANNEL, NULL, 0, NULL, 0, &ch, sizeof(ch), NULL, NULL);
-	CHECK(rc == -EINVAL, "channel without fd %d", rc);
+	int chfd[4];
+	unsigned nchfd = 0;
+	rc = t_call(&a, UROCE_OP_CREATE_COMP_CHANNEL, NULL, 0, NULL, 0, &ch, sizeof(ch), chfd, &nchfd);
+	CHECK(rc == 0 && nchfd == 1, "channel %d (%u fds)", rc, nchfd);
+	if (rc == 0 && nchfd == 1) {
+		int fl = fcntl(chfd[0], F_GETFL);
+		CHECK(fl >= 0 && (fl & O_ACCMODE) == O_RDONLY, "channel fd is a read end");
+		close(chfd[0]);
+	}
 	struct uroce_create_cq_req cq_q = { .cqe = 100, .channel = (int32_t)ch.handle, .user_handle = 7 };
 	struct uroce_create_cq_rep cq, cq2;
 	int fds[4];

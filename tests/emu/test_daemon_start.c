@@ -77,8 +77,11 @@ int main(int argc, char **argv)
 	int p[2];
 	REQUIRE(pipe(p) == 0, "pipe");
 	struct uroce_hello_rep r2;
-	rc = t_call(&c, UROCE_OP_HELLO, &q, sizeof(q), &p[1], 1, &r2, sizeof(r2), NULL, NULL);
+	rc = t_call(&c, UROCE_OP_HELLO, &q, sizeof(q), NULL, 0, &r2, sizeof(r2), NULL, NULL);
 	CHECK(rc == -EISCONN, "second hello: %d", rc);
+	/* HELLO takes no descriptor (the daemon makes its pipes) */
+	rc = t_call(&c, UROCE_OP_HELLO, &q, sizeof(q), &p[1], 1, &r2, sizeof(r2), NULL, NULL);
+	CHECK(rc == -EINVAL, "hello with an fd: %d", rc);
 	close(p[0]);
 	close(p[1]);
 

@@ -17,7 +17,9 @@
  *     (ASan/UBSan/LSan in the clang build);
  *   - every message gets exactly one well-formed reply: op and seq echoed,
  *     status 0 or a negative errno, on success the reply size and
- *     descriptor count of the op, on error an empty body and no descriptor;
+ *     descriptor count of the op, on error an empty body and no descriptor
+ *     (no request takes a descriptor any more: every one passed must be
+ *     refused and closed, which the descriptor count checks);
  *   - after the client closes its socket the context is gone: no context,
  *     QP or memory key left on the device, and the process has exactly the
  *     descriptors it had before the input (nothing leaked by the daemon).
@@ -90,7 +92,8 @@ static void fz_bytes(struct fz_in *in, void *p, size_t n)
 
 /* Request body sizes and reply shapes (status 0) per op, as the ABI says. */
 static const struct { uint16_t req, rep; uint8_t fds_out; } fz_shape[UROCE_OP_MAX] = {
-	[UROCE_OP_HELLO] = { sizeof(struct uroce_hello_req), sizeof(struct uroce_hello_rep), 2 },
+	/* fds out: doorbell memfd, wake pipe write end, async pipe read end */
+	[UROCE_OP_HELLO] = { sizeof(struct uroce_hello_req), sizeof(struct uroce_hello_rep), 3 },
 	[UROCE_OP_QUERY_PORT] = { sizeof(struct uroce_query_port_req),
 				  sizeof(struct uroce_query_port_rep), 0 },
 	[UROCE_OP_ALLOC_PD] = { 0, sizeof(struct uroce_handle_msg), 0 },
@@ -102,7 +105,8 @@ static const struct { uint16_t req, rep; uint8_t fds_out; } fz_shape[UROCE_OP_MA
 	[UROCE_OP_ALLOC_MW] = { sizeof(struct uroce_alloc_mw_req),
 				sizeof(struct uroce_alloc_mw_rep), 0 },
 	[UROCE_OP_DEALLOC_MW] = { sizeof(struct uroce_handle_msg), 0, 0 },
-	[UROCE_OP_CREATE_COMP_CHANNEL] = { 0, sizeof(struct uroce_handle_msg), 0 },
+	/* fds out: the read end of the channel's pipe */
+	[UROCE_OP_CREATE_COMP_CHANNEL] = { 0, sizeof(struct uroce_handle_msg), 1 },
 	[UROCE_OP_DESTROY_COMP_CHANNEL] = { sizeof(struct uroce_handle_msg), 0, 0 },
 	[UROCE_OP_CREATE_CQ] = { sizeof(struct uroce_create_cq_req),
 				 sizeof(struct uroce_create_cq_rep), 1 },

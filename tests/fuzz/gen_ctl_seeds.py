@@ -29,8 +29,9 @@ def msg(op, body=b"", fds=(), mode=0, extra=b"", status=0):
     return bytes([op | mode << 6, fk]) + body + b"\x00" + st + extra + bytes(fds)
 
 
-def hello(fd=4):
-    return msg(HELLO, b"\x00" + U32(1234), fds=(fd,))
+def hello(fd=None):
+    """HELLO takes no descriptor since the daemon creates its pipes: one passed is refused."""
+    return msg(HELLO, b"\x00" + U32(1234), fds=() if fd is None else (fd,))
 
 
 def handle(i):
@@ -57,7 +58,7 @@ def chain_rc():
     s = hello()
     s += msg(ALLOC_PD)                                            # h0 pd
     s += msg(REG_MR, bytes([0]) + handle(0) + bytes([0x0f]) + U16(0) + U16(4096))  # h1 mr
-    s += msg(CREATE_CH, fds=(4,))                                 # h2 channel
+    s += msg(CREATE_CH)                                           # h2 channel
     s += msg(CREATE_CQ, bytes([2, 16]) + handle(2) + bytes([1]))  # h3 cq
     s += msg(CREATE_SRQ, bytes([0]) + handle(0) + bytes([8, 2, 0, 0]))  # h4 srq
     s += create_qp(0)                                             # h5 qp, h6 qpn
@@ -86,7 +87,7 @@ def chain_rc():
 
 
 def chain_ud_mcast():
-    s = hello(7)
+    s = hello()
     s += msg(ALLOC_PD)                                            # h0
     s += msg(CREATE_CQ, bytes([0, 8, 0]))                         # h1
     s += create_qp(2, 0, 1)                                       # h2 qp, h3 qpn
@@ -101,12 +102,13 @@ def chain_ud_mcast():
 
 
 def every_fd_kind():
-    s = hello(0)  # a memfd as the async fd: refused or kept, either way no leak
-    s += hello(4)
+    s = hello(0)  # a descriptor with HELLO: refused, and closed
+    s += hello()
     for k in range(14):
-        s += msg(CREATE_CH, fds=(k,))
-    s += msg(ALLOC_PD)
-    s += msg(CREATE_CQ, bytes([2, 4]) + handle(3) + bytes([0]))
+        s += msg(CREATE_CH, fds=(k,))  # refused, closed
+    s += msg(CREATE_CH)                                           # h0 channel
+    s += msg(ALLOC_PD)                                            # h1 pd
+    s += msg(CREATE_CQ, bytes([2, 4]) + handle(0) + bytes([0]))   # h2 cq on the channel
     s += msg(QUERY_PORT, bytes([1]), fds=(1, 2, 3, 5, 6))        # fds on an op without any
     return s
 
@@ -115,6 +117,9 @@ def every_hello_fd():
     s = b""
     for k in range(14):
         s += hello(k)
+    s += hello()
+    for op in range(2, 28):  # a descriptor on every op: refused, closed
+        s += bytes([op, 0x40]) + bytes(8) + b"\x00" + bytes([op % 14])
     return s
 
 

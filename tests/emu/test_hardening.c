@@ -1,0 +1,657 @@
+/* SPDX-License-Identifier: MIT */
+/* Hardening of the shared memory and descriptors a client gets (issue 7):
+ * one case per run (argv[2]), each against its own daemon. Every case
+ * lets a misbehaving client "a" do its worst, then asserts that the
+ * daemon is alive and serves a second, well-behaved client "b" with
+ * verified loopback traffic (an RC SEND of seeded random bytes, checked
+ * byte for byte) within bounded time.
+ *
+ *   seal      ftruncate of the doorbell, CQ (and resized CQ), QP and SRQ
+ *             (and grown SRQ) memfds: EPERM, the daemon keeps going
+ *   evpipe    the completion channel's read end made blocking and small,
+ *             filled past capacity: events are kept, in order, not lost
+ *   ctlflood  a client that sends requests but never reads replies is
+ *             dropped (EOF), the engine is not stalled
+ *   wake      the wake descriptor: a write-only end, cannot be drained;
+ *             closing it does not disturb the daemon
+ *   flush     UD QP, 8-entry CQ, 64 failing WRs: the SQ flush overruns
+ *             the CQ; the daemon answers at once and stops on SIGTERM
+ *   prodback  an SQ producer index moved back behind fetched WQEs: the
+ *             daemon keeps serving (the fetch loop ran 2^32 times)
+ *   dpdkdir   no DPDK runtime directory after a clean exit; a stale one
+ *             of a dead daemon removed at start, others left alone
+ *
+ * Usage: test_emu_hardening UROCED CASE [SEED] */
+#include "emu_test.h"
+
+#include <dirent.h>
+#include <poll.h>
+
+static uint64_t seed = 0x5eed0007;
+
+static uint64_t rnd(void)
+{
+	seed ^= seed << 13;
+	seed ^= seed >> 7;
+	seed ^= seed << 17;
+	return seed;
+}
+
+static bool alive(struct t_daemon *d)
+{
+	int st;
+	return d->pid > 0 && waitpid(d->pid, &st, WNOHANG) == 0;
+}
+
+/* ---------------- a well-behaved client: loopback RC traffic ---------------- */
+
+struct t_ring {
+	uint8_t *base;     /* header; slots at UROCE_RING_HDR_SIZE */
+	uint32_t entries, stride;
+};
+
+static uint32_t *r_prod(struct t_ring *r) { return (uint32_t *)r->base; }
+static uint32_t *r_cons(struct t_ring *r) { return (uint32_t *)(r->base + 64); }
+static void *r_slot(struct t_ring *r, uint32_t i)
+{
+	return r->base + UROCE_RING_HDR_SIZE + (size_t)(i & (r->entries - 1)) * r->stride;
+}
+
+struct t_rc {
+	struct t_client *c;
+	uint32_t pd, cq_handle, lkey;
+	struct uroce_create_cq_rep cq;
+	struct uroce_create_qp_rep qp;
+	struct t_ring cqr, sq, rq;
+	uint8_t *qmap, *cqmap;
+	uint32_t cq_cons;
+};
+
+static int t_modify(struct t_client *c, struct uroce_modify_qp_req *mq)
+{
+	return t_call(c, UROCE_OP_MODIFY_QP, mq, sizeof(*mq), NULL, 0, NULL, 0, NULL, NULL);
+}
+
+/* RC QP connected to dest (itself: the default port is a loopback ring),
+ * local ACK timeout code tmo */
+static int t_rc_up_to(struct t_client *c, struct uroce_create_qp_rep *qp, uint32_t dest,
+		      uint8_t tmo)
+{
+	struct uroce_modify_qp_req mq = { .handle = qp->handle };
+	int rc;
+
+	mq.attr.qp_state = IBV_QPS_INIT;
+	mq.attr.port_num = 1;
+	mq.attr.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	mq.attr_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+	if ((rc = t_modify(c, &mq)))
+		return rc;
+	memset(&mq.attr, 0, sizeof(mq.attr));
+	mq.attr.qp_state = IBV_QPS_RTR;
+	mq.attr.path_mtu = IBV_MTU_1024;
+	mq.attr.dest_qp_num = dest;
+	mq.attr.ah_attr.is_global = 1;
+	mq.attr.ah_attr.port_num = 1;
+	mq.attr.ah_attr.grh.sgid_index = 1;
+	mq.attr.ah_attr.grh.dgid = c->hello.gids[1];
+	mq.attr.ah_attr.grh.hop_limit = 1;
+	mq.attr.max_dest_rd_atomic = 1;
+	mq.attr.min_rnr_timer = 1;
+	mq.attr_mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+		       IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+	if ((rc = t_modify(c, &mq)))
+		return rc;
+	memset(&mq.attr, 0, sizeof(mq.attr));
+	mq.attr.qp_state = IBV_QPS_RTS;
+	mq.attr.timeout = tmo;
+	mq.attr.retry_cnt = 7;
+	mq.attr.rnr_retry = 7;
+	mq.attr.max_rd_atomic = 1;
+	mq.attr_mask = IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+		       IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+	return t_modify(c, &mq);
+}
+
+static int t_rc_up(struct t_client *c, struct uroce_create_qp_rep *qp)
+{
+	return t_rc_up_to(c, qp, qp->qpn, 14);
+}
+
+static uint8_t t_buf[2][4096];
+
+/* PD, MR over t_buf[k], a CQ (channel or -1), an RC QP up and connected
+ * to itself. 0 or -errno. */
+static int t_rc_open(struct t_rc *r, struct t_client *c, int k, int32_t channel)
+{
+	int rc, fd;
+
+	memset(r, 0, sizeof(*r));
+	r->c = c;
+	if ((rc = t_pd(c, &r->pd)))
+		return rc;
+	struct uroce_reg_mr_req mq = { .pd = r->pd, .access = IBV_ACCESS_LOCAL_WRITE,
+				       .addr = (uintptr_t)t_buf[k], .length = sizeof(t_buf[k]),
+				       .iova = (uintptr_t)t_buf[k] };
+	struct uroce_reg_mr_rep mr;
+	if ((rc = t_call(c, UROCE_OP_REG_MR, &mq, sizeof(mq), NULL, 0, &mr, sizeof(mr), NULL, NULL)))
+		return rc;
+	r->lkey = mr.lkey;
+	struct uroce_create_cq_req cq = { .cqe = 64, .channel = channel, .user_handle = 0xcafe };
+	int fds[4];
+	unsigned nf = 0;
+	rc = t_call(c, UROCE_OP_CREATE_CQ, &cq, sizeof(cq), NULL, 0, &r->cq, sizeof(r->cq), fds, &nf);
+	if (rc)
+		return rc;
+	if (nf != 1)
+		return -EPROTO;
+	r->cqmap = mmap(NULL, r->cq.map_size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+	close(fds[0]);
+	if (r->cqmap == MAP_FAILED)
+		return -errno;
+	r->cqr = (struct t_ring){ r->cqmap, r->cq.entries, UROCE_CQE_SIZE };
+	if ((rc = t_qp(c, r->pd, r->cq.handle, r->cq.handle, IBV_QPT_RC, &r->qp, &fd)))
+		return rc;
+	r->qmap = mmap(NULL, r->qp.map_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (r->qmap == MAP_FAILED)
+		return -errno;
+	r->sq = (struct t_ring){ r->qmap + r->qp.sq_offset, r->qp.sq_entries, r->qp.sq_stride };
+	r->rq = (struct t_ring){ r->qmap + r->qp.rq_offset, r->qp.rq_entries, r->qp.rq_stride };
+	return t_rc_up(c, &r->qp);
+}
+
+/* Post a receive into t_buf[k] and an inline SEND of len bytes from src. */
+static void t_rc_post(struct t_rc *r, int k, const uint8_t *src, uint32_t len, uint64_t id)
+{
+	uint32_t p = __atomic_load_n(r_prod(&r->rq), __ATOMIC_RELAXED);
+	struct uroce_recv_wqe *rw = r_slot(&r->rq, p);
+	struct uroce_sge *sge = (struct uroce_sge *)(rw + 1);
+	rw->wr_id = id;
+	rw->num_sge = 1;
+	sge->addr = (uintptr_t)t_buf[k];
+	sge->length = sizeof(t_buf[k]);
+	sge->lkey = r->lkey;
+	__atomic_store_n(r_prod(&r->rq), p + 1, __ATOMIC_RELEASE);
+
+	p = __atomic_load_n(r_prod(&r->sq), __ATOMIC_RELAXED);
+	struct uroce_send_wqe *sw = r_slot(&r->sq, p);
+	memset(sw, 0, UROCE_SEND_WQE_HDR);
+	sw->wr_id = id;
+	sw->opcode = IBV_WR_SEND;
+	sw->send_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED;
+	sw->inline_len = len;
+	memcpy((uint8_t *)sw + UROCE_SEND_WQE_HDR, src, len);
+	__atomic_store_n(r_prod(&r->sq), p + 1, __ATOMIC_RELEASE);
+	t_ring(r->c, r->qp.db_index);
+}
+
+/* Take n CQEs (all successful) within ms; 0 or -1. */
+static int t_rc_poll(struct t_rc *r, int n, int ms)
+{
+	uint64_t end = t_now_ms() + (uint64_t)ms;
+	while (n > 0) {
+		uint32_t prod = __atomic_load_n(r_prod(&r->cqr), __ATOMIC_ACQUIRE);
+		if (prod == r->cq_cons) {
+			if (t_now_ms() > end) {
+				fprintf(stderr, "no completion within %d ms\n", ms);
+				return -1;
+			}
+			usleep(200);
+			continue;
+		}
+		struct uroce_cqe *e = r_slot(&r->cqr, r->cq_cons);
+		if (e->status != IBV_WC_SUCCESS) {
+			fprintf(stderr, "completion status %u opcode %u\n", e->status, e->opcode);
+			return -1;
+		}
+		r->cq_cons++;
+		__atomic_store_n(r_cons(&r->cqr), r->cq_cons, __ATOMIC_RELEASE);
+		n--;
+	}
+	return 0;
+}
+
+static void t_rc_close(struct t_rc *r)
+{
+	if (r->qmap && r->qmap != MAP_FAILED)
+		munmap(r->qmap, r->qp.map_size);
+	if (r->cqmap && r->cqmap != MAP_FAILED)
+		munmap(r->cqmap, r->cq.map_size);
+	memset(r, 0, sizeof(*r));
+}
+
+/* A new client b on d: one verified SEND within 20 s. */
+static void check_served(struct t_daemon *d, const char *after)
+{
+	struct t_client b;
+	struct t_rc r;
+	uint8_t msg[256];
+
+	REQUIRE(alive(d), "daemon dead after %s", after);
+	REQUIRE(t_client_open(&b, d->sock) == 0, "client b after %s", after);
+	REQUIRE(t_rc_open(&r, &b, 1, -1) == 0, "client b's QP after %s", after);
+	for (int round = 0; round < 4; round++) {
+		for (size_t i = 0; i < sizeof(msg); i++)
+			msg[i] = (uint8_t)rnd();
+		uint32_t len = 1 + (uint32_t)(rnd() % 64);
+		memset(t_buf[1], 0, sizeof(t_buf[1]));
+		t_rc_post(&r, 1, msg, len, (uint64_t)round);
+		REQUIRE(t_rc_poll(&r, 2, 20000) == 0, "b's traffic after %s", after);
+		REQUIRE(memcmp(t_buf[1], msg, len) == 0, "b's data after %s", after);
+	}
+	t_rc_close(&r);
+	t_client_close(&b);
+}
+
+static int finish(struct t_daemon *d)
+{
+	int rc = t_daemon_stop(d);
+	CHECK(rc == 0, "daemon exit status %d", rc);
+	t_rmdir(d);
+	t_cur = NULL;
+	if (t_failures)
+		fprintf(stderr, "%d failure(s)\n", t_failures);
+	return t_failures ? 1 : 0;
+}
+
+/* ---------------- cases ---------------- */
+
+static void check_sealed(int fd, const char *what)
+{
+	struct stat st;
+	REQUIRE(fstat(fd, &st) == 0, "fstat %s", what);
+	errno = 0;
+	CHECK(ftruncate(fd, 0) < 0 && errno == EPERM, "%s: shrink not refused (errno %d)", what, errno);
+	errno = 0;
+	CHECK(ftruncate(fd, st.st_size + 4096) < 0 && errno == EPERM,
+	      "%s: grow not refused (errno %d)", what, errno);
+	int seals = fcntl(fd, F_GET_SEALS);
+	CHECK(seals >= 0 && (seals & (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) ==
+	      (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL), "%s: seals %#x", what, seals);
+	struct stat st2;
+	CHECK(fstat(fd, &st2) == 0 && st2.st_size == st.st_size, "%s: size changed", what);
+}
+
+static void case_seal(struct t_daemon *d)
+{
+	struct t_client a;
+	REQUIRE(t_client_open(&a, d->sock) == 0, "client a");
+	check_sealed(a.db_fd, "doorbell page");
+
+	struct t_rc r;
+	REQUIRE(t_rc_open(&r, &a, 0, -1) == 0, "a's QP");
+	/* CQ memfd, then a resize that copies out of the old ring */
+	struct uroce_create_cq_rep cq;
+	int fd;
+	REQUIRE(t_cq(&a, 8, &cq, &fd) == 0, "cq");
+	check_sealed(fd, "cq ring");
+	close(fd);
+	struct uroce_resize_cq_req rq = { .handle = cq.handle, .cqe = 100 };
+	int fds[4];
+	unsigned nf = 0;
+	int rc = t_call(&a, UROCE_OP_RESIZE_CQ, &rq, sizeof(rq), NULL, 0, &cq, sizeof(cq), fds, &nf);
+	REQUIRE(rc == 0 && nf == 1, "resize cq: %d", rc);
+	check_sealed(fds[0], "resized cq ring");
+	close(fds[0]);
+	rq.cqe = 10;
+	rc = t_call(&a, UROCE_OP_RESIZE_CQ, &rq, sizeof(rq), NULL, 0, &cq, sizeof(cq), fds, &nf);
+	CHECK(rc == 0, "second resize: %d", rc);
+	if (rc == 0)
+		close(fds[0]);
+	/* QP rings */
+	struct uroce_create_qp_rep qp;
+	REQUIRE(t_qp(&a, r.pd, cq.handle, cq.handle, IBV_QPT_UD, &qp, &fd) == 0, "qp");
+	check_sealed(fd, "qp rings");
+	close(fd);
+	/* SRQ ring, and the new one when it grows */
+	struct uroce_create_srq_req sq = { .pd = r.pd, .max_wr = 8, .max_sge = 1, .user_handle = 5 };
+	struct uroce_create_srq_rep srq;
+	rc = t_call(&a, UROCE_OP_CREATE_SRQ, &sq, sizeof(sq), NULL, 0, &srq, sizeof(srq), fds, &nf);
+	REQUIRE(rc == 0 && nf == 1, "srq: %d", rc);
+	check_sealed(fds[0], "srq ring");
+	close(fds[0]);
+	struct uroce_modify_srq_req ms = { .handle = srq.handle, .attr_mask = IBV_SRQ_MAX_WR };
+	ms.attr.max_wr = 1000;
+	rc = t_call(&a, UROCE_OP_MODIFY_SRQ, &ms, sizeof(ms), NULL, 0, &srq, sizeof(srq), fds, &nf);
+	REQUIRE(rc == 0 && nf == 1, "srq grow: %d", rc);
+	check_sealed(fds[0], "grown srq ring");
+	close(fds[0]);
+	/* make the daemon use every mapping: traffic on a's own QP rings its
+	 * doorbell page, touches the SQ/RQ/CQ */
+	uint8_t msg[32];
+	for (size_t i = 0; i < sizeof(msg); i++)
+		msg[i] = (uint8_t)rnd();
+	t_rc_post(&r, 0, msg, sizeof(msg), 1);
+	CHECK(t_rc_poll(&r, 2, 20000) == 0, "a's own traffic");
+	CHECK(memcmp(t_buf[0], msg, sizeof(msg)) == 0, "a's data");
+	check_served(d, "ftruncate of every memfd");
+	t_rc_close(&r);
+	t_client_close(&a);
+}
+
+static void case_evpipe(struct t_daemon *d)
+{
+	struct t_client a;
+	REQUIRE(t_client_open(&a, d->sock) == 0, "client a");
+	/* what the daemon hands out are read ends, and the only ones */
+	int fl = fcntl(a.async_r, F_GETFL);
+	CHECK(fl >= 0 && (fl & O_ACCMODE) == O_RDONLY, "async fd is a read end (%#x)", fl);
+	struct uroce_handle_msg ch;
+	int fds[4];
+	unsigned nf = 0;
+	int rc = t_call(&a, UROCE_OP_CREATE_COMP_CHANNEL, NULL, 0, NULL, 0, &ch, sizeof(ch), fds, &nf);
+	REQUIRE(rc == 0 && nf == 1, "channel: %d", rc);
+	int cfd = fds[0];
+	fl = fcntl(cfd, F_GETFL);
+	CHECK(fl >= 0 && (fl & O_ACCMODE) == O_RDONLY, "channel fd is a read end (%#x)", fl);
+	/* the hostile part: blocking (clears O_NONBLOCK if it were set) and
+	 * as small as a pipe can be, so it fills after a few hundred events */
+	CHECK(fcntl(cfd, F_SETFL, fl & ~O_NONBLOCK) == 0, "clear O_NONBLOCK");
+	int cap = fcntl(cfd, F_SETPIPE_SZ, 4096);
+	REQUIRE(cap > 0, "F_SETPIPE_SZ: %s", strerror(errno));
+	int want = cap / (int)sizeof(struct uroce_comp_event) + 100; /* 100 past full */
+	fprintf(stderr, "pipe capacity %d bytes: %d events\n", cap, want);
+
+	struct t_rc r;
+	REQUIRE(t_rc_open(&r, &a, 0, (int32_t)ch.handle) == 0, "a's QP on the channel");
+	uint32_t *arm = (uint32_t *)(r.cqmap + 136);
+	uint8_t msg[8] = { 1 };
+	for (int i = 0; i < want; i++) {
+		__atomic_fetch_or(arm, UROCE_ARM_NEXT, __ATOMIC_SEQ_CST);
+		msg[1] = (uint8_t)i;
+		t_rc_post(&r, 0, msg, sizeof(msg), (uint64_t)i);
+		REQUIRE(t_rc_poll(&r, 2, 20000) == 0, "a's traffic, event %d", i);
+	}
+	/* nobody read the channel: the pipe is full and 100 events wait */
+	check_served(d, "a full completion channel");
+	int got = 0;
+	uint64_t end = t_now_ms() + 20000;
+	while (got < want && t_now_ms() < end) {
+		struct pollfd p = { .fd = cfd, .events = POLLIN };
+		if (poll(&p, 1, 100) <= 0)
+			continue;
+		struct uroce_comp_event ev[64];
+		ssize_t n = read(cfd, ev, sizeof(ev));
+		REQUIRE(n > 0 && n % (ssize_t)sizeof(ev[0]) == 0, "channel read %zd", n);
+		for (ssize_t i = 0; i < n / (ssize_t)sizeof(ev[0]); i++)
+			CHECK(ev[i].cq_handle == 0xcafe, "event record %d: %#lx", got + (int)i,
+			      (unsigned long)ev[i].cq_handle);
+		got += (int)(n / (ssize_t)sizeof(ev[0]));
+	}
+	CHECK(got == want, "%d of %d events delivered", got, want);
+	struct pollfd p = { .fd = cfd, .events = POLLIN };
+	CHECK(poll(&p, 1, 200) == 0, "no event beyond the %d triggered", want);
+	close(cfd);
+	t_rc_close(&r);
+	t_client_close(&a);
+}
+
+static void case_ctlflood(struct t_daemon *d)
+{
+	struct t_client a;
+	REQUIRE(t_client_open(&a, d->sock) == 0, "client a");
+	struct uroce_query_port_req qp = { .port_num = 1 };
+	uint8_t buf[64];
+	struct uroce_msg_hdr h = { .op = UROCE_OP_QUERY_PORT, .len = sizeof(h) + sizeof(qp) };
+	int sent = 0;
+	uint64_t end = t_now_ms() + 20000;
+	/* requests, never a read: until the daemon stops taking them */
+	while (sent < 200000 && t_now_ms() < end) {
+		h.seq = (uint32_t)sent;
+		memcpy(buf, &h, sizeof(h));
+		memcpy(buf + sizeof(h), &qp, sizeof(qp));
+		ssize_t n = send(a.fd, buf, h.len, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0) {
+			if (errno == EAGAIN) {
+				usleep(1000);
+				if (!alive(d))
+					break;
+				continue;
+			}
+			break; /* EPIPE/ECONNRESET: dropped already */
+		}
+		sent++;
+	}
+	fprintf(stderr, "%d requests sent unread\n", sent);
+	check_served(d, "a client that never reads its replies");
+	/* the daemon hung up on a: after its queued replies, EOF */
+	int eof = 0;
+	end = t_now_ms() + 20000;
+	while (!eof && t_now_ms() < end) {
+		uint8_t rb[UROCE_MAX_MSG];
+		ssize_t n = recv(a.fd, rb, sizeof(rb), MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno == ECONNRESET))
+			eof = 1;
+		else if (n < 0)
+			usleep(1000);
+	}
+	CHECK(eof, "the flooding client was not dropped");
+	t_client_close(&a);
+}
+
+static void case_wake(struct t_daemon *d)
+{
+	struct t_client a;
+	REQUIRE(t_client_open(&a, d->sock) == 0, "client a");
+	int fl = fcntl(a.wake_fd, F_GETFL);
+	CHECK(fl >= 0 && (fl & O_ACCMODE) == O_WRONLY, "wake fd is write-only (%#x)", fl);
+	uint64_t v;
+	errno = 0;
+	CHECK(read(a.wake_fd, &v, sizeof(v)) < 0 && errno == EBADF,
+	      "the client can drain the wake descriptor (errno %d)", errno);
+	/* blocking on our side changes nothing on the daemon's: fill it
+	 * from a nonblocking copy, then ring doorbells over it */
+	CHECK(fcntl(a.wake_fd, F_SETFL, fl & ~O_NONBLOCK) == 0, "clear O_NONBLOCK");
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", a.wake_fd);
+	int nb = open(path, O_WRONLY | O_NONBLOCK); /* a new description of the pipe */
+	REQUIRE(nb >= 0, "reopen wake pipe: %s", strerror(errno));
+	uint8_t junk[4096] = { 0 };
+	for (int i = 0; i < 1000 && write(nb, junk, sizeof(junk)) > 0; i++)
+		;
+	close(nb);
+	struct t_rc r;
+	REQUIRE(t_rc_open(&r, &a, 0, -1) == 0, "a's QP");
+	uint8_t msg[16] = { 7 };
+	t_rc_post(&r, 0, msg, sizeof(msg), 1);
+	CHECK(t_rc_poll(&r, 2, 20000) == 0, "a's traffic over a stuffed wake pipe");
+	check_served(d, "a stuffed wake descriptor");
+	/* the daemon's read end at EOF must not upset it either */
+	close(a.wake_fd);
+	a.wake_fd = -1;
+	usleep(100000);
+	check_served(d, "a closed wake descriptor");
+	t_rc_close(&r);
+	t_client_close(&a);
+}
+
+static void case_flush(struct t_daemon *d)
+{
+	struct t_client a;
+	REQUIRE(t_client_open(&a, d->sock) == 0, "client a");
+	uint32_t pd;
+	REQUIRE(t_pd(&a, &pd) == 0, "pd");
+	struct uroce_create_cq_rep cq;
+	REQUIRE(t_cq(&a, 8, &cq, NULL) == 0 && cq.entries == 8, "8-entry cq");
+	struct uroce_create_qp_req q = {
+		.pd = pd, .send_cq = cq.handle, .recv_cq = cq.handle, .srq = -1,
+		.qp_type = IBV_QPT_UD,
+		.cap = { .max_send_wr = 64, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct uroce_create_qp_rep qp;
+	int fds[4];
+	unsigned nf = 0;
+	int rc = t_call(&a, UROCE_OP_CREATE_QP, &q, sizeof(q), NULL, 0, &qp, sizeof(qp), fds, &nf);
+	REQUIRE(rc == 0 && nf == 1 && qp.sq_entries >= 64, "ud qp: %d", rc);
+	uint8_t *m = mmap(NULL, qp.map_size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+	close(fds[0]);
+	REQUIRE(m != MAP_FAILED, "map");
+	struct uroce_modify_qp_req mq = { .handle = qp.handle };
+	mq.attr.qp_state = IBV_QPS_INIT;
+	mq.attr.port_num = 1;
+	mq.attr.qkey = 0x11111111;
+	mq.attr_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY;
+	REQUIRE(t_modify(&a, &mq) == 0, "init");
+	mq.attr.qp_state = IBV_QPS_RTR;
+	mq.attr_mask = IBV_QP_STATE;
+	REQUIRE(t_modify(&a, &mq) == 0, "rtr");
+	mq.attr.qp_state = IBV_QPS_RTS;
+	mq.attr_mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+	REQUIRE(t_modify(&a, &mq) == 0, "rts");
+	/* 64 WRs that all fail (RDMA WRITE is no UD opcode): the first error
+	 * moves the QP to SQE and flushes the other 63 into an 8-entry CQ */
+	struct t_ring sq = { m + qp.sq_offset, qp.sq_entries, qp.sq_stride };
+	for (uint32_t i = 0; i < 64; i++) {
+		struct uroce_send_wqe *w = r_slot(&sq, i);
+		memset(w, 0, UROCE_SEND_WQE_HDR);
+		w->wr_id = i;
+		w->opcode = IBV_WR_RDMA_WRITE;
+		w->send_flags = IBV_SEND_SIGNALED;
+	}
+	__atomic_store_n(r_prod(&sq), 64, __ATOMIC_RELEASE);
+	t_ring(&a, qp.db_index);
+	/* the daemon answers (t_call times out after 10 s; the runaway loop
+	 * took ~20 s on a fast machine) */
+	usleep(100000);
+	struct uroce_query_qp_req qq = { .handle = qp.handle, .attr_mask = IBV_QP_STATE };
+	struct uroce_query_qp_rep qr;
+	rc = t_call(&a, UROCE_OP_QUERY_QP, &qq, sizeof(qq), NULL, 0, &qr, sizeof(qr), NULL, NULL);
+	CHECK(rc == 0, "query after the overrun: %d", rc);
+	CHECK(rc || qr.attr.qp_state == IBV_QPS_ERR, "qp state %u", qr.attr.qp_state);
+	/* every WR retired exactly once: cons == prod, not past it */
+	CHECK(__atomic_load_n(r_cons(&sq), __ATOMIC_ACQUIRE) == 64, "sq cons %u",
+	      __atomic_load_n(r_cons(&sq), __ATOMIC_ACQUIRE));
+	check_served(d, "a flush overrunning its CQ");
+	munmap(m, qp.map_size);
+	t_client_close(&a);
+}
+
+/* The application moves its SQ producer index back behind WQEs the daemon
+ * already fetched: "fetch until sq_fetch == prod" ran 2^32 times. */
+static void case_prodback(struct t_daemon *d)
+{
+	struct t_client a;
+	struct t_rc r;
+	REQUIRE(t_client_open(&a, d->sock) == 0, "client a");
+	REQUIRE(t_rc_open(&r, &a, 0, -1) == 0, "a's QP");
+	/* re-aim it at a QPN nobody has, with a long timeout (~4 s, 7
+	 * retries), so what it sends stays outstanding */
+	struct uroce_modify_qp_req mq = { .handle = r.qp.handle };
+	mq.attr.qp_state = IBV_QPS_RESET;
+	mq.attr_mask = IBV_QP_STATE;
+	REQUIRE(t_modify(&a, &mq) == 0, "reset");
+	REQUIRE(t_rc_up_to(&a, &r.qp, r.qp.qpn ^ 0x800000, 20) == 0, "re-connect");
+	uint8_t msg[16] = { 3 };
+	for (int i = 0; i < 4; i++) {
+		uint32_t p = __atomic_load_n(r_prod(&r.sq), __ATOMIC_RELAXED);
+		struct uroce_send_wqe *w = r_slot(&r.sq, p);
+		memset(w, 0, UROCE_SEND_WQE_HDR);
+		w->wr_id = (uint64_t)i;
+		w->opcode = IBV_WR_SEND;
+		w->send_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED;
+		w->inline_len = sizeof(msg);
+		memcpy((uint8_t *)w + UROCE_SEND_WQE_HDR, msg, sizeof(msg));
+		__atomic_store_n(r_prod(&r.sq), p + 1, __ATOMIC_RELEASE);
+	}
+	t_ring(&a, r.qp.db_index);
+	usleep(200000); /* fetched by now (a slow daemon only weakens the test) */
+	uint32_t p = __atomic_load_n(r_prod(&r.sq), __ATOMIC_RELAXED);
+	__atomic_store_n(r_prod(&r.sq), p - 2, __ATOMIC_RELEASE);
+	t_ring(&a, r.qp.db_index);
+	usleep(100000);
+	check_served(d, "a producer index moved back");
+	t_rc_close(&r);
+	t_client_close(&a);
+}
+
+static void dpdk_base(char *out, size_t n)
+{
+	const char *x = getenv("XDG_RUNTIME_DIR");
+	snprintf(out, n, "%s/dpdk", getuid() == 0 ? "/var/run" : (x && *x ? x : "/tmp"));
+}
+
+static bool exists(const char *p)
+{
+	struct stat st;
+	return stat(p, &st) == 0;
+}
+
+static pid_t dead_pid(void)
+{
+	pid_t p = fork();
+	if (p == 0)
+		_exit(0);
+	waitpid(p, NULL, 0);
+	return p;
+}
+
+static int case_dpdkdir(const char *uroced)
+{
+	char base[256], stale[300], staleb[340], live[300], other[300], own[300];
+	struct t_daemon d;
+
+	dpdk_base(base, sizeof(base));
+	mkdir(base, 0700);
+	pid_t dp = dead_pid();
+	snprintf(stale, sizeof(stale), "%s/uroce%d", base, (int)dp);
+	snprintf(staleb, sizeof(staleb), "%s/leftover", stale);
+	snprintf(live, sizeof(live), "%s/uroce%d", base, (int)getpid());
+	snprintf(other, sizeof(other), "%s/noturoce%d", base, (int)dp);
+	REQUIRE(mkdir(stale, 0700) == 0 || errno == EEXIST, "mkdir %s: %s", stale, strerror(errno));
+	int fd = open(staleb, O_CREAT | O_WRONLY, 0600);
+	REQUIRE(fd >= 0, "%s: %s", staleb, strerror(errno));
+	close(fd);
+	CHECK(mkdir(live, 0700) == 0 || errno == EEXIST, "mkdir live");
+	CHECK(mkdir(other, 0700) == 0 || errno == EEXIST, "mkdir other");
+
+	alarm(100);
+	REQUIRE(t_daemon_start(&d, uroced, false, NULL) == 0, "start");
+	snprintf(own, sizeof(own), "%s/uroce%d", base, (int)d.pid);
+	CHECK(!exists(stale), "stale %s not removed at start", stale);
+	CHECK(exists(live), "%s (a live pid) removed", live);
+	CHECK(exists(other), "%s (not ours) removed", other);
+	check_served(&d, "start-up");
+	int rc = t_daemon_stop(&d);
+	CHECK(rc == 0, "daemon exit status %d", rc);
+	CHECK(!exists(own), "%s left behind after a clean exit", own);
+	t_rmdir(&d);
+	t_cur = NULL;
+	unlink(staleb);
+	rmdir(stale);
+	rmdir(live);
+	rmdir(other);
+	if (t_failures)
+		fprintf(stderr, "%d failure(s)\n", t_failures);
+	return t_failures ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct t_daemon d;
+
+	if (argc < 3)
+		return 2;
+	if (argc > 3)
+		seed = strtoull(argv[3], NULL, 0);
+	fprintf(stderr, "case %s, seed %#llx\n", argv[2], (unsigned long long)seed);
+	signal(SIGPIPE, SIG_IGN);
+	if (!strcmp(argv[2], "dpdkdir"))
+		return case_dpdkdir(argv[1]);
+	alarm(200);
+	REQUIRE(t_daemon_start(&d, argv[1], false, NULL) == 0, "start");
+	if (!strcmp(argv[2], "seal"))
+		case_seal(&d);
+	else if (!strcmp(argv[2], "evpipe"))
+		case_evpipe(&d);
+	else if (!strcmp(argv[2], "ctlflood"))
+		case_ctlflood(&d);
+	else if (!strcmp(argv[2], "wake"))
+		case_wake(&d);
+	else if (!strcmp(argv[2], "flush"))
+		case_flush(&d);
+	else if (!strcmp(argv[2], "prodback"))
+		case_prodback(&d);
+	else
+		REQUIRE(0, "unknown case %s", argv[2]);
+	return finish(&d);
+}
