@@ -9,8 +9,8 @@
  * pipe, eventfd, sockets, /dev/null, a directory, a regular file,
  * /proc/self/mem), and bodies built from the input around the handles and
  * QPNs earlier replies returned, so one input reaches create -> modify ->
- * destroy chains. The engine (timers, flushes, CQ events on the passed
- * channel descriptors) runs between messages on a virtual clock.
+ * destroy chains. The engine (timers, flushes, CQ events on the channels'
+ * pipes) runs between messages on a virtual clock.
  *
  * Properties (a violation traps, so libFuzzer keeps the input):
  *   - no crash, no out-of-bounds access, no undefined behaviour, no leak
@@ -19,7 +19,8 @@
  *     status 0 or a negative errno, on success the reply size and
  *     descriptor count of the op, on error an empty body and no descriptor
  *     (no request takes a descriptor any more: every one passed must be
- *     refused and closed, which the descriptor count checks);
+ *     refused, which the reply shows, and closed, which the descriptor
+ *     count at the end shows);
  *   - after the client closes its socket the context is gone: no context,
  *     QP or memory key left on the device, and the process has exactly the
  *     descriptors it had before the input (nothing leaked by the daemon).
