@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: MIT */
+/* sysfs.c: the device's sysfs-shaped tree in the run directory. */
+#ifndef EMU_SYSFS_H
+#define EMU_SYSFS_H
+
+#include "emu.h"
+
+/* Write <run_dir>/UROCE_SYSFS_CLASS/<dev> (replacing a stale one). 0 or -errno. */
+int emu_sysfs_write(const char *run_dir, const struct emu_dev *d);
+/* Remove it (at exit). */
+void emu_sysfs_remove(const char *run_dir, const char *name);
+
+#endif
