@@ -41,6 +41,11 @@ static void run_dir(char *buf, size_t len)
 		snprintf(buf, len, UROCE_DEFAULT_RUN_DIR_FMT, (unsigned)geteuid());
 }
 
+void urv_run_dir(char *buf, size_t len)
+{
+	run_dir(buf, len);
+}
+
 static void set_timeout(int fd, int secs)
 {
 	struct timeval tv = { .tv_sec = secs };
