@@ -423,6 +423,14 @@ static void ud(void)
 	CHECK(wc.status == IBV_WC_SUCCESS && wc.byte_len == 140 &&
 	      (wc.wc_flags & IBV_WC_GRH) && wc.src_qp == a->qp_num &&
 	      t.buf[40] == 0x33 && t.buf[139] == 0x33);
+	/* the network header type, as ConnectX reports it for RoCE (UCX's
+	 * ud_verbs depends on it): 2 = IPv4 (::ffff:a.b.c.d GID), 1 = IPv6 */
+	{
+		static const uint8_t v4pfx[12] = { [10] = 0xff, [11] = 0xff };
+		bool v4 = !memcmp(t.gid.raw, v4pfx, sizeof(v4pfx));
+
+		CHECK(wc.sl == (v4 ? 2 : 1));
+	}
 	ah2 = ibv_create_ah_from_wc(t.pd, &wc, (struct ibv_grh *)(void *)t.buf, 1);
 	CHECK(ah2);
 	CHECK(!ibv_destroy_ah(ah2));
