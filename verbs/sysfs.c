@@ -38,12 +38,17 @@
 #define UVERBS "uverbs_"
 
 /* The real libc function NAME, looked up once. */
-#define REAL(name)                                                            \
+#define REAL_OR(name, err)                                                    \
 	static __typeof__(name) *real_##name;                                 \
 	if (!__atomic_load_n(&real_##name, __ATOMIC_ACQUIRE))                 \
 		__atomic_store_n(&real_##name,                                \
 				 (__typeof__(name) *)dlsym(RTLD_NEXT, #name), \
-				 __ATOMIC_RELEASE)
+				 __ATOMIC_RELEASE);                           \
+	if (!real_##name) {                                                   \
+		errno = ENOSYS;                                               \
+		return err;                                                   \
+	}
+#define REAL(name) REAL_OR(name, -1)
 
 /* A path exists, without going through our own interposers. */
 static bool raw_exists(const char *p)
@@ -219,7 +224,7 @@ OPENAT2_LIKE(__openat64_2)
 	URV_EXPORT FILE *fn(const char *path, const char *mode)        \
 	{                                                               \
 		char buf[PATH_MAX];                                     \
-		REAL(fn);                                               \
+		REAL_OR(fn, NULL);                                               \
 		if (!map(&path, buf, sizeof(buf)))                      \
 			return NULL;                                    \
 		return real_##fn(path, mode);                           \
@@ -231,7 +236,7 @@ FOPEN_LIKE(fopen64)
 	URV_EXPORT ret fn decl                                          \
 	{                                                               \
 		char buf[PATH_MAX];                                     \
-		REAL(fn);                                               \
+		REAL_OR(fn, err);                                               \
 		if (!map(&path, buf, sizeof(buf)))                      \
 			return err;                                     \
 		return real_##fn args;                                  \
@@ -258,22 +263,46 @@ PATH_FN(int, chdir, -1, (const char *path), (path))
  * .../<dev>/device; glibc resolves it with internal calls we do not see. */
 PATH_FN(char *, realpath, NULL, (const char *path, char *resolved), (path, resolved))
 
-/* Programs built against glibc < 2.33 call the __xstat family. */
+/* Programs built against glibc < 2.33 call the __xstat family. glibc
+ * 2.33+ keeps those only as compat symbols, which dlsym does not return:
+ * they are served by fstatat/fstatat64 (the same struct stat for every
+ * `ver` the x86-64 and arm64 ABIs use). */
 int __xstat(int ver, const char *path, struct stat *st);
 int __xstat64(int ver, const char *path, struct stat64 *st);
 int __lxstat(int ver, const char *path, struct stat *st);
 int __lxstat64(int ver, const char *path, struct stat64 *st);
 int __fxstatat(int ver, int dfd, const char *path, struct stat *st, int fl);
 int __fxstatat64(int ver, int dfd, const char *path, struct stat64 *st, int fl);
-PATH_FN(int, __xstat, -1, (int ver, const char *path, struct stat *st), (ver, path, st))
-PATH_FN(int, __xstat64, -1, (int ver, const char *path, struct stat64 *st), (ver, path, st))
-PATH_FN(int, __lxstat, -1, (int ver, const char *path, struct stat *st), (ver, path, st))
-PATH_FN(int, __lxstat64, -1, (int ver, const char *path, struct stat64 *st), (ver, path, st))
-PATH_FN(int, __fxstatat, -1, (int ver, int dfd, const char *path, struct stat *st, int fl),
-	(ver, dfd, path, st, fl))
-PATH_FN(int, __fxstatat64, -1,
-	(int ver, int dfd, const char *path, struct stat64 *st, int fl),
-	(ver, dfd, path, st, fl))
+URV_EXPORT int __xstat(int ver, const char *path, struct stat *st)
+{
+	(void)ver;
+	return fstatat(AT_FDCWD, path, st, 0);
+}
+URV_EXPORT int __xstat64(int ver, const char *path, struct stat64 *st)
+{
+	(void)ver;
+	return fstatat64(AT_FDCWD, path, st, 0);
+}
+URV_EXPORT int __lxstat(int ver, const char *path, struct stat *st)
+{
+	(void)ver;
+	return fstatat(AT_FDCWD, path, st, AT_SYMLINK_NOFOLLOW);
+}
+URV_EXPORT int __lxstat64(int ver, const char *path, struct stat64 *st)
+{
+	(void)ver;
+	return fstatat64(AT_FDCWD, path, st, AT_SYMLINK_NOFOLLOW);
+}
+URV_EXPORT int __fxstatat(int ver, int dfd, const char *path, struct stat *st, int fl)
+{
+	(void)ver;
+	return fstatat(dfd, path, st, fl);
+}
+URV_EXPORT int __fxstatat64(int ver, int dfd, const char *path, struct stat64 *st, int fl)
+{
+	(void)ver;
+	return fstatat64(dfd, path, st, fl);
+}
 
 /* ---- the class directory listing ------------------------------------- */
 
@@ -324,8 +353,8 @@ URV_EXPORT DIR *opendir(const char *path)
 	DIR *real, *ours;
 	int i;
 
-	REAL(opendir);
-	REAL(closedir);
+	REAL_OR(opendir, NULL);
+	REAL_OR(closedir, NULL);
 	if (!is_class_dir(path)) {
 		if (!map(&path, buf, sizeof(buf)))
 			return NULL;
@@ -385,7 +414,7 @@ static bool ls_keep(struct urv_ls *l, const char *name)
 	{                                                                \
 		struct urv_ls *l;                                        \
 		struct ent *e;                                           \
-		REAL(fn);                                                \
+		REAL_OR(fn, NULL);                                                \
 		if (!__atomic_load_n(&ls_count, __ATOMIC_ACQUIRE))       \
 			return real_##fn(d);  /* no listing open: fast */\
 		pthread_mutex_lock(&ls_lock);                            \

@@ -18,6 +18,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+/* exported by liburoce for old binaries (glibc keeps them as compat only) */
+int __xstat(int ver, const char *path, struct stat *st);
+int __lxstat(int ver, const char *path, struct stat *st);
+
 static int failures;
 
 #define CHECK(c, ...)                                                   \
@@ -130,6 +134,14 @@ int main(void)
 	CHECK(!stat("/dev/infiniband/uverbs_uroce9", &st) && S_ISCHR(st.st_mode),
 	      "the device node of a uroce device is a character device");
 	CHECK(!access("/dev/infiniband/uverbs_uroce9", R_OK | W_OK), "device node rw");
+	/* what programs built against glibc < 2.33 call */
+	CHECK(!__xstat(1, "/sys/class/infiniband/uroce9/ports", &st) && S_ISDIR(st.st_mode),
+	      "__xstat");
+	CHECK(!__lxstat(1, "/dev/infiniband/uverbs_uroce9", &st) && S_ISCHR(st.st_mode),
+	      "__lxstat");
+	CHECK(__xstat(1, "/sys/class/infiniband/uroce9/../../outside", &st) && errno == EACCES,
+	      "__xstat ..");
+	CHECK(!__xstat(1, "/dev/null", &st) && S_ISCHR(st.st_mode), "__xstat real path");
 	CHECK(realpath("/sys/class/infiniband/uroce9/ports", buf) &&
 	      !strncmp(buf, run, strlen(run)), "realpath into the run directory");
 
