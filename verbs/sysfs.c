@@ -37,19 +37,6 @@
 #define DEV_IB "/dev/infiniband/"
 #define UVERBS "uverbs_"
 
-/* The real libc function NAME, looked up once. */
-#define REAL_OR(name, err)                                                    \
-	static __typeof__(name) *real_##name;                                 \
-	if (!__atomic_load_n(&real_##name, __ATOMIC_ACQUIRE))                 \
-		__atomic_store_n(&real_##name,                                \
-				 (__typeof__(name) *)dlsym(RTLD_NEXT, #name), \
-				 __ATOMIC_RELEASE);                           \
-	if (!real_##name) {                                                   \
-		errno = ENOSYS;                                               \
-		return err;                                                   \
-	}
-#define REAL(name) REAL_OR(name, -1)
-
 /* A path exists, without going through our own interposers. */
 static bool raw_exists(const char *p)
 {
@@ -149,45 +136,103 @@ static bool map(const char **p, char *buf, size_t len)
 
 /* ---- open and stat families ---------------------------------------- */
 
+/* Could PATH be one of ours: the only test every other path pays. */
+static inline bool maybe_ours(const char *p)
+{
+	return p && p[0] == '/' &&
+	       ((p[1] == 's' && !strncmp(p, SYS_IB, sizeof(SYS_IB) - 1)) ||
+		(p[1] == 'd' && !strncmp(p, DEV_IB UVERBS, sizeof(DEV_IB UVERBS) - 1)));
+}
+
+/* The real function, looked up once (file scope: the slow paths use it). */
+#define REAL_PTR(fn) static __typeof__(fn) *real_##fn
+#define LOAD(fn, err)                                                         \
+	do {                                                                  \
+		if (!__atomic_load_n(&real_##fn, __ATOMIC_ACQUIRE))           \
+			__atomic_store_n(&real_##fn,                          \
+					 (__typeof__(fn) *)dlsym(RTLD_NEXT, #fn), \
+					 __ATOMIC_RELEASE);                   \
+		if (!real_##fn) {                                             \
+			errno = ENOSYS;                                       \
+			return err;                                           \
+		}                                                             \
+	} while (0)
+
+/* fn(decl) forwards args to libc; a path under our prefixes goes through
+ * fn_slow, out of line, so that only it carries the PATH_MAX buffer. */
+#define PATH_FN(ret, fn, err, decl, args)                                     \
+	REAL_PTR(fn);                                                         \
+	static __attribute__((noinline)) ret fn##_slow decl                   \
+	{                                                                     \
+		char buf[PATH_MAX];                                           \
+		if (!map(&path, buf, sizeof(buf)))                            \
+			return err;                                           \
+		return real_##fn args;                                        \
+	}                                                                     \
+	URV_EXPORT ret fn decl                                                \
+	{                                                                     \
+		LOAD(fn, err);                                                \
+		if (!maybe_ours(path))                                        \
+			return real_##fn args;                                \
+		return fn##_slow args;                                        \
+	}
+
 static bool open_has_mode(int flags)
 {
 	return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
 }
 
-#define OPEN_LIKE(fn)                                                   \
-	URV_EXPORT int fn(const char *path, int flags, ...)             \
-	{                                                               \
-		char buf[PATH_MAX];                                     \
-		mode_t mode = 0;                                        \
-		REAL(fn);                                               \
-		if (open_has_mode(flags)) {                             \
-			va_list ap;                                     \
-			va_start(ap, flags);                            \
-			mode = va_arg(ap, mode_t);                      \
-			va_end(ap);                                     \
-		}                                                       \
-		if (!map(&path, buf, sizeof(buf)))                      \
-			return -1;                                      \
-		return real_##fn(path, flags, mode);                    \
+/* open(2) and openat(2) take a mode only with O_CREAT/O_TMPFILE */
+#define OPEN_LIKE(fn)                                                         \
+	REAL_PTR(fn);                                                         \
+	static __attribute__((noinline)) int fn##_slow(const char *path, int flags, \
+						       mode_t mode)           \
+	{                                                                     \
+		char buf[PATH_MAX];                                           \
+		if (!map(&path, buf, sizeof(buf)))                            \
+			return -1;                                            \
+		return real_##fn(path, flags, mode);                          \
+	}                                                                     \
+	URV_EXPORT int fn(const char *path, int flags, ...)                   \
+	{                                                                     \
+		mode_t mode = 0;                                              \
+		LOAD(fn, -1);                                                 \
+		if (open_has_mode(flags)) {                                   \
+			va_list ap;                                           \
+			va_start(ap, flags);                                  \
+			mode = va_arg(ap, mode_t);                            \
+			va_end(ap);                                           \
+		}                                                             \
+		if (!maybe_ours(path))                                        \
+			return real_##fn(path, flags, mode);                  \
+		return fn##_slow(path, flags, mode);                          \
 	}
 OPEN_LIKE(open)
 OPEN_LIKE(open64)
 
-#define OPENAT_LIKE(fn)                                                 \
-	URV_EXPORT int fn(int dfd, const char *path, int flags, ...)    \
-	{                                                               \
-		char buf[PATH_MAX];                                     \
-		mode_t mode = 0;                                        \
-		REAL(fn);                                               \
-		if (open_has_mode(flags)) {                             \
-			va_list ap;                                     \
-			va_start(ap, flags);                            \
-			mode = va_arg(ap, mode_t);                      \
-			va_end(ap);                                     \
-		}                                                       \
-		if (!map(&path, buf, sizeof(buf)))                      \
-			return -1;                                      \
-		return real_##fn(dfd, path, flags, mode);               \
+#define OPENAT_LIKE(fn)                                                       \
+	REAL_PTR(fn);                                                         \
+	static __attribute__((noinline)) int fn##_slow(int dfd, const char *path, \
+						       int flags, mode_t mode) \
+	{                                                                     \
+		char buf[PATH_MAX];                                           \
+		if (!map(&path, buf, sizeof(buf)))                            \
+			return -1;                                            \
+		return real_##fn(dfd, path, flags, mode);                     \
+	}                                                                     \
+	URV_EXPORT int fn(int dfd, const char *path, int flags, ...)          \
+	{                                                                     \
+		mode_t mode = 0;                                              \
+		LOAD(fn, -1);                                                 \
+		if (open_has_mode(flags)) {                                   \
+			va_list ap;                                           \
+			va_start(ap, flags);                                  \
+			mode = va_arg(ap, mode_t);                            \
+			va_end(ap);                                           \
+		}                                                             \
+		if (!maybe_ours(path))                                        \
+			return real_##fn(dfd, path, flags, mode);             \
+		return fn##_slow(dfd, path, flags, mode);                     \
 	}
 OPENAT_LIKE(openat)
 OPENAT_LIKE(openat64)
@@ -197,50 +242,13 @@ int __open_2(const char *path, int flags);
 int __open64_2(const char *path, int flags);
 int __openat_2(int dfd, const char *path, int flags);
 int __openat64_2(int dfd, const char *path, int flags);
-#define OPEN2_LIKE(fn)                                                  \
-	URV_EXPORT int fn(const char *path, int flags)                  \
-	{                                                               \
-		char buf[PATH_MAX];                                     \
-		REAL(fn);                                               \
-		if (!map(&path, buf, sizeof(buf)))                      \
-			return -1;                                      \
-		return real_##fn(path, flags);                          \
-	}
-OPEN2_LIKE(__open_2)
-OPEN2_LIKE(__open64_2)
-#define OPENAT2_LIKE(fn)                                                \
-	URV_EXPORT int fn(int dfd, const char *path, int flags)         \
-	{                                                               \
-		char buf[PATH_MAX];                                     \
-		REAL(fn);                                               \
-		if (!map(&path, buf, sizeof(buf)))                      \
-			return -1;                                      \
-		return real_##fn(dfd, path, flags);                     \
-	}
-OPENAT2_LIKE(__openat_2)
-OPENAT2_LIKE(__openat64_2)
+PATH_FN(int, __open_2, -1, (const char *path, int flags), (path, flags))
+PATH_FN(int, __open64_2, -1, (const char *path, int flags), (path, flags))
+PATH_FN(int, __openat_2, -1, (int dfd, const char *path, int flags), (dfd, path, flags))
+PATH_FN(int, __openat64_2, -1, (int dfd, const char *path, int flags), (dfd, path, flags))
 
-#define FOPEN_LIKE(fn)                                                  \
-	URV_EXPORT FILE *fn(const char *path, const char *mode)        \
-	{                                                               \
-		char buf[PATH_MAX];                                     \
-		REAL_OR(fn, NULL);                                               \
-		if (!map(&path, buf, sizeof(buf)))                      \
-			return NULL;                                    \
-		return real_##fn(path, mode);                           \
-	}
-FOPEN_LIKE(fopen)
-FOPEN_LIKE(fopen64)
-
-#define PATH_FN(ret, fn, err, decl, args)                               \
-	URV_EXPORT ret fn decl                                          \
-	{                                                               \
-		char buf[PATH_MAX];                                     \
-		REAL_OR(fn, err);                                               \
-		if (!map(&path, buf, sizeof(buf)))                      \
-			return err;                                     \
-		return real_##fn args;                                  \
-	}
+PATH_FN(FILE *, fopen, NULL, (const char *path, const char *mode), (path, mode))
+PATH_FN(FILE *, fopen64, NULL, (const char *path, const char *mode), (path, mode))
 PATH_FN(int, stat, -1, (const char *path, struct stat *st), (path, st))
 PATH_FN(int, stat64, -1, (const char *path, struct stat64 *st), (path, st))
 PATH_FN(int, lstat, -1, (const char *path, struct stat *st), (path, st))
@@ -346,20 +354,27 @@ static struct urv_ls *ls_find(DIR *d, int *slot)
 	return NULL;
 }
 
-URV_EXPORT DIR *opendir(const char *path)
+REAL_PTR(opendir);
+REAL_PTR(closedir);
+
+/* A device directory of ours (or a refused path). */
+static __attribute__((noinline)) DIR *opendir_mapped(const char *path)
 {
-	char ours_path[PATH_MAX], buf[PATH_MAX];
+	char buf[PATH_MAX];
+
+	if (!map(&path, buf, sizeof(buf)))
+		return NULL;
+	return real_opendir(path);
+}
+
+/* The class directory: a listing slot with both streams. */
+static __attribute__((noinline)) DIR *opendir_class(const char *path)
+{
+	char ours_path[PATH_MAX];
 	struct urv_ls *l;
 	DIR *real, *ours;
 	int i;
 
-	REAL_OR(opendir, NULL);
-	REAL_OR(closedir, NULL);
-	if (!is_class_dir(path)) {
-		if (!map(&path, buf, sizeof(buf)))
-			return NULL;
-		return real_opendir(path);
-	}
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return NULL;
@@ -401,6 +416,17 @@ URV_EXPORT DIR *opendir(const char *path)
 	return l->handle;
 }
 
+URV_EXPORT DIR *opendir(const char *path)
+{
+	LOAD(opendir, NULL);
+	LOAD(closedir, NULL);
+	if (!maybe_ours(path))
+		return real_opendir(path);
+	if (is_class_dir(path))
+		return opendir_class(path);
+	return opendir_mapped(path);
+}
+
 /* Entries of the run directory's class dir: live devices only. */
 static bool ls_keep(struct urv_ls *l, const char *name)
 {
@@ -410,11 +436,12 @@ static bool ls_keep(struct urv_ls *l, const char *name)
 }
 
 #define READDIR_LIKE(fn, ent)                                            \
+	REAL_PTR(fn);                                                    \
 	URV_EXPORT struct ent *fn(DIR *d)                                \
 	{                                                                \
 		struct urv_ls *l;                                        \
 		struct ent *e;                                           \
-		REAL_OR(fn, NULL);                                                \
+		LOAD(fn, NULL);                                                \
 		if (!__atomic_load_n(&ls_count, __ATOMIC_ACQUIRE))       \
 			return real_##fn(d);  /* no listing open: fast */\
 		pthread_mutex_lock(&ls_lock);                            \
@@ -441,7 +468,7 @@ URV_EXPORT int closedir(DIR *d)
 	struct urv_ls *l;
 	int slot = -1;
 
-	REAL(closedir);
+	LOAD(closedir, -1);
 	pthread_mutex_lock(&ls_lock);
 	l = ls_find(d, &slot);
 	if (l) {
@@ -460,20 +487,28 @@ URV_EXPORT int closedir(DIR *d)
 /* glibc's scandir reads through its internal readdir, which we do not
  * see: the class directory is listed here with ours. */
 #define SCANDIR_LIKE(fn, ent, rd)                                                \
+	REAL_PTR(fn);                                                            \
+	static __attribute__((noinline)) int fn##_mapped(const char *path,       \
+			  struct ent ***list, int (*sel)(const struct ent *),    \
+			  int (*cmp)(const struct ent **, const struct ent **))  \
+	{                                                                        \
+		char buf[PATH_MAX];                                              \
+		if (!map(&path, buf, sizeof(buf)))                               \
+			return -1;                                               \
+		return real_##fn(path, list, sel, cmp);                          \
+	}                                                                        \
 	URV_EXPORT int fn(const char *path, struct ent ***list,                  \
 			  int (*sel)(const struct ent *),                        \
 			  int (*cmp)(const struct ent **, const struct ent **))  \
 	{                                                                        \
-		char buf[PATH_MAX];                                              \
 		struct ent **v = NULL, *e;                                       \
 		size_t n = 0, cap = 0;                                           \
 		DIR *d;                                                          \
-		REAL(fn);                                                        \
-		if (!is_class_dir(path)) {                                       \
-			if (!map(&path, buf, sizeof(buf)))                       \
-				return -1;                                       \
+		LOAD(fn, -1);                                                    \
+		if (!maybe_ours(path))                                           \
 			return real_##fn(path, list, sel, cmp);                  \
-		}                                                                \
+		if (!is_class_dir(path))                                         \
+			return fn##_mapped(path, list, sel, cmp);                \
 		d = opendir(path);                                               \
 		if (!d)                                                          \
 			return -1;                                               \
