@@ -26,6 +26,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "urv.h"
@@ -267,6 +268,13 @@ PATH_FN(int, faccessat, -1, (int dfd, const char *path, int mode, int fl),
 PATH_FN(ssize_t, readlink, -1, (const char *path, char *restrict b, size_t l),
 	(path, b, l))
 PATH_FN(int, chdir, -1, (const char *path), (path))
+/* ls -l asks for ACLs and security labels */
+PATH_FN(ssize_t, getxattr, -1, (const char *path, const char *name, void *v, size_t l),
+	(path, name, v, l))
+PATH_FN(ssize_t, lgetxattr, -1, (const char *path, const char *name, void *v, size_t l),
+	(path, name, v, l))
+PATH_FN(ssize_t, listxattr, -1, (const char *path, char *list, size_t l), (path, list, l))
+PATH_FN(ssize_t, llistxattr, -1, (const char *path, char *list, size_t l), (path, list, l))
 /* UCX finds the device's sysfs directory with realpath() of
  * .../<dev>/device; glibc resolves it with internal calls we do not see. */
 PATH_FN(char *, realpath, NULL, (const char *path, char *resolved), (path, resolved))

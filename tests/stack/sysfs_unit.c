@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 /* exported by liburoce for old binaries (glibc keeps them as compat only) */
@@ -134,6 +135,11 @@ int main(void)
 	CHECK(!stat("/dev/infiniband/uverbs_uroce9", &st) && S_ISCHR(st.st_mode),
 	      "the device node of a uroce device is a character device");
 	CHECK(!access("/dev/infiniband/uverbs_uroce9", R_OK | W_OK), "device node rw");
+	/* ls -l: extended attributes of a redirected path exist (none set) */
+	CHECK(listxattr("/sys/class/infiniband/uroce9/ports/1/state", NULL, 0) >= 0,
+	      "listxattr: %s", strerror(errno));
+	CHECK(lgetxattr("/sys/class/infiniband/uroce9/ports", "user.x", buf, sizeof(buf)) < 0 &&
+	      errno != ENOENT, "lgetxattr: %s", strerror(errno));
 	/* what programs built against glibc < 2.33 call */
 	CHECK(!__xstat(1, "/sys/class/infiniband/uroce9/ports", &st) && S_ISDIR(st.st_mode),
 	      "__xstat");
