@@ -5,7 +5,10 @@
 
 #include "emu.h"
 
-/* Write <run_dir>/UROCE_SYSFS_CLASS/<dev> (replacing a stale one). 0 or -errno. */
+/* Write <run_dir>/UROCE_SYSFS_CLASS/<dev>, replacing a stale one. Only
+ * once the control socket is ours (the run directory is checked private
+ * then). Call again when the GID table or the port state changes.
+ * 0 or -errno. */
 int emu_sysfs_write(const char *run_dir, const struct emu_dev *d);
 /* Remove it (at exit). */
 void emu_sysfs_remove(const char *run_dir, const char *name);

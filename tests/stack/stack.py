@@ -270,6 +270,13 @@ def main():
     try:
         if not vr.wait_socket(os.path.join(run_dir, 'uroce0.sock'), d):
             return fail('uroced did not come up')
+        # the daemon writes its sysfs tree right after the socket
+        tree = os.path.join(run_dir, 'class', 'infiniband', 'uroce0')
+        end = time.monotonic() + 20
+        while not os.path.isdir(tree) and time.monotonic() < end and d.poll() is None:
+            time.sleep(0.05)
+        if not os.path.isdir(tree):
+            return fail('uroced wrote no sysfs tree')
         penv = dict(env)
         penv['LD_PRELOAD'] = os.path.abspath(a.shim)
         if a.preload_first:
