@@ -123,6 +123,19 @@ def mode_ibdiag(env):
     rc, g = vr.run(['cat', '/sys/class/infiniband/uroce0/ports/1/gids/0'], env)
     if not re.fullmatch(r'([0-9a-f]{4}:){7}[0-9a-f]{4}', g.strip()):
         return fail('gid format %r' % g)
+    # the node GUID sysfs shows is the one verbs reports
+    m = re.search(r'node_guid:\s+(\S+)', out)
+    rc, g = vr.run(['cat', '/sys/class/infiniband/uroce0/node_guid'], env)
+    if rc or not m or g.strip() != m.group(1):
+        return fail('node_guid: sysfs %r, verbs %r' % (g.strip(), m and m.group(1)))
+    # UCX's affinity files: no NUMA node, a CPU mask covering this machine
+    rc, n = vr.run(['cat', '/sys/class/infiniband/uroce0/device/numa_node'], env)
+    rc2, c = vr.run(['cat', '/sys/class/infiniband/uroce0/device/local_cpus'], env)
+    if rc or rc2 or n.strip() != '-1':
+        return fail('numa_node %r' % n)
+    mask = int(c.strip().replace(',', ''), 16)
+    if any(not (mask >> cpu) & 1 for cpu in os.sched_getaffinity(0)):
+        return fail('local_cpus %r misses a CPU' % c.strip())
     return 0
 
 
