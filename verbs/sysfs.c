@@ -34,7 +34,13 @@
 
 #define URV_EXPORT __attribute__((visibility("default")))
 
+/* tests/stack/sysfs_merge.c compiles this file with its own class
+ * directory, to check the listing merged with real devices */
+#ifdef URV_SYSFS_TEST_CLASS
+#define SYS_IB URV_SYSFS_TEST_CLASS
+#else
 #define SYS_IB "/sys/class/infiniband"
+#endif
 #define DEV_IB "/dev/infiniband/"
 #define UVERBS "uverbs_"
 
@@ -141,8 +147,8 @@ static bool map(const char **p, char *buf, size_t len)
 static inline bool maybe_ours(const char *p)
 {
 	return p && p[0] == '/' &&
-	       ((p[1] == 's' && !strncmp(p, SYS_IB, sizeof(SYS_IB) - 1)) ||
-		(p[1] == 'd' && !strncmp(p, DEV_IB UVERBS, sizeof(DEV_IB UVERBS) - 1)));
+	       ((p[1] == SYS_IB[1] && !strncmp(p, SYS_IB, sizeof(SYS_IB) - 1)) ||
+		(p[1] == DEV_IB[1] && !strncmp(p, DEV_IB UVERBS, sizeof(DEV_IB UVERBS) - 1)));
 }
 
 /* The real function, looked up once (file scope: the slow paths use it). */
@@ -438,9 +444,18 @@ URV_EXPORT DIR *opendir(const char *path)
 /* Entries of the run directory's class dir: live devices only. */
 static bool ls_keep(struct urv_ls *l, const char *name)
 {
+	char real[PATH_MAX];
+	int n;
+
 	if (name[0] == '.')
 		return !l->ours && (!strcmp(name, ".") || !strcmp(name, ".."));
-	return dev_is_ours(l->run, name, strlen(name));
+	if (!dev_is_ours(l->run, name, strlen(name)))
+		return false;
+	if (!l->ours)
+		return true;
+	/* after the real entries: a real device of that name was listed */
+	n = snprintf(real, sizeof(real), SYS_IB "/%s", name);
+	return n > 0 && (size_t)n < sizeof(real) && !raw_exists(real);
 }
 
 #define READDIR_LIKE(fn, ent)                                            \
