@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "sysfs.h"
 #ifdef EMU_HAVE_PCAPW
 #include "pcapw.h"
 #endif
@@ -583,6 +584,13 @@ static int emu_daemon_setup(struct emu_daemon *dm)
 			dm->o.dev, dm->o.run_dir);
 		return -1;
 	}
+	/* after the socket: the run directory is checked private by now (and
+	 * the name is ours). Not fatal: verbs work without it, only system
+	 * probes miss the device */
+	rc = emu_sysfs_write(dm->o.run_dir, &dm->dev);
+	if (rc)
+		EMU_LOG(WARNING, "%s: sysfs tree in %s: %s\n", dm->o.dev, dm->o.run_dir,
+			strerror(-rc));
 	char gbuf[WIRE_GID_STRLEN];
 	for (uint32_t i = 0; i < dm->dev.gid_count; i++)
 		EMU_LOG(NOTICE, "%s: gid %u %s\n", dm->dev.name, i,
@@ -601,6 +609,10 @@ static void emu_daemon_teardown(struct emu_daemon *dm, bool served)
 		emu_stats_dump(&dm->dev);
 		emu_ctl_mark_dead(dm);
 	}
+	/* the name is ours while our socket is (a failed start of a second
+	 * daemon for the name must not remove the first one's tree) */
+	if (dm->listen_fd >= 0)
+		emu_sysfs_remove(dm->o.run_dir, dm->o.dev);
 	emu_ctl_close(dm);
 	emu_dev_fini(&dm->dev);
 #ifdef EMU_HAVE_PCAPW

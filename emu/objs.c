@@ -775,6 +775,12 @@ int emu_qp_destroy(struct emu_ctx *c, uint32_t handle)
 		return -EINVAL;
 	if (qp->mcast_groups && !c->dead)
 		return -EBUSY; /* rxe: detach multicast groups first */
+	/* WRs posted before the destroy call are on the wire with a NIC (its
+	 * doorbell is microseconds, a destroy a firmware command): send what
+	 * the doorbells announce before the QP goes. Datagram protocols over
+	 * UD (libfabric's rxd) post their last ACK and close right away. */
+	if (!c->dead)
+		emu_ctx_doorbells(c);
 	emu_mcast_detach_all(qp);
 	/* type 2 windows bound through this QP lose their binding */
 	for (uint32_t i = 0; i < c->nh; i++) {

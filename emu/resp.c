@@ -80,12 +80,21 @@ void xp_resp_send_ack(struct emu_qp *qp)
 	resp_ack(qp, x->ack_syndrome, x->ack_psn);
 }
 
-static void recv_cqe(struct emu_qp *qp, uint8_t status, uint32_t opcode, uint32_t len,
-		     uint32_t flags, uint32_t imm_or_inv, uint32_t src_qp, bool se)
+/* A RoCE UD receive completion tells in wc.sl which network header fills
+ * the first 40 bytes, as ConnectX does (mlx5: the CQE's l3_hdr_type):
+ * IPv4 (its header in bytes 20..39) or IPv6. UCX's ud_verbs reads it to
+ * find the sender's GID and drops the datagram when it does not match. */
+#define RESP_UD_SL_IPV6 1
+#define RESP_UD_SL_IPV4 2
+
+static void recv_cqe_sl(struct emu_qp *qp, uint8_t status, uint32_t opcode, uint32_t len,
+			uint32_t flags, uint32_t imm_or_inv, uint32_t src_qp, bool se,
+			uint8_t sl)
 {
 	struct uroce_cqe e;
 
 	memset(&e, 0, sizeof(e));
+	e.sl = sl;
 	e.wr_id = qp->x.rwqe->wr_id;
 	e.status = status;
 	e.opcode = opcode;
@@ -96,6 +105,12 @@ static void recv_cqe(struct emu_qp *qp, uint8_t status, uint32_t opcode, uint32_
 	e.solicited = se;
 	qp->x.rwqe_valid = 0;
 	xp_cq_push(qp, qp->recv_cq, &e);
+}
+
+static void recv_cqe(struct emu_qp *qp, uint8_t status, uint32_t opcode, uint32_t len,
+		     uint32_t flags, uint32_t imm_or_inv, uint32_t src_qp, bool se)
+{
+	recv_cqe_sl(qp, status, opcode, len, flags, imm_or_inv, src_qp, se, 0);
 }
 
 /* Take a receive WQE and validate its SGEs. 1 ok, 0 none, <0 bad WQE
@@ -342,8 +357,9 @@ static void resp_ud(struct emu_qp *qp, const struct wire_pkt *pkt)
 		recv_cqe(qp, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, 0, 0, pkt->deth.sqpn, false);
 		return;
 	}
-	recv_cqe(qp, IBV_WC_SUCCESS, IBV_WC_RECV, 40 + pkt->payload_len, flags, imm,
-		 pkt->deth.sqpn, pkt->bth.se);
+	recv_cqe_sl(qp, IBV_WC_SUCCESS, IBV_WC_RECV, 40 + pkt->payload_len, flags, imm,
+		    pkt->deth.sqpn, pkt->bth.se,
+		    pkt->ip.version == 6 ? RESP_UD_SL_IPV6 : RESP_UD_SL_IPV4);
 }
 
 void xp_resp_rx(struct emu_qp *qp, const struct wire_pkt *pkt)

@@ -9,7 +9,8 @@ PKGS=(build-essential pkg-config meson ninja-build clang libclang-rt-14-dev
       libdpdk-dev dpdk-dev libpcap-dev
       libibverbs-dev ibverbs-utils perftest python3-pyverbs
       tshark python3-scapy valgrind iproute2 procps psmisc
-      qemu-system-x86 cpio kmod gzip)
+      qemu-system-x86 cpio kmod gzip
+      ucx-utils openmpi-bin libopenmpi-dev libfabric-bin infiniband-diags)
 
 install_deps() {
     local missing=()

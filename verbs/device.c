@@ -107,6 +107,11 @@ static int run_dir_open(const char *dir, const char **why)
 	return fd;
 }
 
+void urv_run_dir(char *buf, size_t len)
+{
+	run_dir(buf, len);
+}
+
 static void set_timeout(int fd, int secs)
 {
 	struct timeval tv = { .tv_sec = secs };

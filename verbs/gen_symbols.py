@@ -60,7 +60,7 @@ def main():
         if line:
             wanted.append(line)
     # An older rdma-core lacks some newer calls: liburoce then keeps its
-    # definition local (unversioned names are hidden by local: *).
+    # definition local (named in the first node's local: list).
     missing = [w for w in wanted if w not in default]
     if missing:
         sys.stderr.write('gen_symbols: not in %s, not exported: %s\n'
@@ -80,8 +80,14 @@ def main():
                 m.write('  global:\n')
                 for s in syms:
                     m.write('    %s;\n' % s)
+            # Only the missing names are hidden here, not "*": everything
+            # else is hidden by -fvisibility=hidden already, and the libc
+            # interposers of sysfs.c must stay unversioned (a versioned
+            # definition would not bind to the programs' open@GLIBC_*).
             if i == 0:
-                m.write('  local: *;\n')
+                m.write('  local:\n    urv_compat_*;\n')
+                for s in missing:
+                    m.write('    %s;\n' % s)
             m.write('}%s;\n' % ((' ' + parent) if parent else ''))
 
     with open(out_h, 'w') as h:

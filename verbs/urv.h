@@ -179,6 +179,8 @@ bool urv_called_from_libibverbs(const void *ret_addr);
 
 /* device.c */
 bool urv_dev_ours(const struct ibv_device *d);
+/* The run directory (UROCE_RUN_DIR or the default), into buf. */
+void urv_run_dir(char *buf, size_t len);
 static inline bool urv_ctx_ours(const struct ibv_context *c)
 {
 	return c && urv_dev_ours(c->device);

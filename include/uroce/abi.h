@@ -77,6 +77,10 @@ static inline int uroce_run_dir(char *buf, size_t len)
 }
 /** Control socket of device NAME: "<run dir>/NAME.sock". */
 #define UROCE_SOCK_SUFFIX ".sock"
+/** sysfs-shaped tree of device NAME, written by its daemon:
+ *  "<run dir>/" UROCE_SYSFS_CLASS "/NAME"; liburoce shows it as
+ *  /sys/class/infiniband/NAME (docs/verbs.md, "System view"). */
+#define UROCE_SYSFS_CLASS "class/infiniband"
 
 #define UROCE_DEV_NAME_MAX 64
 #define UROCE_MAX_GIDS 16

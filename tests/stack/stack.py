@@ -1,0 +1,333 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Unmodified RDMA software (UCX, Open MPI, libfabric, infiniband-diags)
+on a private default uroced, through liburoce (issue 12).
+
+Starts uroced with its own UROCE_RUN_DIR the way tests/verbs/run.py does
+(its helpers are reused: bounded waits, the test's process group killed on
+timeout, the daemon stopped and the directory removed), runs one check and
+asserts on the programs' output.
+
+  stack.py --uroced P --shim P [--stat P] [--port N] MODE [ARGS...]
+  MODE ibdiag                      ibstat, ibstat -l, ibstatus, sysfs GIDs
+  MODE ucx-info                    ucx_info -d
+  MODE ucx-perf TLS GIDX TEST [OPTS...]   ucx_perftest server + client
+  MODE mpi PROGRAM                 mpirun -np 2, pml ucx on uroce0 only
+  MODE fi-info                     fi_info -p verbs
+  MODE fi-pingpong [OPTS...]       fi_pingpong rdm over verbs;ofi_rxd, -c
+Exit status: 0 pass, 77 skip (a tool is not installed), else fail.
+"""
+import argparse
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                '..', 'verbs'))
+import run as vr  # noqa: E402  (tests/verbs/run.py)
+
+TIMEOUT = 120
+
+
+def need(*tools):
+    missing = [t for t in tools if not shutil.which(t)]
+    if missing:
+        print('not installed:', ' '.join(missing))
+        return False
+    return True
+
+
+def fail(msg):
+    print('FAIL:', msg)
+    return 1
+
+
+def pair(srv_cmd, cli_cmd, env, timeout=TIMEOUT):
+    """Server in the background, the client retried while the server's
+    TCP side is not up yet; both must exit 0. Returns (rc, client output)."""
+    print('+ server:', ' '.join(srv_cmd), flush=True)
+    srv = subprocess.Popen(srv_cmd, env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            time.sleep(0.5)
+            rc, out = vr.run(cli_cmd, env, timeout)
+            low = out.lower()
+            if rc == 0 or time.monotonic() > deadline or srv.poll() is not None:
+                break
+            if 'connection refused' not in low and 'connect' not in low:
+                break
+        try:
+            sout, _ = srv.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            vr.kill_group(srv)
+            return 1, out + '\nserver timed out'
+        sys.stdout.write('--- server ---\n' + sout.decode(errors='replace'))
+        if rc != 0 or srv.returncode != 0:
+            return 1, out + '\nclient rc %d server rc %d' % (rc, srv.returncode)
+        return 0, out
+    finally:
+        if srv.poll() is None:
+            vr.kill_group(srv)
+
+
+def mode_ibdiag(env):
+    if not need('ibstat', 'ibstatus', 'ibv_devinfo'):
+        return 77
+    rc, out = vr.run(['ibstat', 'uroce0'], env)
+    want = ["CA 'uroce0'", 'Number of ports: 1', 'State: Active',
+            'Physical state: LinkUp', 'Rate: 25', 'Link layer: Ethernet',
+            'Firmware version: uroce']
+    miss = [w for w in want if w not in out]
+    if rc or miss:
+        return fail('ibstat uroce0: missing %r' % miss)
+    rc, out = vr.run(['ibstat', '-l'], env)
+    if rc or 'uroce0' not in out.split():
+        return fail('ibstat -l does not list uroce0')
+    want = ["Infiniband device 'uroce0' port 1 status", 'state:\t\t 4: ACTIVE',
+            'phys state:\t 5: LinkUp', 'rate:\t\t 25 Gb/sec (1X EDR)',
+            'link_layer:\t Ethernet']
+    # without arguments ibstatus cds into /sys/class/infiniband: that is
+    # ours only where the machine has no RDMA device of its own
+    forms = [['ibstatus', 'uroce0'], ['ibstatus', 'uroce0:1']]
+    if not os.path.exists('/sys/class/infiniband'):
+        forms.append(['ibstatus'])
+    for cmd in forms:
+        rc, out = vr.run(cmd, env)
+        miss = [w for w in want if w not in out]
+        if rc or miss:
+            return fail('%s: missing %r' % (' '.join(cmd), miss))
+    # every GID verbs reports is in sysfs, same address, type "RoCE v2"
+    rc, out = vr.run(['ibv_devinfo', '-v', '-d', 'uroce0'], env)
+    gids = re.findall(r'GID\[\s*(\d+)\]:\s+(\S+), RoCE v2', out)
+    if rc or len(gids) < 2:
+        return fail('ibv_devinfo: GIDs %r' % gids)
+    import ipaddress
+    for idx, addr in gids:
+        base = '/sys/class/infiniband/uroce0/ports/1/'
+        rc, g = vr.run(['cat', base + 'gids/' + idx], env)
+        rc2, t = vr.run(['cat', base + 'gid_attrs/types/' + idx], env)
+        if rc or rc2:
+            return fail('gid %s not readable' % idx)
+        if ipaddress.ip_address(g.strip()) != ipaddress.ip_address(addr):
+            return fail('gid %s: sysfs %s, verbs %s' % (idx, g.strip(), addr))
+        if t.strip() != 'RoCE v2':
+            return fail('gid %s type %r' % (idx, t.strip()))
+    rc, g = vr.run(['cat', '/sys/class/infiniband/uroce0/ports/1/gids/0'], env)
+    if not re.fullmatch(r'([0-9a-f]{4}:){7}[0-9a-f]{4}', g.strip()):
+        return fail('gid format %r' % g)
+    # the node GUID sysfs shows is the one verbs reports
+    m = re.search(r'node_guid:\s+(\S+)', out)
+    rc, g = vr.run(['cat', '/sys/class/infiniband/uroce0/node_guid'], env)
+    if rc or not m or g.strip() != m.group(1):
+        return fail('node_guid: sysfs %r, verbs %r' % (g.strip(), m and m.group(1)))
+    # UCX's affinity files: no NUMA node, a CPU mask covering this machine
+    rc, n = vr.run(['cat', '/sys/class/infiniband/uroce0/device/numa_node'], env)
+    rc2, c = vr.run(['cat', '/sys/class/infiniband/uroce0/device/local_cpus'], env)
+    if rc or rc2 or n.strip() != '-1':
+        return fail('numa_node %r' % n)
+    mask = int(c.strip().replace(',', ''), 16)
+    if any(not (mask >> cpu) & 1 for cpu in os.sched_getaffinity(0)):
+        return fail('local_cpus %r misses a CPU' % c.strip())
+    return 0
+
+
+def mode_ucx_info(env):
+    if not need('ucx_info'):
+        return 77
+    rc, out = vr.run(['ucx_info', '-d'], env)
+    m = re.search(r'# Memory domain: uroce0\n(.*?)(?=# Memory domain:|\Z)', out, re.S)
+    if rc or not m:
+        return fail('ucx_info -d: no uroce0 memory domain')
+    blk = m.group(1)
+    for tl in ('rc_verbs', 'ud_verbs'):
+        if not re.search(r'Transport: %s\n#\s+Device: uroce0:1' % tl, blk):
+            return fail('ucx_info -d: no %s on uroce0:1' % tl)
+    # UCX sees a RoCE port and picks the IPv4 GID (index 1) by itself
+    denv = dict(env, UCX_LOG_LEVEL='debug', UCX_NET_DEVICES='uroce0:1')
+    rc, out = vr.run(['ucx_info', '-d'], denv)
+    for w in ['uroce0:1 using gid_index 1', 'uroce0:1/RoCE']:
+        if w not in out:
+            return fail('ucx_info debug: %r missing' % w)
+    return 0
+
+
+def mode_ucx_perf(env, port, args):
+    if not need('ucx_perftest'):
+        return 77
+    tls, gidx, test = args[0], args[1], args[2]
+    opts = args[3:]
+    e = dict(env, UCX_NET_DEVICES='uroce0:1', UCX_TLS=tls, UCX_IB_GID_INDEX=gidx,
+             UCX_LOG_LEVEL='info')
+    base = ['ucx_perftest', '-t', test, '-p', str(port)] + opts
+    rc, out = pair(base, base + ['-f', '127.0.0.1'], e)
+    if rc:
+        return fail('ucx_perftest %s over %s gid %s: %s' % (test, tls, gidx, out[-500:]))
+    n = opts[opts.index('-n') + 1] if '-n' in opts else None
+    # the final line: iterations first
+    if n and not re.search(r'^\s*%s\s' % n, out, re.M):
+        return fail('ucx_perftest: no final line with %s iterations' % n)
+    return 0
+
+
+def stat_tx_bytes(stat, env):
+    if not stat:
+        return None
+    # our own tool (instrumented in a sanitized build): no preloads
+    env = {k: v for k, v in env.items() if k != 'LD_PRELOAD'}
+    rc, out = vr.run([stat, '-q'], env)
+    m = re.search(r'tx_bytes\s+(\d+)', out)
+    return int(m.group(1)) if rc == 0 and m else None
+
+
+def mode_mpi(env, shim, stat, args):
+    if not need('mpirun'):
+        return 77
+    prog = args[0]
+    seed = random.randrange(1, 1 << 30)
+    print('seed', seed)
+    before = stat_tx_bytes(stat, env)
+    # the shim goes into the ranks only (mpirun needs none), and alone: the
+    # rank program is ours, built with the sanitizer runtime when there is one
+    menv = {k: v for k, v in env.items() if k not in ('LD_PRELOAD', 'ASAN_OPTIONS')}
+    cmd = ['mpirun', '--allow-run-as-root', '--oversubscribe', '-np', '2',
+           '--mca', 'pml', 'ucx', '--mca', 'osc', 'ucx', '--mca', 'btl', 'self',
+           '-x', 'LD_PRELOAD=' + os.path.abspath(shim), '-x', 'UROCE_RUN_DIR',
+           '-x', 'UCX_TLS=rc_verbs,ud_verbs', '-x', 'UCX_NET_DEVICES=uroce0:1',
+           '-x', 'UCX_LOG_LEVEL=info',
+           # sanitized build: Open MPI dlcloses its MCA components at
+           # finalize, so their allocations are reported as leaks from
+           # unknown modules; liburoce's leaks are the C tests' business
+           '-x', 'ASAN_OPTIONS=detect_leaks=0', prog, str(seed)]
+    rc, out = vr.run(cmd, menv, 300)
+    if rc or re.search(r'sizes 1 B \.\. 4194304 B: ok', out) is None:
+        return fail('mpirun: rc %d' % rc)
+    # UCX's own account of what carried each endpoint: uroce only
+    cfgs = re.findall(r'ep_cfg\[\d+\]: (.*)', out)
+    if not cfgs:
+        return fail('no ep_cfg lines from UCX')
+    for c in cfgs:
+        lanes = re.findall(r'(\w+)/([\w:]+)', c)
+        bad = [l for l in lanes if l[0] not in ('rc_verbs', 'ud_verbs') or l[1] != 'uroce0:1']
+        if not lanes or bad:
+            return fail('an endpoint not on uroce0: %s' % c)
+    # and the bytes went through the daemon: each of 45 sizes twice each
+    # way (ping-pong) plus the all-reduce, at least 2x the payload
+    after = stat_tx_bytes(stat, env)
+    if before is not None and after is not None:
+        payload = 0
+        n = 1
+        while n <= 4 << 20:
+            payload += 2 * 2 * n
+            odd = n * 3 // 2 + 1
+            if odd < 4 << 20:
+                payload += 2 * 2 * odd
+            n *= 2
+        print('daemon tx_bytes %d, ping-pong payload %d' % (after - before, payload))
+        if after - before < payload:
+            return fail('the daemon carried less than the payload')
+    return 0
+
+
+def mode_fi_info(env):
+    if not need('fi_info'):
+        return 77
+    rc, out = vr.run(['fi_info', '-p', 'verbs'], env)
+    if rc or 'domain: uroce0' not in out:
+        return fail('fi_info -p verbs: no uroce0 domain')
+    if not re.search(r'domain: uroce0-dgram\n.*\n\s+type: FI_EP_RDM', out):
+        return fail('fi_info -p verbs: no rdm endpoint on uroce0-dgram')
+    return 0
+
+
+def mode_fi_pingpong(env, port, opts):
+    if not need('fi_pingpong'):
+        return 77
+    base = ['fi_pingpong', '-p', 'verbs;ofi_rxd', '-e', 'rdm', '-d', 'uroce0-dgram',
+            '-c'] + opts
+    rc, out = pair(base + ['-B', str(port)], base + ['-P', str(port), '127.0.0.1'], env)
+    if rc:
+        return fail('fi_pingpong: ' + out[-500:])
+    if not re.search(r'^\S+\s+\d+\s+=\d+', out, re.M):
+        return fail('fi_pingpong: no result line')
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--uroced', required=True)
+    ap.add_argument('--shim', required=True)
+    ap.add_argument('--stat', default='')
+    ap.add_argument('--port', type=int, default=19700)
+    ap.add_argument('--preload-first', default='')
+    ap.add_argument('mode')
+    ap.add_argument('args', nargs=argparse.REMAINDER)
+    a = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    if not os.access(a.uroced, os.X_OK):
+        print('no uroced at', a.uroced)
+        return 77
+    run_dir = tempfile.mkdtemp(prefix='uroce-st-')
+    env = dict(os.environ)
+    env['UROCE_RUN_DIR'] = run_dir
+    log = open(os.path.join(run_dir, 'uroced.log'), 'w+')
+    d = subprocess.Popen([a.uroced], env=env, stdout=log, stderr=subprocess.STDOUT,
+                         start_new_session=True)
+    try:
+        if not vr.wait_socket(os.path.join(run_dir, 'uroce0.sock'), d):
+            return fail('uroced did not come up')
+        # the daemon writes its sysfs tree right after the socket
+        tree = os.path.join(run_dir, 'class', 'infiniband', 'uroce0')
+        end = time.monotonic() + 20
+        while not os.path.isdir(tree) and time.monotonic() < end and d.poll() is None:
+            time.sleep(0.05)
+        if not os.path.isdir(tree):
+            return fail('uroced wrote no sysfs tree')
+        penv = dict(env)
+        penv['LD_PRELOAD'] = os.path.abspath(a.shim)
+        if a.preload_first:
+            penv['LD_PRELOAD'] = a.preload_first + ':' + penv['LD_PRELOAD']
+            penv['ASAN_OPTIONS'] = 'detect_leaks=0:' + penv.get('ASAN_OPTIONS', '')
+        if a.mode == 'ibdiag':
+            rc = mode_ibdiag(penv)
+        elif a.mode == 'ucx-info':
+            rc = mode_ucx_info(penv)
+        elif a.mode == 'ucx-perf':
+            rc = mode_ucx_perf(penv, a.port, a.args)
+        elif a.mode == 'mpi':
+            rc = mode_mpi(penv, a.shim, a.stat, a.args)
+        elif a.mode == 'fi-info':
+            rc = mode_fi_info(penv)
+        elif a.mode == 'fi-pingpong':
+            rc = mode_fi_pingpong(penv, a.port, a.args)
+        else:
+            print('unknown mode', a.mode)
+            rc = 2
+        # the daemon's tree is what the programs saw; it goes with the daemon
+        return rc
+    except subprocess.TimeoutExpired as e:
+        return fail('timed out: %s' % e)
+    finally:
+        vr.stop(d)
+        tree = os.path.join(run_dir, 'class', 'infiniband', 'uroce0')
+        left = os.path.exists(tree)
+        log.seek(0)
+        tail = log.read()[-2000:]
+        log.close()
+        if tail:
+            sys.stdout.write('--- uroced ---\n' + tail)
+        shutil.rmtree(run_dir, ignore_errors=True)
+        if left:
+            print('FAIL: uroced left its sysfs tree behind')
+            sys.exit(1)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
