@@ -107,9 +107,23 @@ static int run_dir_open(const char *dir, const char **why)
 	return fd;
 }
 
+/* The run directory for the system view (verbs/sysfs.c): empty when it
+ * fails the same trust checks as device discovery, so nothing is
+ * redirected into a directory another user could have filled. */
 void urv_run_dir(char *buf, size_t len)
 {
-	run_dir(buf, len);
+	const char *why;
+	int fd;
+
+	if (uroce_run_dir(buf, len) < 0) {
+		buf[0] = 0;
+		return;
+	}
+	fd = run_dir_open(buf, &why);
+	if (fd < 0)
+		buf[0] = 0;
+	else
+		close(fd);
 }
 
 static void set_timeout(int fd, int secs)

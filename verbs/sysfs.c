@@ -92,7 +92,7 @@ int urv_sysfs_map(const char *path, char *out, size_t len)
 	if (!strncmp(path, DEV_IB UVERBS, sizeof(DEV_IB UVERBS) - 1)) {
 		rest = path + sizeof(DEV_IB UVERBS) - 1;
 		urv_run_dir(run, sizeof(run));
-		if (raw_exists(path) || !dev_is_ours(run, rest, strlen(rest)))
+		if (!run[0] || raw_exists(path) || !dev_is_ours(run, rest, strlen(rest)))
 			return 0;
 		snprintf(out, len, "/dev/null");
 		return 1;
@@ -105,6 +105,8 @@ int urv_sysfs_map(const char *path, char *out, size_t len)
 	while (*rest == '/')
 		rest++;
 	urv_run_dir(run, sizeof(run));
+	if (!run[0])
+		return 0;
 	if (*rest == 0) {
 		/* the class directory itself: the real one when there is one */
 		if (raw_exists(SYS_IB))
@@ -393,7 +395,8 @@ static __attribute__((noinline)) DIR *opendir_class(const char *path)
 	if (!l)
 		return NULL;
 	urv_run_dir(l->run, sizeof(l->run));
-	if (snprintf(ours_path, sizeof(ours_path), "%s/" UROCE_SYSFS_CLASS, l->run) >=
+	if (!l->run[0] ||
+	    snprintf(ours_path, sizeof(ours_path), "%s/" UROCE_SYSFS_CLASS, l->run) >=
 	    (int)sizeof(ours_path))
 		ours_path[0] = 0;      /* no such directory */
 	real = real_opendir(path);
