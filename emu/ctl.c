@@ -181,7 +181,7 @@ static void emu_accept(struct emu_daemon *dm)
 
 /* Expected request body size per op (exact), and fds it carries. */
 static const struct { uint16_t len; uint8_t fds; } emu_req_shape[UROCE_OP_MAX] = {
-	[UROCE_OP_HELLO] = { sizeof(struct uroce_hello_req), 1 },
+	[UROCE_OP_HELLO] = { sizeof(struct uroce_hello_req), 2 },
 	[UROCE_OP_QUERY_PORT] = { sizeof(struct uroce_query_port_req), 0 },
 	[UROCE_OP_ALLOC_PD] = { 0, 0 },
 	[UROCE_OP_DEALLOC_PD] = { sizeof(struct uroce_handle_msg), 0 },
@@ -249,7 +249,7 @@ static void emu_reply(struct emu_ctx *c, const struct uroce_msg_hdr *rq, int sta
 }
 
 static int emu_hello(struct emu_daemon *dm, struct emu_client *cl, const struct uroce_hello_req *q,
-		     int async_fd, struct uroce_hello_rep *r, int fds[2])
+		     int async_fd, int *mem_fd, struct uroce_hello_rep *r, int fds[2])
 {
 	struct emu_ctx *c = cl->ctx;
 
@@ -257,6 +257,15 @@ static int emu_hello(struct emu_daemon *dm, struct emu_client *cl, const struct 
 		return -EISCONN;
 	if (q->abi_version != UROCE_ABI_VERSION)
 		return -EPROTONOSUPPORT;
+	/* no payload moves by pid: the context is bound to the address
+	 * space of the process that opened its own /proc/self/mem */
+	int rc = emu_mem_attach(c, *mem_fd);
+	if (rc) {
+		EMU_LOG(NOTICE, "pid %d: hello without its own /proc/self/mem: %s\n",
+			(int)c->pid, strerror(-rc));
+		return rc;
+	}
+	*mem_fd = -1; /* the context owns it now */
 	if (async_fd >= 0) {
 		int fl = fcntl(async_fd, F_GETFL);
 		if (fl < 0 || (fl & O_ACCMODE) == O_RDONLY)
@@ -264,7 +273,8 @@ static int emu_hello(struct emu_daemon *dm, struct emu_client *cl, const struct 
 		fcntl(async_fd, F_SETFL, fl | O_NONBLOCK);
 	}
 	void *map;
-	int mfd, rc = emu_shm_create("uroce-db", UROCE_DB_PAGE_SIZE, &mfd, &map);
+	int mfd;
+	rc = emu_shm_create("uroce-db", UROCE_DB_PAGE_SIZE, &mfd, &map);
 	if (rc)
 		return rc;
 	int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -359,11 +369,13 @@ static void emu_dispatch(struct emu_daemon *dm, struct emu_client *cl, const uin
 	} q;
 	memcpy(&q, body, n - sizeof(h));
 	int fd_in = nfds ? fds[0] : -1;
-	int mfd = -1;
+	int mfd = -1, no_fd = -1;
 
 	switch (h.op) {
 	case UROCE_OP_HELLO:
-		rc = emu_hello(dm, cl, &q.hello, fd_in, &rep.hello, ofds);
+		/* fds[1]: the client's /proc/self/mem */
+		rc = emu_hello(dm, cl, &q.hello, fd_in, nfds >= 2 ? &fds[1] : &no_fd,
+			       &rep.hello, ofds);
 		if (!rc) {
 			fds[0] = -1; /* kept as the async fd */
 			nofds = 2;

@@ -230,6 +230,7 @@ struct emu_ctx {
 	struct emu_dev *dev;
 	struct emu_ctx *next, *prev;  /* dev->ctxs */
 	pid_t pid;
+	int mem_fd;                   /* the client's /proc/<pid>/mem, -1 = none (tests) */
 	int sock;                     /* control socket, -1 = none (tests) */
 	int wake_fd;                  /* eventfd the shim kicks */
 	int async_fd;                 /* async pipe write end, -1 = none */
@@ -378,9 +379,13 @@ static inline struct emu_qp *emu_qp_lookup(struct emu_dev *d, uint32_t qpn)
 /* ------------------------------------------------------------------ */
 /* Application memory                                                  */
 /* ------------------------------------------------------------------ */
-/* process_vm_readv/writev on c->pid (or memcpy when c->pid is our own pid,
- * as in tests). 0 or -errno (-EFAULT for a short transfer). */
+/* preadv/pwritev on c->mem_fd (or memcpy when there is none and c->pid is
+ * our own pid, as in tests). 0 or -errno (-EFAULT for a short transfer). */
 int emu_mem_read(struct emu_ctx *c, void *dst, uint64_t addr, size_t len);
+/* Bind c to its process's memory: fd must be a read-write /proc/<pid>/mem
+ * of c->pid itself (the client opens /proc/self/mem). On success c owns
+ * fd; 0, -EINVAL (none) or -EACCES (not the peer's own). */
+int emu_mem_attach(struct emu_ctx *c, int fd);
 int emu_mem_write(struct emu_ctx *c, uint64_t addr, const void *src, size_t len);
 /* Batched: local iovecs against remote ranges {addr,len}. */
 struct emu_rvec { uint64_t addr; uint64_t len; };

@@ -1,9 +1,17 @@
 /* SPDX-License-Identifier: MIT */
-/* Application memory access. process_vm_readv/writev move payload between
- * a client process and daemon buffers; a context whose pid is our own (in
- * process tests) is served by memcpy. */
+/* Application memory access. Payload moves between a client process and
+ * daemon buffers through the /proc/<pid>/mem descriptor the client opened
+ * on itself and handed over with HELLO (emu_mem_attach): it is bound to
+ * that process's address space, not to a pid, so it cannot be redirected
+ * by a fork, an exec or pid reuse (docs/security.md). A context without
+ * one whose pid is our own (in-process tests) is served by memcpy. */
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -74,10 +82,89 @@ int emu_mem_write_deferred(struct emu_qp *qp, struct emu_ctx *c, const struct em
 	return 0;
 }
 
+/* One preadv/pwritev per run of contiguous remote ranges, at offset =
+ * address: the local iovecs covering the run are sliced out of l. A short
+ * transfer (unmapped page, the address space gone after exit or exec)
+ * is -EFAULT. */
+static int emu_mem_fd_xfer(int fd, const struct iovec *l, unsigned nl,
+			   const struct emu_rvec *r, unsigned nr, bool write)
+{
+	struct iovec v[EMU_IOV_BATCH];
+	unsigned li = 0, ri = 0;
+	size_t lo = 0;
+
+	while (ri < nr) {
+		uint64_t addr = r[ri].addr, len = 0;
+
+		while (ri < nr && r[ri].addr == addr + len)
+			len += r[ri++].len;
+		while (len) {
+			unsigned nv = 0;
+			size_t got = 0;
+
+			while (got < len && nv < EMU_IOV_BATCH && li < nl) {
+				size_t n = l[li].iov_len - lo;
+
+				if (n > len - got)
+					n = len - got;
+				if (n)
+					v[nv++] = (struct iovec){ (uint8_t *)l[li].iov_base + lo, n };
+				lo += n;
+				got += n;
+				if (lo == l[li].iov_len) {
+					li++;
+					lo = 0;
+				}
+			}
+			if (!got)
+				return -EINVAL; /* lengths were checked equal */
+			ssize_t x;
+			do {
+				x = write ? pwritev(fd, v, (int)nv, (off_t)addr)
+					  : preadv(fd, v, (int)nv, (off_t)addr);
+			} while (x < 0 && errno == EINTR);
+			if (x < 0)
+				return errno == EIO || errno == ESRCH ? -EFAULT : -errno;
+			if ((size_t)x != got)
+				return -EFAULT;
+			addr += got;
+			len -= got;
+		}
+	}
+	return 0;
+}
+
+int emu_mem_attach(struct emu_ctx *c, int fd)
+{
+	struct stat fs, ps;
+	struct statfs sf;
+	char path[48];
+	int fl;
+
+	if (fd < 0)
+		return -EINVAL;
+	/* it must be a read-write /proc/<pid>/mem of the peer itself: the
+	 * same procfs and inode as the one that pid names now (a proc inode
+	 * lives while the descriptor pins it and is never reused for a new
+	 * process with the same pid) */
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || (fl & O_ACCMODE) != O_RDWR)
+		return -EACCES;
+	if (fstatfs(fd, &sf) || sf.f_type != PROC_SUPER_MAGIC || fstat(fd, &fs) ||
+	    !S_ISREG(fs.st_mode))
+		return -EACCES;
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)c->pid);
+	if (c->pid <= 0 || stat(path, &ps) || ps.st_dev != fs.st_dev || ps.st_ino != fs.st_ino)
+		return -EACCES;
+	if (c->mem_fd >= 0)
+		close(c->mem_fd);
+	c->mem_fd = fd;
+	return 0;
+}
+
 static int emu_mem_xfer(struct emu_ctx *c, const struct iovec *l, unsigned nl,
 			const struct emu_rvec *r, unsigned nr, bool write)
 {
-	struct iovec rv[EMU_IOV_BATCH];
 	size_t want = 0, lsum = 0;
 	unsigned i;
 
@@ -99,7 +186,7 @@ static int emu_mem_xfer(struct emu_ctx *c, const struct iovec *l, unsigned nl,
 	static __thread pid_t self;
 	if (!self)
 		self = getpid();
-	if (c->pid == self) {
+	if (c->mem_fd < 0 && c->pid == self) {
 		/* in-process tests: walk both lists */
 		unsigned li = 0, ri = 0;
 		size_t lo = 0, ro = 0;
@@ -124,21 +211,9 @@ static int emu_mem_xfer(struct emu_ctx *c, const struct iovec *l, unsigned nl,
 		}
 		return 0;
 	}
-	/* the kernel takes up to IOV_MAX (1024) elements a side; the
-	 * transport never needs more (32 SGEs, a few remote ranges) */
-	if (nl > EMU_IOV_BATCH || nr > EMU_IOV_BATCH)
-		return -E2BIG;
-	for (i = 0; i < nr; i++) {
-		rv[i].iov_base = (void *)(uintptr_t)r[i].addr;
-		rv[i].iov_len = r[i].len;
-	}
-	ssize_t x = write ? process_vm_writev(c->pid, l, nl, rv, nr, 0)
-			  : process_vm_readv(c->pid, l, nl, rv, nr, 0);
-	if (x < 0)
-		return -errno;
-	if ((size_t)x != want)
+	if (c->mem_fd < 0)
 		return -EFAULT;
-	return 0;
+	return emu_mem_fd_xfer(c->mem_fd, l, nl, r, nr, write);
 }
 
 int emu_mem_readv(struct emu_ctx *c, const struct iovec *local, unsigned nlocal,

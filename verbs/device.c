@@ -59,13 +59,23 @@ static int hello(int sock, struct uroce_hello_rep *rep, int *async_rd,
 		.pid = (uint32_t)getpid(),
 	};
 	uint32_t seq = 0;
-	int p[2], ret;
+	int p[3], ret;
 
-	if (pipe2(p, O_CLOEXEC) < 0)
+	/* the daemon reaches our memory only through this descriptor: it
+	 * stays bound to this address space (a fork or exec cannot redirect
+	 * it) and is checked to be ours (docs/security.md) */
+	p[2] = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	if (p[2] < 0)
 		return -errno;
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		ret = -errno;
+		close(p[2]);
+		return ret;
+	}
 	ret = urv_ctl_raw(sock, &seq, UROCE_OP_HELLO, &req, sizeof(req), rep,
-			  sizeof(*rep), &p[1], 1, fds, 2);
+			  sizeof(*rep), &p[1], 2, fds, 2);
 	close(p[1]);
+	close(p[2]);
 	if (ret) {
 		close(p[0]);
 		return ret;

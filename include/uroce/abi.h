@@ -215,7 +215,10 @@ struct uroce_async_event {
 /* ------------------------------------------------------------------ */
 
 enum uroce_op {
-	UROCE_OP_HELLO = 1,      /**< fds in: async pipe write end */
+	UROCE_OP_HELLO = 1,      /**< fds in: [0] async pipe write end, [1] /proc/self/mem
+				  *  opened O_RDWR by the client: the only way the daemon
+				  *  reaches its memory; HELLO without it is refused
+				  *  (-EINVAL, -EACCES if not the peer's own) */
 	UROCE_OP_QUERY_PORT,
 	UROCE_OP_ALLOC_PD,
 	UROCE_OP_DEALLOC_PD,
