@@ -111,6 +111,7 @@ struct emu_mr {
 	unsigned access;    /* enum ibv_access_flags */
 	uint32_t lkey, rkey;
 	uint32_t mw_bound;  /* windows bound to it: dereg = -EBUSY */
+	uint64_t gen;       /* dev->mr_epoch when registered or last reregistered */
 };
 
 enum emu_mw_state { EMU_MW_FREE, EMU_MW_VALID };
@@ -347,6 +348,11 @@ struct emu_dev {
 	uint32_t nqp;
 	struct emu_key_slot *keys;
 	uint32_t nkeys, key_hint;
+	/* bumped by every MR registration and reregistration: a message
+	 * remembers it when it starts and places data only through MRs no
+	 * newer than that (xp_sge_copyv, the responder's WRITE), so nothing
+	 * lands through a translation that changed mid-message */
+	uint64_t mr_epoch;
 	struct emu_mcast *mcast;      /* EMU_MAX_MCAST_GRP entries */
 	struct emu_neigh neigh[EMU_NEIGH_MAX];
 
