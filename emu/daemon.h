@@ -29,6 +29,8 @@ struct emu_opts {
 	bool fault_set;
 	struct emu_fault_cfg fault;
 	uint32_t spin_us;         /* empty-loop time before sleeping */
+	uint32_t mem_stall_ms;    /* an access to application memory blocked this
+				   * long: quarantine its client (0 = never) */
 };
 
 struct emu_port;
@@ -57,6 +59,8 @@ struct emu_daemon {
 	bool port_up;
 	struct emu_port *port;    /* port_dpdk.c */
 	void *pcap;
+	struct emu_mem_guard *guard; /* the engine thread's (main.c watchdog) */
+	struct emu_mem_guard *adopt; /* set: the new engine takes over from it */
 };
 
 extern struct emu_daemon *emu_ds[EMU_MAX_DEVS];
@@ -91,6 +95,10 @@ void emu_capture_flush(struct emu_daemon *dm);
 
 /* engine.c */
 int emu_engine_run(struct emu_daemon *dm);
+/* A fresh engine thread takes the device over from the abandoned one whose
+ * guard is dm->adopt: its held CQEs of other clients go out, the client
+ * whose memory blocked is quarantined (emu_mem_quarantine). */
+void emu_engine_adopt(struct emu_daemon *dm);
 void emu_stats_dump(struct emu_dev *d);
 
 #endif

@@ -244,6 +244,7 @@ struct emu_ctx {
 	void *priv;                   /* control server state */
 	bool hello_done;
 	bool dead;                    /* disconnected, being torn down */
+	bool mem_stalled;             /* an access to its memory blocked: quarantined */
 	uint32_t nobj[EMU_OBJ_NTYPES];
 };
 
@@ -399,6 +400,27 @@ int emu_mem_readv(struct emu_ctx *c, const struct iovec *local, unsigned nlocal,
 		  const struct emu_rvec *remote, unsigned nremote);
 int emu_mem_writev(struct emu_ctx *c, const struct iovec *local, unsigned nlocal,
 		   const struct emu_rvec *remote, unsigned nremote);
+/* Stall guard (mem.c, docs/security.md): an engine thread publishes each
+ * access to application memory in its guard: token != 0 while a system
+ * call is under way, ctx whose memory it is. A watchdog that sees the same
+ * token for too long claims it (emu_mem_guard_abandon); the thread then
+ * exits the moment its call returns, touching nothing, and a fresh engine
+ * thread takes the device over (emu_mem_quarantine for ctx). */
+#define EMU_MEM_ABANDONED UINT64_MAX
+struct emu_mem_guard {
+	uint64_t token;               /* atomic; 0 = not in an access */
+	struct emu_ctx *ctx;          /* atomic */
+	pid_t tid;                    /* the engine thread */
+	void *cqb;                    /* its held-back CQEs (emu_xport_cqb_self) */
+};
+/* The calling thread publishes its accesses in g (NULL: none, tests). */
+void emu_mem_guard_set(struct emu_mem_guard *g);
+/* Watchdog: claim g's access token; true if the thread is now abandoned. */
+bool emu_mem_guard_abandon(struct emu_mem_guard *g, uint64_t token);
+/* After a takeover: every later access to c's memory fails at once, and
+ * its QPs go to the error state with IBV_EVENT_QP_FATAL. */
+void emu_mem_quarantine(struct emu_ctx *c);
+
 /* Batched writes across packets (mem.c): between emu_mem_batch(true) and
  * emu_mem_batch(false) (the engine brackets each RX burst with them),
  * emu_mem_write_deferred only records the write; src must stay valid until

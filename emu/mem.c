@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -37,6 +38,50 @@ static __thread struct { /* per worker thread */
 
 static int emu_mem_xfer(struct emu_ctx *c, const struct iovec *l, unsigned nl,
 			const struct emu_rvec *r, unsigned nr, bool write);
+
+static __thread struct emu_mem_guard *emu_guard; /* per engine thread */
+static __thread uint64_t emu_guard_seq;
+
+void emu_mem_guard_set(struct emu_mem_guard *g)
+{
+	emu_guard = g;
+}
+
+bool emu_mem_guard_abandon(struct emu_mem_guard *g, uint64_t token)
+{
+	return token && token != EMU_MEM_ABANDONED &&
+	       __atomic_compare_exchange_n(&g->token, &token, EMU_MEM_ABANDONED, false,
+					   __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+/* Around every system call that may fault on application memory: two
+ * stores and a compare-and-swap on a line of our own, no clock. */
+static inline uint64_t emu_guard_enter(struct emu_ctx *c)
+{
+	uint64_t t;
+
+	if (!emu_guard)
+		return 0;
+	t = ++emu_guard_seq;
+	if (t == EMU_MEM_ABANDONED)
+		t = emu_guard_seq = 1;
+	__atomic_store_n(&emu_guard->ctx, c, __ATOMIC_RELAXED);
+	__atomic_store_n(&emu_guard->token, t, __ATOMIC_RELEASE);
+	return t;
+}
+
+static inline void emu_guard_leave(uint64_t t)
+{
+	if (!emu_guard)
+		return;
+	if (__atomic_compare_exchange_n(&emu_guard->token, &t, 0, false, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE))
+		return;
+	/* the watchdog gave the device to another engine thread while we
+	 * were blocked: everything we were doing is its business now (or
+	 * lost), so leave without touching any of it */
+	pthread_exit(NULL);
+}
 
 void emu_mem_flush(void)
 {
@@ -86,9 +131,10 @@ int emu_mem_write_deferred(struct emu_qp *qp, struct emu_ctx *c, const struct em
  * address: the local iovecs covering the run are sliced out of l. A short
  * transfer (unmapped page, the address space gone after exit or exec)
  * is -EFAULT. */
-static int emu_mem_fd_xfer(int fd, const struct iovec *l, unsigned nl,
+static int emu_mem_fd_xfer(struct emu_ctx *c, const struct iovec *l, unsigned nl,
 			   const struct emu_rvec *r, unsigned nr, bool write)
 {
+	int fd = c->mem_fd;
 	struct iovec v[EMU_IOV_BATCH];
 	unsigned li = 0, ri = 0;
 	size_t lo = 0;
@@ -120,8 +166,12 @@ static int emu_mem_fd_xfer(int fd, const struct iovec *l, unsigned nl,
 				return -EINVAL; /* lengths were checked equal */
 			ssize_t x;
 			do {
+				uint64_t t = emu_guard_enter(c);
 				x = write ? pwritev(fd, v, (int)nv, (off_t)addr)
 					  : preadv(fd, v, (int)nv, (off_t)addr);
+				int e = errno;
+				emu_guard_leave(t);
+				errno = e;
 			} while (x < 0 && errno == EINTR);
 			if (x < 0)
 				return errno == EIO || errno == ESRCH ? -EFAULT : -errno;
@@ -177,12 +227,15 @@ static int emu_mem_xfer(struct emu_ctx *c, const struct iovec *l, unsigned nl,
 	}
 	if (want != lsum)
 		return -EINVAL;
-	if (c->dead && c->nh == 0)
-		return -EFAULT; /* the application is gone (zombie context) */
+	if ((c->dead && c->nh == 0) || c->mem_stalled)
+		return -EFAULT; /* the application is gone (zombie context) or quarantined */
 	if (want == 0)
 		return 0;
-	if (emu_wb.nl)
-		emu_mem_flush(); /* keep every access in posting order */
+	/* keep every access to one process in posting order; another
+	 * process's pending writes can wait (and a client whose memory
+	 * blocks then stalls no other client's packet half-way) */
+	if (emu_wb.nl && emu_wb.ctx == c)
+		emu_mem_flush();
 	static __thread pid_t self;
 	if (!self)
 		self = getpid();
@@ -213,7 +266,7 @@ static int emu_mem_xfer(struct emu_ctx *c, const struct iovec *l, unsigned nl,
 	}
 	if (c->mem_fd < 0)
 		return -EFAULT;
-	return emu_mem_fd_xfer(c->mem_fd, l, nl, r, nr, write);
+	return emu_mem_fd_xfer(c, l, nl, r, nr, write);
 }
 
 int emu_mem_readv(struct emu_ctx *c, const struct iovec *local, unsigned nlocal,

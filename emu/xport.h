@@ -248,6 +248,10 @@ uint64_t emu_xport_next_deadline(struct emu_dev *d);
  * together, writes first, at on = false, which must come before the
  * frames' buffers are released. Outside a burst everything is immediate. */
 void emu_xport_rx_batch(struct emu_dev *d, bool on);
+/* The calling thread's held-back CQEs, and taking over another thread's
+ * (after a takeover, emu_mem_guard): pushed except those of skip. */
+void *emu_xport_cqb_self(void);
+void emu_xport_cqb_adopt(void *cqb, struct emu_ctx *skip);
 
 /* A deferred write into the application memory qp placed failed (the
  * application unmapped registered memory): the QP goes to ERR. */

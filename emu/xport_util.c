@@ -166,6 +166,34 @@ void xp_cq_push(struct emu_qp *qp, struct emu_cq *cq, struct uroce_cqe *e)
 	xp_cq_push_now(qp, cq, e);
 }
 
+void *emu_xport_cqb_self(void)
+{
+	return &xp_cqb;
+}
+
+/* The CQEs another (abandoned) engine thread was holding back when it
+ * blocked: those of every other client enter their rings now (their data
+ * was written before the blocked client's, emu_mem_write_deferred keeps
+ * one process at a time); the blocked client's are dropped with its QPs. */
+void emu_xport_cqb_adopt(void *cqb, struct emu_ctx *skip)
+{
+	__typeof__(xp_cqb) *o = cqb;
+	unsigned n = o->n < XP_CQE_BATCH ? o->n : XP_CQE_BATCH;
+
+	for (unsigned i = 0; i < n; i++)
+		if (o->q[i].qp->ctx != skip)
+			xp_cq_push(o->q[i].qp, o->q[i].cq, &o->q[i].e);
+	o->n = 0;
+}
+
+void emu_mem_quarantine(struct emu_ctx *c)
+{
+	c->mem_stalled = true;
+	for (uint32_t i = 0; i < c->nh; i++)
+		if (c->h[i].type == EMU_OBJ_QP)
+			xp_qp_error(c->h[i].obj, IBV_EVENT_QP_FATAL);
+}
+
 void emu_xport_rx_batch(struct emu_dev *d, bool on)
 {
 	(void)d;
