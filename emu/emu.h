@@ -412,6 +412,7 @@ struct emu_mem_guard {
 	struct emu_ctx *ctx;          /* atomic */
 	pid_t tid;                    /* the engine thread */
 	void *cqb;                    /* its held-back CQEs (emu_xport_cqb_self) */
+	struct emu_mem_guard *next;   /* abandoned guards (never freed) */
 };
 /* The calling thread publishes its accesses in g (NULL: none, tests). */
 void emu_mem_guard_set(struct emu_mem_guard *g);

@@ -666,6 +666,10 @@ static int emu_engine_start(struct emu_daemon *dm, pthread_t *th)
  * one client's memory has blocked longer than --mem-stall-ms (the token
  * unchanged, the thread asleep in the kernel) is abandoned and a fresh
  * engine thread takes over its device (docs/security.md). */
+/* Guards of abandoned engine threads: a thread looks at its guard when its
+ * blocked call returns, whenever that is, so they live as long as we do. */
+static struct emu_mem_guard *emu_abandoned;
+
 static void emu_watchdog(pthread_t *th)
 {
 	uint64_t last[EMU_MAX_DEVS] = { 0 }, seen[EMU_MAX_DEVS] = { 0 };
@@ -698,6 +702,8 @@ static void emu_watchdog(pthread_t *th)
 				continue;
 			last[i] = 0;
 			pthread_detach(th[i]);
+			g->next = emu_abandoned;
+			emu_abandoned = g;
 			dm->adopt = g;
 			int e = emu_engine_start(dm, &th[i]);
 			if (e) {
