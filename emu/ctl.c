@@ -348,6 +348,11 @@ static void emu_dispatch(struct emu_daemon *dm, struct emu_client *cl, const uin
 		rc = -ENOTCONN;
 		goto reply;
 	}
+	/* should its execution block on the client's memory, the engine
+	 * that takes over answers it (emu_ctl_abandoned) */
+	c->ctl_busy = true;
+	c->ctl_op = h.op;
+	c->ctl_seq = h.seq;
 	/* the body may be unaligned inside buf: copy it out */
 	union {
 		struct uroce_hello_req hello;
@@ -502,10 +507,21 @@ static void emu_dispatch(struct emu_daemon *dm, struct emu_client *cl, const uin
 	if (rc)
 		EMU_LOG(DEBUG, "pid %d: op %u -> %d\n", (int)c->pid, h.op, rc);
 reply:
+	c->ctl_busy = false;
 	emu_reply(c, &h, rc, &rep, rlen, ofds, nofds);
 	for (unsigned i = 0; i < nfds; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
+}
+
+void emu_ctl_abandoned(struct emu_ctx *c, int status)
+{
+	struct uroce_msg_hdr h = { .op = c->ctl_op, .seq = c->ctl_seq };
+
+	if (!c->ctl_busy || c->sock < 0)
+		return;
+	c->ctl_busy = false;
+	emu_reply(c, &h, status, NULL, 0, NULL, 0);
 }
 
 static bool emu_client_read(struct emu_daemon *dm, struct emu_client *cl)

@@ -245,6 +245,8 @@ struct emu_ctx {
 	bool hello_done;
 	bool dead;                    /* disconnected, being torn down */
 	bool mem_stalled;             /* an access to its memory blocked: quarantined */
+	bool ctl_busy;                /* a request is being executed: ctl_op/ctl_seq */
+	uint32_t ctl_op, ctl_seq;
 	uint32_t nobj[EMU_OBJ_NTYPES];
 };
 

@@ -108,8 +108,10 @@ void emu_engine_adopt(struct emu_daemon *dm)
 		"are quarantined, a new engine thread serves the device\n", dm->o.dev,
 		c ? (int)c->pid : -1, dm->o.mem_stall_ms);
 	emu_xport_cqb_adopt(old->cqb, c);
-	if (c)
+	if (c) {
 		emu_mem_quarantine(c);
+		emu_ctl_abandoned(c, -EFAULT);
+	}
 	emu_tx_flush(&dm->dev);
 	/* old is never freed: the abandoned thread still looks at its token
 	 * when its system call returns */
