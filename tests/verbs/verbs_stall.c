@@ -225,21 +225,19 @@ static void *fuse_serve(void *arg)
 /* Child: private mount namespace, FUSE mount served by the parent, MR
  * over a page of the file (the registration's probe blocks the daemon's
  * engine). Exits only when killed. */
-static void fuse_client(int ready)
+static void fuse_client(int ready, const char *dir)
 {
-	char dir[] = "/tmp/uroce-fuse-XXXXXX", opts[128], path[64];
+	char opts[128], path[64];
 	char v = 's';
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
-	    !mkdtemp(dir)) {
+	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) {
 		fprintf(stderr, "fuse setup: %s: skipped\n", strerror(errno));
 		goto out;
 	}
 	snprintf(opts, sizeof(opts), "fd=%d,rootmode=40000,user_id=0,group_id=0", fuse_fd);
 	if (mount("uroce-test", dir, "fuse", MS_NODEV | MS_NOSUID, opts)) {
 		fprintf(stderr, "fuse mount: %s: skipped\n", strerror(errno));
-		rmdir(dir);
 		goto out;
 	}
 	/* only the parent serves (and, by closing its copy, aborts) it */
@@ -268,12 +266,26 @@ out:
 	_exit(0);
 }
 
+static char fuse_dir[] = "/tmp/uroce-fuse-XXXXXX";
+
+/* also when a CHECK fails (our child, and its namespace, die with us) */
+static void fuse_dir_rm(void)
+{
+	if (rmdir(fuse_dir) && errno == EBUSY) {
+		usleep(100000);
+		rmdir(fuse_dir);
+	}
+}
+
 static void stall_fuse(void)
 {
 	struct vt good, late;
 	pthread_t th;
 	int p[2];
 	char v = 0;
+	/* the mount point: the child mounts on it in its own namespace, we
+	 * remove it once the child (and its namespace) is gone */
+	char *dir = fuse_dir;
 
 	if (geteuid() != 0) {
 		fprintf(stderr, "not root: skipped\n");
@@ -288,12 +300,13 @@ static void stall_fuse(void)
 	 * not even be listed to a newcomer */
 	vt_init(&good, NULL);
 	traffic(&good, 1);
-	CHECK(!pipe(p));
+	CHECK(!pipe(p) && mkdtemp(dir));
+	atexit(fuse_dir_rm);
 	pid_t kid = fork();
 	CHECK(kid >= 0);
 	if (kid == 0) {
 		close(p[0]);
-		fuse_client(p[1]);
+		fuse_client(p[1], dir);
 	}
 	close(p[1]);
 	CHECK(!pthread_create(&th, NULL, fuse_serve, NULL));
@@ -336,6 +349,7 @@ static void stall_fuse(void)
 	kill(kid, SIGKILL);
 	waitpid(kid, NULL, 0);
 	close(p[0]);
+	fuse_dir_rm();
 	vt_init(&late, NULL);
 	traffic(&late, 3);
 	traffic(&good, 4);
