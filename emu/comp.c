@@ -193,7 +193,8 @@ static void comp_read_resp(struct emu_qp *qp, struct emu_xport_swqe *sw,
 		x->cnt.rx_dropped++;
 		return;
 	}
-	if (xp_sge_write_deferred(qp, emu_wqe_sges(w), w->num_sge, off, pkt->payload, want)) {
+	if (xp_sge_write_deferred(qp, emu_wqe_sges(w), w->num_sge, off, pkt->payload, want,
+				  sw->mr_epoch)) {
 		comp_fail_head(qp, IBV_WC_LOC_PROT_ERR);
 		return;
 	}
@@ -215,7 +216,8 @@ static void comp_atomic_ack(struct emu_qp *qp, struct emu_xport_swqe *sw,
 
 	if (pkt->bth.psn != sw->first_psn || sw->state == EMU_SWQE_DONE)
 		return;
-	if (xp_sge_copy(qp->ctx, emu_wqe_sges(w), w->num_sge, 0, &orig, 8, true)) {
+	if (xp_sge_copy(qp, emu_wqe_sges(w), w->num_sge, 0, &orig, 8, true,
+			IBV_ACCESS_LOCAL_WRITE, sw->mr_epoch)) {
 		comp_fail_head(qp, IBV_WC_LOC_PROT_ERR);
 		return;
 	}

@@ -223,7 +223,7 @@ static void emu_accept(struct emu_daemon *dm)
 
 /* Expected request body size per op (exact), and fds it carries. */
 static const struct { uint16_t len; uint8_t fds; } emu_req_shape[UROCE_OP_MAX] = {
-	[UROCE_OP_HELLO] = { sizeof(struct uroce_hello_req), 0 },
+	[UROCE_OP_HELLO] = { sizeof(struct uroce_hello_req), 1 },
 	[UROCE_OP_QUERY_PORT] = { sizeof(struct uroce_query_port_req), 0 },
 	[UROCE_OP_ALLOC_PD] = { 0, 0 },
 	[UROCE_OP_DEALLOC_PD] = { sizeof(struct uroce_handle_msg), 0 },
@@ -303,7 +303,7 @@ static bool emu_reply(struct emu_ctx *c, const struct uroce_msg_hdr *rq, int sta
  * holds, so the client cannot make them blocking; it gets the other ends
  * (fds[1], fds[2]: closed here once sent). */
 static int emu_hello(struct emu_daemon *dm, struct emu_client *cl, const struct uroce_hello_req *q,
-		     struct uroce_hello_rep *r, int fds[3])
+		     int *mem_fd, struct uroce_hello_rep *r, int fds[3])
 {
 	struct emu_ctx *c = cl->ctx;
 
@@ -311,8 +311,18 @@ static int emu_hello(struct emu_daemon *dm, struct emu_client *cl, const struct 
 		return -EISCONN;
 	if (q->abi_version != UROCE_ABI_VERSION)
 		return -EPROTONOSUPPORT;
+	/* no payload moves by pid: the context is bound to the address
+	 * space of the process that opened its own /proc/self/mem */
+	int rc = emu_mem_attach(c, *mem_fd);
+	if (rc) {
+		EMU_LOG(NOTICE, "pid %d: hello without its own /proc/self/mem: %s\n",
+			(int)c->pid, strerror(-rc));
+		return rc;
+	}
+	*mem_fd = -1; /* the context owns it now */
 	void *map;
-	int mfd, rc = emu_shm_create("uroce-db", UROCE_DB_PAGE_SIZE, &mfd, &map);
+	int mfd;
+	rc = emu_shm_create("uroce-db", UROCE_DB_PAGE_SIZE, &mfd, &map);
 	if (rc)
 		return rc;
 	int w[2] = { -1, -1 }, ard = -1, awr = -1;
@@ -399,6 +409,11 @@ static bool emu_dispatch(struct emu_daemon *dm, struct emu_client *cl, const uin
 		rc = -ENOTCONN;
 		goto reply;
 	}
+	/* should its execution block on the client's memory, the engine
+	 * that takes over answers it (emu_ctl_abandoned) */
+	c->ctl_busy = true;
+	c->ctl_op = h.op;
+	c->ctl_seq = h.seq;
 	/* the body may be unaligned inside buf: copy it out */
 	union {
 		struct uroce_hello_req hello;
@@ -420,11 +435,12 @@ static bool emu_dispatch(struct emu_daemon *dm, struct emu_client *cl, const uin
 	} q;
 	memcpy(&q, body, n - sizeof(h));
 	int fd_in = nfds ? fds[0] : -1;
-	int mfd = -1;
+	int mfd = -1, no_fd = -1;
 
 	switch (h.op) {
 	case UROCE_OP_HELLO:
-		rc = emu_hello(dm, cl, &q.hello, &rep.hello, ofds);
+		/* fds[0]: the client's /proc/self/mem */
+		rc = emu_hello(dm, cl, &q.hello, nfds >= 1 ? &fds[0] : &no_fd, &rep.hello, ofds);
 		if (!rc) {
 			nofds = 3;
 			oclose = 1; /* the client's ends of the wake and async pipes */
@@ -559,6 +575,7 @@ static bool emu_dispatch(struct emu_daemon *dm, struct emu_client *cl, const uin
 	if (rc)
 		EMU_LOG(DEBUG, "pid %d: op %u -> %d\n", (int)c->pid, h.op, rc);
 reply:;
+	c->ctl_busy = false;
 	bool ok = emu_reply(c, &h, rc, &rep, rlen, ofds, nofds);
 	for (unsigned i = oclose; i < nofds; i++)
 		close(ofds[i]);
@@ -566,6 +583,16 @@ reply:;
 		if (fds[i] >= 0)
 			close(fds[i]);
 	return ok;
+}
+
+void emu_ctl_abandoned(struct emu_ctx *c, int status)
+{
+	struct uroce_msg_hdr h = { .op = c->ctl_op, .seq = c->ctl_seq };
+
+	if (!c->ctl_busy || c->sock < 0)
+		return;
+	c->ctl_busy = false;
+	emu_reply(c, &h, status, NULL, 0, NULL, 0);
 }
 
 static bool emu_client_read(struct emu_daemon *dm, struct emu_client *cl)

@@ -189,6 +189,7 @@ struct emu_ctx *emu_ctx_new(struct emu_dev *d, pid_t pid, int sock)
 	c->wake_fd = -1;
 	c->async_fd = -1;
 	c->db_memfd = -1;
+	c->mem_fd = -1;
 	c->next = d->ctxs;
 	if (d->ctxs)
 		d->ctxs->prev = c;
@@ -362,6 +363,9 @@ void emu_ctx_destroy(struct emu_ctx *c)
 		close(c->async_fd);
 	if (c->sock >= 0)
 		close(c->sock);
+	if (c->mem_fd >= 0)
+		close(c->mem_fd);
+	c->mem_fd = -1;
 	c->db = NULL;
 	c->db_memfd = c->wake_fd = c->async_fd = c->sock = -1;
 	if (c->prev)

@@ -31,6 +31,8 @@ struct emu_opts {
 	struct emu_fault_cfg fault;
 	uint32_t spin_us;         /* empty-loop time before sleeping */
 	struct emu_access acc;    /* who may connect (access.c) */
+	uint32_t mem_stall_ms;    /* an access to application memory blocked this
+				   * long: quarantine its client (0 = never) */
 };
 
 struct emu_port;
@@ -61,6 +63,8 @@ struct emu_daemon {
 	void *pcap;
 	uint64_t refused_log_ms;  /* last "refused" log line (rate limit) */
 	uint64_t refused_unlogged;
+	struct emu_mem_guard *guard; /* the engine thread's (main.c watchdog) */
+	struct emu_mem_guard *adopt; /* set: the new engine takes over from it */
 };
 
 extern struct emu_daemon *emu_ds[EMU_MAX_DEVS];
@@ -69,6 +73,9 @@ extern unsigned emu_nds;
 /* ctl.c */
 int emu_ctl_open(struct emu_daemon *dm);
 void emu_ctl_close(struct emu_daemon *dm);
+/* The request c's engine was executing when it was abandoned gets its
+ * reply now (status), so the client does not wait for its timeout. */
+void emu_ctl_abandoned(struct emu_ctx *c, int status);
 void emu_ctl_event(struct emu_daemon *dm, struct emu_ep *ep, uint32_t events);
 /* free clients closed during the last epoll batch */
 void emu_ctl_reap(struct emu_daemon *dm);
@@ -95,6 +102,10 @@ void emu_capture_flush(struct emu_daemon *dm);
 
 /* engine.c */
 int emu_engine_run(struct emu_daemon *dm);
+/* A fresh engine thread takes the device over from the abandoned one whose
+ * guard is dm->adopt: its held CQEs of other clients go out, the client
+ * whose memory blocked is quarantined (emu_mem_quarantine). */
+void emu_engine_adopt(struct emu_daemon *dm);
 void emu_stats_dump(struct emu_dev *d);
 
 #endif

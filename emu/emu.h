@@ -111,6 +111,7 @@ struct emu_mr {
 	unsigned access;    /* enum ibv_access_flags */
 	uint32_t lkey, rkey;
 	uint32_t mw_bound;  /* windows bound to it: dereg = -EBUSY */
+	uint64_t gen;       /* dev->mr_epoch when registered or last reregistered */
 };
 
 enum emu_mw_state { EMU_MW_FREE, EMU_MW_VALID };
@@ -250,6 +251,7 @@ struct emu_ctx {
 	pid_t pid;
 	uid_t uid;                    /* SO_PEERCRED at connect */
 	bool see_all;                 /* root or the daemon's uid: all QPs in stats */
+	int mem_fd;                   /* the client's /proc/<pid>/mem, -1 = none (tests) */
 	int sock;                     /* control socket, -1 = none (tests) */
 	int wake_fd;                  /* eventfd the shim kicks */
 	int async_fd;                 /* async pipe write end, -1 = none */
@@ -263,6 +265,9 @@ struct emu_ctx {
 	void *priv;                   /* control server state */
 	bool hello_done;
 	bool dead;                    /* disconnected, being torn down */
+	bool mem_stalled;             /* an access to its memory blocked: quarantined */
+	bool ctl_busy;                /* a request is being executed: ctl_op/ctl_seq */
+	uint32_t ctl_op, ctl_seq;
 	uint32_t nobj[EMU_OBJ_NTYPES];
 };
 
@@ -369,6 +374,11 @@ struct emu_dev {
 	uint32_t nqp;
 	struct emu_key_slot *keys;
 	uint32_t nkeys, key_hint;
+	/* bumped by every MR registration and reregistration: a message
+	 * remembers it when it starts and places data only through MRs no
+	 * newer than that (xp_sge_copyv, the responder's WRITE), so nothing
+	 * lands through a translation that changed mid-message */
+	uint64_t mr_epoch;
 	struct emu_mcast *mcast;      /* EMU_MAX_MCAST_GRP entries */
 	struct emu_neigh neigh[EMU_NEIGH_MAX];
 
@@ -403,9 +413,13 @@ static inline struct emu_qp *emu_qp_lookup(struct emu_dev *d, uint32_t qpn)
 /* ------------------------------------------------------------------ */
 /* Application memory                                                  */
 /* ------------------------------------------------------------------ */
-/* process_vm_readv/writev on c->pid (or memcpy when c->pid is our own pid,
- * as in tests). 0 or -errno (-EFAULT for a short transfer). */
+/* preadv/pwritev on c->mem_fd (or memcpy when there is none and c->pid is
+ * our own pid, as in tests). 0 or -errno (-EFAULT for a short transfer). */
 int emu_mem_read(struct emu_ctx *c, void *dst, uint64_t addr, size_t len);
+/* Bind c to its process's memory: fd must be a read-write /proc/<pid>/mem
+ * of c->pid itself (the client opens /proc/self/mem). On success c owns
+ * fd; 0, -EINVAL (none) or -EACCES (not the peer's own). */
+int emu_mem_attach(struct emu_ctx *c, int fd);
 int emu_mem_write(struct emu_ctx *c, uint64_t addr, const void *src, size_t len);
 /* Batched: local iovecs against remote ranges {addr,len}. */
 struct emu_rvec { uint64_t addr; uint64_t len; };
@@ -413,6 +427,28 @@ int emu_mem_readv(struct emu_ctx *c, const struct iovec *local, unsigned nlocal,
 		  const struct emu_rvec *remote, unsigned nremote);
 int emu_mem_writev(struct emu_ctx *c, const struct iovec *local, unsigned nlocal,
 		   const struct emu_rvec *remote, unsigned nremote);
+/* Stall guard (mem.c, docs/security.md): an engine thread publishes each
+ * access to application memory in its guard: token != 0 while a system
+ * call is under way, ctx whose memory it is. A watchdog that sees the same
+ * token for too long claims it (emu_mem_guard_abandon); the thread then
+ * exits the moment its call returns, touching nothing, and a fresh engine
+ * thread takes the device over (emu_mem_quarantine for ctx). */
+#define EMU_MEM_ABANDONED UINT64_MAX
+struct emu_mem_guard {
+	uint64_t token;               /* atomic; 0 = not in an access */
+	struct emu_ctx *ctx;          /* atomic */
+	pid_t tid;                    /* the engine thread */
+	void *cqb;                    /* its held-back CQEs (emu_xport_cqb_self) */
+	struct emu_mem_guard *next;   /* abandoned guards (never freed) */
+};
+/* The calling thread publishes its accesses in g (NULL: none, tests). */
+void emu_mem_guard_set(struct emu_mem_guard *g);
+/* Watchdog: claim g's access token; true if the thread is now abandoned. */
+bool emu_mem_guard_abandon(struct emu_mem_guard *g, uint64_t token);
+/* After a takeover: every later access to c's memory fails at once, and
+ * its QPs go to the error state with IBV_EVENT_QP_FATAL. */
+void emu_mem_quarantine(struct emu_ctx *c);
+
 /* Batched writes across packets (mem.c): between emu_mem_batch(true) and
  * emu_mem_batch(false) (the engine brackets each RX burst with them),
  * emu_mem_write_deferred only records the write; src must stay valid until

@@ -99,6 +99,25 @@ static unsigned emu_doorbells(struct emu_daemon *dm)
 	return work;
 }
 
+void emu_engine_adopt(struct emu_daemon *dm)
+{
+	struct emu_mem_guard *old = dm->adopt;
+	struct emu_ctx *c = __atomic_load_n(&old->ctx, __ATOMIC_ACQUIRE);
+
+	dm->adopt = NULL;
+	EMU_LOG(WARNING, "%s: access to the memory of pid %d blocked for %u ms: its QPs "
+		"are quarantined, a new engine thread serves the device\n", dm->o.dev,
+		c ? (int)c->pid : -1, dm->o.mem_stall_ms);
+	emu_xport_cqb_adopt(old->cqb, c);
+	if (c) {
+		emu_mem_quarantine(c);
+		emu_ctl_abandoned(c, -EFAULT);
+	}
+	emu_tx_flush(&dm->dev);
+	/* old is never freed: the abandoned thread still looks at its token
+	 * when its system call returns */
+}
+
 int emu_engine_run(struct emu_daemon *dm)
 {
 	struct emu_dev *d = &dm->dev;

@@ -4,6 +4,7 @@
  * removed) around the engine loop. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <sched.h>
@@ -44,6 +45,8 @@ static void emu_usage(FILE *f)
 		"                    ports: active MTU 4096, 4x fewer packets)\n"
 		"  --pcap FILE       capture every frame sent and received\n"
 		"  --cpu N           pin the device's worker thread to CPU N\n"
+		"  --mem-stall-ms N  an access to a client's memory blocked this long\n"
+		"                    quarantines the client (default 100, 0 = never)\n"
 		"Daemon options:\n"
 		"  --run-dir DIR     control socket directory (default $UROCE_RUN_DIR, else\n"
 		"                    $XDG_RUNTIME_DIR/uroce, else /tmp/uroce-<euid>); it must be\n"
@@ -246,7 +249,7 @@ static void emu_opts_default(struct emu_opts *o, unsigned idx)
 static int emu_opts_parse(struct emu_opts *os, unsigned *ndev, int argc, char **argv)
 {
 	enum { O_DEV = 256, O_PORT, O_IP, O_MAC, O_MTU, O_RUNDIR, O_BUSY, O_EAL, O_PCAP,
-	       O_FAULT, O_SPIN, O_LOG, O_CPU, O_HELP,
+	       O_FAULT, O_SPIN, O_LOG, O_CPU, O_HELP, O_STALL,
 	       O_SOCK_GROUP, O_SOCK_MODE, O_ALLOW_UID, O_ALLOW_GID };
 	static const struct option lo[] = {
 		{ "dev", required_argument, NULL, O_DEV },
@@ -268,6 +271,7 @@ static int emu_opts_parse(struct emu_opts *os, unsigned *ndev, int argc, char **
 		{ "socket-mode", required_argument, NULL, O_SOCK_MODE },
 		{ "allow-uid", required_argument, NULL, O_ALLOW_UID },
 		{ "allow-gid", required_argument, NULL, O_ALLOW_GID },
+		{ "mem-stall-ms", required_argument, NULL, O_STALL },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct emu_opts g; /* global options */
@@ -278,6 +282,7 @@ static int emu_opts_parse(struct emu_opts *os, unsigned *ndev, int argc, char **
 
 	emu_opts_default(&g, 0);
 	g.spin_us = 50;
+	g.mem_stall_ms = 100;
 	strcpy(g.log_level, "notice");
 	if (uroce_run_dir(g.run_dir, sizeof(g.run_dir))) {
 		fprintf(stderr, "uroced: run directory name too long\n");
@@ -334,6 +339,15 @@ static int emu_opts_parse(struct emu_opts *os, unsigned *ndev, int argc, char **
 				return -1;
 			}
 			g.spin_us = (uint32_t)v;
+			break;
+		}
+		case O_STALL: {
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (*end || end == optarg || v > 3600000) {
+				fprintf(stderr, "uroced: bad --mem-stall-ms '%s'\n", optarg);
+				return -1;
+			}
+			g.mem_stall_ms = (uint32_t)v;
 			break;
 		}
 		case O_RUNDIR:
@@ -402,6 +416,7 @@ static int emu_opts_parse(struct emu_opts *os, unsigned *ndev, int argc, char **
 		strcpy(o->log_level, g.log_level);
 		o->busy_poll = g.busy_poll;
 		o->spin_us = g.spin_us;
+		o->mem_stall_ms = g.mem_stall_ms;
 		o->fault_set = g.fault_set;
 		o->fault = g.fault;
 		if (!o->mtu) {
@@ -629,7 +644,11 @@ static void emu_daemon_teardown(struct emu_daemon *dm, bool served)
 static void *emu_worker(void *arg)
 {
 	struct emu_daemon *dm = arg;
+	struct emu_mem_guard *g = dm->guard;
 
+	__atomic_store_n(&g->tid, (pid_t)gettid(), __ATOMIC_RELEASE);
+	g->cqb = emu_xport_cqb_self();
+	emu_mem_guard_set(g);
 	emu_port_thread_init();
 	if (dm->o.cpu >= 0) {
 		cpu_set_t set;
@@ -638,8 +657,97 @@ static void *emu_worker(void *arg)
 		if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set))
 			EMU_LOG(WARNING, "%s: cannot pin to cpu %d\n", dm->o.dev, dm->o.cpu);
 	}
+	if (dm->adopt)
+		emu_engine_adopt(dm);
 	emu_engine_run(dm);
 	return NULL;
+}
+
+/* Blocked in the kernel (S/D), as opposed to runnable but not scheduled:
+ * on a loaded machine a healthy access can take long without blocking. */
+static bool emu_thread_blocked(pid_t tid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	const char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' && (p[2] == 'S' || p[2] == 'D');
+}
+
+/* Start (or restart) the engine thread of dm with a fresh guard. */
+static int emu_engine_start(struct emu_daemon *dm, pthread_t *th)
+{
+	struct emu_mem_guard *g = calloc(1, sizeof(*g));
+	if (!g)
+		return ENOMEM;
+	struct emu_mem_guard *old = dm->guard;
+	dm->guard = g;
+	int e = pthread_create(th, NULL, emu_worker, dm);
+	if (e) {
+		dm->guard = old;
+		free(g);
+	}
+	return e;
+}
+
+/* The main thread's job while the engines run: an engine whose access to
+ * one client's memory has blocked longer than --mem-stall-ms (the token
+ * unchanged, the thread asleep in the kernel) is abandoned and a fresh
+ * engine thread takes over its device (docs/security.md). */
+/* Guards of abandoned engine threads: a thread looks at its guard when its
+ * blocked call returns, whenever that is, so they live as long as we do. */
+static struct emu_mem_guard *emu_abandoned;
+
+static void emu_watchdog(pthread_t *th)
+{
+	uint64_t last[EMU_MAX_DEVS] = { 0 }, seen[EMU_MAX_DEVS] = { 0 };
+	uint32_t tick_ms = 50;
+
+	for (unsigned i = 0; i < emu_nds; i++)
+		if (emu_ds[i]->o.mem_stall_ms && emu_ds[i]->o.mem_stall_ms / 4 < tick_ms)
+			tick_ms = emu_ds[i]->o.mem_stall_ms / 4 ? emu_ds[i]->o.mem_stall_ms / 4 : 1;
+	while (!emu_ds[0]->stop) {
+		struct timespec ts = { tick_ms / 1000, (long)(tick_ms % 1000) * 1000000 };
+		nanosleep(&ts, NULL);
+		uint64_t now = emu_now_ns();
+		for (unsigned i = 0; i < emu_nds; i++) {
+			struct emu_daemon *dm = emu_ds[i];
+			struct emu_mem_guard *g = dm->guard;
+			uint64_t t = __atomic_load_n(&g->token, __ATOMIC_ACQUIRE);
+
+			if (!dm->o.mem_stall_ms || !t || t == EMU_MEM_ABANDONED) {
+				last[i] = 0;
+				continue;
+			}
+			if (t != last[i]) {
+				last[i] = t;
+				seen[i] = now;
+				continue;
+			}
+			if (now - seen[i] < (uint64_t)dm->o.mem_stall_ms * 1000000 ||
+			    !emu_thread_blocked(__atomic_load_n(&g->tid, __ATOMIC_ACQUIRE)) ||
+			    !emu_mem_guard_abandon(g, t))
+				continue;
+			last[i] = 0;
+			pthread_detach(th[i]);
+			g->next = emu_abandoned;
+			emu_abandoned = g;
+			dm->adopt = g;
+			int e = emu_engine_start(dm, &th[i]);
+			if (e) {
+				EMU_LOG(ERR, "%s: no new engine thread: %s\n", dm->o.dev, strerror(e));
+				emu_sig(SIGTERM);
+				return;
+			}
+		}
+	}
 }
 
 int main(int argc, char **argv)
@@ -694,15 +802,14 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	if (emu_nds == 1) {
-		emu_worker(emu_ds[0]);
-	} else {
+	{
 		/* one worker per device; nothing mutable is shared between them
-		 * (each has its port, mbuf pool, contexts, QPs and tables) */
+		 * (each has its port, mbuf pool, contexts, QPs and tables); the
+		 * main thread watches them (emu_watchdog) */
 		pthread_t th[EMU_MAX_DEVS];
 		unsigned started = 0;
 		for (; started < emu_nds; started++) {
-			int e = pthread_create(&th[started], NULL, emu_worker, emu_ds[started]);
+			int e = emu_engine_start(emu_ds[started], &th[started]);
 			if (e) {
 				EMU_LOG(ERR, "worker thread: %s\n", strerror(e));
 				emu_sig(SIGTERM);
@@ -710,8 +817,12 @@ int main(int argc, char **argv)
 				break;
 			}
 		}
+		if (started == emu_nds)
+			emu_watchdog(th);
 		for (unsigned i = 0; i < started; i++)
 			pthread_join(th[i], NULL);
+		for (unsigned i = 0; i < started; i++)
+			free(emu_ds[i]->guard);
 	}
 	for (unsigned i = 0; i < emu_nds; i++)
 		emu_daemon_teardown(emu_ds[i], true);

@@ -1,9 +1,18 @@
 /* SPDX-License-Identifier: MIT */
-/* Application memory access. process_vm_readv/writev move payload between
- * a client process and daemon buffers; a context whose pid is our own (in
- * process tests) is served by memcpy. */
+/* Application memory access. Payload moves between a client process and
+ * daemon buffers through the /proc/<pid>/mem descriptor the client opened
+ * on itself and handed over with HELLO (emu_mem_attach): it is bound to
+ * that process's address space, not to a pid, so it cannot be redirected
+ * by a fork, an exec or pid reuse (docs/security.md). A context without
+ * one whose pid is our own (in-process tests) is served by memcpy. */
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -29,6 +38,50 @@ static __thread struct { /* per worker thread */
 
 static int emu_mem_xfer(struct emu_ctx *c, const struct iovec *l, unsigned nl,
 			const struct emu_rvec *r, unsigned nr, bool write);
+
+static __thread struct emu_mem_guard *emu_guard; /* per engine thread */
+static __thread uint64_t emu_guard_seq;
+
+void emu_mem_guard_set(struct emu_mem_guard *g)
+{
+	emu_guard = g;
+}
+
+bool emu_mem_guard_abandon(struct emu_mem_guard *g, uint64_t token)
+{
+	return token && token != EMU_MEM_ABANDONED &&
+	       __atomic_compare_exchange_n(&g->token, &token, EMU_MEM_ABANDONED, false,
+					   __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+/* Around every system call that may fault on application memory: two
+ * stores and a compare-and-swap on a line of our own, no clock. */
+static inline uint64_t emu_guard_enter(struct emu_ctx *c)
+{
+	uint64_t t;
+
+	if (!emu_guard)
+		return 0;
+	t = ++emu_guard_seq;
+	if (t == EMU_MEM_ABANDONED)
+		t = emu_guard_seq = 1;
+	__atomic_store_n(&emu_guard->ctx, c, __ATOMIC_RELAXED);
+	__atomic_store_n(&emu_guard->token, t, __ATOMIC_RELEASE);
+	return t;
+}
+
+static inline void emu_guard_leave(uint64_t t)
+{
+	if (!emu_guard)
+		return;
+	if (__atomic_compare_exchange_n(&emu_guard->token, &t, 0, false, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE))
+		return;
+	/* the watchdog gave the device to another engine thread while we
+	 * were blocked: everything we were doing is its business now (or
+	 * lost), so leave without touching any of it */
+	pthread_exit(NULL);
+}
 
 void emu_mem_flush(void)
 {
@@ -74,10 +127,94 @@ int emu_mem_write_deferred(struct emu_qp *qp, struct emu_ctx *c, const struct em
 	return 0;
 }
 
+/* One preadv/pwritev per run of contiguous remote ranges, at offset =
+ * address: the local iovecs covering the run are sliced out of l. A short
+ * transfer (unmapped page, the address space gone after exit or exec)
+ * is -EFAULT. */
+static int emu_mem_fd_xfer(struct emu_ctx *c, const struct iovec *l, unsigned nl,
+			   const struct emu_rvec *r, unsigned nr, bool write)
+{
+	int fd = c->mem_fd;
+	struct iovec v[EMU_IOV_BATCH];
+	unsigned li = 0, ri = 0;
+	size_t lo = 0;
+
+	while (ri < nr) {
+		uint64_t addr = r[ri].addr, len = 0;
+
+		while (ri < nr && r[ri].addr == addr + len)
+			len += r[ri++].len;
+		while (len) {
+			unsigned nv = 0;
+			size_t got = 0;
+
+			while (got < len && nv < EMU_IOV_BATCH && li < nl) {
+				size_t n = l[li].iov_len - lo;
+
+				if (n > len - got)
+					n = len - got;
+				if (n)
+					v[nv++] = (struct iovec){ (uint8_t *)l[li].iov_base + lo, n };
+				lo += n;
+				got += n;
+				if (lo == l[li].iov_len) {
+					li++;
+					lo = 0;
+				}
+			}
+			if (!got)
+				return -EINVAL; /* lengths were checked equal */
+			ssize_t x;
+			do {
+				uint64_t t = emu_guard_enter(c);
+				x = write ? pwritev(fd, v, (int)nv, (off_t)addr)
+					  : preadv(fd, v, (int)nv, (off_t)addr);
+				int e = errno;
+				emu_guard_leave(t);
+				errno = e;
+			} while (x < 0 && errno == EINTR);
+			if (x < 0)
+				return errno == EIO || errno == ESRCH ? -EFAULT : -errno;
+			if ((size_t)x != got)
+				return -EFAULT;
+			addr += got;
+			len -= got;
+		}
+	}
+	return 0;
+}
+
+int emu_mem_attach(struct emu_ctx *c, int fd)
+{
+	struct stat fs, ps;
+	struct statfs sf;
+	char path[48];
+	int fl;
+
+	if (fd < 0)
+		return -EINVAL;
+	/* it must be a read-write /proc/<pid>/mem of the peer itself: the
+	 * same procfs and inode as the one that pid names now (a proc inode
+	 * lives while the descriptor pins it and is never reused for a new
+	 * process with the same pid) */
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || (fl & O_ACCMODE) != O_RDWR)
+		return -EACCES;
+	if (fstatfs(fd, &sf) || sf.f_type != PROC_SUPER_MAGIC || fstat(fd, &fs) ||
+	    !S_ISREG(fs.st_mode))
+		return -EACCES;
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)c->pid);
+	if (c->pid <= 0 || stat(path, &ps) || ps.st_dev != fs.st_dev || ps.st_ino != fs.st_ino)
+		return -EACCES;
+	if (c->mem_fd >= 0)
+		close(c->mem_fd);
+	c->mem_fd = fd;
+	return 0;
+}
+
 static int emu_mem_xfer(struct emu_ctx *c, const struct iovec *l, unsigned nl,
 			const struct emu_rvec *r, unsigned nr, bool write)
 {
-	struct iovec rv[EMU_IOV_BATCH];
 	size_t want = 0, lsum = 0;
 	unsigned i;
 
@@ -90,16 +227,19 @@ static int emu_mem_xfer(struct emu_ctx *c, const struct iovec *l, unsigned nl,
 	}
 	if (want != lsum)
 		return -EINVAL;
-	if (c->dead && c->nh == 0)
-		return -EFAULT; /* the application is gone (zombie context) */
+	if ((c->dead && c->nh == 0) || c->mem_stalled)
+		return -EFAULT; /* the application is gone (zombie context) or quarantined */
 	if (want == 0)
 		return 0;
-	if (emu_wb.nl)
-		emu_mem_flush(); /* keep every access in posting order */
+	/* keep every access to one process in posting order; another
+	 * process's pending writes can wait (and a client whose memory
+	 * blocks then stalls no other client's packet half-way) */
+	if (emu_wb.nl && emu_wb.ctx == c)
+		emu_mem_flush();
 	static __thread pid_t self;
 	if (!self)
 		self = getpid();
-	if (c->pid == self) {
+	if (c->mem_fd < 0 && c->pid == self) {
 		/* in-process tests: walk both lists */
 		unsigned li = 0, ri = 0;
 		size_t lo = 0, ro = 0;
@@ -124,21 +264,9 @@ static int emu_mem_xfer(struct emu_ctx *c, const struct iovec *l, unsigned nl,
 		}
 		return 0;
 	}
-	/* the kernel takes up to IOV_MAX (1024) elements a side; the
-	 * transport never needs more (32 SGEs, a few remote ranges) */
-	if (nl > EMU_IOV_BATCH || nr > EMU_IOV_BATCH)
-		return -E2BIG;
-	for (i = 0; i < nr; i++) {
-		rv[i].iov_base = (void *)(uintptr_t)r[i].addr;
-		rv[i].iov_len = r[i].len;
-	}
-	ssize_t x = write ? process_vm_writev(c->pid, l, nl, rv, nr, 0)
-			  : process_vm_readv(c->pid, l, nl, rv, nr, 0);
-	if (x < 0)
-		return -errno;
-	if ((size_t)x != want)
+	if (c->mem_fd < 0)
 		return -EFAULT;
-	return 0;
+	return emu_mem_fd_xfer(c, l, nl, r, nr, write);
 }
 
 int emu_mem_readv(struct emu_ctx *c, const struct iovec *local, unsigned nlocal,

@@ -119,6 +119,7 @@ int emu_mr_reg(struct emu_ctx *c, const struct uroce_reg_mr_req *q, struct uroce
 	mr->length = q->length;
 	mr->iova = q->iova;
 	mr->access = q->access;
+	mr->gen = ++c->dev->mr_epoch;
 	rc = emu_key_alloc(c->dev, EMU_OBJ_MR, mr, &mr->lkey);
 	if (rc) {
 		free(mr);
@@ -180,6 +181,7 @@ int emu_mr_rereg(struct emu_ctx *c, const struct uroce_rereg_mr_req *q, struct u
 	mr->length = len;
 	mr->iova = iova;
 	mr->access = access;
+	mr->gen = ++c->dev->mr_epoch; /* messages in flight through it fail */
 	r->handle = mr->handle;
 	r->lkey = mr->lkey;
 	r->rkey = mr->rkey;

@@ -39,7 +39,6 @@ struct emu_port {
 	uint16_t port;
 	uint32_t txq_head, txq_tail; /* backlog: [head, tail) */
 	struct rte_mbuf *txq[EMU_TXQ_SIZE];
-	uint8_t lin[16384]; /* linearised multi-segment RX frame */
 };
 
 
@@ -102,6 +101,11 @@ static const struct emu_port_ops emu_dpdk_ops = {
 	.tx_flush = emu_dpdk_tx_flush,
 };
 
+/* Linearised multi-segment RX frame. Per engine thread, not per port: an
+ * engine thread abandoned while the kernel still copies from it (a blocked
+ * access, emu_mem_guard) must not see the next thread reuse it. */
+static __thread uint8_t emu_rx_lin[16384];
+
 unsigned emu_port_rx(struct emu_daemon *dm)
 {
 	struct emu_port *p = dm->port;
@@ -119,11 +123,11 @@ unsigned emu_port_rx(struct emu_daemon *dm)
 		struct rte_mbuf *b = m[i];
 		if (b->nb_segs == 1) {
 			emu_port_rx_frame(&dm->dev, rte_pktmbuf_mtod(b, const uint8_t *), b->data_len);
-		} else if (b->pkt_len <= sizeof(p->lin)) {
-			const void *f = rte_pktmbuf_read(b, 0, b->pkt_len, p->lin);
+		} else if (b->pkt_len <= sizeof(emu_rx_lin)) {
+			const void *f = rte_pktmbuf_read(b, 0, b->pkt_len, emu_rx_lin);
 			if (f)
 				emu_port_rx_frame(&dm->dev, f, b->pkt_len);
-			emu_mem_flush(); /* p->lin is reused by the next frame */
+			emu_mem_flush(); /* emu_rx_lin is reused by the next frame */
 		}
 	}
 	emu_xport_rx_batch(&dm->dev, false); /* before the mbufs holding the payloads go */

@@ -108,6 +108,7 @@ static void req_fetch(struct emu_qp *qp)
 		struct emu_xport_swqe *sw = xp_swqe(qp, x->sq_fetch);
 
 		memset(sw, 0, sizeof(*sw));
+		sw->mr_epoch = qp->dev->mr_epoch; /* its keys are checked now */
 		if (emu_sq_copy(qp, x->sq_fetch, w) < 0) {
 			sw->state = EMU_SWQE_DONE;
 			sw->status = IBV_WC_LOC_QP_OP_ERR;
@@ -185,7 +186,8 @@ static int req_gather_chunk(struct emu_qp *qp, const struct uroce_send_wqe *w,
 		lv[i].iov_base = fr[i].pay;
 		lv[i].iov_len = fr[i].len;
 	}
-	if (xp_sge_copyv(qp->ctx, emu_wqe_sges(w), w->num_sge, off, lv, n, false)) {
+	if (xp_sge_copyv(qp, emu_wqe_sges(w), w->num_sge, off, lv, n, false, 0,
+			 xp_swqe(qp, x->sq_req)->mr_epoch)) {
 		for (i = 0; i < n; i++)
 			xp_tx_abort(qp, &fr[i]);
 		return -EFAULT;

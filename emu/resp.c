@@ -146,6 +146,7 @@ static int resp_get_rwqe(struct emu_qp *qp)
 		}
 	}
 	x->rwqe_len = total > UINT32_MAX ? UINT32_MAX : (uint32_t)total;
+	x->rwqe_epoch = qp->dev->mr_epoch;
 	x->rcv_off = 0;
 	return 1;
 }
@@ -351,9 +352,10 @@ static void resp_ud(struct emu_qp *qp, const struct wire_pkt *pkt)
 		recv_cqe(qp, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, 0, 0, pkt->deth.sqpn, false);
 		return;
 	}
-	if (xp_sge_copy(qp->ctx, x->rwqe->sge, x->rwqe->num_sge, 0, grh, 40, true) ||
-	    xp_sge_copy(qp->ctx, x->rwqe->sge, x->rwqe->num_sge, 40, (void *)pkt->payload,
-			pkt->payload_len, true)) {
+	if (xp_sge_copy(qp, x->rwqe->sge, x->rwqe->num_sge, 0, grh, 40, true,
+			IBV_ACCESS_LOCAL_WRITE, x->rwqe_epoch) ||
+	    xp_sge_copy(qp, x->rwqe->sge, x->rwqe->num_sge, 40, (void *)pkt->payload,
+			pkt->payload_len, true, IBV_ACCESS_LOCAL_WRITE, x->rwqe_epoch)) {
 		recv_cqe(qp, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, 0, 0, pkt->deth.sqpn, false);
 		return;
 	}
@@ -566,7 +568,9 @@ void xp_resp_rx(struct emu_qp *qp, const struct wire_pkt *pkt)
 					break;
 				}
 				x->wr_owner = owner;
-				x->wr_va = proc;
+				x->wr_va = pkt->reth.va;
+				x->wr_rkey = pkt->reth.rkey;
+				x->wr_epoch = qp->dev->mr_epoch;
 			} else if (cls == WIRE_OPC_READ) {
 				if (pkt->reth.dma_len &&
 				    !emu_mr_check_rkey(qp, pkt->reth.rkey, pkt->reth.va, pkt->reth.dma_len,
@@ -605,7 +609,7 @@ void xp_resp_rx(struct emu_qp *qp, const struct wire_pkt *pkt)
 				}
 				if (xp_sge_write_deferred(qp, x->rwqe->sge, x->rwqe->num_sge,
 							  x->rcv_off, pkt->payload,
-							  pkt->payload_len)) {
+							  pkt->payload_len, x->rwqe_epoch)) {
 					if (rc)
 						resp_fatal(qp, pkt, WIRE_NAK_REM_OP_ERR,
 							   IBV_WC_LOC_PROT_ERR, 0);
@@ -622,7 +626,19 @@ void xp_resp_rx(struct emu_qp *qp, const struct wire_pkt *pkt)
 					st = EMU_RESP_ERR_MALFORMED;
 					break;
 				}
-				struct emu_rvec rv = { x->wr_va, pkt->payload_len };
+				/* the key again, for every packet: after a
+				 * deregistration, reregistration, window
+				 * invalidation or rebind, nothing more lands */
+				struct emu_mr *mr = !pkt->payload_len ? NULL :
+					emu_mr_check_rkey(qp, x->wr_rkey, x->wr_va,
+							  pkt->payload_len, IBV_ACCESS_REMOTE_WRITE,
+							  &proc, &owner, &err);
+				if (pkt->payload_len && (!mr || mr->gen > x->wr_epoch ||
+							 owner != x->wr_owner)) {
+					st = EMU_RESP_ERR_RKEY_VIOLATION;
+					break;
+				}
+				struct emu_rvec rv = { proc, pkt->payload_len };
 
 				if (pkt->payload_len &&
 				    emu_mem_write_deferred(qp, x->wr_owner, &rv, 1, pkt->payload,

@@ -97,6 +97,7 @@ struct emu_xport_swqe {
 	uint8_t status;       /* enum ibv_wc_status once decided */
 	uint8_t signaled;
 	uint8_t need_resp;    /* READ / atomic: completes on response, not ACK */
+	uint64_t mr_epoch;    /* dev->mr_epoch when its local keys were checked */
 };
 
 /* A replayable READ / atomic (IBTA responder resources). */
@@ -189,9 +190,11 @@ struct emu_xport_qp {
 	uint32_t wr_len;           /* WRITE: RETH DMA length of the message */
 	uint32_t rcv_imm;
 	struct emu_ctx *wr_owner;  /* WRITE: whose memory the rkey maps */
-	uint64_t wr_va;            /* WRITE: next process address */
+	uint64_t wr_va;            /* WRITE: next address (the rkey's iova space) */
 	uint32_t wr_rkey;
 	uint32_t wr_left;          /* WRITE: bytes still allowed by RETH DMA length */
+	uint64_t wr_epoch;         /* WRITE: dev->mr_epoch at its first packet */
+	uint64_t rwqe_epoch;       /* dev->mr_epoch when rwqe's keys were checked */
 	struct emu_xport_res *res; /* res_n entries (max_dest_rd_atomic, at least 1) */
 	uint32_t res_n, res_next;
 	uint64_t cnp_last;         /* when the last CNP left (rate limit) */
@@ -245,6 +248,10 @@ uint64_t emu_xport_next_deadline(struct emu_dev *d);
  * together, writes first, at on = false, which must come before the
  * frames' buffers are released. Outside a burst everything is immediate. */
 void emu_xport_rx_batch(struct emu_dev *d, bool on);
+/* The calling thread's held-back CQEs, and taking over another thread's
+ * (after a takeover, emu_mem_guard): pushed except those of skip. */
+void *emu_xport_cqb_self(void);
+void emu_xport_cqb_adopt(void *cqb, struct emu_ctx *skip);
 
 /* A deferred write into the application memory qp placed failed (the
  * application unmapped registered memory): the QP goes to ERR. */

@@ -76,17 +76,24 @@ void xp_event(struct emu_qp *qp, enum ibv_event_type ev);
 /* Active list: QPs with timers or pending ACKs. */
 void xp_act_add(struct emu_qp *qp);
 void xp_act_del(struct emu_qp *qp);
-/* Gather/scatter between application memory of ctx and a buffer, across SGEs
- * starting at byte off. 0 or -errno. */
-int xp_sge_copy(struct emu_ctx *c, const struct uroce_sge *sge, unsigned nsge,
-		uint32_t off, void *buf, uint32_t len, bool to_app);
+/* Gather/scatter between qp's application memory and a buffer, across SGEs
+ * starting at byte off. Every piece is checked again, for every packet,
+ * against its lkey (qp's PD, bounds, access) and must go through an MR no
+ * newer than epoch (dev->mr_epoch when the message's keys were first
+ * checked): after a deregistration or a reregistration nothing moves
+ * through the old registration (-EACCES). 0 or -errno. */
+int xp_sge_copy(struct emu_qp *qp, const struct uroce_sge *sge, unsigned nsge,
+		uint32_t off, void *buf, uint32_t len, bool to_app, unsigned access,
+		uint64_t epoch);
 /* Same into/from several local buffers (one system call). */
-int xp_sge_copyv(struct emu_ctx *c, const struct uroce_sge *sge, unsigned nsge,
-		 uint32_t off, const struct iovec *lv, unsigned nl, bool to_app);
+int xp_sge_copyv(struct emu_qp *qp, const struct uroce_sge *sge, unsigned nsge,
+		 uint32_t off, const struct iovec *lv, unsigned nl, bool to_app,
+		 unsigned access, uint64_t epoch);
 /* Scatter len bytes at src into qp's own SGE list from byte off, as a
- * deferred write (emu_mem_write_deferred). */
+ * deferred write (emu_mem_write_deferred); checked as xp_sge_copyv with
+ * IBV_ACCESS_LOCAL_WRITE. */
 int xp_sge_write_deferred(struct emu_qp *qp, const struct uroce_sge *sge, unsigned nsge,
-			  uint32_t off, const void *src, uint32_t len);
+			  uint32_t off, const void *src, uint32_t len, uint64_t epoch);
 enum ibv_wc_opcode xp_wc_opcode(uint8_t wr_opcode);
 
 /* xport.c: ECN CE -> CNP (rate-limited), CNP accounting */

@@ -166,6 +166,34 @@ void xp_cq_push(struct emu_qp *qp, struct emu_cq *cq, struct uroce_cqe *e)
 	xp_cq_push_now(qp, cq, e);
 }
 
+void *emu_xport_cqb_self(void)
+{
+	return &xp_cqb;
+}
+
+/* The CQEs another (abandoned) engine thread was holding back when it
+ * blocked: those of every other client enter their rings now (their data
+ * was written before the blocked client's, emu_mem_write_deferred keeps
+ * one process at a time); the blocked client's are dropped with its QPs. */
+void emu_xport_cqb_adopt(void *cqb, struct emu_ctx *skip)
+{
+	__typeof__(xp_cqb) *o = cqb;
+	unsigned n = o->n < XP_CQE_BATCH ? o->n : XP_CQE_BATCH;
+
+	for (unsigned i = 0; i < n; i++)
+		if (o->q[i].qp->ctx != skip)
+			xp_cq_push(o->q[i].qp, o->q[i].cq, &o->q[i].e);
+	o->n = 0;
+}
+
+void emu_mem_quarantine(struct emu_ctx *c)
+{
+	c->mem_stalled = true;
+	for (uint32_t i = 0; i < c->nh; i++)
+		if (c->h[i].type == EMU_OBJ_QP)
+			xp_qp_error(c->h[i].obj, IBV_EVENT_QP_FATAL);
+}
+
 void emu_xport_rx_batch(struct emu_dev *d, bool on)
 {
 	(void)d;
@@ -224,21 +252,18 @@ void xp_act_del(struct emu_qp *qp)
 	x->on_act = 0;
 }
 
-int xp_sge_copyv(struct emu_ctx *c, const struct uroce_sge *sge, unsigned nsge,
-		 uint32_t off, const struct iovec *lv, unsigned nl, bool to_app)
+/* Remote ranges of [off, off + len) of an SGE list, each piece checked
+ * (see xp_sge_copyv). n ranges or -errno. */
+static int xp_sge_ranges(struct emu_qp *qp, const struct uroce_sge *sge, unsigned nsge,
+			 uint32_t off, uint64_t len, unsigned access, uint64_t epoch,
+			 struct emu_rvec *rv)
 {
-	struct emu_rvec rv[EMU_MAX_SGE];
 	unsigned n = 0, i;
-	uint64_t len = 0;
-	uint64_t left;
+	uint64_t left = len;
 
-	for (i = 0; i < nl; i++)
-		len += lv[i].iov_len;
-	if (!len)
-		return 0;
-	left = len;
 	for (i = 0; i < nsge && left && n < EMU_MAX_SGE; i++) {
 		uint32_t l = sge[i].length;
+		int err = 0;
 
 		if (off >= l) {
 			off -= l;
@@ -249,51 +274,59 @@ int xp_sge_copyv(struct emu_ctx *c, const struct uroce_sge *sge, unsigned nsge,
 			l = (uint32_t)left;
 		rv[n].addr = sge[i].addr + off;
 		rv[n].len = l;
+		struct emu_mr *mr = emu_mr_check_lkey(qp->pd, sge[i].lkey, rv[n].addr, l,
+						      access, &err);
+		if (!mr || mr->gen > epoch)
+			return -EACCES;
 		n++;
 		left -= l;
 		off = 0;
 	}
 	if (left)
 		return -EMSGSIZE;
-	return to_app ? emu_mem_writev(c, lv, nl, rv, n) : emu_mem_readv(c, lv, nl, rv, n);
+	return (int)n;
+}
+
+int xp_sge_copyv(struct emu_qp *qp, const struct uroce_sge *sge, unsigned nsge,
+		 uint32_t off, const struct iovec *lv, unsigned nl, bool to_app,
+		 unsigned access, uint64_t epoch)
+{
+	struct emu_rvec rv[EMU_MAX_SGE];
+	uint64_t len = 0;
+	int n;
+
+	for (unsigned i = 0; i < nl; i++)
+		len += lv[i].iov_len;
+	if (!len)
+		return 0;
+	n = xp_sge_ranges(qp, sge, nsge, off, len, access, epoch, rv);
+	if (n < 0)
+		return n;
+	return to_app ? emu_mem_writev(qp->ctx, lv, nl, rv, (unsigned)n)
+		      : emu_mem_readv(qp->ctx, lv, nl, rv, (unsigned)n);
 }
 
 int xp_sge_write_deferred(struct emu_qp *qp, const struct uroce_sge *sge, unsigned nsge,
-			  uint32_t off, const void *src, uint32_t len)
+			  uint32_t off, const void *src, uint32_t len, uint64_t epoch)
 {
 	struct emu_rvec rv[EMU_MAX_SGE];
-	unsigned n = 0, i;
-	uint32_t left = len;
+	int n;
 
 	if (!len)
 		return 0;
-	for (i = 0; i < nsge && left && n < EMU_MAX_SGE; i++) {
-		uint32_t l = sge[i].length;
-
-		if (off >= l) {
-			off -= l;
-			continue;
-		}
-		l -= off;
-		if (l > left)
-			l = left;
-		rv[n].addr = sge[i].addr + off;
-		rv[n].len = l;
-		n++;
-		left -= l;
-		off = 0;
-	}
-	if (left)
-		return -EMSGSIZE;
-	return emu_mem_write_deferred(qp, qp->ctx, rv, n, src, len);
+	n = xp_sge_ranges(qp, sge, nsge, off, len, IBV_ACCESS_LOCAL_WRITE, epoch, rv);
+	if (n < 0)
+		return n;
+	return emu_mem_write_deferred(qp, qp->ctx, rv, (unsigned)n, src, len);
 }
 
-int xp_sge_copy(struct emu_ctx *c, const struct uroce_sge *sge, unsigned nsge,
-		uint32_t off, void *buf, uint32_t len, bool to_app)
+int xp_sge_copy(struct emu_qp *qp, const struct uroce_sge *sge, unsigned nsge,
+		uint32_t off, void *buf, uint32_t len, bool to_app, unsigned access,
+		uint64_t epoch)
 {
 	struct iovec lv = { buf, len };
 
-	return xp_sge_copyv(c, sge, nsge, off, &lv, 1, to_app);
+	return xp_sge_copyv(qp, sge, nsge, off, &lv, 1, to_app, access, epoch);
 }
 
 enum ibv_wc_opcode xp_wc_opcode(uint8_t op)

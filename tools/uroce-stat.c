@@ -10,6 +10,7 @@
  * of the caller's uid only (every QP to root and to its own uid). Exit 0,
  * 1 when the daemon cannot be reached or refuses us, 2 on a usage error. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -23,6 +24,7 @@
 
 static int st_sock = -1;
 static uint32_t st_seq;
+static int st_fds[1], st_nfds; /* fds sent with the next request */
 
 /* One request, one reply; received fds are closed (HELLO's doorbell page
  * and eventfd mean nothing to us). Returns the reply body length or -errno. */
@@ -38,7 +40,23 @@ static int st_call(uint32_t op, const void *req, size_t rlen, void *rep, size_t 
 	h->seq = ++st_seq;
 	h->status = 0;
 	memcpy(buf + sizeof(*h), req, rlen);
-	if (send(st_sock, buf, h->len, MSG_NOSIGNAL) < 0) {
+	struct iovec siov = { buf, h->len };
+	struct msghdr smh = { .msg_iov = &siov, .msg_iovlen = 1 };
+	union {
+		struct cmsghdr c;
+		uint8_t b[CMSG_SPACE(sizeof(int) * 1)];
+	} scb;
+	if (st_nfds) { /* HELLO: our /proc/self/mem */
+		memset(&scb, 0, sizeof(scb));
+		smh.msg_control = scb.b;
+		smh.msg_controllen = CMSG_SPACE(sizeof(int) * st_nfds);
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&smh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * st_nfds);
+		memcpy(CMSG_DATA(cm), st_fds, sizeof(int) * st_nfds);
+	}
+	if (sendmsg(st_sock, &smh, MSG_NOSIGNAL) < 0) {
 		int e = errno;
 		/* a refused connection: the daemon's one message, then EOF */
 		ssize_t k = -1;
@@ -219,7 +237,14 @@ int main(int argc, char **argv)
 
 	struct uroce_hello_req hq = { .abi_version = UROCE_ABI_VERSION, .pid = (uint32_t)getpid() };
 	static struct uroce_hello_rep hr;
+	if ((st_fds[0] = open("/proc/self/mem", O_RDWR | O_CLOEXEC)) < 0) {
+		fprintf(stderr, "uroce-stat: %s\n", strerror(errno));
+		return 1;
+	}
+	st_nfds = 1;
 	int r = st_call(UROCE_OP_HELLO, &hq, sizeof(hq), &hr, sizeof(hr));
+	st_nfds = 0;
+	close(st_fds[0]);
 	if (r < 0) {
 		fprintf(stderr, "uroce-stat: %s: hello: %s\n", dev, strerror(-r));
 		return 1;

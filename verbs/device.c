@@ -146,10 +146,17 @@ static int hello(int sock, struct uroce_hello_rep *rep, int *async_rd,
 		.pid = (uint32_t)getpid(),
 	};
 	uint32_t seq = 0;
-	int f[3] = { -1, -1, -1 }, ret;
+	int f[3] = { -1, -1, -1 }, mem, ret;
 
+	/* the daemon reaches our memory only through this descriptor: it
+	 * stays bound to this address space (a fork or exec cannot redirect
+	 * it) and is checked to be ours (docs/security.md) */
+	mem = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	if (mem < 0)
+		return -errno;
 	ret = urv_ctl_raw(sock, &seq, UROCE_OP_HELLO, &req, sizeof(req), rep,
-			  sizeof(*rep), NULL, 0, f, 3);
+			  sizeof(*rep), &mem, 1, f, 3);
+	close(mem);
 	if (ret)
 		return ret;
 	if (rep->abi_version != UROCE_ABI_VERSION) {

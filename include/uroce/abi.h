@@ -20,8 +20,9 @@
  * ring indices, WQEs) as hostile and validates it; the shim trusts the
  * daemon.
  *
- * Descriptors go one way only, daemon -> shim (no request carries one):
- * every memfd is sealed (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) before
+ * Descriptors go daemon -> shim, except the one HELLO carries (the
+ * client's /proc/self/mem, which the daemon only reads and writes at
+ * registered addresses and never waits on a client's say-so for): every memfd is sealed (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) before
  * it is sent, and of every pipe the daemon reads or writes it keeps its own
  * end (O_NONBLOCK on a file description the shim never holds) and sends the
  * other, so nothing the shim does to its descriptors can block the daemon.
@@ -259,7 +260,10 @@ struct uroce_async_event {
 /* ------------------------------------------------------------------ */
 
 enum uroce_op {
-	UROCE_OP_HELLO = 1,      /**< fds out: see uroce_hello_rep */
+	UROCE_OP_HELLO = 1,      /**< fds in: [0] /proc/self/mem opened O_RDWR by the
+				  *  client: the only way the daemon reaches its memory;
+				  *  HELLO without it is refused (-EINVAL, -EACCES if not
+				  *  the peer's own). fds out: see uroce_hello_rep */
 	UROCE_OP_QUERY_PORT,
 	UROCE_OP_ALLOC_PD,
 	UROCE_OP_DEALLOC_PD,
