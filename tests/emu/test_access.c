@@ -38,6 +38,10 @@ static pid_t as_user(uid_t uid, gid_t gid, gid_t sup, int (*fn)(void *), void *a
 	gid_t g[1] = { sup };
 	if (setgroups(sup ? 1 : 0, g) || setresgid(gid, gid, gid) || setresuid(uid, uid, uid))
 		_exit(126);
+	/* a uid change makes a process non-dumpable, and a non-dumpable
+	 * process cannot open its own /proc/self/mem (docs/security.md); a
+	 * user's processes started normally are dumpable */
+	prctl(PR_SET_DUMPABLE, 1);
 	_exit(fn(arg));
 }
 
@@ -70,7 +74,8 @@ static int try_hello(const char *sock)
 	uint8_t in[UROCE_MAX_MSG];
 	int rfds[4];
 	unsigned nr = 0;
-	int n = t_raw(fd, &m, sizeof(m), NULL, 0, in, sizeof(in), rfds, &nr);
+	int mem = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	int n = t_raw(fd, &m, sizeof(m), &mem, mem >= 0 ? 1 : 0, in, sizeof(in), rfds, &nr);
 	/* refused before our HELLO went out (EPIPE), or closed with it unread
 	 * (ECONNRESET, reported once before the queued refusal) */
 	for (int i = 0; i < 3 && (n == -EPIPE || n == -ECONNRESET); i++) {
@@ -79,6 +84,8 @@ static int try_hello(const char *sock)
 	}
 	for (unsigned i = 0; i < nr; i++)
 		close(rfds[i]);
+	if (mem >= 0)
+		close(mem);
 	int rc = 3;
 	struct uroce_msg_hdr h;
 	if (n >= (int)sizeof(h)) {

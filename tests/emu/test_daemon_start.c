@@ -79,9 +79,10 @@ int main(int argc, char **argv)
 	struct uroce_hello_rep r2;
 	rc = t_call(&c, UROCE_OP_HELLO, &q, sizeof(q), NULL, 0, &r2, sizeof(r2), NULL, NULL);
 	CHECK(rc == -EISCONN, "second hello: %d", rc);
-	/* HELLO takes no descriptor (the daemon makes its pipes) */
-	rc = t_call(&c, UROCE_OP_HELLO, &q, sizeof(q), &p[1], 1, &r2, sizeof(r2), NULL, NULL);
-	CHECK(rc == -EINVAL, "hello with an fd: %d", rc);
+	/* HELLO takes one descriptor, the client's /proc/self/mem (the
+	 * daemon makes its pipes): more is refused */
+	rc = t_call(&c, UROCE_OP_HELLO, &q, sizeof(q), p, 2, &r2, sizeof(r2), NULL, NULL);
+	CHECK(rc == -EINVAL, "hello with two fds: %d", rc);
 	close(p[0]);
 	close(p[1]);
 

@@ -19,11 +19,10 @@ static int hello_with(const char *sock, int memfd)
 		return -999;
 	struct uroce_hello_req q = { .abi_version = UROCE_ABI_VERSION, .pid = (uint32_t)getpid() };
 	struct uroce_hello_rep r;
-	int in[2] = { p[1], memfd };
 	int rfds[4];
 	unsigned nr = 0;
-	int rc = t_call(&c, UROCE_OP_HELLO, &q, sizeof(q), in, memfd >= 0 ? 2 : 1, &r, sizeof(r),
-			rfds, &nr);
+	int rc = t_call(&c, UROCE_OP_HELLO, &q, sizeof(q), &memfd, memfd >= 0 ? 1 : 0, &r,
+			sizeof(r), rfds, &nr);
 	for (unsigned i = 0; i < nr; i++)
 		close(rfds[i]);
 	close(p[0]);

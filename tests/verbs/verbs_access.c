@@ -165,6 +165,9 @@ static int run_probe(int uid, const char *run, const char *xdg, bool traffic, ch
 		if (uid >= 0 && (setgroups(0, NULL) || setresgid((gid_t)uid, (gid_t)uid, (gid_t)uid) ||
 				 setresuid((uid_t)uid, (uid_t)uid, (uid_t)uid)))
 			_exit(126);
+		/* dumpable again after the uid change, as a user's own process
+		 * is: otherwise it cannot open its /proc/self/mem */
+		prctl(PR_SET_DUMPABLE, 1);
 		_exit(probe(traffic));
 	}
 	close(p[1]);
