@@ -1,15 +1,67 @@
 /* SPDX-License-Identifier: MIT */
 /* Memory keys: the device-wide key table, lkey/rkey checks for MRs and
  * memory windows, window bind and invalidate. Keys are index << 8 | a
- * variant byte; freeing an index bumps the variant so stale keys miss. */
+ * random variant byte, never the byte the index had last, so keys cannot be
+ * guessed and a stale key misses. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "emu.h"
 #include "emu_int.h"
 
 #define EMU_KEYS_MAX (EMU_MAX_MR + EMU_MAX_MW + 1)
+
+/* Identifiers a remote peer must not guess (key bytes, the QPN start) come
+ * from getrandom. UROCE_TEST_SEED (tests only) makes them reproducible. */
+static uint64_t emu_rand_state;
+static int emu_rand_mode = -1; /* -1 unknown, 0 getrandom, 1 seeded */
+
+static uint32_t emu_rand_next(void)
+{
+	/* splitmix64 */
+	uint64_t z = (emu_rand_state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return (uint32_t)((z ^ (z >> 31)) >> 16);
+}
+
+uint32_t emu_random_u32(void)
+{
+	uint32_t v;
+
+	if (emu_rand_mode < 0) {
+		const char *s = getenv("UROCE_TEST_SEED");
+		emu_rand_mode = s && *s;
+		if (emu_rand_mode) {
+			emu_rand_state = strtoull(s, NULL, 0);
+			EMU_LOG(NOTICE, "UROCE_TEST_SEED=%s: predictable keys and QPNs\n", s);
+		}
+	}
+	if (emu_rand_mode)
+		return emu_rand_next();
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) == (ssize_t)sizeof(v))
+		return v;
+	/* no entropy yet (early boot): still differ per start */
+	if (!emu_rand_state) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		emu_rand_state = (uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec << 32 ^ (uint64_t)getpid();
+	}
+	return emu_rand_next();
+}
+
+/* A fresh key byte for slot i: unpredictable, and never the byte of the
+ * slot's previous key so a stale key of the last registration misses. */
+static uint8_t emu_key_variant(uint8_t prev)
+{
+	uint8_t v = (uint8_t)emu_random_u32();
+
+	return v == prev ? (uint8_t)(v + 1 + (uint8_t)(emu_random_u32() % 255)) : v;
+}
 
 int emu_key_alloc(struct emu_dev *d, uint8_t type, void *obj, uint32_t *key)
 {
@@ -32,12 +84,11 @@ int emu_key_alloc(struct emu_dev *d, uint8_t type, void *obj, uint32_t *key)
 	if (!t)
 		return -ENOMEM;
 	memset(t + n, 0, (nn - n) * sizeof(*t));
-	for (uint32_t j = n; j < nn; j++)
-		t[j].variant = (uint8_t)(j * 37u); /* spread initial key bytes */
 	d->keys = t;
 	d->nkeys = nn;
 	i = n ? n : 1;
 found:
+	d->keys[i].variant = emu_key_variant(d->keys[i].variant);
 	d->keys[i].type = type;
 	d->keys[i].obj = obj;
 	d->key_hint = i + 1;
@@ -53,7 +104,7 @@ void emu_key_free(struct emu_dev *d, uint32_t key)
 		return;
 	d->keys[i].type = EMU_OBJ_NONE;
 	d->keys[i].obj = NULL;
-	d->keys[i].variant++;
+	/* variant keeps the freed key's byte: the next allocation avoids it */
 }
 
 /* The object behind key if the slot holds type. For MRs the full key must

@@ -340,6 +340,71 @@ static void test_rx_fuzz(struct emu_dev *d)
 	d->ops = NULL;
 }
 
+/* Keys and QPNs are unpredictable: a new registration on a freed index
+ * never reuses its key byte, and two device starts (as two daemon starts)
+ * hand out different keys and a different first QPN. Before, keys were
+ * index << 8 | index * 37 and the first QPN was 17 on every start. */
+static void first_ids(uint32_t *keys, int nkeys, uint32_t *qpn)
+{
+	struct emu_dev d;
+	uint8_t mac[6] = { 2, 0, 0, 0, 0, 7 };
+	static uint8_t buf[4096];
+
+	CHECK(emu_dev_init(&d, "tr", mac, 1500, NULL, 0) == 0, "dev");
+	*qpn = d.next_qpn;
+	struct emu_ctx *c = emu_ctx_new(&d, getpid(), -1);
+	uint32_t pd = 0;
+	CHECK(emu_pd_alloc(c, &pd) == 0, "pd");
+	struct uroce_reg_mr_req q = { .pd = pd, .access = IBV_ACCESS_LOCAL_WRITE,
+				      .addr = (uintptr_t)buf, .length = sizeof(buf) };
+	struct uroce_reg_mr_rep r;
+	for (int i = 0; i < nkeys; i++) {
+		CHECK(emu_mr_reg(c, &q, &r) == 0, "mr");
+		keys[i] = r.lkey;
+	}
+	/* re-registration on a freed index: never the byte it had last */
+	static uint32_t last[1024];
+	int reused = 0;
+	memset(last, 0, sizeof(last));
+	for (int i = 0; i < 2000; i++) {
+		CHECK(emu_mr_dereg(c, r.handle) == 0, "dereg");
+		CHECK(emu_mr_reg(c, &q, &r) == 0, "rereg");
+		uint32_t ix = r.lkey >> 8;
+		if (ix >= 1024)
+			continue;
+		if (last[ix]) {
+			reused++;
+			CHECK(r.lkey != last[ix], "key %#x reused on its index", r.lkey);
+		}
+		last[ix] = r.lkey;
+	}
+	CHECK(reused > 100, "indices reused %d times", reused);
+	emu_ctx_destroy(c);
+	emu_dev_fini(&d);
+}
+
+static void test_unpredictable(void)
+{
+	enum { NK = 8 };
+	uint32_t k1[NK], k2[NK], k3[NK], q1, q2, q3;
+	int same = 0, spread = 0;
+
+	unsetenv("UROCE_TEST_SEED");
+	first_ids(k1, NK, &q1);
+	first_ids(k2, NK, &q2);
+	first_ids(k3, NK, &q3);
+	for (int i = 0; i < NK; i++) {
+		same += k1[i] == k2[i];
+		spread += (uint8_t)k1[i] != (uint8_t)((k1[i] >> 8) * 37u);
+	}
+	/* 8 random bytes all equal: 2^-64 */
+	CHECK(same < NK, "keys identical across starts (%#x ...)", k1[0]);
+	CHECK(spread > 0, "key bytes follow index*37");
+	/* three equal random starts in 65519: ~2e-10 */
+	CHECK(!(q1 == q2 && q2 == q3), "QPN start %u on every start", q1);
+	CHECK(q1 >= EMU_QPN_FIRST && q1 < EMU_QPN_TABLE, "QPN start %u in range", q1);
+}
+
 int main(void)
 {
 	struct emu_dev d;
@@ -357,6 +422,7 @@ int main(void)
 	test_fault(&d);
 	test_rx_fuzz(&d);
 	emu_dev_fini(&d);
+	test_unpredictable();
 	if (fails)
 		fprintf(stderr, "%d failure(s)\n", fails);
 	return fails ? 1 : 0;
