@@ -54,6 +54,7 @@
 #define EMU_LOG_LVL_DEBUG   8u
 void emu_log(uint32_t level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 bool emu_log_enabled(uint32_t level);
+
 /* EMU_LOG(ERR|WARNING|NOTICE|INFO|DEBUG, "fmt", ...) */
 #define EMU_LOG(lvl, ...) emu_log(EMU_LOG_LVL_##lvl, __VA_ARGS__)
 
@@ -301,6 +302,7 @@ enum emu_drop {
 	EMU_DROP_TX_NOBUF,
 	EMU_DROP_TX_NO_NEIGH,
 	EMU_DROP_FAULT,       /* injected */
+	EMU_DROP_SRC_MISMATCH, /* RC/UC source IP is not the QP's connected peer */
 	EMU_DROP_NUM
 };
 extern const char *const emu_drop_name[EMU_DROP_NUM];

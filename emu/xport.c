@@ -212,6 +212,17 @@ void xp_ce_rx(struct emu_qp *qp, const struct wire_pkt *pkt)
 	x->cnt.cnp_sent++;
 }
 
+/* A connected QP takes packets only from its peer: the source IP must be
+ * the path's destination GID (IPv4 both as IPv4-mapped GIDs), as rxe's
+ * check_addr. The UDP source port varies per sender flow and is not used.
+ * Before RTR there is no path; the state checks drop those packets. */
+static bool xp_src_ok(const struct emu_qp *qp, const struct wire_pkt *pkt)
+{
+	if (qp->attr.qp_state < IBV_QPS_RTR)
+		return true;
+	return !memcmp(pkt->ip.src.raw, qp->x.path.dgid.raw, 16);
+}
+
 void emu_xport_rx(struct emu_dev *d, struct emu_qp *qp, const struct wire_pkt *pkt)
 {
 	uint8_t tr;
@@ -231,6 +242,11 @@ void emu_xport_rx(struct emu_dev *d, struct emu_qp *qp, const struct wire_pkt *p
 	     (tr == WIRE_TR_UC && qp->type == IBV_QPT_UC) ||
 	     (tr == WIRE_TR_UD && qp->type == IBV_QPT_UD);
 	if (!ok || !pkt->op || !(pkt->op->flags & WIRE_OPF_VALID)) {
+		qp->x.cnt.rx_dropped++;
+		return;
+	}
+	if (tr != WIRE_TR_UD && !xp_src_ok(qp, pkt)) {
+		d->cnt.drops[EMU_DROP_SRC_MISMATCH]++;
 		qp->x.cnt.rx_dropped++;
 		return;
 	}

@@ -396,11 +396,104 @@ static int t_sq_prod_back(void)
 		CHECK_EQ(c[i].status, IBV_WC_SUCCESS);
 	}
 	CHECK_EQ(p.a.qp->attr.qp_state, IBV_QPS_RTS);
+/* ---- source check: a SEND with the right QPN and PSN from an address
+ * that is not the connected peer is dropped and counted; the same packet
+ * from the peer's address is accepted; the pair then carries verified
+ * traffic. Before the check, the forged packet consumed B's receive. ---- */
+static size_t src_frame(struct pair *p, const union ibv_gid *src, uint8_t *buf, size_t cap)
+{
+	struct emu_qp *b = p->b.qp;
+	static uint8_t pay[64];
+	struct wire_pkt w;
+	size_t len = 0;
+
+	memset(pay, 0x5c, sizeof(pay));
+	wire_pkt_init(&w, b->x.path.ipv6 ? 6 : 4);
+	memcpy(w.dmac, p->s.n[1].dev.mac, 6);
+	memcpy(w.smac, p->s.n[0].dev.mac, 6);
+	memcpy(w.ip.src.raw, src->raw, 16);
+	memcpy(w.ip.dst.raw, b->x.path.sgid.raw, 16);
+	w.udp.sport = 0xc123;
+	w.bth.opcode = b->type == IBV_QPT_RC ? 0x04 : 0x24; /* SEND_ONLY */
+	w.bth.dqpn = b->qpn;
+	w.bth.pkey = 0xffff;
+	w.bth.psn = b->x.epsn;
+	w.payload = pay;
+	w.payload_len = sizeof(pay);
+	CHECK_EQ(wire_build(&w, buf, cap, 0, &len), 0);
+	return len;
+}
+
+static int source_check(enum ibv_qp_type t)
+{
+	struct pair p;
+	struct uroce_cqe c[8];
+	uint8_t f[512];
+	size_t len;
+
+	if (pair_setup(&p, t, IBV_MTU_1024, 1 << 16))
+		return 1;
+	struct emu_dev *db = &p.s.n[1].dev;
+	union ibv_gid forged = p.b.qp->x.path.dgid, peer = p.b.qp->x.path.dgid;
+	forged.raw[15] ^= 0x40; /* another host of the same subnet */
+	struct uroce_sge r = xt_sge(&p.mb, 0, 4096);
+	sim_post_recv(&p.b, 1, &r, 1);
+	uint32_t epsn = p.b.qp->x.epsn;
+
+	len = src_frame(&p, &forged, f, sizeof(f));
+	emu_port_rx_frame(db, f, (uint32_t)len);
+	sim_run(&p.s, 1000000000ull);
+	CHECK_EQ(db->cnt.drops[EMU_DROP_SRC_MISMATCH], 1);
+	CHECK_EQ(sim_poll(p.b.rcq, c, 8), 0);
+	CHECK_EQ(p.b.qp->x.epsn, epsn);
+	CHECK(((uint8_t *)p.mb.buf)[0] != 0x5c);
+
+	/* the same packet from the peer's address: accepted */
+	len = src_frame(&p, &peer, f, sizeof(f));
+	emu_port_rx_frame(db, f, (uint32_t)len);
+	sim_run(&p.s, 1000000000ull);
+	CHECK_EQ(db->cnt.drops[EMU_DROP_SRC_MISMATCH], 1);
+	CHECK_EQ(sim_poll(p.b.rcq, c, 8), 1);
+	CHECK_EQ(c[0].status, IBV_WC_SUCCESS);
+	CHECK_EQ(((uint8_t *)p.mb.buf)[63], 0x5c);
+
+	/* a SEND from the real peer still completes, verified. For RC the
+	 * hand-made packet above consumed a PSN A did not send: reconnect. */
+	{
+		struct ibv_qp_attr at = { .qp_state = IBV_QPS_RESET };
+		CHECK_EQ(emu_qp_modify(p.a.qp, &at, IBV_QP_STATE), 0);
+		CHECK_EQ(emu_qp_modify(p.b.qp, &at, IBV_QP_STATE), 0);
+		CHECK_EQ(sim_connect(&p.a, &p.b, IBV_MTU_1024), 0);
+		CHECK_EQ(sim_connect(&p.b, &p.a, IBV_MTU_1024), 0);
+	}
+	xt_fill(p.ma.buf, 4096, 3);
+	r = xt_sge(&p.mb, 8192, 4096);
+	sim_post_recv(&p.b, 2, &r, 1);
+	xt_post(&p, 7, IBV_WR_SEND, 0, 3000, 0);
+	sim_run(&p.s, 1000000000ull);
+	CHECK_EQ(sim_poll(p.a.scq, c, 8), 1);
+	CHECK_EQ(c[0].status, IBV_WC_SUCCESS);
+	CHECK_EQ(sim_poll(p.b.rcq, c, 8), 1);
+	CHECK_EQ(c[0].wr_id, 2);
+	CHECK(!memcmp((uint8_t *)p.mb.buf + 8192, p.ma.buf, 3000));
+	CHECK_EQ(db->cnt.drops[EMU_DROP_SRC_MISMATCH], 1);
 	pair_fini(&p);
 	return 0;
 }
 
+static int t_source_rc(void)
+{
+	return source_check(IBV_QPT_RC);
+}
+
+static int t_source_uc(void)
+{
+	return source_check(IBV_QPT_UC);
+}
+
 static const struct xt_test tests[] = {
+	{ "source_rc", t_source_rc },
+	{ "source_uc", t_source_uc },
 	{ "random_packets", t_random_packets },
 	{ "qp_memory", t_qp_memory },
 	{ "sq_prod_back", t_sq_prod_back },
