@@ -162,7 +162,7 @@ int emu_cq_push(struct emu_cq *cq, const struct uroce_cqe *cqe)
 	if (cq->prod - cons >= cq->entries) {
 		cq->error = true;
 		__atomic_fetch_or(&cq->hdr->flags, UROCE_RING_F_ERROR, __ATOMIC_RELEASE);
-		EMU_LOG(NOTICE, "cq %u (pid %d): overrun\n", cq->handle, (int)cq->ctx->pid);
+		EMU_LOG_RL(NOTICE, "cq %u (pid %d): overrun\n", cq->handle, (int)cq->ctx->pid);
 		emu_async_event(cq->ctx, cq->user_handle, IBV_EVENT_CQ_ERR);
 		return -ENOSPC;
 	}

@@ -32,9 +32,31 @@ struct emu_client {
  * event of the same batch may still name them. */
 static __thread struct emu_client *emu_dead_clients; /* per worker */
 
+/* Out of descriptors or memory, accept() fails at once while the listening
+ * socket stays readable: polling it would spin. Stop watching it for a
+ * while (a closing client ends the pause early); pending clients wait in
+ * the backlog instead of being refused. */
+#define EMU_ACCEPT_PAUSE_NS 100000000ull
+
+static void emu_accept_watch(struct emu_daemon *dm, bool on)
+{
+	struct epoll_event ev = { .events = on ? EPOLLIN : 0, .data.ptr = &dm->ep_listen };
+
+	if (dm->listen_fd >= 0 && epoll_ctl(dm->epfd, EPOLL_CTL_MOD, dm->listen_fd, &ev) < 0)
+		EMU_LOG_RL(WARNING, "%s: epoll listen: %s\n", dm->o.dev, strerror(errno));
+}
+
+static void emu_accept_resume_check(struct emu_daemon *dm)
+{
+	if (dm->accept_resume_ns && emu_now_ns() >= dm->accept_resume_ns) {
+		dm->accept_resume_ns = 0;
+		emu_accept_watch(dm, true);
+	}
+}
+
 void emu_ctl_reap(struct emu_daemon *dm)
 {
-	(void)dm;
+	emu_accept_resume_check(dm);
 	while (emu_dead_clients) {
 		struct emu_client *cl = emu_dead_clients;
 		emu_dead_clients = cl->next_dead;
@@ -120,7 +142,9 @@ static void emu_client_close(struct emu_daemon *dm, struct emu_client *cl)
 {
 	struct emu_ctx *c = cl->ctx;
 
-	EMU_LOG(INFO, "client pid %d gone\n", (int)c->pid);
+	EMU_LOG_RL(INFO, "client pid %d gone\n", (int)c->pid);
+	if (dm->accept_resume_ns)
+		dm->accept_resume_ns = 1; /* a descriptor is free again: accept now */
 	epoll_ctl(dm->epfd, EPOLL_CTL_DEL, c->sock, NULL);
 	if (c->wake_fd >= 0)
 		epoll_ctl(dm->epfd, EPOLL_CTL_DEL, c->wake_fd, NULL);
@@ -182,8 +206,17 @@ static void emu_accept(struct emu_daemon *dm)
 	for (;;) {
 		int fd = accept4(dm->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
-			if (errno != EAGAIN && errno != EINTR)
-				EMU_LOG(WARNING, "accept: %s\n", strerror(errno));
+			int e = errno;
+
+			if (e == EAGAIN || e == EINTR)
+				return;
+			if (e == ECONNABORTED)
+				continue;
+			if (e == EMFILE || e == ENFILE || e == ENOMEM || e == ENOBUFS) {
+				dm->accept_resume_ns = emu_now_ns() + EMU_ACCEPT_PAUSE_NS;
+				emu_accept_watch(dm, false);
+			}
+			EMU_LOG_RL(WARNING, "%s: accept: %s\n", dm->o.dev, strerror(e));
 			return;
 		}
 		struct ucred cr;
@@ -217,7 +250,7 @@ static void emu_accept(struct emu_daemon *dm)
 			free(cl);
 			continue;
 		}
-		EMU_LOG(INFO, "client pid %d connected\n", (int)cr.pid);
+		EMU_LOG_RL(INFO, "client pid %d connected\n", (int)cr.pid);
 	}
 }
 
@@ -291,7 +324,7 @@ static bool emu_reply(struct emu_ctx *c, const struct uroce_msg_hdr *rq, int sta
 	 * buffer means a client that sends without reading: it is dropped
 	 * (one log line per client) rather than served with replies lost. */
 	if (sendmsg(c->sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
-		EMU_LOG(NOTICE, "pid %d: reply op %u: %s: dropping the client\n", (int)c->pid,
+		EMU_LOG_RL(NOTICE, "pid %d: reply op %u: %s: dropping the client\n", (int)c->pid,
 			rq->op, strerror(errno));
 		return false;
 	}
@@ -573,7 +606,7 @@ static bool emu_dispatch(struct emu_daemon *dm, struct emu_client *cl, const uin
 		oclose = 1; /* owned by its object */
 	}
 	if (rc)
-		EMU_LOG(DEBUG, "pid %d: op %u -> %d\n", (int)c->pid, h.op, rc);
+		EMU_LOG_RL(DEBUG, "pid %d: op %u -> %d\n", (int)c->pid, h.op, rc);
 reply:;
 	c->ctl_busy = false;
 	bool ok = emu_reply(c, &h, rc, &rep, rlen, ofds, nofds);
@@ -678,7 +711,7 @@ void emu_ctl_event(struct emu_daemon *dm, struct emu_ep *ep, uint32_t events)
 			}
 			if (r < (ssize_t)sizeof(v)) {
 				if (r < 0 && errno != EAGAIN && errno != EINTR)
-					EMU_LOG(DEBUG, "wake read: %s\n", strerror(errno));
+					EMU_LOG_RL(DEBUG, "wake read: %s\n", strerror(errno));
 				break;
 			}
 		}

@@ -65,6 +65,7 @@ struct emu_daemon {
 	uint64_t refused_unlogged;
 	struct emu_mem_guard *guard; /* the engine thread's (main.c watchdog) */
 	struct emu_mem_guard *adopt; /* set: the new engine takes over from it */
+	uint64_t accept_resume_ns; /* accept paused on EMFILE & co until then; 0 = not */
 };
 
 extern struct emu_daemon *emu_ds[EMU_MAX_DEVS];

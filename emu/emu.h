@@ -55,6 +55,24 @@
 void emu_log(uint32_t level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 bool emu_log_enabled(uint32_t level);
 
+/* Rate-limited logging for anything a client or the wire can trigger: at
+ * most EMU_LOG_RL_BURST lines per call site (and thread) per second; the
+ * number suppressed is logged with the next line that passes. */
+#define EMU_LOG_RL_BURST 10u
+#define EMU_LOG_RL_WINDOW_NS 1000000000ull
+struct emu_log_rl {
+	uint64_t start_ns;
+	uint32_t n;
+	uint64_t suppressed;
+};
+void emu_log_rl(struct emu_log_rl *rl, uint32_t level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* lines suppressed by every limiter since start (for the stats dump) */
+uint64_t emu_log_suppressed(void);
+#define EMU_LOG_RL(lvl, ...) do { \
+		static __thread struct emu_log_rl emu_rl_; \
+		emu_log_rl(&emu_rl_, EMU_LOG_LVL_##lvl, __VA_ARGS__); \
+	} while (0)
 /* EMU_LOG(ERR|WARNING|NOTICE|INFO|DEBUG, "fmt", ...) */
 #define EMU_LOG(lvl, ...) emu_log(EMU_LOG_LVL_##lvl, __VA_ARGS__)
 

@@ -55,6 +55,9 @@ void emu_stats_dump(struct emu_dev *d)
 		c->rx_nd, c->tx_nd, d->nctx, d->nqp);
 	if (c->tx_stalls)
 		EMU_LOG(NOTICE, "%s: tx back-pressure stalls %lu\n", d->name, c->tx_stalls);
+	if (emu_log_suppressed())
+		EMU_LOG(NOTICE, "%s: rate-limited log lines suppressed %lu\n", d->name,
+			(unsigned long)emu_log_suppressed());
 	for (int i = 0; i < EMU_DROP_NUM; i++)
 		if (c->drops[i])
 			EMU_LOG(NOTICE, "%s: drop %s %lu\n", d->name, emu_drop_name[i], c->drops[i]);

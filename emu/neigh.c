@@ -363,7 +363,7 @@ void emu_core_poll(struct emu_dev *d, uint64_t now)
 		if (n->state != EMU_NEIGH_INCOMPLETE || n->next_try_ns > now)
 			continue;
 		if (n->tries >= EMU_NEIGH_TRIES) {
-			EMU_LOG(INFO, "%s: neighbour resolution failed\n", d->name);
+			EMU_LOG_RL(INFO, "%s: neighbour resolution failed\n", d->name);
 			n->state = EMU_NEIGH_FREE;
 			continue;
 		}

@@ -588,7 +588,7 @@ void xp_resp_rx(struct emu_qp *qp, const struct wire_pkt *pkt)
 			st = EMU_RESP_EXECUTE;
 			break;
 		case EMU_RESP_ERR_RKEY_VIOLATION:
-			EMU_LOG(DEBUG, "qp %u: rkey %#x violation (%d)", qp->qpn,
+			EMU_LOG_RL(DEBUG, "qp %u: rkey %#x violation (%d)", qp->qpn,
 				cls == WIRE_OPC_ATOMIC ? pkt->atomiceth.rkey : pkt->reth.rkey, err);
 			if (!rc) {
 				x->cnt.rx_dropped++;

@@ -324,7 +324,7 @@ void emu_xport_qp_counters(const struct emu_qp *qp, struct emu_xport_counters *o
 
 void emu_xport_mem_fault(struct emu_qp *qp)
 {
-	EMU_LOG(WARNING, "qp %u: registered memory of pid %d is gone\n", qp->qpn,
+	EMU_LOG_RL(WARNING, "qp %u: registered memory of pid %d is gone\n", qp->qpn,
 		qp->ctx ? (int)qp->ctx->pid : -1);
 	xp_qp_error(qp, IBV_EVENT_QP_ACCESS_ERR);
 }

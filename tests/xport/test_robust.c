@@ -396,6 +396,10 @@ static int t_sq_prod_back(void)
 		CHECK_EQ(c[i].status, IBV_WC_SUCCESS);
 	}
 	CHECK_EQ(p.a.qp->attr.qp_state, IBV_QPS_RTS);
+	pair_fini(&p);
+	return 0;
+}
+
 /* ---- source check: a SEND with the right QPN and PSN from an address
  * that is not the connected peer is dropped and counted; the same packet
  * from the peer's address is accepted; the pair then carries verified
