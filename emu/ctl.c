@@ -231,6 +231,13 @@ static void emu_accept(struct emu_daemon *dm)
 		}
 		struct emu_client *cl = calloc(1, sizeof(*cl));
 		struct emu_ctx *c = cl ? emu_ctx_new(&dm->dev, cr.pid, fd) : NULL;
+		if (c && emu_ctx_set_uid(c, cr.uid)) {
+			EMU_LOG_RL(WARNING, "%s: uid %u has its maximum of contexts\n",
+				   dm->o.dev, (unsigned)cr.uid);
+			c->sock = -1; /* closed below */
+			emu_ctx_destroy(c);
+			c = NULL;
+		}
 		if (!c) {
 			free(cl);
 			close(fd);

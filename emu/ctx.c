@@ -153,6 +153,9 @@ void emu_dev_fini(struct emu_dev *d)
 	free(d->qpn);
 	free(d->mcast);
 	free(d->keys);
+	free(d->uids);
+	d->uids = NULL;
+	d->nuids = 0;
 	d->qpn = NULL;
 	d->mcast = NULL;
 	d->keys = NULL;
@@ -167,6 +170,20 @@ void emu_dev_hello(const struct emu_dev *d, struct uroce_hello_rep *r)
 	r->daemon_pid = (uint32_t)getpid();
 	strcpy(r->dev_name, d->name);
 	r->dev_attr = d->dev_attr;
+	/* as an HCA reports its limits: what this context may create */
+	struct ibv_device_attr *at = &r->dev_attr;
+	struct { int *v; enum emu_obj_type t; } lim[] = {
+		{ &at->max_qp, EMU_OBJ_QP }, { &at->max_cq, EMU_OBJ_CQ },
+		{ &at->max_mr, EMU_OBJ_MR }, { &at->max_pd, EMU_OBJ_PD },
+		{ &at->max_mw, EMU_OBJ_MW }, { &at->max_ah, EMU_OBJ_AH },
+		{ &at->max_srq, EMU_OBJ_SRQ },
+	};
+	for (unsigned i = 0; i < sizeof(lim) / sizeof(lim[0]); i++) {
+		uint32_t m = emu_lim_ctx[lim[i].t] < emu_lim_uid[lim[i].t] ?
+			     emu_lim_ctx[lim[i].t] : emu_lim_uid[lim[i].t];
+		if (m < (uint32_t)*lim[i].v)
+			*lim[i].v = (int)m;
+	}
 	r->port_attr = d->port_attr;
 	r->port_attr.state = d->port_state;
 	r->gid_count = d->gid_count;
@@ -177,6 +194,91 @@ void emu_dev_hello(const struct emu_dev *d, struct uroce_hello_rep *r)
 	r->pkeys[0] = 0xffff;
 	memcpy(r->mac, d->mac, 6);
 	r->node_guid = d->node_guid;
+}
+
+/* Defaults: a uid may take a quarter of the device, a context a quarter of
+ * that, so a few users always fit whatever one of them does. Channels and
+ * contexts cost the daemon descriptors (its limit is ~20000). */
+uint32_t emu_lim_ctx[EMU_OBJ_NTYPES] = {
+	[EMU_OBJ_PD] = EMU_MAX_PD / 16, [EMU_OBJ_MR] = EMU_MAX_MR / 16,
+	[EMU_OBJ_MW] = EMU_MAX_MW / 16, [EMU_OBJ_CHANNEL] = 256,
+	[EMU_OBJ_CQ] = EMU_MAX_CQ / 16, [EMU_OBJ_SRQ] = EMU_MAX_SRQ / 16,
+	[EMU_OBJ_QP] = EMU_MAX_QP / 16, [EMU_OBJ_AH] = EMU_MAX_AH / 16,
+};
+uint32_t emu_lim_uid[EMU_OBJ_NTYPES] = {
+	[EMU_OBJ_NONE] = 128,
+	[EMU_OBJ_PD] = EMU_MAX_PD / 4, [EMU_OBJ_MR] = EMU_MAX_MR / 4,
+	[EMU_OBJ_MW] = EMU_MAX_MW / 4, [EMU_OBJ_CHANNEL] = 1024,
+	[EMU_OBJ_CQ] = EMU_MAX_CQ / 4, [EMU_OBJ_SRQ] = EMU_MAX_SRQ / 4,
+	[EMU_OBJ_QP] = EMU_MAX_QP / 4, [EMU_OBJ_AH] = EMU_MAX_AH / 4,
+};
+static const char *const emu_lim_name[EMU_OBJ_NTYPES] = {
+	[EMU_OBJ_NONE] = "ctx", [EMU_OBJ_PD] = "pd", [EMU_OBJ_MR] = "mr",
+	[EMU_OBJ_MW] = "mw", [EMU_OBJ_CHANNEL] = "channel", [EMU_OBJ_CQ] = "cq",
+	[EMU_OBJ_SRQ] = "srq", [EMU_OBJ_QP] = "qp", [EMU_OBJ_AH] = "ah",
+};
+
+int emu_limit_set(const char *spec, bool per_uid)
+{
+	const char *eq = strchr(spec, '=');
+	char *end;
+
+	if (!eq)
+		return -EINVAL;
+	for (unsigned t = 0; t < EMU_OBJ_NTYPES; t++) {
+		size_t l = strlen(emu_lim_name[t]);
+		if (l != (size_t)(eq - spec) || strncmp(spec, emu_lim_name[t], l))
+			continue;
+		if (t == EMU_OBJ_NONE && !per_uid)
+			return -EINVAL;
+		errno = 0;
+		unsigned long v = strtoul(eq + 1, &end, 0);
+		if (errno || end == eq + 1 || *end || v > UINT32_MAX)
+			return -EINVAL;
+		(per_uid ? emu_lim_uid : emu_lim_ctx)[t] = (uint32_t)v;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int emu_ctx_quota(const struct emu_ctx *c, enum emu_obj_type type)
+{
+	if (c->nobj[type] >= emu_lim_ctx[type])
+		return -ENOMEM;
+	if (c->uid_slot >= 0 && c->dev->uids[c->uid_slot].nobj[type] >= emu_lim_uid[type])
+		return -ENOMEM;
+	return 0;
+}
+
+int emu_ctx_set_uid(struct emu_ctx *c, uint32_t uid)
+{
+	struct emu_dev *d = c->dev;
+	int32_t free_slot = -1;
+	uint32_t i;
+
+	for (i = 0; i < d->nuids; i++) {
+		if (d->uids[i].nobj[EMU_OBJ_NONE] && d->uids[i].uid == uid)
+			break;
+		if (!d->uids[i].nobj[EMU_OBJ_NONE] && free_slot < 0)
+			free_slot = (int32_t)i;
+	}
+	if (i == d->nuids) {
+		if (free_slot < 0) {
+			struct emu_uid_use *t = realloc(d->uids, (d->nuids + 1) * sizeof(*t));
+			if (!t)
+				return -ENOMEM;
+			d->uids = t;
+			free_slot = (int32_t)d->nuids++;
+		}
+		i = (uint32_t)free_slot;
+		memset(&d->uids[i], 0, sizeof(d->uids[i]));
+		d->uids[i].uid = uid;
+	}
+	if (d->uids[i].nobj[EMU_OBJ_NONE] >= emu_lim_uid[EMU_OBJ_NONE])
+		return -EAGAIN;
+	d->uids[i].nobj[EMU_OBJ_NONE]++;
+	c->uid_slot = (int32_t)i;
+	return 0;
 }
 
 struct emu_ctx *emu_ctx_new(struct emu_dev *d, pid_t pid, int sock)
@@ -192,6 +294,7 @@ struct emu_ctx *emu_ctx_new(struct emu_dev *d, pid_t pid, int sock)
 	c->async_fd = -1;
 	c->db_memfd = -1;
 	c->mem_fd = -1;
+	c->uid_slot = -1;
 	c->next = d->ctxs;
 	if (d->ctxs)
 		d->ctxs->prev = c;
@@ -204,6 +307,8 @@ int emu_ctx_put(struct emu_ctx *c, enum emu_obj_type type, void *obj, uint32_t *
 {
 	uint32_t i;
 
+	if (type != EMU_OBJ_NONE && emu_ctx_quota(c, type))
+		return -ENOMEM;
 	for (i = c->h_free_hint; i < c->nh; i++)
 		if (c->h[i].type == EMU_OBJ_NONE)
 			goto found;
@@ -225,6 +330,8 @@ found:
 	c->h[i].obj = obj;
 	c->h_free_hint = i + 1;
 	c->nobj[type]++;
+	if (c->uid_slot >= 0)
+		c->dev->uids[c->uid_slot].nobj[type]++;
 	*handle = i;
 	return 0;
 }
@@ -234,6 +341,8 @@ void emu_ctx_drop(struct emu_ctx *c, uint32_t handle)
 	if (handle >= c->nh || c->h[handle].type == EMU_OBJ_NONE)
 		return;
 	c->nobj[c->h[handle].type]--;
+	if (c->uid_slot >= 0)
+		c->dev->uids[c->uid_slot].nobj[c->h[handle].type]--;
 	c->h[handle].type = EMU_OBJ_NONE;
 	c->h[handle].obj = NULL;
 	if (handle < c->h_free_hint)
@@ -370,6 +479,10 @@ void emu_ctx_destroy(struct emu_ctx *c)
 	c->mem_fd = -1;
 	c->db = NULL;
 	c->db_memfd = c->wake_fd = c->async_fd = c->sock = -1;
+	if (c->uid_slot >= 0) {
+		d->uids[c->uid_slot].nobj[EMU_OBJ_NONE]--;
+		c->uid_slot = -1;
+	}
 	if (c->prev)
 		c->prev->next = c->next;
 	else

@@ -288,6 +288,24 @@ struct emu_ctx {
 	bool ctl_busy;                /* a request is being executed: ctl_op/ctl_seq */
 	uint32_t ctl_op, ctl_seq;
 	uint32_t nobj[EMU_OBJ_NTYPES];
+	int32_t uid_slot;             /* dev->uids index, -1 = not accounted (tests) */
+};
+
+/* Resource limits (docs/running.md, --limit/--uid-limit): objects one
+ * context, and all contexts of one uid on a device, may hold. Index
+ * EMU_OBJ_NONE of the per-uid table is the number of contexts. */
+extern uint32_t emu_lim_ctx[EMU_OBJ_NTYPES];
+extern uint32_t emu_lim_uid[EMU_OBJ_NTYPES];
+/* "qp=100" etc.; 0 or -EINVAL */
+int emu_limit_set(const char *spec, bool per_uid);
+/* 0 if c may create one more object of type, else -ENOMEM */
+int emu_ctx_quota(const struct emu_ctx *c, enum emu_obj_type type);
+/* account c to uid: 0, or -EAGAIN when the uid has its maximum of contexts */
+int emu_ctx_set_uid(struct emu_ctx *c, uint32_t uid);
+
+struct emu_uid_use {
+	uint32_t uid;
+	uint32_t nobj[EMU_OBJ_NTYPES]; /* [EMU_OBJ_NONE]: contexts; 0 there = free slot */
 };
 
 /* ------------------------------------------------------------------ */
@@ -403,6 +421,8 @@ struct emu_dev {
 	struct emu_neigh neigh[EMU_NEIGH_MAX];
 
 	struct emu_ctx *ctxs;         /* list of contexts */
+	struct emu_uid_use *uids;     /* per-uid usage (limits) */
+	uint32_t nuids;
 	struct emu_ctx *zombies;      /* destroyed, freed once no QP exists */
 	uint32_t nctx;
 

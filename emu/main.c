@@ -63,6 +63,10 @@ static void emu_usage(FILE *f)
 		"  --log-level L     DPDK log level (default notice)\n"
 		"  --fault SPEC      on every device's RX:\n"
 		"                    drop=P,dup=P,reorder=P,corrupt=P,delay_us=N,seed=N\n"
+		"  --limit T=N       objects one context may hold, T one of pd mr mw\n"
+		"                    channel cq srq qp ah (defaults: 1/16 of the device)\n"
+		"  --uid-limit T=N   the same for all contexts of one uid (1/4 of the\n"
+		"                    device), and T=ctx: contexts per uid (128)\n"
 		"  --help\n"
 		"SIGUSR1 dumps counters to the log (tools/uroce-stat reads them live);\n"
 		"SIGINT/SIGTERM stop.\n");
@@ -250,7 +254,7 @@ static int emu_opts_parse(struct emu_opts *os, unsigned *ndev, int argc, char **
 {
 	enum { O_DEV = 256, O_PORT, O_IP, O_MAC, O_MTU, O_RUNDIR, O_BUSY, O_EAL, O_PCAP,
 	       O_FAULT, O_SPIN, O_LOG, O_CPU, O_HELP, O_STALL,
-	       O_SOCK_GROUP, O_SOCK_MODE, O_ALLOW_UID, O_ALLOW_GID };
+	       O_SOCK_GROUP, O_SOCK_MODE, O_ALLOW_UID, O_ALLOW_GID, O_LIMIT, O_UID_LIMIT };
 	static const struct option lo[] = {
 		{ "dev", required_argument, NULL, O_DEV },
 		{ "port", required_argument, NULL, O_PORT },
@@ -272,6 +276,8 @@ static int emu_opts_parse(struct emu_opts *os, unsigned *ndev, int argc, char **
 		{ "allow-uid", required_argument, NULL, O_ALLOW_UID },
 		{ "allow-gid", required_argument, NULL, O_ALLOW_GID },
 		{ "mem-stall-ms", required_argument, NULL, O_STALL },
+		{ "limit", required_argument, NULL, O_LIMIT },
+		{ "uid-limit", required_argument, NULL, O_UID_LIMIT },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct emu_opts g; /* global options */
@@ -331,6 +337,14 @@ static int emu_opts_parse(struct emu_opts *os, unsigned *ndev, int argc, char **
 		case O_CPU:
 			if (emu_set_cpu(o, optarg))
 				return -1;
+			break;
+		case O_LIMIT:
+		case O_UID_LIMIT:
+			if (emu_limit_set(optarg, c == O_UID_LIMIT)) {
+				fprintf(stderr, "uroced: bad --%s '%s'\n",
+					c == O_LIMIT ? "limit" : "uid-limit", optarg);
+				return -1;
+			}
 			break;
 		case O_SPIN: {
 			unsigned long v = strtoul(optarg, &end, 10);

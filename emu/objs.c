@@ -43,7 +43,7 @@ static void emu_ring_init(struct emu_ring *r, void *base, uint32_t entries, uint
 
 int emu_pd_alloc(struct emu_ctx *c, uint32_t *handle)
 {
-	if (c->nobj[EMU_OBJ_PD] >= EMU_MAX_PD)
+	if (c->nobj[EMU_OBJ_PD] >= EMU_MAX_PD || emu_ctx_quota(c, EMU_OBJ_PD))
 		return -ENOMEM;
 	struct emu_pd *pd = calloc(1, sizeof(*pd));
 	if (!pd)
@@ -108,7 +108,7 @@ int emu_mr_reg(struct emu_ctx *c, const struct uroce_reg_mr_req *q, struct uroce
 		return rc;
 	if (q->iova + q->length < q->iova)
 		return -EINVAL;
-	if (c->nobj[EMU_OBJ_MR] >= EMU_MAX_MR)
+	if (c->nobj[EMU_OBJ_MR] >= EMU_MAX_MR || emu_ctx_quota(c, EMU_OBJ_MR))
 		return -ENOMEM;
 	struct emu_mr *mr = calloc(1, sizeof(*mr));
 	if (!mr)
@@ -212,7 +212,7 @@ int emu_mw_alloc(struct emu_ctx *c, const struct uroce_alloc_mw_req *q, struct u
 
 	if (!pd || (q->type != IBV_MW_TYPE_1 && q->type != IBV_MW_TYPE_2))
 		return -EINVAL;
-	if (c->nobj[EMU_OBJ_MW] >= EMU_MAX_MW)
+	if (c->nobj[EMU_OBJ_MW] >= EMU_MAX_MW || emu_ctx_quota(c, EMU_OBJ_MW))
 		return -ENOMEM;
 	struct emu_mw *mw = calloc(1, sizeof(*mw));
 	if (!mw)
@@ -260,6 +260,10 @@ int emu_channel_create(struct emu_ctx *c, int wfd, uint32_t *handle)
 
 	if (wfd < 0)
 		return -EINVAL;
+	if (emu_ctx_quota(c, EMU_OBJ_CHANNEL)) {
+		close(wfd);
+		return -ENOMEM;
+	}
 	/* the daemon made wfd (emu_evq_pipe); tests may pass their own */
 	int fl = fcntl(wfd, F_GETFL);
 	if (fl < 0 || (fl & O_ACCMODE) == O_RDONLY ||
@@ -347,7 +351,7 @@ int emu_cq_create(struct emu_ctx *c, const struct uroce_create_cq_req *q,
 	}
 	if (q->comp_vector != 0)
 		return -EINVAL; /* num_comp_vectors is 1 */
-	if (c->nobj[EMU_OBJ_CQ] >= EMU_MAX_CQ)
+	if (c->nobj[EMU_OBJ_CQ] >= EMU_MAX_CQ || emu_ctx_quota(c, EMU_OBJ_CQ))
 		return -ENOMEM;
 	struct emu_cq *cq = calloc(1, sizeof(*cq));
 	if (!cq)
@@ -427,7 +431,7 @@ int emu_srq_create(struct emu_ctx *c, const struct uroce_create_srq_req *q,
 
 	if (!pd || q->max_wr < 1 || q->max_wr > EMU_MAX_SRQ_WR || q->max_sge > EMU_MAX_SRQ_SGE)
 		return -EINVAL;
-	if (c->nobj[EMU_OBJ_SRQ] >= EMU_MAX_SRQ)
+	if (c->nobj[EMU_OBJ_SRQ] >= EMU_MAX_SRQ || emu_ctx_quota(c, EMU_OBJ_SRQ))
 		return -ENOMEM;
 	struct emu_srq *srq = calloc(1, sizeof(*srq));
 	if (!srq)
@@ -632,6 +636,8 @@ int emu_qp_create(struct emu_ctx *c, const struct uroce_create_qp_req *q,
 
 	if (!pd || !scq || !rcq)
 		return -EINVAL;
+	if (emu_ctx_quota(c, EMU_OBJ_QP))
+		return -ENOMEM; /* before the queue memory is made */
 	if (q->qp_type != IBV_QPT_RC && q->qp_type != IBV_QPT_UC && q->qp_type != IBV_QPT_UD)
 		return -EOPNOTSUPP;
 	if (q->srq != -1) {
@@ -818,7 +824,7 @@ int emu_ah_create(struct emu_ctx *c, const struct uroce_create_ah_req *q, uint32
 
 	if (!pd)
 		return -EINVAL;
-	if (c->nobj[EMU_OBJ_AH] >= EMU_MAX_AH)
+	if (c->nobj[EMU_OBJ_AH] >= EMU_MAX_AH || emu_ctx_quota(c, EMU_OBJ_AH))
 		return -ENOMEM;
 	struct emu_ah *ah = calloc(1, sizeof(*ah));
 	if (!ah)
