@@ -53,7 +53,10 @@ int main(int argc, char **argv)
 	CHECK(!strcmp(h->dev_name, "uroce0"), "name %s", h->dev_name);
 	CHECK(h->dev_attr.vendor_id == UROCE_VENDOR_ID, "vendor %x", h->dev_attr.vendor_id);
 	CHECK(h->dev_attr.phys_port_cnt == 1, "ports");
-	CHECK(h->dev_attr.max_qp >= 16384 && h->dev_attr.max_qp_wr >= 16384, "max_qp");
+	/* max_qp is what one context may create (default limit: 1/16 of
+	 * the device's 16384, docs/running.md) */
+	CHECK(h->dev_attr.max_qp == 16384 / 16 && h->dev_attr.max_qp_wr >= 16384, "max_qp %d",
+	      h->dev_attr.max_qp);
 	CHECK(h->dev_attr.max_sge >= 32 && h->dev_attr.max_cqe >= 65535, "max_sge/cqe");
 	CHECK(h->dev_attr.atomic_cap == IBV_ATOMIC_HCA, "atomic cap");
 	CHECK(h->dev_attr.device_cap_flags & IBV_DEVICE_RC_RNR_NAK_GEN, "cap flags");
