@@ -218,6 +218,48 @@ static const char *const emu_lim_name[EMU_OBJ_NTYPES] = {
 	[EMU_OBJ_SRQ] = "srq", [EMU_OBJ_QP] = "qp", [EMU_OBJ_AH] = "ah",
 };
 
+uint64_t emu_lim_ctx_mem = 256ull << 20;
+uint64_t emu_lim_uid_mem = 1ull << 30;
+
+/* "mem=N[KMG]" */
+static int emu_limit_mem(const char *v, bool per_uid)
+{
+	char *end;
+
+	errno = 0;
+	unsigned long long n = strtoull(v, &end, 0);
+	if (errno || end == v || *v == '-')
+		return -EINVAL;
+	unsigned sh = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
+	if (sh)
+		end++;
+	if (*end || n > (UINT64_MAX >> sh))
+		return -EINVAL;
+	*(per_uid ? &emu_lim_uid_mem : &emu_lim_ctx_mem) = (uint64_t)n << sh;
+	return 0;
+}
+
+int emu_ctx_charge(struct emu_ctx *c, uint64_t bytes)
+{
+	struct emu_uid_use *u = c->uid_slot >= 0 ? &c->dev->uids[c->uid_slot] : NULL;
+
+	if (bytes > emu_lim_ctx_mem || c->mem > emu_lim_ctx_mem - bytes)
+		return -ENOMEM;
+	if (u && (bytes > emu_lim_uid_mem || u->mem > emu_lim_uid_mem - bytes))
+		return -ENOMEM;
+	c->mem += bytes;
+	if (u)
+		u->mem += bytes;
+	return 0;
+}
+
+void emu_ctx_uncharge(struct emu_ctx *c, uint64_t bytes)
+{
+	c->mem -= bytes;
+	if (c->uid_slot >= 0)
+		c->dev->uids[c->uid_slot].mem -= bytes;
+}
+
 int emu_limit_set(const char *spec, bool per_uid)
 {
 	const char *eq = strchr(spec, '=');
@@ -225,6 +267,8 @@ int emu_limit_set(const char *spec, bool per_uid)
 
 	if (!eq)
 		return -EINVAL;
+	if (eq - spec == 3 && !strncmp(spec, "mem", 3))
+		return emu_limit_mem(eq + 1, per_uid);
 	for (unsigned t = 0; t < EMU_OBJ_NTYPES; t++) {
 		size_t l = strlen(emu_lim_name[t]);
 		if (l != (size_t)(eq - spec) || strncmp(spec, emu_lim_name[t], l))

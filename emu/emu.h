@@ -248,6 +248,7 @@ struct emu_qp {
 	int memfd;
 	void *map;
 	size_t map_size;
+	uint64_t charged;         /* daemon memory charged to ctx (limits) */
 	struct emu_xport_qp x;
 };
 
@@ -289,6 +290,7 @@ struct emu_ctx {
 	uint32_t ctl_op, ctl_seq;
 	uint32_t nobj[EMU_OBJ_NTYPES];
 	int32_t uid_slot;             /* dev->uids index, -1 = not accounted (tests) */
+	uint64_t mem;                 /* daemon memory charged (queues), bytes */
 };
 
 /* Resource limits (docs/running.md, --limit/--uid-limit): objects one
@@ -300,12 +302,18 @@ extern uint32_t emu_lim_uid[EMU_OBJ_NTYPES];
 int emu_limit_set(const char *spec, bool per_uid);
 /* 0 if c may create one more object of type, else -ENOMEM */
 int emu_ctx_quota(const struct emu_ctx *c, enum emu_obj_type type);
+/* daemon memory (queue rings, private copies) charged to c and its uid:
+ * 0, or -ENOMEM past --limit mem= / --uid-limit mem= */
+extern uint64_t emu_lim_ctx_mem, emu_lim_uid_mem;
+int emu_ctx_charge(struct emu_ctx *c, uint64_t bytes);
+void emu_ctx_uncharge(struct emu_ctx *c, uint64_t bytes);
 /* account c to uid: 0, or -EAGAIN when the uid has its maximum of contexts */
 int emu_ctx_set_uid(struct emu_ctx *c, uint32_t uid);
 
 struct emu_uid_use {
 	uint32_t uid;
 	uint32_t nobj[EMU_OBJ_NTYPES]; /* [EMU_OBJ_NONE]: contexts; 0 there = free slot */
+	uint64_t mem;
 };
 
 /* ------------------------------------------------------------------ */

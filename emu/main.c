@@ -64,9 +64,10 @@ static void emu_usage(FILE *f)
 		"  --fault SPEC      on every device's RX:\n"
 		"                    drop=P,dup=P,reorder=P,corrupt=P,delay_us=N,seed=N\n"
 		"  --limit T=N       objects one context may hold, T one of pd mr mw\n"
-		"                    channel cq srq qp ah (defaults: 1/16 of the device)\n"
+		"                    channel cq srq qp ah (defaults: 1/16 of the device),\n"
+		"                    or mem=BYTES[KMG]: queue memory (default 256M)\n"
 		"  --uid-limit T=N   the same for all contexts of one uid (1/4 of the\n"
-		"                    device), and T=ctx: contexts per uid (128)\n"
+		"                    device, mem 1G), and T=ctx: contexts per uid (128)\n"
 		"  --help\n"
 		"SIGUSR1 dumps counters to the log (tools/uroce-stat reads them live);\n"
 		"SIGINT/SIGTERM stop.\n");

@@ -364,7 +364,12 @@ int emu_cq_create(struct emu_ctx *c, const struct uroce_create_cq_req *q,
 		free(cq);
 		return rc;
 	}
-	rc = emu_ctx_put(c, EMU_OBJ_CQ, cq, &cq->handle);
+	rc = emu_ctx_charge(c, cq->map_size);
+	if (!rc) {
+		rc = emu_ctx_put(c, EMU_OBJ_CQ, cq, &cq->handle);
+		if (rc)
+			emu_ctx_uncharge(c, cq->map_size);
+	}
 	if (rc) {
 		emu_shm_destroy(cq->memfd, cq->map, cq->map_size);
 		free(cq);
@@ -392,6 +397,14 @@ int emu_cq_resize(struct emu_ctx *c, const struct uroce_resize_cq_req *q,
 	int rc = emu_cq_ring_new(&nq, q->cqe);
 	if (rc)
 		return rc;
+	/* charge the new ring while the old one is still held (both exist
+	 * during the copy) */
+	rc = emu_ctx_charge(c, nq.map_size);
+	if (rc) {
+		emu_shm_destroy(nq.memfd, nq.map, nq.map_size);
+		return rc;
+	}
+	emu_ctx_uncharge(c, cq->map_size);
 	/* keep the free-running indices: the shim continues at cons */
 	for (uint32_t k = 0, i = cons; k < used; k++, i++) /* used <= both sizes */
 		nq.slots[i & nq.mask] = cq->slots[i & cq->mask];
@@ -417,6 +430,7 @@ int emu_cq_destroy(struct emu_ctx *c, uint32_t handle)
 	if (cq->channel)
 		cq->channel->refcnt--;
 	emu_shm_destroy(cq->memfd, cq->map, cq->map_size);
+	emu_ctx_uncharge(c, cq->map_size);
 	emu_ctx_drop(c, handle);
 	free(cq);
 	return 0;
@@ -673,8 +687,17 @@ int emu_qp_create(struct emu_ctx *c, const struct uroce_create_qp_req *q,
 	size_t rq_size = srq ? 0 : page_align(UROCE_RING_HDR_SIZE + (size_t)rq_entries * rq_stride);
 	size_t size = sq_size + (srq ? 4096 : rq_size); /* an unused RQ header with an SRQ */
 
+	/* the rings plus the transport's private copy of the send queue */
+	uint64_t charge = size + (uint64_t)sq_entries * (sq_stride + sizeof(struct emu_xport_swqe));
+	rc = emu_ctx_charge(c, charge);
+	if (rc) {
+		free(qp);
+		return rc;
+	}
+	qp->charged = charge;
 	rc = emu_shm_create("uroce-qp", size, &qp->memfd, &qp->map);
 	if (rc) {
+		emu_ctx_uncharge(c, charge);
 		free(qp);
 		return rc;
 	}
@@ -745,6 +768,7 @@ err_qpn:
 	d->nqp--;
 err_shm:
 	emu_shm_destroy(qp->memfd, qp->map, qp->map_size);
+	emu_ctx_uncharge(c, qp->charged);
 	free(qp);
 	return rc;
 }
@@ -811,6 +835,7 @@ int emu_qp_destroy(struct emu_ctx *c, uint32_t handle)
 		qp->srq->refcnt--;
 	__atomic_fetch_or(&qp->sq.hdr->flags, UROCE_RING_F_ERROR, __ATOMIC_RELEASE);
 	emu_shm_destroy(qp->memfd, qp->map, qp->map_size);
+	emu_ctx_uncharge(c, qp->charged);
 	emu_ctx_drop(c, handle);
 	free(qp);
 	return 0;

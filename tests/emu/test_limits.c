@@ -32,12 +32,30 @@ static int qps_until_refused(struct t_client *c, uint32_t pd, uint32_t cq, int *
 	return n;
 }
 
+static int big_qp(struct t_client *c, uint32_t pd, uint32_t cq, uint32_t wr)
+{
+	struct uroce_create_qp_req q = {
+		.pd = pd, .send_cq = cq, .recv_cq = cq, .srq = -1, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = wr, .max_recv_wr = 16, .max_send_sge = 1,
+			 .max_recv_sge = 1, .max_inline_data = 512 },
+	};
+	struct uroce_create_qp_rep r;
+	int fds[4];
+	unsigned nf = 0;
+	int rc = t_call(c, UROCE_OP_CREATE_QP, &q, sizeof(q), NULL, 0, &r, sizeof(r), fds, &nf);
+	for (unsigned i = 0; i < nf; i++)
+		close(fds[i]);
+	if (!rc)
+		t_handle_op(c, UROCE_OP_DESTROY_QP, r.handle);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	static uint8_t buf[4096] __attribute__((aligned(4096)));
 	static const char *const opts[] = {
 		"--limit", "qp=8", "--limit", "mr=16", "--uid-limit", "qp=12",
-		"--uid-limit", "ctx=3", NULL,
+		"--uid-limit", "ctx=3", "--limit", "mem=8M", NULL,
 	};
 	struct t_daemon d;
 	struct t_client a, b, c3, x;
@@ -63,6 +81,17 @@ int main(int argc, char **argv)
 	cqa = cr.handle;
 	REQUIRE(t_cq(&b, 64, &cr, NULL) == 0, "cq b");
 	cqb = cr.handle;
+
+	/* daemon memory (8 MiB per context here): a send queue of 16384
+	 * entries with 512 B inline costs 16 MiB of ring plus as much of
+	 * private copy; 1024 entries fit. A 1M-entry CQ (32 MiB) does not. */
+	CHECK(big_qp(&a, pda, cqa, 16384) == -ENOMEM, "16 MiB send queue accepted");
+	CHECK(big_qp(&a, pda, cqa, 1024) == 0, "1 MiB send queue refused");
+	/* destroyed QPs give their memory back (20 x ~1.5 MiB > 8 MiB) */
+	for (int i = 0; i < 20; i++)
+		CHECK(big_qp(&a, pda, cqa, 1024) == 0, "send queue %d: memory not returned", i);
+	rc = t_cq(&a, (1u << 20) - 1, &cr, NULL);
+	CHECK(rc == -ENOMEM, "32 MiB CQ: %d", rc);
 
 	/* per context */
 	n = qps_until_refused(&a, pda, cqa, &err);
