@@ -138,6 +138,7 @@ int emu_dev_init(struct emu_dev *d, const char *name, const uint8_t mac[6],
 		free(d->mcast);
 		return -ENOMEM;
 	}
+	emu_random_init(d->name);
 	/* a random start per daemon so QPNs cannot be predicted from a
 	 * restart; allocation then goes round robin from there */
 	d->next_qpn = EMU_QPN_FIRST + emu_random_u32() % (EMU_QPN_TABLE - EMU_QPN_FIRST);

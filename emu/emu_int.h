@@ -5,6 +5,7 @@
 
 #include "emu.h"
 
+void emu_random_init(const char *dev);
 uint32_t emu_random_u32(void);
 int emu_key_alloc(struct emu_dev *d, uint8_t type, void *obj, uint32_t *key);
 void emu_key_free(struct emu_dev *d, uint32_t key);

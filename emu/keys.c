@@ -18,7 +18,7 @@
 /* Identifiers a remote peer must not guess (key bytes, the QPN start) come
  * from getrandom. UROCE_TEST_SEED (tests only) makes them reproducible. */
 static uint64_t emu_rand_state;
-static int emu_rand_mode = -1; /* -1 unknown, 0 getrandom, 1 seeded */
+static int emu_rand_mode; /* 0 getrandom, 1 seeded (emu_random_init) */
 
 static uint32_t emu_rand_next(void)
 {
@@ -29,18 +29,23 @@ static uint32_t emu_rand_next(void)
 	return (uint32_t)((z ^ (z >> 31)) >> 16);
 }
 
+/* Read at every device start, so each start (and each test device) picks
+ * up the variable as it is then. */
+void emu_random_init(const char *dev)
+{
+	const char *s = getenv("UROCE_TEST_SEED");
+
+	emu_rand_mode = s && *s;
+	if (emu_rand_mode) {
+		emu_rand_state = strtoull(s, NULL, 0);
+		EMU_LOG(NOTICE, "%s: UROCE_TEST_SEED=%s: predictable keys and QPNs\n", dev, s);
+	}
+}
+
 uint32_t emu_random_u32(void)
 {
 	uint32_t v;
 
-	if (emu_rand_mode < 0) {
-		const char *s = getenv("UROCE_TEST_SEED");
-		emu_rand_mode = s && *s;
-		if (emu_rand_mode) {
-			emu_rand_state = strtoull(s, NULL, 0);
-			EMU_LOG(NOTICE, "UROCE_TEST_SEED=%s: predictable keys and QPNs\n", s);
-		}
-	}
 	if (emu_rand_mode)
 		return emu_rand_next();
 	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) == (ssize_t)sizeof(v))

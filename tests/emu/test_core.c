@@ -403,6 +403,16 @@ static void test_unpredictable(void)
 	/* three equal random starts in 65519: ~2e-10 */
 	CHECK(!(q1 == q2 && q2 == q3), "QPN start %u on every start", q1);
 	CHECK(q1 >= EMU_QPN_FIRST && q1 < EMU_QPN_TABLE, "QPN start %u in range", q1);
+
+	/* UROCE_TEST_SEED (tests, debugging): the same seed, the same ids */
+	setenv("UROCE_TEST_SEED", "12345", 1);
+	first_ids(k1, NK, &q1);
+	first_ids(k2, NK, &q2);
+	setenv("UROCE_TEST_SEED", "12346", 1);
+	first_ids(k3, NK, &q3);
+	unsetenv("UROCE_TEST_SEED");
+	CHECK(q1 == q2 && !memcmp(k1, k2, sizeof(k1)), "seeded runs differ");
+	CHECK(q1 != q3 || memcmp(k1, k3, sizeof(k1)), "another seed, the same ids");
 }
 
 int main(void)
