@@ -454,8 +454,14 @@ int emu_srq_create(struct emu_ctx *c, const struct uroce_create_srq_req *q,
 	uint32_t entries = pow2_at_least(q->max_wr);
 	uint32_t stride = pow2_at_least(UROCE_RECV_WQE_HDR + sge * (uint32_t)sizeof(struct uroce_sge));
 	size_t size = page_align(UROCE_RING_HDR_SIZE + (size_t)entries * stride);
-	int rc = emu_shm_create("uroce-srq", size, &srq->memfd, &srq->map);
+	int rc = emu_ctx_charge(c, size);
 	if (rc) {
+		free(srq);
+		return rc;
+	}
+	rc = emu_shm_create("uroce-srq", size, &srq->memfd, &srq->map);
+	if (rc) {
+		emu_ctx_uncharge(c, size);
 		free(srq);
 		return rc;
 	}
@@ -477,6 +483,7 @@ int emu_srq_create(struct emu_ctx *c, const struct uroce_create_srq_req *q,
 	}
 	if (rc) {
 		emu_shm_destroy(srq->memfd, srq->map, srq->map_size);
+		emu_ctx_uncharge(c, srq->map_size);
 		free(srq);
 		return rc;
 	}
@@ -504,10 +511,16 @@ static int emu_srq_regrow(struct emu_srq *srq, uint32_t want)
 	uint32_t prod = emu_ring_prod(&srq->rq), cons = srq->rq.cons;
 	void *map;
 	int mfd;
-	int rc = emu_shm_create("uroce-srq", size, &mfd, &map);
+	/* the new ring is charged while the old one still exists */
+	int rc = emu_ctx_charge(srq->ctx, size);
 
 	if (rc)
 		return rc;
+	rc = emu_shm_create("uroce-srq", size, &mfd, &map);
+	if (rc) {
+		emu_ctx_uncharge(srq->ctx, size);
+		return rc;
+	}
 	struct emu_ring nr = { 0 };
 	emu_ring_init(&nr, map, entries, stride);
 	/* prod is the application's and may have moved since the caller
@@ -516,6 +529,7 @@ static int emu_srq_regrow(struct emu_srq *srq, uint32_t want)
 	uint32_t n = prod - cons;
 	if (n > srq->rq.entries || n > entries) {
 		emu_shm_destroy(mfd, map, size);
+		emu_ctx_uncharge(srq->ctx, size);
 		return -EINVAL;
 	}
 	for (uint32_t k = 0, i = cons; k < n; k++, i++)
@@ -526,6 +540,7 @@ static int emu_srq_regrow(struct emu_srq *srq, uint32_t want)
 	nr.hdr->prod = prod;
 	nr.hdr->flags = srq->rq.hdr->flags;
 	emu_shm_destroy(srq->memfd, srq->map, srq->map_size);
+	emu_ctx_uncharge(srq->ctx, srq->map_size);
 	srq->rq = nr;
 	srq->memfd = mfd;
 	srq->map = map;
@@ -610,6 +625,7 @@ int emu_srq_destroy(struct emu_ctx *c, uint32_t handle)
 	emu_db_free(c, srq->db_index);
 	srq->pd->refcnt--;
 	emu_shm_destroy(srq->memfd, srq->map, srq->map_size);
+	emu_ctx_uncharge(c, srq->map_size);
 	emu_ctx_drop(c, handle);
 	free(srq);
 	return 0;

@@ -50,6 +50,21 @@ static int big_qp(struct t_client *c, uint32_t pd, uint32_t cq, uint32_t wr)
 	return rc;
 }
 
+/* an SRQ of wr entries x sge SGEs, destroyed again if made: 0 or -errno */
+static int srq_try(struct t_client *c, uint32_t pd, uint32_t wr, uint32_t sge)
+{
+	struct uroce_create_srq_req q = { .pd = pd, .max_wr = wr, .max_sge = sge };
+	struct uroce_create_srq_rep r;
+	int fds[4];
+	unsigned nf = 0;
+	int rc = t_call(c, UROCE_OP_CREATE_SRQ, &q, sizeof(q), NULL, 0, &r, sizeof(r), fds, &nf);
+	for (unsigned i = 0; i < nf; i++)
+		close(fds[i]);
+	if (!rc)
+		t_handle_op(c, UROCE_OP_DESTROY_SRQ, r.handle);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	static uint8_t buf[4096] __attribute__((aligned(4096)));
@@ -92,6 +107,11 @@ int main(int argc, char **argv)
 		CHECK(big_qp(&a, pda, cqa, 1024) == 0, "send queue %d: memory not returned", i);
 	rc = t_cq(&a, (1u << 20) - 1, &cr, NULL);
 	CHECK(rc == -ENOMEM, "32 MiB CQ: %d", rc);
+	/* SRQ rings: 16384 x 32 SGEs (16 MiB) refused; 4096 x 8 (1 MiB) made
+	 * and given back twenty times */
+	CHECK(srq_try(&a, pda, 16384, 32) == -ENOMEM, "16 MiB SRQ accepted");
+	for (int i = 0; i < 20; i++)
+		CHECK(srq_try(&a, pda, 4096, 8) == 0, "SRQ %d: memory not returned", i);
 
 	/* per context */
 	n = qps_until_refused(&a, pda, cqa, &err);
