@@ -43,7 +43,7 @@
 #include <unistd.h>
 #include <infiniband/verbs.h>
 
-#define UROCE_ABI_VERSION 1
+#define UROCE_ABI_VERSION 2 /* 2: pipes made by the daemon, /proc/self/mem in HELLO */
 
 /** Environment variable naming the directory of the control sockets. */
 #define UROCE_ENV_RUN_DIR "UROCE_RUN_DIR"
