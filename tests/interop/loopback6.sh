@@ -42,6 +42,11 @@ for _ in $(seq 100); do
 	sleep 0.1
 done
 [ -S "$R/uroce0.sock" ] || { cat "$R/uroced.log"; say "FAIL: uroced did not start"; exit 1; }
+# the GID table is logged once the device is up, which may follow the socket
+for _ in $(seq 100); do
+	grep -q '^uroce0: mac ' "$R/uroced.log" && break
+	sleep 0.1
+done
 LL=$(sed -n 's/^uroce0: gid 0 \(fe80:[0-9a-f:]*\)$/\1/p' "$R/uroced.log")
 grep -q '^uroce0: gid 2 fd77::1$' "$R/uroced.log" && [ -n "$LL" ] ||
 	{ cat "$R/uroced.log"; say "FAIL: GID 0 is not fe80:: or GID 2 is not fd77::1"; exit 1; }
