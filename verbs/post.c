@@ -6,32 +6,7 @@
 #include <string.h>
 
 #include "urv.h"
-
-#define URV_SEND_FLAGS (IBV_SEND_FENCE | IBV_SEND_SIGNALED | \
-			IBV_SEND_SOLICITED | IBV_SEND_INLINE | IBV_SEND_IP_CSUM)
-
-/* Which opcodes each transport accepts. */
-static bool opcode_ok(enum ibv_qp_type t, enum ibv_wr_opcode op)
-{
-	switch (op) {
-	case IBV_WR_SEND:
-	case IBV_WR_SEND_WITH_IMM:
-		return true;
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		return t == IBV_QPT_RC || t == IBV_QPT_UC;
-	case IBV_WR_LOCAL_INV:
-	case IBV_WR_BIND_MW:
-	case IBV_WR_SEND_WITH_INV:
-		return t == IBV_QPT_RC || t == IBV_QPT_UC;
-	case IBV_WR_RDMA_READ:
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		return t == IBV_QPT_RC;
-	default:
-		return false;
-	}
-}
+#include <uroce/wr.h>
 
 static inline bool wq_full(struct urv_wq *wq, uint32_t prod)
 {
@@ -51,8 +26,8 @@ static int build_send(struct urv_qp *qp, struct ibv_send_wr *wr,
 	struct ibv_qp *q = &qp->ex.qp_base;
 	uint32_t i;
 
-	if (!opcode_ok(q->qp_type, wr->opcode) ||
-	    (wr->send_flags & ~(unsigned)URV_SEND_FLAGS) || wr->num_sge < 0)
+	if (!uroce_wr_allowed(q->qp_type, wr->opcode, wr->send_flags) ||
+	    wr->num_sge < 0)
 		return EINVAL;
 	memset(w, 0, sizeof(*w));
 	w->wr_id = wr->wr_id;
@@ -118,10 +93,6 @@ static int build_send(struct urv_qp *qp, struct ibv_send_wr *wr,
 
 		if (room > qp->cap.max_inline_data)
 			room = qp->cap.max_inline_data;
-		if (wr->opcode == IBV_WR_RDMA_READ ||
-		    wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-		    wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
-			return EINVAL;
 		for (i = 0; i < (uint32_t)wr->num_sge; i++)
 			len += wr->sg_list[i].length;
 		if (len > room)
@@ -270,8 +241,7 @@ static struct uroce_send_wqe *ex_new(struct ibv_qp_ex *ex, enum ibv_wr_opcode op
 	qp->ex_cur = NULL;
 	if (qp->ex_err)
 		return NULL;
-	if (!opcode_ok(ex->qp_base.qp_type, op) ||
-	    (ex->wr_flags & ~(unsigned)URV_SEND_FLAGS)) {
+	if (!uroce_wr_allowed(ex->qp_base.qp_type, op, ex->wr_flags)) {
 		qp->ex_err = EINVAL;
 		return NULL;
 	}
