@@ -65,7 +65,8 @@ static void uc_send_inv(void)
 	vt_fini(&t);
 }
 
-/* Same through the extended API: ibv_wr_send_inv on UC. */
+/* Same through the extended API: ibv_wr_send_inv on UC; and
+ * wr_set_inline_data on LOCAL_INV, which carries no payload. */
 static void uc_send_inv_ex(void)
 {
 	struct vt t;
@@ -84,7 +85,8 @@ static void uc_send_inv_ex(void)
 	qa.cap.max_recv_sge = 1;
 	qa.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 	qa.pd = t.pd;
-	qa.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_INV;
+	qa.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_INV |
+			   IBV_QP_EX_WITH_LOCAL_INV;
 	a = ibv_create_qp_ex(t.ctx, &qa);
 	CHECK(a);
 	{
@@ -102,6 +104,13 @@ static void uc_send_inv_ex(void)
 	x->wr_flags = IBV_SEND_SIGNALED;
 	ibv_wr_send_inv(x, t.mr->rkey);
 	ibv_wr_set_sge(x, t.mr->lkey, (uintptr_t)t.buf + 8192, 4);
+	CHECK(ibv_wr_complete(x) == EINVAL);
+	/* inline data on an opcode without payload: refused at the shim too */
+	ibv_wr_start(x);
+	x->wr_id = 2;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_local_inv(x, t.mr->rkey);
+	ibv_wr_set_inline_data(x, "abc", 3);
 	CHECK(ibv_wr_complete(x) == EINVAL);
 	send_arrives(&t, a, b, 30);
 	CHECK(!ibv_destroy_qp(a));
