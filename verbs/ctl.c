@@ -92,13 +92,10 @@ static int ctl_send(int sock, union urv_msg_buf *buf, const int *fds_in,
 {
 	union urv_cmsg_buf cbuf;
 	struct iovec iov = { .iov_base = buf->b, .iov_len = buf->h.len };
-	struct msghdr mh;
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 	struct cmsghdr *cm;
 	ssize_t n;
 
-	memset(&mh, 0, sizeof(mh));
-	mh.msg_iov = &iov;
-	mh.msg_iovlen = 1;
 	if (nfds_in) {
 		memset(&cbuf, 0, sizeof(cbuf));
 		mh.msg_control = cbuf.b;
@@ -129,15 +126,11 @@ static ssize_t ctl_recv(int sock, union urv_msg_buf *buf, int *fds_out,
 {
 	union urv_cmsg_buf cbuf;
 	struct iovec iov = { .iov_base = buf->b, .iov_len = sizeof(*buf) };
-	struct msghdr mh;
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = cbuf.b, .msg_controllen = sizeof(cbuf) };
 	struct cmsghdr *cm;
 	ssize_t n;
 
-	memset(&mh, 0, sizeof(mh));
-	mh.msg_iov = &iov;
-	mh.msg_iovlen = 1;
-	mh.msg_control = cbuf.b;
-	mh.msg_controllen = sizeof(cbuf);
 	do
 		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
