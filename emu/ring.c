@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "emu.h"
+#include <uroce/wr.h>
 
 uint32_t emu_ring_prod(const struct emu_ring *r)
 {
@@ -25,30 +26,6 @@ void emu_ring_publish(struct emu_ring *r, uint32_t cons)
 	__atomic_store_n(&r->hdr->cons, cons, __ATOMIC_RELEASE);
 }
 
-static bool emu_opcode_ok(enum ibv_qp_type t, unsigned op)
-{
-	switch (op) {
-	case IBV_WR_SEND:
-	case IBV_WR_SEND_WITH_IMM:
-		return true;
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-	case IBV_WR_LOCAL_INV:
-	case IBV_WR_BIND_MW:
-		return t == IBV_QPT_RC || t == IBV_QPT_UC;
-	case IBV_WR_RDMA_READ:
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-	case IBV_WR_SEND_WITH_INV:
-		return t == IBV_QPT_RC;
-	default:
-		return false;
-	}
-}
-
-#define EMU_SEND_FLAGS_OK (IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | \
-			   IBV_SEND_INLINE | IBV_SEND_IP_CSUM)
-
 int emu_sq_copy(struct emu_qp *qp, uint32_t idx, void *dst)
 {
 	const struct emu_ring *r = &qp->sq;
@@ -60,17 +37,12 @@ int emu_sq_copy(struct emu_qp *qp, uint32_t idx, void *dst)
 	if (r->stride > EMU_SQ_STRIDE_MAX || r->stride < UROCE_SEND_WQE_HDR)
 		return -EINVAL;
 	memcpy(w, src, UROCE_SEND_WQE_HDR);
-	if (!emu_opcode_ok(qp->type, w->opcode))
-		return -EINVAL;
-	if (w->send_flags & ~(unsigned)EMU_SEND_FLAGS_OK)
+	/* the shim checked this WR against the same table; the ring is
+	 * application memory, so check again */
+	if (!uroce_wr_allowed(qp->type, w->opcode, w->send_flags))
 		return -EINVAL;
 	if (w->send_flags & IBV_SEND_INLINE) {
 		if (w->inline_len > qp->cap.max_inline_data || w->inline_len > room)
-			return -EINVAL;
-		/* inline is only meaningful for payload-carrying opcodes */
-		if (w->opcode == IBV_WR_RDMA_READ || w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-		    w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD || w->opcode == IBV_WR_LOCAL_INV ||
-		    w->opcode == IBV_WR_BIND_MW)
 			return -EINVAL;
 		body = w->inline_len;
 	} else {

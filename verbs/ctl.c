@@ -67,42 +67,35 @@ static bool refused(int sock)
 
 #define URV_MAX_FDS 4
 
-int urv_ctl_raw(int sock, uint32_t *seq, uint32_t op, const void *req,
-		size_t req_len, void *rep, size_t rep_len, const int *fds_in,
-		int nfds_in, int *fds_out, int nfds_out)
+union urv_msg_buf {
+	struct uroce_msg_hdr h;
+	uint8_t b[UROCE_MAX_MSG];
+};
+
+union urv_cmsg_buf {
+	struct cmsghdr c;
+	char b[CMSG_SPACE(sizeof(int) * URV_MAX_FDS)];
+};
+
+/* Close the descriptors a reply brought that the caller will not get. */
+static void fds_drop(int *fds, int n)
 {
-	union {
-		struct uroce_msg_hdr h;
-		uint8_t b[UROCE_MAX_MSG];
-	} buf;
-	union {
-		struct cmsghdr c;
-		char b[CMSG_SPACE(sizeof(int) * URV_MAX_FDS)];
-	} cbuf;
-	struct iovec iov;
-	struct msghdr mh;
+	for (int i = 0; i < n; i++) {
+		close(fds[i]);
+		fds[i] = -1;
+	}
+}
+
+/* One request (header + body, fds by SCM_RIGHTS); 0 or a negative errno. */
+static int ctl_send(int sock, union urv_msg_buf *buf, const int *fds_in,
+		    int nfds_in)
+{
+	union urv_cmsg_buf cbuf;
+	struct iovec iov = { .iov_base = buf->b, .iov_len = buf->h.len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 	struct cmsghdr *cm;
 	ssize_t n;
-	uint32_t s = ++*seq;
-	int i, got = 0;
 
-	if (req_len + sizeof(buf.h) > sizeof(buf) || nfds_in > URV_MAX_FDS ||
-	    nfds_out > URV_MAX_FDS)
-		return -EINVAL;
-	for (i = 0; i < nfds_out; i++)
-		fds_out[i] = -1;
-	memset(&buf.h, 0, sizeof(buf.h));
-	buf.h.op = op;
-	buf.h.len = (uint32_t)(sizeof(buf.h) + req_len);
-	buf.h.seq = s;
-	if (req_len)
-		memcpy(buf.b + sizeof(buf.h), req, req_len);
-
-	iov.iov_base = buf.b;
-	iov.iov_len = buf.h.len;
-	memset(&mh, 0, sizeof(mh));
-	mh.msg_iov = &iov;
-	mh.msg_iovlen = 1;
 	if (nfds_in) {
 		memset(&cbuf, 0, sizeof(cbuf));
 		mh.msg_control = cbuf.b;
@@ -122,68 +115,93 @@ int urv_ctl_raw(int sock, uint32_t *seq, uint32_t op, const void *req,
 		return errno == EPIPE || errno == ECONNRESET ||
 			errno == ENOTCONN ? -ENODEV : -errno;
 	}
+	return 0;
+}
 
+/* One message into buf; the descriptors it carries go to fds_out (*got of
+ * them), the ones beyond nfds_out are closed. Its length, or a negative
+ * errno. */
+static ssize_t ctl_recv(int sock, union urv_msg_buf *buf, int *fds_out,
+			int nfds_out, int *got)
+{
+	union urv_cmsg_buf cbuf;
+	struct iovec iov = { .iov_base = buf->b, .iov_len = sizeof(*buf) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = cbuf.b, .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm;
+	ssize_t n;
+
+	do
+		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n == 0)
+		return -ENODEV;
+	if (n < 0) {
+		if (errno == ECONNRESET && refused(sock))
+			return -EACCES;
+		return errno == ECONNRESET ? -ENODEV : -errno;
+	}
+	*got = 0;
+	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		int nf = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		int *f = (int *)(void *)CMSG_DATA(cm);
+
+		for (int i = 0; i < nf; i++) {
+			if (*got < nfds_out)
+				fds_out[(*got)++] = f[i];
+			else
+				close(f[i]);
+		}
+	}
+	return n;
+}
+
+/* build the request -> send -> receive until our seq -> check the reply. */
+int urv_ctl_raw(int sock, uint32_t *seq, uint32_t op, const void *req,
+		size_t req_len, void *rep, size_t rep_len, const int *fds_in,
+		int nfds_in, int *fds_out, int nfds_out)
+{
+	union urv_msg_buf buf;
+	ssize_t n;
+	uint32_t s = ++*seq;
+	int i, ret, got = 0;
+
+	if (req_len + sizeof(buf.h) > sizeof(buf) || nfds_in > URV_MAX_FDS ||
+	    nfds_out > URV_MAX_FDS)
+		return -EINVAL;
+	for (i = 0; i < nfds_out; i++)
+		fds_out[i] = -1;
+	memset(&buf.h, 0, sizeof(buf.h));
+	buf.h.op = op;
+	buf.h.len = (uint32_t)(sizeof(buf.h) + req_len);
+	buf.h.seq = s;
+	if (req_len)
+		memcpy(buf.b + sizeof(buf.h), req, req_len);
+	ret = ctl_send(sock, &buf, fds_in, nfds_in);
+	if (ret)
+		return ret;
 	for (;;) {
-		iov.iov_base = buf.b;
-		iov.iov_len = sizeof(buf);
-		memset(&mh, 0, sizeof(mh));
-		mh.msg_iov = &iov;
-		mh.msg_iovlen = 1;
-		mh.msg_control = cbuf.b;
-		mh.msg_controllen = sizeof(cbuf);
-		do
-			n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
-		while (n < 0 && errno == EINTR);
-		if (n == 0)
-			return -ENODEV;
-		if (n < 0) {
-			if (errno == ECONNRESET && refused(sock))
-				return -EACCES;
-			return errno == ECONNRESET ? -ENODEV : -errno;
-		}
-		got = 0;
-		for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-			if (cm->cmsg_level != SOL_SOCKET ||
-			    cm->cmsg_type != SCM_RIGHTS)
-				continue;
-			int nf = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-			int *f = (int *)(void *)CMSG_DATA(cm);
-
-			for (i = 0; i < nf; i++) {
-				if (got < nfds_out)
-					fds_out[got++] = f[i];
-				else
-					close(f[i]);
-			}
-		}
+		n = ctl_recv(sock, &buf, fds_out, nfds_out, &got);
+		if (n < 0)
+			return (int)n;
 		if ((size_t)n >= sizeof(buf.h) && buf.h.seq == UROCE_REFUSED_SEQ &&
 		    buf.h.status == -EACCES) {
-			for (i = 0; i < got; i++)
-				close(fds_out[i]);
+			fds_drop(fds_out, got);
 			return -EACCES;
 		}
-		if ((size_t)n < sizeof(buf.h) || buf.h.seq != s) {
-			/* a stale reply (an earlier call timed out): drop it */
-			for (i = 0; i < got; i++) {
-				close(fds_out[i]);
-				fds_out[i] = -1;
-			}
-			continue;
-		}
-		break;
+		if ((size_t)n >= sizeof(buf.h) && buf.h.seq == s)
+			break;
+		/* a stale reply (an earlier call timed out): drop it */
+		fds_drop(fds_out, got);
 	}
 	if (buf.h.status) {
-		for (i = 0; i < got; i++) {
-			close(fds_out[i]);
-			fds_out[i] = -1;
-		}
+		fds_drop(fds_out, got);
 		return buf.h.status < 0 ? buf.h.status : -EIO;
 	}
 	if (got < nfds_out) {
-		for (i = 0; i < got; i++) {
-			close(fds_out[i]);
-			fds_out[i] = -1;
-		}
+		fds_drop(fds_out, got);
 		return -EPROTO;
 	}
 	if (rep_len) {

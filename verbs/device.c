@@ -205,23 +205,16 @@ static struct urv_device *device_get(const char *name, const char *path)
 	return d;
 }
 
-/* Returns a malloc'ed NULL-terminated array: the real devices, then ours.
- * The slot before the array remembers the real list for freeing. */
-struct ibv_device **urv_get_device_list(struct ibv_device **real, int nreal,
-					int *num)
+/* The daemon sockets of the run directory (dir, filled in), sorted: their
+ * device names, strdup'ed into names. Returns how many. */
+static int scan_run_dir(char *dir, size_t dir_size, char **names)
 {
-	char dir[256], path[512];
 	const char *why = NULL;
-	int dfd = -1;
-	char *names[URV_MAX_DEVICES];
-	struct urv_device *found[URV_MAX_DEVICES];
-	struct ibv_device **list;
+	int dfd = -1, nnames = 0;
 	struct dirent *de;
-	int nnames = 0, nfound = 0, i;
-	DIR *dp;
+	DIR *dp = NULL;
 
-	dp = NULL;
-	if (uroce_run_dir(dir, sizeof(dir)) == 0)
+	if (uroce_run_dir(dir, dir_size) == 0)
 		dfd = run_dir_open(dir, &why);
 	if (dfd < 0 && why) {
 		pthread_mutex_lock(&dev_lock);
@@ -256,39 +249,62 @@ struct ibv_device **urv_get_device_list(struct ibv_device **real, int nreal,
 	if (dp)
 		closedir(dp);
 	qsort(names, (size_t)nnames, sizeof(names[0]), name_cmp);
+	return nnames;
+}
 
+/* A device whose daemon answers HELLO on dir/name.sock, or NULL (a stale
+ * socket, a refusal). Called with dev_lock held. */
+static struct urv_device *probe_device(const char *dir, const char *name)
+{
+	char path[512];
+	struct uroce_hello_rep rep;
+	struct urv_device *d;
+	int fds[2], ard, sock;
+
+	snprintf(path, sizeof(path), "%s/%s%s", dir, name, UROCE_SOCK_SUFFIX);
+	sock = urv_connect(path);
+	if (sock < 0) {
+		if (errno == EPERM)
+			warn_once(path, "ignored: the daemon is not run by this user or root");
+		return NULL;   /* else a stale socket: no daemon behind it */
+	}
+	set_timeout(sock, 2);
+	int hr = hello(sock, &rep, &ard, fds);
+	if (hr) {
+		if (hr == -EACCES)
+			warn_once(path, "the daemon's access rule refuses uid %u",
+				  (unsigned)geteuid());
+		close(sock);
+		return NULL;
+	}
+	close(ard);
+	close(fds[0]);
+	close(fds[1]);
+	close(sock);
+	d = device_get(name, path);
+	if (d)
+		d->node_guid = rep.node_guid;
+	return d;
+}
+
+/* Returns a malloc'ed NULL-terminated array: the real devices, then ours.
+ * The slot before the array remembers the real list for freeing. */
+struct ibv_device **urv_get_device_list(struct ibv_device **real, int nreal,
+					int *num)
+{
+	char dir[256];
+	char *names[URV_MAX_DEVICES];
+	struct urv_device *found[URV_MAX_DEVICES];
+	struct ibv_device **list;
+	int nnames, nfound = 0, i;
+
+	nnames = scan_run_dir(dir, sizeof(dir), names);
 	pthread_mutex_lock(&dev_lock);
 	for (i = 0; i < nnames; i++) {
-		struct uroce_hello_rep rep;
-		struct urv_device *d;
-		int fds[2], ard, sock;
+		struct urv_device *d = probe_device(dir, names[i]);
 
-		snprintf(path, sizeof(path), "%s/%s%s", dir, names[i],
-			 UROCE_SOCK_SUFFIX);
-		sock = urv_connect(path);
-		if (sock < 0) {
-			if (errno == EPERM)
-				warn_once(path, "ignored: the daemon is not run by this user or root");
-			continue;   /* else a stale socket: no daemon behind it */
-		}
-		set_timeout(sock, 2);
-		int hr = hello(sock, &rep, &ard, fds);
-		if (hr) {
-			if (hr == -EACCES)
-				warn_once(path, "the daemon's access rule refuses uid %u",
-					  (unsigned)geteuid());
-			close(sock);
-			continue;
-		}
-		close(ard);
-		close(fds[0]);
-		close(fds[1]);
-		close(sock);
-		d = device_get(names[i], path);
-		if (!d)
-			continue;
-		d->node_guid = rep.node_guid;
-		found[nfound++] = d;
+		if (d)
+			found[nfound++] = d;
 	}
 	pthread_mutex_unlock(&dev_lock);
 	for (i = 0; i < nnames; i++)

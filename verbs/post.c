@@ -6,32 +6,7 @@
 #include <string.h>
 
 #include "urv.h"
-
-#define URV_SEND_FLAGS (IBV_SEND_FENCE | IBV_SEND_SIGNALED | \
-			IBV_SEND_SOLICITED | IBV_SEND_INLINE | IBV_SEND_IP_CSUM)
-
-/* Which opcodes each transport accepts. */
-static bool opcode_ok(enum ibv_qp_type t, enum ibv_wr_opcode op)
-{
-	switch (op) {
-	case IBV_WR_SEND:
-	case IBV_WR_SEND_WITH_IMM:
-		return true;
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		return t == IBV_QPT_RC || t == IBV_QPT_UC;
-	case IBV_WR_LOCAL_INV:
-	case IBV_WR_BIND_MW:
-	case IBV_WR_SEND_WITH_INV:
-		return t == IBV_QPT_RC || t == IBV_QPT_UC;
-	case IBV_WR_RDMA_READ:
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		return t == IBV_QPT_RC;
-	default:
-		return false;
-	}
-}
+#include <uroce/wr.h>
 
 static inline bool wq_full(struct urv_wq *wq, uint32_t prod)
 {
@@ -45,112 +20,144 @@ static inline void *wq_slot(struct urv_wq *wq, uint32_t idx)
 	return wq->slots + (size_t)(idx & (wq->entries - 1)) * wq->stride;
 }
 
-static int build_send(struct urv_qp *qp, struct ibv_send_wr *wr,
-		      struct uroce_send_wqe *w)
+/* Header fields every WQE has, whichever API built it. */
+static void wqe_init(struct urv_qp *qp, struct uroce_send_wqe *w,
+		     uint64_t wr_id, unsigned op, unsigned flags)
 {
-	struct ibv_qp *q = &qp->ex.qp_base;
-	uint32_t i;
-
-	if (!opcode_ok(q->qp_type, wr->opcode) ||
-	    (wr->send_flags & ~(unsigned)URV_SEND_FLAGS) || wr->num_sge < 0)
-		return EINVAL;
 	memset(w, 0, sizeof(*w));
-	w->wr_id = wr->wr_id;
-	w->opcode = (uint8_t)wr->opcode;
-	w->send_flags = (uint16_t)(wr->send_flags |
-				   (qp->sq_sig_all ? IBV_SEND_SIGNALED : 0));
-	switch (wr->opcode) {
-	case IBV_WR_SEND_WITH_IMM:
+	w->wr_id = wr_id;
+	w->opcode = (uint8_t)op;
+	w->send_flags = (uint16_t)(flags | (qp->sq_sig_all ? IBV_SEND_SIGNALED : 0));
+}
+
+static uint32_t inline_room(const struct urv_qp *qp)
+{
+	uint32_t room = qp->sq.stride - UROCE_SEND_WQE_HDR;
+
+	return room < qp->cap.max_inline_data ? room : qp->cap.max_inline_data;
+}
+
+/* Gather list into the WQE; an atomic needs exactly one SGE of 8 bytes. */
+static int wqe_put_sges(struct urv_qp *qp, struct uroce_send_wqe *w,
+			const struct ibv_sge *sg, size_t n)
+{
+	struct uroce_sge *s = (struct uroce_sge *)(void *)
+		((uint8_t *)w + UROCE_SEND_WQE_HDR);
+	const struct uroce_wr_info *info = uroce_wr_info(w->opcode);
+
+	if (n > qp->sq.max_sge ||
+	    UROCE_SEND_WQE_HDR + n * sizeof(*s) > qp->sq.stride)
+		return EINVAL;
+	if (info && (info->needs & UROCE_WR_ATOMIC) && (n != 1 || sg[0].length < 8))
+		return EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		s[i].addr = sg[i].addr;
+		s[i].length = sg[i].length;
+		s[i].lkey = sg[i].lkey;
+	}
+	w->num_sge = (uint8_t)n;
+	w->send_flags &= (uint16_t)~IBV_SEND_INLINE;
+	return 0;
+}
+
+/* Validate: what the table and the opcode's operands allow, before any
+ * byte of the slot is written. */
+static int send_validate(struct urv_qp *qp, const struct ibv_send_wr *wr)
+{
+	const struct ibv_qp *q = &qp->ex.qp_base;
+	const struct ibv_mw_bind_info *b = &wr->bind_mw.bind_info;
+	unsigned needs;
+
+	if (!uroce_wr_allowed(q->qp_type, wr->opcode, wr->send_flags) ||
+	    wr->num_sge < 0)
+		return EINVAL;
+	needs = uroce_wr_info(wr->opcode)->needs;
+	if ((needs & UROCE_WR_ATOMIC) && (wr->wr.atomic.remote_addr & 7))
+		return EINVAL;
+	if ((needs & UROCE_WR_BIND) &&
+	    (!wr->bind_mw.mw || wr->bind_mw.mw->context != q->context ||
+	     (b->mr && b->mr->context != q->context)))
+		return EINVAL;
+	if (q->qp_type == IBV_QPT_UD && !(needs & UROCE_WR_LOCAL) &&
+	    (!wr->wr.ud.ah || wr->wr.ud.ah->context != q->context))
+		return EINVAL;
+	return 0;
+}
+
+/* Convert: the opcode's operands into the WQE's union. */
+static void send_operands(struct urv_qp *qp, const struct ibv_send_wr *wr,
+			  struct uroce_send_wqe *w)
+{
+	unsigned needs = uroce_wr_info(wr->opcode)->needs;
+	const struct ibv_mw_bind_info *b = &wr->bind_mw.bind_info;
+
+	if (needs & UROCE_WR_IMM)
 		w->imm_or_inv = wr->imm_data;
-		break;
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		w->imm_or_inv = wr->imm_data;
-		/* fall through */
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_READ:
+	if (needs & UROCE_WR_INV)
+		w->imm_or_inv = wr->invalidate_rkey;
+	if (needs & UROCE_WR_REMOTE) {
 		w->rdma.remote_addr = wr->wr.rdma.remote_addr;
 		w->rdma.rkey = wr->wr.rdma.rkey;
-		break;
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		if (wr->num_sge != 1 || wr->sg_list[0].length < 8 ||
-		    (wr->wr.atomic.remote_addr & 7))
-			return EINVAL;
+	}
+	if (needs & UROCE_WR_ATOMIC) {
 		w->atomic.remote_addr = wr->wr.atomic.remote_addr;
 		w->atomic.compare_add = wr->wr.atomic.compare_add;
 		w->atomic.swap = wr->wr.atomic.swap;
 		w->atomic.rkey = wr->wr.atomic.rkey;
-		break;
-	case IBV_WR_LOCAL_INV:
-	case IBV_WR_SEND_WITH_INV:
-		w->imm_or_inv = wr->invalidate_rkey;
-		break;
-	case IBV_WR_BIND_MW: {
-		const struct ibv_mw_bind_info *b = &wr->bind_mw.bind_info;
-
-		if (!wr->bind_mw.mw || wr->bind_mw.mw->context != q->context ||
-		    (b->mr && b->mr->context != q->context))
-			return EINVAL;
+	}
+	if (needs & UROCE_WR_BIND) {
 		w->bind.mw = wr->bind_mw.mw->handle;
 		w->bind.rkey = wr->bind_mw.rkey;
 		w->bind.addr = b->addr;
 		w->bind.length = b->length;
 		w->bind.mr_lkey = b->mr ? b->mr->lkey : 0;
 		w->bind.access = b->mw_access_flags;
-		return 0;
 	}
-	default:
-		break;
-	}
-	if (q->qp_type == IBV_QPT_UD) {
-		struct ibv_ah *ah = wr->wr.ud.ah;
-
-		if (!ah || ah->context != q->context)
-			return EINVAL;
-		w->ud.ah = ah->handle;
+	if (qp->ex.qp_base.qp_type == IBV_QPT_UD && !(needs & UROCE_WR_LOCAL)) {
+		w->ud.ah = wr->wr.ud.ah->handle;
 		w->ud.remote_qpn = wr->wr.ud.remote_qpn;
 		w->ud.remote_qkey = wr->wr.ud.remote_qkey;
 	}
-	if (wr->send_flags & IBV_SEND_INLINE) {
-		uint8_t *dst = (uint8_t *)w + UROCE_SEND_WQE_HDR;
-		uint32_t room = qp->sq.stride - UROCE_SEND_WQE_HDR;
-		uint64_t len = 0;
+}
 
-		if (room > qp->cap.max_inline_data)
-			room = qp->cap.max_inline_data;
-		if (wr->opcode == IBV_WR_RDMA_READ ||
-		    wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-		    wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
-			return EINVAL;
-		for (i = 0; i < (uint32_t)wr->num_sge; i++)
-			len += wr->sg_list[i].length;
-		if (len > room)
-			return EINVAL;
-		for (i = 0; i < (uint32_t)wr->num_sge; i++) {
-			memcpy(dst, (void *)(uintptr_t)wr->sg_list[i].addr,
-			       wr->sg_list[i].length);
-			dst += wr->sg_list[i].length;
-		}
-		w->inline_len = (uint32_t)len;
-		w->num_sge = 0;
-		return 0;
-	}
-	if ((uint32_t)wr->num_sge > qp->sq.max_sge ||
-	    UROCE_SEND_WQE_HDR + (size_t)wr->num_sge * sizeof(struct uroce_sge) >
-	    qp->sq.stride)
+/* Payload copied into the slot (IBV_SEND_INLINE): the caller's buffers
+ * are free again when ibv_post_send returns. */
+static int send_inline(struct urv_qp *qp, const struct ibv_send_wr *wr,
+		       struct uroce_send_wqe *w)
+{
+	uint8_t *dst = (uint8_t *)w + UROCE_SEND_WQE_HDR;
+	uint64_t len = 0;
+	int i;
+
+	for (i = 0; i < wr->num_sge; i++)
+		len += wr->sg_list[i].length;
+	if (len > inline_room(qp))
 		return EINVAL;
-	{
-		struct uroce_sge *s = (struct uroce_sge *)(void *)
-			((uint8_t *)w + UROCE_SEND_WQE_HDR);
-
-		for (i = 0; i < (uint32_t)wr->num_sge; i++) {
-			s[i].addr = wr->sg_list[i].addr;
-			s[i].length = wr->sg_list[i].length;
-			s[i].lkey = wr->sg_list[i].lkey;
-		}
+	for (i = 0; i < wr->num_sge; i++) {
+		memcpy(dst, (void *)(uintptr_t)wr->sg_list[i].addr,
+		       wr->sg_list[i].length);
+		dst += wr->sg_list[i].length;
 	}
-	w->num_sge = (uint8_t)wr->num_sge;
+	w->inline_len = (uint32_t)len;
+	w->num_sge = 0;
 	return 0;
+}
+
+/* validate -> convert -> build the payload, as rdma-core providers post. */
+static int build_send(struct urv_qp *qp, struct ibv_send_wr *wr,
+		      struct uroce_send_wqe *w)
+{
+	int ret = send_validate(qp, wr);
+
+	if (ret)
+		return ret;
+	wqe_init(qp, w, wr->wr_id, wr->opcode, wr->send_flags);
+	send_operands(qp, wr, w);
+	if (uroce_wr_info(wr->opcode)->needs & UROCE_WR_BIND)
+		return 0;  /* no payload */
+	if (wr->send_flags & IBV_SEND_INLINE)
+		return send_inline(qp, wr, w);
+	return wqe_put_sges(qp, w, wr->sg_list, (size_t)wr->num_sge);
 }
 
 int urv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
@@ -270,8 +277,7 @@ static struct uroce_send_wqe *ex_new(struct ibv_qp_ex *ex, enum ibv_wr_opcode op
 	qp->ex_cur = NULL;
 	if (qp->ex_err)
 		return NULL;
-	if (!opcode_ok(ex->qp_base.qp_type, op) ||
-	    (ex->wr_flags & ~(unsigned)URV_SEND_FLAGS)) {
+	if (!uroce_wr_allowed(ex->qp_base.qp_type, op, ex->wr_flags)) {
 		qp->ex_err = EINVAL;
 		return NULL;
 	}
@@ -280,11 +286,7 @@ static struct uroce_send_wqe *ex_new(struct ibv_qp_ex *ex, enum ibv_wr_opcode op
 		return NULL;
 	}
 	w = wq_slot(&qp->sq, qp->ex_prod++);
-	memset(w, 0, sizeof(*w));
-	w->wr_id = ex->wr_id;
-	w->opcode = (uint8_t)op;
-	w->send_flags = (uint16_t)(ex->wr_flags |
-				   (qp->sq_sig_all ? IBV_SEND_SIGNALED : 0));
+	wqe_init(qp, w, ex->wr_id, op, ex->wr_flags);
 	qp->ex_cur = w;
 	return w;
 }
@@ -434,31 +436,9 @@ static void ex_set_sge_list(struct ibv_qp_ex *ex, size_t n,
 			    const struct ibv_sge *sg)
 {
 	struct urv_qp *qp = ex_qp(ex);
-	struct uroce_send_wqe *w = qp->ex_cur;
-	struct uroce_sge *s;
-	size_t i;
 
-	if (!w)
-		return;
-	if (n > qp->sq.max_sge ||
-	    UROCE_SEND_WQE_HDR + n * sizeof(*s) > qp->sq.stride) {
+	if (qp->ex_cur && wqe_put_sges(qp, qp->ex_cur, sg, n))
 		qp->ex_err = EINVAL;
-		return;
-	}
-	if ((w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	     w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) &&
-	    (n != 1 || sg[0].length < 8)) {
-		qp->ex_err = EINVAL;
-		return;
-	}
-	s = (struct uroce_sge *)(void *)((uint8_t *)w + UROCE_SEND_WQE_HDR);
-	for (i = 0; i < n; i++) {
-		s[i].addr = sg[i].addr;
-		s[i].length = sg[i].length;
-		s[i].lkey = sg[i].lkey;
-	}
-	w->num_sge = (uint8_t)n;
-	w->send_flags &= (uint16_t)~IBV_SEND_INLINE;
 }
 
 static void ex_set_sge(struct ibv_qp_ex *ex, uint32_t lkey, uint64_t addr,
@@ -474,17 +454,16 @@ static void ex_set_inline_list(struct ibv_qp_ex *ex, size_t n,
 {
 	struct urv_qp *qp = ex_qp(ex);
 	struct uroce_send_wqe *w = qp->ex_cur;
-	uint32_t room = qp->sq.stride - UROCE_SEND_WQE_HDR;
+	const struct uroce_wr_info *info;
 	uint8_t *dst;
 	size_t i, len = 0;
 
 	if (!w)
 		return;
-	if (room > qp->cap.max_inline_data)
-		room = qp->cap.max_inline_data;
 	for (i = 0; i < n; i++)
 		len += b[i].length;
-	if (len > room) {
+	info = uroce_wr_info(w->opcode);
+	if (len > inline_room(qp) || !info || !(info->needs & UROCE_WR_INLINE)) {
 		qp->ex_err = EINVAL;
 		return;
 	}

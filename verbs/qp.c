@@ -26,38 +26,99 @@ static int wq_setup(struct urv_wq *wq, void *map, size_t map_size,
 	return 0;
 }
 
-struct ibv_qp *urv_create_qp_ex(struct ibv_context *ibctx,
-				struct ibv_qp_init_attr_ex *a)
+/* Validate the application's attributes; an errno, or 0. */
+static int qp_create_check(struct ibv_context *ibctx,
+			   const struct ibv_qp_init_attr_ex *a)
 {
-	struct urv_context *c = to_uctx(ibctx);
-	const struct ibv_device_attr *da = &c->info.dev_attr;
-	struct uroce_create_qp_req req;
-	struct uroce_create_qp_rep rep;
-	struct urv_qp *qp;
-	void *map;
-	int fd, ret;
+	const struct ibv_device_attr *da = &to_uctx(ibctx)->info.dev_attr;
+	uint32_t unknown = a->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD |
+						      IBV_QP_INIT_ATTR_SEND_OPS_FLAGS);
 
 	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd ||
-	    a->pd->context != ibctx ||
-	    (a->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD |
-					IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))) {
-		errno = a->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD |
-			IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) ? EOPNOTSUPP : EINVAL;
-		return NULL;
-	}
+	    a->pd->context != ibctx || unknown)
+		return unknown ? EOPNOTSUPP : EINVAL;
 	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC &&
-	    a->qp_type != IBV_QPT_UD) {
-		errno = EOPNOTSUPP;
-		return NULL;
-	}
+	    a->qp_type != IBV_QPT_UD)
+		return EOPNOTSUPP;
 	if (!a->send_cq || !a->recv_cq || a->send_cq->context != ibctx ||
 	    a->recv_cq->context != ibctx ||
 	    (a->srq && a->srq->context != ibctx) ||
 	    a->cap.max_send_wr > (uint32_t)da->max_qp_wr ||
 	    a->cap.max_recv_wr > (uint32_t)da->max_qp_wr ||
 	    a->cap.max_send_sge > (uint32_t)da->max_sge ||
-	    a->cap.max_recv_sge > (uint32_t)da->max_sge) {
-		errno = EINVAL;
+	    a->cap.max_recv_sge > (uint32_t)da->max_sge)
+		return EINVAL;
+	return 0;
+}
+
+/* Map the rings the daemon created (fd) and point SQ and RQ into them. */
+static int qp_map_rings(struct urv_qp *qp, const struct uroce_create_qp_rep *rep,
+			int fd, bool has_srq)
+{
+	void *map = mmap(NULL, rep->map_size, PROT_READ | PROT_WRITE,
+			 MAP_SHARED, fd, 0);
+	int ret;
+
+	close(fd);
+	if (map == MAP_FAILED)
+		return -errno;
+	ret = wq_setup(&qp->sq, map, rep->map_size, rep->sq_offset,
+		       rep->sq_entries, rep->sq_stride, rep->cap.max_send_wr,
+		       rep->cap.max_send_sge);
+	if (!ret && !has_srq)
+		ret = wq_setup(&qp->rq, map, rep->map_size, rep->rq_offset,
+			       rep->rq_entries, rep->rq_stride,
+			       rep->cap.max_recv_wr, rep->cap.max_recv_sge);
+	if (ret) {
+		munmap(map, rep->map_size);
+		return ret;
+	}
+	qp->map = map;
+	qp->map_size = rep->map_size;
+	return 0;
+}
+
+/* The ibv_qp the application sees, in RESET. */
+static void qp_fill(struct urv_qp *qp, struct ibv_context *ibctx,
+		    const struct ibv_qp_init_attr_ex *a,
+		    const struct uroce_create_qp_rep *rep)
+{
+	struct ibv_qp *q = &qp->ex.qp_base;
+
+	qp->ctx = to_uctx(ibctx);
+	qp->db_index = rep->db_index;
+	qp->cap = rep->cap;
+	qp->sq_sig_all = (uint32_t)!!a->sq_sig_all;
+	urv_spin_init(&qp->sq_lock);
+	urv_spin_init(&qp->rq_lock);
+	q->context = ibctx;
+	q->qp_context = a->qp_context;
+	q->pd = a->pd;
+	q->send_cq = a->send_cq;
+	q->recv_cq = a->recv_cq;
+	q->srq = a->srq;
+	q->handle = rep->handle;
+	q->qp_num = rep->qpn;
+	q->state = IBV_QPS_RESET;
+	q->qp_type = a->qp_type;
+	pthread_mutex_init(&q->mutex, NULL);
+	pthread_cond_init(&q->cond, NULL);
+	urv_qp_ex_init(qp);
+}
+
+/* validate -> ask the daemon -> map its rings -> fill the ibv_qp. */
+struct ibv_qp *urv_create_qp_ex(struct ibv_context *ibctx,
+				struct ibv_qp_init_attr_ex *a)
+{
+	struct urv_context *c = to_uctx(ibctx);
+	struct uroce_create_qp_req req;
+	struct uroce_create_qp_rep rep;
+	struct urv_qp *qp;
+	int fd, ret;
+
+	ret = qp_create_check(ibctx, a);
+	if (ret) {
+		errno = ret;
 		return NULL;
 	}
 	qp = calloc(1, sizeof(*qp));
@@ -83,49 +144,12 @@ struct ibv_qp *urv_create_qp_ex(struct ibv_context *ibctx,
 		      sizeof(rep), NULL, 0, &fd, 1);
 	if (ret)
 		goto err;
-	map = mmap(NULL, rep.map_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (map == MAP_FAILED) {
-		ret = -errno;
+	ret = qp_map_rings(qp, &rep, fd, a->srq != NULL);
+	if (ret)
 		goto err_destroy;
-	}
-	qp->map = map;
-	qp->map_size = rep.map_size;
-	ret = wq_setup(&qp->sq, map, rep.map_size, rep.sq_offset,
-		       rep.sq_entries, rep.sq_stride, rep.cap.max_send_wr,
-		       rep.cap.max_send_sge);
-	if (!ret && !a->srq)
-		ret = wq_setup(&qp->rq, map, rep.map_size, rep.rq_offset,
-			       rep.rq_entries, rep.rq_stride,
-			       rep.cap.max_recv_wr, rep.cap.max_recv_sge);
-	if (ret) {
-		munmap(map, rep.map_size);
-		goto err_destroy;
-	}
-	qp->ctx = c;
-	qp->db_index = rep.db_index;
-	qp->cap = rep.cap;
-	qp->sq_sig_all = req.sq_sig_all;
-	urv_spin_init(&qp->sq_lock);
-	urv_spin_init(&qp->rq_lock);
-
-	struct ibv_qp *q = &qp->ex.qp_base;
-
-	q->context = ibctx;
-	q->qp_context = a->qp_context;
-	q->pd = a->pd;
-	q->send_cq = a->send_cq;
-	q->recv_cq = a->recv_cq;
-	q->srq = a->srq;
-	q->handle = rep.handle;
-	q->qp_num = rep.qpn;
-	q->state = IBV_QPS_RESET;
-	q->qp_type = a->qp_type;
-	pthread_mutex_init(&q->mutex, NULL);
-	pthread_cond_init(&q->cond, NULL);
-	urv_qp_ex_init(qp);
+	qp_fill(qp, ibctx, a, &rep);
 	a->cap = rep.cap;
-	return q;
+	return &qp->ex.qp_base;
 
 err_destroy: {
 		struct uroce_handle_msg d = { .handle = rep.handle };

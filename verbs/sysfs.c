@@ -192,6 +192,15 @@ static bool open_has_mode(int flags)
 }
 
 /* open(2) and openat(2) take a mode only with O_CREAT/O_TMPFILE */
+#define OPEN_MODE(mode, flags) do {                                           \
+		if (open_has_mode(flags)) {                                   \
+			va_list ap;                                           \
+			va_start(ap, flags);                                  \
+			mode = va_arg(ap, mode_t);                            \
+			va_end(ap);                                           \
+		}                                                             \
+	} while (0)
+
 #define OPEN_LIKE(fn)                                                         \
 	REAL_PTR(fn);                                                         \
 	static __attribute__((noinline)) int fn##_slow(const char *path, int flags, \
@@ -206,12 +215,7 @@ static bool open_has_mode(int flags)
 	{                                                                     \
 		mode_t mode = 0;                                              \
 		LOAD(fn, -1);                                                 \
-		if (open_has_mode(flags)) {                                   \
-			va_list ap;                                           \
-			va_start(ap, flags);                                  \
-			mode = va_arg(ap, mode_t);                            \
-			va_end(ap);                                           \
-		}                                                             \
+		OPEN_MODE(mode, flags);                                       \
 		if (!maybe_ours(path))                                        \
 			return real_##fn(path, flags, mode);                  \
 		return fn##_slow(path, flags, mode);                          \
@@ -233,12 +237,7 @@ OPEN_LIKE(open64)
 	{                                                                     \
 		mode_t mode = 0;                                              \
 		LOAD(fn, -1);                                                 \
-		if (open_has_mode(flags)) {                                   \
-			va_list ap;                                           \
-			va_start(ap, flags);                                  \
-			mode = va_arg(ap, mode_t);                            \
-			va_end(ap);                                           \
-		}                                                             \
+		OPEN_MODE(mode, flags);                                       \
 		if (!maybe_ours(path))                                        \
 			return real_##fn(dfd, path, flags, mode);             \
 		return fn##_slow(dfd, path, flags, mode);                     \

@@ -45,14 +45,10 @@ size_t wire_frame_len(const struct wire_pkt *d)
 	return wire_hdr_len(d) + d->payload_len + wire_pad(d->payload_len) + WIRE_ICRC_LEN;
 }
 
-int wire_build_headers(const struct wire_pkt *d, uint8_t *buf, size_t cap,
-		       unsigned flags, size_t *hdr_len)
+/* Validate: a packet this builder can encode; *udp_len is the UDP length. */
+static int build_check(const struct wire_pkt *d, const struct wire_opcode_info *op,
+		       uint8_t pad, unsigned flags, size_t *udp_len)
 {
-	const struct wire_opcode_info *op = wire_opcode_info(d->bth.opcode);
-	uint8_t pad = pad_of(d, flags);
-	size_t hl, udp_len;
-	uint8_t *p;
-
 	if (!(op->flags & WIRE_OPF_VALID) || (d->ip.version != 4 && d->ip.version != 6))
 		return -EINVAL;
 	if ((d->payload_len || pad) && !(op->flags & WIRE_OPF_PAYLOAD) &&
@@ -60,14 +56,15 @@ int wire_build_headers(const struct wire_pkt *d, uint8_t *buf, size_t cap,
 		return -EINVAL;
 	if (d->ip.version == 4 && (!wire_gid_is_ipv4(&d->ip.src) || !wire_gid_is_ipv4(&d->ip.dst)))
 		return -EINVAL;
-	udp_len = WIRE_UDP_LEN + op->hdr_len + (size_t)d->payload_len + pad + WIRE_ICRC_LEN;
-	if (udp_len + (d->ip.version == 4 ? WIRE_IPV4_LEN : 0) > 0xffff)
+	*udp_len = WIRE_UDP_LEN + op->hdr_len + (size_t)d->payload_len + pad + WIRE_ICRC_LEN;
+	if (*udp_len + (d->ip.version == 4 ? WIRE_IPV4_LEN : 0) > 0xffff)
 		return -EINVAL;
-	hl = wire_hdr_len(d);
-	if (!buf || cap < hl)
-		return -ENOSPC;
+	return 0;
+}
 
-	p = buf;
+/* Ethernet (and VLAN) header; returns the L3 position. */
+static uint8_t *build_l2(const struct wire_pkt *d, uint8_t *p)
+{
 	memcpy(p, d->dmac, 6);
 	memcpy(p + 6, d->smac, 6);
 	p += 12;
@@ -77,43 +74,60 @@ int wire_build_headers(const struct wire_pkt *d, uint8_t *buf, size_t cap,
 		p += 4;
 	}
 	wire_put_be16(p, d->ip.version == 6 ? WIRE_ETHERTYPE_IPV6 : WIRE_ETHERTYPE_IPV4);
-	p += 2;
+	return p + 2;
+}
 
-	if (d->ip.version == 4) {
-		uint16_t total = (flags & WIRE_BUILD_KEEP_LEN) ? d->ip.total_len
-							       : (uint16_t)(WIRE_IPV4_LEN + udp_len);
-		p[0] = 0x45;
-		p[1] = d->ip.tos;
-		wire_put_be16(p + 2, total);
-		wire_put_be16(p + 4, d->ip.id);
-		wire_put_be16(p + 6, (uint16_t)((d->ip.evil ? 0x8000 : 0) | (d->ip.df ? 0x4000 : 0)));
-		p[8] = d->ip.ttl;
-		p[9] = WIRE_IPPROTO_UDP;
-		memcpy(p + 12, d->ip.src.raw + 12, 4);
-		memcpy(p + 16, d->ip.dst.raw + 12, 4);
-		wire_put_be16(p + 10, (flags & WIRE_BUILD_KEEP_IPV4_CSUM) ? d->ip.csum
-									  : wire_ipv4_csum(p, WIRE_IPV4_LEN));
-		p += WIRE_IPV4_LEN;
-	} else {
-		uint16_t plen = (flags & WIRE_BUILD_KEEP_LEN) ? d->ip.total_len : (uint16_t)udp_len;
-		wire_put_be32(p, 6u << 28 | (uint32_t)d->ip.tos << 20 | (d->ip.flow_label & 0xfffff));
-		wire_put_be16(p + 4, plen);
-		p[6] = WIRE_IPPROTO_UDP;
-		p[7] = d->ip.ttl;
-		memcpy(p + 8, d->ip.src.raw, 16);
-		memcpy(p + 24, d->ip.dst.raw, 16);
-		p += WIRE_IPV6_LEN;
-	}
+static uint8_t *build_ipv4(const struct wire_pkt *d, uint8_t *p, size_t udp_len,
+			   unsigned flags)
+{
+	uint16_t total = (flags & WIRE_BUILD_KEEP_LEN) ? d->ip.total_len
+						       : (uint16_t)(WIRE_IPV4_LEN + udp_len);
+	p[0] = 0x45;
+	p[1] = d->ip.tos;
+	wire_put_be16(p + 2, total);
+	wire_put_be16(p + 4, d->ip.id);
+	wire_put_be16(p + 6, (uint16_t)((d->ip.evil ? 0x8000 : 0) | (d->ip.df ? 0x4000 : 0)));
+	p[8] = d->ip.ttl;
+	p[9] = WIRE_IPPROTO_UDP;
+	memcpy(p + 12, d->ip.src.raw + 12, 4);
+	memcpy(p + 16, d->ip.dst.raw + 12, 4);
+	wire_put_be16(p + 10, (flags & WIRE_BUILD_KEEP_IPV4_CSUM) ? d->ip.csum
+								  : wire_ipv4_csum(p, WIRE_IPV4_LEN));
+	return p + WIRE_IPV4_LEN;
+}
 
+static uint8_t *build_ipv6(const struct wire_pkt *d, uint8_t *p, size_t udp_len,
+			   unsigned flags)
+{
+	uint16_t plen = (flags & WIRE_BUILD_KEEP_LEN) ? d->ip.total_len : (uint16_t)udp_len;
+
+	wire_put_be32(p, 6u << 28 | (uint32_t)d->ip.tos << 20 | (d->ip.flow_label & 0xfffff));
+	wire_put_be16(p + 4, plen);
+	p[6] = WIRE_IPPROTO_UDP;
+	p[7] = d->ip.ttl;
+	memcpy(p + 8, d->ip.src.raw, 16);
+	memcpy(p + 24, d->ip.dst.raw, 16);
+	return p + WIRE_IPV6_LEN;
+}
+
+static uint8_t *build_udp(const struct wire_pkt *d, uint8_t *p, size_t udp_len,
+			  unsigned flags)
+{
 	wire_put_be16(p, d->udp.sport);
 	wire_put_be16(p + 2, d->udp.dport);
 	wire_put_be16(p + 4, (flags & WIRE_BUILD_KEEP_LEN) ? d->udp.len : (uint16_t)udp_len);
 	/* A real UDP checksum covers the payload, so wire_build() fills it in
 	 * at the end; here it is 0 ("none") until then. */
 	wire_put_be16(p + 6, (flags & WIRE_BUILD_UDP_CSUM) ? 0 : d->udp.csum);
-	p += WIRE_UDP_LEN;
+	return p + WIRE_UDP_LEN;
+}
 
+/* BTH and the extension headers the opcode carries. */
+static void build_transport(const struct wire_pkt *d, const struct wire_opcode_info *op,
+			    uint8_t pad, uint8_t *p)
+{
 	struct wire_bth bth = d->bth;
+
 	bth.pad = pad;
 	wire_bth_encode(p, &bth);
 	if (op->hdrs & WIRE_HDR_RETH)
@@ -132,7 +146,30 @@ int wire_build_headers(const struct wire_pkt *d, uint8_t *buf, size_t cap,
 		wire_put_be32(p + op->off[WIRE_HI_IETH], d->ieth_rkey);
 	if (op->hdrs & WIRE_HDR_CNP)
 		memcpy(p + op->off[WIRE_HI_CNP], d->cnp_resv, WIRE_CNP_RESV_LEN);
+}
 
+/* validate -> L2 -> L3 -> UDP -> transport headers. */
+int wire_build_headers(const struct wire_pkt *d, uint8_t *buf, size_t cap,
+		       unsigned flags, size_t *hdr_len)
+{
+	const struct wire_opcode_info *op = wire_opcode_info(d->bth.opcode);
+	uint8_t pad = pad_of(d, flags);
+	size_t hl, udp_len;
+	uint8_t *p;
+	int ret = build_check(d, op, pad, flags, &udp_len);
+
+	if (ret)
+		return ret;
+	hl = wire_hdr_len(d);
+	if (!buf || cap < hl)
+		return -ENOSPC;
+	p = build_l2(d, buf);
+	if (d->ip.version == 4)
+		p = build_ipv4(d, p, udp_len, flags);
+	else
+		p = build_ipv6(d, p, udp_len, flags);
+	p = build_udp(d, p, udp_len, flags);
+	build_transport(d, op, pad, p);
 	if (hdr_len)
 		*hdr_len = hl;
 	return 0;

@@ -62,105 +62,172 @@ static enum wire_reason ipv6_ext_reason(const uint8_t *l3, size_t avail, uint8_t
 	return WIRE_R_IPV6_EXT_HDR;
 }
 
-/* Parse from the IP header at base + off; avail = len - off. On return the
- * offsets in p are relative to base. */
-static enum wire_reason parse_l3(const uint8_t *base, size_t len, size_t off,
-				 int want_version, unsigned flags, struct wire_pkt *p)
+/* The UDP header at l4_off (relative to the frame): RoCEv2 or not. */
+static enum wire_reason parse_udp_hdr(const uint8_t *udp, size_t l4_off,
+				      struct wire_pkt *p)
+{
+	p->l4_off = (uint32_t)l4_off;
+	p->udp.sport = wire_get_be16(udp);
+	p->udp.dport = wire_get_be16(udp + 2);
+	p->udp.len = wire_get_be16(udp + 4);
+	p->udp.csum = wire_get_be16(udp + 6);
+	if (p->udp.dport != WIRE_ROCE_UDP_PORT)
+		return WIRE_R_NOT_ROCE_PORT;
+	return WIRE_OK;
+}
+
+/* IPv4 header and UDP header; *iphl and *ip_end are relative to l3. */
+static enum wire_reason parse_ipv4(const uint8_t *l3, size_t avail, size_t off,
+				   unsigned flags, struct wire_pkt *p,
+				   size_t *iphl_out, size_t *ip_end)
+{
+	enum wire_reason r;
+	size_t iphl;
+
+	if (avail < WIRE_IPV4_LEN)
+		return WIRE_R_TRUNC_IP;
+	p->ip.version = l3[0] >> 4;
+	if (p->ip.version != 4)
+		return WIRE_R_IPV4_VERSION;
+	iphl = (size_t)(l3[0] & 0x0f) * 4;
+	p->ip.tos = l3[1];
+	p->ip.total_len = wire_get_be16(l3 + 2);
+	p->ip.id = wire_get_be16(l3 + 4);
+	uint16_t fl = wire_get_be16(l3 + 6);
+	p->ip.evil = (fl & 0x8000) != 0;
+	p->ip.df = (fl & 0x4000) != 0;
+	p->ip.ttl = l3[8];
+	p->ip.csum = wire_get_be16(l3 + 10);
+	wire_gid_from_ipv4(&p->ip.src, l3 + 12);
+	wire_gid_from_ipv4(&p->ip.dst, l3 + 16);
+	if (iphl < WIRE_IPV4_LEN)
+		return WIRE_R_IPV4_IHL;
+	if (l3[9] != WIRE_IPPROTO_UDP)
+		return WIRE_R_NOT_UDP;
+	/* A non-first fragment has no UDP header to look at. */
+	if (fl & 0x1fff)
+		return WIRE_R_IPV4_FRAGMENT;
+	if (avail < iphl)
+		return WIRE_R_TRUNC_IP;
+	if (avail < iphl + WIRE_UDP_LEN)
+		return WIRE_R_TRUNC_UDP;
+	r = parse_udp_hdr(l3 + iphl, off + iphl, p);
+	if (r != WIRE_OK)
+		return r;
+	if (iphl != WIRE_IPV4_LEN)
+		return WIRE_R_IPV4_OPTIONS;
+	if (!(flags & WIRE_PARSE_NO_IPV4_CSUM) && !wire_ipv4_csum_ok(l3, iphl))
+		return WIRE_R_IPV4_CSUM;
+	if (fl & 0x2000)
+		return WIRE_R_IPV4_FRAGMENT;
+	if (p->ip.total_len < iphl + WIRE_UDP_LEN || p->ip.total_len > avail)
+		return WIRE_R_IP_LEN;
+	*iphl_out = iphl;
+	*ip_end = p->ip.total_len;
+	return WIRE_OK;
+}
+
+/* IPv6 header (no extension headers for RoCEv2) and UDP header. */
+static enum wire_reason parse_ipv6(const uint8_t *l3, size_t avail, size_t off,
+				   struct wire_pkt *p, size_t *iphl, size_t *ip_end)
+{
+	enum wire_reason r;
+
+	if (avail < WIRE_IPV6_LEN)
+		return WIRE_R_TRUNC_IP;
+	p->ip.version = l3[0] >> 4;
+	if (p->ip.version != 6)
+		return WIRE_R_IPV6_VERSION;
+	uint32_t w = wire_get_be32(l3);
+	p->ip.tos = (uint8_t)(w >> 20);
+	p->ip.flow_label = w & 0xfffff;
+	p->ip.total_len = wire_get_be16(l3 + 4);
+	p->ip.ttl = l3[7];
+	wire_gid_from_ipv6(&p->ip.src, l3 + 8);
+	wire_gid_from_ipv6(&p->ip.dst, l3 + 24);
+	if (l3[6] != WIRE_IPPROTO_UDP) {
+		if (ipv6_is_ext(l3[6]))
+			return ipv6_ext_reason(l3, avail, l3[6]);
+		return WIRE_R_NOT_UDP;
+	}
+	if (avail < WIRE_IPV6_LEN + WIRE_UDP_LEN)
+		return WIRE_R_TRUNC_UDP;
+	r = parse_udp_hdr(l3 + WIRE_IPV6_LEN, off + WIRE_IPV6_LEN, p);
+	if (r != WIRE_OK)
+		return r;
+	if (p->ip.total_len < WIRE_UDP_LEN || (size_t)WIRE_IPV6_LEN + p->ip.total_len > avail)
+		return WIRE_R_IP_LEN;
+	*iphl = WIRE_IPV6_LEN;
+	*ip_end = (size_t)WIRE_IPV6_LEN + p->ip.total_len;
+	return WIRE_OK;
+}
+
+/* Extension headers the opcode carries, decoded into p. */
+static void parse_ext_hdrs(const uint8_t *bth, const struct wire_opcode_info *op,
+			   struct wire_pkt *p)
+{
+	p->hdrs = op->hdrs;
+	if (op->hdrs & WIRE_HDR_RETH)
+		wire_reth_decode(bth + op->off[WIRE_HI_RETH], &p->reth);
+	if (op->hdrs & WIRE_HDR_AETH)
+		wire_aeth_decode(bth + op->off[WIRE_HI_AETH], &p->aeth);
+	if (op->hdrs & WIRE_HDR_ATOMICETH)
+		wire_atomiceth_decode(bth + op->off[WIRE_HI_ATOMICETH], &p->atomiceth);
+	if (op->hdrs & WIRE_HDR_ATOMICACKETH)
+		wire_atomicacketh_decode(bth + op->off[WIRE_HI_ATOMICACKETH], &p->atomicacketh);
+	if (op->hdrs & WIRE_HDR_DETH)
+		wire_deth_decode(bth + op->off[WIRE_HI_DETH], &p->deth);
+	if (op->hdrs & WIRE_HDR_IMMDT)
+		p->imm = wire_get_be32(bth + op->off[WIRE_HI_IMMDT]);
+	if (op->hdrs & WIRE_HDR_IETH)
+		p->ieth_rkey = wire_get_be32(bth + op->off[WIRE_HI_IETH]);
+	if (op->hdrs & WIRE_HDR_CNP)
+		memcpy(p->cnp_resv, bth + op->off[WIRE_HI_CNP], WIRE_CNP_RESV_LEN);
+}
+
+/* Payload and pad; body = payload + pad bytes after the headers. */
+static enum wire_reason parse_payload(const uint8_t *base, size_t body,
+				      const struct wire_opcode_info *op,
+				      struct wire_pkt *p)
+{
+	uint8_t pad = p->bth.pad;
+
+	p->payload_off = p->bth_off + op->hdr_len;
+	p->payload = base + p->payload_off;
+	if (!(op->flags & WIRE_OPF_PAYLOAD)) {
+		if (body)
+			return WIRE_R_PAYLOAD_UNEXPECTED;
+		if (pad)
+			return WIRE_R_PAD;
+		return WIRE_OK;
+	}
+	if (pad > body)
+		return WIRE_R_PAD;
+	/* Only the last packet of a message may be padded: every other packet
+	 * carries exactly one path MTU, a multiple of 4. */
+	if (pad && !(op->flags & WIRE_OPF_LAST))
+		return WIRE_R_PAD;
+	p->payload_len = (uint32_t)(body - pad);
+	/* The pad count is exactly what aligns the payload to 4 bytes (IBA
+	 * 9.2.3; rxe and wire_build() send nothing else). A first/middle packet
+	 * of any length not a multiple of 4, or a last packet whose pad does not
+	 * align it, is not a packet any sender builds: accepting it would let a
+	 * frame through that no rebuild reproduces. */
+	if (pad != wire_pad(p->payload_len))
+		return WIRE_R_PAD;
+	memcpy(p->pad_bytes, p->payload + p->payload_len, pad);
+	if ((op->flags & WIRE_OPF_PAYLOAD_REQUIRED) && p->payload_len == 0)
+		return WIRE_R_PAYLOAD_MISSING;
+	return WIRE_OK;
+}
+
+/* The UDP payload of a RoCEv2 datagram: UDP length and checksum, BTH,
+ * ICRC, then transport semantics (steps 2-4 of the order above). */
+static enum wire_reason parse_roce(const uint8_t *base, size_t len, size_t off,
+				   size_t iphl, size_t ip_end, unsigned flags,
+				   struct wire_pkt *p)
 {
 	const uint8_t *l3 = base + off;
-	size_t avail = len - off;
-	size_t iphl, ip_end; /* header length, end of IP packet relative to l3 */
-
-	p->l3_off = (uint32_t)off;
-	if (avail < 1)
-		return WIRE_R_TRUNC_IP;
-	if (want_version == 0) {
-		want_version = l3[0] >> 4;
-		if (want_version != 4 && want_version != 6)
-			return WIRE_R_NOT_IP;
-		p->ethertype = want_version == 4 ? WIRE_ETHERTYPE_IPV4 : WIRE_ETHERTYPE_IPV6;
-	}
-
-	if (want_version == 4) {
-		if (avail < WIRE_IPV4_LEN)
-			return WIRE_R_TRUNC_IP;
-		p->ip.version = l3[0] >> 4;
-		if (p->ip.version != 4)
-			return WIRE_R_IPV4_VERSION;
-		iphl = (size_t)(l3[0] & 0x0f) * 4;
-		p->ip.tos = l3[1];
-		p->ip.total_len = wire_get_be16(l3 + 2);
-		p->ip.id = wire_get_be16(l3 + 4);
-		uint16_t fl = wire_get_be16(l3 + 6);
-		p->ip.evil = (fl & 0x8000) != 0;
-		p->ip.df = (fl & 0x4000) != 0;
-		p->ip.ttl = l3[8];
-		p->ip.csum = wire_get_be16(l3 + 10);
-		wire_gid_from_ipv4(&p->ip.src, l3 + 12);
-		wire_gid_from_ipv4(&p->ip.dst, l3 + 16);
-		if (iphl < WIRE_IPV4_LEN)
-			return WIRE_R_IPV4_IHL;
-		if (l3[9] != WIRE_IPPROTO_UDP)
-			return WIRE_R_NOT_UDP;
-		/* A non-first fragment has no UDP header to look at. */
-		if (fl & 0x1fff)
-			return WIRE_R_IPV4_FRAGMENT;
-		if (avail < iphl)
-			return WIRE_R_TRUNC_IP;
-		if (avail < iphl + WIRE_UDP_LEN)
-			return WIRE_R_TRUNC_UDP;
-		p->l4_off = (uint32_t)(off + iphl);
-		const uint8_t *udp = l3 + iphl;
-		p->udp.sport = wire_get_be16(udp);
-		p->udp.dport = wire_get_be16(udp + 2);
-		p->udp.len = wire_get_be16(udp + 4);
-		p->udp.csum = wire_get_be16(udp + 6);
-		if (p->udp.dport != WIRE_ROCE_UDP_PORT)
-			return WIRE_R_NOT_ROCE_PORT;
-		if (iphl != WIRE_IPV4_LEN)
-			return WIRE_R_IPV4_OPTIONS;
-		if (!(flags & WIRE_PARSE_NO_IPV4_CSUM) && !wire_ipv4_csum_ok(l3, iphl))
-			return WIRE_R_IPV4_CSUM;
-		if (fl & 0x2000)
-			return WIRE_R_IPV4_FRAGMENT;
-		if (p->ip.total_len < iphl + WIRE_UDP_LEN || p->ip.total_len > avail)
-			return WIRE_R_IP_LEN;
-		ip_end = p->ip.total_len;
-	} else {
-		if (avail < WIRE_IPV6_LEN)
-			return WIRE_R_TRUNC_IP;
-		p->ip.version = l3[0] >> 4;
-		if (p->ip.version != 6)
-			return WIRE_R_IPV6_VERSION;
-		uint32_t w = wire_get_be32(l3);
-		p->ip.tos = (uint8_t)(w >> 20);
-		p->ip.flow_label = w & 0xfffff;
-		p->ip.total_len = wire_get_be16(l3 + 4);
-		p->ip.ttl = l3[7];
-		wire_gid_from_ipv6(&p->ip.src, l3 + 8);
-		wire_gid_from_ipv6(&p->ip.dst, l3 + 24);
-		iphl = WIRE_IPV6_LEN;
-		if (l3[6] != WIRE_IPPROTO_UDP) {
-			if (ipv6_is_ext(l3[6]))
-				return ipv6_ext_reason(l3, avail, l3[6]);
-			return WIRE_R_NOT_UDP;
-		}
-		if (avail < iphl + WIRE_UDP_LEN)
-			return WIRE_R_TRUNC_UDP;
-		p->l4_off = (uint32_t)(off + iphl);
-		const uint8_t *udp = l3 + iphl;
-		p->udp.sport = wire_get_be16(udp);
-		p->udp.dport = wire_get_be16(udp + 2);
-		p->udp.len = wire_get_be16(udp + 4);
-		p->udp.csum = wire_get_be16(udp + 6);
-		if (p->udp.dport != WIRE_ROCE_UDP_PORT)
-			return WIRE_R_NOT_ROCE_PORT;
-		if (p->ip.total_len < WIRE_UDP_LEN || iphl + p->ip.total_len > avail)
-			return WIRE_R_IP_LEN;
-		ip_end = iphl + p->ip.total_len;
-	}
-
-	/* From here on the packet is RoCEv2. */
 	const uint8_t *udp = l3 + iphl;
 	size_t udp_len = ip_end - iphl;
 
@@ -202,55 +269,37 @@ static enum wire_reason parse_l3(const uint8_t *base, size_t len, size_t off,
 		return WIRE_R_OPCODE;
 	if (tlen < (size_t)op->hdr_len + WIRE_ICRC_LEN)
 		return WIRE_R_TRUNC_EXT;
+	parse_ext_hdrs(bth, op, p);
+	return parse_payload(base, tlen - op->hdr_len - WIRE_ICRC_LEN, op, p);
+}
 
-	p->hdrs = op->hdrs;
-	if (op->hdrs & WIRE_HDR_RETH)
-		wire_reth_decode(bth + op->off[WIRE_HI_RETH], &p->reth);
-	if (op->hdrs & WIRE_HDR_AETH)
-		wire_aeth_decode(bth + op->off[WIRE_HI_AETH], &p->aeth);
-	if (op->hdrs & WIRE_HDR_ATOMICETH)
-		wire_atomiceth_decode(bth + op->off[WIRE_HI_ATOMICETH], &p->atomiceth);
-	if (op->hdrs & WIRE_HDR_ATOMICACKETH)
-		wire_atomicacketh_decode(bth + op->off[WIRE_HI_ATOMICACKETH], &p->atomicacketh);
-	if (op->hdrs & WIRE_HDR_DETH)
-		wire_deth_decode(bth + op->off[WIRE_HI_DETH], &p->deth);
-	if (op->hdrs & WIRE_HDR_IMMDT)
-		p->imm = wire_get_be32(bth + op->off[WIRE_HI_IMMDT]);
-	if (op->hdrs & WIRE_HDR_IETH)
-		p->ieth_rkey = wire_get_be32(bth + op->off[WIRE_HI_IETH]);
-	if (op->hdrs & WIRE_HDR_CNP)
-		memcpy(p->cnp_resv, bth + op->off[WIRE_HI_CNP], WIRE_CNP_RESV_LEN);
+/* Parse from the IP header at base + off; avail = len - off. On return the
+ * offsets in p are relative to base. */
+static enum wire_reason parse_l3(const uint8_t *base, size_t len, size_t off,
+				 int want_version, unsigned flags, struct wire_pkt *p)
+{
+	const uint8_t *l3 = base + off;
+	size_t avail = len - off;
+	size_t iphl = 0, ip_end = 0; /* relative to l3 */
+	enum wire_reason r;
 
-	size_t body = tlen - op->hdr_len - WIRE_ICRC_LEN; /* payload + pad */
-	uint8_t pad = p->bth.pad;
-
-	p->payload_off = p->bth_off + op->hdr_len;
-	p->payload = base + p->payload_off;
-	if (!(op->flags & WIRE_OPF_PAYLOAD)) {
-		if (body)
-			return WIRE_R_PAYLOAD_UNEXPECTED;
-		if (pad)
-			return WIRE_R_PAD;
-		return WIRE_OK;
+	p->l3_off = (uint32_t)off;
+	if (avail < 1)
+		return WIRE_R_TRUNC_IP;
+	if (want_version == 0) {
+		want_version = l3[0] >> 4;
+		if (want_version != 4 && want_version != 6)
+			return WIRE_R_NOT_IP;
+		p->ethertype = want_version == 4 ? WIRE_ETHERTYPE_IPV4 : WIRE_ETHERTYPE_IPV6;
 	}
-	if (pad > body)
-		return WIRE_R_PAD;
-	/* Only the last packet of a message may be padded: every other packet
-	 * carries exactly one path MTU, a multiple of 4. */
-	if (pad && !(op->flags & WIRE_OPF_LAST))
-		return WIRE_R_PAD;
-	p->payload_len = (uint32_t)(body - pad);
-	/* The pad count is exactly what aligns the payload to 4 bytes (IBA
-	 * 9.2.3; rxe and wire_build() send nothing else). A first/middle packet
-	 * of any length not a multiple of 4, or a last packet whose pad does not
-	 * align it, is not a packet any sender builds: accepting it would let a
-	 * frame through that no rebuild reproduces. */
-	if (pad != wire_pad(p->payload_len))
-		return WIRE_R_PAD;
-	memcpy(p->pad_bytes, p->payload + p->payload_len, pad);
-	if ((op->flags & WIRE_OPF_PAYLOAD_REQUIRED) && p->payload_len == 0)
-		return WIRE_R_PAYLOAD_MISSING;
-	return WIRE_OK;
+	if (want_version == 4)
+		r = parse_ipv4(l3, avail, off, flags, p, &iphl, &ip_end);
+	else
+		r = parse_ipv6(l3, avail, off, p, &iphl, &ip_end);
+	if (r != WIRE_OK)
+		return r;
+	/* From here on the packet is RoCEv2. */
+	return parse_roce(base, len, off, iphl, ip_end, flags, p);
 }
 
 enum wire_reason wire_parse_ex(const uint8_t *frame, size_t len, unsigned flags,
