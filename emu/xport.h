@@ -55,6 +55,8 @@ enum emu_resp_state {
 	EMU_RESP_ERR_INVALIDATE_RKEY,
 	EMU_RESP_ERR_LENGTH,
 	EMU_RESP_ERR_CQ_OVERFLOW,
+	EMU_RESP_ERR_REM_OP,       /* remote operational error class */
+	EMU_RESP_ERR_REM_ACCESS,   /* remote access error class */
 	EMU_RESP_ERROR,
 	EMU_RESP_DONE,
 	EMU_RESP_EXIT,

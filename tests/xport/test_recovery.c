@@ -2,8 +2,10 @@
 /* Timers and recovery: RNR timer and rnr_retry 0..7, ACK coalescing bound
  * and AckReq, go-back-N of READ responses from the middle, CNP generation
  * and accounting, per-QP counters. Usage: test_recovery <name>. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <rte_log.h>
 #include "pair.h"
 
 static int set_attr(struct emu_qp *qp, struct ibv_qp_attr *at, int mask)
@@ -574,6 +576,87 @@ static int t_rnr_pipeline(void)
 	return r;
 }
 
+
+/* ---- responder trace: at debug level every state the responder passes
+ * is logged by name (emu_resp_state_name[]); the names and the order of
+ * the states for a two-packet WRITE and an rkey violation are checked, so
+ * neither the name table nor the state functions can drift silently. ---- */
+
+/* Names of the states logged for qp/psn, in order, space separated. */
+static void trace_states(const char *log, uint32_t qpn, uint32_t psn, char *out, size_t n)
+{
+	char pfx[48];
+	size_t o = 0;
+	const char *l;
+
+	snprintf(pfx, sizeof(pfx), "qp %u psn %u resp ", qpn, psn);
+	out[0] = 0;
+	for (l = log; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		const char *e = strchr(l, '\n');
+		size_t len = e ? (size_t)(e - l) : strlen(l);
+
+		if (strncmp(l, pfx, strlen(pfx)) || len <= strlen(pfx))
+			continue;
+		len -= strlen(pfx);
+		if (o + len + 2 > n)
+			break;
+		if (o)
+			out[o++] = ' ';
+		memcpy(out + o, l + strlen(pfx), len);
+		o += len;
+		out[o] = 0;
+	}
+}
+
+static int t_resp_trace(void)
+{
+	static const char want_first[] = "GET_REQ CHK_PSN CHK_OP_SEQ CHK_OP_VALID "
+		"CHK_LENGTH CHK_RESOURCE CHK_RKEY EXECUTE ACKNOWLEDGE CLEANUP";
+	static const char want_last[] = "GET_REQ CHK_PSN CHK_OP_SEQ CHK_OP_VALID "
+		"CHK_LENGTH CHK_RESOURCE CHK_RKEY EXECUTE COMPLETE ACKNOWLEDGE CLEANUP";
+	static const char want_bad[] = "GET_REQ CHK_PSN CHK_OP_SEQ CHK_OP_VALID "
+		"CHK_LENGTH CHK_RESOURCE CHK_RKEY ERR_RKEY_VIOLATION";
+	struct pair p;
+	struct uroce_cqe c[4];
+	char *log = NULL, got[512];
+	size_t loglen = 0;
+	FILE *f;
+	uint32_t psn0;
+
+	if (pair_setup(&p, IBV_QPT_RC, IBV_MTU_1024, 1 << 16))
+		return 1;
+	f = open_memstream(&log, &loglen);
+	CHECK(f != NULL);
+	CHECK_EQ(rte_openlog_stream(f), 0);
+	CHECK_EQ(rte_log_set_level_pattern("uroce.emu", RTE_LOG_DEBUG), 0);
+	psn0 = p.b.qp->x.epsn;
+	xt_post(&p, 1, IBV_WR_RDMA_WRITE, 0, 2 * 1024, 0);
+	sim_run(&p.s, 1000000000ull);
+	CHECK_EQ(sim_poll(p.a.scq, c, 4), 1);
+	CHECK_EQ(c[0].status, IBV_WC_SUCCESS);
+	/* past the end of B's MR: remote access error, QP to ERR */
+	xt_post(&p, 2, IBV_WR_RDMA_WRITE, 0, 64, 1 << 16);
+	sim_run(&p.s, 1000000000ull);
+	CHECK_EQ(sim_poll(p.a.scq, c, 4), 1);
+	CHECK_EQ(c[0].status, IBV_WC_REM_ACCESS_ERR);
+	rte_log_set_level_pattern("uroce.emu", RTE_LOG_NOTICE);
+	rte_openlog_stream(NULL);
+	fclose(f);
+	CHECK(log != NULL);
+	trace_states(log, p.b.qp->qpn, psn0, got, sizeof(got));
+	printf("psn %u: %s\n", psn0, got);
+	CHECK(!strcmp(got, want_first));
+	trace_states(log, p.b.qp->qpn, wire_psn_add(psn0, 1), got, sizeof(got));
+	printf("psn %u: %s\n", wire_psn_add(psn0, 1), got);
+	CHECK(!strcmp(got, want_last));
+	trace_states(log, p.b.qp->qpn, wire_psn_add(psn0, 2), got, sizeof(got));
+	printf("psn %u: %s\n", wire_psn_add(psn0, 2), got);
+	CHECK(!strcmp(got, want_bad));
+	free(log);
+	pair_fini(&p);
+	return 0;
+}
+
 static const struct xt_test tests[] = {
 	{ "rnr_timer", t_rnr_timer },
 	{ "rnr_retry", t_rnr_retry },
@@ -582,6 +665,7 @@ static const struct xt_test tests[] = {
 	{ "cnp", t_cnp },
 	{ "counters", t_counters },
 	{ "rnr_pipeline", t_rnr_pipeline },
+	{ "resp_trace", t_resp_trace },
 };
 
 int main(int argc, char **argv)
