@@ -377,7 +377,7 @@ int emu_qp_modify(struct emu_qp *qp, const struct ibv_qp_attr *attr, int mask)
 		break;
 	case IBV_QPS_RTS:
 		/* WRs posted before RTS, or held in SQD/SQE, go now */
-		xp_req_progress(qp);
+		xp_req_kick(qp);
 		emu_tx_flush(qp->dev);
 		break;
 	default:

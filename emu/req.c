@@ -455,37 +455,11 @@ void xp_req_progress(struct emu_qp *qp)
 		x->sq_req++;
 		x->sq_req_pkt = 0;
 	}
-	if (sent && qp->type == IBV_QPT_RC && !x->retrans_at && !x->rnr_at) {
-		uint64_t t = wire_retrans_timeout_ns(qp->attr.timeout);
-
-		if (t) {
-			x->retrans_at = emu_now_ns() + t;
-			xp_act_add(qp);
-		}
-	}
-	/* local operations, failed WQEs and UC/UD sends are already decided */
-	xp_comp_progress(qp);
-}
-
-void xp_req_retry_from(struct emu_qp *qp, uint32_t psn)
-{
-	struct emu_xport_qp *x = &qp->x;
-	uint32_t idx;
-
-	for (idx = x->sq_comp; idx != x->sq_fetch; idx++) {
-		struct emu_xport_swqe *sw = xp_swqe(qp, idx);
-
-		if (sw->state == EMU_SWQE_NEW)
-			break;
-		if (!sw->npkts || sw->state == EMU_SWQE_DONE)
-			continue;
-		if (wire_psn_in_window(psn, sw->first_psn, sw->npkts)) {
-			x->sq_req = idx;
-			x->sq_req_pkt = wire_psn_dist(sw->first_psn, psn);
-			x->sq_psn = psn;
-			return;
-		}
-	}
+	if (sent && qp->type == IBV_QPT_RC)
+		xp_retrans_start(qp, false);
+	/* local operations, failed WQEs and UC/UD sends are already decided:
+	 * xp_run runs the completer next */
+	x->comp_sched = 1;
 }
 
 void xp_req_reset(struct emu_qp *qp)

@@ -171,6 +171,8 @@ struct emu_xport_qp {
 
 	/* completer */
 	uint8_t comp_state;        /* last state, for tracing */
+	uint8_t req_sched;         /* completer -> requester: run it next (xp_run) */
+	uint8_t comp_sched;        /* requester -> completer: WQEs decided locally */
 
 	/* responder */
 	uint8_t resp_state;
