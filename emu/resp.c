@@ -439,7 +439,7 @@ static enum emu_resp_state resp_err_inv_req(struct resp_ctx *c)
 static enum emu_resp_state resp_err_rem_access(struct resp_ctx *c)
 {
 	if (c->qp->x.resp_state == EMU_RESP_ERR_RKEY_VIOLATION)
-		EMU_LOG_RL(DEBUG, "qp %u: rkey %#x violation (%d)", c->qp->qpn,
+		EMU_LOG_RL(DEBUG, "qp %u: rkey %#x violation (%d)\n", c->qp->qpn,
 			   c->cls == WIRE_OPC_ATOMIC ? c->pkt->atomiceth.rkey : c->pkt->reth.rkey,
 			   c->err);
 	return resp_err_class(c, WIRE_NAK_REM_ACCESS_ERR);

@@ -211,7 +211,7 @@ void xp_qp_error(struct emu_qp *qp, int ev)
 {
 	if (qp->attr.qp_state == IBV_QPS_ERR)
 		return;
-	EMU_LOG_RL(DEBUG, "qp %u -> ERR (event %d)", qp->qpn, ev);
+	EMU_LOG_RL(DEBUG, "qp %u -> ERR (event %d)\n", qp->qpn, ev);
 	qp->attr.qp_state = IBV_QPS_ERR;
 	qp->attr.cur_qp_state = IBV_QPS_ERR;
 	if (ev)

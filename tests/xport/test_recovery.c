@@ -577,19 +577,22 @@ static int t_rnr_pipeline(void)
 }
 
 
-/* ---- responder trace: at debug level every state the responder passes
- * is logged by name (emu_resp_state_name[]); the names and the order of
- * the states for a two-packet WRITE and an rkey violation are checked, so
- * neither the name table nor the state functions can drift silently. ---- */
+/* ---- state trace: at debug level every state the responder and the
+ * completer pass is logged by name (emu_resp_state_name[],
+ * emu_comp_state_name[]); the names and the order of the states for a
+ * two-packet WRITE and an rkey violation are checked, so neither the name
+ * tables nor the state functions can drift silently. ---- */
 
-/* Names of the states logged for qp/psn, in order, space separated. */
-static void trace_states(const char *log, uint32_t qpn, uint32_t psn, char *out, size_t n)
+/* Names of the states the responder or completer (who) logged for
+ * qp/psn, in order, separated by '|'. */
+static void trace_states(const char *log, const char *who, uint32_t qpn, uint32_t psn,
+			 char *out, size_t n)
 {
 	char pfx[48];
 	size_t o = 0;
 	const char *l;
 
-	snprintf(pfx, sizeof(pfx), "qp %u psn %u resp ", qpn, psn);
+	snprintf(pfx, sizeof(pfx), "qp %u psn %u %s ", qpn, psn, who);
 	out[0] = 0;
 	for (l = log; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
 		const char *e = strchr(l, '\n');
@@ -601,27 +604,36 @@ static void trace_states(const char *log, uint32_t qpn, uint32_t psn, char *out,
 		if (o + len + 2 > n)
 			break;
 		if (o)
-			out[o++] = ' ';
+			out[o++] = '|';
 		memcpy(out + o, l + strlen(pfx), len);
 		o += len;
 		out[o] = 0;
 	}
 }
 
-static int t_resp_trace(void)
+static int t_state_trace(void)
 {
-	static const char want_first[] = "GET_REQ CHK_PSN CHK_OP_SEQ CHK_OP_VALID "
-		"CHK_LENGTH CHK_RESOURCE CHK_RKEY EXECUTE ACKNOWLEDGE CLEANUP";
-	static const char want_last[] = "GET_REQ CHK_PSN CHK_OP_SEQ CHK_OP_VALID "
-		"CHK_LENGTH CHK_RESOURCE CHK_RKEY EXECUTE COMPLETE ACKNOWLEDGE CLEANUP";
-	static const char want_bad[] = "GET_REQ CHK_PSN CHK_OP_SEQ CHK_OP_VALID "
-		"CHK_LENGTH CHK_RESOURCE CHK_RKEY ERR_RKEY_VIOLATION";
+	static const char *const want_resp[3] = {
+		"GET_REQ|CHK_PSN|CHK_OP_SEQ|CHK_OP_VALID|CHK_LENGTH|CHK_RESOURCE|CHK_RKEY|"
+		"EXECUTE|ACKNOWLEDGE|CLEANUP",
+		"GET_REQ|CHK_PSN|CHK_OP_SEQ|CHK_OP_VALID|CHK_LENGTH|CHK_RESOURCE|CHK_RKEY|"
+		"EXECUTE|COMPLETE|ACKNOWLEDGE|CLEANUP",
+		"GET_REQ|CHK_PSN|CHK_OP_SEQ|CHK_OP_VALID|CHK_LENGTH|CHK_RESOURCE|CHK_RKEY|"
+		"ERR_RKEY_VIOLATION",
+	};
+	/* the WRITE's FIRST asks for no ACK; its ACK retires it; the NAK
+	 * (remote access) fails the second WRITE */
+	static const char *const want_comp[3] = {
+		"",
+		"GET ACK|GET WQE|CHECK PSN|COMP WQE|GET WQE",
+		"GET ACK|GET WQE|CHECK PSN|CHECK ACK|ERROR",
+	};
 	struct pair p;
 	struct uroce_cqe c[4];
 	char *log = NULL, got[512];
 	size_t loglen = 0;
 	FILE *f;
-	uint32_t psn0;
+	uint32_t psn0, i;
 
 	if (pair_setup(&p, IBV_QPT_RC, IBV_MTU_1024, 1 << 16))
 		return 1;
@@ -643,15 +655,16 @@ static int t_resp_trace(void)
 	rte_openlog_stream(NULL);
 	fclose(f);
 	CHECK(log != NULL);
-	trace_states(log, p.b.qp->qpn, psn0, got, sizeof(got));
-	printf("psn %u: %s\n", psn0, got);
-	CHECK(!strcmp(got, want_first));
-	trace_states(log, p.b.qp->qpn, wire_psn_add(psn0, 1), got, sizeof(got));
-	printf("psn %u: %s\n", wire_psn_add(psn0, 1), got);
-	CHECK(!strcmp(got, want_last));
-	trace_states(log, p.b.qp->qpn, wire_psn_add(psn0, 2), got, sizeof(got));
-	printf("psn %u: %s\n", wire_psn_add(psn0, 2), got);
-	CHECK(!strcmp(got, want_bad));
+	for (i = 0; i < 3; i++) {
+		uint32_t psn = wire_psn_add(psn0, i);
+
+		trace_states(log, "resp", p.b.qp->qpn, psn, got, sizeof(got));
+		printf("resp psn %u: %s\n", psn, got);
+		CHECK(!strcmp(got, want_resp[i]));
+		trace_states(log, "comp", p.a.qp->qpn, psn, got, sizeof(got));
+		printf("comp psn %u: %s\n", psn, got);
+		CHECK(!strcmp(got, want_comp[i]));
+	}
 	free(log);
 	pair_fini(&p);
 	return 0;
@@ -665,7 +678,7 @@ static const struct xt_test tests[] = {
 	{ "cnp", t_cnp },
 	{ "counters", t_counters },
 	{ "rnr_pipeline", t_rnr_pipeline },
-	{ "resp_trace", t_resp_trace },
+	{ "state_trace", t_state_trace },
 };
 
 int main(int argc, char **argv)
