@@ -195,16 +195,14 @@ static void resp_read_reply(struct emu_qp *qp, struct emu_ctx *owner, uint64_t p
 		struct wire_pkt d;
 		uint32_t off = i * mtu;
 		uint32_t l = len - off < mtu ? len - off : mtu;
-		uint8_t op;
+		static const uint8_t ops[XP_POS_N] = {
+			[XP_POS_MIDDLE] = WIRE_OP_RC_READ_RESP_MIDDLE,
+			[XP_POS_FIRST] = WIRE_OP_RC_READ_RESP_FIRST,
+			[XP_POS_LAST] = WIRE_OP_RC_READ_RESP_LAST,
+			[XP_POS_ONLY] = WIRE_OP_RC_READ_RESP_ONLY,
+		};
+		uint8_t op = ops[xp_pos(i, n)];
 
-		if (n == 1)
-			op = WIRE_OP_RC_READ_RESP_ONLY;
-		else if (i == 0)
-			op = WIRE_OP_RC_READ_RESP_FIRST;
-		else if (i + 1 == n)
-			op = WIRE_OP_RC_READ_RESP_LAST;
-		else
-			op = WIRE_OP_RC_READ_RESP_MIDDLE;
 		xp_pkt_init(qp, &qp->x.path, &d, op, qp->attr.dest_qp_num, wire_psn_add(psn, i));
 		d.aeth.syndrome = wire_aeth_ack(WIRE_AETH_CREDITS_INVALID);
 		d.aeth.msn = qp->x.msn & WIRE_PSN_MASK;

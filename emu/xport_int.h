@@ -35,6 +35,21 @@ static inline bool xp_is_rd_atomic(uint8_t opcode)
 	       opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
 }
 
+/* Where packet k of an n-packet message sits: picks FIRST/MIDDLE/LAST/
+ * ONLY opcodes (requester and READ responses alike). */
+enum xp_pos {
+	XP_POS_MIDDLE = 0,
+	XP_POS_FIRST = 1,
+	XP_POS_LAST = 2,
+	XP_POS_ONLY = 3, /* FIRST | LAST */
+	XP_POS_N
+};
+
+static inline enum xp_pos xp_pos(uint32_t k, uint32_t n)
+{
+	return (enum xp_pos)((k == 0 ? XP_POS_FIRST : 0) | (k + 1 == n ? XP_POS_LAST : 0));
+}
+
 static inline uint32_t xp_mtu(const struct emu_qp *qp)
 {
 	if (qp->type == IBV_QPT_UD)
