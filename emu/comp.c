@@ -185,7 +185,7 @@ static void comp_read_resp(struct emu_qp *qp, struct emu_xport_swqe *sw,
 	else
 		ok = op == WIRE_OP_RC_READ_RESP_FIRST || op == WIRE_OP_RC_READ_RESP_MIDDLE;
 	if (!ok || pkt->payload_len != want) {
-		x->cnt.rx_dropped++;
+		xp_drop(qp, EMU_XDROP_READ_RESP);
 		return;
 	}
 	if (xp_sge_write_deferred(qp, emu_wqe_sges(w), w->num_sge, off, pkt->payload, want,
@@ -245,14 +245,19 @@ static enum emu_comp_state comp_get_ack(struct comp_ctx *c)
 	struct emu_qp *qp = c->qp;
 	const struct wire_pkt *pkt = c->pkt;
 
+	enum emu_xport_drop why;
+
 	if (qp->type != IBV_QPT_RC ||
-	    (qp->attr.qp_state != IBV_QPS_RTS && qp->attr.qp_state != IBV_QPS_SQD) ||
-	    !wire_psn_before(c->psn, qp->x.sq_psn_max) ||
-	    ((pkt->hdrs & WIRE_HDR_AETH) && !wire_aeth_syndrome_valid(c->syn))) {
-		qp->x.cnt.rx_dropped++;
-		return EMU_COMP_EXIT;
-	}
-	return EMU_COMP_GET_WQE;
+	    (qp->attr.qp_state != IBV_QPS_RTS && qp->attr.qp_state != IBV_QPS_SQD))
+		why = EMU_XDROP_QP_STATE;
+	else if (!wire_psn_before(c->psn, qp->x.sq_psn_max))
+		why = EMU_XDROP_ACK_PSN;
+	else if ((pkt->hdrs & WIRE_HDR_AETH) && !wire_aeth_syndrome_valid(c->syn))
+		why = EMU_XDROP_ACK_SYNDROME;
+	else
+		return EMU_COMP_GET_WQE;
+	xp_drop(qp, why);
+	return EMU_COMP_EXIT;
 }
 
 static enum emu_comp_state comp_get_wqe(struct comp_ctx *c)

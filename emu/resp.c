@@ -314,13 +314,13 @@ static void resp_ud(struct emu_qp *qp, const struct wire_pkt *pkt)
 
 	if (pkt->op->cls != WIRE_OPC_SEND || !(pkt->hdrs & WIRE_HDR_DETH) ||
 	    pkt->deth.qkey != qp->attr.qkey) {
-		x->cnt.rx_dropped++;
+		xp_drop(qp, EMU_XDROP_UD_INVALID);
 		return;
 	}
 	n = resp_get_rwqe(qp);
 	if (n <= 0) {
 		if (n == 0)
-			x->cnt.rx_dropped++; /* UD has no RNR: the datagram is lost */
+			xp_drop(qp, EMU_XDROP_UD_NO_RECV); /* UD has no RNR: lost */
 		return;
 	}
 	memset(grh, 0, sizeof(grh));
@@ -410,7 +410,9 @@ static enum emu_resp_state resp_uc_fail(struct resp_ctx *c)
 	struct emu_xport_qp *x = &c->qp->x;
 
 	if (c->uc & RESP_UC_COUNT)
-		x->cnt.rx_dropped++;
+		xp_drop(c->qp, x->resp_state == EMU_RESP_ERR_RNR ? EMU_XDROP_UC_NO_RECV :
+			       x->resp_state == EMU_RESP_ERR_RKEY_VIOLATION ? EMU_XDROP_UC_RKEY :
+			       EMU_XDROP_UC_INV_REQ);
 	if (c->uc & RESP_UC_CQE)
 		recv_cqe(c->qp, c->wc, IBV_WC_RECV, 0, 0, 0, 0, false);
 	if (c->uc & (RESP_UC_ALL | RESP_UC_REST)) {
@@ -502,7 +504,7 @@ static enum emu_resp_state resp_chk_psn_uc(struct resp_ctx *c, int32_t diff)
 	if (x->uc_drop && c->first)
 		x->uc_drop = 0;
 	if (x->uc_drop) {
-		x->cnt.rx_dropped++;
+		xp_drop(c->qp, EMU_XDROP_UC_GAP);
 		return EMU_RESP_EXIT;
 	}
 	return EMU_RESP_CHK_OP_SEQ;
@@ -831,7 +833,7 @@ static bool resp_admit(struct emu_qp *qp, const struct wire_pkt *pkt)
 	struct emu_xport_qp *x = &qp->x;
 
 	if (qp->attr.qp_state < IBV_QPS_RTR || qp->attr.qp_state == IBV_QPS_ERR) {
-		x->cnt.rx_dropped++;
+		xp_drop(qp, EMU_XDROP_QP_STATE);
 		return false;
 	}
 	if (!x->comm_est_sent && qp->attr.qp_state == IBV_QPS_RTR) {

@@ -245,6 +245,21 @@ static bool xp_src_ok(const struct emu_qp *qp, const struct wire_pkt *pkt)
 	return !memcmp(pkt->ip.src.raw, qp->x.path.dgid.raw, 16);
 }
 
+const char *const emu_xport_drop_name[EMU_XDROP_NUM] = {
+	[EMU_XDROP_QP_STATE] = "qp-state",
+	[EMU_XDROP_OPCODE] = "bad-opcode",
+	[EMU_XDROP_SRC] = "src-mismatch",
+	[EMU_XDROP_UD_INVALID] = "ud-invalid",
+	[EMU_XDROP_UD_NO_RECV] = "ud-no-recv",
+	[EMU_XDROP_UC_GAP] = "uc-gap",
+	[EMU_XDROP_UC_INV_REQ] = "uc-inv-req",
+	[EMU_XDROP_UC_NO_RECV] = "uc-no-recv",
+	[EMU_XDROP_UC_RKEY] = "uc-rkey",
+	[EMU_XDROP_ACK_PSN] = "ack-psn",
+	[EMU_XDROP_ACK_SYNDROME] = "ack-syndrome",
+	[EMU_XDROP_READ_RESP] = "read-resp",
+};
+
 void emu_xport_rx(struct emu_dev *d, struct emu_qp *qp, const struct wire_pkt *pkt)
 {
 	uint8_t tr;
@@ -264,12 +279,12 @@ void emu_xport_rx(struct emu_dev *d, struct emu_qp *qp, const struct wire_pkt *p
 	     (tr == WIRE_TR_UC && qp->type == IBV_QPT_UC) ||
 	     (tr == WIRE_TR_UD && qp->type == IBV_QPT_UD);
 	if (!ok || !pkt->op || !(pkt->op->flags & WIRE_OPF_VALID)) {
-		qp->x.cnt.rx_dropped++;
+		xp_drop(qp, EMU_XDROP_OPCODE);
 		return;
 	}
 	if (tr != WIRE_TR_UD && !xp_src_ok(qp, pkt)) {
 		d->cnt.drops[EMU_DROP_SRC_MISMATCH]++;
-		qp->x.cnt.rx_dropped++;
+		xp_drop(qp, EMU_XDROP_SRC);
 		return;
 	}
 	qp->x.cnt.rx_pkts++;

@@ -127,6 +127,26 @@ struct emu_xport_path {
 	union ibv_gid dgid;
 };
 
+/* Why the transport dropped a received packet: counted per QP
+ * (emu_xport_counters.drops) and per port (emu_port_counters.xdrops);
+ * names in emu_xport_drop_name[], shown by uroce-stat. */
+enum emu_xport_drop {
+	EMU_XDROP_QP_STATE,     /* QP not in a state that takes the packet */
+	EMU_XDROP_OPCODE,       /* opcode invalid or of another transport */
+	EMU_XDROP_SRC,          /* RC/UC source is not the connected peer */
+	EMU_XDROP_UD_INVALID,   /* UD: not a SEND, no DETH, or wrong Q_Key */
+	EMU_XDROP_UD_NO_RECV,   /* UD: no receive posted */
+	EMU_XDROP_UC_GAP,       /* UC: after a lost packet, until FIRST/ONLY */
+	EMU_XDROP_UC_INV_REQ,   /* UC: malformed or out-of-order request */
+	EMU_XDROP_UC_NO_RECV,   /* UC: no receive posted (no RNR on UC) */
+	EMU_XDROP_UC_RKEY,      /* UC: WRITE rkey violation */
+	EMU_XDROP_ACK_PSN,      /* response for a PSN never sent */
+	EMU_XDROP_ACK_SYNDROME, /* response with a reserved AETH syndrome */
+	EMU_XDROP_READ_RESP,    /* READ response out of place or of wrong length */
+	EMU_XDROP_NUM
+};
+extern const char *const emu_xport_drop_name[EMU_XDROP_NUM];
+
 struct emu_xport_counters {
 	uint64_t tx_pkts, tx_bytes, rx_pkts, rx_bytes;
 	uint64_t retransmits;      /* packets sent again (timeout or NAK) */
@@ -137,11 +157,14 @@ struct emu_xport_counters {
 	uint64_t rnr_naks_sent, rnr_naks_rcvd;
 	uint64_t retry_exceeded, rnr_retry_exceeded;
 	uint64_t naks_sent, naks_rcvd; /* non-sequence NAKs */
-	uint64_t rx_dropped;       /* bad opcode, UC gap, Q_Key, state */
+	uint64_t rx_dropped;       /* sum of drops[] */
 	uint64_t tx_no_buf;        /* transmit buffer allocation failed */
 	uint64_t ce_rcvd;          /* packets that arrived ECN CE-marked */
 	uint64_t cnp_sent;         /* CNPs sent for them (rate-limited) */
 	uint64_t cnp_rcvd;         /* CNPs received (counted; no rate control yet) */
+	/* received packets dropped, by reason: 32 bits to keep emu_qp within
+	 * its memory budget (xport_qp_memory); rx_dropped is the 64-bit sum */
+	uint32_t drops[EMU_XDROP_NUM];
 };
 
 struct emu_xport_qp {

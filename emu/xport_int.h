@@ -57,6 +57,14 @@ static inline uint32_t xp_mtu(const struct emu_qp *qp)
 	return wire_mtu_to_bytes((enum wire_mtu)qp->attr.path_mtu);
 }
 
+/* Count a received packet the transport drops, per QP and per port. */
+static inline void xp_drop(struct emu_qp *qp, enum emu_xport_drop why)
+{
+	qp->x.cnt.rx_dropped++;
+	qp->x.cnt.drops[why]++;
+	qp->dev->cnt.xdrops[why]++;
+}
+
 /* xport_util.c */
 /* Build a frame for qp to path with headers from d (bth, ext headers,
  * payload_len); the payload is taken from pay (or, if NULL, gathered by the

@@ -670,6 +670,63 @@ static int t_state_trace(void)
 	return 0;
 }
 
+/* ---- drop reasons: a UC WRITE whose FIRST packet is lost has its MIDDLE
+ * and LAST dropped as "uc-gap", counted per QP and per port and named in
+ * the stats reply uroce-stat prints; rx_dropped stays their sum. ---- */
+static int drop_first_uc;
+
+static bool drop_hook(struct sim *s, int to, uint8_t *frame, uint32_t len)
+{
+	struct wire_pkt p;
+
+	(void)s;
+	if (to == 1 && !drop_first_uc && xt_parse(frame, len, &p) &&
+	    p.bth.opcode == (WIRE_TR_UC | WIRE_OP_RC_WRITE_FIRST)) {
+		drop_first_uc = 1;
+		return false;
+	}
+	return true;
+}
+
+static int t_drop_reasons(void)
+{
+	static struct uroce_query_stats_rep rep;
+	struct pair p;
+	struct emu_xport_counters cb;
+	uint64_t sum = 0;
+	unsigned i, found = 0;
+
+	if (pair_setup(&p, IBV_QPT_UC, IBV_MTU_1024, 1 << 16))
+		return 1;
+	drop_first_uc = 0;
+	sim_hook = drop_hook;
+	xt_post(&p, 1, IBV_WR_RDMA_WRITE, 0, 3 * 1024, 0);
+	sim_run(&p.s, 1000000000ull);
+	sim_hook = NULL;
+	CHECK_EQ(drop_first_uc, 1);
+	emu_xport_qp_counters(p.b.qp, &cb);
+	CHECK_EQ(cb.drops[EMU_XDROP_UC_GAP], 2);
+	for (i = 0; i < EMU_XDROP_NUM; i++)
+		sum += cb.drops[i];
+	CHECK_EQ(sum, 2);
+	CHECK_EQ(cb.rx_dropped, 2);
+	CHECK_EQ(p.b.qp->dev->cnt.xdrops[EMU_XDROP_UC_GAP], 2);
+	emu_stats_fill(p.b.qp->dev, NULL, 0, &rep);
+	CHECK_EQ(rep.nxdrops, EMU_XDROP_NUM);
+	for (i = 0; i < rep.nxdrops; i++) {
+		CHECK(rep.xdrop_name[i][0] != 0); /* every reason has a name */
+		if (!strcmp(rep.xdrop_name[i], "uc-gap")) {
+			CHECK_EQ(rep.xdrops[i], 2);
+			found++;
+		} else {
+			CHECK_EQ(rep.xdrops[i], 0);
+		}
+	}
+	CHECK_EQ(found, 1);
+	pair_fini(&p);
+	return 0;
+}
+
 static const struct xt_test tests[] = {
 	{ "rnr_timer", t_rnr_timer },
 	{ "rnr_retry", t_rnr_retry },
@@ -679,6 +736,7 @@ static const struct xt_test tests[] = {
 	{ "counters", t_counters },
 	{ "rnr_pipeline", t_rnr_pipeline },
 	{ "state_trace", t_state_trace },
+	{ "drop_reasons", t_drop_reasons },
 };
 
 int main(int argc, char **argv)
