@@ -44,6 +44,16 @@ const char *const emu_resp_state_name[EMU_RESP_NSTATES] = {
 	[EMU_RESP_EXIT] = "EXIT",
 };
 
+/* Headers of a response packet (ACK, READ response, atomic ACK): every
+ * one carries an AETH with the current MSN. */
+static void resp_pkt_init(struct emu_qp *qp, struct wire_pkt *d, uint8_t op, uint32_t psn,
+			  uint8_t syn)
+{
+	xp_pkt_init(qp, &qp->x.path, d, op, qp->attr.dest_qp_num, psn);
+	d->aeth.syndrome = syn;
+	d->aeth.msn = qp->x.msn & WIRE_PSN_MASK;
+}
+
 /* Immediately send an ACK/NAK with syndrome syn for psn. */
 static void resp_ack(struct emu_qp *qp, uint8_t syn, uint32_t psn)
 {
@@ -52,9 +62,7 @@ static void resp_ack(struct emu_qp *qp, uint8_t syn, uint32_t psn)
 	/* a pending coalesced ACK goes out before a NAK for a later PSN */
 	if (qp->x.ack_pending && wire_aeth_type(syn) != WIRE_AETH_ACK)
 		xp_resp_send_ack(qp);
-	xp_pkt_init(qp, &qp->x.path, &d, WIRE_OP_RC_ACK, qp->attr.dest_qp_num, psn);
-	d.aeth.syndrome = syn;
-	d.aeth.msn = qp->x.msn & WIRE_PSN_MASK;
+	resp_pkt_init(qp, &d, WIRE_OP_RC_ACK, psn, syn);
 	xp_tx(qp, &qp->x.path, &d, NULL, NULL, NULL);
 }
 
@@ -203,9 +211,8 @@ static void resp_read_reply(struct emu_qp *qp, struct emu_ctx *owner, uint64_t p
 		};
 		uint8_t op = ops[xp_pos(i, n)];
 
-		xp_pkt_init(qp, &qp->x.path, &d, op, qp->attr.dest_qp_num, wire_psn_add(psn, i));
-		d.aeth.syndrome = wire_aeth_ack(WIRE_AETH_CREDITS_INVALID);
-		d.aeth.msn = qp->x.msn & WIRE_PSN_MASK;
+		resp_pkt_init(qp, &d, op, wire_psn_add(psn, i),
+			      wire_aeth_ack(WIRE_AETH_CREDITS_INVALID));
 		d.payload_len = l;
 		if (xp_tx_begin(qp, &qp->x.path, &d, &fr[nf]))
 			break; /* the requester times out and asks again */
@@ -224,9 +231,7 @@ static void resp_atomic_ack(struct emu_qp *qp, uint32_t psn, uint64_t orig)
 {
 	struct wire_pkt d;
 
-	xp_pkt_init(qp, &qp->x.path, &d, WIRE_OP_RC_ATOMIC_ACK, qp->attr.dest_qp_num, psn);
-	d.aeth.syndrome = wire_aeth_ack(WIRE_AETH_CREDITS_INVALID);
-	d.aeth.msn = qp->x.msn & WIRE_PSN_MASK;
+	resp_pkt_init(qp, &d, WIRE_OP_RC_ATOMIC_ACK, psn, wire_aeth_ack(WIRE_AETH_CREDITS_INVALID));
 	d.atomicacketh.orig = orig;
 	xp_tx(qp, &qp->x.path, &d, NULL, NULL, NULL);
 }
