@@ -29,7 +29,7 @@ struct emu_recv_wqe;
 
 /* Responder states (rxe_resp.c style); names in emu_resp_state_name[]. */
 enum emu_resp_state {
-	EMU_RESP_NONE,
+	EMU_RESP_NONE,             /* no state: "go on" inside a state function */
 	EMU_RESP_GET_REQ,
 	EMU_RESP_CHK_PSN,
 	EMU_RESP_CHK_OP_SEQ,
@@ -48,16 +48,13 @@ enum emu_resp_state {
 	EMU_RESP_ERR_PSN_OUT_OF_SEQ,
 	EMU_RESP_ERR_MISSING_OPCODE_FIRST,
 	EMU_RESP_ERR_MISSING_OPCODE_LAST_C,
-	EMU_RESP_ERR_MISSING_OPCODE_LAST_D1E,
 	EMU_RESP_ERR_TOO_MANY_RDMA_ATM_REQ,
 	EMU_RESP_ERR_RNR,
 	EMU_RESP_ERR_RKEY_VIOLATION,
 	EMU_RESP_ERR_INVALIDATE_RKEY,
 	EMU_RESP_ERR_LENGTH,
-	EMU_RESP_ERR_CQ_OVERFLOW,
 	EMU_RESP_ERR_REM_OP,       /* remote operational error class */
 	EMU_RESP_ERR_REM_ACCESS,   /* remote access error class */
-	EMU_RESP_ERROR,
 	EMU_RESP_DONE,
 	EMU_RESP_EXIT,
 	EMU_RESP_NSTATES
@@ -203,7 +200,6 @@ struct emu_xport_qp {
 	uint8_t nak_sent;          /* one PSN-sequence NAK per gap */
 	uint8_t ack_pending;
 	uint8_t ack_syndrome;
-	uint8_t resp_fatal;
 	uint8_t comm_est_sent;
 	uint8_t uc_drop;           /* UC: discard until next FIRST/ONLY */
 	uint32_t ack_psn;          /* PSN to acknowledge */
@@ -215,7 +211,6 @@ struct emu_xport_qp {
 	struct emu_recv_wqe *rwqe; /* receive WQE of the message in progress */
 	uint32_t rwqe_len;         /* its validated total length */
 	uint32_t wr_len;           /* WRITE: RETH DMA length of the message */
-	uint32_t rcv_imm;
 	struct emu_ctx *wr_owner;  /* WRITE: whose memory the rkey maps */
 	uint64_t wr_va;            /* WRITE: next address (the rkey's iova space) */
 	uint32_t wr_rkey;
