@@ -34,15 +34,10 @@ static bool comp_outstanding(const struct emu_qp *qp)
 /* Restart the retransmit timer after forward progress (or stop it). */
 static void comp_rearm(struct emu_qp *qp)
 {
-	struct emu_xport_qp *x = &qp->x;
-	uint64_t t = wire_retrans_timeout_ns(qp->attr.timeout);
-
-	if (comp_outstanding(qp) && t && !x->rnr_at) {
-		x->retrans_at = emu_now_ns() + t;
-		xp_act_add(qp);
-	} else {
-		x->retrans_at = 0;
-	}
+	if (comp_outstanding(qp))
+		xp_retrans_start(qp, true);
+	else
+		qp->x.retrans_at = 0;
 }
 
 static void comp_progress_made(struct emu_qp *qp)
@@ -160,7 +155,7 @@ static void comp_rewind(struct emu_qp *qp, uint32_t psn)
 	if (wire_psn_before(psn, qp->x.sq_psn)) {
 		qp->x.rewound = 1;
 		qp->x.rewind_psn = psn;
-		xp_req_retry_from(qp, psn);
+		xp_sq_rewind(qp, psn);
 		qp->x.req_stalled = 1;
 	}
 }
@@ -190,7 +185,7 @@ static void comp_read_resp(struct emu_qp *qp, struct emu_xport_swqe *sw,
 	else
 		ok = op == WIRE_OP_RC_READ_RESP_FIRST || op == WIRE_OP_RC_READ_RESP_MIDDLE;
 	if (!ok || pkt->payload_len != want) {
-		x->cnt.rx_dropped++;
+		xp_drop(qp, EMU_XDROP_READ_RESP);
 		return;
 	}
 	if (xp_sge_write_deferred(qp, emu_wqe_sges(w), w->num_sge, off, pkt->payload, want,
@@ -228,218 +223,271 @@ static void comp_atomic_ack(struct emu_qp *qp, struct emu_xport_swqe *sw,
 	comp_progress_made(qp);
 }
 
+/* ---- the state machine: one function per state, each returns the next;
+ * xp_comp_rx's loop dispatches (and traces at debug level). ---- */
+
+struct comp_ctx {
+	struct emu_qp *qp;
+	const struct wire_pkt *pkt;
+	uint32_t psn;
+	uint8_t cls;                /* enum wire_opc_class */
+	uint8_t syn;                /* AETH syndrome (0 without AETH) */
+	bool is_ack;
+	enum wire_aeth_type type;
+	struct emu_xport_swqe *sw;  /* head WQE */
+	bool progress;              /* forward progress: renew retries, rearm */
+};
+
+typedef enum emu_comp_state (*comp_state_fn)(struct comp_ctx *c);
+
+static enum emu_comp_state comp_get_ack(struct comp_ctx *c)
+{
+	struct emu_qp *qp = c->qp;
+	const struct wire_pkt *pkt = c->pkt;
+
+	enum emu_xport_drop why;
+
+	if (qp->type != IBV_QPT_RC ||
+	    (qp->attr.qp_state != IBV_QPS_RTS && qp->attr.qp_state != IBV_QPS_SQD))
+		why = EMU_XDROP_QP_STATE;
+	else if (!wire_psn_before(c->psn, qp->x.sq_psn_max))
+		why = EMU_XDROP_ACK_PSN;
+	else if ((pkt->hdrs & WIRE_HDR_AETH) && !wire_aeth_syndrome_valid(c->syn))
+		why = EMU_XDROP_ACK_SYNDROME;
+	else
+		return EMU_COMP_GET_WQE;
+	xp_drop(qp, why);
+	return EMU_COMP_EXIT;
+}
+
+static enum emu_comp_state comp_get_wqe(struct comp_ctx *c)
+{
+	struct emu_xport_qp *x = &c->qp->x;
+
+	if (x->sq_comp == x->sq_fetch)
+		return EMU_COMP_EXIT;
+	c->sw = xp_swqe(c->qp, x->sq_comp);
+	if (c->sw->state == EMU_SWQE_NEW)
+		return EMU_COMP_EXIT;
+	return c->sw->state == EMU_SWQE_DONE ? EMU_COMP_COMP_WQE : EMU_COMP_CHECK_PSN;
+}
+
+static enum emu_comp_state comp_check_psn(struct comp_ctx *c)
+{
+	struct emu_xport_swqe *sw = c->sw;
+
+	/* WQEs wholly before the packet's PSN are implicitly acknowledged (a
+	 * plain ACK also covers its own PSN). */
+	if (wire_psn_before(sw->last_psn, c->psn) ||
+	    (c->is_ack && c->type == WIRE_AETH_ACK && sw->last_psn == c->psn)) {
+		if (sw->need_resp)
+			/* the responder is past a READ/atomic whose response
+			 * we never saw */
+			return EMU_COMP_ERROR_RETRY;
+		sw->state = EMU_SWQE_DONE;
+		sw->status = IBV_WC_SUCCESS;
+		c->qp->x.acked_psn = wire_psn_next(sw->last_psn);
+		c->progress = true;
+		return EMU_COMP_COMP_WQE;
+	}
+	if (wire_psn_before(c->psn, sw->first_psn) && !c->is_ack)
+		return EMU_COMP_EXIT; /* stale response */
+	return EMU_COMP_CHECK_ACK;
+}
+
+static enum emu_comp_state comp_comp_wqe(struct comp_ctx *c)
+{
+	comp_wqe(c->qp);
+	return c->qp->attr.qp_state == IBV_QPS_ERR ? EMU_COMP_DONE : EMU_COMP_GET_WQE;
+}
+
+static enum emu_comp_state comp_check_ack(struct comp_ctx *c)
+{
+	struct emu_xport_qp *x = &c->qp->x;
+	bool read = xp_wqe(c->qp, x->sq_comp)->opcode == IBV_WR_RDMA_READ;
+
+	if (c->cls == WIRE_OPC_READ_RESP)
+		return c->sw->need_resp && read ? EMU_COMP_READ : EMU_COMP_EXIT;
+	if (c->cls == WIRE_OPC_ATOMIC_ACK)
+		return c->sw->need_resp && !read ? EMU_COMP_ATOMIC : EMU_COMP_EXIT;
+	if (c->type == WIRE_AETH_ACK)
+		return EMU_COMP_WRITE_SEND;
+	if (c->type == WIRE_AETH_RNR_NAK)
+		return EMU_COMP_RNR_RETRY;
+	if (wire_aeth_value(c->syn) == WIRE_NAK_PSN_SEQ_ERR) {
+		x->cnt.seq_naks_rcvd++;
+		return EMU_COMP_ERROR_RETRY;
+	}
+	x->cnt.naks_rcvd++;
+	return EMU_COMP_ERROR;
+}
+
+static enum emu_comp_state comp_read(struct comp_ctx *c)
+{
+	/* response data placed is forward progress: it renews the retry
+	 * budget as an ACK does, or a long READ on a lossy link would run out
+	 * of retries over its lifetime */
+	uint32_t before = c->sw->resp_bytes;
+
+	comp_read_resp(c->qp, c->sw, c->pkt);
+	if (c->sw->resp_bytes != before || c->sw->state == EMU_SWQE_DONE)
+		c->progress = true;
+	return EMU_COMP_UPDATE_COMP;
+}
+
+static enum emu_comp_state comp_atomic(struct comp_ctx *c)
+{
+	comp_atomic_ack(c->qp, c->sw, c->pkt);
+	if (c->sw->state == EMU_SWQE_DONE)
+		c->progress = true;
+	return EMU_COMP_UPDATE_COMP;
+}
+
+static enum emu_comp_state comp_write_send(struct comp_ctx *c)
+{
+	struct emu_xport_qp *x = &c->qp->x;
+	uint32_t next = wire_psn_next(c->psn);
+
+	/* ACK inside a multi-packet message: partial progress */
+	if (wire_psn_after(next, x->acked_psn) || next == x->acked_psn) {
+		if (next != x->acked_psn)
+			c->progress = true;
+		x->acked_psn = next;
+	}
+	return EMU_COMP_UPDATE_COMP;
+}
+
+static enum emu_comp_state comp_update_comp(struct comp_ctx *c)
+{
+	return c->sw && c->sw->state == EMU_SWQE_DONE ? EMU_COMP_COMP_WQE : EMU_COMP_DONE;
+}
+
+/* An explicit sequence NAK back to from: spend a retry unless it is stale
+ * or a consequence of a go-back-N already under way. */
+static enum emu_comp_state comp_nak_retry(struct comp_ctx *c, uint32_t from)
+{
+	struct emu_xport_qp *x = &c->qp->x;
+
+	if (!wire_psn_before(from, x->sq_psn) || wire_psn_before(from, x->acked_psn))
+		return EMU_COMP_DONE; /* stale (reordered) NAK */
+	/* We already went back to this PSN (an RNR NAK, or an earlier NAK)
+	 * and nothing progressed since: this NAK was triggered by packets
+	 * sent before that, e.g. the pipeline behind an RNR'd SEND at a
+	 * responder that NAKs the gap too (rxe). Spending a retry here would
+	 * turn a slow receiver into RETRY_EXC_ERR. */
+	if (x->rewound && x->rewind_psn == from)
+		return EMU_COMP_DONE;
+	if (!c->sw->need_resp && wire_psn_after(from, x->acked_psn)) {
+		/* a sequence NAK acknowledges every PSN before it: within a
+		 * long message that is progress, and each go-back-N round
+		 * must not spend the retry budget */
+		x->acked_psn = from;
+		c->progress = true;
+	}
+	if (!x->retry_left) {
+		x->cnt.retry_exceeded++;
+		comp_fail_head(c->qp, IBV_WC_RETRY_EXC_ERR);
+		return EMU_COMP_DONE;
+	}
+	x->retry_left--;
+	comp_rewind(c->qp, from);
+	comp_rearm(c->qp);
+	return EMU_COMP_DONE;
+}
+
+static enum emu_comp_state comp_error_retry(struct comp_ctx *c)
+{
+	struct emu_xport_swqe *sw = c->sw;
+	uint32_t from = sw->need_resp ? sw->resp_psn : c->psn;
+
+	if (!sw->need_resp && wire_psn_before(from, sw->first_psn))
+		from = sw->first_psn;
+	if (!c->is_ack || c->type != WIRE_AETH_NAK) {
+		/* implicit NAK: rewind without spending a retry */
+		comp_rewind(c->qp, from);
+		return EMU_COMP_DONE;
+	}
+	return comp_nak_retry(c, from);
+}
+
+static enum emu_comp_state comp_rnr_retry(struct comp_ctx *c)
+{
+	struct emu_qp *qp = c->qp;
+	struct emu_xport_qp *x = &qp->x;
+	uint64_t wait;
+
+	x->cnt.rnr_naks_rcvd++;
+	if (qp->attr.rnr_retry != WIRE_RNR_RETRY_INFINITE) {
+		if (!x->rnr_left) {
+			x->cnt.rnr_retry_exceeded++;
+			comp_fail_head(qp, IBV_WC_RNR_RETRY_EXC_ERR);
+			return EMU_COMP_DONE;
+		}
+		x->rnr_left--;
+	}
+	wait = (uint64_t)wire_rnr_timer_us(wire_aeth_value(c->syn)) * 1000u;
+	x->rnr_psn = wire_psn_before(c->psn, c->sw->first_psn) ? c->sw->first_psn : c->psn;
+	/* everything after rnr_psn is un-acked and goes again when the timer
+	 * fires: a sequence NAK for rnr_psn until then (or until progress) is
+	 * a consequence, not a loss */
+	x->rewound = 1;
+	x->rewind_psn = x->rnr_psn;
+	x->rnr_at = emu_now_ns() + (wait ? wait : 1);
+	x->retrans_at = 0;
+	xp_act_add(qp);
+	return EMU_COMP_DONE;
+}
+
+static enum emu_comp_state comp_error(struct comp_ctx *c)
+{
+	comp_fail_head(c->qp, comp_nak_status(wire_aeth_value(c->syn)));
+	return EMU_COMP_DONE;
+}
+
+static const comp_state_fn comp_state_fns[EMU_COMP_NSTATES] = {
+	[EMU_COMP_GET_ACK] = comp_get_ack,
+	[EMU_COMP_GET_WQE] = comp_get_wqe,
+	[EMU_COMP_CHECK_PSN] = comp_check_psn,
+	[EMU_COMP_COMP_WQE] = comp_comp_wqe,
+	[EMU_COMP_CHECK_ACK] = comp_check_ack,
+	[EMU_COMP_READ] = comp_read,
+	[EMU_COMP_ATOMIC] = comp_atomic,
+	[EMU_COMP_WRITE_SEND] = comp_write_send,
+	[EMU_COMP_UPDATE_COMP] = comp_update_comp,
+	[EMU_COMP_ERROR_RETRY] = comp_error_retry,
+	[EMU_COMP_RNR_RETRY] = comp_rnr_retry,
+	[EMU_COMP_ERROR] = comp_error,
+};
+
 /* A response packet (ACK, READ response, atomic ACK) for an RC QP. */
 void xp_comp_rx(struct emu_qp *qp, const struct wire_pkt *pkt)
 {
 	struct emu_xport_qp *x = &qp->x;
 	enum emu_comp_state st = EMU_COMP_GET_ACK;
-	uint32_t psn = pkt->bth.psn;
-	uint8_t cls = pkt->op->cls;
-	uint8_t syn = (pkt->hdrs & WIRE_HDR_AETH) ? pkt->aeth.syndrome : 0;
-	bool is_ack = cls == WIRE_OPC_ACK;
-	enum wire_aeth_type type = wire_aeth_type(syn);
-	struct emu_xport_swqe *sw = NULL;
-	bool progress = false;
+	struct comp_ctx c;
+	bool trace = emu_log_enabled(EMU_LOG_LVL_DEBUG);
 
+	memset(&c, 0, sizeof(c));
+	c.qp = qp;
+	c.pkt = pkt;
+	c.psn = pkt->bth.psn;
+	c.cls = pkt->op->cls;
+	c.syn = (pkt->hdrs & WIRE_HDR_AETH) ? pkt->aeth.syndrome : 0;
+	c.is_ack = c.cls == WIRE_OPC_ACK;
+	c.type = wire_aeth_type(c.syn);
 	while (st != EMU_COMP_EXIT && st != EMU_COMP_DONE) {
 		x->comp_state = (uint8_t)st;
-		switch (st) {
-		case EMU_COMP_GET_ACK:
-			if (qp->type != IBV_QPT_RC ||
-			    (qp->attr.qp_state != IBV_QPS_RTS && qp->attr.qp_state != IBV_QPS_SQD) ||
-			    !wire_psn_before(psn, x->sq_psn_max) ||
-			    ((pkt->hdrs & WIRE_HDR_AETH) && !wire_aeth_syndrome_valid(syn))) {
-				x->cnt.rx_dropped++;
-				st = EMU_COMP_EXIT;
-				break;
-			}
-			st = EMU_COMP_GET_WQE;
-			break;
-		case EMU_COMP_GET_WQE:
-			if (x->sq_comp == x->sq_fetch) {
-				st = EMU_COMP_EXIT;
-				break;
-			}
-			sw = xp_swqe(qp, x->sq_comp);
-			if (sw->state == EMU_SWQE_NEW) {
-				st = EMU_COMP_EXIT;
-				break;
-			}
-			st = sw->state == EMU_SWQE_DONE ? EMU_COMP_COMP_WQE : EMU_COMP_CHECK_PSN;
-			break;
-		case EMU_COMP_CHECK_PSN:
-			/* WQEs wholly before the packet's PSN are implicitly acknowledged
-			 * (a plain ACK also covers its own PSN). */
-			if (wire_psn_before(sw->last_psn, psn) ||
-			    (is_ack && type == WIRE_AETH_ACK && sw->last_psn == psn)) {
-				if (sw->need_resp) {
-					/* the responder is past a READ/atomic whose
-					 * response we never saw */
-					st = EMU_COMP_ERROR_RETRY;
-					break;
-				}
-				sw->state = EMU_SWQE_DONE;
-				sw->status = IBV_WC_SUCCESS;
-				x->acked_psn = wire_psn_next(sw->last_psn);
-				progress = true;
-				st = EMU_COMP_COMP_WQE;
-				break;
-			}
-			if (wire_psn_before(psn, sw->first_psn) && !is_ack) {
-				st = EMU_COMP_EXIT; /* stale response */
-				break;
-			}
-			st = EMU_COMP_CHECK_ACK;
-			break;
-		case EMU_COMP_COMP_WQE:
-			comp_wqe(qp);
-			st = qp->attr.qp_state == IBV_QPS_ERR ? EMU_COMP_DONE : EMU_COMP_GET_WQE;
-			break;
-		case EMU_COMP_CHECK_ACK:
-			if (cls == WIRE_OPC_READ_RESP) {
-				st = sw->need_resp && xp_wqe(qp, x->sq_comp)->opcode == IBV_WR_RDMA_READ
-					     ? EMU_COMP_READ
-					     : EMU_COMP_EXIT;
-				break;
-			}
-			if (cls == WIRE_OPC_ATOMIC_ACK) {
-				st = sw->need_resp && xp_wqe(qp, x->sq_comp)->opcode != IBV_WR_RDMA_READ
-					     ? EMU_COMP_ATOMIC
-					     : EMU_COMP_EXIT;
-				break;
-			}
-			if (type == WIRE_AETH_ACK) {
-				st = EMU_COMP_WRITE_SEND;
-			} else if (type == WIRE_AETH_RNR_NAK) {
-				st = EMU_COMP_RNR_RETRY;
-			} else if (wire_aeth_value(syn) == WIRE_NAK_PSN_SEQ_ERR) {
-				x->cnt.seq_naks_rcvd++;
-				st = EMU_COMP_ERROR_RETRY;
-			} else {
-				x->cnt.naks_rcvd++;
-				st = EMU_COMP_ERROR;
-			}
-			break;
-		case EMU_COMP_READ: {
-			/* response data placed is forward progress: it renews the
-			 * retry budget as an ACK does, or a long READ on a lossy
-			 * link would run out of retries over its lifetime */
-			uint32_t before = sw->resp_bytes;
-
-			comp_read_resp(qp, sw, pkt);
-			if (sw->resp_bytes != before || sw->state == EMU_SWQE_DONE)
-				progress = true;
-			st = EMU_COMP_UPDATE_COMP;
-			break;
-		}
-		case EMU_COMP_ATOMIC:
-			comp_atomic_ack(qp, sw, pkt);
-			if (sw->state == EMU_SWQE_DONE)
-				progress = true;
-			st = EMU_COMP_UPDATE_COMP;
-			break;
-		case EMU_COMP_WRITE_SEND:
-			/* ACK inside a multi-packet message: partial progress */
-			if (wire_psn_after(wire_psn_next(psn), x->acked_psn) ||
-			    wire_psn_next(psn) == x->acked_psn) {
-				if (wire_psn_next(psn) != x->acked_psn)
-					progress = true;
-				x->acked_psn = wire_psn_next(psn);
-			}
-			st = EMU_COMP_UPDATE_COMP;
-			break;
-		case EMU_COMP_UPDATE_COMP:
-			if (sw && sw->state == EMU_SWQE_DONE) {
-				st = EMU_COMP_COMP_WQE;
-				break;
-			}
-			st = EMU_COMP_DONE;
-			break;
-		case EMU_COMP_ERROR_RETRY: {
-			uint32_t from = sw->need_resp ? sw->resp_psn : psn;
-
-			if (!sw->need_resp && wire_psn_before(from, sw->first_psn))
-				from = sw->first_psn;
-			if (!is_ack || type != WIRE_AETH_NAK) {
-				/* implicit NAK: rewind without spending a retry */
-				comp_rewind(qp, from);
-				st = EMU_COMP_DONE;
-				break;
-			}
-			if (!wire_psn_before(from, x->sq_psn) || wire_psn_before(from, x->acked_psn)) {
-				st = EMU_COMP_DONE; /* stale (reordered) NAK */
-				break;
-			}
-			if (x->rewound && x->rewind_psn == from) {
-				/* We already went back to this PSN (an RNR NAK, or
-				 * an earlier NAK) and nothing progressed since: this
-				 * NAK was triggered by packets sent before that, e.g.
-				 * the pipeline behind an RNR'd SEND at a responder
-				 * that NAKs the gap too (rxe). Spending a retry here
-				 * would turn a slow receiver into RETRY_EXC_ERR. */
-				st = EMU_COMP_DONE;
-				break;
-			}
-			if (!sw->need_resp && wire_psn_after(from, x->acked_psn)) {
-				/* a sequence NAK acknowledges every PSN before it:
-				 * within a long message that is progress, and each
-				 * go-back-N round must not spend the retry budget */
-				x->acked_psn = from;
-				progress = true;
-			}
-			if (!x->retry_left) {
-				x->cnt.retry_exceeded++;
-				comp_fail_head(qp, IBV_WC_RETRY_EXC_ERR);
-				st = EMU_COMP_DONE;
-				break;
-			}
-			x->retry_left--;
-			comp_rewind(qp, from);
-			comp_rearm(qp);
-			st = EMU_COMP_DONE;
-			break;
-		}
-		case EMU_COMP_RNR_RETRY: {
-			uint64_t wait;
-
-			x->cnt.rnr_naks_rcvd++;
-			if (qp->attr.rnr_retry != WIRE_RNR_RETRY_INFINITE) {
-				if (!x->rnr_left) {
-					x->cnt.rnr_retry_exceeded++;
-					comp_fail_head(qp, IBV_WC_RNR_RETRY_EXC_ERR);
-					st = EMU_COMP_DONE;
-					break;
-				}
-				x->rnr_left--;
-			}
-			wait = (uint64_t)wire_rnr_timer_us(wire_aeth_value(syn)) * 1000u;
-			x->rnr_psn = wire_psn_before(psn, sw->first_psn) ? sw->first_psn : psn;
-			/* everything after rnr_psn is un-acked and goes again
-			 * when the timer fires: a sequence NAK for rnr_psn until
-			 * then (or until progress) is a consequence, not a loss */
-			x->rewound = 1;
-			x->rewind_psn = x->rnr_psn;
-			x->rnr_at = emu_now_ns() + (wait ? wait : 1);
-			x->retrans_at = 0;
-			xp_act_add(qp);
-			st = EMU_COMP_DONE;
-			break;
-		}
-		case EMU_COMP_ERROR:
-			comp_fail_head(qp, comp_nak_status(wire_aeth_value(syn)));
-			st = EMU_COMP_DONE;
-			break;
-		default:
-			st = EMU_COMP_DONE;
-			break;
-		}
+		if (trace)
+			EMU_LOG(DEBUG, "qp %u psn %u comp %s\n", qp->qpn, c.psn,
+				emu_comp_state_name[st]);
+		st = comp_state_fns[st] ? comp_state_fns[st](&c) : EMU_COMP_DONE;
 	}
-	if (progress && qp->attr.qp_state != IBV_QPS_ERR)
+	if (c.progress && qp->attr.qp_state != IBV_QPS_ERR)
 		comp_progress_made(qp);
 	if (qp->attr.qp_state == IBV_QPS_RTS || qp->attr.qp_state == IBV_QPS_SQD) {
 		if (!comp_outstanding(qp))
 			x->retrans_at = 0;
-		xp_req_progress(qp);
+		x->req_sched = 1; /* xp_run runs the requester next */
 		comp_check_drained(qp);
 	}
 }
@@ -451,9 +499,9 @@ void xp_comp_timeout(struct emu_qp *qp, uint64_t now)
 
 	if (x->rnr_at && now >= x->rnr_at) {
 		x->rnr_at = 0;
-		xp_req_retry_from(qp, x->rnr_psn);
+		xp_sq_rewind(qp, x->rnr_psn);
 		comp_rearm(qp);
-		xp_req_progress(qp);
+		x->req_sched = 1;
 	}
 	if (x->retrans_at && now >= x->retrans_at) {
 		struct emu_xport_swqe *sw;
@@ -477,90 +525,8 @@ void xp_comp_timeout(struct emu_qp *qp, uint64_t now)
 		from = sw->need_resp ? sw->resp_psn : sw->first_psn;
 		if (!sw->need_resp && wire_psn_in_window(x->acked_psn, sw->first_psn, sw->npkts))
 			from = x->acked_psn;
-		xp_req_retry_from(qp, from);
+		xp_sq_rewind(qp, from);
 		comp_rearm(qp);
-		xp_req_progress(qp);
+		x->req_sched = 1;
 	}
-}
-
-static void flush_cqe(struct emu_qp *qp, struct emu_cq *cq, uint64_t wr_id, uint32_t opcode)
-{
-	struct uroce_cqe e;
-
-	memset(&e, 0, sizeof(e));
-	e.wr_id = wr_id;
-	e.status = IBV_WC_WR_FLUSH_ERR;
-	e.opcode = opcode;
-	xp_cq_push(qp, cq, &e);
-}
-
-void xp_flush_sq(struct emu_qp *qp)
-{
-	struct emu_xport_qp *x = &qp->x;
-	uint32_t prod;
-
-	if (!x->sq_copy)
-		return;
-	prod = emu_ring_prod(&qp->sq);
-	if (prod - x->sq_comp > x->sq_entries)
-		prod = x->sq_fetch; /* garbage index: flush what we know */
-	uint32_t n = prod - x->sq_fetch;
-	if (n > prod - x->sq_comp)
-		n = 0; /* prod moved back behind what we fetched */
-	for (; n; n--) {
-		struct emu_xport_swqe *sw = xp_swqe(qp, x->sq_fetch);
-
-		memset(sw, 0, sizeof(*sw));
-		if (emu_sq_copy(qp, x->sq_fetch, xp_wqe(qp, x->sq_fetch)) < 0)
-			memset(xp_wqe(qp, x->sq_fetch), 0, UROCE_SEND_WQE_HDR);
-		x->sq_fetch++;
-	}
-	/* Pushing a CQE can overrun the CQ, which errors the QP and flushes
-	 * it again from inside flush_cqe: the head moves before the push so
-	 * the nested flush never sees this WQE, and the count bounds the loop
-	 * whatever the nested call did to the indices. */
-	for (uint32_t left = x->sq_fetch - x->sq_comp; left && x->sq_comp != x->sq_fetch; left--) {
-		const struct uroce_send_wqe *w = xp_wqe(qp, x->sq_comp);
-		uint64_t wr_id = w->wr_id;
-		uint32_t op = xp_wc_opcode(w->opcode);
-
-		x->sq_comp++;
-		flush_cqe(qp, qp->send_cq, wr_id, op);
-	}
-	x->sq_req = x->sq_comp;
-	x->sq_req_pkt = 0;
-	x->rd_atomic_out = 0;
-	x->retrans_at = 0;
-	x->rnr_at = 0;
-	emu_ring_publish(&qp->sq, x->sq_comp);
-}
-
-void xp_flush_rq(struct emu_qp *qp)
-{
-	struct emu_xport_qp *x = &qp->x;
-	struct emu_recv_wqe *r = x->rwqe;
-
-	if (!r)
-		return;
-	if (x->rwqe_valid) {
-		x->rwqe_valid = 0;
-		flush_cqe(qp, qp->recv_cq, r->wr_id, IBV_WC_RECV);
-	}
-	if (qp->srq)
-		return; /* SRQ WQEs belong to the SRQ, not to this QP */
-	/* each take consumes one slot, so the ring size bounds the loop even
-	 * if a nested flush (CQ overrun) or the application moves indices */
-	for (uint32_t left = qp->rq.entries + 1; left; left--) {
-		int n = emu_recv_take(qp, r);
-
-		if (n == 0)
-			break;
-		flush_cqe(qp, qp->recv_cq, n > 0 ? r->wr_id : 0, IBV_WC_RECV);
-	}
-}
-
-void emu_xport_flush(struct emu_qp *qp)
-{
-	xp_flush_sq(qp);
-	xp_flush_rq(qp);
 }

@@ -357,6 +357,7 @@ struct emu_port_counters {
 	uint64_t rx_roce, rx_arp, rx_icmp, rx_nd;
 	uint64_t tx_arp, tx_icmp, tx_nd;
 	uint64_t drops[EMU_DROP_NUM];
+	uint64_t xdrops[EMU_XDROP_NUM]; /* the transport's, by reason (xport.h) */
 	uint64_t rx_reason[WIRE_R_NUM]; /* wire_parse rejections */
 	uint64_t icrc_errors;
 	uint64_t hdr_errors;

@@ -249,13 +249,13 @@ static void to_reset(struct emu_qp *qp)
 	memset(&x->cnt, 0, sizeof(x->cnt));
 }
 
-int emu_qp_modify(struct emu_qp *qp, const struct ibv_qp_attr *attr, int mask)
+/* Validate a modify and allocate what it needs (path, responder
+ * resources, the transport state at INIT); nothing visible changes. */
+static int modify_prepare(struct emu_qp *qp, const struct ibv_qp_attr *attr, int mask,
+			  enum ibv_qp_state cur, enum ibv_qp_state next,
+			  struct emu_xport_path *path, struct emu_xport_res **res)
 {
 	struct emu_xport_qp *x = &qp->x;
-	enum ibv_qp_state cur = qp->attr.qp_state;
-	enum ibv_qp_state next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
-	struct emu_xport_path path;
-	struct emu_xport_res *res = NULL;
 	int r;
 
 	if ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != cur &&
@@ -266,13 +266,13 @@ int emu_qp_modify(struct emu_qp *qp, const struct ibv_qp_attr *attr, int mask)
 	r = check_values(qp, attr, mask);
 	if (r)
 		return r;
-	memset(&path, 0, sizeof(path));
+	memset(path, 0, sizeof(*path));
 	if (mask & IBV_QP_AV) {
 		struct emu_av av;
 
 		if (emu_av_resolve(qp->dev, &attr->ah_attr, &av))
 			return -EINVAL;
-		xp_path_from_av(&path, &av, qp->qpn);
+		xp_path_from_av(path, &av, qp->qpn);
 	}
 	if (cur == IBV_QPS_RESET && next == IBV_QPS_INIT) {
 		r = xp_qp_alloc(qp);
@@ -285,13 +285,18 @@ int emu_qp_modify(struct emu_qp *qp, const struct ibv_qp_attr *attr, int mask)
 		uint32_t n = attr->max_dest_rd_atomic ? attr->max_dest_rd_atomic : 1;
 
 		if (n != x->res_n || !x->res) {
-			res = calloc(n, sizeof(*res));
-			if (!res)
+			*res = calloc(n, sizeof(**res));
+			if (!*res)
 				return -ENOMEM;
 		}
 	}
+	return 0;
+}
 
-	/* Commit: the attributes first, then the transition's effects. */
+/* Commit: the attributes first (can no longer fail). */
+static void modify_attrs(struct emu_qp *qp, const struct ibv_qp_attr *attr, int mask,
+			 const struct emu_xport_path *path)
+{
 	if (mask & IBV_QP_PKEY_INDEX)
 		qp->attr.pkey_index = attr->pkey_index;
 	if (mask & IBV_QP_PORT)
@@ -302,7 +307,7 @@ int emu_qp_modify(struct emu_qp *qp, const struct ibv_qp_attr *attr, int mask)
 		qp->attr.qp_access_flags = attr->qp_access_flags;
 	if (mask & IBV_QP_AV) {
 		qp->attr.ah_attr = attr->ah_attr;
-		x->path = path;
+		qp->x.path = *path;
 	}
 	if (mask & IBV_QP_PATH_MTU)
 		qp->attr.path_mtu = attr->path_mtu;
@@ -334,6 +339,13 @@ int emu_qp_modify(struct emu_qp *qp, const struct ibv_qp_attr *attr, int mask)
 		qp->attr.path_mig_state = attr->path_mig_state;
 	if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY)
 		qp->attr.en_sqd_async_notify = attr->en_sqd_async_notify;
+}
+
+/* ... then the transport state they set ... */
+static void modify_xport(struct emu_qp *qp, const struct ibv_qp_attr *attr, int mask,
+			 struct emu_xport_res *res)
+{
+	struct emu_xport_qp *x = &qp->x;
 
 	if (qp->type == IBV_QPT_UD)
 		qp->attr.path_mtu = qp->dev->active_mtu;
@@ -352,6 +364,13 @@ int emu_qp_modify(struct emu_qp *qp, const struct ibv_qp_attr *attr, int mask)
 	if (mask & IBV_QP_SQ_PSN) {
 		x->sq_psn = x->sq_psn_max = x->acked_psn = x->sq_psn_hw = qp->attr.sq_psn;
 	}
+}
+
+/* ... then the transition's effects. */
+static void modify_transition(struct emu_qp *qp, const struct ibv_qp_attr *attr, int mask,
+			      enum ibv_qp_state cur, enum ibv_qp_state next)
+{
+	struct emu_xport_qp *x = &qp->x;
 
 	qp->attr.qp_state = next;
 	qp->attr.cur_qp_state = next;
@@ -377,12 +396,28 @@ int emu_qp_modify(struct emu_qp *qp, const struct ibv_qp_attr *attr, int mask)
 		break;
 	case IBV_QPS_RTS:
 		/* WRs posted before RTS, or held in SQD/SQE, go now */
-		xp_req_progress(qp);
+		xp_req_kick(qp);
 		emu_tx_flush(qp->dev);
 		break;
 	default:
 		break;
 	}
+}
+
+int emu_qp_modify(struct emu_qp *qp, const struct ibv_qp_attr *attr, int mask)
+{
+	enum ibv_qp_state cur = qp->attr.qp_state;
+	enum ibv_qp_state next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
+	struct emu_xport_path path;
+	struct emu_xport_res *res = NULL;
+	int r;
+
+	r = modify_prepare(qp, attr, mask, cur, next, &path, &res);
+	if (r)
+		return r;
+	modify_attrs(qp, attr, mask, &path);
+	modify_xport(qp, attr, mask, res);
+	modify_transition(qp, attr, mask, cur, next);
 	return 0;
 }
 

@@ -121,8 +121,26 @@ static void req_fetch(struct emu_qp *qp)
 	}
 }
 
-static uint8_t req_opcode(struct emu_qp *qp, uint8_t wr_op, bool first, bool last)
+/* Wire opcode of packet pos of a message of WR opcode wr_op. */
+static uint8_t req_opcode(struct emu_qp *qp, uint8_t wr_op, enum xp_pos pos)
 {
+	/* RC opcodes; UC's are the same | WIRE_TR_UC */
+	static const uint8_t send[2][XP_POS_N] = {
+		{ WIRE_OP_RC_SEND_MIDDLE, WIRE_OP_RC_SEND_FIRST, WIRE_OP_RC_SEND_LAST,
+		  WIRE_OP_RC_SEND_ONLY },
+		{ WIRE_OP_RC_SEND_MIDDLE, WIRE_OP_RC_SEND_FIRST, WIRE_OP_RC_SEND_LAST_IMM,
+		  WIRE_OP_RC_SEND_ONLY_IMM },
+	};
+	static const uint8_t write[2][XP_POS_N] = {
+		{ WIRE_OP_RC_WRITE_MIDDLE, WIRE_OP_RC_WRITE_FIRST, WIRE_OP_RC_WRITE_LAST,
+		  WIRE_OP_RC_WRITE_ONLY },
+		{ WIRE_OP_RC_WRITE_MIDDLE, WIRE_OP_RC_WRITE_FIRST, WIRE_OP_RC_WRITE_LAST_IMM,
+		  WIRE_OP_RC_WRITE_ONLY_IMM },
+	};
+	static const uint8_t send_inv[XP_POS_N] = {
+		WIRE_OP_RC_SEND_MIDDLE, WIRE_OP_RC_SEND_FIRST, WIRE_OP_RC_SEND_LAST_INV,
+		WIRE_OP_RC_SEND_ONLY_INV,
+	};
 	uint8_t base = qp->type == IBV_QPT_UC ? WIRE_TR_UC : WIRE_TR_RC;
 	bool imm = wr_op == IBV_WR_SEND_WITH_IMM || wr_op == IBV_WR_RDMA_WRITE_WITH_IMM;
 
@@ -131,27 +149,11 @@ static uint8_t req_opcode(struct emu_qp *qp, uint8_t wr_op, bool first, bool las
 	switch (wr_op) {
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		if (first && last)
-			return base | (imm ? WIRE_OP_RC_WRITE_ONLY_IMM : WIRE_OP_RC_WRITE_ONLY);
-		if (first)
-			return base | WIRE_OP_RC_WRITE_FIRST;
-		if (last)
-			return base | (imm ? WIRE_OP_RC_WRITE_LAST_IMM : WIRE_OP_RC_WRITE_LAST);
-		return base | WIRE_OP_RC_WRITE_MIDDLE;
+		return base | write[imm][pos];
 	case IBV_WR_SEND_WITH_INV:
-		if (first && last)
-			return WIRE_OP_RC_SEND_ONLY_INV;
-		if (last)
-			return WIRE_OP_RC_SEND_LAST_INV;
-		return first ? WIRE_OP_RC_SEND_FIRST : WIRE_OP_RC_SEND_MIDDLE;
+		return send_inv[pos];
 	default:
-		if (first && last)
-			return base | (imm ? WIRE_OP_RC_SEND_ONLY_IMM : WIRE_OP_RC_SEND_ONLY);
-		if (first)
-			return base | WIRE_OP_RC_SEND_FIRST;
-		if (last)
-			return base | (imm ? WIRE_OP_RC_SEND_LAST_IMM : WIRE_OP_RC_SEND_LAST);
-		return base | WIRE_OP_RC_SEND_MIDDLE;
+		return base | send[imm][pos];
 	}
 }
 
@@ -215,117 +217,124 @@ static int req_ud_path(struct emu_qp *qp, const struct uroce_send_wqe *w,
 	return 0;
 }
 
-/* Send packets sq_req_pkt.. of the WQE at sq_req. 0 when all are out,
- * -ENOBUFS to try again later, -EFAULT/-EINVAL for a local error, or
- * -EAGAIN when the budget ran out. */
-static int req_send_wqe(struct emu_qp *qp, struct uroce_send_wqe *w,
-			struct emu_xport_swqe *sw, unsigned *budget)
+/* READ or atomic request: one packet from the WQE (resent from packet
+ * sq_req_pkt of a READ re-issued in the middle). */
+static int req_send_rd_atomic(struct emu_qp *qp, const struct emu_xport_path *path,
+			      const struct uroce_send_wqe *w, struct emu_xport_swqe *sw,
+			      unsigned *budget)
 {
 	struct emu_xport_qp *x = &qp->x;
-	uint32_t mtu = xp_mtu(qp);
-	struct emu_xport_path udp_path;
-	const struct emu_xport_path *path = &x->path;
+	uint32_t k = x->sq_req_pkt, mtu = xp_mtu(qp);
 	struct wire_pkt d;
 	int r;
 
-	if (qp->type == IBV_QPT_UD) {
-		r = req_ud_path(qp, w, &udp_path);
-		if (r)
-			return r == -EAGAIN ? -ENOBUFS : r;
-		path = &udp_path;
-	}
+	if (emu_tx_congested(qp->dev))
+		return -ENOBUFS;
+	uint32_t psn = wire_psn_add(sw->first_psn, k);
 
-	if (xp_is_rd_atomic(w->opcode)) {
-		uint32_t k = x->sq_req_pkt;
-
-		if (emu_tx_congested(qp->dev))
-			return -ENOBUFS;
-		uint32_t psn = wire_psn_add(sw->first_psn, k);
-
-		if (w->opcode == IBV_WR_RDMA_READ) {
-			xp_pkt_init(qp, path, &d, WIRE_OP_RC_READ_REQ, qp->attr.dest_qp_num, psn);
-			d.reth.va = w->rdma.remote_addr + (uint64_t)k * mtu;
-			d.reth.rkey = w->rdma.rkey;
-			d.reth.dma_len = sw->total_len - k * mtu;
-			if (sw->total_len < k * mtu)
-				d.reth.dma_len = 0;
+	if (w->opcode == IBV_WR_RDMA_READ) {
+		xp_pkt_init(qp, path, &d, WIRE_OP_RC_READ_REQ, qp->attr.dest_qp_num, psn);
+		d.reth.va = w->rdma.remote_addr + (uint64_t)k * mtu;
+		d.reth.rkey = w->rdma.rkey;
+		d.reth.dma_len = sw->total_len - k * mtu;
+		if (sw->total_len < k * mtu)
+			d.reth.dma_len = 0;
+	} else {
+		xp_pkt_init(qp, path, &d,
+			    w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? WIRE_OP_RC_CMP_SWAP
+								    : WIRE_OP_RC_FETCH_ADD,
+			    qp->attr.dest_qp_num, psn);
+		d.atomiceth.va = w->atomic.remote_addr;
+		d.atomiceth.rkey = w->atomic.rkey;
+		if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP) {
+			d.atomiceth.compare = w->atomic.compare_add;
+			d.atomiceth.swap_add = w->atomic.swap;
 		} else {
-			xp_pkt_init(qp, path, &d,
-				    w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? WIRE_OP_RC_CMP_SWAP
-									    : WIRE_OP_RC_FETCH_ADD,
-				    qp->attr.dest_qp_num, psn);
-			d.atomiceth.va = w->atomic.remote_addr;
-			d.atomiceth.rkey = w->atomic.rkey;
-			if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP) {
-				d.atomiceth.compare = w->atomic.compare_add;
-				d.atomiceth.swap_add = w->atomic.swap;
-			} else {
-				d.atomiceth.swap_add = w->atomic.compare_add;
-			}
+			d.atomiceth.swap_add = w->atomic.compare_add;
 		}
-		d.bth.ackreq = true;
-		r = xp_tx(qp, path, &d, NULL, NULL, NULL);
-		if (r)
-			return r;
-		(*budget)--;
-		x->pkts_since_ackreq = 0;
-		x->sq_req_pkt = sw->npkts;
-		req_sent(qp, sw->last_psn);
-		return 0;
 	}
+	d.bth.ackreq = true;
+	r = xp_tx(qp, path, &d, NULL, NULL, NULL);
+	if (r)
+		return r;
+	(*budget)--;
+	x->pkts_since_ackreq = 0;
+	x->sq_req_pkt = sw->npkts;
+	req_sent(qp, sw->last_psn);
+	return 0;
+}
 
+/* May data packet psn go now? 0, or -EAGAIN/-ENOBUFS to stop here. */
+static int req_may_send(struct emu_qp *qp, uint32_t psn, unsigned budget, unsigned queued)
+{
+	if (budget <= queued)
+		return -EAGAIN;
+	if (emu_tx_congested(qp->dev))
+		return -ENOBUFS; /* resumed by emu_xport_poll once the port drains */
+	if (qp->type == IBV_QPT_RC && wire_psn_diff(psn, qp->x.acked_psn) >= (int32_t)REQ_WINDOW)
+		return -EAGAIN;
+	return 0;
+}
+
+/* Convert: the headers of data packet k (SEND/WRITE, any transport). */
+static void req_build(struct emu_qp *qp, const struct emu_xport_path *path,
+		      const struct uroce_send_wqe *w, const struct emu_xport_swqe *sw,
+		      uint32_t k, uint32_t psn, struct wire_pkt *d)
+{
+	struct emu_xport_qp *x = &qp->x;
+	uint32_t mtu = xp_mtu(qp), off = k * mtu;
+	enum xp_pos pos = xp_pos(k, sw->npkts);
+	bool first = pos & XP_POS_FIRST, last = pos & XP_POS_LAST;
+	uint32_t dqpn = qp->type == IBV_QPT_UD ? w->ud.remote_qpn : qp->attr.dest_qp_num;
+
+	xp_pkt_init(qp, path, d, req_opcode(qp, w->opcode, pos), dqpn, psn);
+	d->payload_len = sw->total_len - off < mtu ? sw->total_len - off : mtu;
+	if (first && (w->opcode == IBV_WR_RDMA_WRITE || w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)) {
+		d->reth.va = w->rdma.remote_addr;
+		d->reth.rkey = w->rdma.rkey;
+		d->reth.dma_len = sw->total_len;
+	}
+	if (last) {
+		if (w->opcode == IBV_WR_SEND_WITH_IMM || w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
+			d->imm = be32toh(w->imm_or_inv);
+		if (w->opcode == IBV_WR_SEND_WITH_INV)
+			d->ieth_rkey = w->imm_or_inv;
+		d->bth.se = (w->send_flags & IBV_SEND_SOLICITED) != 0;
+	}
+	if (qp->type == IBV_QPT_UD) {
+		d->deth.qkey = (w->ud.remote_qkey & 0x80000000u) ? qp->attr.qkey
+								 : w->ud.remote_qkey;
+		d->deth.sqpn = qp->qpn;
+	}
+	if (qp->type == IBV_QPT_RC && (last || ++x->pkts_since_ackreq >= EMU_XPORT_ACK_EVERY)) {
+		d->bth.ackreq = true;
+		x->pkts_since_ackreq = 0;
+	}
+}
+
+/* SEND/WRITE data packets sq_req_pkt.. of the WQE: inline data goes out
+ * packet by packet, SGE data is gathered REQ_CHUNK frames per read. */
+static int req_send_data(struct emu_qp *qp, const struct emu_xport_path *path,
+			 const struct uroce_send_wqe *w, struct emu_xport_swqe *sw,
+			 unsigned *budget)
+{
+	struct emu_xport_qp *x = &qp->x;
+	uint32_t mtu = xp_mtu(qp);
 	bool gather = !(w->send_flags & IBV_SEND_INLINE);
 	struct xp_txf fr[REQ_CHUNK];
 	unsigned nf = 0;
 	uint32_t chunk_off = 0;
+	struct wire_pkt d;
+	int r = 0;
 
-	r = 0;
 	while (x->sq_req_pkt + nf < sw->npkts) {
-		uint32_t k = x->sq_req_pkt + nf;
-		uint32_t off = k * mtu;
-		uint32_t len = sw->total_len - off < mtu ? sw->total_len - off : mtu;
-		bool first = k == 0, last = k + 1 == sw->npkts;
+		uint32_t k = x->sq_req_pkt + nf, off = k * mtu;
 		uint32_t psn = qp->type == IBV_QPT_UD ? x->sq_psn : wire_psn_add(sw->first_psn, k);
-		uint32_t dqpn = qp->type == IBV_QPT_UD ? w->ud.remote_qpn : qp->attr.dest_qp_num;
 
-		if (*budget <= nf) {
-			r = -EAGAIN;
+		r = req_may_send(qp, psn, *budget, nf);
+		if (r)
 			break;
-		}
-		if (emu_tx_congested(qp->dev)) {
-			r = -ENOBUFS; /* resumed by emu_xport_poll once the port drains */
-			break;
-		}
-		if (qp->type == IBV_QPT_RC && wire_psn_diff(psn, x->acked_psn) >= (int32_t)REQ_WINDOW) {
-			r = -EAGAIN;
-			break;
-		}
-		xp_pkt_init(qp, path, &d, req_opcode(qp, w->opcode, first, last), dqpn, psn);
-		d.payload_len = len;
-		if (first && (w->opcode == IBV_WR_RDMA_WRITE ||
-			      w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)) {
-			d.reth.va = w->rdma.remote_addr;
-			d.reth.rkey = w->rdma.rkey;
-			d.reth.dma_len = sw->total_len;
-		}
-		if (last) {
-			if (w->opcode == IBV_WR_SEND_WITH_IMM ||
-			    w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
-				d.imm = be32toh(w->imm_or_inv);
-			if (w->opcode == IBV_WR_SEND_WITH_INV)
-				d.ieth_rkey = w->imm_or_inv;
-			d.bth.se = (w->send_flags & IBV_SEND_SOLICITED) != 0;
-		}
-		if (qp->type == IBV_QPT_UD) {
-			d.deth.qkey = (w->ud.remote_qkey & 0x80000000u) ? qp->attr.qkey
-									 : w->ud.remote_qkey;
-			d.deth.sqpn = qp->qpn;
-		}
-		if (qp->type == IBV_QPT_RC &&
-		    (last || ++x->pkts_since_ackreq >= EMU_XPORT_ACK_EVERY)) {
-			d.bth.ackreq = true;
-			x->pkts_since_ackreq = 0;
-		}
+		req_build(qp, path, w, sw, k, psn, &d);
 		if (!gather) {
 			r = xp_tx(qp, path, &d, emu_wqe_inline(w) + off, NULL, NULL);
 			if (r)
@@ -356,6 +365,27 @@ static int req_send_wqe(struct emu_qp *qp, struct uroce_send_wqe *w,
 	return r;
 }
 
+/* Send packets sq_req_pkt.. of the WQE at sq_req. 0 when all are out,
+ * -ENOBUFS to try again later, -EFAULT/-EINVAL for a local error, or
+ * -EAGAIN when the budget ran out. */
+static int req_send_wqe(struct emu_qp *qp, struct uroce_send_wqe *w,
+			struct emu_xport_swqe *sw, unsigned *budget)
+{
+	struct emu_xport_path udp_path;
+	const struct emu_xport_path *path = &qp->x.path;
+	int r;
+
+	if (qp->type == IBV_QPT_UD) {
+		r = req_ud_path(qp, w, &udp_path);
+		if (r)
+			return r == -EAGAIN ? -ENOBUFS : r;
+		path = &udp_path;
+	}
+	if (xp_is_rd_atomic(w->opcode))
+		return req_send_rd_atomic(qp, path, w, sw, budget);
+	return req_send_data(qp, path, w, sw, budget);
+}
+
 /* Local operations run when they reach the head of transmission. */
 static void req_local_op(struct emu_qp *qp, const struct uroce_send_wqe *w,
 			 struct emu_xport_swqe *sw)
@@ -374,6 +404,59 @@ static void req_local_op(struct emu_qp *qp, const struct uroce_send_wqe *w,
 	if (sw->status != IBV_WC_SUCCESS)
 		sw->signaled = 1;
 	sw->state = EMU_SWQE_DONE;
+}
+
+/* A NEW WQE reaches the head of transmission: number its PSNs. 1 to send
+ * it, 0 when it was a local operation (decided now), -1 to wait (SQD,
+ * fence, READ/atomic limit). */
+static int req_start(struct emu_qp *qp, const struct uroce_send_wqe *w,
+		     struct emu_xport_swqe *sw)
+{
+	struct emu_xport_qp *x = &qp->x;
+
+	if (qp->attr.qp_state == IBV_QPS_SQD)
+		return -1;
+	if ((w->send_flags & IBV_SEND_FENCE) && x->rd_atomic_out)
+		return -1;
+	if (w->opcode == IBV_WR_LOCAL_INV || w->opcode == IBV_WR_BIND_MW) {
+		req_local_op(qp, w, sw);
+		return 0;
+	}
+	if (sw->need_resp) {
+		uint32_t lim = qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1;
+
+		if (x->rd_atomic_out >= lim)
+			return -1;
+		x->rd_atomic_out++;
+	}
+	sw->first_psn = x->sq_psn_max;
+	sw->last_psn = wire_psn_add(sw->first_psn, sw->npkts - 1);
+	sw->resp_psn = sw->first_psn;
+	if (qp->type != IBV_QPT_UD)
+		x->sq_psn_max = wire_psn_add(x->sq_psn_max, sw->npkts);
+	sw->state = EMU_SWQE_PENDING;
+	x->sq_req_pkt = 0;
+	return 1;
+}
+
+/* Every packet of the WQE at sq_req is out: UC/UD are done, RC waits for
+ * its ACK or response. */
+static void req_wqe_out(struct emu_qp *qp, struct emu_xport_swqe *sw)
+{
+	struct emu_xport_qp *x = &qp->x;
+
+	if (qp->type == IBV_QPT_UD) {
+		/* UD completes once on the wire; the PSN only orders. */
+		x->sq_psn = wire_psn_next(x->sq_psn);
+		x->sq_psn_max = x->sq_psn;
+		sw->state = EMU_SWQE_DONE;
+	} else if (qp->type == IBV_QPT_UC) {
+		sw->state = EMU_SWQE_DONE;
+	} else {
+		sw->state = EMU_SWQE_SENT;
+	}
+	x->sq_req++;
+	x->sq_req_pkt = 0;
 }
 
 void xp_req_progress(struct emu_qp *qp)
@@ -406,28 +489,11 @@ void xp_req_progress(struct emu_qp *qp)
 			continue;
 		}
 		if (sw->state == EMU_SWQE_NEW) {
-			if (qp->attr.qp_state == IBV_QPS_SQD)
+			r = req_start(qp, w, sw);
+			if (r < 0)
 				break;
-			if ((w->send_flags & IBV_SEND_FENCE) && x->rd_atomic_out)
-				break;
-			if (w->opcode == IBV_WR_LOCAL_INV || w->opcode == IBV_WR_BIND_MW) {
-				req_local_op(qp, w, sw);
+			if (!r)
 				continue;
-			}
-			if (sw->need_resp) {
-				uint32_t lim = qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1;
-
-				if (x->rd_atomic_out >= lim)
-					break;
-				x->rd_atomic_out++;
-			}
-			sw->first_psn = x->sq_psn_max;
-			sw->last_psn = wire_psn_add(sw->first_psn, sw->npkts - 1);
-			sw->resp_psn = sw->first_psn;
-			if (qp->type != IBV_QPT_UD)
-				x->sq_psn_max = wire_psn_add(x->sq_psn_max, sw->npkts);
-			sw->state = EMU_SWQE_PENDING;
-			x->sq_req_pkt = 0;
 		}
 		r = req_send_wqe(qp, w, sw, &budget);
 		if (r == -ENOBUFS || r == -EAGAIN) {
@@ -442,50 +508,13 @@ void xp_req_progress(struct emu_qp *qp)
 			sw->signaled = 1;
 			break;
 		}
-		if (qp->type == IBV_QPT_UD) {
-			/* UD completes once on the wire; the PSN only orders. */
-			x->sq_psn = wire_psn_next(x->sq_psn);
-			x->sq_psn_max = x->sq_psn;
-			sw->state = EMU_SWQE_DONE;
-		} else if (qp->type == IBV_QPT_UC) {
-			sw->state = EMU_SWQE_DONE;
-		} else {
-			sw->state = EMU_SWQE_SENT;
-		}
-		x->sq_req++;
-		x->sq_req_pkt = 0;
+		req_wqe_out(qp, sw);
 	}
-	if (sent && qp->type == IBV_QPT_RC && !x->retrans_at && !x->rnr_at) {
-		uint64_t t = wire_retrans_timeout_ns(qp->attr.timeout);
-
-		if (t) {
-			x->retrans_at = emu_now_ns() + t;
-			xp_act_add(qp);
-		}
-	}
-	/* local operations, failed WQEs and UC/UD sends are already decided */
-	xp_comp_progress(qp);
-}
-
-void xp_req_retry_from(struct emu_qp *qp, uint32_t psn)
-{
-	struct emu_xport_qp *x = &qp->x;
-	uint32_t idx;
-
-	for (idx = x->sq_comp; idx != x->sq_fetch; idx++) {
-		struct emu_xport_swqe *sw = xp_swqe(qp, idx);
-
-		if (sw->state == EMU_SWQE_NEW)
-			break;
-		if (!sw->npkts || sw->state == EMU_SWQE_DONE)
-			continue;
-		if (wire_psn_in_window(psn, sw->first_psn, sw->npkts)) {
-			x->sq_req = idx;
-			x->sq_req_pkt = wire_psn_dist(sw->first_psn, psn);
-			x->sq_psn = psn;
-			return;
-		}
-	}
+	if (sent && qp->type == IBV_QPT_RC)
+		xp_retrans_start(qp, false);
+	/* local operations, failed WQEs and UC/UD sends are already decided:
+	 * xp_run runs the completer next */
+	x->comp_sched = 1;
 }
 
 void xp_req_reset(struct emu_qp *qp)

@@ -30,17 +30,26 @@ const char *const emu_resp_state_name[EMU_RESP_NSTATES] = {
 	[EMU_RESP_ERR_PSN_OUT_OF_SEQ] = "ERR_PSN_OUT_OF_SEQ",
 	[EMU_RESP_ERR_MISSING_OPCODE_FIRST] = "ERR_MISSING_OPCODE_FIRST",
 	[EMU_RESP_ERR_MISSING_OPCODE_LAST_C] = "ERR_MISSING_OPCODE_LAST_C",
-	[EMU_RESP_ERR_MISSING_OPCODE_LAST_D1E] = "ERR_MISSING_OPCODE_LAST_D1E",
 	[EMU_RESP_ERR_TOO_MANY_RDMA_ATM_REQ] = "ERR_TOO_MANY_RDMA_ATM_REQ",
 	[EMU_RESP_ERR_RNR] = "ERR_RNR",
 	[EMU_RESP_ERR_RKEY_VIOLATION] = "ERR_RKEY_VIOLATION",
 	[EMU_RESP_ERR_INVALIDATE_RKEY] = "ERR_INVALIDATE_RKEY",
 	[EMU_RESP_ERR_LENGTH] = "ERR_LENGTH",
-	[EMU_RESP_ERR_CQ_OVERFLOW] = "ERR_CQ_OVERFLOW",
-	[EMU_RESP_ERROR] = "ERROR",
+	[EMU_RESP_ERR_REM_OP] = "ERR_REM_OP",
+	[EMU_RESP_ERR_REM_ACCESS] = "ERR_REM_ACCESS",
 	[EMU_RESP_DONE] = "DONE",
 	[EMU_RESP_EXIT] = "EXIT",
 };
+
+/* Headers of a response packet (ACK, READ response, atomic ACK): every
+ * one carries an AETH with the current MSN. */
+static void resp_pkt_init(struct emu_qp *qp, struct wire_pkt *d, uint8_t op, uint32_t psn,
+			  uint8_t syn)
+{
+	xp_pkt_init(qp, &qp->x.path, d, op, qp->attr.dest_qp_num, psn);
+	d->aeth.syndrome = syn;
+	d->aeth.msn = qp->x.msn & WIRE_PSN_MASK;
+}
 
 /* Immediately send an ACK/NAK with syndrome syn for psn. */
 static void resp_ack(struct emu_qp *qp, uint8_t syn, uint32_t psn)
@@ -50,9 +59,7 @@ static void resp_ack(struct emu_qp *qp, uint8_t syn, uint32_t psn)
 	/* a pending coalesced ACK goes out before a NAK for a later PSN */
 	if (qp->x.ack_pending && wire_aeth_type(syn) != WIRE_AETH_ACK)
 		xp_resp_send_ack(qp);
-	xp_pkt_init(qp, &qp->x.path, &d, WIRE_OP_RC_ACK, qp->attr.dest_qp_num, psn);
-	d.aeth.syndrome = syn;
-	d.aeth.msn = qp->x.msn & WIRE_PSN_MASK;
+	resp_pkt_init(qp, &d, WIRE_OP_RC_ACK, psn, syn);
 	xp_tx(qp, &qp->x.path, &d, NULL, NULL, NULL);
 }
 
@@ -193,19 +200,16 @@ static void resp_read_reply(struct emu_qp *qp, struct emu_ctx *owner, uint64_t p
 		struct wire_pkt d;
 		uint32_t off = i * mtu;
 		uint32_t l = len - off < mtu ? len - off : mtu;
-		uint8_t op;
+		static const uint8_t ops[XP_POS_N] = {
+			[XP_POS_MIDDLE] = WIRE_OP_RC_READ_RESP_MIDDLE,
+			[XP_POS_FIRST] = WIRE_OP_RC_READ_RESP_FIRST,
+			[XP_POS_LAST] = WIRE_OP_RC_READ_RESP_LAST,
+			[XP_POS_ONLY] = WIRE_OP_RC_READ_RESP_ONLY,
+		};
+		uint8_t op = ops[xp_pos(i, n)];
 
-		if (n == 1)
-			op = WIRE_OP_RC_READ_RESP_ONLY;
-		else if (i == 0)
-			op = WIRE_OP_RC_READ_RESP_FIRST;
-		else if (i + 1 == n)
-			op = WIRE_OP_RC_READ_RESP_LAST;
-		else
-			op = WIRE_OP_RC_READ_RESP_MIDDLE;
-		xp_pkt_init(qp, &qp->x.path, &d, op, qp->attr.dest_qp_num, wire_psn_add(psn, i));
-		d.aeth.syndrome = wire_aeth_ack(WIRE_AETH_CREDITS_INVALID);
-		d.aeth.msn = qp->x.msn & WIRE_PSN_MASK;
+		resp_pkt_init(qp, &d, op, wire_psn_add(psn, i),
+			      wire_aeth_ack(WIRE_AETH_CREDITS_INVALID));
 		d.payload_len = l;
 		if (xp_tx_begin(qp, &qp->x.path, &d, &fr[nf]))
 			break; /* the requester times out and asks again */
@@ -224,9 +228,7 @@ static void resp_atomic_ack(struct emu_qp *qp, uint32_t psn, uint64_t orig)
 {
 	struct wire_pkt d;
 
-	xp_pkt_init(qp, &qp->x.path, &d, WIRE_OP_RC_ATOMIC_ACK, qp->attr.dest_qp_num, psn);
-	d.aeth.syndrome = wire_aeth_ack(WIRE_AETH_CREDITS_INVALID);
-	d.aeth.msn = qp->x.msn & WIRE_PSN_MASK;
+	resp_pkt_init(qp, &d, WIRE_OP_RC_ATOMIC_ACK, psn, wire_aeth_ack(WIRE_AETH_CREDITS_INVALID));
 	d.atomicacketh.orig = orig;
 	xp_tx(qp, &qp->x.path, &d, NULL, NULL, NULL);
 }
@@ -287,21 +289,6 @@ static void resp_duplicate(struct emu_qp *qp, const struct wire_pkt *pkt)
 	}
 }
 
-/* Class B/C/D errors on RC: NAK, complete the receive in error, go to ERR. */
-static void resp_fatal(struct emu_qp *qp, const struct wire_pkt *pkt, uint8_t nak,
-		       uint8_t wc_status, int ev)
-{
-	struct emu_xport_qp *x = &qp->x;
-
-	if (qp->type == IBV_QPT_RC) {
-		x->cnt.naks_sent++;
-		resp_ack(qp, wire_aeth_nak(nak), pkt->bth.psn);
-	}
-	if (x->rwqe_valid && wc_status)
-		recv_cqe(qp, wc_status, IBV_WC_RECV, 0, 0, 0, qp->attr.dest_qp_num, false);
-	xp_qp_error(qp, ev);
-}
-
 static bool resp_op_allowed(struct emu_qp *qp, uint8_t cls)
 {
 	unsigned a = qp->attr.qp_access_flags;
@@ -319,7 +306,6 @@ static bool resp_op_allowed(struct emu_qp *qp, uint8_t cls)
 		return false;
 	}
 }
-
 static void resp_ud(struct emu_qp *qp, const struct wire_pkt *pkt)
 {
 	struct emu_xport_qp *x = &qp->x;
@@ -330,13 +316,13 @@ static void resp_ud(struct emu_qp *qp, const struct wire_pkt *pkt)
 
 	if (pkt->op->cls != WIRE_OPC_SEND || !(pkt->hdrs & WIRE_HDR_DETH) ||
 	    pkt->deth.qkey != qp->attr.qkey) {
-		x->cnt.rx_dropped++;
+		xp_drop(qp, EMU_XDROP_UD_INVALID);
 		return;
 	}
 	n = resp_get_rwqe(qp);
 	if (n <= 0) {
 		if (n == 0)
-			x->cnt.rx_dropped++; /* UD has no RNR: the datagram is lost */
+			xp_drop(qp, EMU_XDROP_UD_NO_RECV); /* UD has no RNR: lost */
 		return;
 	}
 	memset(grh, 0, sizeof(grh));
@@ -364,22 +350,492 @@ static void resp_ud(struct emu_qp *qp, const struct wire_pkt *pkt)
 		    pkt->ip.version == 6 ? RESP_UD_SL_IPV6 : RESP_UD_SL_IPV4);
 }
 
-void xp_resp_rx(struct emu_qp *qp, const struct wire_pkt *pkt)
+/* ---- the state machine ----
+ * One function per state; each returns the next state and
+ * xp_resp_rx's loop dispatches. Error states are one function per IBTA
+ * NAK class (sequence, invalid request, remote access, remote operational,
+ * RNR); the state that found the error leaves in the context what the
+ * class handler needs (receive status, event, UC handling). */
+
+/* What UC (which has no NAKs) does with a failed packet; OR of these. */
+#define RESP_UC_COUNT 1u /* count the packet as dropped */
+#define RESP_UC_CQE   2u /* complete the receive with c->wc */
+#define RESP_UC_ALL   4u /* drop until the next FIRST/ONLY */
+#define RESP_UC_REST  8u /* the same unless this was the message's last */
+
+struct resp_ctx {
+	struct emu_qp *qp;
+	const struct wire_pkt *pkt;
+	uint8_t cls;            /* enum wire_opc_class */
+	bool rc, first, last;
+	uint32_t psn, mtu;
+	uint64_t proc;          /* checked target of READ/atomic/WRITE */
+	struct emu_ctx *owner;
+	int err;
+	uint8_t wc;             /* receive completion status of the error (0 none) */
+	uint8_t uc;             /* RESP_UC_* */
+	int ev;                 /* async event of the error (0 none) */
+};
+
+typedef enum emu_resp_state (*resp_state_fn)(struct resp_ctx *c);
+
+/* Record what the error handler of class st must do, and go there. */
+static enum emu_resp_state resp_fail(struct resp_ctx *c, enum emu_resp_state st, uint8_t wc,
+				     int ev, unsigned uc)
+{
+	c->wc = wc;
+	c->ev = ev;
+	c->uc = (uint8_t)uc;
+	return st;
+}
+
+/* Class B/C/D errors on RC: NAK, complete the receive in error, go to ERR. */
+static void resp_fatal(struct emu_qp *qp, const struct wire_pkt *pkt, uint8_t nak,
+		       uint8_t wc_status, int ev)
 {
 	struct emu_xport_qp *x = &qp->x;
-	enum emu_resp_state st = EMU_RESP_GET_REQ;
-	const struct wire_opcode_info *op = pkt->op;
-	uint8_t cls = op->cls;
-	uint32_t psn = pkt->bth.psn, mtu;
-	bool rc = qp->type == IBV_QPT_RC;
-	bool first = op->flags & WIRE_OPF_FIRST, last = op->flags & WIRE_OPF_LAST;
-	uint64_t proc = 0;
-	struct emu_ctx *owner = NULL;
-	int err = 0;
+
+	if (qp->type == IBV_QPT_RC) {
+		x->cnt.naks_sent++;
+		resp_ack(qp, wire_aeth_nak(nak), pkt->bth.psn);
+	}
+	if (x->rwqe_valid && wc_status)
+		recv_cqe(qp, wc_status, IBV_WC_RECV, 0, 0, 0, qp->attr.dest_qp_num, false);
+	xp_qp_error(qp, ev);
+}
+
+/* UC: the only place a message is abandoned and the following packets
+ * are dropped until the next FIRST/ONLY (x->uc_drop, checked by
+ * resp_chk_psn_uc). */
+static enum emu_resp_state resp_uc_fail(struct resp_ctx *c)
+{
+	struct emu_xport_qp *x = &c->qp->x;
+
+	if (c->uc & RESP_UC_COUNT)
+		xp_drop(c->qp, x->resp_state == EMU_RESP_ERR_RNR ? EMU_XDROP_UC_NO_RECV :
+			       x->resp_state == EMU_RESP_ERR_RKEY_VIOLATION ? EMU_XDROP_UC_RKEY :
+			       EMU_XDROP_UC_INV_REQ);
+	if (c->uc & RESP_UC_CQE)
+		recv_cqe(c->qp, c->wc, IBV_WC_RECV, 0, 0, 0, 0, false);
+	if (c->uc & (RESP_UC_ALL | RESP_UC_REST)) {
+		x->uc_drop = (c->uc & RESP_UC_ALL) ? 1 : !c->last;
+		x->resp_opseq = 0;
+	}
+	return EMU_RESP_EXIT;
+}
+
+/* NAK class nak on RC, the UC equivalent otherwise. */
+static enum emu_resp_state resp_err_class(struct resp_ctx *c, uint8_t nak)
+{
+	if (!c->rc)
+		return resp_uc_fail(c);
+	resp_fatal(c->qp, c->pkt, nak, c->wc, c->ev);
+	return EMU_RESP_EXIT;
+}
+
+static enum emu_resp_state resp_err_inv_req(struct resp_ctx *c)
+{
+	return resp_err_class(c, WIRE_NAK_INVALID_REQ);
+}
+
+static enum emu_resp_state resp_err_rem_access(struct resp_ctx *c)
+{
+	if (c->qp->x.resp_state == EMU_RESP_ERR_RKEY_VIOLATION)
+		EMU_LOG_RL(DEBUG, "qp %u: rkey %#x violation (%d)\n", c->qp->qpn,
+			   c->cls == WIRE_OPC_ATOMIC ? c->pkt->atomiceth.rkey : c->pkt->reth.rkey,
+			   c->err);
+	return resp_err_class(c, WIRE_NAK_REM_ACCESS_ERR);
+}
+
+static enum emu_resp_state resp_err_rem_op(struct resp_ctx *c)
+{
+	return resp_err_class(c, WIRE_NAK_REM_OP_ERR);
+}
+
+/* Sequence error (RC only): one NAK per gap. */
+static enum emu_resp_state resp_err_seq(struct resp_ctx *c)
+{
+	struct emu_xport_qp *x = &c->qp->x;
+
+	x->cnt.out_of_seq++;
+	if (!x->nak_sent) {
+		x->nak_sent = 1;
+		x->cnt.seq_naks_sent++;
+		resp_ack(c->qp, wire_aeth_nak(WIRE_NAK_PSN_SEQ_ERR), x->epsn);
+	}
+	return EMU_RESP_EXIT;
+}
+
+static enum emu_resp_state resp_err_rnr(struct resp_ctx *c)
+{
+	struct emu_xport_qp *x = &c->qp->x;
+
+	if (!c->rc)
+		return resp_uc_fail(c); /* UC has no RNR: drop the whole message */
+	x->cnt.rnr_naks_sent++;
+	resp_ack(c->qp, wire_aeth_rnr_nak(c->qp->attr.min_rnr_timer), c->psn);
+	/* The RNR NAK names the PSN to resume from: the requester's pipeline
+	 * behind it is dropped silently (one NAK per gap) rather than NAKed
+	 * again as a sequence error. */
+	x->nak_sent = 1;
+	return EMU_RESP_EXIT;
+}
+
+static enum emu_resp_state resp_get_req(struct resp_ctx *c)
+{
+	return (c->pkt->op->flags & WIRE_OPF_REQ) ? EMU_RESP_CHK_PSN : EMU_RESP_EXIT;
+}
+
+/* UC: late packets are never redelivered; after a gap the message in
+ * progress is abandoned and the stream resynchronises on a FIRST/ONLY. */
+static enum emu_resp_state resp_chk_psn_uc(struct resp_ctx *c, int32_t diff)
+{
+	struct emu_xport_qp *x = &c->qp->x;
+
+	if (diff < 0) {
+		x->cnt.dup_requests++;
+		return EMU_RESP_EXIT;
+	}
+	if (diff) {
+		x->cnt.out_of_seq++;
+		x->resp_opseq = 0;
+		x->rcv_off = 0;
+		x->uc_drop = !c->first;
+	}
+	x->epsn = wire_psn_next(c->psn);
+	if (x->uc_drop && c->first)
+		x->uc_drop = 0;
+	if (x->uc_drop) {
+		xp_drop(c->qp, EMU_XDROP_UC_GAP);
+		return EMU_RESP_EXIT;
+	}
+	return EMU_RESP_CHK_OP_SEQ;
+}
+
+static enum emu_resp_state resp_chk_psn(struct resp_ctx *c)
+{
+	struct emu_xport_qp *x = &c->qp->x;
+	int32_t diff = wire_psn_cmp(c->psn, x->epsn);
+
+	if (!c->rc)
+		return resp_chk_psn_uc(c, diff);
+	if (diff > 0)
+		return EMU_RESP_ERR_PSN_OUT_OF_SEQ;
+	if (diff < 0)
+		return EMU_RESP_DUPLICATE_REQUEST;
+	x->nak_sent = 0;
+	return EMU_RESP_CHK_OP_SEQ;
+}
+
+static enum emu_resp_state resp_dup(struct resp_ctx *c)
+{
+	resp_duplicate(c->qp, c->pkt);
+	return EMU_RESP_EXIT;
+}
+
+/* A malformed or out-of-order request: invalid request class; UC drops
+ * the message. */
+static enum emu_resp_state resp_malformed(struct resp_ctx *c, enum emu_resp_state st)
+{
+	return resp_fail(c, st, IBV_WC_REM_INV_REQ_ERR, IBV_EVENT_QP_REQ_ERR,
+			 RESP_UC_COUNT | RESP_UC_ALL);
+}
+
+static enum emu_resp_state resp_chk_op_seq(struct resp_ctx *c)
+{
+	uint8_t opseq = c->qp->x.resp_opseq;
+
+	if (opseq)
+		return c->first || c->cls != opseq ?
+			resp_malformed(c, EMU_RESP_ERR_MISSING_OPCODE_LAST_C) :
+			EMU_RESP_CHK_OP_VALID;
+	return c->first ? EMU_RESP_CHK_OP_VALID :
+			  resp_malformed(c, EMU_RESP_ERR_MISSING_OPCODE_FIRST);
+}
+
+static enum emu_resp_state resp_chk_op_valid(struct resp_ctx *c)
+{
+	if (!resp_op_allowed(c->qp, c->cls))
+		return resp_malformed(c, EMU_RESP_ERR_MALFORMED);
+	return EMU_RESP_CHK_LENGTH;
+}
+
+static enum emu_resp_state resp_chk_length(struct resp_ctx *c)
+{
+	const struct wire_pkt *pkt = c->pkt;
+
+	/* FIRST/MIDDLE carry exactly one MTU, LAST/ONLY at most one */
+	if ((pkt->op->flags & WIRE_OPF_PAYLOAD) &&
+	    (c->last ? pkt->payload_len > c->mtu : pkt->payload_len != c->mtu))
+		return resp_malformed(c, EMU_RESP_ERR_MALFORMED);
+	if (((c->cls == WIRE_OPC_READ || (c->cls == WIRE_OPC_WRITE && c->first)) &&
+	     pkt->reth.dma_len > EMU_XPORT_MAX_MSG) ||
+	    (c->cls == WIRE_OPC_ATOMIC && (pkt->atomiceth.va & 7)))
+		return resp_malformed(c, EMU_RESP_ERR_MALFORMED);
+	return EMU_RESP_CHK_RESOURCE;
+}
+
+static enum emu_resp_state resp_chk_resource(struct resp_ctx *c)
+{
+	bool need = (c->cls == WIRE_OPC_SEND && c->first) ||
+		    (c->cls == WIRE_OPC_WRITE && c->last && (c->pkt->op->flags & WIRE_OPF_IMM));
+	int n;
+
+	if ((c->cls == WIRE_OPC_READ || c->cls == WIRE_OPC_ATOMIC) &&
+	    !c->qp->attr.max_dest_rd_atomic)
+		/* No responder resources at all (max_dest_rd_atomic 0): IBTA
+		 * 9.7.5.1.2 / rxe: NAK invalid request. A requester over a
+		 * non-zero limit cannot be told from a fast one here (see
+		 * docs/transport.md); it recycles the oldest. */
+		return resp_fail(c, EMU_RESP_ERR_TOO_MANY_RDMA_ATM_REQ, 0, IBV_EVENT_QP_REQ_ERR, 0);
+	if (!need)
+		return EMU_RESP_CHK_RKEY;
+	n = resp_get_rwqe(c->qp);
+	if (n == 0)
+		return resp_fail(c, EMU_RESP_ERR_RNR, 0, 0, RESP_UC_COUNT | RESP_UC_REST);
+	if (n < 0) /* the bad receive WQE is completed in error already */
+		return resp_fail(c, EMU_RESP_ERR_REM_OP, 0, IBV_EVENT_QP_FATAL, RESP_UC_ALL);
+	return EMU_RESP_CHK_RKEY;
+}
+
+static bool resp_rkey_ok(struct resp_ctx *c, uint32_t rkey, uint64_t va, uint32_t len,
+			 unsigned access)
+{
+	return emu_mr_check_rkey(c->qp, rkey, va, len, access, &c->proc, &c->owner, &c->err);
+}
+
+static enum emu_resp_state resp_rkey_violation(struct resp_ctx *c)
+{
+	return resp_fail(c, EMU_RESP_ERR_RKEY_VIOLATION, IBV_WC_REM_ACCESS_ERR,
+			 IBV_EVENT_QP_ACCESS_ERR, RESP_UC_COUNT | RESP_UC_REST);
+}
+
+static enum emu_resp_state resp_chk_rkey(struct resp_ctx *c)
+{
+	const struct wire_pkt *pkt = c->pkt;
+	struct emu_xport_qp *x = &c->qp->x;
+
+	if (c->cls == WIRE_OPC_WRITE && c->first) {
+		x->wr_len = pkt->reth.dma_len;
+		x->wr_left = pkt->reth.dma_len;
+		x->wr_owner = NULL;
+		x->wr_va = 0;
+		if (pkt->reth.dma_len && !resp_rkey_ok(c, pkt->reth.rkey, pkt->reth.va,
+						       pkt->reth.dma_len, IBV_ACCESS_REMOTE_WRITE))
+			return resp_rkey_violation(c);
+		x->wr_owner = c->owner;
+		x->wr_va = pkt->reth.va;
+		x->wr_rkey = pkt->reth.rkey;
+		x->wr_epoch = c->qp->dev->mr_epoch;
+	} else if (c->cls == WIRE_OPC_READ) {
+		if (pkt->reth.dma_len && !resp_rkey_ok(c, pkt->reth.rkey, pkt->reth.va,
+						       pkt->reth.dma_len, IBV_ACCESS_REMOTE_READ))
+			return resp_rkey_violation(c);
+	} else if (c->cls == WIRE_OPC_ATOMIC) {
+		if (!resp_rkey_ok(c, pkt->atomiceth.rkey, pkt->atomiceth.va, 8,
+				  IBV_ACCESS_REMOTE_ATOMIC))
+			return resp_rkey_violation(c);
+	}
+	return EMU_RESP_EXECUTE;
+}
+
+/* SEND payload into the receive WQE. */
+static enum emu_resp_state resp_exec_send(struct resp_ctx *c)
+{
+	struct emu_xport_qp *x = &c->qp->x;
+	const struct wire_pkt *pkt = c->pkt;
+
+	if ((uint64_t)x->rcv_off + pkt->payload_len > x->rwqe_len)
+		return resp_fail(c, EMU_RESP_ERR_LENGTH, IBV_WC_LOC_LEN_ERR, 0,
+				 RESP_UC_CQE | RESP_UC_REST);
+	if (xp_sge_write_deferred(c->qp, x->rwqe->sge, x->rwqe->num_sge, x->rcv_off,
+				  pkt->payload, pkt->payload_len, x->rwqe_epoch))
+		return resp_fail(c, EMU_RESP_ERR_REM_OP, IBV_WC_LOC_PROT_ERR, 0, RESP_UC_CQE);
+	x->rcv_off += pkt->payload_len;
+	return EMU_RESP_NONE;
+}
+
+/* WRITE payload into the target checked at the FIRST packet. */
+static enum emu_resp_state resp_exec_write(struct resp_ctx *c)
+{
+	struct emu_xport_qp *x = &c->qp->x;
+	const struct wire_pkt *pkt = c->pkt;
+	uint32_t len = pkt->payload_len;
+	struct emu_mr *mr;
+
+	if (len > x->wr_left || (c->last && len != x->wr_left))
+		return resp_malformed(c, EMU_RESP_ERR_MALFORMED);
+	/* the key again, for every packet: after a deregistration,
+	 * reregistration, window invalidation or rebind, nothing more lands */
+	mr = !len ? NULL : emu_mr_check_rkey(c->qp, x->wr_rkey, x->wr_va, len,
+					     IBV_ACCESS_REMOTE_WRITE, &c->proc, &c->owner, &c->err);
+	if (len && (!mr || mr->gen > x->wr_epoch || c->owner != x->wr_owner))
+		return resp_rkey_violation(c);
+	struct emu_rvec rv = { c->proc, len };
+
+	if (len && emu_mem_write_deferred(c->qp, x->wr_owner, &rv, 1, pkt->payload, len))
+		return resp_fail(c, EMU_RESP_ERR_REM_ACCESS, 0, IBV_EVENT_QP_ACCESS_ERR, 0);
+	x->wr_va += len;
+	x->wr_left -= len;
+	return EMU_RESP_NONE;
+}
+
+static enum emu_resp_state resp_execute(struct resp_ctx *c)
+{
+	struct emu_xport_qp *x = &c->qp->x;
+	enum emu_resp_state st = EMU_RESP_NONE;
+
+	if (c->cls == WIRE_OPC_SEND)
+		st = resp_exec_send(c);
+	else if (c->cls == WIRE_OPC_WRITE)
+		st = resp_exec_write(c);
+	else if (c->cls == WIRE_OPC_READ)
+		return EMU_RESP_READ_REPLY;
+	else if (c->cls == WIRE_OPC_ATOMIC)
+		return EMU_RESP_ATOMIC_REPLY;
+	if (st != EMU_RESP_NONE)
+		return st;
+	x->resp_opseq = c->last ? 0 : c->cls;
+	x->epsn = wire_psn_next(c->psn);
+	return c->last ? EMU_RESP_COMPLETE : EMU_RESP_ACKNOWLEDGE;
+}
+
+static enum emu_resp_state resp_read_reply_st(struct resp_ctx *c)
+{
+	struct emu_xport_qp *x = &c->qp->x;
+	struct emu_xport_res *r = resp_res_new(c->qp);
+	uint32_t len = c->pkt->reth.dma_len;
+	uint32_t n = len ? (len + c->mtu - 1) / c->mtu : 1;
+
+	if (r) {
+		r->valid = 1;
+		r->first_psn = c->psn;
+		r->last_psn = wire_psn_add(c->psn, n - 1);
+		r->va = c->pkt->reth.va;
+		r->rkey = c->pkt->reth.rkey;
+		r->len = len;
+	}
+	x->msn = wire_msn_next(x->msn);
+	x->epsn = wire_psn_add(c->psn, n);
+	resp_read_reply(c->qp, c->owner, c->proc, len, c->psn);
+	return EMU_RESP_CLEANUP;
+}
+
+static enum emu_resp_state resp_atomic_reply(struct resp_ctx *c)
+{
+	struct emu_xport_qp *x = &c->qp->x;
+	const struct wire_pkt *pkt = c->pkt;
+	struct emu_xport_res *r;
+	uint64_t old, val;
+
+	/* single engine thread: atomic w.r.t. every other atomic through this
+	 * daemon (IBV_ATOMIC_HCA) */
+	if (emu_mem_read(c->owner, &old, c->proc, 8))
+		return resp_fail(c, EMU_RESP_ERR_REM_ACCESS, 0, IBV_EVENT_QP_ACCESS_ERR, 0);
+	if (pkt->bth.opcode == WIRE_OP_RC_CMP_SWAP)
+		val = old == pkt->atomiceth.compare ? pkt->atomiceth.swap_add : old;
+	else
+		val = old + pkt->atomiceth.swap_add;
+	if (val != old && emu_mem_write(c->owner, c->proc, &val, 8))
+		return resp_fail(c, EMU_RESP_ERR_REM_ACCESS, 0, IBV_EVENT_QP_ACCESS_ERR, 0);
+	r = resp_res_new(c->qp);
+	if (r) {
+		r->valid = 1;
+		r->is_atomic = 1;
+		r->first_psn = r->last_psn = c->psn;
+		r->va = pkt->atomiceth.va;
+		r->rkey = pkt->atomiceth.rkey;
+		r->len = 8;
+		r->orig = old;
+	}
+	x->msn = wire_msn_next(x->msn);
+	x->epsn = wire_psn_next(c->psn);
+	resp_atomic_ack(c->qp, c->psn, old);
+	return EMU_RESP_CLEANUP;
+}
+
+static enum emu_resp_state resp_complete(struct resp_ctx *c)
+{
+	struct emu_xport_qp *x = &c->qp->x;
+	const struct wire_pkt *pkt = c->pkt;
+	uint8_t f = pkt->op->flags;
+	uint32_t flags = 0, imm = 0, opc = IBV_WC_RECV, len = x->rcv_off;
+
+	x->msn = wire_msn_next(x->msn);
+	if (f & WIRE_OPF_IMM) {
+		flags |= IBV_WC_WITH_IMM;
+		imm = htobe32(pkt->imm);
+	}
+	if (c->cls == WIRE_OPC_WRITE) {
+		if (!(f & WIRE_OPF_IMM))
+			return EMU_RESP_ACKNOWLEDGE;
+		opc = IBV_WC_RECV_RDMA_WITH_IMM;
+		len = x->wr_len;
+	}
+	if (f & WIRE_OPF_INV) {
+		struct emu_pd *pd = c->qp->srq ? c->qp->srq->pd : c->qp->pd;
+
+		if (emu_key_invalidate(pd, pkt->ieth_rkey))
+			return resp_fail(c, EMU_RESP_ERR_INVALIDATE_RKEY, IBV_WC_REM_INV_REQ_ERR,
+					 IBV_EVENT_QP_REQ_ERR, RESP_UC_CQE);
+		flags |= IBV_WC_WITH_INV;
+		imm = pkt->ieth_rkey;
+	}
+	recv_cqe(c->qp, IBV_WC_SUCCESS, opc, len, flags, imm, c->qp->attr.dest_qp_num,
+		 pkt->bth.se);
+	x->rcv_off = 0;
+	return EMU_RESP_ACKNOWLEDGE;
+}
+
+static enum emu_resp_state resp_acknowledge(struct resp_ctx *c)
+{
+	if (c->rc && c->pkt->bth.ackreq)
+		resp_ack_later(c->qp, c->psn);
+	return EMU_RESP_CLEANUP;
+}
+
+static enum emu_resp_state resp_cleanup(struct resp_ctx *c)
+{
+	(void)c;
+	return EMU_RESP_DONE;
+}
+
+static const resp_state_fn resp_state_fns[EMU_RESP_NSTATES] = {
+	[EMU_RESP_GET_REQ] = resp_get_req,
+	[EMU_RESP_CHK_PSN] = resp_chk_psn,
+	[EMU_RESP_CHK_OP_SEQ] = resp_chk_op_seq,
+	[EMU_RESP_CHK_OP_VALID] = resp_chk_op_valid,
+	[EMU_RESP_CHK_RESOURCE] = resp_chk_resource,
+	[EMU_RESP_CHK_LENGTH] = resp_chk_length,
+	[EMU_RESP_CHK_RKEY] = resp_chk_rkey,
+	[EMU_RESP_EXECUTE] = resp_execute,
+	[EMU_RESP_READ_REPLY] = resp_read_reply_st,
+	[EMU_RESP_ATOMIC_REPLY] = resp_atomic_reply,
+	[EMU_RESP_COMPLETE] = resp_complete,
+	[EMU_RESP_ACKNOWLEDGE] = resp_acknowledge,
+	[EMU_RESP_CLEANUP] = resp_cleanup,
+	[EMU_RESP_DUPLICATE_REQUEST] = resp_dup,
+	[EMU_RESP_ERR_PSN_OUT_OF_SEQ] = resp_err_seq,
+	[EMU_RESP_ERR_MALFORMED] = resp_err_inv_req,
+	[EMU_RESP_ERR_MISSING_OPCODE_FIRST] = resp_err_inv_req,
+	[EMU_RESP_ERR_MISSING_OPCODE_LAST_C] = resp_err_inv_req,
+	[EMU_RESP_ERR_TOO_MANY_RDMA_ATM_REQ] = resp_err_inv_req,
+	[EMU_RESP_ERR_INVALIDATE_RKEY] = resp_err_inv_req,
+	[EMU_RESP_ERR_RKEY_VIOLATION] = resp_err_rem_access,
+	[EMU_RESP_ERR_REM_ACCESS] = resp_err_rem_access,
+	[EMU_RESP_ERR_LENGTH] = resp_err_rem_op,
+	[EMU_RESP_ERR_REM_OP] = resp_err_rem_op,
+	[EMU_RESP_ERR_RNR] = resp_err_rnr,
+};
+
+/* Before the state machine: state gate, COMM_EST, UD. true to go on. */
+static bool resp_admit(struct emu_qp *qp, const struct wire_pkt *pkt)
+{
+	struct emu_xport_qp *x = &qp->x;
 
 	if (qp->attr.qp_state < IBV_QPS_RTR || qp->attr.qp_state == IBV_QPS_ERR) {
-		x->cnt.rx_dropped++;
-		return;
+		xp_drop(qp, EMU_XDROP_QP_STATE);
+		return false;
 	}
 	if (!x->comm_est_sent && qp->attr.qp_state == IBV_QPS_RTR) {
 		x->comm_est_sent = 1;
@@ -387,398 +843,35 @@ void xp_resp_rx(struct emu_qp *qp, const struct wire_pkt *pkt)
 	}
 	if (qp->type == IBV_QPT_UD) {
 		resp_ud(qp, pkt);
-		return;
+		return false;
 	}
-	mtu = xp_mtu(qp);
+	return true;
+}
 
+void xp_resp_rx(struct emu_qp *qp, const struct wire_pkt *pkt)
+{
+	enum emu_resp_state st = EMU_RESP_GET_REQ;
+	struct resp_ctx c;
+	bool trace;
+
+	if (!resp_admit(qp, pkt))
+		return;
+	memset(&c, 0, sizeof(c));
+	c.qp = qp;
+	c.pkt = pkt;
+	c.cls = pkt->op->cls;
+	c.rc = qp->type == IBV_QPT_RC;
+	c.first = pkt->op->flags & WIRE_OPF_FIRST;
+	c.last = pkt->op->flags & WIRE_OPF_LAST;
+	c.psn = pkt->bth.psn;
+	c.mtu = xp_mtu(qp);
+	trace = emu_log_enabled(EMU_LOG_LVL_DEBUG);
 	while (st != EMU_RESP_DONE && st != EMU_RESP_EXIT) {
-		x->resp_state = (uint8_t)st;
-		switch (st) {
-		case EMU_RESP_GET_REQ:
-			if (!(op->flags & WIRE_OPF_REQ)) {
-				st = EMU_RESP_EXIT;
-				break;
-			}
-			st = EMU_RESP_CHK_PSN;
-			break;
-		case EMU_RESP_CHK_PSN: {
-			int32_t diff = wire_psn_cmp(psn, x->epsn);
-
-			if (!rc) {
-				if (diff < 0) {
-					/* UC: a late or duplicated packet, never redelivered */
-					x->cnt.dup_requests++;
-					st = EMU_RESP_EXIT;
-					break;
-				}
-				if (diff) {
-					/* UC: lost packets; abandon the message in
-					 * progress and resynchronise on this one */
-					x->cnt.out_of_seq++;
-					x->resp_opseq = 0;
-					x->rcv_off = 0;
-					x->uc_drop = !first;
-				}
-				x->epsn = wire_psn_next(psn);
-				if (x->uc_drop && first)
-					x->uc_drop = 0;
-				if (x->uc_drop) {
-					x->cnt.rx_dropped++;
-					st = EMU_RESP_EXIT;
-					break;
-				}
-				st = EMU_RESP_CHK_OP_SEQ;
-				break;
-			}
-			if (diff > 0) {
-				st = EMU_RESP_ERR_PSN_OUT_OF_SEQ;
-			} else if (diff < 0) {
-				st = EMU_RESP_DUPLICATE_REQUEST;
-			} else {
-				x->nak_sent = 0;
-				st = EMU_RESP_CHK_OP_SEQ;
-			}
-			break;
-		}
-		case EMU_RESP_ERR_PSN_OUT_OF_SEQ:
-			x->cnt.out_of_seq++;
-			if (!x->nak_sent) {
-				x->nak_sent = 1;
-				x->cnt.seq_naks_sent++;
-				resp_ack(qp, wire_aeth_nak(WIRE_NAK_PSN_SEQ_ERR), x->epsn);
-			}
-			st = EMU_RESP_EXIT;
-			break;
-		case EMU_RESP_DUPLICATE_REQUEST:
-			resp_duplicate(qp, pkt);
-			st = EMU_RESP_EXIT;
-			break;
-		case EMU_RESP_CHK_OP_SEQ:
-			if (x->resp_opseq) {
-				if (first || cls != x->resp_opseq)
-					st = EMU_RESP_ERR_MISSING_OPCODE_LAST_C;
-				else
-					st = EMU_RESP_CHK_OP_VALID;
-			} else {
-				st = first ? EMU_RESP_CHK_OP_VALID : EMU_RESP_ERR_MISSING_OPCODE_FIRST;
-			}
-			break;
-		case EMU_RESP_ERR_MISSING_OPCODE_FIRST:
-		case EMU_RESP_ERR_MISSING_OPCODE_LAST_C:
-		case EMU_RESP_ERR_MISSING_OPCODE_LAST_D1E:
-		case EMU_RESP_ERR_MALFORMED:
-			if (!rc) {
-				x->cnt.rx_dropped++;
-				x->uc_drop = 1;
-				x->resp_opseq = 0;
-				st = EMU_RESP_EXIT;
-				break;
-			}
-			resp_fatal(qp, pkt, WIRE_NAK_INVALID_REQ, IBV_WC_REM_INV_REQ_ERR,
-				   IBV_EVENT_QP_REQ_ERR);
-			st = EMU_RESP_EXIT;
-			break;
-		case EMU_RESP_CHK_OP_VALID:
-			if (!resp_op_allowed(qp, cls)) {
-				st = EMU_RESP_ERR_MALFORMED;
-				break;
-			}
-			st = EMU_RESP_CHK_LENGTH;
-			break;
-		case EMU_RESP_CHK_LENGTH:
-			/* FIRST/MIDDLE carry exactly one MTU, LAST/ONLY at most one */
-			if ((op->flags & WIRE_OPF_PAYLOAD) &&
-			    (last ? pkt->payload_len > mtu : pkt->payload_len != mtu)) {
-				st = EMU_RESP_ERR_MALFORMED;
-				break;
-			}
-			if (((cls == WIRE_OPC_READ || (cls == WIRE_OPC_WRITE && first)) &&
-			     pkt->reth.dma_len > EMU_XPORT_MAX_MSG) ||
-			    (cls == WIRE_OPC_ATOMIC && (pkt->atomiceth.va & 7))) {
-				st = EMU_RESP_ERR_MALFORMED;
-				break;
-			}
-			st = EMU_RESP_CHK_RESOURCE;
-			break;
-		case EMU_RESP_CHK_RESOURCE: {
-			bool need = (cls == WIRE_OPC_SEND && first) ||
-				    (cls == WIRE_OPC_WRITE && last && (op->flags & WIRE_OPF_IMM));
-			int n;
-
-			if ((cls == WIRE_OPC_READ || cls == WIRE_OPC_ATOMIC) &&
-			    !qp->attr.max_dest_rd_atomic) {
-				st = EMU_RESP_ERR_TOO_MANY_RDMA_ATM_REQ;
-				break;
-			}
-			if (!need) {
-				st = EMU_RESP_CHK_RKEY;
-				break;
-			}
-			n = resp_get_rwqe(qp);
-			if (n == 0) {
-				st = EMU_RESP_ERR_RNR;
-			} else if (n < 0) {
-				if (rc) {
-					resp_fatal(qp, pkt, WIRE_NAK_REM_OP_ERR, 0, IBV_EVENT_QP_FATAL);
-				} else {
-					x->uc_drop = 1;
-					x->resp_opseq = 0;
-				}
-				st = EMU_RESP_EXIT;
-			} else {
-				st = EMU_RESP_CHK_RKEY;
-			}
-			break;
-		}
-		case EMU_RESP_ERR_TOO_MANY_RDMA_ATM_REQ:
-			/* No responder resources at all (max_dest_rd_atomic 0):
-			 * IBTA 9.7.5.1.2 / rxe: NAK invalid request. A requester
-			 * over a non-zero limit cannot be told from a fast one
-			 * here (see docs/transport.md); it recycles the oldest. */
-			resp_fatal(qp, pkt, WIRE_NAK_INVALID_REQ, 0, IBV_EVENT_QP_REQ_ERR);
-			st = EMU_RESP_EXIT;
-			break;
-		case EMU_RESP_ERR_RNR:
-			if (!rc) {
-				/* UC has no RNR: drop the whole message */
-				x->cnt.rx_dropped++;
-				x->uc_drop = !last;
-				x->resp_opseq = 0;
-				st = EMU_RESP_EXIT;
-				break;
-			}
-			x->cnt.rnr_naks_sent++;
-			resp_ack(qp, wire_aeth_rnr_nak(qp->attr.min_rnr_timer), psn);
-			/* The RNR NAK names the PSN to resume from: the requester's
-			 * pipeline behind it is dropped silently (one NAK per gap)
-			 * rather than NAKed again as a sequence error. */
-			x->nak_sent = 1;
-			st = EMU_RESP_EXIT;
-			break;
-		case EMU_RESP_CHK_RKEY:
-			if (cls == WIRE_OPC_WRITE && first) {
-				x->wr_len = pkt->reth.dma_len;
-				x->wr_left = pkt->reth.dma_len;
-				x->wr_owner = NULL;
-				x->wr_va = 0;
-				if (pkt->reth.dma_len &&
-				    !emu_mr_check_rkey(qp, pkt->reth.rkey, pkt->reth.va, pkt->reth.dma_len,
-						       IBV_ACCESS_REMOTE_WRITE, &proc, &owner, &err)) {
-					st = EMU_RESP_ERR_RKEY_VIOLATION;
-					break;
-				}
-				x->wr_owner = owner;
-				x->wr_va = pkt->reth.va;
-				x->wr_rkey = pkt->reth.rkey;
-				x->wr_epoch = qp->dev->mr_epoch;
-			} else if (cls == WIRE_OPC_READ) {
-				if (pkt->reth.dma_len &&
-				    !emu_mr_check_rkey(qp, pkt->reth.rkey, pkt->reth.va, pkt->reth.dma_len,
-						       IBV_ACCESS_REMOTE_READ, &proc, &owner, &err)) {
-					st = EMU_RESP_ERR_RKEY_VIOLATION;
-					break;
-				}
-			} else if (cls == WIRE_OPC_ATOMIC) {
-				if (!emu_mr_check_rkey(qp, pkt->atomiceth.rkey, pkt->atomiceth.va, 8,
-						       IBV_ACCESS_REMOTE_ATOMIC, &proc, &owner, &err)) {
-					st = EMU_RESP_ERR_RKEY_VIOLATION;
-					break;
-				}
-			}
-			st = EMU_RESP_EXECUTE;
-			break;
-		case EMU_RESP_ERR_RKEY_VIOLATION:
-			EMU_LOG_RL(DEBUG, "qp %u: rkey %#x violation (%d)", qp->qpn,
-				cls == WIRE_OPC_ATOMIC ? pkt->atomiceth.rkey : pkt->reth.rkey, err);
-			if (!rc) {
-				x->cnt.rx_dropped++;
-				x->uc_drop = !last;
-				x->resp_opseq = 0;
-				st = EMU_RESP_EXIT;
-				break;
-			}
-			resp_fatal(qp, pkt, WIRE_NAK_REM_ACCESS_ERR, IBV_WC_REM_ACCESS_ERR,
-				   IBV_EVENT_QP_ACCESS_ERR);
-			st = EMU_RESP_EXIT;
-			break;
-		case EMU_RESP_EXECUTE:
-			if (cls == WIRE_OPC_SEND) {
-				if ((uint64_t)x->rcv_off + pkt->payload_len > x->rwqe_len) {
-					st = EMU_RESP_ERR_LENGTH;
-					break;
-				}
-				if (xp_sge_write_deferred(qp, x->rwqe->sge, x->rwqe->num_sge,
-							  x->rcv_off, pkt->payload,
-							  pkt->payload_len, x->rwqe_epoch)) {
-					if (rc)
-						resp_fatal(qp, pkt, WIRE_NAK_REM_OP_ERR,
-							   IBV_WC_LOC_PROT_ERR, 0);
-					else
-						recv_cqe(qp, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, 0, 0,
-							 0, false);
-					st = EMU_RESP_EXIT;
-					break;
-				}
-				x->rcv_off += pkt->payload_len;
-			} else if (cls == WIRE_OPC_WRITE) {
-				if (pkt->payload_len > x->wr_left ||
-				    (last && pkt->payload_len != x->wr_left)) {
-					st = EMU_RESP_ERR_MALFORMED;
-					break;
-				}
-				/* the key again, for every packet: after a
-				 * deregistration, reregistration, window
-				 * invalidation or rebind, nothing more lands */
-				struct emu_mr *mr = !pkt->payload_len ? NULL :
-					emu_mr_check_rkey(qp, x->wr_rkey, x->wr_va,
-							  pkt->payload_len, IBV_ACCESS_REMOTE_WRITE,
-							  &proc, &owner, &err);
-				if (pkt->payload_len && (!mr || mr->gen > x->wr_epoch ||
-							 owner != x->wr_owner)) {
-					st = EMU_RESP_ERR_RKEY_VIOLATION;
-					break;
-				}
-				struct emu_rvec rv = { proc, pkt->payload_len };
-
-				if (pkt->payload_len &&
-				    emu_mem_write_deferred(qp, x->wr_owner, &rv, 1, pkt->payload,
-							   pkt->payload_len)) {
-					if (rc)
-						resp_fatal(qp, pkt, WIRE_NAK_REM_ACCESS_ERR, 0,
-							   IBV_EVENT_QP_ACCESS_ERR);
-					st = EMU_RESP_EXIT;
-					break;
-				}
-				x->wr_va += pkt->payload_len;
-				x->wr_left -= pkt->payload_len;
-			} else if (cls == WIRE_OPC_READ) {
-				st = EMU_RESP_READ_REPLY;
-				break;
-			} else if (cls == WIRE_OPC_ATOMIC) {
-				st = EMU_RESP_ATOMIC_REPLY;
-				break;
-			}
-			x->resp_opseq = last ? 0 : cls;
-			x->epsn = wire_psn_next(psn);
-			st = last ? EMU_RESP_COMPLETE : EMU_RESP_ACKNOWLEDGE;
-			break;
-		case EMU_RESP_ERR_LENGTH:
-			if (rc) {
-				resp_fatal(qp, pkt, WIRE_NAK_REM_OP_ERR, IBV_WC_LOC_LEN_ERR, 0);
-			} else {
-				recv_cqe(qp, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, 0, 0, 0, false);
-				x->uc_drop = !last;
-				x->resp_opseq = 0;
-			}
-			st = EMU_RESP_EXIT;
-			break;
-		case EMU_RESP_READ_REPLY: {
-			struct emu_xport_res *r = resp_res_new(qp);
-			uint32_t len = pkt->reth.dma_len;
-			uint32_t n = len ? (len + mtu - 1) / mtu : 1;
-
-			if (r) {
-				r->valid = 1;
-				r->first_psn = psn;
-				r->last_psn = wire_psn_add(psn, n - 1);
-				r->va = pkt->reth.va;
-				r->rkey = pkt->reth.rkey;
-				r->len = len;
-			}
-			x->msn = wire_msn_next(x->msn);
-			x->epsn = wire_psn_add(psn, n);
-			resp_read_reply(qp, owner, proc, len, psn);
-			st = EMU_RESP_CLEANUP;
-			break;
-		}
-		case EMU_RESP_ATOMIC_REPLY: {
-			struct emu_xport_res *r;
-			uint64_t old, val;
-
-			/* single engine thread: atomic w.r.t. every other atomic
-			 * through this daemon (IBV_ATOMIC_HCA) */
-			if (emu_mem_read(owner, &old, proc, 8)) {
-				resp_fatal(qp, pkt, WIRE_NAK_REM_ACCESS_ERR, 0, IBV_EVENT_QP_ACCESS_ERR);
-				st = EMU_RESP_EXIT;
-				break;
-			}
-			if (pkt->bth.opcode == WIRE_OP_RC_CMP_SWAP)
-				val = old == pkt->atomiceth.compare ? pkt->atomiceth.swap_add : old;
-			else
-				val = old + pkt->atomiceth.swap_add;
-			if (val != old && emu_mem_write(owner, proc, &val, 8)) {
-				resp_fatal(qp, pkt, WIRE_NAK_REM_ACCESS_ERR, 0, IBV_EVENT_QP_ACCESS_ERR);
-				st = EMU_RESP_EXIT;
-				break;
-			}
-			r = resp_res_new(qp);
-			if (r) {
-				r->valid = 1;
-				r->is_atomic = 1;
-				r->first_psn = r->last_psn = psn;
-				r->va = pkt->atomiceth.va;
-				r->rkey = pkt->atomiceth.rkey;
-				r->len = 8;
-				r->orig = old;
-			}
-			x->msn = wire_msn_next(x->msn);
-			x->epsn = wire_psn_next(psn);
-			resp_atomic_ack(qp, psn, old);
-			st = EMU_RESP_CLEANUP;
-			break;
-		}
-		case EMU_RESP_COMPLETE: {
-			uint32_t flags = 0, imm = 0, opc = IBV_WC_RECV, len = x->rcv_off;
-
-			x->msn = wire_msn_next(x->msn);
-			if (op->flags & WIRE_OPF_IMM) {
-				flags |= IBV_WC_WITH_IMM;
-				imm = htobe32(pkt->imm);
-			}
-			if (cls == WIRE_OPC_WRITE) {
-				if (!(op->flags & WIRE_OPF_IMM)) {
-					st = EMU_RESP_ACKNOWLEDGE;
-					break;
-				}
-				opc = IBV_WC_RECV_RDMA_WITH_IMM;
-				len = x->wr_len;
-			}
-			if (op->flags & WIRE_OPF_INV) {
-				struct emu_pd *pd = qp->srq ? qp->srq->pd : qp->pd;
-
-				if (emu_key_invalidate(pd, pkt->ieth_rkey)) {
-					st = EMU_RESP_ERR_INVALIDATE_RKEY;
-					break;
-				}
-				flags |= IBV_WC_WITH_INV;
-				imm = pkt->ieth_rkey;
-			}
-			recv_cqe(qp, IBV_WC_SUCCESS, opc, len, flags, imm, qp->attr.dest_qp_num,
-				 pkt->bth.se);
-			x->rcv_off = 0;
-			st = EMU_RESP_ACKNOWLEDGE;
-			break;
-		}
-		case EMU_RESP_ERR_INVALIDATE_RKEY:
-			if (rc)
-				resp_fatal(qp, pkt, WIRE_NAK_INVALID_REQ, IBV_WC_REM_INV_REQ_ERR,
-					   IBV_EVENT_QP_REQ_ERR);
-			else
-				recv_cqe(qp, IBV_WC_REM_INV_REQ_ERR, IBV_WC_RECV, 0, 0, 0, 0, false);
-			st = EMU_RESP_EXIT;
-			break;
-		case EMU_RESP_ACKNOWLEDGE:
-			if (rc && pkt->bth.ackreq)
-				resp_ack_later(qp, psn);
-			st = EMU_RESP_CLEANUP;
-			break;
-		case EMU_RESP_CLEANUP:
-			st = EMU_RESP_DONE;
-			break;
-		default:
-			st = EMU_RESP_EXIT;
-			break;
-		}
+		qp->x.resp_state = (uint8_t)st;
+		if (trace)
+			EMU_LOG(DEBUG, "qp %u psn %u resp %s\n", qp->qpn, c.psn,
+				emu_resp_state_name[st]);
+		st = resp_state_fns[st] ? resp_state_fns[st](&c) : EMU_RESP_EXIT;
 	}
 }
 

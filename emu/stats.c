@@ -47,6 +47,12 @@ void emu_stats_fill(struct emu_dev *d, const struct emu_ctx *viewer, uint32_t fi
 		p->drops[i] = c->drops[i];
 		strncpy(p->drop_name[i], emu_drop_name[i], UROCE_STATS_NAME_LEN - 1);
 	}
+	_Static_assert(EMU_XDROP_NUM <= UROCE_STATS_XDROP_MAX, "transport drop reasons");
+	r->nxdrops = EMU_XDROP_NUM;
+	for (unsigned i = 0; i < EMU_XDROP_NUM; i++) {
+		r->xdrops[i] = c->xdrops[i];
+		strncpy(r->xdrop_name[i], emu_xport_drop_name[i], UROCE_STATS_NAME_LEN - 1);
+	}
 	p->nqp = d->nqp;
 	p->nctx = d->nctx;
 	p->clients_refused = (uint32_t)c->clients_refused;

@@ -122,12 +122,34 @@ void emu_xport_qp_fini(struct emu_qp *qp)
 	memset(x, 0, sizeof(*x));
 }
 
+void xp_run(struct emu_qp *qp)
+{
+	struct emu_xport_qp *x = &qp->x;
+
+	/* the completer schedules nothing for the requester from
+	 * xp_comp_progress, so one pass each settles it */
+	if (x->req_sched) {
+		x->req_sched = 0;
+		xp_req_progress(qp);
+	}
+	if (x->comp_sched) {
+		x->comp_sched = 0;
+		xp_comp_progress(qp);
+	}
+}
+
+void xp_req_kick(struct emu_qp *qp)
+{
+	qp->x.req_sched = 1;
+	xp_run(qp);
+}
+
 void emu_xport_sq_kick(struct emu_qp *qp)
 {
 	switch (qp->attr.qp_state) {
 	case IBV_QPS_RTS:
 	case IBV_QPS_SQD:
-		xp_req_progress(qp);
+		xp_req_kick(qp);
 		break;
 	case IBV_QPS_ERR:
 	case IBV_QPS_SQE:
@@ -223,6 +245,21 @@ static bool xp_src_ok(const struct emu_qp *qp, const struct wire_pkt *pkt)
 	return !memcmp(pkt->ip.src.raw, qp->x.path.dgid.raw, 16);
 }
 
+const char *const emu_xport_drop_name[EMU_XDROP_NUM] = {
+	[EMU_XDROP_QP_STATE] = "qp-state",
+	[EMU_XDROP_OPCODE] = "bad-opcode",
+	[EMU_XDROP_SRC] = "src-mismatch",
+	[EMU_XDROP_UD_INVALID] = "ud-invalid",
+	[EMU_XDROP_UD_NO_RECV] = "ud-no-recv",
+	[EMU_XDROP_UC_GAP] = "uc-gap",
+	[EMU_XDROP_UC_INV_REQ] = "uc-inv-req",
+	[EMU_XDROP_UC_NO_RECV] = "uc-no-recv",
+	[EMU_XDROP_UC_RKEY] = "uc-rkey",
+	[EMU_XDROP_ACK_PSN] = "ack-psn",
+	[EMU_XDROP_ACK_SYNDROME] = "ack-syndrome",
+	[EMU_XDROP_READ_RESP] = "read-resp",
+};
+
 void emu_xport_rx(struct emu_dev *d, struct emu_qp *qp, const struct wire_pkt *pkt)
 {
 	uint8_t tr;
@@ -242,21 +279,22 @@ void emu_xport_rx(struct emu_dev *d, struct emu_qp *qp, const struct wire_pkt *p
 	     (tr == WIRE_TR_UC && qp->type == IBV_QPT_UC) ||
 	     (tr == WIRE_TR_UD && qp->type == IBV_QPT_UD);
 	if (!ok || !pkt->op || !(pkt->op->flags & WIRE_OPF_VALID)) {
-		qp->x.cnt.rx_dropped++;
+		xp_drop(qp, EMU_XDROP_OPCODE);
 		return;
 	}
 	if (tr != WIRE_TR_UD && !xp_src_ok(qp, pkt)) {
 		d->cnt.drops[EMU_DROP_SRC_MISMATCH]++;
-		qp->x.cnt.rx_dropped++;
+		xp_drop(qp, EMU_XDROP_SRC);
 		return;
 	}
 	qp->x.cnt.rx_pkts++;
 	qp->x.cnt.rx_bytes += pkt->frame_len;
 	if (__builtin_expect((pkt->ip.tos & WIRE_ECN_MASK) == WIRE_ECN_CE, 0))
 		xp_ce_rx(qp, pkt);
-	if (pkt->op->flags & WIRE_OPF_RESP)
+	if (pkt->op->flags & WIRE_OPF_RESP) {
 		xp_comp_rx(qp, pkt);
-	else
+		xp_run(qp);
+	} else
 		xp_resp_rx(qp, pkt);
 	emu_tx_flush(d);
 }
@@ -281,10 +319,11 @@ void emu_xport_poll(struct emu_dev *d, uint64_t now_ns)
 		}
 		if ((x->retrans_at && now_ns >= x->retrans_at) || (x->rnr_at && now_ns >= x->rnr_at)) {
 			xp_comp_timeout(qp, now_ns);
+			xp_run(qp);
 			any = true;
 		}
 		if (x->req_stalled && !x->rnr_at) {
-			xp_req_progress(qp);
+			xp_req_kick(qp);
 			any = true;
 		}
 		if (xp_qp_idle(x))

@@ -29,7 +29,7 @@ struct emu_recv_wqe;
 
 /* Responder states (rxe_resp.c style); names in emu_resp_state_name[]. */
 enum emu_resp_state {
-	EMU_RESP_NONE,
+	EMU_RESP_NONE,             /* no state: "go on" inside a state function */
 	EMU_RESP_GET_REQ,
 	EMU_RESP_CHK_PSN,
 	EMU_RESP_CHK_OP_SEQ,
@@ -48,14 +48,13 @@ enum emu_resp_state {
 	EMU_RESP_ERR_PSN_OUT_OF_SEQ,
 	EMU_RESP_ERR_MISSING_OPCODE_FIRST,
 	EMU_RESP_ERR_MISSING_OPCODE_LAST_C,
-	EMU_RESP_ERR_MISSING_OPCODE_LAST_D1E,
 	EMU_RESP_ERR_TOO_MANY_RDMA_ATM_REQ,
 	EMU_RESP_ERR_RNR,
 	EMU_RESP_ERR_RKEY_VIOLATION,
 	EMU_RESP_ERR_INVALIDATE_RKEY,
 	EMU_RESP_ERR_LENGTH,
-	EMU_RESP_ERR_CQ_OVERFLOW,
-	EMU_RESP_ERROR,
+	EMU_RESP_ERR_REM_OP,       /* remote operational error class */
+	EMU_RESP_ERR_REM_ACCESS,   /* remote access error class */
 	EMU_RESP_DONE,
 	EMU_RESP_EXIT,
 	EMU_RESP_NSTATES
@@ -125,6 +124,26 @@ struct emu_xport_path {
 	union ibv_gid dgid;
 };
 
+/* Why the transport dropped a received packet: counted per QP
+ * (emu_xport_counters.drops) and per port (emu_port_counters.xdrops);
+ * names in emu_xport_drop_name[], shown by uroce-stat. */
+enum emu_xport_drop {
+	EMU_XDROP_QP_STATE,     /* QP not in a state that takes the packet */
+	EMU_XDROP_OPCODE,       /* opcode invalid or of another transport */
+	EMU_XDROP_SRC,          /* RC/UC source is not the connected peer */
+	EMU_XDROP_UD_INVALID,   /* UD: not a SEND, no DETH, or wrong Q_Key */
+	EMU_XDROP_UD_NO_RECV,   /* UD: no receive posted */
+	EMU_XDROP_UC_GAP,       /* UC: after a lost packet, until FIRST/ONLY */
+	EMU_XDROP_UC_INV_REQ,   /* UC: malformed or out-of-order request */
+	EMU_XDROP_UC_NO_RECV,   /* UC: no receive posted (no RNR on UC) */
+	EMU_XDROP_UC_RKEY,      /* UC: WRITE rkey violation */
+	EMU_XDROP_ACK_PSN,      /* response for a PSN never sent */
+	EMU_XDROP_ACK_SYNDROME, /* response with a reserved AETH syndrome */
+	EMU_XDROP_READ_RESP,    /* READ response out of place or of wrong length */
+	EMU_XDROP_NUM
+};
+extern const char *const emu_xport_drop_name[EMU_XDROP_NUM];
+
 struct emu_xport_counters {
 	uint64_t tx_pkts, tx_bytes, rx_pkts, rx_bytes;
 	uint64_t retransmits;      /* packets sent again (timeout or NAK) */
@@ -135,11 +154,14 @@ struct emu_xport_counters {
 	uint64_t rnr_naks_sent, rnr_naks_rcvd;
 	uint64_t retry_exceeded, rnr_retry_exceeded;
 	uint64_t naks_sent, naks_rcvd; /* non-sequence NAKs */
-	uint64_t rx_dropped;       /* bad opcode, UC gap, Q_Key, state */
+	uint64_t rx_dropped;       /* sum of drops[] */
 	uint64_t tx_no_buf;        /* transmit buffer allocation failed */
 	uint64_t ce_rcvd;          /* packets that arrived ECN CE-marked */
 	uint64_t cnp_sent;         /* CNPs sent for them (rate-limited) */
 	uint64_t cnp_rcvd;         /* CNPs received (counted; no rate control yet) */
+	/* received packets dropped, by reason: 32 bits to keep emu_qp within
+	 * its memory budget (xport_qp_memory); rx_dropped is the 64-bit sum */
+	uint32_t drops[EMU_XDROP_NUM];
 };
 
 struct emu_xport_qp {
@@ -169,6 +191,8 @@ struct emu_xport_qp {
 
 	/* completer */
 	uint8_t comp_state;        /* last state, for tracing */
+	uint8_t req_sched;         /* completer -> requester: run it next (xp_run) */
+	uint8_t comp_sched;        /* requester -> completer: WQEs decided locally */
 
 	/* responder */
 	uint8_t resp_state;
@@ -176,7 +200,6 @@ struct emu_xport_qp {
 	uint8_t nak_sent;          /* one PSN-sequence NAK per gap */
 	uint8_t ack_pending;
 	uint8_t ack_syndrome;
-	uint8_t resp_fatal;
 	uint8_t comm_est_sent;
 	uint8_t uc_drop;           /* UC: discard until next FIRST/ONLY */
 	uint32_t ack_psn;          /* PSN to acknowledge */
@@ -188,7 +211,6 @@ struct emu_xport_qp {
 	struct emu_recv_wqe *rwqe; /* receive WQE of the message in progress */
 	uint32_t rwqe_len;         /* its validated total length */
 	uint32_t wr_len;           /* WRITE: RETH DMA length of the message */
-	uint32_t rcv_imm;
 	struct emu_ctx *wr_owner;  /* WRITE: whose memory the rkey maps */
 	uint64_t wr_va;            /* WRITE: next address (the rkey's iova space) */
 	uint32_t wr_rkey;

@@ -35,11 +35,34 @@ static inline bool xp_is_rd_atomic(uint8_t opcode)
 	       opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
 }
 
+/* Where packet k of an n-packet message sits: picks FIRST/MIDDLE/LAST/
+ * ONLY opcodes (requester and READ responses alike). */
+enum xp_pos {
+	XP_POS_MIDDLE = 0,
+	XP_POS_FIRST = 1,
+	XP_POS_LAST = 2,
+	XP_POS_ONLY = 3, /* FIRST | LAST */
+	XP_POS_N
+};
+
+static inline enum xp_pos xp_pos(uint32_t k, uint32_t n)
+{
+	return (enum xp_pos)((k == 0 ? XP_POS_FIRST : 0) | (k + 1 == n ? XP_POS_LAST : 0));
+}
+
 static inline uint32_t xp_mtu(const struct emu_qp *qp)
 {
 	if (qp->type == IBV_QPT_UD)
 		return wire_mtu_to_bytes((enum wire_mtu)qp->dev->active_mtu);
 	return wire_mtu_to_bytes((enum wire_mtu)qp->attr.path_mtu);
+}
+
+/* Count a received packet the transport drops, per QP and per port. */
+static inline void xp_drop(struct emu_qp *qp, enum emu_xport_drop why)
+{
+	qp->x.cnt.rx_dropped++;
+	qp->x.cnt.drops[why]++;
+	qp->dev->cnt.xdrops[why]++;
 }
 
 /* xport_util.c */
@@ -100,16 +123,50 @@ enum ibv_wc_opcode xp_wc_opcode(uint8_t wr_opcode);
 void xp_ce_rx(struct emu_qp *qp, const struct wire_pkt *pkt);
 void xp_cnp_rx(struct emu_qp *qp);
 
+/* (Re)start the retransmit timer: restart = after forward progress, else
+ * only if it is not running. Never while an RNR wait is pending. */
+void xp_retrans_start(struct emu_qp *qp, bool restart);
+void xp_flush_sq(struct emu_qp *qp);
+void xp_flush_rq(struct emu_qp *qp);
+
+/* Go-back-N: move the requester's cursor (sq_req, sq_req_pkt, sq_psn) back
+ * to psn inside an already numbered, unfinished WQE. The completer decides
+ * where to, the requester resends from there when it runs next. */
+static inline void xp_sq_rewind(struct emu_qp *qp, uint32_t psn)
+{
+	struct emu_xport_qp *x = &qp->x;
+	uint32_t idx;
+
+	for (idx = x->sq_comp; idx != x->sq_fetch; idx++) {
+		struct emu_xport_swqe *sw = xp_swqe(qp, idx);
+
+		if (sw->state == EMU_SWQE_NEW)
+			break;
+		if (!sw->npkts || sw->state == EMU_SWQE_DONE)
+			continue;
+		if (wire_psn_in_window(psn, sw->first_psn, sw->npkts)) {
+			x->sq_req = idx;
+			x->sq_req_pkt = wire_psn_dist(sw->first_psn, psn);
+			x->sq_psn = psn;
+			return;
+		}
+	}
+}
+
+/* xport.c: run what the requester and the completer scheduled for each
+ * other (x->req_sched, x->comp_sched): the requester first, then the
+ * completer, as rxe's tasks do. req.c and comp.c never call each other. */
+void xp_run(struct emu_qp *qp);
+/* Schedule the requester and run. */
+void xp_req_kick(struct emu_qp *qp);
+
 /* req.c */
 void xp_req_progress(struct emu_qp *qp);
-void xp_req_retry_from(struct emu_qp *qp, uint32_t psn);
 void xp_req_reset(struct emu_qp *qp);
 /* comp.c */
 void xp_comp_rx(struct emu_qp *qp, const struct wire_pkt *pkt);
 void xp_comp_progress(struct emu_qp *qp);
 void xp_comp_timeout(struct emu_qp *qp, uint64_t now);
-void xp_flush_sq(struct emu_qp *qp);
-void xp_flush_rq(struct emu_qp *qp);
 /* resp.c */
 void xp_resp_rx(struct emu_qp *qp, const struct wire_pkt *pkt);
 void xp_resp_send_ack(struct emu_qp *qp);

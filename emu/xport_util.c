@@ -211,7 +211,7 @@ void xp_qp_error(struct emu_qp *qp, int ev)
 {
 	if (qp->attr.qp_state == IBV_QPS_ERR)
 		return;
-	EMU_LOG_RL(DEBUG, "qp %u -> ERR (event %d)", qp->qpn, ev);
+	EMU_LOG_RL(DEBUG, "qp %u -> ERR (event %d)\n", qp->qpn, ev);
 	qp->attr.qp_state = IBV_QPS_ERR;
 	qp->attr.cur_qp_state = IBV_QPS_ERR;
 	if (ev)
@@ -348,4 +348,105 @@ enum ibv_wc_opcode xp_wc_opcode(uint8_t op)
 	default:
 		return IBV_WC_SEND;
 	}
+}
+
+/* ---- flushing (the completer retires, xp_qp_error flushes: both here so
+ * neither depends on the other) ---- */
+
+static void flush_cqe(struct emu_qp *qp, struct emu_cq *cq, uint64_t wr_id, uint32_t opcode)
+{
+	struct uroce_cqe e;
+
+	memset(&e, 0, sizeof(e));
+	e.wr_id = wr_id;
+	e.status = IBV_WC_WR_FLUSH_ERR;
+	e.opcode = opcode;
+	xp_cq_push(qp, cq, &e);
+}
+
+void xp_flush_sq(struct emu_qp *qp)
+{
+	struct emu_xport_qp *x = &qp->x;
+	uint32_t prod;
+
+	if (!x->sq_copy)
+		return;
+	prod = emu_ring_prod(&qp->sq);
+	if (prod - x->sq_comp > x->sq_entries)
+		prod = x->sq_fetch; /* garbage index: flush what we know */
+	uint32_t n = prod - x->sq_fetch;
+	if (n > prod - x->sq_comp)
+		n = 0; /* prod moved back behind what we fetched */
+	for (; n; n--) {
+		struct emu_xport_swqe *sw = xp_swqe(qp, x->sq_fetch);
+
+		memset(sw, 0, sizeof(*sw));
+		if (emu_sq_copy(qp, x->sq_fetch, xp_wqe(qp, x->sq_fetch)) < 0)
+			memset(xp_wqe(qp, x->sq_fetch), 0, UROCE_SEND_WQE_HDR);
+		x->sq_fetch++;
+	}
+	/* Pushing a CQE can overrun the CQ, which errors the QP and flushes
+	 * it again from inside flush_cqe: the head moves before the push so
+	 * the nested flush never sees this WQE, and the count bounds the loop
+	 * whatever the nested call did to the indices. */
+	for (uint32_t left = x->sq_fetch - x->sq_comp; left && x->sq_comp != x->sq_fetch; left--) {
+		const struct uroce_send_wqe *w = xp_wqe(qp, x->sq_comp);
+		uint64_t wr_id = w->wr_id;
+		uint32_t op = xp_wc_opcode(w->opcode);
+
+		x->sq_comp++;
+		flush_cqe(qp, qp->send_cq, wr_id, op);
+	}
+	x->sq_req = x->sq_comp;
+	x->sq_req_pkt = 0;
+	x->rd_atomic_out = 0;
+	x->retrans_at = 0;
+	x->rnr_at = 0;
+	emu_ring_publish(&qp->sq, x->sq_comp);
+}
+
+void xp_flush_rq(struct emu_qp *qp)
+{
+	struct emu_xport_qp *x = &qp->x;
+	struct emu_recv_wqe *r = x->rwqe;
+
+	if (!r)
+		return;
+	if (x->rwqe_valid) {
+		x->rwqe_valid = 0;
+		flush_cqe(qp, qp->recv_cq, r->wr_id, IBV_WC_RECV);
+	}
+	if (qp->srq)
+		return; /* SRQ WQEs belong to the SRQ, not to this QP */
+	/* each take consumes one slot, so the ring size bounds the loop even
+	 * if a nested flush (CQ overrun) or the application moves indices */
+	for (uint32_t left = qp->rq.entries + 1; left; left--) {
+		int n = emu_recv_take(qp, r);
+
+		if (n == 0)
+			break;
+		flush_cqe(qp, qp->recv_cq, n > 0 ? r->wr_id : 0, IBV_WC_RECV);
+	}
+}
+
+void emu_xport_flush(struct emu_qp *qp)
+{
+	xp_flush_sq(qp);
+	xp_flush_rq(qp);
+}
+
+void xp_retrans_start(struct emu_qp *qp, bool restart)
+{
+	struct emu_xport_qp *x = &qp->x;
+	uint64_t t = wire_retrans_timeout_ns(qp->attr.timeout);
+
+	if (!t || x->rnr_at) {
+		if (restart)
+			x->retrans_at = 0;
+		return;
+	}
+	if (x->retrans_at && !restart)
+		return;
+	x->retrans_at = emu_now_ns() + t;
+	xp_act_add(qp);
 }

@@ -151,6 +151,17 @@ static void st_port(const char *dev, const struct uroce_port_stats *p)
 	P("clients_refused", p->clients_refused);
 }
 
+/* The transport's drops of the port, by reason (newer daemons only). */
+static void st_xdrops(const struct uroce_query_stats_rep *r)
+{
+	for (uint32_t i = 0; i < r->nxdrops && i < UROCE_STATS_XDROP_MAX; i++) {
+		char name[UROCE_STATS_NAME_LEN + 16];
+		snprintf(name, sizeof(name), "xport_drop.%.*s", UROCE_STATS_NAME_LEN,
+			 r->xdrop_name[i]);
+		P(name, r->xdrops[i]);
+	}
+}
+
 static void st_qp(const struct uroce_qp_stats *s)
 {
 	printf("qp 0x%x pid %u %s %s\n", s->qpn, s->pid, st_type(s->qp_type),
@@ -263,8 +274,10 @@ int main(int argc, char **argv)
 			fprintf(stderr, "uroce-stat: %s: unexpected reply\n", dev);
 			return 1;
 		}
-		if (first)
+		if (first) {
 			st_port(dev, &rep.port);
+			st_xdrops(&rep);
+		}
 		first = false;
 		if (port_only)
 			break;

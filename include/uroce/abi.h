@@ -503,6 +503,7 @@ struct uroce_qp_stats {
 	uint64_t rx_dropped, tx_no_buf, ce_rcvd, cnp_sent, cnp_rcvd;
 };
 #define UROCE_STATS_QP_PER_MSG 16
+#define UROCE_STATS_XDROP_MAX 16
 struct uroce_query_stats_rep {
 	uint32_t port_stats_size;  /**< sizeof(struct uroce_port_stats) */
 	uint32_t qp_stats_size;    /**< sizeof(struct uroce_qp_stats) */
@@ -510,6 +511,12 @@ struct uroce_query_stats_rep {
 	uint32_t next_qpn;         /**< 0: no more QPs */
 	struct uroce_port_stats port;
 	struct uroce_qp_stats qps[UROCE_STATS_QP_PER_MSG];
+	/* appended (after qps[], so no offset above moves): packets the
+	 * port's transport dropped, by reason; 0 reasons from older daemons */
+	uint32_t nxdrops;          /**< reasons used */
+	uint32_t rsvd;
+	uint64_t xdrops[UROCE_STATS_XDROP_MAX];
+	char xdrop_name[UROCE_STATS_XDROP_MAX][UROCE_STATS_NAME_LEN];
 };
 _Static_assert(sizeof(struct uroce_query_stats_rep) + 16 <= UROCE_MAX_MSG, "stats reply");
 

@@ -2,8 +2,10 @@
 /* Timers and recovery: RNR timer and rnr_retry 0..7, ACK coalescing bound
  * and AckReq, go-back-N of READ responses from the middle, CNP generation
  * and accounting, per-QP counters. Usage: test_recovery <name>. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <rte_log.h>
 #include "pair.h"
 
 static int set_attr(struct emu_qp *qp, struct ibv_qp_attr *at, int mask)
@@ -574,6 +576,157 @@ static int t_rnr_pipeline(void)
 	return r;
 }
 
+
+/* ---- state trace: at debug level every state the responder and the
+ * completer pass is logged by name (emu_resp_state_name[],
+ * emu_comp_state_name[]); the names and the order of the states for a
+ * two-packet WRITE and an rkey violation are checked, so neither the name
+ * tables nor the state functions can drift silently. ---- */
+
+/* Names of the states the responder or completer (who) logged for
+ * qp/psn, in order, separated by '|'. */
+static void trace_states(const char *log, const char *who, uint32_t qpn, uint32_t psn,
+			 char *out, size_t n)
+{
+	char pfx[48];
+	size_t o = 0;
+	const char *l;
+
+	snprintf(pfx, sizeof(pfx), "qp %u psn %u %s ", qpn, psn, who);
+	out[0] = 0;
+	for (l = log; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		const char *e = strchr(l, '\n');
+		size_t len = e ? (size_t)(e - l) : strlen(l);
+
+		if (strncmp(l, pfx, strlen(pfx)) || len <= strlen(pfx))
+			continue;
+		len -= strlen(pfx);
+		if (o + len + 2 > n)
+			break;
+		if (o)
+			out[o++] = '|';
+		memcpy(out + o, l + strlen(pfx), len);
+		o += len;
+		out[o] = 0;
+	}
+}
+
+static int t_state_trace(void)
+{
+	static const char *const want_resp[3] = {
+		"GET_REQ|CHK_PSN|CHK_OP_SEQ|CHK_OP_VALID|CHK_LENGTH|CHK_RESOURCE|CHK_RKEY|"
+		"EXECUTE|ACKNOWLEDGE|CLEANUP",
+		"GET_REQ|CHK_PSN|CHK_OP_SEQ|CHK_OP_VALID|CHK_LENGTH|CHK_RESOURCE|CHK_RKEY|"
+		"EXECUTE|COMPLETE|ACKNOWLEDGE|CLEANUP",
+		"GET_REQ|CHK_PSN|CHK_OP_SEQ|CHK_OP_VALID|CHK_LENGTH|CHK_RESOURCE|CHK_RKEY|"
+		"ERR_RKEY_VIOLATION",
+	};
+	/* the WRITE's FIRST asks for no ACK; its ACK retires it; the NAK
+	 * (remote access) fails the second WRITE */
+	static const char *const want_comp[3] = {
+		"",
+		"GET ACK|GET WQE|CHECK PSN|COMP WQE|GET WQE",
+		"GET ACK|GET WQE|CHECK PSN|CHECK ACK|ERROR",
+	};
+	struct pair p;
+	struct uroce_cqe c[4];
+	char *log = NULL, got[512];
+	size_t loglen = 0;
+	FILE *f;
+	uint32_t psn0, i;
+
+	if (pair_setup(&p, IBV_QPT_RC, IBV_MTU_1024, 1 << 16))
+		return 1;
+	f = open_memstream(&log, &loglen);
+	CHECK(f != NULL);
+	CHECK_EQ(rte_openlog_stream(f), 0);
+	CHECK_EQ(rte_log_set_level_pattern("uroce.emu", RTE_LOG_DEBUG), 0);
+	psn0 = p.b.qp->x.epsn;
+	xt_post(&p, 1, IBV_WR_RDMA_WRITE, 0, 2 * 1024, 0);
+	sim_run(&p.s, 1000000000ull);
+	CHECK_EQ(sim_poll(p.a.scq, c, 4), 1);
+	CHECK_EQ(c[0].status, IBV_WC_SUCCESS);
+	/* past the end of B's MR: remote access error, QP to ERR */
+	xt_post(&p, 2, IBV_WR_RDMA_WRITE, 0, 64, 1 << 16);
+	sim_run(&p.s, 1000000000ull);
+	CHECK_EQ(sim_poll(p.a.scq, c, 4), 1);
+	CHECK_EQ(c[0].status, IBV_WC_REM_ACCESS_ERR);
+	rte_log_set_level_pattern("uroce.emu", RTE_LOG_NOTICE);
+	rte_openlog_stream(NULL);
+	fclose(f);
+	CHECK(log != NULL);
+	for (i = 0; i < 3; i++) {
+		uint32_t psn = wire_psn_add(psn0, i);
+
+		trace_states(log, "resp", p.b.qp->qpn, psn, got, sizeof(got));
+		printf("resp psn %u: %s\n", psn, got);
+		CHECK(!strcmp(got, want_resp[i]));
+		trace_states(log, "comp", p.a.qp->qpn, psn, got, sizeof(got));
+		printf("comp psn %u: %s\n", psn, got);
+		CHECK(!strcmp(got, want_comp[i]));
+	}
+	free(log);
+	pair_fini(&p);
+	return 0;
+}
+
+/* ---- drop reasons: a UC WRITE whose FIRST packet is lost has its MIDDLE
+ * and LAST dropped as "uc-gap", counted per QP and per port and named in
+ * the stats reply uroce-stat prints; rx_dropped stays their sum. ---- */
+static int drop_first_uc;
+
+static bool drop_hook(struct sim *s, int to, uint8_t *frame, uint32_t len)
+{
+	struct wire_pkt p;
+
+	(void)s;
+	if (to == 1 && !drop_first_uc && xt_parse(frame, len, &p) &&
+	    p.bth.opcode == (WIRE_TR_UC | WIRE_OP_RC_WRITE_FIRST)) {
+		drop_first_uc = 1;
+		return false;
+	}
+	return true;
+}
+
+static int t_drop_reasons(void)
+{
+	static struct uroce_query_stats_rep rep;
+	struct pair p;
+	struct emu_xport_counters cb;
+	uint64_t sum = 0;
+	unsigned i, found = 0;
+
+	if (pair_setup(&p, IBV_QPT_UC, IBV_MTU_1024, 1 << 16))
+		return 1;
+	drop_first_uc = 0;
+	sim_hook = drop_hook;
+	xt_post(&p, 1, IBV_WR_RDMA_WRITE, 0, 3 * 1024, 0);
+	sim_run(&p.s, 1000000000ull);
+	sim_hook = NULL;
+	CHECK_EQ(drop_first_uc, 1);
+	emu_xport_qp_counters(p.b.qp, &cb);
+	CHECK_EQ(cb.drops[EMU_XDROP_UC_GAP], 2);
+	for (i = 0; i < EMU_XDROP_NUM; i++)
+		sum += cb.drops[i];
+	CHECK_EQ(sum, 2);
+	CHECK_EQ(cb.rx_dropped, 2);
+	CHECK_EQ(p.b.qp->dev->cnt.xdrops[EMU_XDROP_UC_GAP], 2);
+	emu_stats_fill(p.b.qp->dev, NULL, 0, &rep);
+	CHECK_EQ(rep.nxdrops, EMU_XDROP_NUM);
+	for (i = 0; i < rep.nxdrops; i++) {
+		CHECK(rep.xdrop_name[i][0] != 0); /* every reason has a name */
+		if (!strcmp(rep.xdrop_name[i], "uc-gap")) {
+			CHECK_EQ(rep.xdrops[i], 2);
+			found++;
+		} else {
+			CHECK_EQ(rep.xdrops[i], 0);
+		}
+	}
+	CHECK_EQ(found, 1);
+	pair_fini(&p);
+	return 0;
+}
+
 static const struct xt_test tests[] = {
 	{ "rnr_timer", t_rnr_timer },
 	{ "rnr_retry", t_rnr_retry },
@@ -582,6 +735,8 @@ static const struct xt_test tests[] = {
 	{ "cnp", t_cnp },
 	{ "counters", t_counters },
 	{ "rnr_pipeline", t_rnr_pipeline },
+	{ "state_trace", t_state_trace },
+	{ "drop_reasons", t_drop_reasons },
 };
 
 int main(int argc, char **argv)
