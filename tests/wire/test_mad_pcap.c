@@ -11,7 +11,10 @@
  *    destination QPNs, and the data PSNs start at the REQ/REP starting
  *    PSNs (the kernel's CM: a message's starting PSN is the PSN its sender
  *    will receive, cm_id_priv->rq_psn);
- *  - DREQ remote QPN is the receiver's QPN. */
+ *  - DREQ remote QPN is the receiver's QPN;
+ *  - the REQ's primary flow label gives the data packets' UDP source port
+ *    (the kernel's rdma_flow_label_to_udp_sport()), which pins the flow
+ *    label's bit position independently of any dissector. */
 #include <pcap/pcap.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -146,6 +149,14 @@ static void on_mad(const struct wire_pkt *p, const struct wire_mad_hdr *h,
 	}
 }
 
+/* rdma_flow_label_to_udp_sport(): fold the top 6 bits into the low 14. */
+static uint16_t sport_of_flow_label(uint32_t fl)
+{
+	uint32_t lo = fl & 0x03FFF, hi = fl & 0xFC000;
+
+	return (uint16_t)((lo ^ (hi >> 14)) | 0xC000);
+}
+
 /* First data packet (not an ACK) in each direction of a connection. */
 static void on_data(const struct wire_pkt *p)
 {
@@ -164,6 +175,7 @@ static void on_data(const struct wire_pkt *p)
 		c->seen_data[!from_active] = true;
 		CHECK(p->bth.psn == start, "conn %u first data PSN %#x, CM starting PSN %#llx",
 		      i, p->bth.psn, (unsigned long long)start);
+		CHECK_EQ(p->udp.sport, sport_of_flow_label((uint32_t)c->req.v[WIRE_CM_F_PRI_FLOW_LABEL]));
 	}
 }
 
