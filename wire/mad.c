@@ -367,6 +367,13 @@ static void bits_put(uint8_t *d, unsigned pos, unsigned n, uint64_t v)
 	}
 }
 
+/* Set @p n bits from @p pos (any width: GIDs and ARI are wider than 64). */
+static void bits_set(uint8_t *d, unsigned pos, unsigned n)
+{
+	for (unsigned b = pos; b < pos + n; b++)
+		d[b / 8] |= (uint8_t)(1u << (7 - b % 8));
+}
+
 /* Storage of a byte-string field in @p msg. */
 static uint8_t *bytes_of(struct wire_cm_msg *msg, unsigned f)
 {
@@ -385,7 +392,7 @@ static void layout_mask(const struct cm_layout *l, uint8_t mask[WIRE_MAD_DATA_LE
 {
 	memset(mask, 0, WIRE_MAD_DATA_LEN);
 	for (unsigned i = 0; i < l->nlocs; i++)
-		bits_put(mask, l->locs[i].byte * 8u + l->locs[i].bit, l->locs[i].bits, ~0ull);
+		bits_set(mask, l->locs[i].byte * 8u + l->locs[i].bit, l->locs[i].bits);
 	memset(mask + l->pdata_off, 0xFF, WIRE_MAD_DATA_LEN - l->pdata_off);
 }
 
