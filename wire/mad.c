@@ -4,6 +4,7 @@
  * attribute data (MAD byte 24), bit offsets count from the MSB of the byte,
  * exactly as the IBTA tables (and the kernel's ibta_vol1_c12.h) write them. */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "bytes.h"
@@ -374,16 +375,15 @@ static void bits_set(uint8_t *d, unsigned pos, unsigned n)
 		d[b / 8] |= (uint8_t)(1u << (7 - b % 8));
 }
 
-/* Storage of a byte-string field in @p msg. */
-static uint8_t *bytes_of(struct wire_cm_msg *msg, unsigned f)
+/* Offset of a byte-string field's storage in struct wire_cm_msg. */
+static size_t bytes_off(unsigned f)
 {
 	switch (f) {
-	case F(PRI_LOCAL_GID): return msg->gid[0];
-	case F(PRI_REMOTE_GID): return msg->gid[1];
-	case F(ALT_LOCAL_GID): return msg->gid[2];
-	case F(ALT_REMOTE_GID): return msg->gid[3];
-	case F(INFO): return msg->info;
-	default: return NULL;
+	case F(PRI_LOCAL_GID): return offsetof(struct wire_cm_msg, gid[0]);
+	case F(PRI_REMOTE_GID): return offsetof(struct wire_cm_msg, gid[1]);
+	case F(ALT_LOCAL_GID): return offsetof(struct wire_cm_msg, gid[2]);
+	case F(ALT_REMOTE_GID): return offsetof(struct wire_cm_msg, gid[3]);
+	default: return offsetof(struct wire_cm_msg, info);
 	}
 }
 
@@ -400,7 +400,7 @@ static void layout_mask(const struct cm_layout *l, uint8_t mask[WIRE_MAD_DATA_LE
 static void loc_put(uint8_t *d, const struct cm_loc *c, const struct wire_cm_msg *msg)
 {
 	if (c->field >= WIRE_CM_F_NUM_INT) {
-		memcpy(d + c->byte, bytes_of((struct wire_cm_msg *)msg, c->field), c->bits / 8u);
+		memcpy(d + c->byte, (const uint8_t *)msg + bytes_off(c->field), c->bits / 8u);
 		return;
 	}
 	bits_put(d, c->byte * 8u + c->bit, c->bits, msg->v[c->field]);
@@ -409,7 +409,7 @@ static void loc_put(uint8_t *d, const struct cm_loc *c, const struct wire_cm_msg
 static void loc_get(const uint8_t *d, const struct cm_loc *c, struct wire_cm_msg *msg)
 {
 	if (c->field >= WIRE_CM_F_NUM_INT) {
-		memcpy(bytes_of(msg, c->field), d + c->byte, c->bits / 8u);
+		memcpy((uint8_t *)msg + bytes_off(c->field), d + c->byte, c->bits / 8u);
 		return;
 	}
 	msg->v[c->field] = bits_get(d, c->byte * 8u + c->bit, c->bits);
