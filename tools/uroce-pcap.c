@@ -4,6 +4,7 @@
  *
  *   uroce-pcap decode FILE            one line per frame
  *   uroce-pcap check FILE...          summary; exit 0 only if every RoCEv2 frame is valid
+ *                                     and every CM MAD (UD SEND to QP1) is well formed
  *   uroce-pcap corrupt IN OUT ...     write a damaged copy (for tests)
  *
  * Exit status: 0 ok, 1 invalid RoCEv2 frames found (check), 2 usage, file or
@@ -300,13 +301,76 @@ static void tool_describe(struct tool_line *l, const struct wire_pkt *p, enum wi
 		tool_put(l, " len=%" PRIu32, p->payload_len);
 }
 
+/* CM MAD of a valid packet to QP1, decoded strictly (reserved bits must be
+ * zero, as the kernel sends them). With @p l, describe it. */
+static enum wire_mad_reason tool_cm(const struct wire_pkt *p, struct tool_line *l)
+{
+	struct wire_mad_hdr h;
+	struct wire_cm_msg m;
+	enum wire_mad_reason r = wire_gsi_pkt_decode(p, WIRE_MAD_STRICT, &h, &m);
+	uint16_t ps, port;
+
+	if (!l)
+		return r;
+	if (r != WIRE_MAD_OK) {
+		tool_put(l, " MAD-INVALID %s", wire_mad_reason_str(r));
+		return r;
+	}
+	tool_put(l, " CM %s tid=0x%016" PRIx64, wire_cm_attr_name(m.attr), h.tid);
+	if (wire_cm_has_field(m.attr, WIRE_CM_F_LOCAL_COMM_ID))
+		tool_put(l, " lcid=0x%08" PRIx64, m.v[WIRE_CM_F_LOCAL_COMM_ID]);
+	if (wire_cm_has_field(m.attr, WIRE_CM_F_REMOTE_COMM_ID))
+		tool_put(l, " rcid=0x%08" PRIx64, m.v[WIRE_CM_F_REMOTE_COMM_ID]);
+	if (wire_cm_has_field(m.attr, WIRE_CM_F_SERVICE_ID)) {
+		tool_put(l, " sid=0x%016" PRIx64, m.v[WIRE_CM_F_SERVICE_ID]);
+		if (!wire_cma_service_parse(m.v[WIRE_CM_F_SERVICE_ID], &ps, &port))
+			tool_put(l, " (%s:%u)", ps == WIRE_RDMA_PS_TCP ? "TCP" :
+				 ps == WIRE_RDMA_PS_UDP ? "UDP" : ps == WIRE_RDMA_PS_IB ? "IB" : "IPoIB",
+				 port);
+	}
+	if (wire_cm_has_field(m.attr, WIRE_CM_F_LOCAL_QPN))
+		tool_put(l, " qpn=0x%06" PRIx64, m.v[WIRE_CM_F_LOCAL_QPN]);
+	if (wire_cm_has_field(m.attr, WIRE_CM_F_STARTING_PSN))
+		tool_put(l, " start_psn=%" PRIu64, m.v[WIRE_CM_F_STARTING_PSN]);
+	if (wire_cm_has_field(m.attr, WIRE_CM_F_LOCAL_QKEY) && m.attr != WIRE_CM_ATTR_REQ &&
+	    m.attr != WIRE_CM_ATTR_REP)
+		tool_put(l, " qkey=0x%08" PRIx64, m.v[WIRE_CM_F_LOCAL_QKEY]);
+	if (wire_cm_has_field(m.attr, WIRE_CM_F_REMOTE_QPN))
+		tool_put(l, " remote_qpn=0x%06" PRIx64, m.v[WIRE_CM_F_REMOTE_QPN]);
+	if (m.attr == WIRE_CM_ATTR_REJ) {
+		const char *n = wire_cm_rej_reason_str((uint16_t)m.v[WIRE_CM_F_REJ_REASON]);
+
+		tool_put(l, " reason=%" PRIu64 " (%s)", m.v[WIRE_CM_F_REJ_REASON], n ? n : "unknown");
+	}
+	if (m.attr == WIRE_CM_ATTR_MRA)
+		tool_put(l, " mraed=%" PRIu64 " timeout=%" PRIu64, m.v[WIRE_CM_F_MSG_MRAED],
+			 m.v[WIRE_CM_F_SERVICE_TIMEOUT]);
+	if (m.attr == WIRE_CM_ATTR_SIDR_REP || m.attr == WIRE_CM_ATTR_APR)
+		tool_put(l, " status=%" PRIu64, m.v[WIRE_CM_F_STATUS]);
+	return r;
+}
+
 /* ---- decode / check --------------------------------------------------- */
 
 struct tool_stats {
 	uint64_t packets, valid, invalid, non_roce, short_caps;
 	uint64_t by_reason[WIRE_R_NUM];
 	uint64_t first_at[WIRE_R_NUM]; /* frame number of the first occurrence */
+	uint64_t mads, mad_invalid;
+	uint64_t by_mad_reason[WIRE_MAD_R_NUM];
+	uint64_t mad_first_at[WIRE_MAD_R_NUM];
 };
+
+static void tool_count_mad(struct tool_stats *s, enum wire_mad_reason r, uint64_t frame)
+{
+	s->mads++;
+	if (r == WIRE_MAD_OK || (unsigned)r >= WIRE_MAD_R_NUM)
+		return;
+	s->mad_invalid++;
+	if (!s->by_mad_reason[r])
+		s->mad_first_at[r] = frame;
+	s->by_mad_reason[r]++;
+}
 
 static void tool_count(struct tool_stats *s, enum wire_reason r, uint64_t frame)
 {
@@ -336,6 +400,13 @@ static void tool_add(struct tool_stats *t, const struct tool_stats *s)
 			t->first_at[i] = s->first_at[i];
 		t->by_reason[i] += s->by_reason[i];
 	}
+	t->mads += s->mads;
+	t->mad_invalid += s->mad_invalid;
+	for (unsigned i = 0; i < WIRE_MAD_R_NUM; i++) {
+		if (s->by_mad_reason[i] && !t->by_mad_reason[i])
+			t->mad_first_at[i] = s->mad_first_at[i];
+		t->by_mad_reason[i] += s->by_mad_reason[i];
+	}
 }
 
 /* Walk one file. With @print, write the decode line of every frame.
@@ -359,6 +430,8 @@ static bool tool_walk(struct tool_in *in, bool print, struct tool_stats *st)
 		tool_count(st, r, frame);
 		if (h->caplen < h->len)
 			st->short_caps++;
+		if (r == WIRE_OK && wire_pkt_is_gsi(&pkt))
+			tool_count_mad(st, tool_cm(&pkt, NULL), frame);
 		if (!print)
 			continue;
 
@@ -392,6 +465,8 @@ static bool tool_walk(struct tool_in *in, bool print, struct tool_stats *st)
 			tool_put(&l, " INVALID %s (%s)", wire_reason_str(r), wire_reason_desc(r));
 		} else {
 			tool_describe(&l, &pkt, r);
+			if (r == WIRE_OK && wire_pkt_is_gsi(&pkt))
+				(void)tool_cm(&pkt, &l);
 			if (r == WIRE_OK)
 				tool_put(&l, " icrc=ok");
 			else
@@ -421,6 +496,13 @@ static void tool_summary(const char *label, const struct tool_stats *s)
 		       wire_reason_str((enum wire_reason)r), s->by_reason[r],
 		       wire_reason_desc((enum wire_reason)r), s->first_at[r]);
 	}
+	if (s->mads)
+		printf("  CM MADs: %" PRIu64 " (%" PRIu64 " malformed)\n", s->mads, s->mad_invalid);
+	for (unsigned r = 1; r < WIRE_MAD_R_NUM; r++)
+		if (s->by_mad_reason[r])
+			printf("  invalid MAD %s: %" PRIu64 " (first at frame %" PRIu64 ")\n",
+			       wire_mad_reason_str((enum wire_mad_reason)r), s->by_mad_reason[r],
+			       s->mad_first_at[r]);
 	if (s->short_caps)
 		printf("  note: %" PRIu64 " frames cut short by the capture's snaplen\n", s->short_caps);
 }
@@ -470,7 +552,7 @@ static int tool_cmd_check(int argc, char **argv)
 		tool_summary("total", &total);
 	if (err)
 		return TOOL_EXIT_ERROR;
-	return total.invalid ? TOOL_EXIT_INVALID : TOOL_EXIT_OK;
+	return total.invalid || total.mad_invalid ? TOOL_EXIT_INVALID : TOOL_EXIT_OK;
 }
 
 /* ---- corrupt ---------------------------------------------------------- */

@@ -31,6 +31,7 @@
 #include "gid.h"
 #include "mtu.h"
 #include "pkt.h"
+#include "mad.h"
 
 #define WIRE_API_VERSION 1 /**< bumped on incompatible API changes */
 

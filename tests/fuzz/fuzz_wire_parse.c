@@ -10,6 +10,10 @@
  *     gives a frame that parses as WIRE_OK with the same fields;
  *   - wire_build_headers() + wire_finish_icrc() (the daemon's scatter path)
  *     gives the same bytes as wire_build().
+ * CM MADs (wire/mad.c): the input itself and the payload of every accepted
+ * packet to QP1 are decoded leniently and strictly; the reason is known, a
+ * decoded MAD re-encodes to a MAD that decodes to the same fields, and a
+ * strictly accepted MAD re-encodes byte for byte; cma_hdr decode likewise.
  * A violated property is a bug in wire/, reported with __builtin_trap() so
  * libFuzzer saves the input.
  */
@@ -69,6 +73,48 @@ static void fuzz_same_fields(const struct wire_pkt *x, const struct wire_pkt *y)
 	fuzz_assert(x->l3_off == y->l3_off && x->l4_off == y->l4_off && x->bth_off == y->bth_off);
 	fuzz_assert(x->payload_off == y->payload_off && x->icrc_off == y->icrc_off);
 	fuzz_assert(x->frame_len == y->frame_len);
+}
+
+static void fuzz_mad(const uint8_t *mad, size_t len)
+{
+	static const unsigned flags[] = { 0, WIRE_MAD_STRICT };
+	struct wire_mad_hdr h, h2;
+	struct wire_cm_msg m, m2;
+	struct wire_cma_hdr c;
+	uint8_t out[WIRE_MAD_LEN], again[WIRE_MAD_LEN];
+
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+		enum wire_mad_reason r = wire_mad_decode(mad, len, flags[i], &h, &m);
+
+		fuzz_assert((unsigned)r < WIRE_MAD_R_NUM);
+		fuzz_assert(strcmp(wire_mad_reason_str(r), "?") != 0);
+		if (r != WIRE_MAD_OK)
+			continue;
+		fuzz_assert(len == WIRE_MAD_LEN && wire_cm_attr_known(m.attr));
+		fuzz_assert(wire_cm_attr_name(m.attr) != NULL);
+		fuzz_assert(wire_mad_encode(out, &h, &m) == 0);
+		if (flags[i] & WIRE_MAD_STRICT)
+			fuzz_assert(!memcmp(out, mad, WIRE_MAD_LEN));
+		fuzz_assert(wire_mad_decode(out, sizeof(out), WIRE_MAD_STRICT, &h2, &m2) ==
+			    (h.resv ? WIRE_MAD_R_HDR_RESERVED : WIRE_MAD_OK));
+		if (h.resv) {
+			/* a reserved header field is kept; without it the rest is strict */
+			h.resv = 0;
+			fuzz_assert(wire_mad_encode(out, &h, &m) == 0);
+			fuzz_assert(wire_mad_decode(out, sizeof(out), WIRE_MAD_STRICT, &h2, &m2) ==
+				    WIRE_MAD_OK);
+		}
+		fuzz_assert(!memcmp(&h, &h2, sizeof(h)) && !memcmp(&m, &m2, sizeof(m)));
+		fuzz_assert(wire_mad_encode(again, &h2, &m2) == 0 && !memcmp(out, again, sizeof(out)));
+		if (m.attr == WIRE_CM_ATTR_REQ || m.attr == WIRE_CM_ATTR_SIDR_REQ) {
+			uint8_t ch[WIRE_CMA_HDR_LEN];
+
+			if (!wire_cma_hdr_decode(m.pdata, wire_cm_pdata_len(m.attr), &c)) {
+				fuzz_assert(wire_cma_hdr_encode(ch, &c) == 0);
+				fuzz_assert(!memcmp(ch, m.pdata, sizeof(ch)));
+			}
+		}
+	}
 }
 
 static void fuzz_accepted(const uint8_t *data, size_t size, const struct wire_pkt *p)
@@ -135,6 +181,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_assert(wire_reason_desc(r) != NULL);
 	if (r == WIRE_OK)
 		fuzz_accepted(data, size, &p);
+	if (r == WIRE_OK && wire_pkt_is_gsi(&p))
+		fuzz_mad(p.payload, p.payload_len);
+	fuzz_mad(data, size);
 
 	/* Relaxed parses only skip checks: they accept whatever full checking does. */
 	for (size_t i = 0; i < sizeof(flag_sets) / sizeof(flag_sets[0]); i++) {

@@ -135,8 +135,12 @@ def main(out):
     pk.append(frame(0x65, deth(0x11111111, 0x12) + imm(7), data(41, 13),
                     src="fe80::5054:ff:fe4d:c", dst="fe80::5054:ff:fe4d:b",
                     qpn=0x13, psn=0x7FFFFF, sport=63494, udp_csum=True))
-    # UD SEND Only to QP1, PSN at the top of the space.
-    pk.append(frame(0x64, deth(0x80010000, 1), data(256, 14), qpn=1, psn=0xFFFFFF,
+    # UD SEND Only to QP1, PSN at the top of the space, carrying a CM RTU MAD
+    # (base version 1, class 0x07 version 2, method SEND, attribute 0x0014):
+    # every byte after the comm IDs is private data, so any pattern is valid.
+    rtu = struct.pack("!BBBBHHQHHI", 1, 0x07, 2, 0x03, 0, 0, 0x0000000212345678,
+                      0x0014, 0, 0)
+    pk.append(frame(0x64, deth(0x80010000, 1), rtu + data(232, 14), qpn=1, psn=0xFFFFFF,
                     sport=55410))
     # CNP: BECN, P_Key 0xFFFF, PSN 0, 16 reserved zero bytes; ECN CE on the way.
     pk.append(frame(0x81, b"\0" * 16, src=B, dst=A, smac=MAC_B, dmac=MAC_A, qpn=0x11,
