@@ -17,9 +17,7 @@
 
 #include "daemon.h"
 #include "sysfs.h"
-#ifdef EMU_HAVE_PCAPW
 #include "pcapw.h"
-#endif
 
 struct emu_daemon *emu_ds[EMU_MAX_DEVS];
 unsigned emu_nds;
@@ -483,7 +481,6 @@ static int emu_opts_parse(struct emu_opts *os, unsigned *ndev, int argc, char **
 	return 0;
 }
 
-#ifdef EMU_HAVE_PCAPW
 static void emu_capture(struct emu_dev *d, const uint8_t *f, uint32_t len, bool tx)
 {
 	/* on the loopback port every received frame is one we sent: record
@@ -491,17 +488,6 @@ static void emu_capture(struct emu_dev *d, const uint8_t *f, uint32_t len, bool 
 	if (!tx && d->loopback)
 		return;
 	pcapw_write(d->capture_priv, f, len, pcapw_now_ns());
-}
-#endif
-
-void emu_capture_flush(struct emu_daemon *dm)
-{
-#ifdef EMU_HAVE_PCAPW
-	if (dm->pcap)
-		pcapw_flush(dm->pcap);
-#else
-	(void)dm;
-#endif
 }
 
 static bool emu_is_pci(const char *v)
@@ -577,6 +563,11 @@ static int emu_eal_args(struct emu_opts *os, unsigned ndev, char **av, int max, 
  * control socket. 0, or -1 after one error line. */
 static int emu_daemon_setup(struct emu_daemon *dm)
 {
+	/* the port layer does not see the other devices: tell it which end
+	 * of a link:NAME pair this one is */
+	for (unsigned i = 0; i < dm->index; i++)
+		if (!strcmp(emu_ds[i]->o.vdev, dm->o.vdev))
+			dm->link_second = true;
 	if (emu_port_init(dm))
 		return -1;
 	int rc = emu_dev_init(&dm->dev, dm->o.dev, dm->o.mac, dm->o.mtu, dm->o.ips, dm->o.nips);
@@ -593,7 +584,6 @@ static int emu_daemon_setup(struct emu_daemon *dm)
 		}
 	}
 	if (dm->o.pcap[0]) {
-#ifdef EMU_HAVE_PCAPW
 		struct pcapw *w;
 		rc = pcapw_open(&w, dm->o.pcap, PCAPW_NSEC);
 		if (rc) {
@@ -604,9 +594,6 @@ static int emu_daemon_setup(struct emu_daemon *dm)
 		dm->pcap = w;
 		dm->dev.capture = emu_capture;
 		dm->dev.capture_priv = w;
-#else
-		EMU_LOG(WARNING, "--pcap: built without the pcap writer, ignored\n");
-#endif
 	}
 	dm->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (dm->epfd < 0 || emu_ctl_open(dm)) {
@@ -645,11 +632,9 @@ static void emu_daemon_teardown(struct emu_daemon *dm, bool served)
 		emu_sysfs_remove(dm->o.run_dir, dm->o.dev);
 	emu_ctl_close(dm);
 	emu_dev_fini(&dm->dev);
-#ifdef EMU_HAVE_PCAPW
 	if (dm->pcap)
 		pcapw_close(dm->pcap);
 	dm->pcap = NULL;
-#endif
 	if (dm->epfd >= 0)
 		close(dm->epfd);
 	dm->epfd = -1;
