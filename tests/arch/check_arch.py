@@ -223,7 +223,6 @@ FUNC_START = re.compile(r"^[A-Za-z_][^;]*\($|^[A-Za-z_][^;]*\)\s*$")
 LEN_DEBT = {
     ("emu/ctl.c", "emu_dispatch"): 220,
     ("emu/main.c", "emu_opts_parse"): 230,
-    ("emu/objs.c", "emu_qp_create"): 133,
     ("verbs/ctl.c", "urv_ctl_raw"): 124,
 }
 
