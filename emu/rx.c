@@ -77,14 +77,6 @@ static bool emu_gid_is_mcast(const union ibv_gid *g)
 	return !memcmp(g->raw, v4m, 12) && (g->raw[12] & 0xf0) == 0xe0;
 }
 
-int emu_gid_find(const struct emu_dev *d, const union ibv_gid *gid)
-{
-	for (uint32_t i = 0; i < d->gid_count; i++)
-		if (!memcmp(d->gids[i].raw, gid->raw, 16))
-			return (int)i;
-	return -1;
-}
-
 static struct emu_mcast *emu_mcast_find(struct emu_dev *d, const union ibv_gid *gid)
 {
 	if (!d->mcast)
