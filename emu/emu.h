@@ -3,8 +3,8 @@
  * transport uses (application memory, key checks, CQ production, events,
  * shared rings, packet I/O, clock, log). Internal header.
  *
- * One engine thread owns everything here (QPs will later be sharded across
- * lcores by QPN), so nothing is locked. Nothing in this header needs DPDK:
+ * One engine thread per device owns everything of that device, so nothing
+ * is locked. Nothing in this header needs DPDK:
  * transport tests link emu_core with a simulated wire. */
 #ifndef EMU_EMU_H
 #define EMU_EMU_H
