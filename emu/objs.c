@@ -27,6 +27,19 @@ static size_t page_align(size_t x)
 	return (x + 4095) & ~(size_t)4095;
 }
 
+/* Bytes of a shared ring (header, then entries slots of stride bytes),
+ * rounded to whole pages: every CQ, SQ, RQ and SRQ ring is sized here. */
+static size_t emu_ring_bytes(uint32_t entries, uint32_t stride)
+{
+	return page_align(UROCE_RING_HDR_SIZE + (size_t)entries * stride);
+}
+
+/* Slot size of a receive ring (RQ or SRQ) for sge scatter entries. */
+static uint32_t emu_recv_stride(uint32_t sge)
+{
+	return pow2_at_least(UROCE_RECV_WQE_HDR + sge * (uint32_t)sizeof(struct uroce_sge));
+}
+
 static void emu_ring_init(struct emu_ring *r, void *base, uint32_t entries, uint32_t stride)
 {
 	r->hdr = base;
@@ -308,7 +321,7 @@ int emu_channel_destroy(struct emu_ctx *c, uint32_t handle)
 static int emu_cq_ring_new(struct emu_cq *cq, uint32_t cqe)
 {
 	uint32_t entries = pow2_at_least(cqe < 2 ? 2 : cqe);
-	size_t size = page_align(UROCE_RING_HDR_SIZE + (size_t)entries * UROCE_CQE_SIZE);
+	size_t size = emu_ring_bytes(entries, UROCE_CQE_SIZE);
 	void *map;
 	int fd;
 	int rc = emu_shm_create("uroce-cq", size, &fd, &map);
@@ -452,8 +465,8 @@ int emu_srq_create(struct emu_ctx *c, const struct uroce_create_srq_req *q,
 		return -ENOMEM;
 	uint32_t sge = q->max_sge ? q->max_sge : 1;
 	uint32_t entries = pow2_at_least(q->max_wr);
-	uint32_t stride = pow2_at_least(UROCE_RECV_WQE_HDR + sge * (uint32_t)sizeof(struct uroce_sge));
-	size_t size = page_align(UROCE_RING_HDR_SIZE + (size_t)entries * stride);
+	uint32_t stride = emu_recv_stride(sge);
+	size_t size = emu_ring_bytes(entries, stride);
 	int rc = emu_ctx_charge(c, size);
 	if (rc) {
 		free(srq);
@@ -507,7 +520,7 @@ static int emu_srq_regrow(struct emu_srq *srq, uint32_t want)
 {
 	uint32_t entries = pow2_at_least(want);
 	uint32_t stride = srq->rq.stride;
-	size_t size = page_align(UROCE_RING_HDR_SIZE + (size_t)entries * stride);
+	size_t size = emu_ring_bytes(entries, stride);
 	uint32_t prod = emu_ring_prod(&srq->rq), cons = srq->rq.cons;
 	void *map;
 	int mfd;
@@ -698,11 +711,9 @@ static void emu_qp_layout(const struct ibv_qp_cap *cap, bool srq, struct emu_qp_
 	l->sq_stride = pow2_at_least(UROCE_SEND_WQE_HDR + sbody);
 	l->rq_entries = srq ? 0 : pow2_at_least(cap->max_recv_wr ? cap->max_recv_wr : 1);
 	uint32_t rsge = cap->max_recv_sge ? cap->max_recv_sge : 1;
-	l->rq_stride = srq ? 0 : pow2_at_least(UROCE_RECV_WQE_HDR + rsge *
-					       (uint32_t)sizeof(struct uroce_sge));
-	l->sq_size = page_align(UROCE_RING_HDR_SIZE + (size_t)l->sq_entries * l->sq_stride);
-	size_t rq_size = srq ? 0 : page_align(UROCE_RING_HDR_SIZE +
-					      (size_t)l->rq_entries * l->rq_stride);
+	l->rq_stride = srq ? 0 : emu_recv_stride(rsge);
+	l->sq_size = emu_ring_bytes(l->sq_entries, l->sq_stride);
+	size_t rq_size = srq ? 0 : emu_ring_bytes(l->rq_entries, l->rq_stride);
 	l->size = l->sq_size + (srq ? 4096 : rq_size); /* an unused RQ header with an SRQ */
 }
 
