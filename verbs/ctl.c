@@ -67,6 +67,36 @@ static bool refused(int sock)
 
 #define URV_MAX_FDS 4
 
+/* descriptors of a received message into fds_out (the ones beyond nfds_out
+ * closed): how many were stored */
+static int urv_ctl_take_fds(struct msghdr *mh, int *fds_out, int nfds_out)
+{
+	int got = 0;
+
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		int nf = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		int *f = (int *)(void *)CMSG_DATA(cm);
+
+		for (int i = 0; i < nf; i++) {
+			if (got < nfds_out)
+				fds_out[got++] = f[i];
+			else
+				close(f[i]);
+		}
+	}
+	return got;
+}
+
+static void urv_ctl_drop_fds(int *fds, int n)
+{
+	for (int i = 0; i < n; i++) {
+		close(fds[i]);
+		fds[i] = -1;
+	}
+}
+
 int urv_ctl_raw(int sock, uint32_t *seq, uint32_t op, const void *req,
 		size_t req_len, void *rep, size_t rep_len, const int *fds_in,
 		int nfds_in, int *fds_out, int nfds_out)
@@ -141,49 +171,25 @@ int urv_ctl_raw(int sock, uint32_t *seq, uint32_t op, const void *req,
 				return -EACCES;
 			return errno == ECONNRESET ? -ENODEV : -errno;
 		}
-		got = 0;
-		for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-			if (cm->cmsg_level != SOL_SOCKET ||
-			    cm->cmsg_type != SCM_RIGHTS)
-				continue;
-			int nf = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-			int *f = (int *)(void *)CMSG_DATA(cm);
-
-			for (i = 0; i < nf; i++) {
-				if (got < nfds_out)
-					fds_out[got++] = f[i];
-				else
-					close(f[i]);
-			}
-		}
+		got = urv_ctl_take_fds(&mh, fds_out, nfds_out);
 		if ((size_t)n >= sizeof(buf.h) && buf.h.seq == UROCE_REFUSED_SEQ &&
 		    buf.h.status == -EACCES) {
-			for (i = 0; i < got; i++)
-				close(fds_out[i]);
+			urv_ctl_drop_fds(fds_out, got);
 			return -EACCES;
 		}
 		if ((size_t)n < sizeof(buf.h) || buf.h.seq != s) {
 			/* a stale reply (an earlier call timed out): drop it */
-			for (i = 0; i < got; i++) {
-				close(fds_out[i]);
-				fds_out[i] = -1;
-			}
+			urv_ctl_drop_fds(fds_out, got);
 			continue;
 		}
 		break;
 	}
 	if (buf.h.status) {
-		for (i = 0; i < got; i++) {
-			close(fds_out[i]);
-			fds_out[i] = -1;
-		}
+		urv_ctl_drop_fds(fds_out, got);
 		return buf.h.status < 0 ? buf.h.status : -EIO;
 	}
 	if (got < nfds_out) {
-		for (i = 0; i < got; i++) {
-			close(fds_out[i]);
-			fds_out[i] = -1;
-		}
+		urv_ctl_drop_fds(fds_out, got);
 		return -EPROTO;
 	}
 	if (rep_len) {
