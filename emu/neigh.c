@@ -345,7 +345,7 @@ bool emu_av_refresh(struct emu_dev *d, struct emu_av *av)
 	return av->mac_valid;
 }
 
-void emu_core_poll(struct emu_dev *d, uint64_t now)
+void emu_neigh_poll(struct emu_dev *d, uint64_t now)
 {
 	for (unsigned i = 0; i < EMU_NEIGH_MAX; i++) {
 		struct emu_neigh *n = &d->neigh[i];
@@ -358,13 +358,11 @@ void emu_core_poll(struct emu_dev *d, uint64_t now)
 		}
 		emu_neigh_solicit(d, n);
 	}
-	if (d->fault)
-		emu_fault_poll(d->fault, d, now, emu_port_rx_deliver);
 }
 
-uint64_t emu_core_next_deadline(struct emu_dev *d)
+uint64_t emu_neigh_next_deadline(struct emu_dev *d)
 {
-	uint64_t t = emu_fault_next_deadline(d->fault);
+	uint64_t t = UINT64_MAX;
 
 	for (unsigned i = 0; i < EMU_NEIGH_MAX; i++)
 		if (d->neigh[i].state == EMU_NEIGH_INCOMPLETE && d->neigh[i].next_try_ns < t)
