@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #include "daemon.h"
-#include "emu_int.h"
 
 #define EMU_MAX_FDS_IN 4
 

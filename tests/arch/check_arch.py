@@ -51,6 +51,11 @@ CYCLE_EXCEPT = [
      "emu/ring.c", "emu/rx.c", "emu/xport.c", "emu/xport_util.c"},
 ]
 
+# Headers private to their folder: only files of that folder include them.
+PRIVATE_HEADERS = {"emu/emu_int.h", "emu/xport_int.h", "emu/memcheck.h",
+                   "emu/transport/xport_int.h", "emu/daemon/daemon.h",
+                   "emu/daemon/access.h", "emu/daemon/sysfs.h"}
+
 INC_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
 
@@ -181,6 +186,9 @@ def sccs(nodes, adj):
 
 
 def check_graph(edges, errors):
+    for a, b, w in edges:
+        if w == "include" and b in PRIVATE_HEADERS and folder(a) != folder(b):
+            errors.append("%s includes %s, private to its folder" % (a, b))
     # file level: x.c/x.h are one node
     adj, why = {}, {}
     nodes = set()
