@@ -3,8 +3,8 @@
  * transport uses (application memory, key checks, CQ production, events,
  * shared rings, packet I/O, clock, log). Internal header.
  *
- * One engine thread owns everything here (QPs will later be sharded across
- * lcores by QPN), so nothing is locked. Nothing in this header needs DPDK:
+ * One engine thread per device owns everything of that device, so nothing
+ * is locked. Nothing in this header needs DPDK:
  * transport tests link emu_core with a simulated wire. */
 #ifndef EMU_EMU_H
 #define EMU_EMU_H
@@ -691,6 +691,10 @@ void emu_ctx_destroy(struct emu_ctx *c);
 void emu_ctx_reap(struct emu_dev *d);
 /* Object of type in c by handle, or NULL. */
 void *emu_ctx_get(struct emu_ctx *c, uint32_t handle, enum emu_obj_type type);
+/* Shared memory for a client (rings, the doorbell page): a sealed-size
+ * memfd of size bytes, mapped shared; 0 or -errno. */
+int emu_shm_create(const char *name, size_t size, int *fd, void **map);
+void emu_shm_destroy(int fd, void *map, size_t size);
 
 /* Object operations; each returns 0 or -errno and fills a reply. */
 int emu_pd_alloc(struct emu_ctx *c, uint32_t *handle);

@@ -22,25 +22,6 @@ static bool gid_is_v4(const union ibv_gid *g)
 	return !memcmp(g->raw, emu_v4map, 12);
 }
 
-static uint16_t be16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
-static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
-
-static uint32_t csum_add(uint32_t s, const uint8_t *p, size_t n)
-{
-	for (; n > 1; n -= 2, p += 2)
-		s += be16(p);
-	if (n)
-		s += (uint32_t)p[0] << 8;
-	return s;
-}
-
-static uint16_t csum_fold(uint32_t s)
-{
-	while (s >> 16)
-		s = (s & 0xffff) + (s >> 16);
-	return (uint16_t)~s;
-}
-
 static int emu_first_v4(const struct emu_dev *d)
 {
 	for (uint32_t i = 0; i < d->gid_count; i++)
@@ -64,12 +45,12 @@ static void emu_arp_send(struct emu_dev *d, uint16_t oper, const uint8_t tha[6],
 
 	memcpy(f, dmac, 6);
 	memcpy(f + 6, d->mac, 6);
-	put16(f + 12, WIRE_ETHERTYPE_ARP);
-	put16(f + 14, 1);
-	put16(f + 16, WIRE_ETHERTYPE_IPV4);
+	wire_put_be16(f + 12, WIRE_ETHERTYPE_ARP);
+	wire_put_be16(f + 14, 1);
+	wire_put_be16(f + 16, WIRE_ETHERTYPE_IPV4);
 	f[18] = 6;
 	f[19] = 4;
-	put16(f + 20, oper);
+	wire_put_be16(f + 20, oper);
 	memcpy(f + 22, d->mac, 6);
 	memcpy(f + 28, spa, 4);
 	memcpy(f + 32, tha, 6);
@@ -88,9 +69,9 @@ static void emu_nd_send(struct emu_dev *d, uint8_t type, const uint8_t src[16],
 
 	memcpy(f, dmac, 6);
 	memcpy(f + 6, d->mac, 6);
-	put16(f + 12, WIRE_ETHERTYPE_IPV6);
+	wire_put_be16(f + 12, WIRE_ETHERTYPE_IPV6);
 	ip[0] = 0x60;
-	put16(ip + 4, 32);
+	wire_put_be16(ip + 4, 32);
 	ip[6] = 58;
 	ip[7] = 255;
 	memcpy(ip + 8, src, 16);
@@ -102,10 +83,10 @@ static void emu_nd_send(struct emu_dev *d, uint8_t type, const uint8_t src[16],
 	ic[24] = type == 135 ? 1 : 2; /* source / target link-layer address */
 	ic[25] = 1;
 	memcpy(ic + 26, d->mac, 6);
-	uint32_t s = csum_add(0, ip + 8, 32);
+	uint32_t s = wire_csum_add(0, ip + 8, 32);
 	s += 32 + 58;
-	s = csum_add(s, ic, 32);
-	put16(ic + 2, csum_fold(s));
+	s = wire_csum_add(s, ic, 32);
+	wire_put_be16(ic + 2, wire_csum_fold(s));
 	if (!emu_tx_frame(d, f, sizeof(f)))
 		d->cnt.tx_nd++;
 }
@@ -203,7 +184,7 @@ int emu_neigh_lookup(struct emu_dev *d, const union ibv_gid *ip, uint8_t mac[6])
 
 void emu_arp_input(struct emu_dev *d, const uint8_t *f, uint32_t len)
 {
-	if (len < 42 || be16(f + 14) != 1 || be16(f + 16) != WIRE_ETHERTYPE_IPV4 ||
+	if (len < 42 || wire_get_be16(f + 14) != 1 || wire_get_be16(f + 16) != WIRE_ETHERTYPE_IPV4 ||
 	    f[18] != 6 || f[19] != 4)
 		return;
 	d->cnt.rx_arp++;
@@ -216,7 +197,7 @@ void emu_arp_input(struct emu_dev *d, const uint8_t *f, uint32_t len)
 	/* learn from replies and from requests aimed at us (RFC 826 merge) */
 	if (for_us || emu_neigh_find(d, &spa))
 		emu_neigh_update(d, &spa, f + 22);
-	if (be16(f + 20) == 1 && for_us)
+	if (wire_get_be16(f + 20) == 1 && for_us)
 		emu_arp_send(d, 2, f + 22, f + 38, f + 28, f + 22);
 }
 
@@ -224,7 +205,7 @@ static void emu_icmp4_input(struct emu_dev *d, const uint8_t *f, uint32_t len)
 {
 	const uint8_t *ip = f + 14;
 	uint32_t ihl = (ip[0] & 0xf) * 4u;
-	uint32_t tot = be16(ip + 2);
+	uint32_t tot = wire_get_be16(ip + 2);
 
 	if (ihl < 20 || tot < ihl + 8 || 14 + tot > len || ip[9] != 1)
 		return;
@@ -247,11 +228,11 @@ static void emu_icmp4_input(struct emu_dev *d, const uint8_t *f, uint32_t len)
 	memcpy(oip + 12, ip + 16, 4);
 	memcpy(oip + 16, ip + 12, 4);
 	oip[8] = 64;
-	put16(oip + 10, 0);
-	put16(oip + 10, csum_fold(csum_add(0, oip, ihl)));
+	wire_put_be16(oip + 10, 0);
+	wire_put_be16(oip + 10, wire_csum_fold(wire_csum_add(0, oip, ihl)));
 	oic[0] = 0;
-	put16(oic + 2, 0);
-	put16(oic + 2, csum_fold(csum_add(0, oic, tot - ihl)));
+	wire_put_be16(oic + 2, 0);
+	wire_put_be16(oic + 2, wire_csum_fold(wire_csum_add(0, oic, tot - ihl)));
 	if (!emu_tx_frame(d, out, 14 + tot))
 		d->cnt.tx_icmp++;
 }
@@ -259,7 +240,7 @@ static void emu_icmp4_input(struct emu_dev *d, const uint8_t *f, uint32_t len)
 static void emu_icmp6_input(struct emu_dev *d, const uint8_t *f, uint32_t len)
 {
 	const uint8_t *ip = f + 14;
-	uint32_t plen = be16(ip + 4);
+	uint32_t plen = wire_get_be16(ip + 4);
 
 	if (ip[6] != 58 || plen < 8 || 14 + 40 + plen > len)
 		return;
@@ -295,21 +276,29 @@ static void emu_icmp6_input(struct emu_dev *d, const uint8_t *f, uint32_t len)
 		memcpy(oip + 24, ip + 8, 16);
 		oip[7] = 64;
 		oic[0] = 129;
-		put16(oic + 2, 0);
-		uint32_t s = csum_add(0, oip + 8, 32);
+		wire_put_be16(oic + 2, 0);
+		uint32_t s = wire_csum_add(0, oip + 8, 32);
 		s += plen + 58;
-		s = csum_add(s, oic, plen);
-		put16(oic + 2, csum_fold(s));
+		s = wire_csum_add(s, oic, plen);
+		wire_put_be16(oic + 2, wire_csum_fold(s));
 		if (!emu_tx_frame(d, out, 14 + 40 + plen))
 			d->cnt.tx_icmp++;
 	}
+}
+
+int emu_gid_find(const struct emu_dev *d, const union ibv_gid *gid)
+{
+	for (uint32_t i = 0; i < d->gid_count; i++)
+		if (!memcmp(d->gids[i].raw, gid->raw, 16))
+			return (int)i;
+	return -1;
 }
 
 void emu_ip_l2_input(struct emu_dev *d, const uint8_t *f, uint32_t len)
 {
 	if (len < 14)
 		goto drop;
-	uint16_t et = be16(f + 12);
+	uint16_t et = wire_get_be16(f + 12);
 	if (et == WIRE_ETHERTYPE_ARP) {
 		emu_arp_input(d, f, len);
 		return;
@@ -356,7 +345,7 @@ bool emu_av_refresh(struct emu_dev *d, struct emu_av *av)
 	return av->mac_valid;
 }
 
-void emu_core_poll(struct emu_dev *d, uint64_t now)
+void emu_neigh_poll(struct emu_dev *d, uint64_t now)
 {
 	for (unsigned i = 0; i < EMU_NEIGH_MAX; i++) {
 		struct emu_neigh *n = &d->neigh[i];
@@ -369,13 +358,11 @@ void emu_core_poll(struct emu_dev *d, uint64_t now)
 		}
 		emu_neigh_solicit(d, n);
 	}
-	if (d->fault)
-		emu_fault_poll(d->fault, d, now, emu_port_rx_deliver);
 }
 
-uint64_t emu_core_next_deadline(struct emu_dev *d)
+uint64_t emu_neigh_next_deadline(struct emu_dev *d)
 {
-	uint64_t t = emu_fault_next_deadline(d->fault);
+	uint64_t t = UINT64_MAX;
 
 	for (unsigned i = 0; i < EMU_NEIGH_MAX; i++)
 		if (d->neigh[i].state == EMU_NEIGH_INCOMPLETE && d->neigh[i].next_try_ns < t)

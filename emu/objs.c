@@ -27,6 +27,19 @@ static size_t page_align(size_t x)
 	return (x + 4095) & ~(size_t)4095;
 }
 
+/* Bytes of a shared ring (header, then entries slots of stride bytes),
+ * rounded to whole pages: every CQ, SQ, RQ and SRQ ring is sized here. */
+static size_t emu_ring_bytes(uint32_t entries, uint32_t stride)
+{
+	return page_align(UROCE_RING_HDR_SIZE + (size_t)entries * stride);
+}
+
+/* Slot size of a receive ring (RQ or SRQ) for sge scatter entries. */
+static uint32_t emu_recv_stride(uint32_t sge)
+{
+	return pow2_at_least(UROCE_RECV_WQE_HDR + sge * (uint32_t)sizeof(struct uroce_sge));
+}
+
 static void emu_ring_init(struct emu_ring *r, void *base, uint32_t entries, uint32_t stride)
 {
 	r->hdr = base;
@@ -308,7 +321,7 @@ int emu_channel_destroy(struct emu_ctx *c, uint32_t handle)
 static int emu_cq_ring_new(struct emu_cq *cq, uint32_t cqe)
 {
 	uint32_t entries = pow2_at_least(cqe < 2 ? 2 : cqe);
-	size_t size = page_align(UROCE_RING_HDR_SIZE + (size_t)entries * UROCE_CQE_SIZE);
+	size_t size = emu_ring_bytes(entries, UROCE_CQE_SIZE);
 	void *map;
 	int fd;
 	int rc = emu_shm_create("uroce-cq", size, &fd, &map);
@@ -452,8 +465,8 @@ int emu_srq_create(struct emu_ctx *c, const struct uroce_create_srq_req *q,
 		return -ENOMEM;
 	uint32_t sge = q->max_sge ? q->max_sge : 1;
 	uint32_t entries = pow2_at_least(q->max_wr);
-	uint32_t stride = pow2_at_least(UROCE_RECV_WQE_HDR + sge * (uint32_t)sizeof(struct uroce_sge));
-	size_t size = page_align(UROCE_RING_HDR_SIZE + (size_t)entries * stride);
+	uint32_t stride = emu_recv_stride(sge);
+	size_t size = emu_ring_bytes(entries, stride);
 	int rc = emu_ctx_charge(c, size);
 	if (rc) {
 		free(srq);
@@ -507,7 +520,7 @@ static int emu_srq_regrow(struct emu_srq *srq, uint32_t want)
 {
 	uint32_t entries = pow2_at_least(want);
 	uint32_t stride = srq->rq.stride;
-	size_t size = page_align(UROCE_RING_HDR_SIZE + (size_t)entries * stride);
+	size_t size = emu_ring_bytes(entries, stride);
 	uint32_t prod = emu_ring_prod(&srq->rq), cons = srq->rq.cons;
 	void *map;
 	int mfd;
@@ -653,6 +666,91 @@ static int emu_qpn_alloc(struct emu_dev *d, struct emu_qp *qp)
 	return -ENOMEM;
 }
 
+/* Ring geometry of one QP: computed once, used for the charge, the mapping,
+ * the reported caps and the reply. */
+struct emu_qp_layout {
+	uint32_t sq_entries, sq_stride, rq_entries, rq_stride;
+	size_t sq_size, size;
+};
+
+/* validate: objects exist, type and caps within limits; *cap is adjusted
+ * (no receive queue with an SRQ) */
+static int emu_qp_check(struct emu_ctx *c, const struct uroce_create_qp_req *q,
+			struct emu_srq **srqp, struct ibv_qp_cap *cap)
+{
+	struct emu_srq *srq = NULL;
+
+	if (q->qp_type != IBV_QPT_RC && q->qp_type != IBV_QPT_UC && q->qp_type != IBV_QPT_UD)
+		return -EOPNOTSUPP;
+	if (q->srq != -1) {
+		srq = emu_ctx_get(c, (uint32_t)q->srq, EMU_OBJ_SRQ);
+		if (!srq)
+			return -EINVAL;
+	}
+	if (cap->max_send_wr > EMU_MAX_QP_WR || cap->max_send_sge > EMU_MAX_SGE ||
+	    cap->max_inline_data > EMU_MAX_INLINE)
+		return -EINVAL;
+	if (srq) {
+		cap->max_recv_wr = 0;
+		cap->max_recv_sge = 0;
+	} else if (cap->max_recv_wr > EMU_MAX_QP_WR || cap->max_recv_sge > EMU_MAX_SGE) {
+		return -EINVAL;
+	}
+	*srqp = srq;
+	return 0;
+}
+
+static void emu_qp_layout(const struct ibv_qp_cap *cap, bool srq, struct emu_qp_layout *l)
+{
+	l->sq_entries = pow2_at_least(cap->max_send_wr ? cap->max_send_wr : 1);
+	uint32_t sbody = cap->max_send_sge * (uint32_t)sizeof(struct uroce_sge);
+	if (cap->max_inline_data > sbody)
+		sbody = cap->max_inline_data;
+	if (sbody < sizeof(struct uroce_sge))
+		sbody = sizeof(struct uroce_sge);
+	l->sq_stride = pow2_at_least(UROCE_SEND_WQE_HDR + sbody);
+	l->rq_entries = srq ? 0 : pow2_at_least(cap->max_recv_wr ? cap->max_recv_wr : 1);
+	uint32_t rsge = cap->max_recv_sge ? cap->max_recv_sge : 1;
+	l->rq_stride = srq ? 0 : emu_recv_stride(rsge);
+	l->sq_size = emu_ring_bytes(l->sq_entries, l->sq_stride);
+	size_t rq_size = srq ? 0 : emu_ring_bytes(l->rq_entries, l->rq_stride);
+	l->size = l->sq_size + (srq ? 4096 : rq_size); /* an unused RQ header with an SRQ */
+}
+
+/* report what the rings can really hold (>= requested) */
+static void emu_qp_real_caps(struct emu_qp *qp, const struct emu_qp_layout *l)
+{
+	qp->cap.max_send_wr = l->sq_entries;
+	qp->cap.max_send_sge = (l->sq_stride - UROCE_SEND_WQE_HDR) / (uint32_t)sizeof(struct uroce_sge);
+	if (qp->cap.max_send_sge > EMU_MAX_SGE)
+		qp->cap.max_send_sge = EMU_MAX_SGE;
+	qp->cap.max_inline_data = l->sq_stride - UROCE_SEND_WQE_HDR;
+	if (qp->cap.max_inline_data > EMU_MAX_INLINE)
+		qp->cap.max_inline_data = EMU_MAX_INLINE;
+	qp->cap.max_recv_wr = l->rq_entries;
+	qp->cap.max_recv_sge = qp->srq ? 0 :
+		(l->rq_stride - UROCE_RECV_WQE_HDR) / (uint32_t)sizeof(struct uroce_sge);
+	if (qp->cap.max_recv_sge > EMU_MAX_SGE)
+		qp->cap.max_recv_sge = EMU_MAX_SGE;
+}
+
+static void emu_qp_reply(const struct emu_qp *qp, const struct emu_qp_layout *l,
+			 struct uroce_create_qp_rep *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->handle = qp->handle;
+	r->qpn = qp->qpn;
+	r->db_index = qp->db_index;
+	r->cap = qp->cap;
+	r->sq_entries = l->sq_entries;
+	r->sq_stride = l->sq_stride;
+	r->rq_entries = l->rq_entries;
+	r->rq_stride = l->rq_stride;
+	r->sq_offset = 0;
+	r->rq_offset = l->sq_size;
+	r->map_size = l->size;
+}
+
 int emu_qp_create(struct emu_ctx *c, const struct uroce_create_qp_req *q,
 		  struct uroce_create_qp_rep *r, int *memfd_out)
 {
@@ -662,62 +760,37 @@ int emu_qp_create(struct emu_ctx *c, const struct uroce_create_qp_req *q,
 	struct emu_cq *rcq = emu_ctx_get(c, q->recv_cq, EMU_OBJ_CQ);
 	struct emu_srq *srq = NULL;
 	struct ibv_qp_cap cap = q->cap;
+	struct emu_qp_layout l;
 	int rc;
 
 	if (!pd || !scq || !rcq)
 		return -EINVAL;
 	if (emu_ctx_quota(c, EMU_OBJ_QP))
 		return -ENOMEM; /* before the queue memory is made */
-	if (q->qp_type != IBV_QPT_RC && q->qp_type != IBV_QPT_UC && q->qp_type != IBV_QPT_UD)
-		return -EOPNOTSUPP;
-	if (q->srq != -1) {
-		srq = emu_ctx_get(c, (uint32_t)q->srq, EMU_OBJ_SRQ);
-		if (!srq)
-			return -EINVAL;
-	}
-	if (cap.max_send_wr > EMU_MAX_QP_WR || cap.max_send_sge > EMU_MAX_SGE ||
-	    cap.max_inline_data > EMU_MAX_INLINE)
-		return -EINVAL;
-	if (srq) {
-		cap.max_recv_wr = 0;
-		cap.max_recv_sge = 0;
-	} else if (cap.max_recv_wr > EMU_MAX_QP_WR || cap.max_recv_sge > EMU_MAX_SGE) {
-		return -EINVAL;
-	}
+	rc = emu_qp_check(c, q, &srq, &cap);
+	if (rc)
+		return rc;
 
 	struct emu_qp *qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return -ENOMEM;
-	uint32_t sq_entries = pow2_at_least(cap.max_send_wr ? cap.max_send_wr : 1);
-	uint32_t sbody = cap.max_send_sge * (uint32_t)sizeof(struct uroce_sge);
-	if (cap.max_inline_data > sbody)
-		sbody = cap.max_inline_data;
-	if (sbody < sizeof(struct uroce_sge))
-		sbody = sizeof(struct uroce_sge);
-	uint32_t sq_stride = pow2_at_least(UROCE_SEND_WQE_HDR + sbody);
-	uint32_t rq_entries = srq ? 0 : pow2_at_least(cap.max_recv_wr ? cap.max_recv_wr : 1);
-	uint32_t rsge = cap.max_recv_sge ? cap.max_recv_sge : 1;
-	uint32_t rq_stride = srq ? 0 : pow2_at_least(UROCE_RECV_WQE_HDR + rsge *
-							(uint32_t)sizeof(struct uroce_sge));
-	size_t sq_size = page_align(UROCE_RING_HDR_SIZE + (size_t)sq_entries * sq_stride);
-	size_t rq_size = srq ? 0 : page_align(UROCE_RING_HDR_SIZE + (size_t)rq_entries * rq_stride);
-	size_t size = sq_size + (srq ? 4096 : rq_size); /* an unused RQ header with an SRQ */
-
+	emu_qp_layout(&cap, srq != NULL, &l);
 	/* the rings plus the transport's private copy of the send queue */
-	uint64_t charge = size + (uint64_t)sq_entries * (sq_stride + sizeof(struct emu_xport_swqe));
+	uint64_t charge = l.size + (uint64_t)l.sq_entries *
+			  (l.sq_stride + sizeof(struct emu_xport_swqe));
 	rc = emu_ctx_charge(c, charge);
 	if (rc) {
 		free(qp);
 		return rc;
 	}
 	qp->charged = charge;
-	rc = emu_shm_create("uroce-qp", size, &qp->memfd, &qp->map);
+	rc = emu_shm_create("uroce-qp", l.size, &qp->memfd, &qp->map);
 	if (rc) {
 		emu_ctx_uncharge(c, charge);
 		free(qp);
 		return rc;
 	}
-	qp->map_size = size;
+	qp->map_size = l.size;
 	qp->dev = d;
 	qp->ctx = c;
 	qp->type = (enum ibv_qp_type)q->qp_type;
@@ -727,20 +800,9 @@ int emu_qp_create(struct emu_ctx *c, const struct uroce_create_qp_req *q,
 	qp->srq = srq;
 	qp->sq_sig_all = q->sq_sig_all != 0;
 	qp->user_handle = q->user_handle;
-	emu_ring_init(&qp->sq, qp->map, sq_entries, sq_stride);
-	emu_ring_init(&qp->rq, (uint8_t *)qp->map + sq_size, rq_entries, rq_stride);
-	/* report what the rings can really hold (>= requested) */
-	qp->cap.max_send_wr = sq_entries;
-	qp->cap.max_send_sge = (sq_stride - UROCE_SEND_WQE_HDR) / (uint32_t)sizeof(struct uroce_sge);
-	if (qp->cap.max_send_sge > EMU_MAX_SGE)
-		qp->cap.max_send_sge = EMU_MAX_SGE;
-	qp->cap.max_inline_data = sq_stride - UROCE_SEND_WQE_HDR;
-	if (qp->cap.max_inline_data > EMU_MAX_INLINE)
-		qp->cap.max_inline_data = EMU_MAX_INLINE;
-	qp->cap.max_recv_wr = rq_entries;
-	qp->cap.max_recv_sge = srq ? 0 : (rq_stride - UROCE_RECV_WQE_HDR) / (uint32_t)sizeof(struct uroce_sge);
-	if (qp->cap.max_recv_sge > EMU_MAX_SGE)
-		qp->cap.max_recv_sge = EMU_MAX_SGE;
+	emu_ring_init(&qp->sq, qp->map, l.sq_entries, l.sq_stride);
+	emu_ring_init(&qp->rq, (uint8_t *)qp->map + l.sq_size, l.rq_entries, l.rq_stride);
+	emu_qp_real_caps(qp, &l);
 	qp->attr.qp_state = IBV_QPS_RESET;
 	qp->attr.cur_qp_state = IBV_QPS_RESET;
 	qp->attr.cap = qp->cap;
@@ -762,18 +824,7 @@ int emu_qp_create(struct emu_ctx *c, const struct uroce_create_qp_req *q,
 		srq->refcnt++;
 	emu_xport_qp_init(qp);
 
-	memset(r, 0, sizeof(*r));
-	r->handle = qp->handle;
-	r->qpn = qp->qpn;
-	r->db_index = qp->db_index;
-	r->cap = qp->cap;
-	r->sq_entries = sq_entries;
-	r->sq_stride = sq_stride;
-	r->rq_entries = rq_entries;
-	r->rq_stride = rq_stride;
-	r->sq_offset = 0;
-	r->rq_offset = sq_size;
-	r->map_size = size;
+	emu_qp_reply(qp, &l, r);
 	*memfd_out = qp->memfd;
 	return 0;
 

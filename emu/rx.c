@@ -1,72 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* Frame entry and exit of a device: receive classification (RoCE to the
- * transport, the rest to ARP/ND/ICMP), drop accounting, transmit wrappers
- * with capture, and UD multicast membership. */
+/* Frame entry of a device: receive classification (RoCE to the transport,
+ * the rest to ARP/ND/ICMP), drop accounting, the device's timers (neighbour
+ * retries, frames held back by fault injection) and UD multicast
+ * membership. Frames leave through tx.c. */
 #include <errno.h>
 #include <string.h>
 
 #include "emu.h"
 #include "emu_int.h"
-
-const char *const emu_drop_name[EMU_DROP_NUM] = {
-	[EMU_DROP_NOT_ROCE] = "not-roce",
-	[EMU_DROP_PARSE] = "parse",
-	[EMU_DROP_ICRC] = "icrc",
-	[EMU_DROP_NOT_OUR_MAC] = "not-our-mac",
-	[EMU_DROP_NOT_OUR_IP] = "not-our-ip",
-	[EMU_DROP_UNKNOWN_QP] = "unknown-qp",
-	[EMU_DROP_MCAST] = "mcast-no-member",
-	[EMU_DROP_TX_NOBUF] = "tx-nobuf",
-	[EMU_DROP_TX_NO_NEIGH] = "tx-no-neigh",
-	[EMU_DROP_FAULT] = "fault",
-	[EMU_DROP_SRC_MISMATCH] = "src-mismatch",
-};
-
-int emu_tx_alloc(struct emu_dev *d, struct emu_txbuf *b)
-{
-	int rc = d->ops && d->ops->tx_alloc ? d->ops->tx_alloc(d, b) : -ENOBUFS;
-
-	if (rc)
-		d->cnt.drops[EMU_DROP_TX_NOBUF]++;
-	return rc;
-}
-
-void emu_tx_send(struct emu_dev *d, struct emu_txbuf *b, uint32_t len)
-{
-	d->cnt.tx_pkts++;
-	d->cnt.tx_bytes += len;
-	if (d->capture)
-		d->capture(d, b->data, len, true);
-	d->ops->tx_send(d, b, len);
-}
-
-void emu_tx_free(struct emu_dev *d, struct emu_txbuf *b)
-{
-	if (d->ops && d->ops->tx_free)
-		d->ops->tx_free(d, b);
-}
-
-void emu_tx_flush(struct emu_dev *d)
-{
-	if (d->ops && d->ops->tx_flush)
-		d->ops->tx_flush(d);
-}
-
-int emu_tx_frame(struct emu_dev *d, const uint8_t *frame, uint32_t len)
-{
-	struct emu_txbuf b;
-	int rc = emu_tx_alloc(d, &b);
-
-	if (rc)
-		return rc;
-	if (len > b.cap) {
-		emu_tx_free(d, &b);
-		return -EMSGSIZE;
-	}
-	memcpy(b.data, frame, len);
-	emu_tx_send(d, &b, len);
-	return 0;
-}
 
 static bool emu_gid_is_mcast(const union ibv_gid *g)
 {
@@ -75,14 +16,6 @@ static bool emu_gid_is_mcast(const union ibv_gid *g)
 	/* IPv4-mapped 224.0.0.0/4 */
 	static const uint8_t v4m[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 	return !memcmp(g->raw, v4m, 12) && (g->raw[12] & 0xf0) == 0xe0;
-}
-
-int emu_gid_find(const struct emu_dev *d, const union ibv_gid *gid)
-{
-	for (uint32_t i = 0; i < d->gid_count; i++)
-		if (!memcmp(d->gids[i].raw, gid->raw, 16))
-			return (int)i;
-	return -1;
 }
 
 static struct emu_mcast *emu_mcast_find(struct emu_dev *d, const union ibv_gid *gid)
@@ -229,4 +162,21 @@ void emu_port_rx_frame(struct emu_dev *d, const uint8_t *frame, uint32_t len)
 		emu_fault_rx(d->fault, d, frame, len, emu_port_rx_deliver);
 	else
 		emu_port_rx_deliver(d, frame, len);
+}
+
+/* the device's timers: neighbour resolution retries, and frames fault
+ * injection held back, which re-enter here */
+void emu_core_poll(struct emu_dev *d, uint64_t now)
+{
+	emu_neigh_poll(d, now);
+	if (d->fault)
+		emu_fault_poll(d->fault, d, now, emu_port_rx_deliver);
+}
+
+uint64_t emu_core_next_deadline(struct emu_dev *d)
+{
+	uint64_t t = emu_fault_next_deadline(d->fault);
+	uint64_t n = emu_neigh_next_deadline(d);
+
+	return n < t ? n : t;
 }

@@ -23,6 +23,16 @@ static uint16_t fold(uint32_t acc)
 	return (uint16_t)acc;
 }
 
+uint32_t wire_csum_add(uint32_t acc, const uint8_t *p, size_t len)
+{
+	return sum16(acc, p, len);
+}
+
+uint16_t wire_csum_fold(uint32_t acc)
+{
+	return (uint16_t)~fold(acc);
+}
+
 uint16_t wire_ipv4_csum(const uint8_t *hdr, size_t len)
 {
 	uint32_t acc = sum16(0, hdr, len < 10 ? len : 10);

@@ -23,6 +23,15 @@ bool wire_ipv4_csum_ok(const uint8_t *hdr, size_t len);
  *  0xFFFF, per RFC 768). */
 uint16_t wire_udp_csum(const uint8_t *l3, const uint8_t *udp, size_t udp_len);
 
+/** Running Internet checksum (RFC 1071): adds @p len bytes at @p p, as
+ *  big-endian 16-bit words (an odd last byte padded with zero), to @p acc.
+ *  For checksums wire/ does not build itself (ICMP, ICMPv6 with its
+ *  pseudo-header). */
+uint32_t wire_csum_add(uint32_t acc, const uint8_t *p, size_t len);
+
+/** The checksum to store for a sum from wire_csum_add(): folded, inverted. */
+uint16_t wire_csum_fold(uint32_t acc);
+
 /** UDP source port for a QP, as Linux rdma_rxe picks it for UD QPs (and for
  *  any QP before it is connected): 0xC000 + the top 14 bits of
  *  (qpn * 0x61C88647), a golden-ratio hash. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target for the control protocol: the daemon's own control code
- * (emu/ctl.c: accept, read, dispatch, reply, close) runs in-process on a
+ * (emu/daemon/ctl.c: accept, read, dispatch, reply, close) runs in-process on a
  * device with no DPDK port, driven through its real unix SEQPACKET socket by
  * a hostile client: messages of every op and every length (exact, runt,
  * oversized, wrong len field, unknown op), with descriptors of every type

@@ -72,6 +72,15 @@ int main(void)
 	CHECK(!wire_ipv4_csum_ok(iph, 20), "csum detects");
 	iph[4] ^= 1;
 
+	/* Running checksum (the daemon's ICMP/ICMPv6): RFC 1071 section 3's
+	 * example words sum to 0xddf2, stored inverted; an odd tail byte is
+	 * the high half of a word; the header above sums the same way. */
+	static const uint8_t rfc[8] = { 0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7 };
+	CHECK_EQ(wire_csum_fold(wire_csum_add(0, rfc, 8)), 0x220d);
+	CHECK_EQ(wire_csum_fold(wire_csum_add(wire_csum_add(0, rfc, 4), rfc + 4, 4)), 0x220d);
+	CHECK_EQ(wire_csum_add(0, rfc, 3), 0x0001u + 0xf200u);
+	CHECK_EQ(wire_csum_fold(wire_csum_add(0, iph, 20)), 0);
+
 	/* UDP checksum: verify by summing the datagram with the stored value. */
 	uint8_t pkt[20 + 8 + 6] = { 0x45, 0, 0, 34, 0, 0, 0x40, 0, 64, 17, 0, 0,
 				    192, 168, 0, 1, 192, 168, 0, 2,

@@ -60,6 +60,7 @@ struct emu_daemon {
 	uint16_t port_id;
 	bool port_up;
 	struct emu_port *port;    /* port_dpdk.c */
+	bool link_second;         /* link:NAME already opened by an earlier device */
 	void *pcap;
 	uint64_t refused_log_ms;  /* last "refused" log line (rate limit) */
 	uint64_t refused_unlogged;
@@ -99,7 +100,6 @@ void emu_port_attach(struct emu_daemon *dm);
 void emu_port_thread_init(void);
 
 /* main.c */
-void emu_capture_flush(struct emu_daemon *dm);
 
 /* engine.c */
 int emu_engine_run(struct emu_daemon *dm);

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "daemon.h"
+#include "pcapw.h"
 
 #define EMU_RX_POLL_NS   1000000ull  /* sleeping: look at RX at least this often */
 #define EMU_LOOP_SLEEP_NS 200000000ull /* loopback: only the stop flag needs it */
@@ -203,8 +204,8 @@ int emu_engine_run(struct emu_daemon *dm)
 			emu_ctl_poll(dm, (int)wait);
 		else
 			emu_ctl_poll(dm, 0);
-		if (dm->o.pcap[0])
-			emu_capture_flush(dm);
+		if (dm->pcap)
+			pcapw_flush(dm->pcap);
 		emu_ctl_need_wakeup(dm, 0);
 	}
 	return 0;

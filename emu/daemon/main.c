@@ -17,9 +17,7 @@
 
 #include "daemon.h"
 #include "sysfs.h"
-#ifdef EMU_HAVE_PCAPW
 #include "pcapw.h"
-#endif
 
 struct emu_daemon *emu_ds[EMU_MAX_DEVS];
 unsigned emu_nds;
@@ -250,41 +248,200 @@ static void emu_opts_default(struct emu_opts *o, unsigned idx)
 	memcpy(o->mac, (uint8_t[6]){ 0x02, 0, 0, 0, 0, (uint8_t)(idx + 1) }, 6);
 }
 
+enum { O_DEV = 256, O_PORT, O_IP, O_MAC, O_MTU, O_RUNDIR, O_BUSY, O_EAL, O_PCAP,
+       O_FAULT, O_SPIN, O_LOG, O_CPU, O_HELP, O_STALL,
+       O_SOCK_GROUP, O_SOCK_MODE, O_ALLOW_UID, O_ALLOW_GID, O_LIMIT, O_UID_LIMIT };
+
+static const struct option emu_long_opts[] = {
+	{ "dev", required_argument, NULL, O_DEV },
+	{ "port", required_argument, NULL, O_PORT },
+	{ "vdev", required_argument, NULL, O_PORT },
+	{ "ip", required_argument, NULL, O_IP },
+	{ "mac", required_argument, NULL, O_MAC },
+	{ "mtu", required_argument, NULL, O_MTU },
+	{ "run-dir", required_argument, NULL, O_RUNDIR },
+	{ "busy-poll", no_argument, NULL, O_BUSY },
+	{ "spin-us", required_argument, NULL, O_SPIN },
+	{ "eal", required_argument, NULL, O_EAL },
+	{ "pcap", required_argument, NULL, O_PCAP },
+	{ "fault", required_argument, NULL, O_FAULT },
+	{ "log-level", required_argument, NULL, O_LOG },
+	{ "cpu", required_argument, NULL, O_CPU },
+	{ "help", no_argument, NULL, O_HELP },
+	{ "socket-group", required_argument, NULL, O_SOCK_GROUP },
+	{ "socket-mode", required_argument, NULL, O_SOCK_MODE },
+	{ "allow-uid", required_argument, NULL, O_ALLOW_UID },
+	{ "allow-gid", required_argument, NULL, O_ALLOW_GID },
+	{ "mem-stall-ms", required_argument, NULL, O_STALL },
+	{ "limit", required_argument, NULL, O_LIMIT },
+	{ "uid-limit", required_argument, NULL, O_UID_LIMIT },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* Options of the current device: 0, -1 after one error line, 1 not one */
+static int emu_opt_device(struct emu_opts *o, int c, const char *v)
+{
+	switch (c) {
+	case O_PORT: return emu_set_port(o, v);
+	case O_IP: return emu_set_ip(o, v);
+	case O_MAC: return emu_set_mac(o, v);
+	case O_MTU: return emu_set_mtu(o, v);
+	case O_PCAP: return emu_set_pcap(o, v);
+	case O_CPU: return emu_set_cpu(o, v);
+	default: return 1;
+	}
+}
+
+static int emu_opt_ulong(const char *name, const char *v, unsigned long max, uint32_t *out)
+{
+	char *end;
+	unsigned long n = strtoul(v, &end, 10);
+
+	if (*end || end == v || n > max) {
+		fprintf(stderr, "uroced: bad --%s '%s'\n", name, v);
+		return -1;
+	}
+	*out = (uint32_t)n;
+	return 0;
+}
+
+
+/* Options of every device (kept in g): 0, -1 after one error line, 1 not one */
+static int emu_opt_global(struct emu_opts *g, int c, const char *v)
+{
+	switch (c) {
+	case O_LIMIT:
+	case O_UID_LIMIT:
+		if (emu_limit_set(v, c == O_UID_LIMIT)) {
+			fprintf(stderr, "uroced: bad --%s '%s'\n",
+				c == O_LIMIT ? "limit" : "uid-limit", v);
+			return -1;
+		}
+		return 0;
+	case O_SPIN: return emu_opt_ulong("spin-us", v, 1000000, &g->spin_us);
+	case O_STALL: return emu_opt_ulong("mem-stall-ms", v, 3600000, &g->mem_stall_ms);
+	case O_RUNDIR:
+		if (!*v || strlen(v) >= 100) {
+			fprintf(stderr, "uroced: bad --run-dir\n");
+			return -1;
+		}
+		strcpy(g->run_dir, v);
+		return 0;
+	case O_BUSY:
+		g->busy_poll = true;
+		return 0;
+	case O_EAL:
+		if (strlen(v) >= sizeof(g->eal)) {
+			fprintf(stderr, "uroced: --eal too long\n");
+			return -1;
+		}
+		strcpy(g->eal, v);
+		return 0;
+	case O_FAULT:
+		if (emu_fault_parse(v, &g->fault)) {
+			fprintf(stderr, "uroced: bad --fault '%s'\n", v);
+			return -1;
+		}
+		g->fault_set = true;
+		return 0;
+	case O_LOG:
+		if (strlen(v) >= sizeof(g->log_level)) {
+			fprintf(stderr, "uroced: bad --log-level\n");
+			return -1;
+		}
+		strcpy(g->log_level, v);
+		return 0;
+	case O_HELP:
+		emu_usage(stdout);
+		exit(0);
+	case O_SOCK_GROUP:
+	case O_SOCK_MODE:
+	case O_ALLOW_UID:
+	case O_ALLOW_GID:
+		return emu_access_opt(&g->acc, c == O_SOCK_GROUP ? EMU_ACC_SOCKET_GROUP :
+				      c == O_SOCK_MODE ? EMU_ACC_SOCKET_MODE :
+				      c == O_ALLOW_UID ? EMU_ACC_ALLOW_UID : EMU_ACC_ALLOW_GID,
+				      v) ? -1 : 0;
+	default: return 1;
+	}
+}
+
+/* the global options into device o, and its defaults that depend on them */
+static int emu_opts_complete(struct emu_opts *o, const struct emu_opts *g)
+{
+	bool ring = !o->vdev[0] || !strncmp(o->vdev, "link:", 5);
+
+	strcpy(o->run_dir, g->run_dir);
+	o->acc = g->acc;
+	strcpy(o->eal, g->eal);
+	strcpy(o->log_level, g->log_level);
+	o->busy_poll = g->busy_poll;
+	o->spin_us = g->spin_us;
+	o->mem_stall_ms = g->mem_stall_ms;
+	o->fault_set = g->fault_set;
+	o->fault = g->fault;
+	if (!o->mtu) {
+		/* ring ports never meet a real link, so nothing limits
+		 * them to 1500: jumbo frames give active MTU 4096 and a
+		 * quarter of the per-packet work (docs/performance.md) */
+		o->mtu = ring ? 9000 : 1500;
+	}
+	if (o->nips == 0 && !o->vdev[0]) {
+		/* the loopback port never leaves the process: a
+		 * loopback-range address is honest and collides with
+		 * nothing */
+		uint8_t v4[4] = { 127, 0, 0, 1 };
+		wire_gid_from_ipv4((struct wire_gid *)o->ips[0].raw, v4);
+		o->nips = 1;
+	}
+	if (o->nips == 0 && !strncmp(o->vdev, "link:", 5)) {
+		fprintf(stderr, "uroced: %s: a link port needs --ip\n", o->dev);
+		return -1;
+	}
+	return 0;
+}
+
+/* device i against the others: names, ports and capture files not shared,
+ * a link:NAME port on exactly two devices */
+static int emu_opts_conflicts(const struct emu_opts *os, unsigned i, unsigned n)
+{
+	const struct emu_opts *o = &os[i];
+
+	for (unsigned j = 0; j < i; j++) {
+		if (!strcmp(os[j].dev, o->dev)) {
+			fprintf(stderr, "uroced: device '%s' given twice\n", o->dev);
+			return -1;
+		}
+		if (o->vdev[0] && strncmp(o->vdev, "link:", 5) &&
+		    !strcmp(os[j].vdev, o->vdev)) {
+			fprintf(stderr, "uroced: port '%s' used by two devices\n", o->vdev);
+			return -1;
+		}
+		if (o->pcap[0] && !strcmp(os[j].pcap, o->pcap)) {
+			fprintf(stderr, "uroced: pcap file '%s' used by two devices\n",
+				o->pcap);
+			return -1;
+		}
+	}
+	if (!strncmp(o->vdev, "link:", 5)) {
+		unsigned peers = 0;
+		for (unsigned j = 0; j < n; j++)
+			peers += !strcmp(os[j].vdev, o->vdev);
+		if (peers != 2) {
+			fprintf(stderr, "uroced: %s needs exactly two devices (has %u)\n",
+				o->vdev, peers);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* Fills os[0..*n): per-device options, with the global ones in each. */
 static int emu_opts_parse(struct emu_opts *os, unsigned *ndev, int argc, char **argv)
 {
-	enum { O_DEV = 256, O_PORT, O_IP, O_MAC, O_MTU, O_RUNDIR, O_BUSY, O_EAL, O_PCAP,
-	       O_FAULT, O_SPIN, O_LOG, O_CPU, O_HELP, O_STALL,
-	       O_SOCK_GROUP, O_SOCK_MODE, O_ALLOW_UID, O_ALLOW_GID, O_LIMIT, O_UID_LIMIT };
-	static const struct option lo[] = {
-		{ "dev", required_argument, NULL, O_DEV },
-		{ "port", required_argument, NULL, O_PORT },
-		{ "vdev", required_argument, NULL, O_PORT },
-		{ "ip", required_argument, NULL, O_IP },
-		{ "mac", required_argument, NULL, O_MAC },
-		{ "mtu", required_argument, NULL, O_MTU },
-		{ "run-dir", required_argument, NULL, O_RUNDIR },
-		{ "busy-poll", no_argument, NULL, O_BUSY },
-		{ "spin-us", required_argument, NULL, O_SPIN },
-		{ "eal", required_argument, NULL, O_EAL },
-		{ "pcap", required_argument, NULL, O_PCAP },
-		{ "fault", required_argument, NULL, O_FAULT },
-		{ "log-level", required_argument, NULL, O_LOG },
-		{ "cpu", required_argument, NULL, O_CPU },
-		{ "help", no_argument, NULL, O_HELP },
-		{ "socket-group", required_argument, NULL, O_SOCK_GROUP },
-		{ "socket-mode", required_argument, NULL, O_SOCK_MODE },
-		{ "allow-uid", required_argument, NULL, O_ALLOW_UID },
-		{ "allow-gid", required_argument, NULL, O_ALLOW_GID },
-		{ "mem-stall-ms", required_argument, NULL, O_STALL },
-		{ "limit", required_argument, NULL, O_LIMIT },
-		{ "uid-limit", required_argument, NULL, O_UID_LIMIT },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct emu_opts g; /* global options */
 	unsigned n = 1;
 	bool named = false;
-	char *end;
 	int c;
 
 	emu_opts_default(&g, 0);
@@ -297,10 +454,10 @@ static int emu_opts_parse(struct emu_opts *os, unsigned *ndev, int argc, char **
 	}
 	emu_opts_default(&os[0], 0);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "", emu_long_opts, NULL)) != -1) {
 		struct emu_opts *o = &os[n - 1];
-		switch (c) {
-		case O_DEV:
+		int rc;
+		if (c == O_DEV) {
 			/* the first --dev names the device the options so far
 			 * were for; every later one adds a device */
 			if (named) {
@@ -312,178 +469,32 @@ static int emu_opts_parse(struct emu_opts *os, unsigned *ndev, int argc, char **
 				emu_opts_default(o, n++);
 			}
 			named = true;
-			if (emu_set_dev(o, optarg))
-				return -1;
-			break;
-		case O_PORT:
-			if (emu_set_port(o, optarg))
-				return -1;
-			break;
-		case O_IP:
-			if (emu_set_ip(o, optarg))
-				return -1;
-			break;
-		case O_MAC:
-			if (emu_set_mac(o, optarg))
-				return -1;
-			break;
-		case O_MTU:
-			if (emu_set_mtu(o, optarg))
-				return -1;
-			break;
-		case O_PCAP:
-			if (emu_set_pcap(o, optarg))
-				return -1;
-			break;
-		case O_CPU:
-			if (emu_set_cpu(o, optarg))
-				return -1;
-			break;
-		case O_LIMIT:
-		case O_UID_LIMIT:
-			if (emu_limit_set(optarg, c == O_UID_LIMIT)) {
-				fprintf(stderr, "uroced: bad --%s '%s'\n",
-					c == O_LIMIT ? "limit" : "uid-limit", optarg);
-				return -1;
-			}
-			break;
-		case O_SPIN: {
-			unsigned long v = strtoul(optarg, &end, 10);
-			if (*end || end == optarg || v > 1000000) {
-				fprintf(stderr, "uroced: bad --spin-us '%s'\n", optarg);
-				return -1;
-			}
-			g.spin_us = (uint32_t)v;
-			break;
+			rc = emu_set_dev(o, optarg);
+		} else {
+			rc = emu_opt_device(o, c, optarg);
+			if (rc > 0)
+				rc = emu_opt_global(&g, c, optarg);
 		}
-		case O_STALL: {
-			unsigned long v = strtoul(optarg, &end, 10);
-			if (*end || end == optarg || v > 3600000) {
-				fprintf(stderr, "uroced: bad --mem-stall-ms '%s'\n", optarg);
-				return -1;
-			}
-			g.mem_stall_ms = (uint32_t)v;
-			break;
-		}
-		case O_RUNDIR:
-			if (!*optarg || strlen(optarg) >= 100) {
-				fprintf(stderr, "uroced: bad --run-dir\n");
-				return -1;
-			}
-			strcpy(g.run_dir, optarg);
-			break;
-		case O_BUSY:
-			g.busy_poll = true;
-			break;
-		case O_EAL:
-			if (strlen(optarg) >= sizeof(g.eal)) {
-				fprintf(stderr, "uroced: --eal too long\n");
-				return -1;
-			}
-			strcpy(g.eal, optarg);
-			break;
-		case O_FAULT:
-			if (emu_fault_parse(optarg, &g.fault)) {
-				fprintf(stderr, "uroced: bad --fault '%s'\n", optarg);
-				return -1;
-			}
-			g.fault_set = true;
-			break;
-		case O_LOG:
-			if (strlen(optarg) >= sizeof(g.log_level)) {
-				fprintf(stderr, "uroced: bad --log-level\n");
-				return -1;
-			}
-			strcpy(g.log_level, optarg);
-			break;
-		case O_HELP:
-			emu_usage(stdout);
-			exit(0);
-		case O_SOCK_GROUP:
-		case O_SOCK_MODE:
-		case O_ALLOW_UID:
-		case O_ALLOW_GID:
-			if (emu_access_opt(&g.acc, c == O_SOCK_GROUP ? EMU_ACC_SOCKET_GROUP :
-					   c == O_SOCK_MODE ? EMU_ACC_SOCKET_MODE :
-					   c == O_ALLOW_UID ? EMU_ACC_ALLOW_UID : EMU_ACC_ALLOW_GID,
-					   optarg))
-				return -1;
-			break;
-		default:
+		if (rc > 0) {
 			if (optopt)
 				fprintf(stderr, "uroced: bad option '-%c' (see --help)\n", optopt);
 			else
 				fprintf(stderr, "uroced: bad option '%s' (see --help)\n", argv[optind - 1]);
-			return -1;
 		}
+		if (rc)
+			return -1;
 	}
 	if (optind < argc) {
 		fprintf(stderr, "uroced: unexpected argument '%s' (see --help)\n", argv[optind]);
 		return -1;
 	}
-	for (unsigned i = 0; i < n; i++) {
-		struct emu_opts *o = &os[i];
-		bool ring = !o->vdev[0] || !strncmp(o->vdev, "link:", 5);
-
-		strcpy(o->run_dir, g.run_dir);
-		o->acc = g.acc;
-		strcpy(o->eal, g.eal);
-		strcpy(o->log_level, g.log_level);
-		o->busy_poll = g.busy_poll;
-		o->spin_us = g.spin_us;
-		o->mem_stall_ms = g.mem_stall_ms;
-		o->fault_set = g.fault_set;
-		o->fault = g.fault;
-		if (!o->mtu) {
-			/* ring ports never meet a real link, so nothing limits
-			 * them to 1500: jumbo frames give active MTU 4096 and a
-			 * quarter of the per-packet work (docs/performance.md) */
-			o->mtu = ring ? 9000 : 1500;
-		}
-		if (o->nips == 0 && !o->vdev[0]) {
-			/* the loopback port never leaves the process: a
-			 * loopback-range address is honest and collides with
-			 * nothing */
-			uint8_t v4[4] = { 127, 0, 0, 1 };
-			wire_gid_from_ipv4((struct wire_gid *)o->ips[0].raw, v4);
-			o->nips = 1;
-		}
-		if (o->nips == 0 && !strncmp(o->vdev, "link:", 5)) {
-			fprintf(stderr, "uroced: %s: a link port needs --ip\n", o->dev);
+	for (unsigned i = 0; i < n; i++)
+		if (emu_opts_complete(&os[i], &g) || emu_opts_conflicts(os, i, n))
 			return -1;
-		}
-		for (unsigned j = 0; j < i; j++) {
-			if (!strcmp(os[j].dev, o->dev)) {
-				fprintf(stderr, "uroced: device '%s' given twice\n", o->dev);
-				return -1;
-			}
-			if (o->vdev[0] && strncmp(o->vdev, "link:", 5) &&
-			    !strcmp(os[j].vdev, o->vdev)) {
-				fprintf(stderr, "uroced: port '%s' used by two devices\n", o->vdev);
-				return -1;
-			}
-			if (o->pcap[0] && !strcmp(os[j].pcap, o->pcap)) {
-				fprintf(stderr, "uroced: pcap file '%s' used by two devices\n",
-					o->pcap);
-				return -1;
-			}
-		}
-		if (!strncmp(o->vdev, "link:", 5)) {
-			unsigned peers = 0;
-			for (unsigned j = 0; j < n; j++)
-				peers += !strcmp(os[j].vdev, o->vdev);
-			if (peers != 2) {
-				fprintf(stderr, "uroced: %s needs exactly two devices (has %u)\n",
-					o->vdev, peers);
-				return -1;
-			}
-		}
-	}
 	*ndev = n;
 	return 0;
 }
 
-#ifdef EMU_HAVE_PCAPW
 static void emu_capture(struct emu_dev *d, const uint8_t *f, uint32_t len, bool tx)
 {
 	/* on the loopback port every received frame is one we sent: record
@@ -491,17 +502,6 @@ static void emu_capture(struct emu_dev *d, const uint8_t *f, uint32_t len, bool 
 	if (!tx && d->loopback)
 		return;
 	pcapw_write(d->capture_priv, f, len, pcapw_now_ns());
-}
-#endif
-
-void emu_capture_flush(struct emu_daemon *dm)
-{
-#ifdef EMU_HAVE_PCAPW
-	if (dm->pcap)
-		pcapw_flush(dm->pcap);
-#else
-	(void)dm;
-#endif
 }
 
 static bool emu_is_pci(const char *v)
@@ -577,6 +577,11 @@ static int emu_eal_args(struct emu_opts *os, unsigned ndev, char **av, int max, 
  * control socket. 0, or -1 after one error line. */
 static int emu_daemon_setup(struct emu_daemon *dm)
 {
+	/* the port layer does not see the other devices: tell it which end
+	 * of a link:NAME pair this one is */
+	for (unsigned i = 0; i < dm->index; i++)
+		if (!strcmp(emu_ds[i]->o.vdev, dm->o.vdev))
+			dm->link_second = true;
 	if (emu_port_init(dm))
 		return -1;
 	int rc = emu_dev_init(&dm->dev, dm->o.dev, dm->o.mac, dm->o.mtu, dm->o.ips, dm->o.nips);
@@ -593,7 +598,6 @@ static int emu_daemon_setup(struct emu_daemon *dm)
 		}
 	}
 	if (dm->o.pcap[0]) {
-#ifdef EMU_HAVE_PCAPW
 		struct pcapw *w;
 		rc = pcapw_open(&w, dm->o.pcap, PCAPW_NSEC);
 		if (rc) {
@@ -604,9 +608,6 @@ static int emu_daemon_setup(struct emu_daemon *dm)
 		dm->pcap = w;
 		dm->dev.capture = emu_capture;
 		dm->dev.capture_priv = w;
-#else
-		EMU_LOG(WARNING, "--pcap: built without the pcap writer, ignored\n");
-#endif
 	}
 	dm->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (dm->epfd < 0 || emu_ctl_open(dm)) {
@@ -645,11 +646,9 @@ static void emu_daemon_teardown(struct emu_daemon *dm, bool served)
 		emu_sysfs_remove(dm->o.run_dir, dm->o.dev);
 	emu_ctl_close(dm);
 	emu_dev_fini(&dm->dev);
-#ifdef EMU_HAVE_PCAPW
 	if (dm->pcap)
 		pcapw_close(dm->pcap);
 	dm->pcap = NULL;
-#endif
 	if (dm->epfd >= 0)
 		close(dm->epfd);
 	dm->epfd = -1;

@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #include "daemon.h"
-#include "emu_int.h"
 
 #define EMU_MAX_FDS_IN 4
 
@@ -262,36 +261,6 @@ static void emu_accept(struct emu_daemon *dm)
 }
 
 /* Expected request body size per op (exact), and fds it carries. */
-static const struct { uint16_t len; uint8_t fds; } emu_req_shape[UROCE_OP_MAX] = {
-	[UROCE_OP_HELLO] = { sizeof(struct uroce_hello_req), 1 },
-	[UROCE_OP_QUERY_PORT] = { sizeof(struct uroce_query_port_req), 0 },
-	[UROCE_OP_ALLOC_PD] = { 0, 0 },
-	[UROCE_OP_DEALLOC_PD] = { sizeof(struct uroce_handle_msg), 0 },
-	[UROCE_OP_REG_MR] = { sizeof(struct uroce_reg_mr_req), 0 },
-	[UROCE_OP_REREG_MR] = { sizeof(struct uroce_rereg_mr_req), 0 },
-	[UROCE_OP_DEREG_MR] = { sizeof(struct uroce_handle_msg), 0 },
-	[UROCE_OP_ALLOC_MW] = { sizeof(struct uroce_alloc_mw_req), 0 },
-	[UROCE_OP_DEALLOC_MW] = { sizeof(struct uroce_handle_msg), 0 },
-	[UROCE_OP_CREATE_COMP_CHANNEL] = { 0, 0 },
-	[UROCE_OP_DESTROY_COMP_CHANNEL] = { sizeof(struct uroce_handle_msg), 0 },
-	[UROCE_OP_CREATE_CQ] = { sizeof(struct uroce_create_cq_req), 0 },
-	[UROCE_OP_RESIZE_CQ] = { sizeof(struct uroce_resize_cq_req), 0 },
-	[UROCE_OP_DESTROY_CQ] = { sizeof(struct uroce_handle_msg), 0 },
-	[UROCE_OP_CREATE_SRQ] = { sizeof(struct uroce_create_srq_req), 0 },
-	[UROCE_OP_MODIFY_SRQ] = { sizeof(struct uroce_modify_srq_req), 0 },
-	[UROCE_OP_QUERY_SRQ] = { sizeof(struct uroce_handle_msg), 0 },
-	[UROCE_OP_DESTROY_SRQ] = { sizeof(struct uroce_handle_msg), 0 },
-	[UROCE_OP_CREATE_QP] = { sizeof(struct uroce_create_qp_req), 0 },
-	[UROCE_OP_MODIFY_QP] = { sizeof(struct uroce_modify_qp_req), 0 },
-	[UROCE_OP_QUERY_QP] = { sizeof(struct uroce_query_qp_req), 0 },
-	[UROCE_OP_DESTROY_QP] = { sizeof(struct uroce_handle_msg), 0 },
-	[UROCE_OP_CREATE_AH] = { sizeof(struct uroce_create_ah_req), 0 },
-	[UROCE_OP_DESTROY_AH] = { sizeof(struct uroce_handle_msg), 0 },
-	[UROCE_OP_ATTACH_MCAST] = { sizeof(struct uroce_mcast_req), 0 },
-	[UROCE_OP_DETACH_MCAST] = { sizeof(struct uroce_mcast_req), 0 },
-	[UROCE_OP_QUERY_STATS] = { sizeof(struct uroce_query_stats_req), 0 },
-};
-
 /* false: the reply could not be queued, the client is to be dropped */
 static bool emu_reply(struct emu_ctx *c, const struct uroce_msg_hdr *rq, int status,
 		      const void *body, size_t blen, const int *fds, unsigned nfds)
@@ -401,224 +370,330 @@ fail:
 	return rc;
 }
 
+/* One control request being served: what the handler reads, and what it
+ * leaves for the reply. */
+union emu_req {
+	struct uroce_hello_req hello;
+	struct uroce_query_port_req port;
+	struct uroce_handle_msg hm;
+	struct uroce_reg_mr_req mr;
+	struct uroce_rereg_mr_req rereg;
+	struct uroce_alloc_mw_req mw;
+	struct uroce_create_cq_req cq;
+	struct uroce_resize_cq_req rcq;
+	struct uroce_create_srq_req srq;
+	struct uroce_modify_srq_req msrq;
+	struct uroce_create_qp_req qp;
+	struct uroce_modify_qp_req mqp;
+	struct uroce_query_qp_req qqp;
+	struct uroce_create_ah_req ah;
+	struct uroce_mcast_req mc;
+	struct uroce_query_stats_req st;
+};
+
+union emu_rep {
+	struct uroce_hello_rep hello;
+	struct uroce_query_port_rep port;
+	struct uroce_handle_msg hm;
+	struct uroce_reg_mr_rep mr;
+	struct uroce_alloc_mw_rep mw;
+	struct uroce_create_cq_rep cq;
+	struct uroce_create_srq_rep srq;
+	struct ibv_srq_attr srq_attr;
+	struct uroce_create_qp_rep qp;
+	struct uroce_query_qp_rep qq;
+	struct uroce_query_stats_rep stats;
+};
+
+struct emu_op {
+	struct emu_daemon *dm;
+	struct emu_client *cl;
+	struct emu_ctx *c;
+	uint16_t op;
+	const union emu_req *q;
+	union emu_rep *rep;
+	size_t rlen;          /* reply body length */
+	int *fds;             /* received descriptors */
+	unsigned nfds;
+	int ofds[3];          /* descriptors sent with the reply */
+	unsigned nofds;
+	unsigned oclose;      /* ofds[oclose..nofds) are ours to close once sent */
+	int mfd;              /* an object's ring memfd to send (owned by it) */
+};
+
+static int emu_op_hello(struct emu_op *k)
+{
+	int no_fd = -1;
+	/* fds[0]: the client's /proc/self/mem */
+	int rc = emu_hello(k->dm, k->cl, &k->q->hello, k->nfds >= 1 ? &k->fds[0] : &no_fd,
+			   &k->rep->hello, k->ofds);
+	if (!rc) {
+		k->nofds = 3;
+		k->oclose = 1; /* the client's ends of the wake and async pipes */
+		k->rlen = sizeof(k->rep->hello);
+	}
+	return rc;
+}
+
+static int emu_op_query_port(struct emu_op *k)
+{
+	const struct emu_dev *d = &k->dm->dev;
+	struct uroce_query_port_rep *r = &k->rep->port;
+
+	if (k->q->port.port_num != 1)
+		return -EINVAL;
+	r->port_attr = d->port_attr;
+	r->port_attr.state = d->port_state;
+	r->gid_count = d->gid_count;
+	for (uint32_t i = 0; i < d->gid_count; i++) {
+		r->gids[i] = d->gids[i];
+		r->gid_type[i] = IBV_GID_TYPE_ROCE_V2;
+	}
+	k->rlen = sizeof(*r);
+	return 0;
+}
+
+static int emu_op_alloc_pd(struct emu_op *k)
+{
+	k->rlen = sizeof(k->rep->hm);
+	return emu_pd_alloc(k->c, &k->rep->hm.handle);
+}
+
+static int emu_op_dealloc_pd(struct emu_op *k)
+{
+	return emu_pd_dealloc(k->c, k->q->hm.handle);
+}
+
+static int emu_op_reg_mr(struct emu_op *k)
+{
+	k->rlen = sizeof(k->rep->mr);
+	return emu_mr_reg(k->c, &k->q->mr, &k->rep->mr);
+}
+
+static int emu_op_rereg_mr(struct emu_op *k)
+{
+	k->rlen = sizeof(k->rep->mr);
+	return emu_mr_rereg(k->c, &k->q->rereg, &k->rep->mr);
+}
+
+static int emu_op_dereg_mr(struct emu_op *k)
+{
+	return emu_mr_dereg(k->c, k->q->hm.handle);
+}
+
+static int emu_op_alloc_mw(struct emu_op *k)
+{
+	k->rlen = sizeof(k->rep->mw);
+	return emu_mw_alloc(k->c, &k->q->mw, &k->rep->mw);
+}
+
+static int emu_op_dealloc_mw(struct emu_op *k)
+{
+	return emu_mw_dealloc(k->c, k->q->hm.handle);
+}
+
+static int emu_op_create_channel(struct emu_op *k)
+{
+	int wfd;
+	int rc = emu_evq_pipe(&k->ofds[0], &wfd);
+	if (rc)
+		return rc;
+	rc = emu_channel_create(k->c, wfd, &k->rep->hm.handle); /* owns wfd, even on error */
+	if (rc) {
+		close(k->ofds[0]);
+		return rc;
+	}
+	k->nofds = 1;
+	k->oclose = 0; /* the read end goes to the client only */
+	k->rlen = sizeof(k->rep->hm);
+	return 0;
+}
+
+static int emu_op_destroy_channel(struct emu_op *k)
+{
+	return emu_channel_destroy(k->c, k->q->hm.handle);
+}
+
+static int emu_op_create_cq(struct emu_op *k)
+{
+	k->rlen = sizeof(k->rep->cq);
+	return emu_cq_create(k->c, &k->q->cq, &k->rep->cq, &k->mfd);
+}
+
+static int emu_op_resize_cq(struct emu_op *k)
+{
+	k->rlen = sizeof(k->rep->cq);
+	return emu_cq_resize(k->c, &k->q->rcq, &k->rep->cq, &k->mfd);
+}
+
+static int emu_op_destroy_cq(struct emu_op *k)
+{
+	return emu_cq_destroy(k->c, k->q->hm.handle);
+}
+
+static int emu_op_create_srq(struct emu_op *k)
+{
+	k->rlen = sizeof(k->rep->srq);
+	return emu_srq_create(k->c, &k->q->srq, &k->rep->srq, &k->mfd);
+}
+
+static int emu_op_modify_srq(struct emu_op *k)
+{
+	if (k->q->msrq.attr_mask & IBV_SRQ_MAX_WR)
+		k->rlen = sizeof(k->rep->srq);
+	return emu_srq_modify_ex(k->c, &k->q->msrq, &k->rep->srq, &k->mfd);
+}
+
+static int emu_op_query_srq(struct emu_op *k)
+{
+	k->rlen = sizeof(k->rep->srq_attr);
+	return emu_srq_query(k->c, k->q->hm.handle, &k->rep->srq_attr);
+}
+
+static int emu_op_destroy_srq(struct emu_op *k)
+{
+	return emu_srq_destroy(k->c, k->q->hm.handle);
+}
+
+static int emu_op_create_qp(struct emu_op *k)
+{
+	k->rlen = sizeof(k->rep->qp);
+	return emu_qp_create(k->c, &k->q->qp, &k->rep->qp, &k->mfd);
+}
+
+static int emu_op_modify_qp(struct emu_op *k)
+{
+	return emu_qp_modify_op(k->c, &k->q->mqp);
+}
+
+static int emu_op_query_qp(struct emu_op *k)
+{
+	k->rlen = sizeof(k->rep->qq);
+	return emu_qp_query_op(k->c, &k->q->qqp, &k->rep->qq);
+}
+
+static int emu_op_destroy_qp(struct emu_op *k)
+{
+	return emu_qp_destroy(k->c, k->q->hm.handle);
+}
+
+static int emu_op_create_ah(struct emu_op *k)
+{
+	k->rlen = sizeof(k->rep->hm);
+	return emu_ah_create(k->c, &k->q->ah, &k->rep->hm.handle);
+}
+
+static int emu_op_destroy_ah(struct emu_op *k)
+{
+	return emu_ah_destroy(k->c, k->q->hm.handle);
+}
+
+static int emu_op_mcast(struct emu_op *k)
+{
+	return emu_mcast_op(k->c, &k->q->mc, k->op == UROCE_OP_ATTACH_MCAST);
+}
+
+static int emu_op_query_stats(struct emu_op *k)
+{
+	emu_stats_fill(&k->dm->dev, k->c, k->q->st.first_qpn, &k->rep->stats);
+	k->rlen = sizeof(k->rep->stats);
+	return 0;
+}
+
+/* Each request: its exact body length, how many descriptors it may carry,
+ * and its handler. An op without a handler is refused. */
+static const struct {
+	uint16_t len;
+	uint8_t fds;
+	int (*run)(struct emu_op *k);
+} emu_req_shape[UROCE_OP_MAX] = {
+	[UROCE_OP_HELLO] = { sizeof(struct uroce_hello_req), 1, emu_op_hello },
+	[UROCE_OP_QUERY_PORT] = { sizeof(struct uroce_query_port_req), 0, emu_op_query_port },
+	[UROCE_OP_ALLOC_PD] = { 0, 0, emu_op_alloc_pd },
+	[UROCE_OP_DEALLOC_PD] = { sizeof(struct uroce_handle_msg), 0, emu_op_dealloc_pd },
+	[UROCE_OP_REG_MR] = { sizeof(struct uroce_reg_mr_req), 0, emu_op_reg_mr },
+	[UROCE_OP_REREG_MR] = { sizeof(struct uroce_rereg_mr_req), 0, emu_op_rereg_mr },
+	[UROCE_OP_DEREG_MR] = { sizeof(struct uroce_handle_msg), 0, emu_op_dereg_mr },
+	[UROCE_OP_ALLOC_MW] = { sizeof(struct uroce_alloc_mw_req), 0, emu_op_alloc_mw },
+	[UROCE_OP_DEALLOC_MW] = { sizeof(struct uroce_handle_msg), 0, emu_op_dealloc_mw },
+	[UROCE_OP_CREATE_COMP_CHANNEL] = { 0, 0, emu_op_create_channel },
+	[UROCE_OP_DESTROY_COMP_CHANNEL] = { sizeof(struct uroce_handle_msg), 0,
+					    emu_op_destroy_channel },
+	[UROCE_OP_CREATE_CQ] = { sizeof(struct uroce_create_cq_req), 0, emu_op_create_cq },
+	[UROCE_OP_RESIZE_CQ] = { sizeof(struct uroce_resize_cq_req), 0, emu_op_resize_cq },
+	[UROCE_OP_DESTROY_CQ] = { sizeof(struct uroce_handle_msg), 0, emu_op_destroy_cq },
+	[UROCE_OP_CREATE_SRQ] = { sizeof(struct uroce_create_srq_req), 0, emu_op_create_srq },
+	[UROCE_OP_MODIFY_SRQ] = { sizeof(struct uroce_modify_srq_req), 0, emu_op_modify_srq },
+	[UROCE_OP_QUERY_SRQ] = { sizeof(struct uroce_handle_msg), 0, emu_op_query_srq },
+	[UROCE_OP_DESTROY_SRQ] = { sizeof(struct uroce_handle_msg), 0, emu_op_destroy_srq },
+	[UROCE_OP_CREATE_QP] = { sizeof(struct uroce_create_qp_req), 0, emu_op_create_qp },
+	[UROCE_OP_MODIFY_QP] = { sizeof(struct uroce_modify_qp_req), 0, emu_op_modify_qp },
+	[UROCE_OP_QUERY_QP] = { sizeof(struct uroce_query_qp_req), 0, emu_op_query_qp },
+	[UROCE_OP_DESTROY_QP] = { sizeof(struct uroce_handle_msg), 0, emu_op_destroy_qp },
+	[UROCE_OP_CREATE_AH] = { sizeof(struct uroce_create_ah_req), 0, emu_op_create_ah },
+	[UROCE_OP_DESTROY_AH] = { sizeof(struct uroce_handle_msg), 0, emu_op_destroy_ah },
+	[UROCE_OP_ATTACH_MCAST] = { sizeof(struct uroce_mcast_req), 0, emu_op_mcast },
+	[UROCE_OP_DETACH_MCAST] = { sizeof(struct uroce_mcast_req), 0, emu_op_mcast },
+	[UROCE_OP_QUERY_STATS] = { sizeof(struct uroce_query_stats_req), 0, emu_op_query_stats },
+};
+
+/* validate the header against the shape table: 0 or the reply status */
+static int emu_req_check(const struct emu_ctx *c, const struct uroce_msg_hdr *h, size_t n,
+			 unsigned nfds)
+{
+	if (n < sizeof(*h))
+		return -EINVAL;
+	if (h->op == 0 || h->op >= UROCE_OP_MAX || h->len != n || !emu_req_shape[h->op].run ||
+	    n - sizeof(*h) != emu_req_shape[h->op].len)
+		return -EINVAL;
+	if (nfds > emu_req_shape[h->op].fds)
+		return -EINVAL;
+	if (!c->hello_done && h->op != UROCE_OP_HELLO)
+		return -ENOTCONN;
+	return 0;
+}
+
 /* false: drop the client (its reply could not be sent) */
 static bool emu_dispatch(struct emu_daemon *dm, struct emu_client *cl, const uint8_t *buf,
 			 size_t n, int *fds, unsigned nfds)
 {
 	struct emu_ctx *c = cl->ctx;
 	struct uroce_msg_hdr h;
-	const void *body = buf + sizeof(h);
-	union {
-		struct uroce_hello_rep hello;
-		struct uroce_query_port_rep port;
-		struct uroce_handle_msg hm;
-		struct uroce_reg_mr_rep mr;
-		struct uroce_alloc_mw_rep mw;
-		struct uroce_create_cq_rep cq;
-		struct uroce_create_srq_rep srq;
-		struct ibv_srq_attr srq_attr;
-		struct uroce_create_qp_rep qp;
-		struct uroce_query_qp_rep qq;
-		struct uroce_query_stats_rep stats;
-	} rep;
-	size_t rlen = 0;
-	int ofds[3];
-	unsigned nofds = 0;
-	unsigned oclose = 0; /* ofds[oclose..nofds) are ours to close once sent */
+	union emu_rep rep;
+	union emu_req q;
+	struct emu_op k = { .dm = dm, .cl = cl, .c = c, .q = &q, .rep = &rep,
+			    .fds = fds, .nfds = nfds, .mfd = -1 };
 	int rc;
 
 	/* every message gets exactly one reply, even a runt (with what we
 	 * could read of its header) so a client never waits forever */
 	memset(&h, 0, sizeof(h));
 	memcpy(&h, buf, n < sizeof(h) ? n : sizeof(h));
-	if (n < sizeof(h)) {
-		rc = -EINVAL;
-		goto reply;
-	}
 	memset(&rep, 0, sizeof(rep));
-	if (h.op == 0 || h.op >= UROCE_OP_MAX || h.len != n ||
-	    n - sizeof(h) != emu_req_shape[h.op].len) {
-		rc = -EINVAL;
+	rc = emu_req_check(c, &h, n, nfds);
+	if (rc)
 		goto reply;
-	}
-	if (nfds > emu_req_shape[h.op].fds) {
-		rc = -EINVAL;
-		goto reply;
-	}
-	if (!c->hello_done && h.op != UROCE_OP_HELLO) {
-		rc = -ENOTCONN;
-		goto reply;
-	}
 	/* should its execution block on the client's memory, the engine
 	 * that takes over answers it (emu_ctl_abandoned) */
 	c->ctl_busy = true;
 	c->ctl_op = h.op;
 	c->ctl_seq = h.seq;
 	/* the body may be unaligned inside buf: copy it out */
-	union {
-		struct uroce_hello_req hello;
-		struct uroce_query_port_req port;
-		struct uroce_handle_msg hm;
-		struct uroce_reg_mr_req mr;
-		struct uroce_rereg_mr_req rereg;
-		struct uroce_alloc_mw_req mw;
-		struct uroce_create_cq_req cq;
-		struct uroce_resize_cq_req rcq;
-		struct uroce_create_srq_req srq;
-		struct uroce_modify_srq_req msrq;
-		struct uroce_create_qp_req qp;
-		struct uroce_modify_qp_req mqp;
-		struct uroce_query_qp_req qqp;
-		struct uroce_create_ah_req ah;
-		struct uroce_mcast_req mc;
-		struct uroce_query_stats_req st;
-	} q;
-	memcpy(&q, body, n - sizeof(h));
-	int fd_in = nfds ? fds[0] : -1;
-	int mfd = -1, no_fd = -1;
-
-	switch (h.op) {
-	case UROCE_OP_HELLO:
-		/* fds[0]: the client's /proc/self/mem */
-		rc = emu_hello(dm, cl, &q.hello, nfds >= 1 ? &fds[0] : &no_fd, &rep.hello, ofds);
-		if (!rc) {
-			nofds = 3;
-			oclose = 1; /* the client's ends of the wake and async pipes */
-			rlen = sizeof(rep.hello);
-		}
-		break;
-	case UROCE_OP_QUERY_PORT:
-		if (q.port.port_num != 1) {
-			rc = -EINVAL;
-			break;
-		}
-		rep.port.port_attr = dm->dev.port_attr;
-		rep.port.port_attr.state = dm->dev.port_state;
-		rep.port.gid_count = dm->dev.gid_count;
-		for (uint32_t i = 0; i < dm->dev.gid_count; i++) {
-			rep.port.gids[i] = dm->dev.gids[i];
-			rep.port.gid_type[i] = IBV_GID_TYPE_ROCE_V2;
-		}
-		rlen = sizeof(rep.port);
-		rc = 0;
-		break;
-	case UROCE_OP_ALLOC_PD:
-		rc = emu_pd_alloc(c, &rep.hm.handle);
-		rlen = sizeof(rep.hm);
-		break;
-	case UROCE_OP_DEALLOC_PD:
-		rc = emu_pd_dealloc(c, q.hm.handle);
-		break;
-	case UROCE_OP_REG_MR:
-		rc = emu_mr_reg(c, &q.mr, &rep.mr);
-		rlen = sizeof(rep.mr);
-		break;
-	case UROCE_OP_REREG_MR:
-		rc = emu_mr_rereg(c, &q.rereg, &rep.mr);
-		rlen = sizeof(rep.mr);
-		break;
-	case UROCE_OP_DEREG_MR:
-		rc = emu_mr_dereg(c, q.hm.handle);
-		break;
-	case UROCE_OP_ALLOC_MW:
-		rc = emu_mw_alloc(c, &q.mw, &rep.mw);
-		rlen = sizeof(rep.mw);
-		break;
-	case UROCE_OP_DEALLOC_MW:
-		rc = emu_mw_dealloc(c, q.hm.handle);
-		break;
-	case UROCE_OP_CREATE_COMP_CHANNEL: {
-		int wfd;
-		rc = emu_evq_pipe(&ofds[0], &wfd);
-		if (rc)
-			break;
-		rc = emu_channel_create(c, wfd, &rep.hm.handle); /* owns wfd, even on error */
-		if (rc) {
-			close(ofds[0]);
-			break;
-		}
-		nofds = 1;
-		oclose = 0; /* the read end goes to the client only */
-		rlen = sizeof(rep.hm);
-		break;
-	}
-	case UROCE_OP_DESTROY_COMP_CHANNEL:
-		rc = emu_channel_destroy(c, q.hm.handle);
-		break;
-	case UROCE_OP_CREATE_CQ:
-		rc = emu_cq_create(c, &q.cq, &rep.cq, &mfd);
-		rlen = sizeof(rep.cq);
-		break;
-	case UROCE_OP_RESIZE_CQ:
-		rc = emu_cq_resize(c, &q.rcq, &rep.cq, &mfd);
-		rlen = sizeof(rep.cq);
-		break;
-	case UROCE_OP_DESTROY_CQ:
-		rc = emu_cq_destroy(c, q.hm.handle);
-		break;
-	case UROCE_OP_CREATE_SRQ:
-		rc = emu_srq_create(c, &q.srq, &rep.srq, &mfd);
-		rlen = sizeof(rep.srq);
-		break;
-	case UROCE_OP_MODIFY_SRQ:
-		rc = emu_srq_modify_ex(c, &q.msrq, &rep.srq, &mfd);
-		if (q.msrq.attr_mask & IBV_SRQ_MAX_WR)
-			rlen = sizeof(rep.srq);
-		break;
-	case UROCE_OP_QUERY_SRQ:
-		rc = emu_srq_query(c, q.hm.handle, &rep.srq_attr);
-		rlen = sizeof(rep.srq_attr);
-		break;
-	case UROCE_OP_DESTROY_SRQ:
-		rc = emu_srq_destroy(c, q.hm.handle);
-		break;
-	case UROCE_OP_CREATE_QP:
-		rc = emu_qp_create(c, &q.qp, &rep.qp, &mfd);
-		rlen = sizeof(rep.qp);
-		break;
-	case UROCE_OP_MODIFY_QP:
-		rc = emu_qp_modify_op(c, &q.mqp);
-		break;
-	case UROCE_OP_QUERY_QP:
-		rc = emu_qp_query_op(c, &q.qqp, &rep.qq);
-		rlen = sizeof(rep.qq);
-		break;
-	case UROCE_OP_DESTROY_QP:
-		rc = emu_qp_destroy(c, q.hm.handle);
-		break;
-	case UROCE_OP_CREATE_AH:
-		rc = emu_ah_create(c, &q.ah, &rep.hm.handle);
-		rlen = sizeof(rep.hm);
-		break;
-	case UROCE_OP_DESTROY_AH:
-		rc = emu_ah_destroy(c, q.hm.handle);
-		break;
-	case UROCE_OP_ATTACH_MCAST:
-	case UROCE_OP_DETACH_MCAST:
-		rc = emu_mcast_op(c, &q.mc, h.op == UROCE_OP_ATTACH_MCAST);
-		break;
-	case UROCE_OP_QUERY_STATS:
-		emu_stats_fill(&dm->dev, c, q.st.first_qpn, &rep.stats);
-		rlen = sizeof(rep.stats);
-		rc = 0;
-		break;
-	default:
-		rc = -EINVAL;
-		break;
-	}
-	(void)fd_in;
-	if (!rc && mfd >= 0) {
-		ofds[0] = mfd;
-		nofds = 1;
-		oclose = 1; /* owned by its object */
+	memcpy(&q, buf + sizeof(h), n - sizeof(h));
+	k.op = h.op;
+	rc = emu_req_shape[h.op].run(&k);
+	if (!rc && k.mfd >= 0) {
+		k.ofds[0] = k.mfd;
+		k.nofds = 1;
+		k.oclose = 1; /* owned by its object */
 	}
 	if (rc)
 		EMU_LOG_RL(DEBUG, "pid %d: op %u -> %d\n", (int)c->pid, h.op, rc);
-reply:;
+reply:
 	c->ctl_busy = false;
-	bool ok = emu_reply(c, &h, rc, &rep, rlen, ofds, nofds);
-	for (unsigned i = oclose; i < nofds; i++)
-		close(ofds[i]);
+	bool ok = emu_reply(c, &h, rc, &rep, k.rlen, k.ofds, k.nofds);
+	for (unsigned i = k.oclose; i < k.nofds; i++)
+		close(k.ofds[i]);
 	for (unsigned i = 0; i < nfds; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);

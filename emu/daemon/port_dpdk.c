@@ -251,11 +251,8 @@ static int emu_port_link(struct emu_daemon *dm, struct emu_port *p)
 	const char *ln = dm->o.vdev + 5;
 	char rn[2][RTE_RING_NAMESIZE], pn[RTE_ETH_NAME_MAX_LEN];
 	struct rte_ring *r[2];
-	bool first = true;
+	bool first = !dm->link_second;
 
-	for (unsigned i = 0; i < dm->index; i++)
-		if (!strcmp(emu_ds[i]->o.vdev, dm->o.vdev))
-			first = false;
 	for (int k = 0; k < 2; k++) {
 		snprintf(rn[k], sizeof(rn[k]), "ul%.20s.%d", ln, k);
 		r[k] = first ? rte_ring_create(rn[k], EMU_RING_SIZE, (int)rte_socket_id(),

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/* Frame exit of a device: transmit wrappers over the port ops, with capture
+ * and drop accounting (and the drop reason names). Below rx.c and neigh.c,
+ * which both send through it. */
+#include <errno.h>
+#include <string.h>
+
+#include "emu.h"
+
+const char *const emu_drop_name[EMU_DROP_NUM] = {
+	[EMU_DROP_NOT_ROCE] = "not-roce",
+	[EMU_DROP_PARSE] = "parse",
+	[EMU_DROP_ICRC] = "icrc",
+	[EMU_DROP_NOT_OUR_MAC] = "not-our-mac",
+	[EMU_DROP_NOT_OUR_IP] = "not-our-ip",
+	[EMU_DROP_UNKNOWN_QP] = "unknown-qp",
+	[EMU_DROP_MCAST] = "mcast-no-member",
+	[EMU_DROP_TX_NOBUF] = "tx-nobuf",
+	[EMU_DROP_TX_NO_NEIGH] = "tx-no-neigh",
+	[EMU_DROP_FAULT] = "fault",
+	[EMU_DROP_SRC_MISMATCH] = "src-mismatch",
+};
+
+int emu_tx_alloc(struct emu_dev *d, struct emu_txbuf *b)
+{
+	int rc = d->ops && d->ops->tx_alloc ? d->ops->tx_alloc(d, b) : -ENOBUFS;
+
+	if (rc)
+		d->cnt.drops[EMU_DROP_TX_NOBUF]++;
+	return rc;
+}
+
+void emu_tx_send(struct emu_dev *d, struct emu_txbuf *b, uint32_t len)
+{
+	d->cnt.tx_pkts++;
+	d->cnt.tx_bytes += len;
+	if (d->capture)
+		d->capture(d, b->data, len, true);
+	d->ops->tx_send(d, b, len);
+}
+
+void emu_tx_free(struct emu_dev *d, struct emu_txbuf *b)
+{
+	if (d->ops && d->ops->tx_free)
+		d->ops->tx_free(d, b);
+}
+
+void emu_tx_flush(struct emu_dev *d)
+{
+	if (d->ops && d->ops->tx_flush)
+		d->ops->tx_flush(d);
+}
+
+int emu_tx_frame(struct emu_dev *d, const uint8_t *frame, uint32_t len)
+{
+	struct emu_txbuf b;
+	int rc = emu_tx_alloc(d, &b);
+
+	if (rc)
+		return rc;
+	if (len > b.cap) {
+		emu_tx_free(d, &b);
+		return -EMSGSIZE;
+	}
+	memcpy(b.data, frame, len);
+	emu_tx_send(d, &b, len);
+	return 0;
+}
