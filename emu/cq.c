@@ -32,9 +32,10 @@ int emu_evq_pipe(int *rfd, int *wfd)
 	return 0;
 }
 
-static void emu_evq_lost(struct emu_evq *q, uint64_t now)
+static void emu_evq_lost(struct emu_dev *d, struct emu_evq *q, uint64_t now)
 {
 	q->lost++;
+	d->cnt.evq_lost++; /* the log is rate-limited; this count is not */
 	if (now - q->log_ns > 1000000000ull || !q->log_ns) {
 		q->log_ns = now;
 		EMU_LOG(WARNING, "event pipe %d: reader not keeping up, %lu record(s) lost\n",
@@ -74,7 +75,7 @@ void emu_evq_put(struct emu_dev *d, struct emu_evq *q, int fd, const void *rec, 
 			return;
 		if (r < 0) { /* EPIPE: nobody will ever read it */
 			q->fd = fd;
-			emu_evq_lost(q, emu_now_ns());
+			emu_evq_lost(d, q, emu_now_ns());
 			return;
 		}
 	}
@@ -84,7 +85,7 @@ void emu_evq_put(struct emu_dev *d, struct emu_evq *q, int fd, const void *rec, 
 	q->fd = fd;
 	q->rec = len;
 	if (!q->buf || q->n == EMU_EVQ_BACKLOG) {
-		emu_evq_lost(q, emu_now_ns());
+		emu_evq_lost(d, q, emu_now_ns());
 		return;
 	}
 	memcpy(q->buf + (size_t)((q->head + q->n) % EMU_EVQ_BACKLOG) * EMU_EVQ_REC_MAX, rec, len);
@@ -107,7 +108,7 @@ void emu_evq_flush(struct emu_dev *d, uint64_t now)
 			if (r == 0)
 				break;
 			if (r < 0)
-				emu_evq_lost(q, now);
+				emu_evq_lost(d, q, now);
 			q->head = (q->head + 1) % EMU_EVQ_BACKLOG;
 			q->n--;
 		}

@@ -364,6 +364,7 @@ struct emu_port_counters {
 	uint64_t fault_drop, fault_dup, fault_reorder, fault_corrupt, fault_delay;
 	uint64_t tx_stalls;   /* requester paused: port TX backlog full */
 	uint64_t clients_refused; /* connections the access rule refused */
+	uint64_t evq_lost;    /* event-pipe records dropped past the backlog (cq.c) */
 };
 
 #define EMU_NEIGH_MAX 64

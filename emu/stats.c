@@ -56,6 +56,7 @@ void emu_stats_fill(struct emu_dev *d, const struct emu_ctx *viewer, uint32_t fi
 	p->nqp = d->nqp;
 	p->nctx = d->nctx;
 	p->clients_refused = (uint32_t)c->clients_refused;
+	p->evq_lost = c->evq_lost;
 
 	if (!d->qpn)
 		return;

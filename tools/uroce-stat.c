@@ -10,6 +10,7 @@
  * of the caller's uid only (every QP to root and to its own uid). Exit 0,
  * 1 when the daemon cannot be reached or refuses us, 2 on a usage error. */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <stdbool.h>
@@ -149,6 +150,34 @@ static void st_port(const char *dev, const struct uroce_port_stats *p)
 	P("qps", p->nqp);
 	P("contexts", p->nctx);
 	P("clients_refused", p->clients_refused);
+	P("evq_lost", p->evq_lost);
+}
+
+/* The reply as the daemon laid it out: port record, then nqps QP
+ * records, then the transport drops, at the sizes the reply states (a
+ * daemon older or newer than us may have shorter or longer records).
+ * Fields we know and it does not stay 0. 0 or -EPROTO. */
+static int st_unpack(const uint8_t *raw, size_t len, struct uroce_query_stats_rep *r)
+{
+	const size_t hdr = offsetof(struct uroce_query_stats_rep, port);
+
+	memset(r, 0, sizeof(*r));
+	if (len < hdr)
+		return -EPROTO;
+	memcpy(r, raw, hdr);
+	size_t ps = r->port_stats_size, qs = r->qp_stats_size;
+	if (r->nqps > UROCE_STATS_QP_PER_MSG || ps > len || qs > len ||
+	    hdr + ps + (size_t)UROCE_STATS_QP_PER_MSG * qs > len)
+		return -EPROTO;
+	memcpy(&r->port, raw + hdr, ps < sizeof(r->port) ? ps : sizeof(r->port));
+	const uint8_t *q = raw + hdr + ps;
+	for (uint32_t i = 0; i < r->nqps; i++, q += qs)
+		memcpy(&r->qps[i], q, qs < sizeof(r->qps[0]) ? qs : sizeof(r->qps[0]));
+	q = raw + hdr + ps + (size_t)UROCE_STATS_QP_PER_MSG * qs;
+	size_t tail = sizeof(*r) - offsetof(struct uroce_query_stats_rep, nxdrops);
+	size_t have = len - (size_t)(q - raw);
+	memcpy(&r->nxdrops, q, have < tail ? have : tail);
+	return 0;
 }
 
 /* The transport's drops of the port, by reason (newer daemons only). */
@@ -264,13 +293,13 @@ int main(int argc, char **argv)
 	struct uroce_query_stats_req q = { 0, 0 };
 	bool first = true;
 	do {
-		memset(&rep, 0, sizeof(rep));
-		r = st_call(UROCE_OP_QUERY_STATS, &q, sizeof(q), &rep, sizeof(rep));
+		static uint8_t raw[UROCE_MAX_MSG];
+		r = st_call(UROCE_OP_QUERY_STATS, &q, sizeof(q), raw, sizeof(raw));
 		if (r < 0) {
 			fprintf(stderr, "uroce-stat: %s: query stats: %s\n", dev, strerror(-r));
 			return 1;
 		}
-		if (rep.nqps > UROCE_STATS_QP_PER_MSG || rep.qp_stats_size != sizeof(rep.qps[0])) {
+		if (st_unpack(raw, (size_t)r, &rep) < 0) {
 			fprintf(stderr, "uroce-stat: %s: unexpected reply\n", dev);
 			return 1;
 		}

@@ -125,8 +125,12 @@ int emu_ctl_open(struct emu_daemon *dm)
 	dm->ep_listen.kind = EMU_EP_LISTEN;
 	dm->ep_listen.p = NULL;
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &dm->ep_listen };
-	if (epoll_ctl(dm->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+	if (epoll_ctl(dm->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		/* fail closes fd: forget it so teardown does not close it
+		 * (or a later fd with the same number) again */
+		dm->listen_fd = -1;
 		goto fail;
+	}
 	EMU_LOG(NOTICE, "%s: serving on %s\n", dm->o.dev, dm->sock_path);
 	return 0;
 fail:;

@@ -56,6 +56,8 @@ void emu_stats_dump(struct emu_dev *d)
 		c->rx_nd, c->tx_nd, d->nctx, d->nqp);
 	if (c->tx_stalls)
 		EMU_LOG(NOTICE, "%s: tx back-pressure stalls %lu\n", d->name, c->tx_stalls);
+	if (c->evq_lost)
+		EMU_LOG(NOTICE, "%s: event records lost %lu\n", d->name, c->evq_lost);
 	if (emu_log_suppressed())
 		EMU_LOG(NOTICE, "%s: rate-limited log lines suppressed %lu\n", d->name,
 			(unsigned long)emu_log_suppressed());

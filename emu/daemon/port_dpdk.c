@@ -6,7 +6,6 @@
  * device has its own port, mbuf pool and TX backlog (one worker each). */
 #include <dirent.h>
 #include <errno.h>
-#include <ftw.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,6 +22,7 @@
 #include <rte_ring.h>
 
 #include "daemon.h"
+#include "sysfs.h"
 
 #define EMU_BURST 32
 #define EMU_NB_MBUF 8191
@@ -140,22 +140,6 @@ unsigned emu_port_rx(struct emu_daemon *dm)
  * removes it. We remove ours on a clean exit and, at start, those of our
  * daemons that died without one. */
 static char emu_eal_rundir[PATH_MAX];
-
-static int emu_rm_entry(const char *path, const struct stat *st, int flag, struct FTW *f)
-{
-	(void)st;
-	(void)f;
-	if (flag == FTW_DP)
-		rmdir(path);
-	else
-		unlink(path);
-	return 0;
-}
-
-static void emu_rm_tree(const char *path)
-{
-	nftw(path, emu_rm_entry, 8, FTW_DEPTH | FTW_PHYS);
-}
 
 /* "uroce<digits>" with the pid of no live process, and not ours */
 static bool emu_eal_dir_stale(const char *name)

@@ -192,7 +192,10 @@ static void sw_tree(struct sysfs_w *w, const struct emu_dev *d)
 	}
 }
 
-static int sw_rm(const char *path, const struct stat *st, int flag, struct FTW *f)
+/* Remove a tree without following symlinks; best effort (a file that
+ * cannot go is left, the caller does not depend on it). Shared with
+ * port_dpdk.c for the EAL run directories. */
+static int emu_rm_entry(const char *path, const struct stat *st, int flag, struct FTW *f)
 {
 	(void)st;
 	(void)f;
@@ -203,9 +206,9 @@ static int sw_rm(const char *path, const struct stat *st, int flag, struct FTW *
 	return 0;
 }
 
-static void sw_rmtree(const char *path)
+void emu_rm_tree(const char *path)
 {
-	nftw(path, sw_rm, 8, FTW_DEPTH | FTW_PHYS);
+	nftw(path, emu_rm_entry, 8, FTW_DEPTH | FTW_PHYS);
 }
 
 static int sw_mkdirs(char *path, size_t upto)
@@ -237,22 +240,22 @@ int emu_sysfs_write(const char *run_dir, const struct emu_dev *d)
 	if (n < 0 || (size_t)n >= sizeof(w.path))
 		return -ENAMETOOLONG;
 	w.base = (size_t)n;
-	sw_rmtree(w.path);
+	emu_rm_tree(w.path);
 	ret = sw_mkdirs(w.path, strlen(run_dir) + 1);
 	if (ret)
 		return ret;
 	sw_tree(&w, d);
 	w.path[w.base] = 0;
 	if (w.err) {
-		sw_rmtree(w.path);
+		emu_rm_tree(w.path);
 		return w.err;
 	}
 	/* readers see the whole tree or none: a stale one (a daemon that was
 	 * killed) goes first, then the new one is renamed into place */
-	sw_rmtree(final);
+	emu_rm_tree(final);
 	if (rename(w.path, final) < 0) {
 		ret = -errno;
-		sw_rmtree(w.path);
+		emu_rm_tree(w.path);
 		return ret;
 	}
 	return 0;
@@ -264,5 +267,5 @@ void emu_sysfs_remove(const char *run_dir, const char *name)
 	int n = snprintf(path, sizeof(path), "%s/" UROCE_SYSFS_CLASS "/%s", run_dir, name);
 
 	if (n > 0 && (size_t)n < sizeof(path))
-		sw_rmtree(path);
+		emu_rm_tree(path);
 }

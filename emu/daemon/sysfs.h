@@ -12,5 +12,8 @@
 int emu_sysfs_write(const char *run_dir, const struct emu_dev *d);
 /* Remove it (at exit). */
 void emu_sysfs_remove(const char *run_dir, const char *name);
+/* Remove the tree at path (files and directories, symlinks not
+ * followed); best effort. */
+void emu_rm_tree(const char *path);
 
 #endif

@@ -490,6 +490,8 @@ struct uroce_port_stats {
 	uint32_t nqp;              /**< QPs on the device */
 	uint32_t nctx;             /**< application contexts */
 	uint32_t clients_refused;  /**< connections refused by the access rule */
+	/* appended: readers find qps[] at port_stats_size, not sizeof */
+	uint64_t evq_lost;         /**< event records lost: a reader fell behind the backlog */
 };
 struct uroce_qp_stats {
 	uint32_t qpn;

@@ -10,6 +10,9 @@
  *             (and grown SRQ) memfds: EPERM, the daemon keeps going
  *   evpipe    the completion channel's read end made blocking and small,
  *             filled past capacity: events are kept, in order, not lost
+ *   evlost    the same channel filled past the daemon's backlog: the
+ *             records it drops are counted in the port stats (evq_lost)
+ *             and the count is what the reader misses
  *   ctlflood  a client that sends requests but never reads replies is
  *             dropped (EOF), the engine is not stalled
  *   wake      the wake descriptor: a write-only end, cannot be drained;
@@ -386,6 +389,73 @@ static void case_evpipe(struct t_daemon *d)
 	t_client_close(&a);
 }
 
+static uint64_t port_evq_lost(struct t_client *c)
+{
+	static struct uroce_query_stats_rep r;
+	struct uroce_query_stats_req q = { 0, 0 };
+	int rc = t_call(c, UROCE_OP_QUERY_STATS, &q, sizeof(q), NULL, 0, &r, sizeof(r), NULL, NULL);
+	REQUIRE(rc == 0, "query stats: %d", rc);
+	REQUIRE(r.port_stats_size == sizeof(r.port), "port record size %u", r.port_stats_size);
+	return r.port.evq_lost;
+}
+
+/* EMU_EVQ_BACKLOG in emu/emu.h: not ABI, so the test only needs "more
+ * than the pipe and the backlog together" */
+#define T_EVQ_BACKLOG 256
+
+static void case_evlost(struct t_daemon *d)
+{
+	struct t_client a;
+	REQUIRE(t_client_open(&a, d->sock) == 0, "client a");
+	CHECK(port_evq_lost(&a) == 0, "no lost event records before the test");
+	struct uroce_handle_msg ch;
+	int fds[4];
+	unsigned nf = 0;
+	int rc = t_call(&a, UROCE_OP_CREATE_COMP_CHANNEL, NULL, 0, NULL, 0, &ch, sizeof(ch), fds, &nf);
+	REQUIRE(rc == 0 && nf == 1, "channel: %d", rc);
+	int cfd = fds[0];
+	int cap = fcntl(cfd, F_SETPIPE_SZ, 4096);
+	REQUIRE(cap > 0, "F_SETPIPE_SZ: %s", strerror(errno));
+	int extra = 20 + (int)(rnd() % 50);
+	int want = cap / (int)sizeof(struct uroce_comp_event) + T_EVQ_BACKLOG + extra;
+	fprintf(stderr, "pipe capacity %d bytes: %d events (%d past pipe + backlog)\n", cap,
+		want, extra);
+
+	struct t_rc r;
+	REQUIRE(t_rc_open(&r, &a, 0, (int32_t)ch.handle) == 0, "a's QP on the channel");
+	uint32_t *arm = (uint32_t *)(r.cqmap + 136);
+	uint8_t msg[8] = { 1 };
+	for (int i = 0; i < want; i++) {
+		__atomic_fetch_or(arm, UROCE_ARM_NEXT, __ATOMIC_SEQ_CST);
+		msg[1] = (uint8_t)i;
+		t_rc_post(&r, 0, msg, sizeof(msg), (uint64_t)i);
+		REQUIRE(t_rc_poll(&r, 2, 20000) == 0, "a's traffic, event %d", i);
+	}
+	check_served(d, "an overflowed completion channel");
+	uint64_t lost = port_evq_lost(&a);
+	CHECK(lost >= (uint64_t)extra, "evq_lost %lu, at least %d expected", (unsigned long)lost,
+	      extra);
+	int got = 0;
+	uint64_t end = t_now_ms() + 20000;
+	while (got + (int)lost < want && t_now_ms() < end) {
+		struct pollfd p = { .fd = cfd, .events = POLLIN };
+		if (poll(&p, 1, 100) <= 0)
+			continue;
+		struct uroce_comp_event ev[64];
+		ssize_t n = read(cfd, ev, sizeof(ev));
+		REQUIRE(n > 0 && n % (ssize_t)sizeof(ev[0]) == 0, "channel read %zd", n);
+		got += (int)(n / (ssize_t)sizeof(ev[0]));
+	}
+	struct pollfd p = { .fd = cfd, .events = POLLIN };
+	CHECK(poll(&p, 1, 200) == 0, "no event beyond the %d triggered", want);
+	CHECK((uint64_t)got + lost == (uint64_t)want, "%d delivered + %lu lost != %d triggered", got,
+	      (unsigned long)lost, want);
+	CHECK(port_evq_lost(&a) == lost, "no more lost once the reader caught up");
+	close(cfd);
+	t_rc_close(&r);
+	t_client_close(&a);
+}
+
 static void case_ctlflood(struct t_daemon *d)
 {
 	struct t_client a;
@@ -643,6 +713,8 @@ int main(int argc, char **argv)
 		case_seal(&d);
 	else if (!strcmp(argv[2], "evpipe"))
 		case_evpipe(&d);
+	else if (!strcmp(argv[2], "evlost"))
+		case_evlost(&d);
 	else if (!strcmp(argv[2], "ctlflood"))
 		case_ctlflood(&d);
 	else if (!strcmp(argv[2], "wake"))

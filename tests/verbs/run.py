@@ -45,6 +45,10 @@ def wait_socket(path, proc, limit=20.0):
 
 
 def stop(proc):
+    """SIGTERM, then SIGKILL; the exit status (negative: killed by that
+    signal, so a daemon that ignored SIGTERM shows as -9). A daemon the
+    test itself SIGKILLed (basic-daemon_death, basic-daemon_kill_poll) is
+    gone before we stop it: that is 0 here, it says nothing about leaks."""
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -52,6 +56,25 @@ def stop(proc):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(10)
+            return proc.returncode
+    # SIGKILL not ours (we may have raced with the kill and sent SIGTERM
+    # to a dying process): the test's
+    return 0 if proc.returncode == -signal.SIGKILL else proc.returncode
+
+
+# what the sanitizers print; their exit codes alone are not enough (UBSan
+# without halt_on_error reports and goes on)
+SANITIZER_MARKS = ('ERROR: AddressSanitizer', 'ERROR: LeakSanitizer', 'runtime error:')
+
+
+def daemon_faults(statuses, log_text):
+    """Why the daemons' end fails the test: a non-zero exit status (crash,
+    LeakSanitizer's exit code, killed after ignoring SIGTERM) or a
+    sanitizer report in their log. [] when they ended cleanly."""
+    why = ['uroced exit status %d' % st for st in statuses if st != 0]
+    why += ['uroced log: %r' % ln.strip() for ln in log_text.splitlines()
+            if any(m in ln for m in SANITIZER_MARKS)][:5]
+    return why
 
 
 def kill_group(p):
@@ -147,6 +170,17 @@ def mode_devices(env, ndaemons):
 
 
 def main():
+    state = {}
+    rc = run_test(state)
+    why = state.get('daemon_faults', [])
+    if why and rc in (0, 77):
+        for w in why:
+            print('FAIL:', w)
+        return 1
+    return rc
+
+
+def run_test(state):
     ap = argparse.ArgumentParser()
     ap.add_argument('--uroced', required=True)
     ap.add_argument('--shim', required=True)
@@ -218,12 +252,12 @@ def main():
         print('timed out:', e)
         return 1
     finally:
-        for x in extra:
-            stop(x)
-        stop(d)
+        statuses = [stop(x) for x in extra] + [stop(d)]
         log.seek(0)
-        tail = log.read()[-3000:]
+        text = log.read()
+        tail = text[-3000:]
         log.close()
+        state['daemon_faults'] = daemon_faults(statuses, text)
         if tail:
             sys.stdout.write('--- uroced ---\n' + tail)
         shutil.rmtree(run_dir, ignore_errors=True)
