@@ -420,6 +420,9 @@ static enum emu_resp_state resp_uc_fail(struct resp_ctx *c)
 	if (c->uc & (RESP_UC_ALL | RESP_UC_REST)) {
 		x->uc_drop = (c->uc & RESP_UC_ALL) ? 1 : !c->last;
 		x->resp_opseq = 0;
+		/* the receive WQE (if still ours) takes the next message from
+		 * its start, as rxe's class D1/E handling resets its dma */
+		x->rcv_off = 0;
 	}
 	return EMU_RESP_EXIT;
 }
@@ -650,7 +653,10 @@ static enum emu_resp_state resp_exec_send(struct resp_ctx *c)
 				 RESP_UC_CQE | RESP_UC_REST);
 	if (xp_sge_write_deferred(c->qp, x->rwqe->sge, x->rwqe->num_sge, x->rcv_off,
 				  pkt->payload, pkt->payload_len, x->rwqe_epoch))
-		return resp_fail(c, EMU_RESP_ERR_REM_OP, IBV_WC_LOC_PROT_ERR, 0, RESP_UC_CQE);
+		/* UC: the receive is completed in error; the rest of the
+		 * message must not reach it (nor complete it again) */
+		return resp_fail(c, EMU_RESP_ERR_REM_OP, IBV_WC_LOC_PROT_ERR, 0,
+				 RESP_UC_CQE | RESP_UC_REST);
 	x->rcv_off += pkt->payload_len;
 	return EMU_RESP_NONE;
 }

@@ -133,7 +133,7 @@ enum emu_xport_drop {
 	EMU_XDROP_SRC,          /* RC/UC source is not the connected peer */
 	EMU_XDROP_UD_INVALID,   /* UD: not a SEND, no DETH, or wrong Q_Key */
 	EMU_XDROP_UD_NO_RECV,   /* UD: no receive posted */
-	EMU_XDROP_UC_GAP,       /* UC: after a lost packet, until FIRST/ONLY */
+	EMU_XDROP_UC_GAP,       /* UC: after a lost or failed packet, until FIRST/ONLY */
 	EMU_XDROP_UC_INV_REQ,   /* UC: malformed or out-of-order request */
 	EMU_XDROP_UC_NO_RECV,   /* UC: no receive posted (no RNR on UC) */
 	EMU_XDROP_UC_RKEY,      /* UC: WRITE rkey violation */
