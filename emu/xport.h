@@ -202,6 +202,9 @@ struct emu_xport_qp {
 	uint8_t ack_syndrome;
 	uint8_t comm_est_sent;
 	uint8_t uc_drop;           /* UC: discard until next FIRST/ONLY */
+	uint8_t wr_unsettled;      /* RC: deferred writes since the last response */
+	uint8_t wr_failed;         /* one of them failed: no more ACKs */
+	uint32_t wr_unsettled_psn; /* PSN of the first of them */
 	uint32_t ack_psn;          /* PSN to acknowledge */
 	uint64_t ack_at;
 	uint32_t epsn;             /* expected PSN */

@@ -3,6 +3,8 @@
  * packet, placement failure) and the TIME_WAIT source check. */
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 
 #include "pair.h"
 
@@ -225,7 +227,85 @@ static int t_tomb_src(void)
 	return 0;
 }
 
+/* ---- deferred placement failure: a WRITE into registered memory the
+ * application has unmapped passes the key checks, is recorded as a
+ * deferred write and fails when the burst's writes are flushed. The ACK
+ * must wait for that flush and become a remote access error NAK. ---- */
+static int t_deferred_fault(void)
+{
+	struct pair p;
+	struct uroce_cqe c[4];
+	struct uroce_reg_mr_req q;
+	struct uroce_reg_mr_rep r;
+	struct uroce_send_wqe w;
+	size_t len = 2 * 4096;
+
+	if (pair_setup(&p, IBV_QPT_RC, IBV_MTU_1024, 1 << 16))
+		return 1;
+	void *gone = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (gone == MAP_FAILED)
+		return 1;
+	/* B's memory through /proc/<pid>/mem, as the daemon reaches a client
+	 * (the in-process shortcut would just fault on the unmapped page) */
+	int mfd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	if (mfd < 0 || emu_mem_attach(p.s.n[1].ctx, mfd)) {
+		fprintf(stderr, "cannot attach /proc/self/mem\n");
+		return 1;
+	}
+	memset(&q, 0, sizeof(q));
+	q.pd = p.s.n[1].pd;
+	q.access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	q.addr = q.iova = (uintptr_t)gone;
+	q.length = len;
+	CHECK_EQ(emu_mr_reg(p.s.n[1].ctx, &q, &r), 0);
+	CHECK_EQ(munmap(gone, len), 0);
+	xt_fill(p.ma.buf, 4096, 4);
+	struct uroce_sge s = xt_sge(&p.ma, 0, 3000);
+	xt_wqe(&w, 31, IBV_WR_RDMA_WRITE, 1);
+	w.rdma.remote_addr = (uintptr_t)gone;
+	w.rdma.rkey = r.rkey;
+	sim_batch = true;
+	sim_post_send(&p.a, &w, &s, NULL);
+	sim_run(&p.s, 2000000000ull);
+	sim_batch = false;
+	CHECK_EQ(sim_poll(p.a.scq, c, 4), 1);
+	CHECK_EQ(c[0].wr_id, 31);
+	CHECK_EQ(c[0].status, IBV_WC_REM_ACCESS_ERR);
+	CHECK_EQ(p.b.qp->attr.qp_state, IBV_QPS_ERR);
+	CHECK_EQ(xt_events(&p.s.n[1], IBV_EVENT_QP_ACCESS_ERR), 1);
+	pair_fini(&p);
+	return 0;
+}
+
+/* The same path when every write succeeds: the ACK still comes and the
+ * data is in place (the settle step must not lose or delay it). */
+static int t_deferred_ok(void)
+{
+	struct pair p;
+	struct uroce_cqe c[4];
+
+	if (pair_setup(&p, IBV_QPT_RC, IBV_MTU_1024, 1 << 16))
+		return 1;
+	xt_fill(p.ma.buf, 8192, 6);
+	sim_batch = true;
+	xt_post(&p, 41, IBV_WR_RDMA_WRITE, 0, 3000, 0);
+	xt_post(&p, 42, IBV_WR_RDMA_READ, 4096, 3000, 0);
+	sim_run(&p.s, 2000000000ull);
+	sim_batch = false;
+	CHECK_EQ(sim_poll(p.a.scq, c, 4), 2);
+	CHECK_EQ(c[0].wr_id, 41);
+	CHECK_EQ(c[0].status, IBV_WC_SUCCESS);
+	CHECK_EQ(c[1].wr_id, 42);
+	CHECK_EQ(c[1].status, IBV_WC_SUCCESS);
+	CHECK(!memcmp(p.mb.buf, p.ma.buf, 3000));
+	CHECK(!memcmp((uint8_t *)p.ma.buf + 4096, p.ma.buf, 3000));
+	pair_fini(&p);
+	return 0;
+}
+
 static const struct xt_test tests[] = {
+	{ "deferred_fault", t_deferred_fault },
+	{ "deferred_ok", t_deferred_ok },
 	{ "uc_mid_loss", t_uc_mid_loss },
 	{ "uc_mid_invalid", t_uc_mid_invalid },
 	{ "uc_place_fail", t_uc_place_fail },
