@@ -51,10 +51,57 @@ static void resp_pkt_init(struct emu_qp *qp, struct wire_pkt *d, uint8_t op, uin
 	d->aeth.msn = qp->x.msn & WIRE_PSN_MASK;
 }
 
+/* A response must not acknowledge a deferred write (a placement recorded
+ * during the RX burst, written at its end) before it is written: write
+ * them out first. false when one failed (xp_resp_mem_fault has queued the
+ * NAK and the QP is going to ERR): nothing else may be sent. On the common
+ * path this is one flag test. */
+static bool resp_settle(struct emu_qp *qp)
+{
+	struct emu_xport_qp *x = &qp->x;
+
+	if (__builtin_expect(x->wr_unsettled, 0)) {
+		emu_mem_flush();
+		x->wr_unsettled = 0;
+	}
+	return !x->wr_failed;
+}
+
+/* Record a deferred write of the request at psn (RC: ACKs wait for it). */
+static void resp_unsettled(struct emu_qp *qp, bool rc, uint32_t psn)
+{
+	struct emu_xport_qp *x = &qp->x;
+
+	if (rc && !x->wr_unsettled) {
+		x->wr_unsettled = 1;
+		x->wr_unsettled_psn = psn;
+	}
+}
+
+void xp_resp_mem_fault(struct emu_qp *qp)
+{
+	struct emu_xport_qp *x = &qp->x;
+
+	if (qp->type != IBV_QPT_RC || !x->wr_unsettled || x->wr_failed)
+		return;
+	/* NAK the first unsettled write: everything before it was written
+	 * (and may have been ACKed), nothing from it on is acknowledged */
+	x->wr_failed = 1;
+	x->cnt.naks_sent++;
+	x->ack_pending = 1;
+	x->ack_psn = x->wr_unsettled_psn;
+	x->ack_syndrome = wire_aeth_nak(WIRE_NAK_REM_ACCESS_ERR);
+	x->ack_at = emu_now_ns();
+	xp_act_add(qp);
+}
+
 /* Immediately send an ACK/NAK with syndrome syn for psn. */
 static void resp_ack(struct emu_qp *qp, uint8_t syn, uint32_t psn)
 {
 	struct wire_pkt d;
+
+	if (!resp_settle(qp) && syn != wire_aeth_nak(WIRE_NAK_REM_ACCESS_ERR))
+		return;
 
 	/* a pending coalesced ACK goes out before a NAK for a later PSN */
 	if (qp->x.ack_pending && wire_aeth_type(syn) != WIRE_AETH_ACK)
@@ -196,6 +243,8 @@ static void resp_read_reply(struct emu_qp *qp, struct emu_ctx *owner, uint64_t p
 	unsigned nf = 0;
 	uint64_t chunk = proc;
 
+	if (!resp_settle(qp))
+		return;
 	for (i = 0; i < n; i++) {
 		struct wire_pkt d;
 		uint32_t off = i * mtu;
@@ -228,6 +277,8 @@ static void resp_atomic_ack(struct emu_qp *qp, uint32_t psn, uint64_t orig)
 {
 	struct wire_pkt d;
 
+	if (!resp_settle(qp))
+		return;
 	resp_pkt_init(qp, &d, WIRE_OP_RC_ATOMIC_ACK, psn, wire_aeth_ack(WIRE_AETH_CREDITS_INVALID));
 	d.atomicacketh.orig = orig;
 	xp_tx(qp, &qp->x.path, &d, NULL, NULL, NULL);
@@ -420,6 +471,9 @@ static enum emu_resp_state resp_uc_fail(struct resp_ctx *c)
 	if (c->uc & (RESP_UC_ALL | RESP_UC_REST)) {
 		x->uc_drop = (c->uc & RESP_UC_ALL) ? 1 : !c->last;
 		x->resp_opseq = 0;
+		/* the receive WQE (if still ours) takes the next message from
+		 * its start, as rxe's class D1/E handling resets its dma */
+		x->rcv_off = 0;
 	}
 	return EMU_RESP_EXIT;
 }
@@ -650,7 +704,11 @@ static enum emu_resp_state resp_exec_send(struct resp_ctx *c)
 				 RESP_UC_CQE | RESP_UC_REST);
 	if (xp_sge_write_deferred(c->qp, x->rwqe->sge, x->rwqe->num_sge, x->rcv_off,
 				  pkt->payload, pkt->payload_len, x->rwqe_epoch))
-		return resp_fail(c, EMU_RESP_ERR_REM_OP, IBV_WC_LOC_PROT_ERR, 0, RESP_UC_CQE);
+		/* UC: the receive is completed in error; the rest of the
+		 * message must not reach it (nor complete it again) */
+		return resp_fail(c, EMU_RESP_ERR_REM_OP, IBV_WC_LOC_PROT_ERR, 0,
+				 RESP_UC_CQE | RESP_UC_REST);
+	resp_unsettled(c->qp, c->rc, c->psn);
 	x->rcv_off += pkt->payload_len;
 	return EMU_RESP_NONE;
 }
@@ -675,6 +733,8 @@ static enum emu_resp_state resp_exec_write(struct resp_ctx *c)
 
 	if (len && emu_mem_write_deferred(c->qp, x->wr_owner, &rv, 1, pkt->payload, len))
 		return resp_fail(c, EMU_RESP_ERR_REM_ACCESS, 0, IBV_EVENT_QP_ACCESS_ERR, 0);
+	if (len)
+		resp_unsettled(c->qp, c->rc, c->psn);
 	x->wr_va += len;
 	x->wr_left -= len;
 	return EMU_RESP_NONE;
@@ -728,6 +788,8 @@ static enum emu_resp_state resp_atomic_reply(struct resp_ctx *c)
 	struct emu_xport_res *r;
 	uint64_t old, val;
 
+	if (!resp_settle(c->qp))
+		return EMU_RESP_EXIT; /* an earlier write failed: the QP is dead */
 	/* single engine thread: atomic w.r.t. every other atomic through this
 	 * daemon (IBV_ATOMIC_HCA) */
 	if (emu_mem_read(c->owner, &old, c->proc, 8))
@@ -885,6 +947,8 @@ void xp_resp_reset(struct emu_qp *qp)
 	x->ack_at = 0;
 	x->comm_est_sent = 0;
 	x->uc_drop = 0;
+	x->wr_unsettled = 0;
+	x->wr_failed = 0;
 	x->rwqe_valid = 0;
 	x->rcv_off = 0;
 	x->msn = 0;

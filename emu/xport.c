@@ -89,6 +89,13 @@ static void xp_tomb_rx(struct emu_dev *d, const struct wire_pkt *pkt)
 			t->qpn = 0;
 			return;
 		}
+		/* the live QP's source check (xp_src_ok): a forged duplicate
+		 * must not make us ACK the real peer */
+		if (memcmp(pkt->ip.src.raw, t->path.dgid.raw, 16)) {
+			d->cnt.drops[EMU_DROP_SRC_MISMATCH]++;
+			d->cnt.xdrops[EMU_XDROP_SRC]++;
+			return;
+		}
 		if (!wire_psn_before(pkt->bth.psn, t->epsn))
 			return; /* new work for a dead QP: nothing to say */
 		/* only the shell's dev, path and counters are used to build */
@@ -365,5 +372,6 @@ void emu_xport_mem_fault(struct emu_qp *qp)
 {
 	EMU_LOG_RL(WARNING, "qp %u: registered memory of pid %d is gone\n", qp->qpn,
 		qp->ctx ? (int)qp->ctx->pid : -1);
+	xp_resp_mem_fault(qp);
 	xp_qp_error(qp, IBV_EVENT_QP_ACCESS_ERR);
 }

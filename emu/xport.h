@@ -133,7 +133,7 @@ enum emu_xport_drop {
 	EMU_XDROP_SRC,          /* RC/UC source is not the connected peer */
 	EMU_XDROP_UD_INVALID,   /* UD: not a SEND, no DETH, or wrong Q_Key */
 	EMU_XDROP_UD_NO_RECV,   /* UD: no receive posted */
-	EMU_XDROP_UC_GAP,       /* UC: after a lost packet, until FIRST/ONLY */
+	EMU_XDROP_UC_GAP,       /* UC: after a lost or failed packet, until FIRST/ONLY */
 	EMU_XDROP_UC_INV_REQ,   /* UC: malformed or out-of-order request */
 	EMU_XDROP_UC_NO_RECV,   /* UC: no receive posted (no RNR on UC) */
 	EMU_XDROP_UC_RKEY,      /* UC: WRITE rkey violation */
@@ -202,6 +202,9 @@ struct emu_xport_qp {
 	uint8_t ack_syndrome;
 	uint8_t comm_est_sent;
 	uint8_t uc_drop;           /* UC: discard until next FIRST/ONLY */
+	uint8_t wr_unsettled;      /* RC: deferred writes since the last response */
+	uint8_t wr_failed;         /* one of them failed: no more ACKs */
+	uint32_t wr_unsettled_psn; /* PSN of the first of them */
 	uint32_t ack_psn;          /* PSN to acknowledge */
 	uint64_t ack_at;
 	uint32_t epsn;             /* expected PSN */

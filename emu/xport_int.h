@@ -171,5 +171,7 @@ void xp_comp_timeout(struct emu_qp *qp, uint64_t now);
 void xp_resp_rx(struct emu_qp *qp, const struct wire_pkt *pkt);
 void xp_resp_send_ack(struct emu_qp *qp);
 void xp_resp_reset(struct emu_qp *qp);
+/* A deferred write of qp failed: replace what would ACK it by a NAK. */
+void xp_resp_mem_fault(struct emu_qp *qp);
 
 #endif /* EMU_XPORT_INT_H */

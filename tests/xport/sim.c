@@ -10,6 +10,7 @@ uint64_t sim_now = 1000000;
 int sim_failures;
 int64_t sim_psn_start = -1;
 bool (*sim_hook)(struct sim *s, int to, uint8_t *frame, uint32_t len);
+bool sim_batch;
 
 struct sim_frame {
 	struct sim_frame *next;
@@ -156,6 +157,10 @@ void sim_run(struct sim *s, uint64_t max_ns)
 		uint64_t t = UINT64_MAX, u;
 		int i;
 
+		struct sim_frame *done = NULL; /* payloads live until the burst ends */
+
+		if (sim_batch && q_head)
+			emu_xport_rx_batch(&s->n[0].dev, true);
 		while (q_head) {
 			struct sim_frame *f = q_head;
 
@@ -165,6 +170,15 @@ void sim_run(struct sim *s, uint64_t max_ns)
 			if (!sim_hook || sim_hook(s, f->to == &s->n[1].dev, f->data, f->len))
 				emu_port_rx_frame(f->to, f->data, f->len);
 			s->frames++;
+			f->next = done;
+			done = f;
+		}
+		if (sim_batch)
+			emu_xport_rx_batch(&s->n[0].dev, false);
+		while (done) {
+			struct sim_frame *f = done;
+
+			done = f->next;
 			free(f->data);
 			free(f);
 		}
