@@ -332,6 +332,43 @@ static void case_seal(struct t_daemon *d)
 	t_client_close(&a);
 }
 
+/* want armed completions on r's CQ, one at a time: each arm yields one
+ * channel event (the arm word lives in the CQ ring header) */
+static void fire_events(struct t_rc *r, int want)
+{
+	uint32_t *arm = (uint32_t *)(r->cqmap + offsetof(struct uroce_ring_hdr, arm));
+	uint8_t msg[8] = { 1 };
+
+	for (int i = 0; i < want; i++) {
+		__atomic_fetch_or(arm, UROCE_ARM_NEXT, __ATOMIC_SEQ_CST);
+		msg[1] = (uint8_t)i;
+		t_rc_post(r, 0, msg, sizeof(msg), (uint64_t)i);
+		REQUIRE(t_rc_poll(r, 2, 20000) == 0, "a's traffic, event %d", i);
+	}
+}
+
+/* Read channel records until want arrived or 20 s passed; with check,
+ * each must name the CQ's handle (0xcafe). Returns how many arrived. */
+static int read_events(int cfd, int want, bool check)
+{
+	int got = 0;
+	uint64_t end = t_now_ms() + 20000;
+
+	while (got < want && t_now_ms() < end) {
+		struct pollfd p = { .fd = cfd, .events = POLLIN };
+		if (poll(&p, 1, 100) <= 0)
+			continue;
+		struct uroce_comp_event ev[64];
+		ssize_t n = read(cfd, ev, sizeof(ev));
+		REQUIRE(n > 0 && n % (ssize_t)sizeof(ev[0]) == 0, "channel read %zd", n);
+		for (ssize_t i = 0; check && i < n / (ssize_t)sizeof(ev[0]); i++)
+			CHECK(ev[i].cq_handle == 0xcafe, "event record %d: %#lx", got + (int)i,
+			      (unsigned long)ev[i].cq_handle);
+		got += (int)(n / (ssize_t)sizeof(ev[0]));
+	}
+	return got;
+}
+
 static void case_evpipe(struct t_daemon *d)
 {
 	struct t_client a;
@@ -357,30 +394,10 @@ static void case_evpipe(struct t_daemon *d)
 
 	struct t_rc r;
 	REQUIRE(t_rc_open(&r, &a, 0, (int32_t)ch.handle) == 0, "a's QP on the channel");
-	uint32_t *arm = (uint32_t *)(r.cqmap + 136);
-	uint8_t msg[8] = { 1 };
-	for (int i = 0; i < want; i++) {
-		__atomic_fetch_or(arm, UROCE_ARM_NEXT, __ATOMIC_SEQ_CST);
-		msg[1] = (uint8_t)i;
-		t_rc_post(&r, 0, msg, sizeof(msg), (uint64_t)i);
-		REQUIRE(t_rc_poll(&r, 2, 20000) == 0, "a's traffic, event %d", i);
-	}
+	fire_events(&r, want);
 	/* nobody read the channel: the pipe is full and 100 events wait */
 	check_served(d, "a full completion channel");
-	int got = 0;
-	uint64_t end = t_now_ms() + 20000;
-	while (got < want && t_now_ms() < end) {
-		struct pollfd p = { .fd = cfd, .events = POLLIN };
-		if (poll(&p, 1, 100) <= 0)
-			continue;
-		struct uroce_comp_event ev[64];
-		ssize_t n = read(cfd, ev, sizeof(ev));
-		REQUIRE(n > 0 && n % (ssize_t)sizeof(ev[0]) == 0, "channel read %zd", n);
-		for (ssize_t i = 0; i < n / (ssize_t)sizeof(ev[0]); i++)
-			CHECK(ev[i].cq_handle == 0xcafe, "event record %d: %#lx", got + (int)i,
-			      (unsigned long)ev[i].cq_handle);
-		got += (int)(n / (ssize_t)sizeof(ev[0]));
-	}
+	int got = read_events(cfd, want, true);
 	CHECK(got == want, "%d of %d events delivered", got, want);
 	struct pollfd p = { .fd = cfd, .events = POLLIN };
 	CHECK(poll(&p, 1, 200) == 0, "no event beyond the %d triggered", want);
@@ -423,29 +440,12 @@ static void case_evlost(struct t_daemon *d)
 
 	struct t_rc r;
 	REQUIRE(t_rc_open(&r, &a, 0, (int32_t)ch.handle) == 0, "a's QP on the channel");
-	uint32_t *arm = (uint32_t *)(r.cqmap + 136);
-	uint8_t msg[8] = { 1 };
-	for (int i = 0; i < want; i++) {
-		__atomic_fetch_or(arm, UROCE_ARM_NEXT, __ATOMIC_SEQ_CST);
-		msg[1] = (uint8_t)i;
-		t_rc_post(&r, 0, msg, sizeof(msg), (uint64_t)i);
-		REQUIRE(t_rc_poll(&r, 2, 20000) == 0, "a's traffic, event %d", i);
-	}
+	fire_events(&r, want);
 	check_served(d, "an overflowed completion channel");
 	uint64_t lost = port_evq_lost(&a);
 	CHECK(lost >= (uint64_t)extra, "evq_lost %lu, at least %d expected", (unsigned long)lost,
 	      extra);
-	int got = 0;
-	uint64_t end = t_now_ms() + 20000;
-	while (got + (int)lost < want && t_now_ms() < end) {
-		struct pollfd p = { .fd = cfd, .events = POLLIN };
-		if (poll(&p, 1, 100) <= 0)
-			continue;
-		struct uroce_comp_event ev[64];
-		ssize_t n = read(cfd, ev, sizeof(ev));
-		REQUIRE(n > 0 && n % (ssize_t)sizeof(ev[0]) == 0, "channel read %zd", n);
-		got += (int)(n / (ssize_t)sizeof(ev[0]));
-	}
+	int got = read_events(cfd, want - (int)lost, false);
 	struct pollfd p = { .fd = cfd, .events = POLLIN };
 	CHECK(poll(&p, 1, 200) == 0, "no event beyond the %d triggered", want);
 	CHECK((uint64_t)got + lost == (uint64_t)want, "%d delivered + %lu lost != %d triggered", got,
