@@ -44,7 +44,7 @@ static void emu_usage(FILE *f)
 		"  --pcap FILE       capture every frame sent and received\n"
 		"  --cpu N           pin the device's worker thread to CPU N\n"
 		"  --mem-stall-ms N  an access to a client's memory blocked this long\n"
-		"                    quarantines the client (default 100, 0 = never)\n"
+		"                    quarantines the client (default 2000, 0 = never)\n"
 		"Daemon options:\n"
 		"  --run-dir DIR     control socket directory (default $UROCE_RUN_DIR, else\n"
 		"                    $XDG_RUNTIME_DIR/uroce, else /tmp/uroce-<euid>); it must be\n"
@@ -446,7 +446,11 @@ static int emu_opts_parse(struct emu_opts *os, unsigned *ndev, int argc, char **
 
 	emu_opts_default(&g, 0);
 	g.spin_us = 50;
-	g.mem_stall_ms = 100;
+	/* not 100: a thread of the client holding its mmap lock while preempted
+	 * on a loaded machine (or a huge-page compaction) legitimately blocks
+	 * a read for hundreds of ms; a real stall (FUSE, a hung device) blocks
+	 * for ever, so a longer bound only delays the hand-over */
+	g.mem_stall_ms = 2000;
 	strcpy(g.log_level, "notice");
 	if (uroce_run_dir(g.run_dir, sizeof(g.run_dir))) {
 		fprintf(stderr, "uroced: run directory name too long\n");

@@ -14,7 +14,7 @@
  *
  * stall_fuse: a child registers an MR over a mapping of a file on a FUSE
  * file system whose server never answers READ: the daemon's access really
- * blocks in the kernel. The watchdog (--mem-stall-ms, default 100) hands
+ * blocks in the kernel. The watchdog (--mem-stall-ms, default 2000) hands
  * the device to a fresh engine thread: a second context is served within a
  * bounded time; after the child is gone, new contexts are served too.
  * Needs root (mount in a private mount namespace) and /dev/fuse; skipped
