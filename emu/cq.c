@@ -153,7 +153,8 @@ uint32_t emu_cq_room(const struct emu_cq *cq)
 	return used >= cq->entries ? 0 : cq->entries - used;
 }
 
-int emu_cq_push(struct emu_cq *cq, const struct uroce_cqe *cqe)
+int emu_cq_put(struct emu_cq *cq, const struct uroce_cqe *cqe,
+	       const struct uroce_cqe_inl *inl, uint64_t ts)
 {
 	if (cq->error)
 		return -ENOSPC;
@@ -161,6 +162,7 @@ int emu_cq_push(struct emu_cq *cq, const struct uroce_cqe *cqe)
 	/* a cons beyond prod is garbage from the application: treat the
 	 * ring as overrun rather than write over unread entries */
 	if (cq->prod - cons >= cq->entries) {
+		emu_cq_publish(cq); /* what was written before still counts */
 		cq->error = true;
 		__atomic_fetch_or(&cq->hdr->flags, UROCE_RING_F_ERROR, __ATOMIC_RELEASE);
 		EMU_LOG_RL(NOTICE, "cq %u (pid %d): overrun\n", cq->handle, (int)cq->ctx->pid);
@@ -169,24 +171,56 @@ int emu_cq_push(struct emu_cq *cq, const struct uroce_cqe *cqe)
 	}
 	/* the data a CQE announces must be in application memory first */
 	emu_mem_flush();
-	struct uroce_cqe *slot = &cq->slots[cq->prod & cq->mask];
+	uint32_t i = cq->prod & cq->mask;
+	struct uroce_cqe *slot = &cq->slots[i];
 	*slot = *cqe;
-	slot->timestamp_ns = emu_now_ns();
+	slot->timestamp_ns = ts;
+	if (inl && cqe->inl_nseg) {
+		struct uroce_cqe_inl *d = &cq->inl[i];
+		uint32_t n = cqe->inl_nseg, len = cqe->byte_len;
+
+		/* only what the shim reads: the used segments and bytes */
+		memcpy(d->seg, inl->seg, n * sizeof(d->seg[0]));
+		memcpy(d->data, inl->data, len);
+		EMU_CHECK_DEFINED(d->data, len);
+		cq->ctx->dev->cnt.cqe_inline++;
+	} else {
+		slot->inl_nseg = 0;
+	}
 	EMU_CHECK_DEFINED(slot, sizeof(*slot));
 	cq->prod++;
+	if (cqe->solicited || cqe->status != IBV_WC_SUCCESS)
+		cq->pend_sol = true;
+	return 0;
+}
+
+void emu_cq_publish(struct emu_cq *cq)
+{
+	if (cq->pub == cq->prod)
+		return;
+	bool sol = cq->pend_sol;
+
+	cq->pub = cq->prod;
+	cq->pend_sol = false;
 	__atomic_store_n(&cq->hdr->prod, cq->prod, __ATOMIC_RELEASE);
 	/* Store(prod) then Load(arm) must not reorder: the shim arms, then
 	 * re-checks prod; one of the two sides sees the other. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	uint32_t arm = __atomic_load_n(&cq->hdr->arm, __ATOMIC_RELAXED);
 	if (!arm)
-		return 0;
-	bool fire = (arm & UROCE_ARM_NEXT) ||
-		    ((arm & UROCE_ARM_SOLICITED) &&
-		     (cqe->solicited || cqe->status != IBV_WC_SUCCESS));
+		return;
+	bool fire = (arm & UROCE_ARM_NEXT) || ((arm & UROCE_ARM_SOLICITED) && sol);
 	if (!fire)
-		return 0;
+		return;
 	if (__atomic_exchange_n(&cq->hdr->arm, 0, __ATOMIC_ACQ_REL))
 		emu_cq_event(cq);
-	return 0;
+}
+
+int emu_cq_push(struct emu_cq *cq, const struct uroce_cqe *cqe)
+{
+	int rc = emu_cq_put(cq, cqe, NULL, emu_now_ns());
+
+	if (!rc)
+		emu_cq_publish(cq);
+	return rc;
 }

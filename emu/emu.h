@@ -181,8 +181,11 @@ struct emu_cq {
 	struct emu_channel *channel;
 	struct uroce_ring_hdr *hdr;
 	struct uroce_cqe *slots;
+	struct uroce_cqe_inl *inl; /* companion slots: small payloads (abi.h) */
 	uint32_t entries, mask;
 	uint32_t prod;      /* daemon-private producer index */
+	uint32_t pub;       /* prod as last published to the ring */
+	bool pend_sol;      /* an unpublished CQE may fire a SOLICITED arm */
 	uint32_t cqe;       /* capacity reported */
 	bool error;         /* overrun: CQ_ERR raised, no more CQEs */
 	uint32_t refcnt;    /* QPs using it */
@@ -365,6 +368,8 @@ struct emu_port_counters {
 	uint64_t tx_stalls;   /* requester paused: port TX backlog full */
 	uint64_t clients_refused; /* connections the access rule refused */
 	uint64_t evq_lost;    /* event-pipe records dropped past the backlog (cq.c) */
+	uint64_t cqe_inline;  /* receives whose payload went in the CQ ring */
+	uint64_t icrc_skipped; /* frames whose ICRC work the internal ring skipped */
 };
 
 #define EMU_NEIGH_MAX 64
@@ -543,6 +548,13 @@ int emu_key_invalidate(struct emu_pd *pd, uint32_t rkey);
 /* Append a CQE (the caller fills everything but timestamp_ns). Handles
  * overrun (-ENOSPC: CQ_ERR raised, CQ dead) and the arm state. */
 int emu_cq_push(struct emu_cq *cq, const struct uroce_cqe *cqe);
+/* emu_cq_push in two steps, so a burst publishes each ring once: write the
+ * CQE (stamped ts) and, when inl, its companion slot (the used segments and
+ * cqe->byte_len bytes), without making them visible; then publish: prod
+ * and the arm check, for everything written since the last publish. */
+int emu_cq_put(struct emu_cq *cq, const struct uroce_cqe *cqe,
+	       const struct uroce_cqe_inl *inl, uint64_t ts);
+void emu_cq_publish(struct emu_cq *cq);
 /* Free slots left (entries - (prod - cons)); 0 when in error. */
 uint32_t emu_cq_room(const struct emu_cq *cq);
 /* Write one async record (kept in the context's backlog if the pipe is full). */

@@ -321,7 +321,8 @@ int emu_channel_destroy(struct emu_ctx *c, uint32_t handle)
 static int emu_cq_ring_new(struct emu_cq *cq, uint32_t cqe)
 {
 	uint32_t entries = pow2_at_least(cqe < 2 ? 2 : cqe);
-	size_t size = emu_ring_bytes(entries, UROCE_CQE_SIZE);
+	/* every CQE slot has its companion slot for small payloads */
+	size_t size = emu_ring_bytes(entries, UROCE_CQE_SIZE + UROCE_CQE_INL_SIZE);
 	void *map;
 	int fd;
 	int rc = emu_shm_create("uroce-cq", size, &fd, &map);
@@ -333,6 +334,7 @@ static int emu_cq_ring_new(struct emu_cq *cq, uint32_t cqe)
 	cq->map_size = size;
 	cq->hdr = map;
 	cq->slots = (struct uroce_cqe *)((uint8_t *)map + UROCE_RING_HDR_SIZE);
+	cq->inl = (struct uroce_cqe_inl *)((uint8_t *)map + UROCE_CQ_INL_OFFSET(entries));
 	cq->entries = entries;
 	cq->mask = entries - 1;
 	cq->cqe = entries;
@@ -419,8 +421,10 @@ int emu_cq_resize(struct emu_ctx *c, const struct uroce_resize_cq_req *q,
 	}
 	emu_ctx_uncharge(c, cq->map_size);
 	/* keep the free-running indices: the shim continues at cons */
-	for (uint32_t k = 0, i = cons; k < used; k++, i++) /* used <= both sizes */
+	for (uint32_t k = 0, i = cons; k < used; k++, i++) { /* used <= both sizes */
 		nq.slots[i & nq.mask] = cq->slots[i & cq->mask];
+		nq.inl[i & nq.mask] = cq->inl[i & cq->mask];
+	}
 	nq.hdr->cons = cons;
 	nq.hdr->prod = cq->prod;
 	nq.hdr->arm = __atomic_load_n(&cq->hdr->arm, __ATOMIC_ACQUIRE);

@@ -143,7 +143,7 @@ void xp_resp_send_ack(struct emu_qp *qp)
 
 static void recv_cqe_sl(struct emu_qp *qp, uint8_t status, uint32_t opcode, uint32_t len,
 			uint32_t flags, uint32_t imm_or_inv, uint32_t src_qp, bool se,
-			uint8_t sl)
+			uint8_t sl, const struct uroce_cqe_inl *inl, unsigned inl_nseg)
 {
 	struct uroce_cqe e;
 
@@ -157,14 +157,15 @@ static void recv_cqe_sl(struct emu_qp *qp, uint8_t status, uint32_t opcode, uint
 	e.imm_or_inv = imm_or_inv;
 	e.src_qp = src_qp;
 	e.solicited = se;
+	e.inl_nseg = (uint8_t)inl_nseg;
 	qp->x.rwqe_valid = 0;
-	xp_cq_push(qp, qp->recv_cq, &e);
+	xp_cq_push_inl(qp, qp->recv_cq, &e, inl_nseg ? inl : NULL);
 }
 
 static void recv_cqe(struct emu_qp *qp, uint8_t status, uint32_t opcode, uint32_t len,
 		     uint32_t flags, uint32_t imm_or_inv, uint32_t src_qp, bool se)
 {
-	recv_cqe_sl(qp, status, opcode, len, flags, imm_or_inv, src_qp, se, 0);
+	recv_cqe_sl(qp, status, opcode, len, flags, imm_or_inv, src_qp, se, 0, NULL, 0);
 }
 
 /* Take a receive WQE and validate its SGEs. 1 ok, 0 none, <0 bad WQE
@@ -389,16 +390,30 @@ static void resp_ud(struct emu_qp *qp, const struct wire_pkt *pkt)
 		recv_cqe(qp, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, 0, 0, pkt->deth.sqpn, false);
 		return;
 	}
-	if (xp_sge_copy(qp, x->rwqe->sge, x->rwqe->num_sge, 0, grh, 40, true,
-			IBV_ACCESS_LOCAL_WRITE, x->rwqe_epoch) ||
-	    xp_sge_copy(qp, x->rwqe->sge, x->rwqe->num_sge, 40, (void *)pkt->payload,
-			pkt->payload_len, true, IBV_ACCESS_LOCAL_WRITE, x->rwqe_epoch)) {
+	/* a small datagram travels in the CQ ring, GRH area included (the
+	 * shim writes both when the application polls): no system call */
+	struct uroce_cqe_inl inl;
+	unsigned nseg = 0;
+
+	if (pkt->payload_len <= UROCE_CQE_INL_PAYLOAD) {
+		uint8_t buf[40 + UROCE_CQE_INL_PAYLOAD];
+
+		memcpy(buf, grh, 40);
+		memcpy(buf + 40, pkt->payload, pkt->payload_len);
+		nseg = xp_sge_inline(qp, x->rwqe->sge, x->rwqe->num_sge, buf,
+				     40 + pkt->payload_len, x->rwqe_epoch, &inl);
+	}
+	if (!nseg &&
+	    (xp_sge_copy(qp, x->rwqe->sge, x->rwqe->num_sge, 0, grh, 40, true,
+			 IBV_ACCESS_LOCAL_WRITE, x->rwqe_epoch) ||
+	     xp_sge_copy(qp, x->rwqe->sge, x->rwqe->num_sge, 40, (void *)pkt->payload,
+			 pkt->payload_len, true, IBV_ACCESS_LOCAL_WRITE, x->rwqe_epoch))) {
 		recv_cqe(qp, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, 0, 0, pkt->deth.sqpn, false);
 		return;
 	}
 	recv_cqe_sl(qp, IBV_WC_SUCCESS, IBV_WC_RECV, 40 + pkt->payload_len, flags, imm,
 		    pkt->deth.sqpn, pkt->bth.se,
-		    pkt->ip.version == 6 ? RESP_UD_SL_IPV6 : RESP_UD_SL_IPV4);
+		    pkt->ip.version == 6 ? RESP_UD_SL_IPV6 : RESP_UD_SL_IPV4, &inl, nseg);
 }
 
 /* ---- the state machine ----
@@ -426,6 +441,8 @@ struct resp_ctx {
 	uint8_t wc;             /* receive completion status of the error (0 none) */
 	uint8_t uc;             /* RESP_UC_* */
 	int ev;                 /* async event of the error (0 none) */
+	struct uroce_cqe_inl *inl; /* a small SEND's payload for the CQ ring */
+	unsigned inl_nseg;      /* its segments (0: placed, or none) */
 };
 
 typedef enum emu_resp_state (*resp_state_fn)(struct resp_ctx *c);
@@ -702,6 +719,17 @@ static enum emu_resp_state resp_exec_send(struct resp_ctx *c)
 	if ((uint64_t)x->rcv_off + pkt->payload_len > x->rwqe_len)
 		return resp_fail(c, EMU_RESP_ERR_LENGTH, IBV_WC_LOC_LEN_ERR, 0,
 				 RESP_UC_CQE | RESP_UC_REST);
+	/* a small whole message goes in the CQ ring: nothing to place, so
+	 * nothing unsettled; checks failing fall through to the placement,
+	 * which fails the same way as before */
+	if (c->first && c->last && !x->rcv_off && pkt->payload_len <= UROCE_CQE_INL_PAYLOAD) {
+		c->inl_nseg = xp_sge_inline(c->qp, x->rwqe->sge, x->rwqe->num_sge, pkt->payload,
+					    pkt->payload_len, x->rwqe_epoch, c->inl);
+		if (c->inl_nseg) {
+			x->rcv_off = pkt->payload_len;
+			return EMU_RESP_NONE;
+		}
+	}
 	if (xp_sge_write_deferred(c->qp, x->rwqe->sge, x->rwqe->num_sge, x->rcv_off,
 				  pkt->payload, pkt->payload_len, x->rwqe_epoch))
 		/* UC: the receive is completed in error; the rest of the
@@ -843,8 +871,8 @@ static enum emu_resp_state resp_complete(struct resp_ctx *c)
 		flags |= IBV_WC_WITH_INV;
 		imm = pkt->ieth_rkey;
 	}
-	recv_cqe(c->qp, IBV_WC_SUCCESS, opc, len, flags, imm, c->qp->attr.dest_qp_num,
-		 pkt->bth.se);
+	recv_cqe_sl(c->qp, IBV_WC_SUCCESS, opc, len, flags, imm, c->qp->attr.dest_qp_num,
+		    pkt->bth.se, 0, c->inl, opc == IBV_WC_RECV ? c->inl_nseg : 0);
 	x->rcv_off = 0;
 	return EMU_RESP_ACKNOWLEDGE;
 }
@@ -913,6 +941,7 @@ static bool resp_admit(struct emu_qp *qp, const struct wire_pkt *pkt)
 void xp_resp_rx(struct emu_qp *qp, const struct wire_pkt *pkt)
 {
 	enum emu_resp_state st = EMU_RESP_GET_REQ;
+	struct uroce_cqe_inl inl; /* filled only for a small SEND */
 	struct resp_ctx c;
 	bool trace;
 
@@ -927,6 +956,7 @@ void xp_resp_rx(struct emu_qp *qp, const struct wire_pkt *pkt)
 	c.last = pkt->op->flags & WIRE_OPF_LAST;
 	c.psn = pkt->bth.psn;
 	c.mtu = xp_mtu(qp);
+	c.inl = &inl;
 	trace = emu_log_enabled(EMU_LOG_LVL_DEBUG);
 	while (st != EMU_RESP_DONE && st != EMU_RESP_EXIT) {
 		qp->x.resp_state = (uint8_t)st;

@@ -93,6 +93,9 @@ void xp_path_from_av(struct emu_xport_path *p, const struct emu_av *av, uint32_t
 
 /* Push a CQE; on CQ overrun the QP gets QP_FATAL and goes to ERR. */
 void xp_cq_push(struct emu_qp *qp, struct emu_cq *cq, struct uroce_cqe *e);
+/* Same, with e->inl_nseg segments and e->byte_len bytes in inl (abi.h). */
+void xp_cq_push_inl(struct emu_qp *qp, struct emu_cq *cq, struct uroce_cqe *e,
+		    const struct uroce_cqe_inl *inl);
 /* Move to ERR (flushing) and raise ev (0 = none). */
 void xp_qp_error(struct emu_qp *qp, int ev);
 void xp_event(struct emu_qp *qp, enum ibv_event_type ev);
@@ -117,6 +120,14 @@ int xp_sge_copyv(struct emu_qp *qp, const struct uroce_sge *sge, unsigned nsge,
  * IBV_ACCESS_LOCAL_WRITE. */
 int xp_sge_write_deferred(struct emu_qp *qp, const struct uroce_sge *sge, unsigned nsge,
 			  uint32_t off, const void *src, uint32_t len, uint64_t epoch);
+/* Prepare len (<= UROCE_CQE_INL_DATA) bytes at src, for qp's own SGE list
+ * from byte 0, to travel in the CQ ring instead of being placed: checked
+ * as xp_sge_write_deferred, pieces and bytes into inl. Segments used, or
+ * 0 when it does not fit (more than UROCE_CQE_INL_SEGS pieces) or a check
+ * failed: the caller then places the data (and meets the error there). */
+unsigned xp_sge_inline(struct emu_qp *qp, const struct uroce_sge *sge, unsigned nsge,
+		       const void *src, uint32_t len, uint64_t epoch,
+		       struct uroce_cqe_inl *inl);
 enum ibv_wc_opcode xp_wc_opcode(uint8_t wr_opcode);
 
 /* xport.c: ECN CE -> CNP (rate-limited), CNP accounting */

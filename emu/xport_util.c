@@ -124,46 +124,86 @@ static __thread struct { /* per worker thread */
 		struct emu_qp *qp;
 		struct emu_cq *cq;
 		struct uroce_cqe e;
+		struct uroce_cqe_inl inl; /* used when e.inl_nseg */
 	} q[XP_CQE_BATCH];
 } xp_cqb;
 
-static void xp_cq_push_now(struct emu_qp *qp, struct emu_cq *cq, struct uroce_cqe *e)
+/* Write a CQE without publishing it (emu_cq_put). */
+static void xp_cq_put(struct emu_qp *qp, struct emu_cq *cq, struct uroce_cqe *e,
+		      const struct uroce_cqe_inl *inl, uint64_t ts)
 {
 	e->qp_num = qp->qpn;
-	if (emu_cq_push(cq, e) == -ENOSPC && qp->attr.qp_state != IBV_QPS_ERR) {
+	if (emu_cq_put(cq, e, inl, ts) == -ENOSPC && qp->attr.qp_state != IBV_QPS_ERR) {
 		/* The CQ is dead (CQ_ERR raised by the core); a QP that can no
 		 * longer report completions is in a fatal state. */
 		xp_qp_error(qp, IBV_EVENT_QP_FATAL);
 	}
 }
 
+static void xp_cq_push_now(struct emu_qp *qp, struct emu_cq *cq, struct uroce_cqe *e,
+			   const struct uroce_cqe_inl *inl)
+{
+	xp_cq_put(qp, cq, e, inl, emu_now_ns());
+	emu_cq_publish(cq);
+}
+
+/* The held-back CQEs enter their rings with one clock read for all of
+ * them and one producer-index store (and arm check) per ring. */
 static void xp_cqb_drain(void)
 {
+	struct emu_cq *touched[XP_CQE_BATCH];
+	unsigned nt = 0;
 	bool on = xp_cqb.on;
 
+	if (!xp_cqb.n)
+		return;
 	emu_mem_flush(); /* the data the CQEs announce goes first */
 	xp_cqb.on = false; /* an overrun flushes a QP: those CQEs go directly */
-	for (unsigned i = 0; i < xp_cqb.n; i++)
-		xp_cq_push_now(xp_cqb.q[i].qp, xp_cqb.q[i].cq, &xp_cqb.q[i].e);
+	uint64_t ts = emu_now_ns();
+	for (unsigned i = 0; i < xp_cqb.n; i++) {
+		struct emu_cq *cq = xp_cqb.q[i].cq;
+		unsigned k;
+
+		xp_cq_put(xp_cqb.q[i].qp, cq, &xp_cqb.q[i].e, &xp_cqb.q[i].inl, ts);
+		for (k = 0; k < nt && touched[k] != cq; k++)
+			;
+		if (k == nt)
+			touched[nt++] = cq;
+	}
+	for (unsigned k = 0; k < nt; k++)
+		emu_cq_publish(touched[k]);
 	xp_cqb.n = 0;
 	xp_cqb.on = on;
 }
 
-void xp_cq_push(struct emu_qp *qp, struct emu_cq *cq, struct uroce_cqe *e)
+void xp_cq_push_inl(struct emu_qp *qp, struct emu_cq *cq, struct uroce_cqe *e,
+		    const struct uroce_cqe_inl *inl)
 {
 	if (!cq)
 		return;
+	if (!inl)
+		e->inl_nseg = 0;
 	if (xp_cqb.on) {
 		if (xp_cqb.n == XP_CQE_BATCH)
 			xp_cqb_drain();
 		xp_cqb.q[xp_cqb.n].qp = qp;
 		xp_cqb.q[xp_cqb.n].cq = cq;
 		xp_cqb.q[xp_cqb.n].e = *e;
+		if (e->inl_nseg) {
+			memcpy(xp_cqb.q[xp_cqb.n].inl.seg, inl->seg,
+			       e->inl_nseg * sizeof(inl->seg[0]));
+			memcpy(xp_cqb.q[xp_cqb.n].inl.data, inl->data, e->byte_len);
+		}
 		xp_cqb.n++;
 		return;
 	}
 	emu_mem_flush(); /* the data a CQE announces must be in place first */
-	xp_cq_push_now(qp, cq, e);
+	xp_cq_push_now(qp, cq, e, inl);
+}
+
+void xp_cq_push(struct emu_qp *qp, struct emu_cq *cq, struct uroce_cqe *e)
+{
+	xp_cq_push_inl(qp, cq, e, NULL);
 }
 
 void *emu_xport_cqb_self(void)
@@ -182,7 +222,7 @@ void emu_xport_cqb_adopt(void *cqb, struct emu_ctx *skip)
 
 	for (unsigned i = 0; i < n; i++)
 		if (o->q[i].qp->ctx != skip)
-			xp_cq_push(o->q[i].qp, o->q[i].cq, &o->q[i].e);
+			xp_cq_push_inl(o->q[i].qp, o->q[i].cq, &o->q[i].e, &o->q[i].inl);
 	o->n = 0;
 }
 
@@ -318,6 +358,27 @@ int xp_sge_write_deferred(struct emu_qp *qp, const struct uroce_sge *sge, unsign
 	if (n < 0)
 		return n;
 	return emu_mem_write_deferred(qp, qp->ctx, rv, (unsigned)n, src, len);
+}
+
+unsigned xp_sge_inline(struct emu_qp *qp, const struct uroce_sge *sge, unsigned nsge,
+		       const void *src, uint32_t len, uint64_t epoch,
+		       struct uroce_cqe_inl *inl)
+{
+	struct emu_rvec rv[EMU_MAX_SGE];
+	int n;
+
+	if (!len || len > UROCE_CQE_INL_DATA)
+		return 0;
+	n = xp_sge_ranges(qp, sge, nsge, 0, len, IBV_ACCESS_LOCAL_WRITE, epoch, rv);
+	if (n <= 0 || n > UROCE_CQE_INL_SEGS)
+		return 0;
+	for (int i = 0; i < n; i++) {
+		inl->seg[i].addr = rv[i].addr;
+		inl->seg[i].len = (uint32_t)rv[i].len;
+		inl->seg[i].rsvd = 0;
+	}
+	memcpy(inl->data, src, len);
+	return (unsigned)n;
 }
 
 int xp_sge_copy(struct emu_qp *qp, const struct uroce_sge *sge, unsigned nsge,

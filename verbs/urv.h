@@ -97,6 +97,7 @@ struct urv_cq {
 	urv_spin_t lock;
 	struct uroce_ring_hdr *ring;
 	struct uroce_cqe *cqes;
+	struct uroce_cqe_inl *inl; /* companion slots: small receive payloads */
 	size_t map_size;
 	uint32_t entries;
 	uint32_t comp_got;      /* completion events handed out */

@@ -43,7 +43,8 @@
 #include <unistd.h>
 #include <infiniband/verbs.h>
 
-#define UROCE_ABI_VERSION 2 /* 2: pipes made by the daemon, /proc/self/mem in HELLO */
+#define UROCE_ABI_VERSION 3 /* 2: pipes made by the daemon, /proc/self/mem in HELLO;
+			    * 3: small receive payloads in the CQ ring (uroce_cqe_inl) */
 
 /** Environment variable naming the directory of the control sockets. */
 #define UROCE_ENV_RUN_DIR "UROCE_RUN_DIR"
@@ -207,12 +208,46 @@ struct uroce_cqe {
 	uint8_t sl;
 	uint8_t dlid_path_bits;
 	uint8_t solicited;   /**< the message carried the SE bit (for arm SOLICITED) */
-	uint8_t rsvd0;
+	uint8_t inl_nseg;    /**< 0: any payload was placed by the daemon; n > 0: the
+			      *  byte_len bytes are in the companion slot of this
+			      *  index (uroce_cqe_inl), for the shim to scatter over
+			      *  its seg[0..n) before it returns the completion */
 	uint64_t timestamp_ns; /**< completion time, CLOCK_MONOTONIC, for ibv_cq_ex */
 	uint64_t rsvd1;
 };
 #define UROCE_CQE_SIZE 64
 _Static_assert(sizeof(struct uroce_cqe) == UROCE_CQE_SIZE, "cqe size");
+
+/**
+ * Small receive payloads travel in the CQ ring (docs/performance.md): a
+ * successful SEND / SEND_WITH_IMM / SEND_WITH_INV receive of at most
+ * UROCE_CQE_INL_PAYLOAD bytes (on UD, the 40-byte GRH area and the payload:
+ * byte_len) whose receive SGEs the daemon has checked (lkey, LOCAL_WRITE,
+ * length) and which land in at most UROCE_CQE_INL_SEGS pieces is not placed
+ * by the daemon: it writes the bytes and the pieces (process addresses,
+ * from the receive WQE) here, in the slot of the same index as the CQE,
+ * before it publishes prod. The shim copies them into place when it polls
+ * that CQE, before returning it, so no system call is spent on them.
+ *
+ * Ring memfd layout: header, `entries` CQEs, then `entries` of these.
+ */
+#define UROCE_CQE_INL_SEGS 4
+#define UROCE_CQE_INL_PAYLOAD 64 /**< largest payload the daemon puts here */
+#define UROCE_CQE_INL_DATA 128   /**< room: 40 (UD GRH) + UROCE_CQE_INL_PAYLOAD, rounded */
+struct uroce_cqe_inl {
+	struct {
+		uint64_t addr;   /**< process virtual address */
+		uint32_t len;
+		uint32_t rsvd;
+	} seg[UROCE_CQE_INL_SEGS];
+	uint8_t data[UROCE_CQE_INL_DATA];
+};
+#define UROCE_CQE_INL_SIZE 192
+_Static_assert(sizeof(struct uroce_cqe_inl) == UROCE_CQE_INL_SIZE, "cqe inline slot");
+_Static_assert(40 + UROCE_CQE_INL_PAYLOAD <= UROCE_CQE_INL_DATA, "cqe inline room");
+/** Offset of the companion slots in a CQ ring of `entries` slots. */
+#define UROCE_CQ_INL_OFFSET(entries) \
+	(UROCE_RING_HDR_SIZE + (uint64_t)(entries) * UROCE_CQE_SIZE)
 
 /**
  * Doorbell page, one per context (memfd of UROCE_DB_PAGE_SIZE bytes).
@@ -373,7 +408,8 @@ struct uroce_create_cq_req {
 	uint32_t comp_vector;
 	uint32_t rsvd;
 };
-/** fds out: [0] ring memfd (UROCE_RING_HDR_SIZE + entries * UROCE_CQE_SIZE). */
+/** fds out: [0] ring memfd (UROCE_RING_HDR_SIZE + entries * (UROCE_CQE_SIZE +
+ *  UROCE_CQE_INL_SIZE), the companion slots at UROCE_CQ_INL_OFFSET). */
 struct uroce_create_cq_rep {
 	uint32_t handle;
 	uint32_t entries;     /**< ring slots (power of two) */

@@ -409,7 +409,7 @@ static void fz_run(struct fz *f, uint64_t ns, unsigned steps)
  * write; the fuzzer fills them with a pattern at setup. */
 static uint8_t *fz_cq_tail(struct emu_cq *cq, size_t *len)
 {
-	uint8_t *end = (uint8_t *)(cq->slots + cq->entries);
+	uint8_t *end = (uint8_t *)(cq->inl + cq->entries);
 	uint8_t *map_end = (uint8_t *)cq->map + cq->map_size;
 
 	*len = end < map_end ? (size_t)(map_end - end) : 0;

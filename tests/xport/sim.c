@@ -375,7 +375,21 @@ int sim_poll(struct emu_cq *cq, struct uroce_cqe *out, int max)
 	int n = 0;
 
 	while (cons != prod && n < max) {
-		out[n++] = cq->slots[cons & cq->mask];
+		const struct uroce_cqe *e = &cq->slots[cons & cq->mask];
+		const struct uroce_cqe_inl *s = &cq->inl[cons & cq->mask];
+		uint32_t off = 0;
+
+		/* as the shim does: a small payload left in the ring goes to
+		 * the receive buffer before the completion is seen */
+		for (unsigned i = 0; i < e->inl_nseg && i < UROCE_CQE_INL_SEGS; i++) {
+			uint32_t l = s->seg[i].len;
+
+			if (l > e->byte_len - off)
+				l = e->byte_len - off;
+			memcpy((void *)(uintptr_t)s->seg[i].addr, s->data + off, l);
+			off += l;
+		}
+		out[n++] = *e;
 		cons++;
 	}
 	__atomic_store_n(&cq->hdr->cons, cons, __ATOMIC_RELEASE);
