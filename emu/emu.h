@@ -406,6 +406,10 @@ struct emu_dev {
 	enum ibv_port_state port_state;
 	uint64_t node_guid;           /* network order */
 	bool loopback;                /* every frame comes back to us */
+	/* The port never leaves the daemon (loopback ring, link:NAME) and no
+	 * capture or fault injection needs a valid ICRC: frames are sent with
+	 * ICRC 0 and received unverified (set by the daemon, emu_icrc_plan) */
+	bool icrc_tx_skip, icrc_rx_skip;
 	struct emu_evq *evq_pend;     /* event pipes with a backlog */
 	uint16_t ip_id;               /* next IPv4 identification */
 	struct ibv_device_attr dev_attr;

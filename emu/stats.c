@@ -57,6 +57,8 @@ void emu_stats_fill(struct emu_dev *d, const struct emu_ctx *viewer, uint32_t fi
 	p->nctx = d->nctx;
 	p->clients_refused = (uint32_t)c->clients_refused;
 	p->evq_lost = c->evq_lost;
+	p->cqe_inline = c->cqe_inline;
+	p->icrc_skipped = c->icrc_skipped;
 
 	if (!d->qpn)
 		return;

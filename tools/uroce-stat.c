@@ -151,6 +151,8 @@ static void st_port(const char *dev, const struct uroce_port_stats *p)
 	P("contexts", p->nctx);
 	P("clients_refused", p->clients_refused);
 	P("evq_lost", p->evq_lost);
+	P("cqe_inline", p->cqe_inline);
+	P("icrc_skipped", p->icrc_skipped);
 }
 
 /* The reply as the daemon laid it out: port record, then nqps QP

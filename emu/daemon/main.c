@@ -637,6 +637,27 @@ static int emu_daemon_setup(struct emu_daemon *dm)
 	return 0;
 }
 
+/* ICRC work on ports that never leave the daemon (docs/performance.md):
+ * a sender skips it unless its own capture or the receiving device's
+ * capture or fault injection needs a valid ICRC; a receiver skips the
+ * check unless it injects faults (a corrupted frame must be caught). The
+ * receiver of a loopback port is itself; of link:NAME, the other end. */
+static void emu_icrc_plan(void)
+{
+	for (unsigned i = 0; i < emu_nds; i++) {
+		struct emu_daemon *dm = emu_ds[i], *peer = NULL;
+
+		if (!dm->o.vdev[0])
+			peer = dm;
+		else if (!strncmp(dm->o.vdev, "link:", 5))
+			for (unsigned k = 0; k < emu_nds; k++)
+				if (k != i && !strcmp(emu_ds[k]->o.vdev, dm->o.vdev))
+					peer = emu_ds[k];
+		dm->dev.icrc_tx_skip = peer && !dm->pcap && !peer->pcap && !peer->dev.fault;
+		dm->dev.icrc_rx_skip = peer && !dm->dev.fault;
+	}
+}
+
 static void emu_daemon_teardown(struct emu_daemon *dm, bool served)
 {
 	if (served) {
@@ -819,6 +840,7 @@ int main(int argc, char **argv)
 		emu_eal_fini();
 		return 1;
 	}
+	emu_icrc_plan();
 
 	{
 		/* one worker per device; nothing mutable is shared between them

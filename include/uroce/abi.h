@@ -528,6 +528,8 @@ struct uroce_port_stats {
 	uint32_t clients_refused;  /**< connections refused by the access rule */
 	/* appended: readers find qps[] at port_stats_size, not sizeof */
 	uint64_t evq_lost;         /**< event records lost: a reader fell behind the backlog */
+	uint64_t cqe_inline;       /**< receives whose payload travelled in the CQ ring */
+	uint64_t icrc_skipped;     /**< ICRC computations + checks the internal ring skipped */
 };
 struct uroce_qp_stats {
 	uint32_t qpn;

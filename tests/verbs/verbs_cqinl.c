@@ -541,6 +541,129 @@ static void overrun(void)
 	vt_fini(&c.t);
 }
 
+/* Traffic between two devices of one daemon (VT_DEV_A, VT_DEV_B; default
+ * uroce0, uroce1: a link:NAME pair), both directions, sizes from the
+ * inlined to the multi-packet: the ICRC test (icrc_skip.py) runs it with
+ * and without captures and reads the counters and the capture. */
+struct end {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	union ibv_gid gid;
+	int gid_idx;
+};
+
+static void end_open(struct end *e, const char *name)
+{
+	struct ibv_device **l;
+	int n;
+
+	memset(e, 0, sizeof(*e));
+	l = ibv_get_device_list(&n);
+	CHECK(l);
+	for (int i = 0; i < n; i++)
+		if (!strcmp(ibv_get_device_name(l[i]), name))
+			e->ctx = ibv_open_device(l[i]);
+	ibv_free_device_list(l);
+	if (!e->ctx) {
+		fprintf(stderr, "no device %s\n", name);
+		exit(1);
+	}
+	e->gid_idx = vt_find_gid(e->ctx, &e->gid);
+	e->pd = ibv_alloc_pd(e->ctx);
+	e->buf = aligned_alloc(4096, VT_BUF);
+	CHECK(e->pd && e->buf);
+	memset(e->buf, 0, VT_BUF);
+	e->mr = ibv_reg_mr(e->pd, e->buf, VT_BUF, IBV_ACCESS_LOCAL_WRITE);
+	e->cq = ibv_create_cq(e->ctx, 64, NULL, NULL, 0);
+	CHECK(e->mr && e->cq);
+	struct ibv_qp_init_attr a = { .send_cq = e->cq, .recv_cq = e->cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
+			 .max_recv_sge = 1 } };
+	e->qp = ibv_create_qp(e->pd, &a);
+	CHECK(e->qp);
+	struct ibv_qp_attr m = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
+	CHECK(!ibv_modify_qp(e->qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			     IBV_QP_ACCESS_FLAGS));
+}
+
+static void end_connect(struct end *e, const struct end *peer)
+{
+	struct ibv_qp_attr m;
+
+	memset(&m, 0, sizeof(m));
+	m.qp_state = IBV_QPS_RTR;
+	m.path_mtu = IBV_MTU_1024;
+	m.dest_qp_num = peer->qp->qp_num;
+	m.rq_psn = 1;
+	m.max_dest_rd_atomic = 1;
+	m.min_rnr_timer = 1;
+	m.ah_attr.is_global = 1;
+	m.ah_attr.grh.dgid = peer->gid;
+	m.ah_attr.grh.sgid_index = (uint8_t)e->gid_idx;
+	m.ah_attr.grh.hop_limit = 64;
+	m.ah_attr.port_num = 1;
+	CHECK(!ibv_modify_qp(e->qp, &m, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			     IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+			     IBV_QP_MIN_RNR_TIMER));
+	memset(&m, 0, sizeof(m));
+	m.qp_state = IBV_QPS_RTS;
+	m.sq_psn = 1;
+	m.timeout = 12;
+	m.retry_cnt = 7;
+	m.rnr_retry = 7;
+	m.max_rd_atomic = 1;
+	CHECK(!ibv_modify_qp(e->qp, &m, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC));
+}
+
+static void end_close(struct end *e)
+{
+	CHECK(!ibv_destroy_qp(e->qp) && !ibv_destroy_cq(e->cq) && !ibv_dereg_mr(e->mr) &&
+	      !ibv_dealloc_pd(e->pd) && !ibv_close_device(e->ctx));
+	free(e->buf);
+}
+
+static void two_dev(void)
+{
+	const char *na = getenv("VT_DEV_A"), *nb = getenv("VT_DEV_B");
+	static const uint32_t len[] = { 0, 8, T, T + 1, 3000 };
+	struct end e[2];
+
+	srand(1);
+	end_open(&e[0], na ? na : "uroce0");
+	end_open(&e[1], nb ? nb : "uroce1");
+	end_connect(&e[0], &e[1]);
+	end_connect(&e[1], &e[0]);
+	for (unsigned r = 0; r < 10; r++) {
+		for (int dir = 0; dir < 2; dir++) {
+			struct end *s = &e[dir], *d = &e[1 - dir];
+			uint32_t l = len[r % 5];
+			struct ibv_sge rs = { (uintptr_t)d->buf, 4096, d->mr->lkey };
+			struct ibv_recv_wr rw = { .wr_id = r, .sg_list = &rs, .num_sge = 1 }, *rb;
+			struct ibv_sge ss = { (uintptr_t)s->buf + 8192, l, s->mr->lkey };
+			struct ibv_send_wr sw = { .wr_id = r, .sg_list = &ss, .num_sge = l ? 1 : 0,
+				.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *sb;
+			struct ibv_wc wc;
+
+			for (uint32_t i = 0; i < l; i++)
+				s->buf[8192 + i] = (uint8_t)rand();
+			CHECK(!ibv_post_recv(d->qp, &rw, &rb));
+			CHECK(!ibv_post_send(s->qp, &sw, &sb));
+			vt_poll_n(d->cq, 1, &wc);
+			CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV &&
+			      wc.byte_len == l && !memcmp(d->buf, s->buf + 8192, l));
+			vt_poll_n(s->cq, 1, &wc);
+			CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_SEND);
+		}
+	}
+	end_close(&e[0]);
+	end_close(&e[1]);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct vt_case cases[] = {
@@ -552,6 +675,7 @@ int main(int argc, char **argv)
 		{ "batch_ex", batch_ex },
 		{ "bad_lkey", bad_lkey },
 		{ "overrun", overrun },
+		{ "two_dev", two_dev },
 	};
 
 	setvbuf(stdout, NULL, _IOLBF, 0);

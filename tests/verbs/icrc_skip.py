@@ -1,0 +1,215 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""ICRC work on the daemon's internal ring (docs/performance.md).
+
+  icrc_skip.py UROCED VERBS_CQINL UROCE_STAT UROCE_PCAP
+
+Each case starts its own uroced (private UROCE_RUN_DIR, bounded waits,
+stopped with SIGTERM and checked to exit 0), runs traffic with
+verbs_cqinl, and reads the counters with uroce-stat:
+  loop        default loopback port: the ICRC is skipped (icrc_skipped > 0)
+  loop-pcap   with --pcap: the ICRC of every frame sent is computed (only
+              the receive checks are skipped), and every RoCE frame in the
+              capture has a correct ICRC (uroce-pcap decode / check)
+  link-pcap   link:NAME pair, capture on one end only: the other end
+              computes the ICRC of what it sends there (the capture is
+              valid) but still skips checking what it receives
+  loop-fault  with --fault corrupt: nothing skipped, corrupted frames are
+              caught (the payloads the test checks stay intact)
+Exit 0 pass, 77 skip, 1 fail."""
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def wait_sockets(paths, proc, limit=30.0):
+    end = time.monotonic() + limit
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            return False
+        ok = 0
+        for p in paths:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            try:
+                s.connect(p)
+                ok += 1
+            except OSError:
+                pass
+            finally:
+                s.close()
+        if ok == len(paths):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+class Daemon:
+    def __init__(self, uroced, args, devs):
+        self.run_dir = tempfile.mkdtemp(prefix='uroce-icrc-')
+        self.env = dict(os.environ, UROCE_RUN_DIR=self.run_dir)
+        self.log = open(os.path.join(self.run_dir, 'uroced.log'), 'w+')
+        self.devs = devs
+        self.proc = subprocess.Popen([uroced] + args, env=self.env, stdout=self.log,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        socks = [os.path.join(self.run_dir, d + '.sock') for d in devs]
+        if not wait_sockets(socks, self.proc):
+            self.close()
+            raise RuntimeError('daemon did not come up')
+
+    def stop(self):
+        """SIGTERM; True when it exited 0 within the bound."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                return False
+        return self.proc.returncode == 0
+
+    def close(self):
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(30)
+        self.log.seek(0)
+        text = self.log.read()
+        self.log.close()
+        shutil.rmtree(self.run_dir, ignore_errors=True)
+        return text
+
+
+def counters(stat, env, dev):
+    r = subprocess.run([stat, '-d', dev, '-q'], env=env, capture_output=True, text=True,
+                       timeout=60)
+    if r.returncode:
+        raise RuntimeError('uroce-stat %s: %s' % (dev, r.stderr))
+    return dict((ln.split()[0], int(ln.split()[1])) for ln in r.stdout.splitlines()
+                if ln.startswith(' ') and len(ln.split()) == 2)
+
+
+def traffic(prog, env, case, extra=None):
+    e = dict(env, **(extra or {}))
+    r = subprocess.run([prog, case], env=e, capture_output=True, text=True, timeout=120)
+    sys.stdout.write(r.stdout + r.stderr)
+    if r.returncode:
+        raise RuntimeError('%s %s failed (%d)' % (os.path.basename(prog), case, r.returncode))
+
+
+def pcap_valid(pcap_tool, path, min_frames):
+    d = subprocess.run([pcap_tool, 'decode', path], capture_output=True, text=True,
+                       timeout=120)
+    ok = d.stdout.count('icrc=ok')
+    bad = d.stdout.count('icrc=BAD')
+    c = subprocess.run([pcap_tool, 'check', path], capture_output=True, text=True,
+                       timeout=120)
+    print('capture %s: %d frames icrc=ok, %d icrc=BAD, check exit %d' %
+          (os.path.basename(path), ok, bad, c.returncode))
+    if bad or ok < min_frames or c.returncode:
+        print('\n'.join([ln for ln in d.stdout.splitlines() if 'BAD' in ln][:5]))
+        return False
+    return True
+
+
+def case_loop(uroced, prog, stat, pcap_tool, tmp):
+    d = Daemon(uroced, [], ['uroce0'])
+    try:
+        traffic(prog, d.env, 'rc_sizes')
+        c = counters(stat, d.env, 'uroce0')
+        print('uroce0', {k: c[k] for k in ('rx_roce', 'icrc_skipped', 'icrc_errors',
+                                             'cqe_inline')})
+        # every frame sent and received: two skips per frame
+        if c['icrc_skipped'] < 2 * c['rx_roce'] or c['rx_roce'] < 50 or c['icrc_errors']:
+            return False
+        # the small SENDs of rc_sizes travelled in the CQ ring
+        if c['cqe_inline'] < 10:
+            return False
+        return d.stop()
+    finally:
+        d.close()
+
+
+def case_loop_pcap(uroced, prog, stat, pcap_tool, tmp):
+    path = os.path.join(tmp, 'loop.pcap')
+    d = Daemon(uroced, ['--pcap', path], ['uroce0'])
+    try:
+        traffic(prog, d.env, 'rc_sizes')
+        c = counters(stat, d.env, 'uroce0')
+        print('uroce0', {k: c[k] for k in ('rx_roce', 'icrc_skipped', 'icrc_errors')})
+        if c['icrc_skipped'] != c['rx_roce'] or c['rx_roce'] < 50 or c['icrc_errors']:
+            return False
+        if not d.stop():
+            return False
+    finally:
+        d.close()
+    return pcap_valid(pcap_tool, path, 50)
+
+
+def case_link_pcap(uroced, prog, stat, pcap_tool, tmp):
+    path = os.path.join(tmp, 'u1.pcap')
+    d = Daemon(uroced, ['--dev', 'uroce0,port=link:icrc,ip=10.0.0.1',
+                        '--dev', 'uroce1,port=link:icrc,ip=10.0.0.2,pcap=' + path],
+               ['uroce0', 'uroce1'])
+    try:
+        traffic(prog, d.env, 'two_dev')
+        c0 = counters(stat, d.env, 'uroce0')
+        c1 = counters(stat, d.env, 'uroce1')
+        for n, c in (('uroce0', c0), ('uroce1', c1)):
+            print(n, {k: c[k] for k in ('tx_pkts', 'rx_roce', 'icrc_skipped', 'icrc_errors')})
+        # uroce0 computes for uroce1's capture, checks nothing it receives;
+        # uroce1 computes for its own capture and skips its checks
+        if c0['icrc_errors'] or c1['icrc_errors'] or c0['rx_roce'] < 20:
+            return False
+        if c0['icrc_skipped'] != c0['rx_roce'] or c1['icrc_skipped'] != c1['rx_roce']:
+            return False  # (racy only if frames arrived between the fields: they don't)
+        if not d.stop():
+            return False
+    finally:
+        d.close()
+    return pcap_valid(pcap_tool, path, 40)
+
+
+def case_loop_fault(uroced, prog, stat, pcap_tool, tmp):
+    d = Daemon(uroced, ['--fault', 'corrupt=0.05,seed=7'], ['uroce0'])
+    try:
+        traffic(prog, d.env, 'rc_sizes')
+        c = counters(stat, d.env, 'uroce0')
+        print('uroce0', {k: c[k] for k in ('rx_roce', 'icrc_skipped', 'icrc_errors',
+                                             'fault_corrupt')})
+        if c['icrc_skipped']:
+            return False
+        return d.stop()
+    finally:
+        d.close()
+
+
+CASES = {'loop': case_loop, 'loop-pcap': case_loop_pcap, 'link-pcap': case_link_pcap,
+         'loop-fault': case_loop_fault}
+
+
+def main():
+    uroced, prog, stat, pcap_tool = sys.argv[1:5]
+    names = sys.argv[5:] or list(CASES)
+    if not os.access(uroced, os.X_OK):
+        return 77
+    tmp = tempfile.mkdtemp(prefix='uroce-icrc-cap-')
+    failed = 0
+    try:
+        for n in names:
+            try:
+                ok = CASES[n](uroced, prog, stat, pcap_tool, tmp)
+            except (RuntimeError, subprocess.TimeoutExpired) as e:
+                print('error:', e)
+                ok = False
+            print('%s %s' % ('ok  ' if ok else 'FAIL', n))
+            failed += not ok
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
