@@ -207,6 +207,17 @@ static int t_rc_poll(struct t_rc *r, int n, int ms)
 			fprintf(stderr, "completion status %u opcode %u\n", e->status, e->opcode);
 			return -1;
 		}
+		/* as the shim does: a small payload left in the ring goes to
+		 * the receive buffer when the completion is taken (abi.h) */
+		const struct uroce_cqe_inl *in = (const void *)(r->cqmap +
+			UROCE_CQ_INL_OFFSET(r->cq.entries));
+		in += r->cq_cons & (r->cq.entries - 1);
+		for (uint32_t i = 0, off = 0; i < e->inl_nseg && i < UROCE_CQE_INL_SEGS; i++) {
+			uint32_t l = in->seg[i].len < e->byte_len - off ? in->seg[i].len
+								      : e->byte_len - off;
+			memcpy((void *)(uintptr_t)in->seg[i].addr, in->data + off, l);
+			off += l;
+		}
 		r->cq_cons++;
 		__atomic_store_n(r_cons(&r->cqr), r->cq_cons, __ATOMIC_RELEASE);
 		n--;
