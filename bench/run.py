@@ -185,6 +185,7 @@ def main():
         for op in ("send", "write"):
             for s in lat_sizes:
                 R["lat"]["%s_%d" % (op, s)] = kv(ub("lat", op, s, it(20000)), "lat_%s_%d_ns" % (op, s))
+        R["lat"]["read_8"] = kv(ub("lat", "read", 8, it(20000)), "lat_read_8_ns")
         R["bw"] = {}
         for op in ("write", "read", "send"):
             for s in bw_sizes:
@@ -212,7 +213,10 @@ def main():
         daemons.remove(d)
 
         # memory per QP and idle behaviour: default (sleeping) daemon
-        d = daemon([])
+        # (the per-context and per-uid QP limits default to 1/16 and 1/4
+        # of the device: raised so one process can hold a.qps QPs)
+        d = daemon(["--limit", "qp=%d" % a.qps, "--uid-limit", "qp=%d" % a.qps,
+                    "--limit", "mem=1G"])
         env = app_env(build, d)
         R["qps"] = kv(run_app([t["uroce_bench"], "qps", str(a.qps), str(d.p.pid)], env=env,
                               timeout=600), "qps")
@@ -262,8 +266,16 @@ def report(R):
     v = g(R, "bw", "write_65536")
     rows.append(("RDMA WRITE 64 KB, 1 QP", f(v, "%.0f MB/s"),
                  "%s x memcpy (target >= 0.5)" % f(v / mc if v and mc else None, "%.3f")))
+    v = g(R, "lat", "read_8", "p50")
+    rows.append(("RC READ 8 B round trip, p50", f(v, "%.0f ns"),
+                 "%s x ring" % f(v / ring if v and ring else None, "%.1f")))
     v = g(R, "bw", "read_65536")
     rows.append(("RDMA READ 64 KB, 1 QP", f(v, "%.0f MB/s"), ""))
+    v = g(R, "bw", "write_1048576")
+    rows.append(("RDMA WRITE 1 MB, 1 QP", f(v, "%.0f MB/s"),
+                 "%s x memcpy (target >= 0.6)" % f(v / mc if v and mc else None, "%.3f")))
+    v = g(R, "bw", "read_1048576")
+    rows.append(("RDMA READ 1 MB, 1 QP", f(v, "%.0f MB/s"), ""))
     v = R.get("rate_send_64_Mmsgps")
     rows.append(("SEND 64 B message rate", f(v, "%.3f M/s"), "target >= 3 M/s"))
     v = g(R, "qps")
@@ -271,6 +283,9 @@ def report(R):
         rows.append(("%d connected RC QPs: daemon private memory" % v["n"],
                      "%.0f B/QP" % v["anon_per_qp_B"],
                      "target <= 2048 (+ %.0f B/QP shared rings)" % v["shmem_per_qp_B"]))
+        if v.get("create_connect_per_s"):
+            rows.append(("%d RC QPs created + connected" % v["n"],
+                         "%.0f QPs/s" % v["create_connect_per_s"], "target >= 20000"))
     rows.append(("idle daemon CPU", f(R.get("idle_cpu_pct"), "%.2f %%"), "target < 1 %"))
     v = g(R, "wake", "p50")
     rows.append(("round trip after 2 ms idle (wake), p50", f(v, "%.0f ns"),

@@ -6,10 +6,12 @@
  * one core with the daemon on the other, nothing time-shares a core (two
  * perftest processes on one core would measure the scheduler instead).
  *
- *   uroce_bench lat   send|write SIZE ITERS     round trip, ns
+ *   uroce_bench lat   send|write|read SIZE ITERS   round trip, ns (read: one
+ *                                               signaled READ, request + response)
  *   uroce_bench bw    write|read|send SIZE ITERS DEPTH   MB/s (cold buffers)
  *   uroce_bench rate  SIZE ITERS                SEND messages per second
- *   uroce_bench qps   N DAEMON_PID              daemon memory per connected RC QP
+ *   uroce_bench qps   N DAEMON_PID              daemon memory per connected RC QP,
+ *                                               QPs created + connected per second
  *   uroce_bench wake  GAP_US ITERS              first round trip after GAP_US idle
  *
  * Every result is one line "key value ..." for bench/run.sh. Exit 0 ok,
@@ -217,8 +219,8 @@ static void report_lat(const char *key, uint64_t *lat, long n, uint64_t total)
 static void bench_lat(const char *op, uint32_t size, long iters, uint64_t gap_us)
 {
 	struct end a, b;
-	bool wr = !strcmp(op, "write");
-	uint32_t inl = size <= 256 ? 256 : 0;
+	bool wr = !strcmp(op, "write"), rd = !strcmp(op, "read");
+	uint32_t inl = size <= 256 && !rd ? 256 : 0;
 	long warm = gap_us ? 3 : 1000;
 	uint64_t *lat = calloc((size_t)iters, sizeof(*lat)), total = 0;
 
@@ -227,7 +229,7 @@ static void bench_lat(const char *op, uint32_t size, long iters, uint64_t gap_us
 	end_init(&a, size, 64, 64, inl);
 	end_init(&b, size, 64, 64, inl);
 	pair(&a, &b);
-	for (int i = 0; i < 32 && !wr; i++) {
+	for (int i = 0; i < 32 && !wr && !rd; i++) {
 		post_recv(&a, 0, size);
 		post_recv(&b, 0, size);
 	}
@@ -241,7 +243,11 @@ static void bench_lat(const char *op, uint32_t size, long iters, uint64_t gap_us
 		if (gap_us)
 			usleep((useconds_t)gap_us);
 		t = now_ns();
-		if (wr) {
+		if (rd) {
+			post_send(&a, IBV_WR_RDMA_READ, 0, size, IBV_SEND_SIGNALED, &b, 0);
+			wait_cq(a.scq, 1);
+			fl = 0; /* waited for already */
+		} else if (wr) {
 			a.buf[size - 1] = tag;
 			post_send(&a, IBV_WR_RDMA_WRITE, 0, size, fl, &b, 0);
 			while (__atomic_load_n(&b.buf[size - 1], __ATOMIC_ACQUIRE) != tag)
@@ -439,6 +445,7 @@ static void bench_qps(long n, int dpid)
 	a.cap.max_send_sge = 1;
 	a.cap.max_recv_sge = 1;
 	long made = 0;
+	uint64_t t0 = now_ns();
 	for (; made < n; made++) {
 		q[made] = ibv_create_qp(pd, &a);
 		if (!q[made]) {
@@ -450,10 +457,12 @@ static void bench_qps(long n, int dpid)
 	for (long i = 0; i < made; i += 2)
 		if (qp_connect(q[i], q[i + 1]->qp_num) || qp_connect(q[i + 1], q[i]->qp_num))
 			die("connect %ld: %s", i, strerror(errno));
+	uint64_t t1 = now_ns();
 	long anon1 = rss_kb(dpid, "RssAnon"), shm1 = rss_kb(dpid, "RssShmem");
-	printf("qps n %ld anon_per_qp_B %.0f shmem_per_qp_B %.0f\n", made,
+	printf("qps n %ld anon_per_qp_B %.0f shmem_per_qp_B %.0f create_connect_per_s %.0f\n", made,
 	       (double)(anon1 - anon0) * 1024 / (double)made,
-	       (double)(shm1 - shm0) * 1024 / (double)made);
+	       (double)(shm1 - shm0) * 1024 / (double)made,
+	       made ? (double)made * 1e9 / (double)(t1 - t0) : 0.0);
 	for (long i = 0; i < n; i++)
 		if (q[i])
 			ibv_destroy_qp(q[i]);
@@ -481,7 +490,7 @@ int main(int argc, char **argv)
 		goto usage;
 	return 0;
 usage:
-	fprintf(stderr, "usage: uroce_bench lat send|write SIZE ITERS | bw write|read|send SIZE ITERS DEPTH |"
+	fprintf(stderr, "usage: uroce_bench lat send|write|read SIZE ITERS | bw write|read|send SIZE ITERS DEPTH |"
 		" rate SIZE ITERS | qps N DAEMON_PID | wake GAP_US ITERS\n");
 	return 2;
 }
