@@ -19,6 +19,22 @@
 #define EMU_CTL_POLL_ITERS 256        /* busy: check control sockets this often */
 #define EMU_EVQ_RETRY_NS 1000000ull   /* event pipe backlog: retry this often */
 
+static unsigned emu_doorbells(struct emu_daemon *dm);
+
+/* Woken from a sleep: the post that woke us (if a doorbell did) is served
+ * first, the wake pipe read and the control work after it: they took ~4 us
+ * after epoll's return here, which the first completion no longer waits
+ * for (docs/performance.md, "Idle-to-wake"). */
+static void emu_wake_first(struct emu_daemon *dm)
+{
+	emu_ctl_need_wakeup(dm, 0);
+	if (!emu_doorbells(dm))
+		return;
+	emu_tx_flush(&dm->dev);
+	(void)emu_port_rx(dm);
+	emu_tx_flush(&dm->dev);
+}
+
 static void emu_ctl_poll(struct emu_daemon *dm, int timeout_ns)
 {
 	/* epoll_pwait2 needs Linux 5.11 (and valgrind >= 3.20); without it the
@@ -40,6 +56,8 @@ static void emu_ctl_poll(struct emu_daemon *dm, int timeout_ns)
 		if (__atomic_load_n(&no_pwait2, __ATOMIC_RELAXED))
 			n = epoll_wait(dm->epfd, ev, 16, (timeout_ns + 999999) / 1000000);
 	}
+	if (n > 0 && timeout_ns > 0)
+		emu_wake_first(dm);
 	for (int i = 0; i < n; i++)
 		emu_ctl_event(dm, ev[i].data.ptr, ev[i].events);
 	emu_ctl_reap(dm);
