@@ -541,6 +541,54 @@ static void overrun(void)
 	vt_fini(&c.t);
 }
 
+/* A list of small SENDs, only one of them solicited (first, middle, last):
+ * they come back in one RX burst, whose CQEs are published together
+ * (emu_cq_publish); a SOLICITED arm must fire whichever CQE of the burst
+ * carried the bit, and every payload must still be right. */
+static void solicited_burst(void)
+{
+	for (int which = 0; which < 3; which++) {
+		enum { N = 8 };
+		struct ci c;
+		struct layout l[N];
+		struct ibv_sge sge[N];
+		struct ibv_send_wr wr[N], *bad;
+		uint8_t data[N][T];
+		struct ibv_wc wc[N];
+		int sol = which == 0 ? 0 : which == 1 ? N / 2 : N - 1;
+
+		ci_init(&c, IBV_QPT_RC, NULL, 0);
+		for (int i = 0; i < N; i++) {
+			layout(&c, &l[i], (size_t)i * 256, 1, 0);
+			post_recv_l(&c, NULL, &l[i], (uint64_t)i);
+		}
+		CHECK(!ibv_req_notify_cq(c.rcq, 1));
+		memset(wr, 0, sizeof(wr));
+		for (int i = 0; i < N; i++) {
+			for (int k = 0; k < T; k++)
+				data[i][k] = (uint8_t)rand();
+			memcpy(c.t.buf + SEND_OFF + (size_t)i * T, data[i], T);
+			sge[i] = (struct ibv_sge){ (uintptr_t)c.t.buf + SEND_OFF + (size_t)i * T, T,
+						   c.t.mr->lkey };
+			wr[i].wr_id = (uint64_t)i;
+			wr[i].sg_list = &sge[i];
+			wr[i].num_sge = 1;
+			wr[i].opcode = IBV_WR_SEND;
+			wr[i].send_flags = IBV_SEND_SIGNALED | (i == sol ? IBV_SEND_SOLICITED : 0);
+			wr[i].next = i + 1 < N ? &wr[i + 1] : NULL;
+		}
+		CHECK(!ibv_post_send(c.a, wr, &bad));
+		wait_event(&c);
+		vt_poll_n(c.rcq, N, wc);
+		for (int i = 0; i < N; i++) {
+			check_wc(&c, &wc[i], (uint64_t)i, T, false, 0, false);
+			CHECK(scattered(&c, &l[i], data[i], T));
+		}
+		vt_poll_n(c.scq, N, wc);
+		ci_fini(&c, NULL);
+	}
+}
+
 /* Traffic between two devices of one daemon (VT_DEV_A, VT_DEV_B; default
  * uroce0, uroce1: a link:NAME pair), both directions, sizes from the
  * inlined to the multi-packet: the ICRC test (icrc_skip.py) runs it with
@@ -676,6 +724,7 @@ int main(int argc, char **argv)
 		{ "bad_lkey", bad_lkey },
 		{ "overrun", overrun },
 		{ "two_dev", two_dev },
+		{ "solicited_burst", solicited_burst },
 	};
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
