@@ -5,7 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "emu.h"
+#include "net.h"
 
 const char *const emu_drop_name[EMU_DROP_NUM] = {
 	[EMU_DROP_NOT_ROCE] = "not-roce",

@@ -1,252 +1,44 @@
 /* SPDX-License-Identifier: MIT */
-/* Transport (RC/UC/UD requester, responder, completer): per-QP state and the
- * hooks the daemon core calls. Included by emu.h, so it needs nothing from it:
- * core objects appear here only as pointers. Single-threaded per QP (the
- * engine shards QPs by QPN), so nothing here is locked. */
+/* Transport (RC/UC/UD requester, responder, completer): the public header
+ * of emu/transport/ for the layers above it (the daemon). Includes the
+ * net layer's header (net.h), which includes the core's (emu.h). The
+ * transport's state lives in the core's objects (xport_state.h); the core
+ * reaches the transport only through the struct emu_xport_ops that
+ * emu_dev_init installs (d->xops). Single-threaded per device (one engine
+ * thread owns a device and all its QPs), so nothing here is locked. */
 #ifndef EMU_XPORT_H
 #define EMU_XPORT_H
 
-#include <stdbool.h>
-#include <stdint.h>
-#include <infiniband/verbs.h>
+#include "net.h"
 
-struct emu_dev;
-struct emu_qp;
-struct emu_srq;
-struct emu_ctx;
-struct wire_pkt;
-struct emu_recv_wqe;
-
-/* Limits of the transport; the core reports them in ibv_device_attr. */
-#define EMU_XPORT_MAX_RD_ATOMIC 128  /* max_qp_rd_atom, max_qp_init_rd_atom (memory only when used: resources are sized at RTR) */
-#define EMU_XPORT_MAX_SGE       32   /* SGEs per WQE the transport accepts */
-#define EMU_XPORT_ACK_EVERY     16   /* requester asks for an ACK at least this often */
-#define EMU_XPORT_ACK_DELAY_NS  20000 /* responder ACK coalescing bound */
-#define EMU_XPORT_MAX_MSG       (1u << 31) /* max_msg_sz: longer -> LOC_LEN_ERR */
-/* Fewest ns between two CNPs one QP sends (ConnectX's default
- * min_time_between_cnps is 4 us). */
-#define EMU_XPORT_CNP_INTERVAL_NS 4000
-
-/* Responder states (rxe_resp.c style); names in emu_resp_state_name[]. */
-enum emu_resp_state {
-	EMU_RESP_NONE,             /* no state: "go on" inside a state function */
-	EMU_RESP_GET_REQ,
-	EMU_RESP_CHK_PSN,
-	EMU_RESP_CHK_OP_SEQ,
-	EMU_RESP_CHK_OP_VALID,
-	EMU_RESP_CHK_RESOURCE,
-	EMU_RESP_CHK_LENGTH,
-	EMU_RESP_CHK_RKEY,
-	EMU_RESP_EXECUTE,
-	EMU_RESP_READ_REPLY,
-	EMU_RESP_ATOMIC_REPLY,
-	EMU_RESP_COMPLETE,
-	EMU_RESP_ACKNOWLEDGE,
-	EMU_RESP_CLEANUP,
-	EMU_RESP_DUPLICATE_REQUEST,
-	EMU_RESP_ERR_MALFORMED,
-	EMU_RESP_ERR_PSN_OUT_OF_SEQ,
-	EMU_RESP_ERR_MISSING_OPCODE_FIRST,
-	EMU_RESP_ERR_MISSING_OPCODE_LAST_C,
-	EMU_RESP_ERR_TOO_MANY_RDMA_ATM_REQ,
-	EMU_RESP_ERR_RNR,
-	EMU_RESP_ERR_RKEY_VIOLATION,
-	EMU_RESP_ERR_INVALIDATE_RKEY,
-	EMU_RESP_ERR_LENGTH,
-	EMU_RESP_ERR_REM_OP,       /* remote operational error class */
-	EMU_RESP_ERR_REM_ACCESS,   /* remote access error class */
-	EMU_RESP_DONE,
-	EMU_RESP_EXIT,
-	EMU_RESP_NSTATES
-};
 extern const char *const emu_resp_state_name[EMU_RESP_NSTATES];
-
-/* Completer states (rxe_comp.c style); names in emu_comp_state_name[]. */
-enum emu_comp_state {
-	EMU_COMP_GET_ACK,
-	EMU_COMP_GET_WQE,
-	EMU_COMP_COMP_WQE,
-	EMU_COMP_COMP_ACK,
-	EMU_COMP_CHECK_PSN,
-	EMU_COMP_CHECK_ACK,
-	EMU_COMP_READ,
-	EMU_COMP_ATOMIC,
-	EMU_COMP_WRITE_SEND,
-	EMU_COMP_UPDATE_COMP,
-	EMU_COMP_ERROR_RETRY,
-	EMU_COMP_RNR_RETRY,
-	EMU_COMP_ERROR,
-	EMU_COMP_EXIT,
-	EMU_COMP_DONE,
-	EMU_COMP_NSTATES
-};
 extern const char *const emu_comp_state_name[EMU_COMP_NSTATES];
-
-/* Daemon-private copy of one posted send WQE plus its transport progress.
- * The slot copy (header + SGEs or inline data) lives in emu_xport_qp.sq_copy. */
-struct emu_xport_swqe {
-	uint32_t total_len;   /* validated sum of SGE lengths / inline_len */
-	uint32_t first_psn;
-	uint32_t last_psn;    /* PSN of the last request packet */
-	uint32_t npkts;       /* request packets (1 for READ/atomic) */
-	uint32_t resp_bytes;  /* READ: bytes placed so far */
-	uint32_t resp_psn;    /* READ: next response PSN expected */
-	uint64_t atomic_orig;
-	uint8_t state;        /* enum emu_swqe_state (req.c) */
-	uint8_t status;       /* enum ibv_wc_status once decided */
-	uint8_t signaled;
-	uint8_t need_resp;    /* READ / atomic: completes on response, not ACK */
-	uint64_t mr_epoch;    /* dev->mr_epoch when its local keys were checked */
-};
-
-/* A replayable READ / atomic (IBTA responder resources). */
-struct emu_xport_res {
-	uint8_t valid;
-	uint8_t is_atomic;
-	uint32_t first_psn;
-	uint32_t last_psn;
-	uint64_t va;          /* remote VA as requested */
-	uint32_t rkey;
-	uint32_t len;
-	uint64_t orig;        /* atomic: value returned the first time */
-};
-
-/* Resolved L2/L3 path of a connected QP (from attr.ah_attr at RTR). */
-struct emu_xport_path {
-	uint8_t dmac[6];
-	uint8_t ipv6;
-	uint8_t tclass;
-	uint8_t hop_limit;
-	uint8_t valid;
-	uint16_t sport;       /* UDP source port, constant per QP */
-	uint32_t flow_label;
-	union ibv_gid sgid;
-	union ibv_gid dgid;
-};
-
-/* Why the transport dropped a received packet: counted per QP
- * (emu_xport_counters.drops) and per port (emu_port_counters.xdrops);
- * names in emu_xport_drop_name[], shown by uroce-stat. */
-enum emu_xport_drop {
-	EMU_XDROP_QP_STATE,     /* QP not in a state that takes the packet */
-	EMU_XDROP_OPCODE,       /* opcode invalid or of another transport */
-	EMU_XDROP_SRC,          /* RC/UC source is not the connected peer */
-	EMU_XDROP_UD_INVALID,   /* UD: not a SEND, no DETH, or wrong Q_Key */
-	EMU_XDROP_UD_NO_RECV,   /* UD: no receive posted */
-	EMU_XDROP_UC_GAP,       /* UC: after a lost or failed packet, until FIRST/ONLY */
-	EMU_XDROP_UC_INV_REQ,   /* UC: malformed or out-of-order request */
-	EMU_XDROP_UC_NO_RECV,   /* UC: no receive posted (no RNR on UC) */
-	EMU_XDROP_UC_RKEY,      /* UC: WRITE rkey violation */
-	EMU_XDROP_ACK_PSN,      /* response for a PSN never sent */
-	EMU_XDROP_ACK_SYNDROME, /* response with a reserved AETH syndrome */
-	EMU_XDROP_READ_RESP,    /* READ response out of place or of wrong length */
-	EMU_XDROP_NUM
-};
 extern const char *const emu_xport_drop_name[EMU_XDROP_NUM];
 
-struct emu_xport_counters {
-	uint64_t tx_pkts, tx_bytes, rx_pkts, rx_bytes;
-	uint64_t retransmits;      /* packets sent again (timeout or NAK) */
-	uint64_t timeouts;         /* retransmit timer expiries */
-	uint64_t dup_requests;     /* responder: duplicate request packets */
-	uint64_t out_of_seq;       /* responder: packets past the expected PSN */
-	uint64_t seq_naks_sent, seq_naks_rcvd;
-	uint64_t rnr_naks_sent, rnr_naks_rcvd;
-	uint64_t retry_exceeded, rnr_retry_exceeded;
-	uint64_t naks_sent, naks_rcvd; /* non-sequence NAKs */
-	uint64_t rx_dropped;       /* sum of drops[] */
-	uint64_t tx_no_buf;        /* transmit buffer allocation failed */
-	uint64_t ce_rcvd;          /* packets that arrived ECN CE-marked */
-	uint64_t cnp_sent;         /* CNPs sent for them (rate-limited) */
-	uint64_t cnp_rcvd;         /* CNPs received (counted; no rate control yet) */
-	/* received packets dropped, by reason: 32 bits to keep emu_qp within
-	 * its memory budget (xport_qp_memory); rx_dropped is the 64-bit sum */
-	uint32_t drops[EMU_XDROP_NUM];
-};
+/* A device, whole: the core's tables (emu_dev_core_init) with the
+ * transport's operations installed (d->xops). gids/ngid: GID table
+ * (RoCE v2); NULL/0 = fe80:: from mac only. 0 or -EINVAL/-ENOMEM. */
+int emu_dev_init(struct emu_dev *d, const char *name, const uint8_t mac[6],
+		 uint32_t eth_mtu, const union ibv_gid *gids, uint32_t ngid);
+/* Destroys every context, frees the tables and the fault injector. */
+void emu_dev_fini(struct emu_dev *d);
 
-struct emu_xport_qp {
-	/* requester */
-	uint8_t *sq_copy;          /* sq_entries * sq_stride private slot copies */
-	struct emu_xport_swqe *swqe;
-	uint32_t sq_entries, sq_stride;
-	uint32_t sq_fetch;         /* next ring index to copy */
-	uint32_t sq_req;           /* WQE being transmitted */
-	uint32_t sq_req_pkt;       /* packets of sq_req already sent */
-	uint32_t sq_comp;          /* oldest WQE not completed (ring cons) */
-	uint32_t sq_psn;           /* next PSN to assign / transmit */
-	uint32_t sq_psn_max;       /* next PSN to assign to a new WQE */
-	uint32_t sq_psn_hw;        /* past the highest PSN ever sent: below is a retransmission */
-	uint32_t acked_psn;        /* everything before this PSN is acknowledged */
-	uint32_t rnr_psn;          /* resume point after an RNR wait */
-	uint32_t rewind_psn;       /* last go-back-N point, until progress */
-	uint8_t rewound;
-	uint32_t rd_atomic_out;    /* READ/atomic outstanding */
-	uint32_t pkts_since_ackreq;
-	uint8_t retry_left;
-	uint8_t rnr_left;
-	uint8_t req_stalled;       /* requester waits (fence, rd_atomic, RNR) */
-	uint8_t sq_drain_evt;      /* SQD: event pending when drained */
-	uint64_t retrans_at;       /* 0 = disarmed */
-	uint64_t rnr_at;
+/* Entry of every received frame (after fault injection, if any):
+ * ARP/ND/ICMP, RoCE parse with drop counting, QP lookup (multicast fan-out),
+ * emu_xport_rx(). */
+void emu_port_rx_frame(struct emu_dev *d, const uint8_t *frame, uint32_t len);
+/* Same, without fault injection (what the fault layer delivers to). */
+void emu_port_rx_deliver(struct emu_dev *d, const uint8_t *frame, uint32_t len);
 
-	/* completer */
-	uint8_t comp_state;        /* last state, for tracing */
-	uint8_t req_sched;         /* completer -> requester: run it next (xp_run) */
-	uint8_t comp_sched;        /* requester -> completer: WQEs decided locally */
+/* Core timers (neighbour retries, delayed fault frames). */
+void emu_core_poll(struct emu_dev *d, uint64_t now_ns);
+uint64_t emu_core_next_deadline(struct emu_dev *d);
 
-	/* responder */
-	uint8_t resp_state;
-	uint8_t resp_opseq;        /* class of message in progress (0 none) */
-	uint8_t nak_sent;          /* one PSN-sequence NAK per gap */
-	uint8_t ack_pending;
-	uint8_t ack_syndrome;
-	uint8_t comm_est_sent;
-	uint8_t uc_drop;           /* UC: discard until next FIRST/ONLY */
-	uint8_t wr_unsettled;      /* RC: deferred writes since the last response */
-	uint8_t wr_failed;         /* one of them failed: no more ACKs */
-	uint32_t wr_unsettled_psn; /* PSN of the first of them */
-	uint32_t ack_psn;          /* PSN to acknowledge */
-	uint64_t ack_at;
-	uint32_t epsn;             /* expected PSN */
-	uint32_t msn;
-	uint32_t rwqe_valid;
-	uint32_t rcv_off;          /* bytes placed in the current message */
-	struct emu_recv_wqe *rwqe; /* receive WQE of the message in progress */
-	uint32_t rwqe_len;         /* its validated total length */
-	uint32_t wr_len;           /* WRITE: RETH DMA length of the message */
-	struct emu_ctx *wr_owner;  /* WRITE: whose memory the rkey maps */
-	uint64_t wr_va;            /* WRITE: next address (the rkey's iova space) */
-	uint32_t wr_rkey;
-	uint32_t wr_left;          /* WRITE: bytes still allowed by RETH DMA length */
-	uint64_t wr_epoch;         /* WRITE: dev->mr_epoch at its first packet */
-	uint64_t rwqe_epoch;       /* dev->mr_epoch when rwqe's keys were checked */
-	struct emu_xport_res *res; /* res_n entries (max_dest_rd_atomic, at least 1) */
-	uint32_t res_n, res_next;
-	uint64_t cnp_last;         /* when the last CNP left (rate limit) */
+/* stats.c: counters of d and of its QPs from first_qpn on (one page). */
+/* viewer: only its uid's QPs unless see_all (NULL: every QP) */
+void emu_stats_fill(struct emu_dev *d, const struct emu_ctx *viewer, uint32_t first_qpn,
+		    struct uroce_query_stats_rep *r);
 
-	struct emu_xport_path path;
-	struct emu_xport_counters cnt;
-
-	/* device-wide list of QPs with armed timers or pending ACKs */
-	struct emu_xport_qp *act_next, *act_prev;
-	uint8_t on_act;
-};
-
-/* A destroyed RC QP's responder, remembered for a while (TCP's TIME_WAIT):
- * an application that exits right after its last completion leaves a peer
- * whose final ACK may have been lost; a duplicate request for the dead QPN
- * is still acknowledged, so the peer completes instead of exhausting its
- * retries against a QP that no longer exists. */
-#define EMU_XPORT_TOMB_MAX 64
-#define EMU_XPORT_TOMB_NS  2000000000ull
-struct emu_xport_tomb {
-	uint32_t qpn;              /* 0 = free */
-	uint32_t dest_qpn;
-	uint32_t epsn;             /* everything before was received */
-	uint32_t msn;
-	uint64_t expires_ns;
-	struct emu_xport_path path;
-};
 
 void emu_xport_qp_init(struct emu_qp *qp);
 void emu_xport_qp_fini(struct emu_qp *qp);
