@@ -165,7 +165,6 @@ int emu_dev_core_init(struct emu_dev *d, const char *name, const uint8_t mac[6],
 		return -EINVAL;
 	strcpy(d->name, name);
 	memcpy(d->mac, mac, 6);
-	d->eth_mtu = eth_mtu;
 	/* IPv6 headers are 20 bytes longer; use the smaller result so one
 	 * active MTU works for both GID types */
 	d->active_mtu = (enum ibv_mtu)wire_mtu_active(eth_mtu, true);

@@ -345,7 +345,6 @@ enum emu_drop {
 	EMU_DROP_UNKNOWN_QP,
 	EMU_DROP_MCAST,       /* multicast to a group nobody joined */
 	EMU_DROP_TX_NOBUF,
-	EMU_DROP_TX_NO_NEIGH,
 	EMU_DROP_FAULT,       /* injected */
 	EMU_DROP_SRC_MISMATCH, /* RC/UC source IP is not the QP's connected peer */
 	EMU_DROP_NUM
@@ -419,7 +418,6 @@ struct emu_dev {
 	uint8_t mac[6];
 	uint32_t gid_count;
 	union ibv_gid gids[UROCE_MAX_GIDS];
-	uint32_t eth_mtu;             /* Ethernet MTU (IP packet size) */
 	enum ibv_mtu active_mtu;
 	enum ibv_port_state port_state;
 	uint64_t node_guid;           /* network order */

@@ -17,7 +17,6 @@ struct emu_recv_wqe;
 
 /* Limits of the transport; the core reports them in ibv_device_attr. */
 #define EMU_XPORT_MAX_RD_ATOMIC 128  /* max_qp_rd_atom, max_qp_init_rd_atom (memory only when used: resources are sized at RTR) */
-#define EMU_XPORT_MAX_SGE       32   /* SGEs per WQE the transport accepts */
 #define EMU_XPORT_ACK_EVERY     16   /* requester asks for an ACK at least this often */
 #define EMU_XPORT_ACK_DELAY_NS  20000 /* responder ACK coalescing bound */
 #define EMU_XPORT_MAX_MSG       (1u << 31) /* max_msg_sz: longer -> LOC_LEN_ERR */
@@ -63,7 +62,6 @@ enum emu_comp_state {
 	EMU_COMP_GET_ACK,
 	EMU_COMP_GET_WQE,
 	EMU_COMP_COMP_WQE,
-	EMU_COMP_COMP_ACK,
 	EMU_COMP_CHECK_PSN,
 	EMU_COMP_CHECK_ACK,
 	EMU_COMP_READ,
@@ -87,8 +85,7 @@ struct emu_xport_swqe {
 	uint32_t npkts;       /* request packets (1 for READ/atomic) */
 	uint32_t resp_bytes;  /* READ: bytes placed so far */
 	uint32_t resp_psn;    /* READ: next response PSN expected */
-	uint64_t atomic_orig;
-	uint8_t state;        /* enum emu_swqe_state (req.c) */
+	uint8_t state;        /* enum emu_swqe_state (xport_int.h) */
 	uint8_t status;       /* enum ibv_wc_status once decided */
 	uint8_t signaled;
 	uint8_t need_resp;    /* READ / atomic: completes on response, not ACK */
@@ -185,7 +182,6 @@ struct emu_xport_qp {
 	uint64_t rnr_at;
 
 	/* completer */
-	uint8_t comp_state;        /* last state, for tracing */
 	uint8_t req_sched;         /* completer -> requester: run it next (xp_run) */
 	uint8_t comp_sched;        /* requester -> completer: WQEs decided locally */
 
