@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* uroced core: device, context and verbs objects, and the services the
- * transport uses (application memory, key checks, CQ production, events,
- * shared rings, packet I/O, clock, log). Internal header.
+/* uroced core (emu/core/), the lowest layer of the daemon: device, context
+ * and verbs objects, and the services the layers above use (application
+ * memory, key checks, CQ production, events, shared rings, the port's
+ * packet I/O ops, clock, log). The core's public header; it reaches the
+ * layers above only through struct emu_xport_ops (d->xops).
  *
  * One engine thread per device owns everything of that device, so nothing
- * is locked. Nothing in this header needs DPDK:
- * transport tests link emu_core with a simulated wire. */
+ * is locked. Nothing in this header needs DPDK: transport tests link the
+ * daemon's libraries (emu_dep) with a simulated wire. */
 #ifndef EMU_EMU_H
 #define EMU_EMU_H
 
