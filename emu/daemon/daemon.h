@@ -8,7 +8,7 @@
 #include <signal.h>
 
 #include "access.h"
-#include "emu.h"
+#include "xport.h"
 
 #define EMU_MAX_DEVS 8
 

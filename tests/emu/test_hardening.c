@@ -427,7 +427,7 @@ static uint64_t port_evq_lost(struct t_client *c)
 	return r.port.evq_lost;
 }
 
-/* EMU_EVQ_BACKLOG in emu/emu.h: not ABI, so the test only needs "more
+/* EMU_EVQ_BACKLOG in emu/core/emu.h: not ABI, so the test only needs "more
  * than the pipe and the backlog together" */
 #define T_EVQ_BACKLOG 256
 

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "emu.h"
+#include "xport.h"
 #include <uroce/wr.h>
 
 static int fails;

@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
-#include "emu.h"
+#include "xport.h"
 
 struct sim_node {
 	struct emu_dev dev;

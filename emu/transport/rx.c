@@ -1,90 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* Frame entry of a device: receive classification (RoCE to the transport,
  * the rest to ARP/ND/ICMP), drop accounting, the device's timers (neighbour
- * retries, frames held back by fault injection) and UD multicast
- * membership. Frames leave through tx.c. */
+ * retries, frames held back by fault injection); multicast fan-out over
+ * the core's membership table. On the transport's side of the layer line
+ * so that a packet reaches emu_xport_rx by a direct call. */
 #include <errno.h>
 #include <string.h>
 
-#include "emu.h"
-#include "emu_int.h"
-
-static bool emu_gid_is_mcast(const union ibv_gid *g)
-{
-	if (g->raw[0] == 0xff)
-		return true;
-	/* IPv4-mapped 224.0.0.0/4 */
-	static const uint8_t v4m[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-	return !memcmp(g->raw, v4m, 12) && (g->raw[12] & 0xf0) == 0xe0;
-}
-
-static struct emu_mcast *emu_mcast_find(struct emu_dev *d, const union ibv_gid *gid)
-{
-	if (!d->mcast)
-		return NULL;
-	for (unsigned i = 0; i < EMU_MAX_MCAST_GRP; i++)
-		if (d->mcast[i].nqp && !memcmp(d->mcast[i].gid.raw, gid->raw, 16))
-			return &d->mcast[i];
-	return NULL;
-}
-
-int emu_mcast_attach(struct emu_qp *qp, const union ibv_gid *gid)
-{
-	struct emu_dev *d = qp->dev;
-
-	if (qp->type != IBV_QPT_UD || !emu_gid_is_mcast(gid) || !d->mcast)
-		return -EINVAL;
-	struct emu_mcast *m = emu_mcast_find(d, gid);
-	if (!m) {
-		for (unsigned i = 0; i < EMU_MAX_MCAST_GRP && !m; i++)
-			if (!d->mcast[i].nqp)
-				m = &d->mcast[i];
-		if (!m)
-			return -ENOMEM;
-		m->gid = *gid;
-	}
-	for (uint32_t i = 0; i < m->nqp; i++)
-		if (m->qp[i] == qp)
-			return 0; /* attaching twice is not an error in rxe */
-	if (m->nqp == EMU_MAX_MCAST_ATT)
-		return -ENOMEM;
-	m->qp[m->nqp++] = qp;
-	qp->mcast_groups++;
-	return 0;
-}
-
-int emu_mcast_detach(struct emu_qp *qp, const union ibv_gid *gid)
-{
-	struct emu_mcast *m = emu_mcast_find(qp->dev, gid);
-
-	if (!m)
-		return -EINVAL;
-	for (uint32_t i = 0; i < m->nqp; i++) {
-		if (m->qp[i] != qp)
-			continue;
-		m->qp[i] = m->qp[--m->nqp];
-		qp->mcast_groups--;
-		return 0;
-	}
-	return -EINVAL;
-}
-
-/* Called on QP destroy: leave every group. */
-void emu_mcast_detach_all(struct emu_qp *qp)
-{
-	struct emu_dev *d = qp->dev;
-
-	for (unsigned g = 0; qp->mcast_groups && d->mcast && g < EMU_MAX_MCAST_GRP; g++) {
-		struct emu_mcast *m = &d->mcast[g];
-		for (uint32_t i = 0; i < m->nqp; i++) {
-			if (m->qp[i] == qp) {
-				m->qp[i] = m->qp[--m->nqp];
-				qp->mcast_groups--;
-				break;
-			}
-		}
-	}
-}
+#include "xport.h"
 
 static const uint8_t emu_bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 

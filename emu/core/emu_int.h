@@ -19,12 +19,4 @@ void emu_ctx_drop(struct emu_ctx *c, uint32_t handle);
 int emu_db_alloc(struct emu_ctx *c, enum emu_obj_type type, void *obj, uint32_t *idx);
 void emu_db_free(struct emu_ctx *c, uint32_t idx);
 
-
-void emu_mcast_detach_all(struct emu_qp *qp);
-void emu_arp_input(struct emu_dev *d, const uint8_t *frame, uint32_t len);
-void emu_ip_l2_input(struct emu_dev *d, const uint8_t *frame, uint32_t len);
-/* neighbour resolution retries (rx.c's emu_core_poll runs them) */
-void emu_neigh_poll(struct emu_dev *d, uint64_t now);
-uint64_t emu_neigh_next_deadline(struct emu_dev *d);
-
 #endif

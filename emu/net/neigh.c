@@ -6,8 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "emu.h"
-#include "emu_int.h"
+#include "net.h"
 
 #define EMU_NEIGH_REACHABLE_NS (300ull * 1000000000ull)
 #define EMU_NEIGH_RETRY_NS     (1000000000ull)
@@ -182,7 +181,7 @@ int emu_neigh_lookup(struct emu_dev *d, const union ibv_gid *ip, uint8_t mac[6])
 	return -EAGAIN;
 }
 
-void emu_arp_input(struct emu_dev *d, const uint8_t *f, uint32_t len)
+static void emu_arp_input(struct emu_dev *d, const uint8_t *f, uint32_t len)
 {
 	if (len < 42 || wire_get_be16(f + 14) != 1 || wire_get_be16(f + 16) != WIRE_ETHERTYPE_IPV4 ||
 	    f[18] != 6 || f[19] != 4)

@@ -15,50 +15,6 @@
 
 #define EMU_KEYS_MAX (EMU_MAX_MR + EMU_MAX_MW + 1)
 
-/* Identifiers a remote peer must not guess (key bytes, the QPN start) come
- * from getrandom. UROCE_TEST_SEED (tests only) makes them reproducible. */
-static uint64_t emu_rand_state;
-static int emu_rand_mode; /* 0 getrandom, 1 seeded (emu_random_init) */
-
-static uint32_t emu_rand_next(void)
-{
-	/* splitmix64 */
-	uint64_t z = (emu_rand_state += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return (uint32_t)((z ^ (z >> 31)) >> 16);
-}
-
-/* Read at every device start, so each start (and each test device) picks
- * up the variable as it is then. */
-void emu_random_init(const char *dev)
-{
-	const char *s = getenv("UROCE_TEST_SEED");
-
-	emu_rand_mode = s && *s;
-	if (emu_rand_mode) {
-		emu_rand_state = strtoull(s, NULL, 0);
-		EMU_LOG(NOTICE, "%s: UROCE_TEST_SEED=%s: predictable keys and QPNs\n", dev, s);
-	}
-}
-
-uint32_t emu_random_u32(void)
-{
-	uint32_t v;
-
-	if (emu_rand_mode)
-		return emu_rand_next();
-	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) == (ssize_t)sizeof(v))
-		return v;
-	/* no entropy yet (early boot): still differ per start */
-	if (!emu_rand_state) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		emu_rand_state = (uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec << 32 ^ (uint64_t)getpid();
-	}
-	return emu_rand_next();
-}
-
 /* A fresh key byte for slot i: unpredictable, and never the byte of the
  * slot's previous key so a stale key of the last registration misses. */
 static uint8_t emu_key_variant(uint8_t prev)

@@ -96,7 +96,7 @@ void emu_mem_flush(void)
 	for (unsigned i = 0; i < n; i++)
 		if (emu_mem_xfer(emu_wb.ctx, &emu_wb.lv[i], 1, &emu_wb.rv[emu_wb.r0[i]],
 				 emu_wb.rn[i], true))
-			emu_xport_mem_fault(emu_wb.qp[i]);
+			emu_wb.qp[i]->dev->xops->mem_fault(emu_wb.qp[i]);
 }
 
 void emu_mem_batch(bool on)

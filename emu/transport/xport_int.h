@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 #include <sys/uio.h>
-#include "emu.h"
+#include "xport.h"
 
 #define XQP(x) ((struct emu_qp *)((char *)(x) - offsetof(struct emu_qp, x)))
 

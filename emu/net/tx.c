@@ -5,7 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "emu.h"
+#include "net.h"
 
 const char *const emu_drop_name[EMU_DROP_NUM] = {
 	[EMU_DROP_NOT_ROCE] = "not-roce",
@@ -16,7 +16,6 @@ const char *const emu_drop_name[EMU_DROP_NUM] = {
 	[EMU_DROP_UNKNOWN_QP] = "unknown-qp",
 	[EMU_DROP_MCAST] = "mcast-no-member",
 	[EMU_DROP_TX_NOBUF] = "tx-nobuf",
-	[EMU_DROP_TX_NO_NEIGH] = "tx-no-neigh",
 	[EMU_DROP_FAULT] = "fault",
 	[EMU_DROP_SRC_MISMATCH] = "src-mismatch",
 };

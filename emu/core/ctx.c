@@ -8,10 +8,56 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "emu.h"
 #include "emu_int.h"
+
+/* Identifiers a remote peer must not guess (key bytes, the QPN start) come
+ * from getrandom. UROCE_TEST_SEED (tests only) makes them reproducible. */
+static uint64_t emu_rand_state;
+static int emu_rand_mode; /* 0 getrandom, 1 seeded (emu_random_init) */
+
+static uint32_t emu_rand_next(void)
+{
+	/* splitmix64 */
+	uint64_t z = (emu_rand_state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return (uint32_t)((z ^ (z >> 31)) >> 16);
+}
+
+/* Read at every device start, so each start (and each test device) picks
+ * up the variable as it is then. */
+void emu_random_init(const char *dev)
+{
+	const char *s = getenv("UROCE_TEST_SEED");
+
+	emu_rand_mode = s && *s;
+	if (emu_rand_mode) {
+		emu_rand_state = strtoull(s, NULL, 0);
+		EMU_LOG(NOTICE, "%s: UROCE_TEST_SEED=%s: predictable keys and QPNs\n", dev, s);
+	}
+}
+
+uint32_t emu_random_u32(void)
+{
+	uint32_t v;
+
+	if (emu_rand_mode)
+		return emu_rand_next();
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) == (ssize_t)sizeof(v))
+		return v;
+	/* no entropy yet (early boot): still differ per start */
+	if (!emu_rand_state) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		emu_rand_state = (uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec << 32 ^ (uint64_t)getpid();
+	}
+	return emu_rand_next();
+}
 
 /* Every memfd the daemon hands to a client comes from here. It is sealed
  * against any change of size before it leaves: a client that could shrink
@@ -109,8 +155,8 @@ static void emu_dev_attrs(struct emu_dev *d)
 	p->link_layer = IBV_LINK_LAYER_ETHERNET;
 }
 
-int emu_dev_init(struct emu_dev *d, const char *name, const uint8_t mac[6],
-		 uint32_t eth_mtu, const union ibv_gid *gids, uint32_t ngid)
+int emu_dev_core_init(struct emu_dev *d, const char *name, const uint8_t mac[6],
+		      uint32_t eth_mtu, const union ibv_gid *gids, uint32_t ngid)
 {
 	memset(d, 0, sizeof(*d));
 	if (!name || strlen(name) >= sizeof(d->name) || ngid > UROCE_MAX_GIDS - 1)
@@ -119,7 +165,6 @@ int emu_dev_init(struct emu_dev *d, const char *name, const uint8_t mac[6],
 		return -EINVAL;
 	strcpy(d->name, name);
 	memcpy(d->mac, mac, 6);
-	d->eth_mtu = eth_mtu;
 	/* IPv6 headers are 20 bytes longer; use the smaller result so one
 	 * active MTU works for both GID types */
 	d->active_mtu = (enum ibv_mtu)wire_mtu_active(eth_mtu, true);
@@ -144,24 +189,6 @@ int emu_dev_init(struct emu_dev *d, const char *name, const uint8_t mac[6],
 	d->next_qpn = EMU_QPN_FIRST + emu_random_u32() % (EMU_QPN_TABLE - EMU_QPN_FIRST);
 	emu_dev_attrs(d);
 	return 0;
-}
-
-void emu_dev_fini(struct emu_dev *d)
-{
-	while (d->ctxs)
-		emu_ctx_destroy(d->ctxs);
-	emu_ctx_reap(d);
-	free(d->qpn);
-	free(d->mcast);
-	free(d->keys);
-	free(d->uids);
-	d->uids = NULL;
-	d->nuids = 0;
-	d->qpn = NULL;
-	d->mcast = NULL;
-	d->keys = NULL;
-	emu_fault_free(d->fault);
-	d->fault = NULL;
 }
 
 void emu_dev_hello(const struct emu_dev *d, struct uroce_hello_rep *r)
@@ -442,11 +469,11 @@ static void emu_db_ring(struct emu_ctx *c, uint32_t idx)
 	struct emu_db_slot *s = &c->dbs[idx];
 	if (s->type == EMU_OBJ_QP) {
 		struct emu_qp *qp = s->obj;
-		emu_xport_sq_kick(qp);
+		c->dev->xops->sq_kick(qp);
 		if (!qp->srq)
-			emu_xport_rq_kick(qp);
+			c->dev->xops->rq_kick(qp);
 	} else if (s->type == EMU_OBJ_SRQ) {
-		emu_xport_srq_kick(s->obj);
+		c->dev->xops->srq_kick(s->obj);
 	}
 }
 
@@ -474,80 +501,6 @@ void emu_ctx_doorbells(struct emu_ctx *c)
 			}
 		}
 	}
-}
-
-/* Destroy order: QPs (they reference everything), SRQs, AHs, MWs, MRs, CQs,
- * channels, PDs. */
-void emu_ctx_destroy(struct emu_ctx *c)
-{
-	static const enum emu_obj_type order[] = {
-		EMU_OBJ_QP, EMU_OBJ_SRQ, EMU_OBJ_AH, EMU_OBJ_MW, EMU_OBJ_MR,
-		EMU_OBJ_CQ, EMU_OBJ_CHANNEL, EMU_OBJ_PD,
-	};
-	struct emu_dev *d = c->dev;
-
-	c->dead = true;
-	for (unsigned k = 0; k < sizeof(order) / sizeof(order[0]); k++) {
-		for (uint32_t i = 0; i < c->nh; i++) {
-			if (c->h[i].type != order[k])
-				continue;
-			int rc;
-			switch (order[k]) {
-			case EMU_OBJ_QP: rc = emu_qp_destroy(c, i); break;
-			case EMU_OBJ_SRQ: rc = emu_srq_destroy(c, i); break;
-			case EMU_OBJ_AH: rc = emu_ah_destroy(c, i); break;
-			case EMU_OBJ_MW: rc = emu_mw_dealloc(c, i); break;
-			case EMU_OBJ_MR: rc = emu_mr_dereg(c, i); break;
-			case EMU_OBJ_CQ: rc = emu_cq_destroy(c, i); break;
-			case EMU_OBJ_CHANNEL: rc = emu_channel_destroy(c, i); break;
-			case EMU_OBJ_PD: rc = emu_pd_dealloc(c, i); break;
-			default: rc = 0; break;
-			}
-			if (rc)
-				EMU_LOG(ERR, "ctx pid %d: teardown of handle %u failed: %d\n",
-					(int)c->pid, i, rc);
-		}
-	}
-	if (c->db)
-		munmap(c->db, UROCE_DB_PAGE_SIZE);
-	if (c->db_memfd >= 0)
-		close(c->db_memfd);
-	if (c->wake_fd >= 0)
-		close(c->wake_fd);
-	emu_evq_drop(d, &c->async_q);
-	if (c->async_fd >= 0)
-		close(c->async_fd);
-	if (c->sock >= 0)
-		close(c->sock);
-	if (c->mem_fd >= 0)
-		close(c->mem_fd);
-	c->mem_fd = -1;
-	c->db = NULL;
-	c->db_memfd = c->wake_fd = c->async_fd = c->sock = -1;
-	if (c->uid_slot >= 0) {
-		d->uids[c->uid_slot].nobj[EMU_OBJ_NONE]--;
-		c->uid_slot = -1;
-	}
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		d->ctxs = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	d->nctx--;
-	free(c->h);
-	free(c->dbs);
-	c->h = NULL;
-	c->dbs = NULL;
-	c->nh = c->ndbs = 0;
-	/* Another context's QP may still hold this one as the owner of a
-	 * message in progress (a multi-packet WRITE into our memory): keep
-	 * the struct as a zombie (memory access then fails with -EFAULT)
-	 * until no QP exists on the device. */
-	c->next = d->zombies;
-	d->zombies = c;
-	if (d->nqp == 0)
-		emu_ctx_reap(d);
 }
 
 void emu_ctx_reap(struct emu_dev *d)

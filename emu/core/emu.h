@@ -1,24 +1,27 @@
 /* SPDX-License-Identifier: MIT */
-/* uroced core: device, context and verbs objects, and the services the
- * transport uses (application memory, key checks, CQ production, events,
- * shared rings, packet I/O, clock, log). Internal header.
+/* uroced core (emu/core/), the lowest layer of the daemon: device, context
+ * and verbs objects, and the services the layers above use (application
+ * memory, key checks, CQ production, events, shared rings, the port's
+ * packet I/O ops, clock, log). The core's public header; it reaches the
+ * layers above only through struct emu_xport_ops (d->xops).
  *
  * One engine thread per device owns everything of that device, so nothing
- * is locked. Nothing in this header needs DPDK:
- * transport tests link emu_core with a simulated wire. */
+ * is locked. Nothing in this header needs DPDK: transport tests link the
+ * daemon's libraries (emu_dep) with a simulated wire. */
 #ifndef EMU_EMU_H
 #define EMU_EMU_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <infiniband/verbs.h>
 
 #include <uroce/abi.h>
 #include "wire.h"
-#include "xport.h"
+#include "xport_state.h"
 
 /* ------------------------------------------------------------------ */
 /* Limits (reported in ibv_device_attr; the control server enforces)   */
@@ -347,12 +350,10 @@ enum emu_drop {
 	EMU_DROP_UNKNOWN_QP,
 	EMU_DROP_MCAST,       /* multicast to a group nobody joined */
 	EMU_DROP_TX_NOBUF,
-	EMU_DROP_TX_NO_NEIGH,
 	EMU_DROP_FAULT,       /* injected */
 	EMU_DROP_SRC_MISMATCH, /* RC/UC source IP is not the QP's connected peer */
 	EMU_DROP_NUM
 };
-extern const char *const emu_drop_name[EMU_DROP_NUM];
 
 struct emu_port_counters {
 	uint64_t tx_pkts, tx_bytes;
@@ -370,6 +371,29 @@ struct emu_port_counters {
 	uint64_t evq_lost;    /* event-pipe records dropped past the backlog (cq.c) */
 	uint64_t cqe_inline;  /* receives whose payload went in the CQ ring */
 	uint64_t icrc_skipped; /* frames whose ICRC work the internal ring skipped */
+};
+
+/* What the core asks of the layers above it, per device: the transport's
+ * emu_dev_init installs its table in d->xops (as a DPDK driver installs
+ * its dev_ops), so the core names no function of a higher layer. One
+ * indirect call per QP operation or doorbell; none per packet (received
+ * frames enter at the transport, which calls down). */
+struct emu_av;
+struct emu_xport_ops {
+	/* per-QP transport state: set up at create, released at destroy */
+	void (*qp_init)(struct emu_qp *qp);
+	void (*qp_fini)(struct emu_qp *qp);
+	/* ibv_modify_qp / ibv_query_qp: 0 or -errno */
+	int (*qp_modify)(struct emu_qp *qp, const struct ibv_qp_attr *attr, int mask);
+	int (*qp_query)(struct emu_qp *qp, struct ibv_qp_attr *attr, int mask);
+	/* a doorbell rang for the SQ / RQ of qp, or for an SRQ */
+	void (*sq_kick)(struct emu_qp *qp);
+	void (*rq_kick)(struct emu_qp *qp);
+	void (*srq_kick)(struct emu_srq *srq);
+	/* a deferred write into memory qp placed failed (emu_mem_flush) */
+	void (*mem_fault)(struct emu_qp *qp);
+	/* resolve an address vector (ibv_create_ah; the net layer's) */
+	int (*av_resolve)(struct emu_dev *d, const struct ibv_ah_attr *a, struct emu_av *av);
 };
 
 #define EMU_NEIGH_MAX 64
@@ -401,7 +425,6 @@ struct emu_dev {
 	uint8_t mac[6];
 	uint32_t gid_count;
 	union ibv_gid gids[UROCE_MAX_GIDS];
-	uint32_t eth_mtu;             /* Ethernet MTU (IP packet size) */
 	enum ibv_mtu active_mtu;
 	enum ibv_port_state port_state;
 	uint64_t node_guid;           /* network order */
@@ -416,6 +439,7 @@ struct emu_dev {
 	struct ibv_port_attr port_attr;
 
 	const struct emu_port_ops *ops;
+	const struct emu_xport_ops *xops; /* the transport's (emu_dev_init) */
 	void *port_priv;
 	uint32_t tx_backlog;          /* frames queued, not yet taken by the NIC */
 	struct emu_fault *fault;      /* RX fault injection, NULL = none */
@@ -449,20 +473,14 @@ struct emu_dev {
 	struct emu_xport_qp *xport_act; /* head of the transport's active-QP list */
 	struct emu_xport_tomb xport_tomb[EMU_XPORT_TOMB_MAX];
 	uint32_t xport_tomb_next;
-	void *xport_priv;
 };
 
-/* stats.c: counters of d and of its QPs from first_qpn on (one page). */
-/* viewer: only its uid's QPs unless see_all (NULL: every QP) */
-void emu_stats_fill(struct emu_dev *d, const struct emu_ctx *viewer, uint32_t first_qpn,
-		    struct uroce_query_stats_rep *r);
-
-/* Set up a device: zeroes it, fills addresses, attributes and tables.
- * gids/ngid: GID table (RoCE v2); NULL/0 = fe80:: from mac only. */
-int emu_dev_init(struct emu_dev *d, const char *name, const uint8_t mac[6],
-		 uint32_t eth_mtu, const union ibv_gid *gids, uint32_t ngid);
-/* Destroys every context and frees the tables. */
-void emu_dev_fini(struct emu_dev *d);
+/* The core's half of a device (tables, addresses, attributes); the
+ * transport's emu_dev_init (xport.h) calls it and installs d->xops. */
+int emu_dev_core_init(struct emu_dev *d, const char *name, const uint8_t mac[6],
+		      uint32_t eth_mtu, const union ibv_gid *gids, uint32_t ngid);
+/* Destroys every context and frees the tables (d->xops still needed). */
+void emu_dev_core_fini(struct emu_dev *d);
 
 static inline struct emu_qp *emu_qp_lookup(struct emu_dev *d, uint32_t qpn)
 {
@@ -623,79 +641,6 @@ int emu_recv_take(struct emu_qp *qp, struct emu_recv_wqe *out);
 int emu_recv_peek(struct emu_qp *qp, struct emu_recv_wqe *out);
 
 /* ------------------------------------------------------------------ */
-/* Packets                                                             */
-/* ------------------------------------------------------------------ */
-/* Transmit helpers: count, capture, then the port op. */
-int emu_tx_alloc(struct emu_dev *d, struct emu_txbuf *b);
-void emu_tx_send(struct emu_dev *d, struct emu_txbuf *b, uint32_t len);
-void emu_tx_free(struct emu_dev *d, struct emu_txbuf *b);
-void emu_tx_flush(struct emu_dev *d);
-/* Back-pressure: frames the port queued but the NIC has not taken yet
- * (d->tx_backlog, kept by the port). Above this the requester pauses new
- * request packets until the port drains (counted in tx_stalls); ACKs,
- * responses and ARP still go out, so the peer keeps making progress. */
-#define EMU_TX_BACKLOG_STALL 256u
-static inline bool emu_tx_congested(struct emu_dev *d)
-{
-	if (__builtin_expect(d->tx_backlog < EMU_TX_BACKLOG_STALL, 1))
-		return false;
-	d->cnt.tx_stalls++;
-	return true;
-}
-/* Send a complete frame by copy (ARP, ICMP, tests). 0 or -ENOBUFS. */
-int emu_tx_frame(struct emu_dev *d, const uint8_t *frame, uint32_t len);
-
-/* Entry of every received frame (after fault injection, if any):
- * ARP/ND/ICMP, RoCE parse with drop counting, QP lookup (multicast fan-out),
- * emu_xport_rx(). */
-void emu_port_rx_frame(struct emu_dev *d, const uint8_t *frame, uint32_t len);
-/* Same, without fault injection (what the fault layer delivers to). */
-void emu_port_rx_deliver(struct emu_dev *d, const uint8_t *frame, uint32_t len);
-
-/* Resolve an ibv_ah_attr of qp's/AH's device into av: GID index valid,
- * dest MAC from the neighbour table / own address / loopback. 0 or
- * -EINVAL; av->mac_valid = 0 while the neighbour is being resolved. */
-int emu_av_resolve(struct emu_dev *d, const struct ibv_ah_attr *a, struct emu_av *av);
-/* Retry a pending MAC resolution; true when av->dmac is valid. */
-bool emu_av_refresh(struct emu_dev *d, struct emu_av *av);
-/* Neighbour table: 0 and mac, or -EAGAIN (resolution started). */
-int emu_neigh_lookup(struct emu_dev *d, const union ibv_gid *ip, uint8_t mac[6]);
-void emu_neigh_update(struct emu_dev *d, const union ibv_gid *ip, const uint8_t mac[6]);
-/* Index of gid in the GID table, or -1. */
-int emu_gid_find(const struct emu_dev *d, const union ibv_gid *gid);
-
-/* Multicast group membership for UD QPs. */
-int emu_mcast_attach(struct emu_qp *qp, const union ibv_gid *gid);
-int emu_mcast_detach(struct emu_qp *qp, const union ibv_gid *gid);
-
-/* Core timers (neighbour retries, delayed fault frames). */
-void emu_core_poll(struct emu_dev *d, uint64_t now_ns);
-uint64_t emu_core_next_deadline(struct emu_dev *d);
-
-/* ------------------------------------------------------------------ */
-/* Fault injection (emu/fault.c, DPDK-free)                            */
-/* ------------------------------------------------------------------ */
-struct emu_fault_cfg {
-	double drop, dup, reorder, corrupt; /* probabilities 0..1 */
-	uint32_t delay_us;                  /* fixed extra latency, 0 = none */
-	uint64_t seed;
-};
-/* Parse "drop=0.1,dup=0.05,reorder=0.05,corrupt=0.01,delay_us=10,seed=1".
- * 0 or -EINVAL. */
-int emu_fault_parse(const char *s, struct emu_fault_cfg *cfg);
-struct emu_fault *emu_fault_new(const struct emu_fault_cfg *cfg);
-void emu_fault_free(struct emu_fault *f);
-/* Run one frame through the faults; survivors go to deliver() now or later
- * (from emu_fault_poll). Counters in d->cnt. */
-void emu_fault_rx(struct emu_fault *f, struct emu_dev *d, const uint8_t *frame, uint32_t len,
-		  void (*deliver)(struct emu_dev *, const uint8_t *, uint32_t));
-void emu_fault_poll(struct emu_fault *f, struct emu_dev *d, uint64_t now_ns,
-		    void (*deliver)(struct emu_dev *, const uint8_t *, uint32_t));
-uint64_t emu_fault_next_deadline(const struct emu_fault *f);
-/* Deterministic PRNG (splitmix64/xorshift) for tests too. */
-uint64_t emu_fault_rand(struct emu_fault *f);
-
-/* ------------------------------------------------------------------ */
 /* Contexts and objects (emu/ctx.c, emu/objs.c): used by the control   */
 /* server and by tests that drive the core without a socket.           */
 /* ------------------------------------------------------------------ */
@@ -747,6 +692,24 @@ int emu_qp_destroy(struct emu_ctx *c, uint32_t handle);
 int emu_ah_create(struct emu_ctx *c, const struct uroce_create_ah_req *q, uint32_t *handle);
 int emu_ah_destroy(struct emu_ctx *c, uint32_t handle);
 int emu_mcast_op(struct emu_ctx *c, const struct uroce_mcast_req *q, bool attach);
+
+/* Multicast group membership for UD QPs. */
+int emu_mcast_attach(struct emu_qp *qp, const union ibv_gid *gid);
+int emu_mcast_detach(struct emu_qp *qp, const union ibv_gid *gid);
+
+static inline bool emu_gid_is_mcast(const union ibv_gid *g)
+{
+	/* IPv4-mapped 224.0.0.0/4 */
+	static const uint8_t v4m[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+	if (g->raw[0] == 0xff)
+		return true;
+	return !memcmp(g->raw, v4m, 12) && (g->raw[12] & 0xf0) == 0xe0;
+}
+/* The group of gid on d, or NULL (the receive path's fan-out). */
+struct emu_mcast *emu_mcast_find(struct emu_dev *d, const union ibv_gid *gid);
+/* Leave every group (QP destroy). */
+void emu_mcast_detach_all(struct emu_qp *qp);
 
 /* Fill a HELLO reply from the device. */
 void emu_dev_hello(const struct emu_dev *d, struct uroce_hello_rep *r);

@@ -10,7 +10,6 @@ const char *const emu_comp_state_name[EMU_COMP_NSTATES] = {
 	[EMU_COMP_GET_ACK] = "GET ACK",
 	[EMU_COMP_GET_WQE] = "GET WQE",
 	[EMU_COMP_COMP_WQE] = "COMP WQE",
-	[EMU_COMP_COMP_ACK] = "COMP ACK",
 	[EMU_COMP_CHECK_PSN] = "CHECK PSN",
 	[EMU_COMP_CHECK_ACK] = "CHECK ACK",
 	[EMU_COMP_READ] = "READ",
@@ -216,7 +215,6 @@ static void comp_atomic_ack(struct emu_qp *qp, struct emu_xport_swqe *sw,
 		comp_fail_head(qp, IBV_WC_LOC_PROT_ERR);
 		return;
 	}
-	sw->atomic_orig = orig;
 	sw->state = EMU_SWQE_DONE;
 	sw->status = IBV_WC_SUCCESS;
 	qp->x.acked_psn = wire_psn_next(pkt->bth.psn);
@@ -476,7 +474,6 @@ void xp_comp_rx(struct emu_qp *qp, const struct wire_pkt *pkt)
 	c.is_ack = c.cls == WIRE_OPC_ACK;
 	c.type = wire_aeth_type(c.syn);
 	while (st != EMU_COMP_EXIT && st != EMU_COMP_DONE) {
-		x->comp_state = (uint8_t)st;
 		if (trace)
 			EMU_LOG(DEBUG, "qp %u psn %u comp %s\n", qp->qpn, c.psn,
 				emu_comp_state_name[st]);

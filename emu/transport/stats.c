@@ -4,7 +4,7 @@
  * structs may change; the ABI records are filled field by field. */
 #include <string.h>
 
-#include "emu.h"
+#include "xport.h"
 
 /* Another user's QPs are not the viewer's business: their QPNs, pids and
  * traffic would tell it who talks to whom (docs/security.md). */

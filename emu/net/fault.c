@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "emu.h"
+#include "net.h"
 
 #define EMU_FAULT_SLOTS 256
 #define EMU_FAULT_FRAME 10240

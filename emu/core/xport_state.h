@@ -1,25 +1,22 @@
 /* SPDX-License-Identifier: MIT */
-/* Transport (RC/UC/UD requester, responder, completer): per-QP state and the
- * hooks the daemon core calls. Included by emu.h, so it needs nothing from it:
- * core objects appear here only as pointers. Single-threaded per QP (the
- * engine shards QPs by QPN), so nothing here is locked. */
-#ifndef EMU_XPORT_H
-#define EMU_XPORT_H
+/* The transport's per-QP and per-device state, as types only: the core
+ * stores it inside struct emu_qp and struct emu_dev (as rxe_verbs.h holds
+ * rxe_qp's requester, responder and completer state), so a QP is one
+ * allocation and the transport reaches its state without a pointer chase.
+ * The core never reads these fields; the functions that do are the
+ * transport's (xport.h). */
+#ifndef EMU_XPORT_STATE_H
+#define EMU_XPORT_STATE_H
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <infiniband/verbs.h>
 
-struct emu_dev;
-struct emu_qp;
-struct emu_srq;
 struct emu_ctx;
-struct wire_pkt;
 struct emu_recv_wqe;
 
 /* Limits of the transport; the core reports them in ibv_device_attr. */
 #define EMU_XPORT_MAX_RD_ATOMIC 128  /* max_qp_rd_atom, max_qp_init_rd_atom (memory only when used: resources are sized at RTR) */
-#define EMU_XPORT_MAX_SGE       32   /* SGEs per WQE the transport accepts */
 #define EMU_XPORT_ACK_EVERY     16   /* requester asks for an ACK at least this often */
 #define EMU_XPORT_ACK_DELAY_NS  20000 /* responder ACK coalescing bound */
 #define EMU_XPORT_MAX_MSG       (1u << 31) /* max_msg_sz: longer -> LOC_LEN_ERR */
@@ -59,14 +56,12 @@ enum emu_resp_state {
 	EMU_RESP_EXIT,
 	EMU_RESP_NSTATES
 };
-extern const char *const emu_resp_state_name[EMU_RESP_NSTATES];
 
 /* Completer states (rxe_comp.c style); names in emu_comp_state_name[]. */
 enum emu_comp_state {
 	EMU_COMP_GET_ACK,
 	EMU_COMP_GET_WQE,
 	EMU_COMP_COMP_WQE,
-	EMU_COMP_COMP_ACK,
 	EMU_COMP_CHECK_PSN,
 	EMU_COMP_CHECK_ACK,
 	EMU_COMP_READ,
@@ -80,7 +75,6 @@ enum emu_comp_state {
 	EMU_COMP_DONE,
 	EMU_COMP_NSTATES
 };
-extern const char *const emu_comp_state_name[EMU_COMP_NSTATES];
 
 /* Daemon-private copy of one posted send WQE plus its transport progress.
  * The slot copy (header + SGEs or inline data) lives in emu_xport_qp.sq_copy. */
@@ -91,8 +85,7 @@ struct emu_xport_swqe {
 	uint32_t npkts;       /* request packets (1 for READ/atomic) */
 	uint32_t resp_bytes;  /* READ: bytes placed so far */
 	uint32_t resp_psn;    /* READ: next response PSN expected */
-	uint64_t atomic_orig;
-	uint8_t state;        /* enum emu_swqe_state (req.c) */
+	uint8_t state;        /* enum emu_swqe_state (xport_int.h) */
 	uint8_t status;       /* enum ibv_wc_status once decided */
 	uint8_t signaled;
 	uint8_t need_resp;    /* READ / atomic: completes on response, not ACK */
@@ -142,7 +135,6 @@ enum emu_xport_drop {
 	EMU_XDROP_READ_RESP,    /* READ response out of place or of wrong length */
 	EMU_XDROP_NUM
 };
-extern const char *const emu_xport_drop_name[EMU_XDROP_NUM];
 
 struct emu_xport_counters {
 	uint64_t tx_pkts, tx_bytes, rx_pkts, rx_bytes;
@@ -190,7 +182,6 @@ struct emu_xport_qp {
 	uint64_t rnr_at;
 
 	/* completer */
-	uint8_t comp_state;        /* last state, for tracing */
 	uint8_t req_sched;         /* completer -> requester: run it next (xp_run) */
 	uint8_t comp_sched;        /* requester -> completer: WQEs decided locally */
 
@@ -248,45 +239,4 @@ struct emu_xport_tomb {
 	struct emu_xport_path path;
 };
 
-void emu_xport_qp_init(struct emu_qp *qp);
-void emu_xport_qp_fini(struct emu_qp *qp);
-
-/* Full ibv_modify_qp state machine: 0 or -EINVAL (bad transition, mask or
- * value), -ENOMEM. */
-int emu_qp_modify(struct emu_qp *qp, const struct ibv_qp_attr *attr, int mask);
-/* Fills every field of attr, as ibv_query_qp. */
-int emu_qp_query(struct emu_qp *qp, struct ibv_qp_attr *attr, int mask);
-
-void emu_xport_sq_kick(struct emu_qp *qp);
-void emu_xport_rq_kick(struct emu_qp *qp);
-void emu_xport_srq_kick(struct emu_srq *srq);
-
-/* A parsed, ICRC-checked RoCE packet for qp (NULL: unknown QPN). */
-void emu_xport_rx(struct emu_dev *d, struct emu_qp *qp, const struct wire_pkt *pkt);
-
-/* Timers and deferred transmit work; next_deadline is UINT64_MAX when idle. */
-void emu_xport_poll(struct emu_dev *d, uint64_t now_ns);
-uint64_t emu_xport_next_deadline(struct emu_dev *d);
-
-/* Bracket an RX burst (port_dpdk.c): payload writes into one process
- * (emu_mem_batch) and the CQEs of the burst are held back and go out
- * together, writes first, at on = false, which must come before the
- * frames' buffers are released. Outside a burst everything is immediate. */
-void emu_xport_rx_batch(struct emu_dev *d, bool on);
-/* The calling thread's held-back CQEs, and taking over another thread's
- * (after a takeover, emu_mem_guard): pushed except those of skip. */
-void *emu_xport_cqb_self(void);
-void emu_xport_cqb_adopt(void *cqb, struct emu_ctx *skip);
-
-/* A deferred write into the application memory qp placed failed (the
- * application unmapped registered memory): the QP goes to ERR. */
-void emu_xport_mem_fault(struct emu_qp *qp);
-
-/* Complete all outstanding and later WRs with IBV_WC_WR_FLUSH_ERR, in order. */
-void emu_xport_flush(struct emu_qp *qp);
-
-/* Snapshot of qp's transport counters (for the core's stats/control side).
- * Counters start at zero when the QP is created or moved to RESET. */
-void emu_xport_qp_counters(const struct emu_qp *qp, struct emu_xport_counters *out);
-
-#endif /* EMU_XPORT_H */
+#endif /* EMU_XPORT_STATE_H */

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "emu.h"
@@ -826,7 +827,7 @@ int emu_qp_create(struct emu_ctx *c, const struct uroce_create_qp_req *q,
 	rcq->refcnt++;
 	if (srq)
 		srq->refcnt++;
-	emu_xport_qp_init(qp);
+	c->dev->xops->qp_init(qp);
 
 	emu_qp_reply(qp, &l, r);
 	*memfd_out = qp->memfd;
@@ -850,7 +851,7 @@ int emu_qp_modify_op(struct emu_ctx *c, const struct uroce_modify_qp_req *q)
 
 	if (!qp)
 		return -EINVAL;
-	return emu_qp_modify(qp, &q->attr, (int)q->attr_mask);
+	return c->dev->xops->qp_modify(qp, &q->attr, (int)q->attr_mask);
 }
 
 int emu_qp_query_op(struct emu_ctx *c, const struct uroce_query_qp_req *q,
@@ -861,7 +862,7 @@ int emu_qp_query_op(struct emu_ctx *c, const struct uroce_query_qp_req *q,
 	if (!qp)
 		return -EINVAL;
 	memset(r, 0, sizeof(*r));
-	int rc = emu_qp_query(qp, &r->attr, (int)q->attr_mask);
+	int rc = c->dev->xops->qp_query(qp, &r->attr, (int)q->attr_mask);
 	if (rc)
 		return rc;
 	r->cap = qp->cap;
@@ -895,7 +896,7 @@ int emu_qp_destroy(struct emu_ctx *c, uint32_t handle)
 	}
 	d->qpn[qp->qpn] = NULL;
 	d->nqp--;
-	emu_xport_qp_fini(qp);
+	c->dev->xops->qp_fini(qp);
 	if (d->nqp == 0)
 		emu_ctx_reap(d); /* no transport state can point at a zombie now */
 	emu_db_free(c, qp->db_index);
@@ -925,7 +926,7 @@ int emu_ah_create(struct emu_ctx *c, const struct uroce_create_ah_req *q, uint32
 	struct emu_ah *ah = calloc(1, sizeof(*ah));
 	if (!ah)
 		return -ENOMEM;
-	int rc = emu_av_resolve(c->dev, &q->attr, &ah->av);
+	int rc = c->dev->xops->av_resolve(c->dev, &q->attr, &ah->av);
 	if (rc) {
 		free(ah);
 		return rc;
@@ -962,4 +963,162 @@ int emu_mcast_op(struct emu_ctx *c, const struct uroce_mcast_req *q, bool attach
 	if (!qp)
 		return -EINVAL;
 	return attach ? emu_mcast_attach(qp, &q->gid) : emu_mcast_detach(qp, &q->gid);
+}
+
+struct emu_mcast *emu_mcast_find(struct emu_dev *d, const union ibv_gid *gid)
+{
+	if (!d->mcast)
+		return NULL;
+	for (unsigned i = 0; i < EMU_MAX_MCAST_GRP; i++)
+		if (d->mcast[i].nqp && !memcmp(d->mcast[i].gid.raw, gid->raw, 16))
+			return &d->mcast[i];
+	return NULL;
+}
+
+int emu_mcast_attach(struct emu_qp *qp, const union ibv_gid *gid)
+{
+	struct emu_dev *d = qp->dev;
+
+	if (qp->type != IBV_QPT_UD || !emu_gid_is_mcast(gid) || !d->mcast)
+		return -EINVAL;
+	struct emu_mcast *m = emu_mcast_find(d, gid);
+	if (!m) {
+		for (unsigned i = 0; i < EMU_MAX_MCAST_GRP && !m; i++)
+			if (!d->mcast[i].nqp)
+				m = &d->mcast[i];
+		if (!m)
+			return -ENOMEM;
+		m->gid = *gid;
+	}
+	for (uint32_t i = 0; i < m->nqp; i++)
+		if (m->qp[i] == qp)
+			return 0; /* attaching twice is not an error in rxe */
+	if (m->nqp == EMU_MAX_MCAST_ATT)
+		return -ENOMEM;
+	m->qp[m->nqp++] = qp;
+	qp->mcast_groups++;
+	return 0;
+}
+
+int emu_mcast_detach(struct emu_qp *qp, const union ibv_gid *gid)
+{
+	struct emu_mcast *m = emu_mcast_find(qp->dev, gid);
+
+	if (!m)
+		return -EINVAL;
+	for (uint32_t i = 0; i < m->nqp; i++) {
+		if (m->qp[i] != qp)
+			continue;
+		m->qp[i] = m->qp[--m->nqp];
+		qp->mcast_groups--;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* Called on QP destroy: leave every group. */
+void emu_mcast_detach_all(struct emu_qp *qp)
+{
+	struct emu_dev *d = qp->dev;
+
+	for (unsigned g = 0; qp->mcast_groups && d->mcast && g < EMU_MAX_MCAST_GRP; g++) {
+		struct emu_mcast *m = &d->mcast[g];
+		for (uint32_t i = 0; i < m->nqp; i++) {
+			if (m->qp[i] == qp) {
+				m->qp[i] = m->qp[--m->nqp];
+				qp->mcast_groups--;
+				break;
+			}
+		}
+	}
+}
+
+/* Destroy order: QPs (they reference everything), SRQs, AHs, MWs, MRs, CQs,
+ * channels, PDs. */
+void emu_ctx_destroy(struct emu_ctx *c)
+{
+	static const enum emu_obj_type order[] = {
+		EMU_OBJ_QP, EMU_OBJ_SRQ, EMU_OBJ_AH, EMU_OBJ_MW, EMU_OBJ_MR,
+		EMU_OBJ_CQ, EMU_OBJ_CHANNEL, EMU_OBJ_PD,
+	};
+	struct emu_dev *d = c->dev;
+
+	c->dead = true;
+	for (unsigned k = 0; k < sizeof(order) / sizeof(order[0]); k++) {
+		for (uint32_t i = 0; i < c->nh; i++) {
+			if (c->h[i].type != order[k])
+				continue;
+			int rc;
+			switch (order[k]) {
+			case EMU_OBJ_QP: rc = emu_qp_destroy(c, i); break;
+			case EMU_OBJ_SRQ: rc = emu_srq_destroy(c, i); break;
+			case EMU_OBJ_AH: rc = emu_ah_destroy(c, i); break;
+			case EMU_OBJ_MW: rc = emu_mw_dealloc(c, i); break;
+			case EMU_OBJ_MR: rc = emu_mr_dereg(c, i); break;
+			case EMU_OBJ_CQ: rc = emu_cq_destroy(c, i); break;
+			case EMU_OBJ_CHANNEL: rc = emu_channel_destroy(c, i); break;
+			case EMU_OBJ_PD: rc = emu_pd_dealloc(c, i); break;
+			default: rc = 0; break;
+			}
+			if (rc)
+				EMU_LOG(ERR, "ctx pid %d: teardown of handle %u failed: %d\n",
+					(int)c->pid, i, rc);
+		}
+	}
+	if (c->db)
+		munmap(c->db, UROCE_DB_PAGE_SIZE);
+	if (c->db_memfd >= 0)
+		close(c->db_memfd);
+	if (c->wake_fd >= 0)
+		close(c->wake_fd);
+	emu_evq_drop(d, &c->async_q);
+	if (c->async_fd >= 0)
+		close(c->async_fd);
+	if (c->sock >= 0)
+		close(c->sock);
+	if (c->mem_fd >= 0)
+		close(c->mem_fd);
+	c->mem_fd = -1;
+	c->db = NULL;
+	c->db_memfd = c->wake_fd = c->async_fd = c->sock = -1;
+	if (c->uid_slot >= 0) {
+		d->uids[c->uid_slot].nobj[EMU_OBJ_NONE]--;
+		c->uid_slot = -1;
+	}
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		d->ctxs = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	d->nctx--;
+	free(c->h);
+	free(c->dbs);
+	c->h = NULL;
+	c->dbs = NULL;
+	c->nh = c->ndbs = 0;
+	/* Another context's QP may still hold this one as the owner of a
+	 * message in progress (a multi-packet WRITE into our memory): keep
+	 * the struct as a zombie (memory access then fails with -EFAULT)
+	 * until no QP exists on the device. */
+	c->next = d->zombies;
+	d->zombies = c;
+	if (d->nqp == 0)
+		emu_ctx_reap(d);
+}
+
+void emu_dev_core_fini(struct emu_dev *d)
+{
+	while (d->ctxs)
+		emu_ctx_destroy(d->ctxs);
+	emu_ctx_reap(d);
+	free(d->qpn);
+	free(d->mcast);
+	free(d->keys);
+	free(d->uids);
+	d->uids = NULL;
+	d->nuids = 0;
+	d->qpn = NULL;
+	d->mcast = NULL;
+	d->keys = NULL;
 }

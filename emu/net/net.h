@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/* Net layer (emu/net/): frames in and out of a port (tx helpers with
+ * counting and capture), neighbour resolution with ARP / ND / ICMP, and
+ * fault injection on received frames. The public header of the layer for
+ * the transport above it; includes the core's header (emu.h). */
+#ifndef EMU_NET_H
+#define EMU_NET_H
+
+#include "emu.h"
+
+extern const char *const emu_drop_name[EMU_DROP_NUM];
+
+/* Transmit helpers: count, capture, then the port op. */
+int emu_tx_alloc(struct emu_dev *d, struct emu_txbuf *b);
+void emu_tx_send(struct emu_dev *d, struct emu_txbuf *b, uint32_t len);
+void emu_tx_free(struct emu_dev *d, struct emu_txbuf *b);
+void emu_tx_flush(struct emu_dev *d);
+/* Back-pressure: frames the port queued but the NIC has not taken yet
+ * (d->tx_backlog, kept by the port). Above this the requester pauses new
+ * request packets until the port drains (counted in tx_stalls); ACKs,
+ * responses and ARP still go out, so the peer keeps making progress. */
+#define EMU_TX_BACKLOG_STALL 256u
+static inline bool emu_tx_congested(struct emu_dev *d)
+{
+	if (__builtin_expect(d->tx_backlog < EMU_TX_BACKLOG_STALL, 1))
+		return false;
+	d->cnt.tx_stalls++;
+	return true;
+}
+/* Send a complete frame by copy (ARP, ICMP, tests). 0 or -ENOBUFS. */
+int emu_tx_frame(struct emu_dev *d, const uint8_t *frame, uint32_t len);
+
+/* Resolve an ibv_ah_attr of qp's/AH's device into av: GID index valid,
+ * dest MAC from the neighbour table / own address / loopback. 0 or
+ * -EINVAL; av->mac_valid = 0 while the neighbour is being resolved. */
+int emu_av_resolve(struct emu_dev *d, const struct ibv_ah_attr *a, struct emu_av *av);
+/* Retry a pending MAC resolution; true when av->dmac is valid. */
+bool emu_av_refresh(struct emu_dev *d, struct emu_av *av);
+/* Neighbour table: 0 and mac, or -EAGAIN (resolution started). */
+int emu_neigh_lookup(struct emu_dev *d, const union ibv_gid *ip, uint8_t mac[6]);
+void emu_neigh_update(struct emu_dev *d, const union ibv_gid *ip, const uint8_t mac[6]);
+/* Index of gid in the GID table, or -1. */
+int emu_gid_find(const struct emu_dev *d, const union ibv_gid *gid);
+
+/* Frames that are not RoCE (ARP, ND, ICMP): answered and learnt from. */
+void emu_ip_l2_input(struct emu_dev *d, const uint8_t *frame, uint32_t len);
+/* Neighbour resolution retries (the transport's emu_core_poll runs them). */
+void emu_neigh_poll(struct emu_dev *d, uint64_t now);
+uint64_t emu_neigh_next_deadline(struct emu_dev *d);
+
+struct emu_fault_cfg {
+	double drop, dup, reorder, corrupt; /* probabilities 0..1 */
+	uint32_t delay_us;                  /* fixed extra latency, 0 = none */
+	uint64_t seed;
+};
+/* Parse "drop=0.1,dup=0.05,reorder=0.05,corrupt=0.01,delay_us=10,seed=1".
+ * 0 or -EINVAL. */
+int emu_fault_parse(const char *s, struct emu_fault_cfg *cfg);
+struct emu_fault *emu_fault_new(const struct emu_fault_cfg *cfg);
+void emu_fault_free(struct emu_fault *f);
+/* Run one frame through the faults; survivors go to deliver() now or later
+ * (from emu_fault_poll). Counters in d->cnt. */
+void emu_fault_rx(struct emu_fault *f, struct emu_dev *d, const uint8_t *frame, uint32_t len,
+		  void (*deliver)(struct emu_dev *, const uint8_t *, uint32_t));
+void emu_fault_poll(struct emu_fault *f, struct emu_dev *d, uint64_t now_ns,
+		    void (*deliver)(struct emu_dev *, const uint8_t *, uint32_t));
+uint64_t emu_fault_next_deadline(const struct emu_fault *f);
+/* Deterministic PRNG (splitmix64/xorshift) for tests too. */
+uint64_t emu_fault_rand(struct emu_fault *f);
+
+#endif /* EMU_NET_H */

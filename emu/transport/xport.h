@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/* Transport (RC/UC/UD requester, responder, completer): the public header
+ * of emu/transport/ for the layers above it (the daemon). Includes the
+ * net layer's header (net.h), which includes the core's (emu.h). The
+ * transport's state lives in the core's objects (xport_state.h); the core
+ * reaches the transport only through the struct emu_xport_ops that
+ * emu_dev_init installs (d->xops). Single-threaded per device (one engine
+ * thread owns a device and all its QPs), so nothing here is locked. */
+#ifndef EMU_XPORT_H
+#define EMU_XPORT_H
+
+#include "net.h"
+
+extern const char *const emu_resp_state_name[EMU_RESP_NSTATES];
+extern const char *const emu_comp_state_name[EMU_COMP_NSTATES];
+extern const char *const emu_xport_drop_name[EMU_XDROP_NUM];
+
+/* A device, whole: the core's tables (emu_dev_core_init) with the
+ * transport's operations installed (d->xops). gids/ngid: GID table
+ * (RoCE v2); NULL/0 = fe80:: from mac only. 0 or -EINVAL/-ENOMEM. */
+int emu_dev_init(struct emu_dev *d, const char *name, const uint8_t mac[6],
+		 uint32_t eth_mtu, const union ibv_gid *gids, uint32_t ngid);
+/* Destroys every context, frees the tables and the fault injector. */
+void emu_dev_fini(struct emu_dev *d);
+
+/* Entry of every received frame (after fault injection, if any):
+ * ARP/ND/ICMP, RoCE parse with drop counting, QP lookup (multicast fan-out),
+ * emu_xport_rx(). */
+void emu_port_rx_frame(struct emu_dev *d, const uint8_t *frame, uint32_t len);
+/* Same, without fault injection (what the fault layer delivers to). */
+void emu_port_rx_deliver(struct emu_dev *d, const uint8_t *frame, uint32_t len);
+
+/* Core timers (neighbour retries, delayed fault frames). */
+void emu_core_poll(struct emu_dev *d, uint64_t now_ns);
+uint64_t emu_core_next_deadline(struct emu_dev *d);
+
+/* stats.c: counters of d and of its QPs from first_qpn on (one page). */
+/* viewer: only its uid's QPs unless see_all (NULL: every QP) */
+void emu_stats_fill(struct emu_dev *d, const struct emu_ctx *viewer, uint32_t first_qpn,
+		    struct uroce_query_stats_rep *r);
+
+
+void emu_xport_qp_init(struct emu_qp *qp);
+void emu_xport_qp_fini(struct emu_qp *qp);
+
+/* Full ibv_modify_qp state machine: 0 or -EINVAL (bad transition, mask or
+ * value), -ENOMEM. */
+int emu_qp_modify(struct emu_qp *qp, const struct ibv_qp_attr *attr, int mask);
+/* Fills every field of attr, as ibv_query_qp. */
+int emu_qp_query(struct emu_qp *qp, struct ibv_qp_attr *attr, int mask);
+
+void emu_xport_sq_kick(struct emu_qp *qp);
+void emu_xport_rq_kick(struct emu_qp *qp);
+void emu_xport_srq_kick(struct emu_srq *srq);
+
+/* A parsed, ICRC-checked RoCE packet for qp (NULL: unknown QPN). */
+void emu_xport_rx(struct emu_dev *d, struct emu_qp *qp, const struct wire_pkt *pkt);
+
+/* Timers and deferred transmit work; next_deadline is UINT64_MAX when idle. */
+void emu_xport_poll(struct emu_dev *d, uint64_t now_ns);
+uint64_t emu_xport_next_deadline(struct emu_dev *d);
+
+/* Bracket an RX burst (port_dpdk.c): payload writes into one process
+ * (emu_mem_batch) and the CQEs of the burst are held back and go out
+ * together, writes first, at on = false, which must come before the
+ * frames' buffers are released. Outside a burst everything is immediate. */
+void emu_xport_rx_batch(struct emu_dev *d, bool on);
+/* The calling thread's held-back CQEs, and taking over another thread's
+ * (after a takeover, emu_mem_guard): pushed except those of skip. */
+void *emu_xport_cqb_self(void);
+void emu_xport_cqb_adopt(void *cqb, struct emu_ctx *skip);
+
+/* A deferred write into the application memory qp placed failed (the
+ * application unmapped registered memory): the QP goes to ERR. */
+void emu_xport_mem_fault(struct emu_qp *qp);
+
+/* Complete all outstanding and later WRs with IBV_WC_WR_FLUSH_ERR, in order. */
+void emu_xport_flush(struct emu_qp *qp);
+
+/* Snapshot of qp's transport counters (for the core's stats/control side).
+ * Counters start at zero when the QP is created or moved to RESET. */
+void emu_xport_qp_counters(const struct emu_qp *qp, struct emu_xport_counters *out);
+
+#endif /* EMU_XPORT_H */

@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""check_arch.py must fail for each rule it enforces: run it (--no-objects)
+on small made-up emu/ trees, one broken rule each, and on a clean one.
+
+usage: test_check_arch.py CHECK_ARCH_PY"""
+import os
+import subprocess
+import sys
+import tempfile
+
+CLEAN = {
+    "emu/core/emu.h": '#include "xport_state.h"\n',
+    "emu/core/xport_state.h": "",
+    "emu/core/emu_int.h": '#include "emu.h"\n',
+    "emu/core/objs.c": '#include "emu.h"\n#include "emu_int.h"\n',
+    "emu/net/net.h": '#include "emu.h"\n',
+    "emu/net/tx.c": '#include "net.h"\n',
+    "emu/transport/xport.h": '#include "net.h"\n',
+    "emu/transport/xport_int.h": '#include "xport.h"\n',
+    "emu/transport/req.c": '#include "xport_int.h"\n',
+    "emu/daemon/daemon.h": '#include "xport.h"\n',
+    "emu/daemon/main.c": '#include "daemon.h"\n',
+}
+
+# (what is broken, files changed or added, text the failure must contain)
+CASES = [
+    ("file left in emu/", {"emu/stray.c": '#include "emu.h"\n'},
+     "directly in emu/"),
+    ("core includes the transport", {"emu/core/objs.c": '#include "xport.h"\n'},
+     "upward dependency core -> transport"),
+    ("net includes a core-private header",
+     {"emu/net/tx.c": '#include "net.h"\n#include "emu_int.h"\n'},
+     "private to its folder"),
+    ("header neither public nor private", {"emu/net/neigh_int.h": ""},
+     "neither PUBLIC_HEADERS nor PRIVATE_HEADERS"),
+    ("include cycle inside a folder",
+     {"emu/core/a.c": '#include "emu_int.h"\n',
+      "emu/core/emu_int.h": '#include "emu.h"\n#include "a.c"\n'},
+     "file cycle"),
+    ("folder outside LAYERS", {"emu/extra/x.c": '#include "emu.h"\n'},
+     "not in LAYERS"),
+]
+
+
+def run(check, files):
+    with tempfile.TemporaryDirectory(prefix="arch-") as root:
+        for path, text in files.items():
+            full = os.path.join(root, path)
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            with open(full, "w") as fh:
+                fh.write(text)
+        p = subprocess.run([sys.executable, check, root, root, "--no-objects"],
+                           capture_output=True, text=True, timeout=60)
+        return p.returncode, p.stdout + p.stderr
+
+
+def main():
+    check = sys.argv[1]
+    bad = 0
+    rc, out = run(check, CLEAN)
+    if rc != 0:
+        print("FAIL: the clean tree is refused:\n" + out)
+        bad += 1
+    for what, change, expect in CASES:
+        rc, out = run(check, dict(CLEAN, **change))
+        if rc == 0 or expect not in out:
+            print("FAIL: %s: rc %d, no %r in:\n%s" % (what, rc, expect, out))
+            bad += 1
+        else:
+            print("ok: %s" % what)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
