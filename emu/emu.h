@@ -357,6 +357,7 @@ enum emu_drop {
 	EMU_DROP_TX_NO_NEIGH,
 	EMU_DROP_FAULT,       /* injected */
 	EMU_DROP_SRC_MISMATCH, /* RC/UC source IP is not the QP's connected peer */
+	EMU_DROP_GSI_MAD,     /* a MAD to QP1 the CM engine dropped (its counters say why) */
 	EMU_DROP_NUM
 };
 extern const char *const emu_drop_name[EMU_DROP_NUM];

@@ -278,7 +278,8 @@ enum emu_ibcm_drop {
 	EMU_IBCM_DROP_UNKNOWN_ID,    /**< REP/RTU/MRA/REJ/DREP/SIDR_REP for no id */
 	EMU_IBCM_DROP_BAD_STATE,     /**< message not valid in the id's state */
 	EMU_IBCM_DROP_DUPLICATE,     /**< duplicate, answered or ignored */
-	EMU_IBCM_DROP_BAD_SRC,       /**< source GID not the id's peer */
+	EMU_IBCM_DROP_BAD_SRC,       /**< source GID not the id's peer, or not to our GID */
+	EMU_IBCM_DROP_UNSUPPORTED,   /**< LAP / APR (no alternate paths on RoCE) */
 	EMU_IBCM_DROP_NUM
 };
 
@@ -328,6 +329,10 @@ struct emu_dev *emu_ibcm_dev(struct emu_ibcm *cm);
 
 /** Counters of the engine. */
 const struct emu_ibcm_counters *emu_ibcm_counters(struct emu_ibcm *cm);
+
+/** Log the engine's counters (the daemon's SIGUSR1 dump); nothing if
+ *  no engine or nothing counted. */
+void emu_ibcm_dump(struct emu_dev *d);
 
 /** Ids in use, including those waiting out TIMEWAIT after destroy. */
 uint32_t emu_ibcm_ids_in_use(struct emu_ibcm *cm);
