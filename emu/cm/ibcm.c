@@ -1157,7 +1157,11 @@ static struct ibcm_slot *ibcm_find_pair(struct emu_ibcm *cm, const struct ibcm_r
 {
 	struct ibcm_slot *s = ibcm_find_local(cm, (uint32_t)r->m.v[WIRE_CM_F_REMOTE_COMM_ID]);
 
-	if (!s || s->id.remote_id != r->m.v[WIRE_CM_F_LOCAL_COMM_ID])
+	/* an IDLE id has no connection any more (TIMEWAIT ended): a late
+	 * DREQ for it is answered as for nobody, as once the kernel's
+	 * timewait_info is gone */
+	if (!s || s->id.remote_id != r->m.v[WIRE_CM_F_LOCAL_COMM_ID] ||
+	    s->id.state == EMU_IBCM_IDLE)
 		return NULL;
 	return s;
 }
