@@ -184,6 +184,15 @@ static bool map(const char **p, char *buf, size_t len)
 
 /* ---- open and stat families ---------------------------------------- */
 
+/* open() of rdma_cm's node is urv_ucma_open's or libc's: never the
+ * /dev/null that stat() sees when no daemon took the open */
+static bool map_for_open(const char **p, char *buf, size_t len)
+{
+	if (!strcmp(*p, URV_UCMA_DEV))
+		return true;
+	return map(p, buf, len);
+}
+
 /* Could PATH be one of ours: the only test every other path pays. */
 static inline bool maybe_ours(const char *p)
 {
@@ -251,7 +260,7 @@ static bool open_has_mode(int flags)
 		int cm_fd;                                                    \
 		if (urv_ucma_open(path, flags, &cm_fd))                       \
 			return cm_fd;                                         \
-		if (!map(&path, buf, sizeof(buf)))                            \
+		if (!map_for_open(&path, buf, sizeof(buf)))                   \
 			return -1;                                            \
 		return real_##fn(path, flags, mode);                          \
 	}                                                                     \
@@ -276,7 +285,7 @@ OPEN_LIKE(open64)
 		int cm_fd;                                                    \
 		if (urv_ucma_open(path, flags, &cm_fd))                       \
 			return cm_fd;                                         \
-		if (!map(&path, buf, sizeof(buf)))                            \
+		if (!map_for_open(&path, buf, sizeof(buf)))                   \
 			return -1;                                            \
 		return real_##fn(dfd, path, flags, mode);                     \
 	}                                                                     \
@@ -306,7 +315,7 @@ int __openat64_2(int dfd, const char *path, int flags);
 		int cm_fd;                                                    \
 		if (urv_ucma_open(path, flags, &cm_fd))                       \
 			return cm_fd;                                         \
-		if (!map(&path, buf, sizeof(buf)))                            \
+		if (!map_for_open(&path, buf, sizeof(buf)))                   \
 			return -1;                                            \
 		return real_##fn args;                                        \
 	}                                                                     \
