@@ -547,6 +547,29 @@ static size_t resp_size(uint32_t cmd, const uint8_t *data, uint32_t in, uint32_t
 	return n < out ? n : out;
 }
 
+/* The daemon's device index means nothing in this process (liburoce
+ * numbers its devices itself): the reply says "none" (-1), and librdmacm
+ * finds the device by its node GUID alone, as with kernels before 5.10. */
+static void hide_ibdev_index(uint32_t cmd, const uint8_t *data, uint32_t in,
+			     uint8_t *rep, size_t n)
+{
+	struct rdma_ucm_query q = { 0 };
+	size_t off;
+
+	if (cmd == RDMA_USER_CM_CMD_QUERY_ROUTE) {
+		off = offsetof(struct rdma_ucm_query_route_resp, ibdev_index);
+	} else if (cmd == RDMA_USER_CM_CMD_QUERY) {
+		memcpy(&q, data, in < sizeof(q) ? in : sizeof(q));
+		if (q.option == RDMA_USER_CM_QUERY_PATH)
+			return;
+		off = offsetof(struct rdma_ucm_query_addr_resp, ibdev_index);
+	} else {
+		return;
+	}
+	if (n >= off + sizeof(uint32_t))
+		memset(rep + off, 0xff, sizeof(uint32_t));
+}
+
 /* The pipe byte GET_EVENT waits for: 0, or -errno (EAGAIN with
  * O_NONBLOCK, EINTR on a signal, ENODEV when the daemon is gone). */
 static int wait_event_byte(int fd)
@@ -665,6 +688,7 @@ static ssize_t ucma_write(struct ucma_file *f, const void *buf, size_t len)
 	}
 	if (ret)
 		return ret;
+	hide_ibdev_index(hdr.cmd, req.r.data, in, rep, want);
 	/* the reply says how much the kernel would copy: at most `want`
 	 * bytes (what the kernel writes; the rest of rep is zero) */
 	if (want && mem_copy((void *)(uintptr_t)resp, rep, want, true))

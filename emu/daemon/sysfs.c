@@ -158,6 +158,14 @@ static void sw_tree(struct sysfs_w *w, const struct emu_dev *d)
 	sw_file(w, "device/numa_node", "-1\n");
 	sw_cpumask(buf, sizeof(buf));
 	sw_file(w, "device/local_cpus", "%s\n", buf);
+	/* the default loopback device is where rdma_cm puts 127.0.0.1 and ::1
+	 * (docs/cm.md): its network device is lo, listed where the kernel
+	 * lists a RoCE device's netdev (rdma-core's tests find the address
+	 * to use there) */
+	if (d->loopback) {
+		sw_dir(w, "device/net");
+		sw_dir(w, "device/net/lo");
+	}
 
 	sw_dir(w, "ports");
 	sw_dir(w, "ports/1");
