@@ -188,8 +188,8 @@ static void atfork_child(void)
 	pthread_mutex_init(&ctl_lock, NULL);
 	for (struct ucma_file *f = files; f; f = f->next)
 		f->foreign = true;
-	if (ctl_sock >= 0 && real_close)
-		real_close(ctl_sock);
+	if (ctl_sock >= 0)
+		syscall(SYS_close, ctl_sock);
 	ctl_sock = -1;
 	ctl_seq = 0;
 	ctl_dead = false;
