@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "daemon.h"
+#include "cm/ucma.h"
 #include "pcapw.h"
 
 #define EMU_RX_POLL_NS   1000000ull  /* sleeping: look at RX at least this often */
@@ -151,6 +152,7 @@ int emu_engine_run(struct emu_daemon *dm)
 		 * frames want microsecond accuracy */
 		if (d->fault || (iter & 63) == 0)
 			emu_core_poll(d, now);
+		emu_ucma_poll(d, now); /* rdma_cm timers: nothing to do unless armed */
 		emu_tx_flush(d);
 		/* event records waiting for their reader to make room: at
 		 * most one write attempt per backlogged pipe per millisecond */

@@ -550,9 +550,11 @@ _Static_assert(sizeof(struct uroce_query_stats_rep) + 16 <= UROCE_MAX_MSG, "stat
  *   write() then returns its length, or -1 with that errno.
  *   - RDMA_USER_CM_CMD_SET_OPTION: the `optlen` bytes at `optval` follow
  *     the command struct (in = sizeof(struct rdma_ucm_set_option) + optlen).
- *   - RDMA_USER_CM_CMD_MIGRATE_ID: the `fd` field holds the destination's
- *     file handle (the shim rewrites it; a fd that is no uroce rdma_cm
- *     file is -EBADF in the shim, as the kernel's fdget fails).
+ *   - RDMA_USER_CM_CMD_MIGRATE_ID: written on the destination file (as
+ *     librdmacm does); its `fd` field (the id's current file) holds that
+ *     file's handle instead: the shim rewrites it (a fd that is no uroce
+ *     rdma_cm file is -EBADF in the shim, as the kernel's fdget fails).
+ *     Id numbers do not change on migration.
  *   - RDMA_USER_CM_CMD_GET_EVENT: the shim first reads one byte from the
  *     pipe (blocking or not per the fd's flags; EAGAIN goes to librdmacm),
  *     then asks; the daemon returns the oldest event, or -EAGAIN when the

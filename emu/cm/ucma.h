@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/* The kernel's rdma_ucm device (drivers/infiniband/core/ucma.c + cma.c),
+ * emulated in the daemon: librdmacm writes its commands on an fd the shim
+ * turns into UROCE_OP_UCMA_* control requests (include/uroce/abi.h,
+ * docs/cm.md). One ucma state per device, owned by its engine thread. */
+#ifndef EMU_CM_UCMA_H
+#define EMU_CM_UCMA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "emu.h"
+
+/* Limits against hostile clients (docs/cm.md): files per context, ids per
+ * context, events queued per file. Past them: -ENOMEM / -EMFILE, and a
+ * connection request that finds its listener's file full is rejected. */
+#define EMU_UCMA_MAX_FILES  64u
+#define EMU_UCMA_MAX_IDS    4096u
+#define EMU_UCMA_MAX_EVENTS 8192u
+
+/* UROCE_OP_UCMA_OPEN: a new file of c; *rfd = the event pipe's read end
+ * (the caller sends and closes it). 0 or -errno. */
+int emu_ucma_open(struct emu_ctx *c, uint32_t *handle, int *rfd);
+/* UROCE_OP_UCMA_CMD: q is the request body of len bytes (header and
+ * q->in bytes of command). The response goes to out (room for
+ * UROCE_UCMA_MAX_OUT), its length to *olen. 0 or -errno. */
+int emu_ucma_cmd(struct emu_ctx *c, const void *body, size_t len, void *out, size_t *olen);
+/* UROCE_OP_UCMA_CLOSE: destroy file handle of c and its ids. */
+int emu_ucma_close(struct emu_ctx *c, uint32_t handle);
+/* The client went away: every file of c, as UCMA_CLOSE. */
+void emu_ucma_ctx_gone(struct emu_ctx *c);
+/* Timers (address resolution timeouts, TIMEWAIT_EXIT); the engine calls
+ * it every few iterations. */
+void emu_ucma_poll(struct emu_dev *d, uint64_t now_ns);
+/* The device goes away (daemon stop): free its state. */
+void emu_ucma_dev_fini(struct emu_dev *d);
+
+#endif
