@@ -1490,6 +1490,11 @@ static int c_connect(struct ucma_call *k)
 	id->state = S_CONNECT;
 	id->resp_res = q.conn_param.responder_resources;
 	id->init_depth = q.conn_param.initiator_depth;
+	/* cma_connect_ib: the REQ carries 3-bit counts, clamped */
+	if (q.conn_param.retry_count > 7)
+		q.conn_param.retry_count = 7;
+	if (q.conn_param.rnr_retry_count > 7)
+		q.conn_param.rnr_retry_count = 7;
 	id->retry = q.conn_param.retry_count;
 	id->rnr_retry = q.conn_param.rnr_retry_count;
 	id->srq = q.conn_param.srq;
@@ -1542,6 +1547,8 @@ static int c_accept(struct ucma_call *k)
 	if (q.conn_param.valid) {
 		if (id->cp == CP_REP_RCVD)
 			return -EINVAL; /* ib_send_cm_rep in the wrong state */
+		if (q.conn_param.rnr_retry_count > 7) /* cma_accept_ib: 3 bits */
+			q.conn_param.rnr_retry_count = 7;
 		rc = ucma_send_rep(k->u, id, &q.conn_param);
 		if (!rc)
 			id->uid = q.uid;

@@ -437,8 +437,19 @@ static int case_conn(void)
 	/* consumer reject with private data */
 	REQUIRE(cm_create(&fb, 0xB3, RDMA_PS_TCP, &cid) == 0, "create");
 	cm_resolve_all(&fb, cid, 0xB3, "127.0.0.1", port);
-	REQUIRE(cm_connect(&fb, cid, 2, "x") == 0, "connect");
+	{
+		/* counts above 3 bits are clamped to 7, as cma_connect_ib does
+		 * (libfabric asks for 15: the QP would refuse it) */
+		struct rdma_ucm_connect cq = { .id = cid };
+		cq.conn_param.valid = 1;
+		cq.conn_param.qp_num = 2;
+		cq.conn_param.retry_count = 15;
+		cq.conn_param.rnr_retry_count = 9;
+		REQUIRE(cm_cmd(&fb, RDMA_USER_CM_CMD_CONNECT, &cq, sizeof(cq), NULL, 0) == 0, "connect");
+	}
 	EXPECT(&fa, EV_CONNECT_REQUEST, &e);
+	CHECK(e.param.conn.retry_count == 7 && e.param.conn.rnr_retry_count == 7,
+	      "clamped counts %u %u", e.param.conn.retry_count, e.param.conn.rnr_retry_count);
 	struct rdma_ucm_reject rj = { .id = e.id, .private_data_len = 4 };
 	memcpy(rj.private_data, "nope", 4);
 	REQUIRE(cm_cmd(&fa, RDMA_USER_CM_CMD_REJECT, &rj, sizeof(rj), NULL, 0) == 0, "reject");
