@@ -142,6 +142,11 @@ struct ucma_id {
 	struct ucma_mc *mcs;
 };
 
+/* what one client context holds (emu_ctx.ucma): the limits' counters */
+struct ucma_ctx {
+	uint32_t nfiles, nids, nev;
+};
+
 struct ucma_dev {
 	struct emu_dev *d;
 	struct ucma_file *files;
@@ -332,14 +337,28 @@ static struct ucma_file *ucma_file_get(struct ucma_dev *u, struct emu_ctx *c, ui
 	return NULL;
 }
 
-static uint32_t ucma_ctx_ids(struct ucma_dev *u, const struct emu_ctx *c)
+/* the context's counters (allocated at its first file) */
+static struct ucma_ctx *ucma_cx(struct emu_ctx *c)
 {
-	uint32_t n = 0;
+	if (!c->ucma)
+		c->ucma = calloc(1, sizeof(struct ucma_ctx));
+	return c->ucma;
+}
 
-	for (uint32_t i = 0; i < u->nids; i++)
-		if (u->ids[i] && u->ids[i]->file->ctx == c)
-			n++;
-	return n;
+static void ucma_nev(struct ucma_file *f, int d)
+{
+	struct ucma_ctx *x = f->ctx->ucma;
+
+	f->nev += (uint32_t)d;
+	if (x)
+		x->nev += (uint32_t)d;
+}
+
+static bool ucma_ev_room(const struct ucma_file *f)
+{
+	const struct ucma_ctx *x = f->ctx->ucma;
+
+	return !x || x->nev < EMU_UCMA_MAX_EVENTS;
 }
 
 static int ucma_handle_alloc(struct ucma_dev *u, struct ucma_id *id)
@@ -369,7 +388,8 @@ static int ucma_handle_alloc(struct ucma_dev *u, struct ucma_id *id)
 static struct ucma_id *ucma_id_new(struct ucma_dev *u, struct ucma_file *f, uint16_t ps,
 				   uint8_t qp_type, int *err)
 {
-	if (ucma_ctx_ids(u, f->ctx) >= EMU_UCMA_MAX_IDS) {
+	struct ucma_ctx *x = f->ctx->ucma;
+	if (!x || x->nids >= EMU_UCMA_MAX_IDS) {
 		*err = -ENOMEM;
 		return NULL;
 	}
@@ -382,6 +402,7 @@ static struct ucma_id *ucma_id_new(struct ucma_dev *u, struct ucma_file *f, uint
 		free(id);
 		return NULL;
 	}
+	x->nids++;
 	id->file = f;
 	id->ps = ps;
 	id->qp_type = qp_type;
@@ -418,9 +439,9 @@ static struct ucma_ev *ucma_ev_new(struct ucma_id *id, uint32_t event, int32_t s
 {
 	struct ucma_file *f = id->file;
 
-	if (f->nev >= EMU_UCMA_MAX_EVENTS) {
-		EMU_LOG_RL(WARNING, "pid %d: rdma_cm file %u: %u events unread, dropping one\n",
-			   (int)f->ctx->pid, f->handle, f->nev);
+	if (!ucma_ev_room(f)) {
+		EMU_LOG_RL(WARNING, "pid %d: rdma_cm: %u events unread, dropping one\n",
+			   (int)f->ctx->pid, EMU_UCMA_MAX_EVENTS);
 		return NULL;
 	}
 	struct ucma_ev *e = calloc(1, sizeof(*e));
@@ -441,7 +462,7 @@ static void ucma_ev_post(struct ucma_dev *u, struct ucma_ev *e)
 	e->next = NULL;
 	*f->tail = e;
 	f->tail = &e->next;
-	f->nev++;
+	ucma_nev(f, 1);
 	ucma_wake(u, f);
 }
 
@@ -865,7 +886,7 @@ static void ucma_send_req(struct ucma_dev *u, struct ucma_id *a, const struct rd
 	int err = 0;
 	struct ucma_id *n = NULL;
 	struct ucma_ev *e = NULL;
-	if (l->pending < l->backlog && l->file->nev < EMU_UCMA_MAX_EVENTS)
+	if (l->pending < l->backlog && ucma_ev_room(l->file))
 		n = ucma_id_new(u, l->file, l->ps, l->qp_type, &err);
 	if (n)
 		e = ucma_ev_new(l, RDMA_CM_EVENT_CONNECT_REQUEST, 0);
@@ -874,6 +895,7 @@ static void ucma_send_req(struct ucma_dev *u, struct ucma_id *a, const struct rd
 		 * ib_cm rejects the REQ */
 		if (n) {
 			u->ids[n->handle] = NULL;
+			((struct ucma_ctx *)n->file->ctx->ucma)->nids--;
 			free(n);
 		}
 		a->cp = CP_DONE;
@@ -1071,7 +1093,7 @@ static void ucma_drop_events(struct ucma_dev *u, struct ucma_file *f, struct ucm
 		struct ucma_ev *e = *pp;
 		if ((mc && e->mc == mc) || (!mc && e->id == id)) {
 			*pp = e->next;
-			f->nev--;
+			ucma_nev(f, -1);
 			e->next = gone;
 			gone = e;
 			continue;
@@ -1100,7 +1122,7 @@ static void ucma_forget_request(struct ucma_id *id)
 		struct ucma_ev *e = *pp;
 		if (e->conn == id) {
 			*pp = e->next;
-			f->nev--;
+			ucma_nev(f, -1);
 			free(e);
 			continue;
 		}
@@ -1130,6 +1152,7 @@ static void ucma_id_destroy(struct ucma_dev *u, struct ucma_id *id)
 	}
 	u->ids[id->handle] = NULL;
 	ucma_drop_events(u, id->file, id, NULL);
+	((struct ucma_ctx *)id->file->ctx->ucma)->nids--;
 	free(id);
 }
 
@@ -1149,6 +1172,7 @@ static void ucma_file_destroy(struct ucma_dev *u, struct ucma_file *f)
 			break;
 		}
 	emu_evq_drop(u->d, &f->q);
+	((struct ucma_ctx *)f->ctx->ucma)->nfiles--;
 	if (f->wfd >= 0)
 		close(f->wfd);
 	free(f);
@@ -1688,7 +1712,7 @@ static int c_get_event(struct ucma_call *k)
 	f->head = e->next;
 	if (!f->head)
 		f->tail = &f->head;
-	f->nev--;
+	ucma_nev(f, -1);
 	r = e->resp;
 	if (e->conn) {
 		struct ucma_id *n = e->conn;
@@ -1946,7 +1970,7 @@ static int c_migrate_id(struct ucma_call *k)
 			struct ucma_ev *e = *pp;
 			if (e->id == id) {
 				*pp = e->next;
-				cur->nev--;
+				ucma_nev(cur, -1);
 				e->next = NULL;
 				*mt = e;
 				mt = &e->next;
@@ -2007,14 +2031,11 @@ static int (*const ucma_cmds[])(struct ucma_call *k) = {
 int emu_ucma_open(struct emu_ctx *c, uint32_t *handle, int *rfd)
 {
 	struct ucma_dev *u = ucma_dev(c->dev, true);
-	unsigned n = 0;
+	struct ucma_ctx *x = ucma_cx(c);
 
-	if (!u)
+	if (!u || !x)
 		return -ENOMEM;
-	for (struct ucma_file *f = u->files; f; f = f->next)
-		if (f->ctx == c)
-			n++;
-	if (n >= EMU_UCMA_MAX_FILES)
+	if (x->nfiles >= EMU_UCMA_MAX_FILES)
 		return -EMFILE;
 	struct ucma_file *f = calloc(1, sizeof(*f));
 	if (!f)
@@ -2032,6 +2053,7 @@ int emu_ucma_open(struct emu_ctx *c, uint32_t *handle, int *rfd)
 		u->next_file = 1;
 	f->next = u->files;
 	u->files = f;
+	x->nfiles++;
 	*handle = f->handle;
 	return 0;
 }
@@ -2080,11 +2102,18 @@ void emu_ucma_ctx_gone(struct emu_ctx *c)
 
 	if (!u)
 		return;
-	for (struct ucma_file *f = u->files, *next; f; f = next) {
-		next = f->next;
-		if (f->ctx == c)
+	/* a file's ids may take other files' requests with them: restart
+	 * the walk after each destroy */
+	for (struct ucma_file *f = u->files; f;) {
+		if (f->ctx == c) {
 			ucma_file_destroy(u, f);
+			f = u->files;
+			continue;
+		}
+		f = f->next;
 	}
+	free(c->ucma);
+	c->ucma = NULL;
 }
 
 void emu_ucma_poll(struct emu_dev *d, uint64_t now)

@@ -802,6 +802,24 @@ static int case_hostile(uint64_t seed)
 		cm_cmd_raw(&a, fa.h, cmd, in, inlen, (uint32_t)random() % 1100, out, &got);
 		REQUIRE(got <= UROCE_UCMA_MAX_OUT, "reply %zu", got);
 	}
+	/* files: EMFILE past 64 per client; closing one makes room */
+	struct cmf extra[64];
+	int nx = 0;
+	for (; nx < 64; nx++) {
+		rc = cm_open(&a, &extra[nx]);
+		if (rc)
+			break;
+	}
+	CHECK(rc == -EMFILE && nx == 63, "files: %d after %d", rc, nx);
+	if (nx > 0) {
+		struct uroce_handle_msg ch = { .handle = extra[nx - 1].h };
+		CHECK(t_call(&a, UROCE_OP_UCMA_CLOSE, &ch, sizeof(ch), NULL, 0, NULL, 0, NULL, NULL) == 0,
+		      "close a file");
+		close(extra[nx - 1].ev);
+		CHECK(cm_open(&a, &extra[nx - 1]) == 0, "no room after a close");
+	}
+	for (int i = 0; i < nx; i++)
+		close(extra[i].ev);
 	/* thousands of ids: ENOMEM at the limit, nothing for b lost */
 	unsigned made = 0;
 	for (;;) {
