@@ -482,10 +482,12 @@ static void ucma_event_pdata(struct ucma_dev *u, struct ucma_id *id, uint32_t ev
 	if (!e)
 		return;
 	if (id->qp_type == IBV_QPT_UD) {
-		memcpy(e->resp.param.ud.private_data, pd, plen);
+		if (plen)
+			memcpy(e->resp.param.ud.private_data, pd, plen);
 		e->resp.param.ud.private_data_len = (uint8_t)field;
 	} else {
-		memcpy(e->resp.param.conn.private_data, pd, plen);
+		if (plen)
+			memcpy(e->resp.param.conn.private_data, pd, plen);
 		e->resp.param.conn.private_data_len = (uint8_t)field;
 	}
 	ucma_ev_post(u, e);
