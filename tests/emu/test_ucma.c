@@ -14,7 +14,9 @@
  *             UCMA_CLOSE
  *   ud      - UDP port space through SIDR, UD INIT_QP_ATTR, multicast join
  *   hostile - bad handles, another client's ids, short/oversized commands,
- *             thousands of ids: errors, and the other client still works */
+ *             thousands of ids: errors, and the other client still works
+ *   link    - two devices back to back: resolution through ARP, and
+ *             ADDR_ERROR when nobody answers */
 #include <poll.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
@@ -852,6 +854,47 @@ static int case_hostile(uint64_t seed)
 	return finish();
 }
 
+/* two devices wired back to back: addresses beyond the device resolve
+ * through the neighbour table (ARP on the link), or time out */
+static int case_link(void)
+{
+	static const char *const opts[] = {
+		"--dev", "uroce0,port=link:wire,ip=10.0.0.1",
+		"--dev", "uroce1,port=link:wire,ip=10.0.0.2", NULL,
+	};
+	struct t_client a;
+	struct cmf fa;
+	struct rdma_ucm_event_resp e;
+	struct rdma_ucm_query_route_resp qr;
+	uint32_t id, far, other;
+
+	REQUIRE(t_daemon_start(&g_d, g_daemon, false, opts) == 0, "start");
+	REQUIRE(t_client_open(&a, g_d.sock) == 0, "client");
+	REQUIRE(cm_open(&a, &fa) == 0, "file");
+	REQUIRE(cm_create(&fa, 1, RDMA_PS_TCP, &other) == 0, "create");
+	CHECK(cm_bind(&fa, other, "10.0.0.2", 0) == -EADDRNOTAVAIL, "the other device's address");
+	CHECK(cm_bind(&fa, other, "127.0.0.1", 0) == -EADDRNOTAVAIL, "127.0.0.1 on a link port");
+	REQUIRE(cm_create(&fa, 2, RDMA_PS_TCP, &id) == 0, "create");
+	cm_resolve_all(&fa, id, 2, "10.0.0.2", 6000);
+	REQUIRE(cm_query_route(&fa, id, &qr) == 0, "query");
+	static const uint8_t s1[16] = { [10] = 0xff, [11] = 0xff, 10, 0, 0, 1 };
+	static const uint8_t d2[16] = { [10] = 0xff, [11] = 0xff, 10, 0, 0, 2 };
+	struct sockaddr_in *src = (struct sockaddr_in *)&qr.src_addr;
+	CHECK(src->sin_family == AF_INET && src->sin_addr.s_addr == htonl(0x0a000001) &&
+	      ntohs(src->sin_port) >= 32768, "source 10.0.0.1:ephemeral");
+	CHECK(qr.num_paths == 1 && !memcmp(qr.ib_route[0].sgid, s1, 16) &&
+	      !memcmp(qr.ib_route[0].dgid, d2, 16), "path gids");
+	CHECK(qr.ib_route[0].mtu == a.hello.port_attr.active_mtu, "path mtu");
+	REQUIRE(cm_create(&fa, 3, RDMA_PS_TCP, &far) == 0, "create");
+	REQUIRE(cm_resolve(&fa, far, "10.0.0.3", 6000, 300) == 0, "resolve");
+	EXPECT(&fa, EV_ADDR_ERROR, &e);
+	CHECK((int)e.status == -ETIMEDOUT, "no neighbour: %d", (int)e.status);
+
+	close(fa.ev);
+	t_client_close(&a);
+	return finish();
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 3)
@@ -873,5 +916,7 @@ int main(int argc, char **argv)
 		return case_ud();
 	if (!strcmp(argv[2], "hostile"))
 		return case_hostile(seed);
+	if (!strcmp(argv[2], "link"))
+		return case_link();
 	return 2;
 }
