@@ -439,6 +439,11 @@ static struct ucma_ev *ucma_ev_new(struct ucma_id *id, uint32_t event, int32_t s
 {
 	struct ucma_file *f = id->file;
 
+	/* ucma_event_handler: events of an id the application has not given
+	 * its context yet (a request not accepted) are dropped */
+	if (!id->uid && event != RDMA_CM_EVENT_CONNECT_REQUEST)
+		return NULL;
+
 	if (!ucma_ev_room(f)) {
 		EMU_LOG_RL(WARNING, "pid %d: rdma_cm: %u events unread, dropping one\n",
 			   (int)f->ctx->pid, EMU_UCMA_MAX_EVENTS);
@@ -1575,9 +1580,11 @@ static int c_accept(struct ucma_call *k)
 			return -EINVAL; /* ib_send_cm_rep in the wrong state */
 		if (q.conn_param.rnr_retry_count > 7) /* cma_accept_ib: 3 bits */
 			q.conn_param.rnr_retry_count = 7;
+		uint64_t old = id->uid;
+		id->uid = q.uid; /* before the REP, as ucma_accept */
 		rc = ucma_send_rep(k->u, id, &q.conn_param);
-		if (!rc)
-			id->uid = q.uid;
+		if (rc)
+			id->uid = old;
 		return rc;
 	}
 	if (id->qp_type == IBV_QPT_UD)

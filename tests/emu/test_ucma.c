@@ -580,6 +580,7 @@ static int case_events(void)
 	struct cmf fa, fa2, fb;
 	struct rdma_ucm_event_resp e;
 	uint32_t id, rep, l, c;
+	int rc;
 
 	start(&a, &b);
 	REQUIRE(cm_open(&a, &fa) == 0 && cm_open(&a, &fa2) == 0 && cm_open(&b, &fb) == 0, "files");
@@ -637,6 +638,34 @@ static int case_events(void)
 	EXPECT(&fb, EV_REJECTED, &e);
 	CHECK(e.id == c && e.status == 28, "pending request reject id %u status %d", e.id,
 	      (int)e.status);
+
+	/* the active side goes away: a request not accepted yet hears
+	 * nothing (no context set: the kernel drops its events) and cannot
+	 * be accepted; an accepted one is rejected under its new uid */
+	REQUIRE(cm_create(&fa, 9, RDMA_PS_TCP, &l) == 0, "listener");
+	REQUIRE(cm_bind(&fa, l, "127.0.0.1", 47002) == 0 && cm_listen(&fa, l, 4) == 0, "listen");
+	REQUIRE(cm_create(&fb, 10, RDMA_PS_TCP, &c) == 0, "create");
+	cm_resolve_all(&fb, c, 10, "127.0.0.1", 47002);
+	REQUIRE(cm_connect(&fb, c, 1, "") == 0, "connect");
+	EXPECT(&fa, EV_CONNECT_REQUEST, &e);
+	uint32_t n1 = e.id;
+	REQUIRE(cm_destroy(&fb, c, NULL) == 0, "active destroyed");
+	CHECK(cm_accept(&fa, n1, 0x99, 3, "late") == -EINVAL, "accept after the REJ");
+	REQUIRE(cm_create(&fb, 11, RDMA_PS_TCP, &c) == 0, "create");
+	cm_resolve_all(&fb, c, 11, "127.0.0.1", 47002);
+	REQUIRE(cm_connect(&fb, c, 1, "") == 0, "connect");
+	EXPECT(&fa, EV_CONNECT_REQUEST, &e);
+	uint32_t n2 = e.id;
+	REQUIRE(cm_accept(&fa, n2, 0x98, 4, "") == 0, "accept");
+	REQUIRE(cm_destroy(&fb, c, NULL) == 0, "active destroyed after the REP");
+	EXPECT(&fa, EV_REJECTED, &e);
+	CHECK(e.id == n2 && e.uid == 0x98 && e.status == 28, "rejected id %u uid %llx status %d",
+	      e.id, (unsigned long long)e.uid, (int)e.status);
+	/* (a stale byte of the request removed above may still be there) */
+	rc = cm_event(&fa, &e, 200);
+	CHECK(rc == -ETIMEDOUT, "an event for the unaccepted request: rc %d event %u id %u", rc,
+	      e.event, e.id);
+	REQUIRE(cm_destroy(&fa, n1, &rep) == 0 && rep == 0, "destroy n1: %u", rep);
 
 	/* UCMA_CLOSE: everything of the file goes; the handle is dead */
 	REQUIRE(cm_create(&fa2, 7, RDMA_PS_TCP, &id) == 0, "create");
