@@ -157,6 +157,7 @@ struct ucma_dev {
 	uint32_t next_file;
 	uint64_t rnd;
 	uint32_t timers;          /* ids with a deadline */
+	uint64_t next_ns;         /* nothing to do before (emu_ucma_poll) */
 };
 
 /* ------------------------------------------------------------------ */
@@ -505,6 +506,10 @@ static void ucma_timer(struct ucma_dev *u, struct ucma_id *id, uint64_t deadline
 	else if (id->deadline && !deadline)
 		u->timers--;
 	id->deadline = deadline;
+	if (deadline && deadline < u->next_ns)
+		u->next_ns = deadline;
+	if (id->state == S_ADDR_QUERY)
+		u->next_ns = 0; /* neighbour answers are looked for at once */
 }
 
 /* ------------------------------------------------------------------ */
@@ -2129,8 +2134,12 @@ void emu_ucma_poll(struct emu_dev *d, uint64_t now)
 {
 	struct ucma_dev *u = ucma_dev(d, false);
 
-	if (!u || !u->timers)
+	/* called every engine iteration: the table is scanned only when a
+	 * deadline is due, and at most once a millisecond while a neighbour
+	 * is being resolved */
+	if (!u || !u->timers || now < u->next_ns)
 		return;
+	uint64_t next = UINT64_MAX;
 	for (uint32_t i = 0; i < u->nids; i++) {
 		struct ucma_id *id = u->ids[i];
 		if (!id || !id->deadline)
@@ -2141,16 +2150,22 @@ void emu_ucma_poll(struct emu_dev *d, uint64_t now)
 				ucma_addr_done(u, id, rc);
 			else if (now >= id->deadline)
 				ucma_addr_done(u, id, -ETIMEDOUT);
+			else if (now + 1000000 < next)
+				next = now + 1000000;
 			continue;
 		}
-		if (now >= id->deadline) {
-			ucma_timer(u, id, 0);
-			if (id->cp == CP_TIMEWAIT) {
-				id->cp = CP_DONE;
-				ucma_event(u, id, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0);
-			}
+		if (now < id->deadline) {
+			if (id->deadline < next)
+				next = id->deadline;
+			continue;
+		}
+		ucma_timer(u, id, 0);
+		if (id->cp == CP_TIMEWAIT) {
+			id->cp = CP_DONE;
+			ucma_event(u, id, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0);
 		}
 	}
+	u->next_ns = next;
 }
 
 void emu_ucma_dev_fini(struct emu_dev *d)
