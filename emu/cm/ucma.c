@@ -144,7 +144,7 @@ struct ucma_id {
 
 /* what one client context holds (emu_ctx.ucma): the limits' counters */
 struct ucma_ctx {
-	uint32_t nfiles, nids, nev;
+	uint32_t nfiles, nids, nev, nmcs;
 };
 
 struct ucma_dev {
@@ -1088,6 +1088,7 @@ static void ucma_mc_free(struct ucma_dev *u, struct ucma_mc *mc)
 {
 	if (mc->handle < u->nmcs && u->mcs[mc->handle] == mc)
 		u->mcs[mc->handle] = NULL;
+	((struct ucma_ctx *)mc->id->file->ctx->ucma)->nmcs--;
 	free(mc);
 }
 
@@ -1869,10 +1870,8 @@ static int ucma_join(struct ucma_call *k, uint32_t h, uint64_t uid,
 		return -EINVAL;
 	if (id->qp_type != IBV_QPT_UD || !ucma_is_mcast(a))
 		return -EINVAL;
-	uint32_t n = 0;
-	for (struct ucma_mc *m = id->mcs; m; m = m->next)
-		n++;
-	if (n >= EMU_MAX_MCAST_GRP)
+	struct ucma_ctx *x = id->file->ctx->ucma;
+	if (x->nmcs >= EMU_UCMA_MAX_MCS)
 		return -ENOMEM;
 	struct ucma_mc *mc = calloc(1, sizeof(*mc));
 	if (!mc)
@@ -1881,6 +1880,7 @@ static int ucma_join(struct ucma_call *k, uint32_t h, uint64_t uid,
 		free(mc);
 		return -ENOMEM;
 	}
+	x->nmcs++;
 	mc->id = id;
 	mc->uid = uid;
 	memcpy(&mc->addr, a, ucma_addr_size(a));

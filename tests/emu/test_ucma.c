@@ -754,6 +754,22 @@ static int case_ud(void)
 		lr.events_reported == 1, "leave");
 	CHECK(cm_cmd(&fb, RDMA_USER_CM_CMD_LEAVE_MCAST, &lq, sizeof(lq), &lr, sizeof(lr)) == -ENOENT,
 	      "leave twice");
+	/* joins are bounded per client (1024), whatever the groups */
+	int joined = 0, rc = 0;
+	for (; joined < 2000; joined++) {
+		char ip[32];
+		snprintf(ip, sizeof(ip), "239.0.%d.%d", joined / 250, joined % 250 + 1);
+		sin_set(&jq.addr, ip, 0);
+		rc = cm_cmd(&fb, RDMA_USER_CM_CMD_JOIN_IP_MCAST, &jq, sizeof(jq), &jr, sizeof(jr));
+		if (rc)
+			break;
+	}
+	CHECK(rc == -ENOMEM && joined == 1024, "joins: %d after %d", rc, joined);
+	lq.id = jr.id; /* the last one joined */
+	REQUIRE(cm_cmd(&fb, RDMA_USER_CM_CMD_LEAVE_MCAST, &lq, sizeof(lq), &lr, sizeof(lr)) == 0,
+		"leave one");
+	CHECK(cm_cmd(&fb, RDMA_USER_CM_CMD_JOIN_IP_MCAST, &jq, sizeof(jq), &jr, sizeof(jr)) == 0,
+	      "a join after a leave");
 
 	close(fa.ev);
 	close(fb.ev);
