@@ -1024,8 +1024,9 @@ static int ucma_send_rep(struct ucma_dev *u, struct ucma_id *n, const struct rdm
 	struct rdma_ucm_conn_param *cp = &e->resp.param.conn;
 	cp->qp_num = q->qp_num;
 	cp->srq = q->srq;
-	cp->responder_resources = q->responder_resources;
-	cp->initiator_depth = q->initiator_depth;
+	/* from the receiver's side, as cm_format_rep_event */
+	cp->responder_resources = q->initiator_depth;
+	cp->initiator_depth = q->responder_resources;
 	cp->flow_control = q->flow_control;
 	cp->rnr_retry_count = q->rnr_retry_count;
 	memcpy(cp->private_data, q->private_data, q->private_data_len);

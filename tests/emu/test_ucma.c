@@ -373,6 +373,10 @@ static int case_conn(void)
 	CHECK(e.uid == 0xB1 && e.param.conn.qp_num == 0x456 && e.param.conn.private_data_len == 196 &&
 	      !memcmp(e.param.conn.private_data, "world", 5), "response qpn %x len %u",
 	      e.param.conn.qp_num, e.param.conn.private_data_len);
+	CHECK(e.param.conn.responder_resources == 4 && e.param.conn.initiator_depth == 2 &&
+	      e.param.conn.rnr_retry_count == 7, "response rd %u/%u rnr %u",
+	      e.param.conn.responder_resources, e.param.conn.initiator_depth,
+	      e.param.conn.rnr_retry_count);
 
 	/* what each side's QP is told: the other's QPN and PSN */
 	REQUIRE(cm_qp_attr(&fa, nid, IBV_QPS_RTR, &qa) == 0 && cm_qp_attr(&fb, cid, IBV_QPS_RTR, &qb) == 0,
