@@ -880,7 +880,15 @@ static void ucma_copy_req_event(struct rdma_ucm_conn_param *cp, const struct ucm
 	cp->private_data_len = UCMA_REQ_PDATA;
 }
 
-/* REQ / SIDR_REQ from active id a to whoever listens on its destination */
+/* REQ / SIDR_REQ from active id a to whoever listens on its destination.
+ *
+ * Where the wire goes in (docs/cm.md): the exchange below is carried by
+ * direct calls between two ids of this device. With the IB CM engine
+ * (emu/cm/ibcm.*), a destination that is not this device's sends the REQ
+ * (cma_hdr + private data, service ID ps << 16 | port) through
+ * emu_ibcm_send_req, and the engine's events call the same receive-side
+ * functions as here: ucma_rej_rcvd, the REP path of ucma_send_rep,
+ * ucma_establish, ucma_dreq_rcvd, ucma_drep_rcvd. */
 static void ucma_send_req(struct ucma_dev *u, struct ucma_id *a, const struct rdma_ucm_conn_param *q)
 {
 	bool ud = a->qp_type == IBV_QPT_UD;
