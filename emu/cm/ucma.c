@@ -1604,10 +1604,12 @@ static int c_listen(struct ucma_call *k)
 	if (id->state != S_ADDR_BOUND)
 		return -EINVAL;
 	if (id->reuseaddr) {
-		/* cma_bind_listen: a listener takes its port for itself */
+		/* rdma_listen: a listener takes its port for itself, and is no
+		 * longer reusable */
 		rc = ucma_check_port(k->u, id, ucma_port(&id->src), false);
 		if (rc)
 			return rc;
+		id->reuseaddr = false;
 	}
 	id->backlog = backlog;
 	id->state = S_LISTEN;

@@ -528,6 +528,21 @@ static int case_bind(void)
 	REQUIRE(cm_bind(&fa, i5, "127.0.0.1", 46000) == 0, "bind 5");
 	CHECK(cm_bind(&fb, i3, "127.0.0.1", 46000) == 0, "reuseaddr pair");
 	CHECK(cm_listen(&fb, i3, 1) == -EADDRINUSE, "listen on a shared port");
+	/* a reusable id that listens alone takes the port for itself */
+	{
+		uint32_t r1, r2;
+		REQUIRE(cm_create(&fb, 20, RDMA_PS_TCP, &r1) == 0 && cm_create(&fa, 21, RDMA_PS_TCP, &r2) == 0,
+			"ids");
+		so.id = r1;
+		memcpy(opt, &so, sizeof(so));
+		REQUIRE(cm_cmd(&fb, RDMA_USER_CM_CMD_SET_OPTION, opt, sizeof(opt), NULL, 0) == 0, "reuse r1");
+		so.id = r2;
+		memcpy(opt, &so, sizeof(so));
+		REQUIRE(cm_cmd(&fa, RDMA_USER_CM_CMD_SET_OPTION, opt, sizeof(opt), NULL, 0) == 0, "reuse r2");
+		REQUIRE(cm_bind(&fb, r1, "127.0.0.1", 46500) == 0 && cm_listen(&fb, r1, 1) == 0, "listen r1");
+		rc = cm_bind(&fa, r2, "127.0.0.1", 46500);
+		CHECK(rc == -EADDRINUSE, "reusable bind on a listener's port: %d", rc);
+	}
 	/* option lengths are checked; unknown options are ENOSYS */
 	so.id = i3;
 	so.optlen = 2;
