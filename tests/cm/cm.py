@@ -28,6 +28,7 @@ Exit status: 0 pass, 77 skip (the program is not installed), else fail.
 import argparse
 import gzip
 import os
+import pty
 import random
 import re
 import shutil
@@ -63,20 +64,33 @@ class Bg:
     """A program in the background, its output collected by a thread so
     that the test can wait for a line without blocking on the pipe."""
 
-    def __init__(self, cmd, env):
+    def __init__(self, cmd, env, tty=False):
         print('+ bg:', ' '.join(cmd), flush=True)
-        self.p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, start_new_session=True)
+        if tty:
+            # a terminal: the program's stdio flushes every line, so that
+            # a line it printed can be waited for
+            master, slave = pty.openpty()
+            self.p = subprocess.Popen(cmd, env=env, stdout=slave, stderr=slave,
+                                      stdin=subprocess.DEVNULL, start_new_session=True)
+            os.close(slave)
+            self.out = os.fdopen(master, 'rb', buffering=0)
+        else:
+            self.p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, start_new_session=True)
+            self.out = self.p.stdout
         self.lines = []
         self.cv = threading.Condition()
         self.t = threading.Thread(target=self._read, daemon=True)
         self.t.start()
 
     def _read(self):
-        for ln in iter(self.p.stdout.readline, b''):
-            with self.cv:
-                self.lines.append(ln.decode(errors='replace'))
-                self.cv.notify_all()
+        try:
+            for ln in iter(self.out.readline, b''):
+                with self.cv:
+                    self.lines.append(ln.decode(errors='replace').replace('\r\n', '\n'))
+                    self.cv.notify_all()
+        except OSError:
+            pass                # the terminal's end: EIO when the program exits
         with self.cv:
             self.cv.notify_all()
 
@@ -117,7 +131,7 @@ def pair(srv_cmd, cli_cmd, env, ready=None, srv_exits=True, timeout=TIMEOUT):
     one, else retry the client while the server is not listening yet: a
     connection to a port nobody listens on is rejected at once). Both must
     exit 0 (the server only if SRV_EXITS). Returns (ok, client out, server out)."""
-    srv = Bg(srv_cmd, env)
+    srv = Bg(srv_cmd, env, tty=bool(ready))
     try:
         if ready and not srv.wait_line(ready):
             return False, '', srv.kill() + '\nserver never printed %r' % ready
@@ -242,8 +256,9 @@ def mode_rstream(env, port, prog, args):
                          [prog, '-s', '127.0.0.1'] + base, env)
     if not ok:
         return fail(prog)
-    # the result line: name bytes xfers iters total time Gb/sec usec/xfer
-    if not re.search(r'^\S+\s+\S+\s+\d+\s+\d+\s+\S+\s+\S+s\s+[\d.]+\s+[\d.]+', out, re.M):
+    # the result line under "name bytes xfers iters total time Gb/sec usec/xfer"
+    if not re.search(r'^name\s+bytes.*\n\S+(\s+\S+){4}\s+[\d.]+s\s+[\d.]+\s+[\d.]+\s*$',
+                     out, re.M):
         return fail('%s: no result line' % prog)
     return 0
 
@@ -268,7 +283,7 @@ def mode_qperf(env, rng, args):
     lp = free_tcp_port(rng)
     print('qperf listen port', lp)
     ok, out, _ = pair(['qperf', '-lp', str(lp)],
-                      ['qperf', '-lp', str(lp), '-cm1', '-to', '20', '-n', '200',
+                      ['qperf', '-lp', str(lp), '-cm1', '-to', '20', '-t', '2',
                        '127.0.0.1'] + args, env, srv_exits=False)
     if not ok:
         return fail('qperf')
