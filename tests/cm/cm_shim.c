@@ -11,6 +11,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -321,6 +323,55 @@ static int case_close(int port)
 	return 0;
 }
 
+/* ---- GET_EVENT blocked while another thread closes the fd ------------- */
+
+/* The kernel's file lives while the blocked call holds it: the call keeps
+ * waiting (no event comes any more) until a signal ends it. rping's event
+ * thread relies on it while main() closes the channel and returns. */
+static int blocked_ret, blocked_errno, blocked_done;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
+
+static void *get_event_thread(void *arg)
+{
+	struct rdma_event_channel *ch = arg;
+	struct rdma_cm_event *e;
+	int r = rdma_get_cm_event(ch, &e);
+
+	blocked_errno = errno;
+	blocked_ret = r;
+	__atomic_store_n(&blocked_done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static int case_close_blocked(void)
+{
+	struct sigaction sa = { .sa_handler = on_usr1 };   /* no SA_RESTART */
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	pthread_t t;
+
+	CHECK(ch != NULL, "channel: %s", strerror(errno));
+	if (!ch)
+		return 1;
+	sigaction(SIGUSR1, &sa, NULL);
+	pthread_create(&t, NULL, get_event_thread, ch);
+	/* the sleeps only give a wrong implementation the time to show */
+	usleep(200 * 1000);
+	close(ch->fd);
+	usleep(300 * 1000);
+	CHECK(!__atomic_load_n(&blocked_done, __ATOMIC_ACQUIRE),
+	      "GET_EVENT returned after the close: %d errno %d (%s)", blocked_ret,
+	      blocked_errno, strerror(blocked_errno));
+	pthread_kill(t, SIGUSR1);
+	pthread_join(t, NULL);
+	CHECK(blocked_ret == -1 && blocked_errno == EINTR,
+	      "after the signal: %d errno %d, want EINTR", blocked_ret, blocked_errno);
+	return 0;
+}
+
 /* ---- fork: the child cannot touch the parent's ids -------------------- */
 
 static int case_fork(int port)
@@ -379,6 +430,8 @@ int main(int argc, char **argv)
 		r = case_events();
 	else if (!strcmp(c, "close"))
 		r = case_close(port);
+	else if (!strcmp(c, "close_blocked"))
+		r = case_close_blocked();
 	else if (!strcmp(c, "fork"))
 		r = case_fork(port);
 	else {
