@@ -19,6 +19,7 @@ picked free at random. The seed is printed (--seed replays a run).
   MODE rdma-server | rdma-xserver
   MODE rstream SIZE COUNT [T]    rstream -T v (verified) [-T T]
   MODE riostream SIZE COUNT [T]
+  MODE rspreload SIZE COUNT      rstream -T s (plain sockets) under librspreload
   MODE perftest PROG [ARGS]      PROG -R -d uroce0 (no data check: perftest has none)
   MODE qperf TEST                qperf -cm1 TEST
   MODE fi-info | fi-pingpong SIZE COUNT
@@ -263,6 +264,29 @@ def mode_rstream(env, port, prog, args):
     return 0
 
 
+RSPRELOAD = '/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so'
+
+
+def mode_rspreload(env, port, args, state):
+    """Plain TCP sockets turned into rsockets by librspreload: the bytes
+    must cross uroce (the daemon's RoCE packet count is checked after it
+    stops: librspreload falls back to the kernel's TCP when rsocket()
+    fails, which would pass unseen)."""
+    if not need('rstream') or not os.path.exists(RSPRELOAD):
+        print('librspreload not installed')
+        return 77
+    penv = dict(env)
+    penv['LD_PRELOAD'] = env['LD_PRELOAD'] + ':' + RSPRELOAD
+    size, count = int(args[0]), int(args[1])
+    base = ['-p', str(port), '-S', str(size), '-C', str(count), '-T', 's', '-T', 'v']
+    ok, out, _ = pair(['rstream', '-b', '127.0.0.1'] + base,
+                      ['rstream', '-s', '127.0.0.1'] + base, penv)
+    if not ok:
+        return fail('rstream under librspreload')
+    state['min_roce_pkts'] = size * count // 4096
+    return 0
+
+
 def mode_perftest(env, port, args):
     prog = args[0]
     if not need(prog):
@@ -445,6 +469,8 @@ def run_test(state):
             rc = mode_rdma_server(penv, port, m == 'rdma-xserver')
         elif m in ('rstream', 'riostream'):
             rc = mode_rstream(penv, port, m, x)
+        elif m == 'rspreload':
+            rc = mode_rspreload(penv, port, x, state)
         elif m == 'perftest':
             rc = mode_perftest(penv, port, x)
         elif m == 'qperf':
@@ -467,6 +493,13 @@ def run_test(state):
         text = log.read()
         log.close()
         state['daemon_faults'] = vr.daemon_faults([st], text)
+        want = state.get('min_roce_pkts')
+        if want:
+            got = re.search(r'roce (\d+)', text)
+            n = int(got.group(1)) if got else 0
+            print('RoCE packets through the daemon: %d (at least %d wanted)' % (n, want))
+            if n < want:
+                state['daemon_faults'].append('the data did not cross uroce')
         if text:
             sys.stdout.write('--- uroced ---\n' + text[-3000:])
         shutil.rmtree(run_dir, ignore_errors=True)
