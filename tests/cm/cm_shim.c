@@ -369,6 +369,7 @@ static int case_close_blocked(void)
 	pthread_join(t, NULL);
 	CHECK(blocked_ret == -1 && blocked_errno == EINTR,
 	      "after the signal: %d errno %d, want EINTR", blocked_ret, blocked_errno);
+	rdma_destroy_event_channel(ch);         /* its fd is closed already */
 	return 0;
 }
 
