@@ -142,6 +142,11 @@ struct ucma_id {
 	struct ucma_mc *mcs;
 };
 
+/* what one client context holds (emu_ctx.ucma): the limits' counters */
+struct ucma_ctx {
+	uint32_t nfiles, nids, nev, nmcs;
+};
+
 struct ucma_dev {
 	struct emu_dev *d;
 	struct ucma_file *files;
@@ -152,6 +157,7 @@ struct ucma_dev {
 	uint32_t next_file;
 	uint64_t rnd;
 	uint32_t timers;          /* ids with a deadline */
+	uint64_t next_ns;         /* nothing to do before (emu_ucma_poll) */
 };
 
 /* ------------------------------------------------------------------ */
@@ -332,14 +338,28 @@ static struct ucma_file *ucma_file_get(struct ucma_dev *u, struct emu_ctx *c, ui
 	return NULL;
 }
 
-static uint32_t ucma_ctx_ids(struct ucma_dev *u, const struct emu_ctx *c)
+/* the context's counters (allocated at its first file) */
+static struct ucma_ctx *ucma_cx(struct emu_ctx *c)
 {
-	uint32_t n = 0;
+	if (!c->ucma)
+		c->ucma = calloc(1, sizeof(struct ucma_ctx));
+	return c->ucma;
+}
 
-	for (uint32_t i = 0; i < u->nids; i++)
-		if (u->ids[i] && u->ids[i]->file->ctx == c)
-			n++;
-	return n;
+static void ucma_nev(struct ucma_file *f, int d)
+{
+	struct ucma_ctx *x = f->ctx->ucma;
+
+	f->nev += (uint32_t)d;
+	if (x)
+		x->nev += (uint32_t)d;
+}
+
+static bool ucma_ev_room(const struct ucma_file *f)
+{
+	const struct ucma_ctx *x = f->ctx->ucma;
+
+	return !x || x->nev < EMU_UCMA_MAX_EVENTS;
 }
 
 static int ucma_handle_alloc(struct ucma_dev *u, struct ucma_id *id)
@@ -369,7 +389,8 @@ static int ucma_handle_alloc(struct ucma_dev *u, struct ucma_id *id)
 static struct ucma_id *ucma_id_new(struct ucma_dev *u, struct ucma_file *f, uint16_t ps,
 				   uint8_t qp_type, int *err)
 {
-	if (ucma_ctx_ids(u, f->ctx) >= EMU_UCMA_MAX_IDS) {
+	struct ucma_ctx *x = f->ctx->ucma;
+	if (!x || x->nids >= EMU_UCMA_MAX_IDS) {
 		*err = -ENOMEM;
 		return NULL;
 	}
@@ -382,6 +403,7 @@ static struct ucma_id *ucma_id_new(struct ucma_dev *u, struct ucma_file *f, uint
 		free(id);
 		return NULL;
 	}
+	x->nids++;
 	id->file = f;
 	id->ps = ps;
 	id->qp_type = qp_type;
@@ -418,9 +440,14 @@ static struct ucma_ev *ucma_ev_new(struct ucma_id *id, uint32_t event, int32_t s
 {
 	struct ucma_file *f = id->file;
 
-	if (f->nev >= EMU_UCMA_MAX_EVENTS) {
-		EMU_LOG_RL(WARNING, "pid %d: rdma_cm file %u: %u events unread, dropping one\n",
-			   (int)f->ctx->pid, f->handle, f->nev);
+	/* ucma_event_handler: events of an id the application has not given
+	 * its context yet (a request not accepted) are dropped */
+	if (!id->uid && event != RDMA_CM_EVENT_CONNECT_REQUEST)
+		return NULL;
+
+	if (!ucma_ev_room(f)) {
+		EMU_LOG_RL(WARNING, "pid %d: rdma_cm: %u events unread, dropping one\n",
+			   (int)f->ctx->pid, EMU_UCMA_MAX_EVENTS);
 		return NULL;
 	}
 	struct ucma_ev *e = calloc(1, sizeof(*e));
@@ -441,7 +468,7 @@ static void ucma_ev_post(struct ucma_dev *u, struct ucma_ev *e)
 	e->next = NULL;
 	*f->tail = e;
 	f->tail = &e->next;
-	f->nev++;
+	ucma_nev(f, 1);
 	ucma_wake(u, f);
 }
 
@@ -461,10 +488,12 @@ static void ucma_event_pdata(struct ucma_dev *u, struct ucma_id *id, uint32_t ev
 	if (!e)
 		return;
 	if (id->qp_type == IBV_QPT_UD) {
-		memcpy(e->resp.param.ud.private_data, pd, plen);
+		if (plen)
+			memcpy(e->resp.param.ud.private_data, pd, plen);
 		e->resp.param.ud.private_data_len = (uint8_t)field;
 	} else {
-		memcpy(e->resp.param.conn.private_data, pd, plen);
+		if (plen)
+			memcpy(e->resp.param.conn.private_data, pd, plen);
 		e->resp.param.conn.private_data_len = (uint8_t)field;
 	}
 	ucma_ev_post(u, e);
@@ -477,6 +506,10 @@ static void ucma_timer(struct ucma_dev *u, struct ucma_id *id, uint64_t deadline
 	else if (id->deadline && !deadline)
 		u->timers--;
 	id->deadline = deadline;
+	if (deadline && deadline < u->next_ns)
+		u->next_ns = deadline;
+	if (id->state == S_ADDR_QUERY)
+		u->next_ns = 0; /* neighbour answers are looked for at once */
 }
 
 /* ------------------------------------------------------------------ */
@@ -865,7 +898,7 @@ static void ucma_send_req(struct ucma_dev *u, struct ucma_id *a, const struct rd
 	int err = 0;
 	struct ucma_id *n = NULL;
 	struct ucma_ev *e = NULL;
-	if (l->pending < l->backlog && l->file->nev < EMU_UCMA_MAX_EVENTS)
+	if (l->pending < l->backlog && ucma_ev_room(l->file))
 		n = ucma_id_new(u, l->file, l->ps, l->qp_type, &err);
 	if (n)
 		e = ucma_ev_new(l, RDMA_CM_EVENT_CONNECT_REQUEST, 0);
@@ -874,6 +907,7 @@ static void ucma_send_req(struct ucma_dev *u, struct ucma_id *a, const struct rd
 		 * ib_cm rejects the REQ */
 		if (n) {
 			u->ids[n->handle] = NULL;
+			((struct ucma_ctx *)n->file->ctx->ucma)->nids--;
 			free(n);
 		}
 		a->cp = CP_DONE;
@@ -990,8 +1024,9 @@ static int ucma_send_rep(struct ucma_dev *u, struct ucma_id *n, const struct rdm
 	struct rdma_ucm_conn_param *cp = &e->resp.param.conn;
 	cp->qp_num = q->qp_num;
 	cp->srq = q->srq;
-	cp->responder_resources = q->responder_resources;
-	cp->initiator_depth = q->initiator_depth;
+	/* from the receiver's side, as cm_format_rep_event */
+	cp->responder_resources = q->initiator_depth;
+	cp->initiator_depth = q->responder_resources;
 	cp->flow_control = q->flow_control;
 	cp->rnr_retry_count = q->rnr_retry_count;
 	memcpy(cp->private_data, q->private_data, q->private_data_len);
@@ -1054,6 +1089,7 @@ static void ucma_mc_free(struct ucma_dev *u, struct ucma_mc *mc)
 {
 	if (mc->handle < u->nmcs && u->mcs[mc->handle] == mc)
 		u->mcs[mc->handle] = NULL;
+	((struct ucma_ctx *)mc->id->file->ctx->ucma)->nmcs--;
 	free(mc);
 }
 
@@ -1071,7 +1107,7 @@ static void ucma_drop_events(struct ucma_dev *u, struct ucma_file *f, struct ucm
 		struct ucma_ev *e = *pp;
 		if ((mc && e->mc == mc) || (!mc && e->id == id)) {
 			*pp = e->next;
-			f->nev--;
+			ucma_nev(f, -1);
 			e->next = gone;
 			gone = e;
 			continue;
@@ -1100,7 +1136,7 @@ static void ucma_forget_request(struct ucma_id *id)
 		struct ucma_ev *e = *pp;
 		if (e->conn == id) {
 			*pp = e->next;
-			f->nev--;
+			ucma_nev(f, -1);
 			free(e);
 			continue;
 		}
@@ -1130,6 +1166,7 @@ static void ucma_id_destroy(struct ucma_dev *u, struct ucma_id *id)
 	}
 	u->ids[id->handle] = NULL;
 	ucma_drop_events(u, id->file, id, NULL);
+	((struct ucma_ctx *)id->file->ctx->ucma)->nids--;
 	free(id);
 }
 
@@ -1149,6 +1186,7 @@ static void ucma_file_destroy(struct ucma_dev *u, struct ucma_file *f)
 			break;
 		}
 	emu_evq_drop(u->d, &f->q);
+	((struct ucma_ctx *)f->ctx->ucma)->nfiles--;
 	if (f->wfd >= 0)
 		close(f->wfd);
 	free(f);
@@ -1490,6 +1528,11 @@ static int c_connect(struct ucma_call *k)
 	id->state = S_CONNECT;
 	id->resp_res = q.conn_param.responder_resources;
 	id->init_depth = q.conn_param.initiator_depth;
+	/* cma_connect_ib: the REQ carries 3-bit counts, clamped */
+	if (q.conn_param.retry_count > 7)
+		q.conn_param.retry_count = 7;
+	if (q.conn_param.rnr_retry_count > 7)
+		q.conn_param.rnr_retry_count = 7;
 	id->retry = q.conn_param.retry_count;
 	id->rnr_retry = q.conn_param.rnr_retry_count;
 	id->srq = q.conn_param.srq;
@@ -1542,9 +1585,13 @@ static int c_accept(struct ucma_call *k)
 	if (q.conn_param.valid) {
 		if (id->cp == CP_REP_RCVD)
 			return -EINVAL; /* ib_send_cm_rep in the wrong state */
+		if (q.conn_param.rnr_retry_count > 7) /* cma_accept_ib: 3 bits */
+			q.conn_param.rnr_retry_count = 7;
+		uint64_t old = id->uid;
+		id->uid = q.uid; /* before the REP, as ucma_accept */
 		rc = ucma_send_rep(k->u, id, &q.conn_param);
-		if (!rc)
-			id->uid = q.uid;
+		if (rc)
+			id->uid = old;
 		return rc;
 	}
 	if (id->qp_type == IBV_QPT_UD)
@@ -1681,7 +1728,7 @@ static int c_get_event(struct ucma_call *k)
 	f->head = e->next;
 	if (!f->head)
 		f->tail = &f->head;
-	f->nev--;
+	ucma_nev(f, -1);
 	r = e->resp;
 	if (e->conn) {
 		struct ucma_id *n = e->conn;
@@ -1824,10 +1871,8 @@ static int ucma_join(struct ucma_call *k, uint32_t h, uint64_t uid,
 		return -EINVAL;
 	if (id->qp_type != IBV_QPT_UD || !ucma_is_mcast(a))
 		return -EINVAL;
-	uint32_t n = 0;
-	for (struct ucma_mc *m = id->mcs; m; m = m->next)
-		n++;
-	if (n >= EMU_MAX_MCAST_GRP)
+	struct ucma_ctx *x = id->file->ctx->ucma;
+	if (x->nmcs >= EMU_UCMA_MAX_MCS)
 		return -ENOMEM;
 	struct ucma_mc *mc = calloc(1, sizeof(*mc));
 	if (!mc)
@@ -1836,6 +1881,7 @@ static int ucma_join(struct ucma_call *k, uint32_t h, uint64_t uid,
 		free(mc);
 		return -ENOMEM;
 	}
+	x->nmcs++;
 	mc->id = id;
 	mc->uid = uid;
 	memcpy(&mc->addr, a, ucma_addr_size(a));
@@ -1939,7 +1985,7 @@ static int c_migrate_id(struct ucma_call *k)
 			struct ucma_ev *e = *pp;
 			if (e->id == id) {
 				*pp = e->next;
-				cur->nev--;
+				ucma_nev(cur, -1);
 				e->next = NULL;
 				*mt = e;
 				mt = &e->next;
@@ -2000,14 +2046,11 @@ static int (*const ucma_cmds[])(struct ucma_call *k) = {
 int emu_ucma_open(struct emu_ctx *c, uint32_t *handle, int *rfd)
 {
 	struct ucma_dev *u = ucma_dev(c->dev, true);
-	unsigned n = 0;
+	struct ucma_ctx *x = ucma_cx(c);
 
-	if (!u)
+	if (!u || !x)
 		return -ENOMEM;
-	for (struct ucma_file *f = u->files; f; f = f->next)
-		if (f->ctx == c)
-			n++;
-	if (n >= EMU_UCMA_MAX_FILES)
+	if (x->nfiles >= EMU_UCMA_MAX_FILES)
 		return -EMFILE;
 	struct ucma_file *f = calloc(1, sizeof(*f));
 	if (!f)
@@ -2025,6 +2068,7 @@ int emu_ucma_open(struct emu_ctx *c, uint32_t *handle, int *rfd)
 		u->next_file = 1;
 	f->next = u->files;
 	u->files = f;
+	x->nfiles++;
 	*handle = f->handle;
 	return 0;
 }
@@ -2073,19 +2117,30 @@ void emu_ucma_ctx_gone(struct emu_ctx *c)
 
 	if (!u)
 		return;
-	for (struct ucma_file *f = u->files, *next; f; f = next) {
-		next = f->next;
-		if (f->ctx == c)
+	/* a file's ids may take other files' requests with them: restart
+	 * the walk after each destroy */
+	for (struct ucma_file *f = u->files; f;) {
+		if (f->ctx == c) {
 			ucma_file_destroy(u, f);
+			f = u->files;
+			continue;
+		}
+		f = f->next;
 	}
+	free(c->ucma);
+	c->ucma = NULL;
 }
 
 void emu_ucma_poll(struct emu_dev *d, uint64_t now)
 {
 	struct ucma_dev *u = ucma_dev(d, false);
 
-	if (!u || !u->timers)
+	/* called every engine iteration: the table is scanned only when a
+	 * deadline is due, and at most once a millisecond while a neighbour
+	 * is being resolved */
+	if (!u || !u->timers || now < u->next_ns)
 		return;
+	uint64_t next = UINT64_MAX;
 	for (uint32_t i = 0; i < u->nids; i++) {
 		struct ucma_id *id = u->ids[i];
 		if (!id || !id->deadline)
@@ -2096,16 +2151,22 @@ void emu_ucma_poll(struct emu_dev *d, uint64_t now)
 				ucma_addr_done(u, id, rc);
 			else if (now >= id->deadline)
 				ucma_addr_done(u, id, -ETIMEDOUT);
+			else if (now + 1000000 < next)
+				next = now + 1000000;
 			continue;
 		}
-		if (now >= id->deadline) {
-			ucma_timer(u, id, 0);
-			if (id->cp == CP_TIMEWAIT) {
-				id->cp = CP_DONE;
-				ucma_event(u, id, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0);
-			}
+		if (now < id->deadline) {
+			if (id->deadline < next)
+				next = id->deadline;
+			continue;
+		}
+		ucma_timer(u, id, 0);
+		if (id->cp == CP_TIMEWAIT) {
+			id->cp = CP_DONE;
+			ucma_event(u, id, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0);
 		}
 	}
+	u->next_ns = next;
 }
 
 void emu_ucma_dev_fini(struct emu_dev *d)

@@ -11,12 +11,14 @@
 
 #include "emu.h"
 
-/* Limits against hostile clients (docs/cm.md): files per context, ids per
- * context, events queued per file. Past them: -ENOMEM / -EMFILE, and a
- * connection request that finds its listener's file full is rejected. */
+/* Limits against hostile clients (docs/cm.md): files, ids, queued events
+ * and multicast joins per context (all its files). Past them: -ENOMEM /
+ * -EMFILE, an event is dropped (logged), and a connection request whose
+ * listener's context is full is rejected. */
 #define EMU_UCMA_MAX_FILES  64u
 #define EMU_UCMA_MAX_IDS    4096u
-#define EMU_UCMA_MAX_EVENTS 8192u
+#define EMU_UCMA_MAX_EVENTS 8192u  /* per context, ~3 MB */
+#define EMU_UCMA_MAX_MCS    1024u  /* multicast joins per context */
 
 /* UROCE_OP_UCMA_OPEN: a new file of c; *rfd = the event pipe's read end
  * (the caller sends and closes it). 0 or -errno. */

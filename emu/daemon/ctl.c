@@ -633,15 +633,13 @@ static int emu_op_ucma_close(struct emu_op *k)
 	return emu_ucma_close(k->c, k->q->hm.handle);
 }
 
-/* Each request: its exact body length (var: at most, and at least min),
- * how many descriptors it may carry, and its handler. An op without a
- * handler is refused. */
+/* Each request: its exact body length (UCMA_CMD: at most), how many
+ * descriptors it may carry, and its handler. An op without a handler is
+ * refused. */
 static const struct {
 	uint16_t len;
 	uint8_t fds;
 	int (*run)(struct emu_op *k);
-	uint16_t min;         /* var: the shortest body */
-	bool var;
 } emu_req_shape[UROCE_OP_MAX] = {
 	[UROCE_OP_HELLO] = { sizeof(struct uroce_hello_req), 1, emu_op_hello },
 	[UROCE_OP_QUERY_PORT] = { sizeof(struct uroce_query_port_req), 0, emu_op_query_port },
@@ -673,7 +671,7 @@ static const struct {
 	[UROCE_OP_QUERY_STATS] = { sizeof(struct uroce_query_stats_req), 0, emu_op_query_stats },
 	[UROCE_OP_UCMA_OPEN] = { 0, 0, emu_op_ucma_open },
 	[UROCE_OP_UCMA_CMD] = { sizeof(struct uroce_ucma_cmd_req) + UROCE_UCMA_MAX_IN, 0,
-				emu_op_ucma_cmd, sizeof(struct uroce_ucma_cmd_req), true },
+				emu_op_ucma_cmd },
 	[UROCE_OP_UCMA_CLOSE] = { sizeof(struct uroce_handle_msg), 0, emu_op_ucma_close },
 };
 
@@ -685,8 +683,9 @@ static int emu_req_check(const struct emu_ctx *c, const struct uroce_msg_hdr *h,
 		return -EINVAL;
 	if (h->op == 0 || h->op >= UROCE_OP_MAX || h->len != n || !emu_req_shape[h->op].run)
 		return -EINVAL;
-	if (emu_req_shape[h->op].var ? n - sizeof(*h) < emu_req_shape[h->op].min ||
-				       n - sizeof(*h) > emu_req_shape[h->op].len :
+	/* the one variable-length request: an rdma_ucm command */
+	if (h->op == UROCE_OP_UCMA_CMD ? n - sizeof(*h) < sizeof(struct uroce_ucma_cmd_req) ||
+					 n - sizeof(*h) > emu_req_shape[h->op].len :
 	    n - sizeof(*h) != emu_req_shape[h->op].len)
 		return -EINVAL;
 	if (nfds > emu_req_shape[h->op].fds)

@@ -21,8 +21,9 @@ import subprocess
 import sys
 
 # Layers of emu/, lowest first: a folder may use only itself and the folders
-# before it. "." is emu/ itself (files not moved into a layer yet).
-LAYERS = ["core", "net", "transport", ".", "daemon"]
+# before it. "." is emu/ itself (files not moved into a layer yet); cm is
+# rdma_cm (emu/cm: the IB CM engine and the ucma emulation).
+LAYERS = ["core", "net", "transport", ".", "cm", "daemon"]
 
 MAX_FUNC_LINES = 120
 
