@@ -209,7 +209,8 @@ def mode_ucmatose(env, port, args):
 def mode_udaddy(env, port, args):
     if not need('udaddy'):
         return 77
-    base = ['-p', str(port), '-c', args[0], '-C', args[1]]
+    # udaddy's -p is the port space (UDP by default); its port is fixed (7174)
+    base = ['-c', args[0], '-C', args[1]]
     ok, out, sout = pair(['udaddy'] + base, ['udaddy', '-s', '127.0.0.1'] + base, env)
     if not ok:
         return fail('udaddy')
