@@ -12,7 +12,7 @@ picked free at random. The seed is printed (--seed replays a run).
   cm.py --uroced P --shim P [--seed N] MODE [ARGS...]
   MODE exec PROG [ARGS]          a C test (linked with liburoce), no preload
   MODE nodaemon SHIM NOSHIM      same errors with and without uroce
-  MODE rping SIZE COUNT [-q]     rping -v -V, both sides count the pings
+  MODE rping SIZE COUNT [-q] [-6]  rping -v -V, both sides count the pings (-6: ::1)
   MODE ucmatose CONNS COUNT SIZE [-m]
   MODE udaddy CONNS COUNT
   MODE mckey COUNT
@@ -177,9 +177,13 @@ def mode_rping(env, port, args):
         return 77
     size, count = int(args[0]), int(args[1])
     extra = args[2:]
+    addr = '127.0.0.1'
+    if '-6' in extra:           # ours: the IPv6 loopback
+        extra.remove('-6')
+        addr = '::1'
     base = ['-v', '-V', '-C', str(count), '-S', str(size), '-p', str(port)] + extra
-    ok, out, sout = pair(['rping', '-s', '-a', '127.0.0.1'] + base,
-                         ['rping', '-c', '-a', '127.0.0.1'] + base, env)
+    ok, out, sout = pair(['rping', '-s', '-a', addr] + base,
+                         ['rping', '-c', '-a', addr] + base, env)
     if not ok:
         return fail('rping')
     # -V compares every ping with the pattern; -v prints each one
@@ -197,7 +201,8 @@ def mode_ucmatose(env, port, args):
         return 77
     conns, count, size = args[0], args[1], args[2]
     base = ['-p', str(port), '-c', conns, '-C', count, '-S', size] + args[3:]
-    ok, out, sout = pair(['ucmatose'] + base, ['ucmatose', '-s', '127.0.0.1'] + base, env)
+    addr = '::1' if 'ipv6' in args[3:] else '127.0.0.1'
+    ok, out, sout = pair(['ucmatose', '-b', addr] + base, ['ucmatose', '-s', addr] + base, env)
     if not ok:
         return fail('ucmatose')
     for who, o in (('client', out), ('server', sout)):

@@ -274,6 +274,54 @@ static int case_events(void)
 	return 0;
 }
 
+/* ---- SET_OPTION: the value travels with the command ------------------- */
+
+static int case_set_option(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_in dst = lo_addr(7174);
+	struct ucma_abi_set_option so;
+	struct rdma_cm_event *e;
+	struct rdma_cm_id *id;
+	uint8_t tos = 0x28, big[2048] = { 0 };
+
+	CHECK(ch != NULL, "channel: %s", strerror(errno));
+	if (!ch)
+		return 1;
+	CHECK(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0, "create_id");
+	/* the value is read from the application's memory: a bad one is EFAULT */
+	INIT(so, UCMA_CMD_SET_OPTION, 0);
+	so.id = 0;          /* the checks come before the id is looked up */
+	so.level = RDMA_OPTION_ID;
+	so.optname = RDMA_OPTION_ID_TOS;
+	so.optlen = 1;
+	so.optval = (uintptr_t)bad_ptr(8);
+	WERR(ch->fd, &so, sizeof(so), EFAULT);
+	so.optval = (uintptr_t)big;
+	so.optlen = sizeof(big);
+	WERR(ch->fd, &so, sizeof(so), EINVAL);      /* no option is that long */
+	/* a good one reaches the daemon: the route carries the TOS */
+	CHECK(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, 1) == 0,
+	      "set_option TOS: %s", strerror(errno));
+	CHECK(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000) == 0, "resolve_addr");
+	e = next_event(ch, 20000);
+	CHECK(e && e->event == RDMA_CM_EVENT_ADDR_RESOLVED, "no ADDR_RESOLVED");
+	if (e)
+		rdma_ack_cm_event(e);
+	CHECK(rdma_resolve_route(id, 2000) == 0, "resolve_route");
+	e = next_event(ch, 20000);
+	CHECK(e && e->event == RDMA_CM_EVENT_ROUTE_RESOLVED, "no ROUTE_RESOLVED");
+	if (e)
+		rdma_ack_cm_event(e);
+	CHECK(id->route.num_paths >= 1 && id->route.path_rec &&
+	      id->route.path_rec[0].traffic_class == tos,
+	      "route traffic class %d, want %d (the TOS set)",
+	      id->route.path_rec ? id->route.path_rec[0].traffic_class : -1, tos);
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+	return 0;
+}
+
 /* ---- the file's ids go with its last close (close, dup2) -------------- */
 
 static int bind_on(struct rdma_event_channel *ch, int port, struct rdma_cm_id **id)
@@ -431,6 +479,8 @@ int main(int argc, char **argv)
 		r = case_events();
 	else if (!strcmp(c, "close"))
 		r = case_close(port);
+	else if (!strcmp(c, "set_option"))
+		r = case_set_option();
 	else if (!strcmp(c, "close_blocked"))
 		r = case_close_blocked();
 	else if (!strcmp(c, "fork"))
