@@ -79,6 +79,7 @@ struct ucma_file {
 	int fd;                 /* the pipe read end the application holds */
 	uint32_t handle;        /* the daemon's file handle */
 	bool foreign;           /* inherited through fork: the parent's */
+	bool closed;            /* the application closed its fd */
 	int refs;               /* the list's + calls in progress (list_lock) */
 };
 
@@ -152,6 +153,7 @@ static struct ucma_file *file_take(int fd)
 		if ((*pp)->fd == fd) {
 			f = *pp;
 			*pp = f->next;
+			__atomic_store_n(&f->closed, true, __ATOMIC_RELEASE);
 			__atomic_sub_fetch(&nfiles, 1, __ATOMIC_RELEASE);
 			bit_set(fd, false);
 			break;
@@ -584,6 +586,16 @@ static int wait_event_byte(int fd)
 	return -errno;
 }
 
+/* GET_EVENT blocked while another thread closed the fd: the kernel's file
+ * lives while the call holds it, and no event comes any more (rping's
+ * event thread waits so while main() closes the channel and returns).
+ * A signal ends the wait as it ends the kernel's. */
+static int wait_forever(void)
+{
+	pause();
+	return -EINTR;
+}
+
 /* MIGRATE_ID names the id's current file by fd: its handle instead. */
 static int migrate_fd(uint8_t *data, uint32_t in)
 {
@@ -676,6 +688,8 @@ static ssize_t ucma_write(struct ucma_file *f, const void *buf, size_t len)
 	for (;;) {
 		if (hdr.cmd == RDMA_USER_CM_CMD_GET_EVENT) {
 			ret = wait_event_byte(f->fd);
+			if (ret == -ENODEV && __atomic_load_n(&f->closed, __ATOMIC_ACQUIRE))
+				return wait_forever();
 			if (ret)
 				return ret;
 		}

@@ -12,13 +12,14 @@ picked free at random. The seed is printed (--seed replays a run).
   cm.py --uroced P --shim P [--seed N] MODE [ARGS...]
   MODE exec PROG [ARGS]          a C test (linked with liburoce), no preload
   MODE nodaemon SHIM NOSHIM      same errors with and without uroce
-  MODE rping SIZE COUNT [-q]     rping -v -V, both sides count the pings
+  MODE rping SIZE COUNT [-q] [-6]  rping -v -V, both sides count the pings (-6: ::1)
   MODE ucmatose CONNS COUNT SIZE [-m]
   MODE udaddy CONNS COUNT
   MODE mckey COUNT
   MODE rdma-server | rdma-xserver
   MODE rstream SIZE COUNT [T]    rstream -T v (verified) [-T T]
   MODE riostream SIZE COUNT [T]
+  MODE rspreload SIZE COUNT      rstream -T s (plain sockets) under librspreload
   MODE perftest PROG [ARGS]      PROG -R -d uroce0 (no data check: perftest has none)
   MODE qperf TEST                qperf -cm1 TEST
   MODE fi-info | fi-pingpong SIZE COUNT
@@ -28,6 +29,7 @@ Exit status: 0 pass, 77 skip (the program is not installed), else fail.
 import argparse
 import gzip
 import os
+import pty
 import random
 import re
 import shutil
@@ -63,20 +65,33 @@ class Bg:
     """A program in the background, its output collected by a thread so
     that the test can wait for a line without blocking on the pipe."""
 
-    def __init__(self, cmd, env):
+    def __init__(self, cmd, env, tty=False):
         print('+ bg:', ' '.join(cmd), flush=True)
-        self.p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, start_new_session=True)
+        if tty:
+            # a terminal: the program's stdio flushes every line, so that
+            # a line it printed can be waited for
+            master, slave = pty.openpty()
+            self.p = subprocess.Popen(cmd, env=env, stdout=slave, stderr=slave,
+                                      stdin=subprocess.DEVNULL, start_new_session=True)
+            os.close(slave)
+            self.out = os.fdopen(master, 'rb', buffering=0)
+        else:
+            self.p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, start_new_session=True)
+            self.out = self.p.stdout
         self.lines = []
         self.cv = threading.Condition()
         self.t = threading.Thread(target=self._read, daemon=True)
         self.t.start()
 
     def _read(self):
-        for ln in iter(self.p.stdout.readline, b''):
-            with self.cv:
-                self.lines.append(ln.decode(errors='replace'))
-                self.cv.notify_all()
+        try:
+            for ln in iter(self.out.readline, b''):
+                with self.cv:
+                    self.lines.append(ln.decode(errors='replace').replace('\r\n', '\n'))
+                    self.cv.notify_all()
+        except OSError:
+            pass                # the terminal's end: EIO when the program exits
         with self.cv:
             self.cv.notify_all()
 
@@ -117,7 +132,7 @@ def pair(srv_cmd, cli_cmd, env, ready=None, srv_exits=True, timeout=TIMEOUT):
     one, else retry the client while the server is not listening yet: a
     connection to a port nobody listens on is rejected at once). Both must
     exit 0 (the server only if SRV_EXITS). Returns (ok, client out, server out)."""
-    srv = Bg(srv_cmd, env)
+    srv = Bg(srv_cmd, env, tty=bool(ready))
     try:
         if ready and not srv.wait_line(ready):
             return False, '', srv.kill() + '\nserver never printed %r' % ready
@@ -162,9 +177,13 @@ def mode_rping(env, port, args):
         return 77
     size, count = int(args[0]), int(args[1])
     extra = args[2:]
+    addr = '127.0.0.1'
+    if '-6' in extra:           # ours: the IPv6 loopback
+        extra.remove('-6')
+        addr = '::1'
     base = ['-v', '-V', '-C', str(count), '-S', str(size), '-p', str(port)] + extra
-    ok, out, sout = pair(['rping', '-s', '-a', '127.0.0.1'] + base,
-                         ['rping', '-c', '-a', '127.0.0.1'] + base, env)
+    ok, out, sout = pair(['rping', '-s', '-a', addr] + base,
+                         ['rping', '-c', '-a', addr] + base, env)
     if not ok:
         return fail('rping')
     # -V compares every ping with the pattern; -v prints each one
@@ -182,7 +201,8 @@ def mode_ucmatose(env, port, args):
         return 77
     conns, count, size = args[0], args[1], args[2]
     base = ['-p', str(port), '-c', conns, '-C', count, '-S', size] + args[3:]
-    ok, out, sout = pair(['ucmatose'] + base, ['ucmatose', '-s', '127.0.0.1'] + base, env)
+    addr = '::1' if 'ipv6' in args[3:] else '127.0.0.1'
+    ok, out, sout = pair(['ucmatose', '-b', addr] + base, ['ucmatose', '-s', addr] + base, env)
     if not ok:
         return fail('ucmatose')
     for who, o in (('client', out), ('server', sout)):
@@ -194,7 +214,8 @@ def mode_ucmatose(env, port, args):
 def mode_udaddy(env, port, args):
     if not need('udaddy'):
         return 77
-    base = ['-p', str(port), '-c', args[0], '-C', args[1]]
+    # udaddy's -p is the port space (UDP by default); its port is fixed (7174)
+    base = ['-c', args[0], '-C', args[1]]
     ok, out, sout = pair(['udaddy'] + base, ['udaddy', '-s', '127.0.0.1'] + base, env)
     if not ok:
         return fail('udaddy')
@@ -242,9 +263,33 @@ def mode_rstream(env, port, prog, args):
                          [prog, '-s', '127.0.0.1'] + base, env)
     if not ok:
         return fail(prog)
-    # the result line: name bytes xfers iters total time Gb/sec usec/xfer
-    if not re.search(r'^\S+\s+\S+\s+\d+\s+\d+\s+\S+\s+\S+s\s+[\d.]+\s+[\d.]+', out, re.M):
+    # the result line under "name bytes xfers iters total time Gb/sec usec/xfer"
+    if not re.search(r'^name\s+bytes.*\n\S+(\s+\S+){4}\s+[\d.]+s\s+[\d.]+\s+[\d.]+\s*$',
+                     out, re.M):
         return fail('%s: no result line' % prog)
+    return 0
+
+
+RSPRELOAD = '/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so'
+
+
+def mode_rspreload(env, port, args, state):
+    """Plain TCP sockets turned into rsockets by librspreload: the bytes
+    must cross uroce (the daemon's RoCE packet count is checked after it
+    stops: librspreload falls back to the kernel's TCP when rsocket()
+    fails, which would pass unseen)."""
+    if not need('rstream') or not os.path.exists(RSPRELOAD):
+        print('librspreload not installed')
+        return 77
+    penv = dict(env)
+    penv['LD_PRELOAD'] = env['LD_PRELOAD'] + ':' + RSPRELOAD
+    size, count = int(args[0]), int(args[1])
+    base = ['-p', str(port), '-S', str(size), '-C', str(count), '-T', 's', '-T', 'v']
+    ok, out, _ = pair(['rstream', '-b', '127.0.0.1'] + base,
+                      ['rstream', '-s', '127.0.0.1'] + base, penv)
+    if not ok:
+        return fail('rstream under librspreload')
+    state['min_roce_pkts'] = size * count // 4096
     return 0
 
 
@@ -268,7 +313,7 @@ def mode_qperf(env, rng, args):
     lp = free_tcp_port(rng)
     print('qperf listen port', lp)
     ok, out, _ = pair(['qperf', '-lp', str(lp)],
-                      ['qperf', '-lp', str(lp), '-cm1', '-to', '20', '-n', '200',
+                      ['qperf', '-lp', str(lp), '-cm1', '-to', '20', '-t', '2',
                        '127.0.0.1'] + args, env, srv_exits=False)
     if not ok:
         return fail('qperf')
@@ -430,6 +475,8 @@ def run_test(state):
             rc = mode_rdma_server(penv, port, m == 'rdma-xserver')
         elif m in ('rstream', 'riostream'):
             rc = mode_rstream(penv, port, m, x)
+        elif m == 'rspreload':
+            rc = mode_rspreload(penv, port, x, state)
         elif m == 'perftest':
             rc = mode_perftest(penv, port, x)
         elif m == 'qperf':
@@ -452,6 +499,13 @@ def run_test(state):
         text = log.read()
         log.close()
         state['daemon_faults'] = vr.daemon_faults([st], text)
+        want = state.get('min_roce_pkts')
+        if want:
+            got = re.search(r'roce (\d+)', text)
+            n = int(got.group(1)) if got else 0
+            print('RoCE packets through the daemon: %d (at least %d wanted)' % (n, want))
+            if n < want:
+                state['daemon_faults'].append('the data did not cross uroce')
         if text:
             sys.stdout.write('--- uroced ---\n' + text[-3000:])
         shutil.rmtree(run_dir, ignore_errors=True)

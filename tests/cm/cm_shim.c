@@ -11,6 +11,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -272,6 +274,54 @@ static int case_events(void)
 	return 0;
 }
 
+/* ---- SET_OPTION: the value travels with the command ------------------- */
+
+static int case_set_option(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_in dst = lo_addr(7174);
+	struct ucma_abi_set_option so;
+	struct rdma_cm_event *e;
+	struct rdma_cm_id *id;
+	uint8_t tos = 0x28, big[2048] = { 0 };
+
+	CHECK(ch != NULL, "channel: %s", strerror(errno));
+	if (!ch)
+		return 1;
+	CHECK(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0, "create_id");
+	/* the value is read from the application's memory: a bad one is EFAULT */
+	INIT(so, UCMA_CMD_SET_OPTION, 0);
+	so.id = 0;          /* the checks come before the id is looked up */
+	so.level = RDMA_OPTION_ID;
+	so.optname = RDMA_OPTION_ID_TOS;
+	so.optlen = 1;
+	so.optval = (uintptr_t)bad_ptr(8);
+	WERR(ch->fd, &so, sizeof(so), EFAULT);
+	so.optval = (uintptr_t)big;
+	so.optlen = sizeof(big);
+	WERR(ch->fd, &so, sizeof(so), EINVAL);      /* no option is that long */
+	/* a good one reaches the daemon: the route carries the TOS */
+	CHECK(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, 1) == 0,
+	      "set_option TOS: %s", strerror(errno));
+	CHECK(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000) == 0, "resolve_addr");
+	e = next_event(ch, 20000);
+	CHECK(e && e->event == RDMA_CM_EVENT_ADDR_RESOLVED, "no ADDR_RESOLVED");
+	if (e)
+		rdma_ack_cm_event(e);
+	CHECK(rdma_resolve_route(id, 2000) == 0, "resolve_route");
+	e = next_event(ch, 20000);
+	CHECK(e && e->event == RDMA_CM_EVENT_ROUTE_RESOLVED, "no ROUTE_RESOLVED");
+	if (e)
+		rdma_ack_cm_event(e);
+	CHECK(id->route.num_paths >= 1 && id->route.path_rec &&
+	      id->route.path_rec[0].traffic_class == tos,
+	      "route traffic class %d, want %d (the TOS set)",
+	      id->route.path_rec ? id->route.path_rec[0].traffic_class : -1, tos);
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+	return 0;
+}
+
 /* ---- the file's ids go with its last close (close, dup2) -------------- */
 
 static int bind_on(struct rdma_event_channel *ch, int port, struct rdma_cm_id **id)
@@ -318,6 +368,56 @@ static int case_close(int port)
 	rdma_destroy_id(ic);
 	rdma_destroy_event_channel(c);
 	close(null);
+	return 0;
+}
+
+/* ---- GET_EVENT blocked while another thread closes the fd ------------- */
+
+/* The kernel's file lives while the blocked call holds it: the call keeps
+ * waiting (no event comes any more) until a signal ends it. rping's event
+ * thread relies on it while main() closes the channel and returns. */
+static int blocked_ret, blocked_errno, blocked_done;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
+
+static void *get_event_thread(void *arg)
+{
+	struct rdma_event_channel *ch = arg;
+	struct rdma_cm_event *e;
+	int r = rdma_get_cm_event(ch, &e);
+
+	blocked_errno = errno;
+	blocked_ret = r;
+	__atomic_store_n(&blocked_done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static int case_close_blocked(void)
+{
+	struct sigaction sa = { .sa_handler = on_usr1 };   /* no SA_RESTART */
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	pthread_t t;
+
+	CHECK(ch != NULL, "channel: %s", strerror(errno));
+	if (!ch)
+		return 1;
+	sigaction(SIGUSR1, &sa, NULL);
+	pthread_create(&t, NULL, get_event_thread, ch);
+	/* the sleeps only give a wrong implementation the time to show */
+	usleep(200 * 1000);
+	close(ch->fd);
+	usleep(300 * 1000);
+	CHECK(!__atomic_load_n(&blocked_done, __ATOMIC_ACQUIRE),
+	      "GET_EVENT returned after the close: %d errno %d (%s)", blocked_ret,
+	      blocked_errno, strerror(blocked_errno));
+	pthread_kill(t, SIGUSR1);
+	pthread_join(t, NULL);
+	CHECK(blocked_ret == -1 && blocked_errno == EINTR,
+	      "after the signal: %d errno %d, want EINTR", blocked_ret, blocked_errno);
+	rdma_destroy_event_channel(ch);         /* its fd is closed already */
 	return 0;
 }
 
@@ -379,6 +479,10 @@ int main(int argc, char **argv)
 		r = case_events();
 	else if (!strcmp(c, "close"))
 		r = case_close(port);
+	else if (!strcmp(c, "set_option"))
+		r = case_set_option();
+	else if (!strcmp(c, "close_blocked"))
+		r = case_close_blocked();
 	else if (!strcmp(c, "fork"))
 		r = case_fork(port);
 	else {
