@@ -18,6 +18,7 @@
  *   link    - two devices back to back: resolution through ARP, and
  *             ADDR_ERROR when nobody answers
  *   igmp    - IGMPv2/MLDv1 reports and leaves for multicast joins (capture) */
+#include <dirent.h>
 #include <poll.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
@@ -798,6 +799,23 @@ static int case_ud(void)
 	return finish();
 }
 
+/* descriptors the daemon holds */
+static int daemon_fds(void)
+{
+	char path[64];
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)g_d.pid);
+	DIR *dir = opendir(path);
+	if (!dir)
+		return -1;
+	for (struct dirent *de; (de = readdir(dir));)
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(dir);
+	return n;
+}
+
 static int case_hostile(uint64_t seed)
 {
 	struct t_client a, b;
@@ -811,6 +829,10 @@ static int case_hostile(uint64_t seed)
 	REQUIRE(cm_open(&a, &fa) == 0 && cm_open(&b, &fb) == 0, "files");
 	REQUIRE(cm_create(&fb, 0xBB, RDMA_PS_TCP, &bid) == 0, "victim id");
 	REQUIRE(cm_bind(&fb, bid, "127.0.0.1", 49000) == 0 && cm_listen(&fb, bid, 16) == 0, "listen");
+	int fds0 = daemon_fds();
+	uint32_t held;
+	REQUIRE(cm_create(&fa, 0xA0, RDMA_PS_TCP, &held) == 0 &&
+		cm_bind(&fa, held, "127.0.0.1", 49500) == 0, "a holds a port");
 
 	/* b's file and id through a's connection */
 	struct cmf bad = { .c = &a, .h = fb.h };
@@ -908,7 +930,18 @@ static int case_hostile(uint64_t seed)
 	close(fa.ev);
 	t_client_close(&a);
 	REQUIRE(t_client_open(&a, g_d.sock) == 0 && cm_open(&a, &fa) == 0, "a again");
-	REQUIRE(cm_create(&fa, 1, RDMA_PS_TCP, &id) == 0, "ids freed with their client");
+	REQUIRE(cm_create(&fa, 1, RDMA_PS_TCP, &id) == 0, "create");
+	/* the old client's ids are gone (their port is free), and so are its
+	 * files' pipes: the daemon holds what it held with one file for a */
+	rc = -1;
+	for (uint64_t end = t_now_ms() + 10000; t_now_ms() < end; usleep(10000))
+		if ((rc = cm_bind(&fa, id, "127.0.0.1", 49500)) != -EADDRINUSE)
+			break;
+	CHECK(rc == 0, "port of a client gone: %d", rc);
+	int fds1 = daemon_fds();
+	for (uint64_t end = t_now_ms() + 10000; fds1 != fds0 && t_now_ms() < end; usleep(10000))
+		fds1 = daemon_fds();
+	CHECK(fds0 > 0 && fds1 == fds0, "daemon descriptors %d, were %d", fds1, fds0);
 	REQUIRE(cm_accept(&fb, e.id, 0xBD, 5, "") == 0, "b accepts");
 	EXPECT(&fb, EV_CONNECT_RESPONSE, &e);
 
