@@ -283,6 +283,7 @@ struct emu_ctx {
 	struct emu_db_slot *dbs;      /* db_index -> QP/SRQ */
 	uint32_t ndbs;
 	void *priv;                   /* control server state */
+	void *ucma;                   /* rdma_cm state (emu/cm/ucma.c) */
 	bool hello_done;
 	bool dead;                    /* disconnected, being torn down */
 	bool mem_stalled;             /* an access to its memory blocked: quarantined */
@@ -443,6 +444,7 @@ struct emu_dev {
 
 	struct emu_ctx *ctxs;         /* list of contexts */
 	struct emu_uid_use *uids;     /* per-uid usage (limits) */
+	void *ucma;                   /* rdma_cm files and ids (emu/cm/ucma.c) */
 	uint32_t nuids;
 	struct emu_ctx *zombies;      /* destroyed, freed once no QP exists */
 	uint32_t nctx;

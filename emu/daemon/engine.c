@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "daemon.h"
+#include "cm/ucma.h"
 #include "pcapw.h"
 #include "cm/ibcm.h"
 
@@ -157,6 +158,7 @@ int emu_engine_run(struct emu_daemon *dm)
 		 * frames want microsecond accuracy */
 		if (d->fault || (iter & 63) == 0)
 			emu_core_poll(d, now);
+		emu_ucma_poll(d, now); /* rdma_cm timers: nothing to do unless armed */
 		emu_tx_flush(d);
 		/* event records waiting for their reader to make room: at
 		 * most one write attempt per backlogged pipe per millisecond */
