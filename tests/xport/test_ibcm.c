@@ -9,6 +9,7 @@
 #include <string.h>
 #include "sim.h"
 #include "ibcm.h"
+#include "pcapw.h"
 
 #define SEED 0x1bc3u
 #define SID  0x0000000001060000ull /* rdma_cm TCP port space, port 0 (kept simple) */
@@ -109,9 +110,17 @@ static int frame_attr(const uint8_t *f, uint32_t len)
 	return p.payload[16] << 8 | p.payload[17];
 }
 
+static struct pcapw *cap;      /* pcap mode: every MAD delivered */
+static FILE *cap_exp;
+static unsigned cap_n;
+static void cap_frame(const uint8_t *f, uint32_t len);
+
 static bool hook(struct sim *s, int to, uint8_t *f, uint32_t len)
 {
 	int a = frame_attr(f, len);
+
+	if (cap && a >= 0)
+		cap_frame(f, len);
 
 	(void)s;
 	if (a < 0)
@@ -841,6 +850,149 @@ static int t_destroy(void)
 	return teardown();
 }
 
+/* ---- pcap mode: the engine's MADs for tshark's CM dissector ---- */
+
+static void hexout(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		fprintf(cap_exp, "%02x", p[i]);
+}
+
+struct cap_field {
+	uint16_t attr;
+	enum wire_cm_field f;
+	const char *name;
+};
+
+/* tshark 4.0's field for each value worth checking (see
+ * tests/tools/gen_cm_frames.c for the names and tshark's quirks) */
+static const struct cap_field cap_fields[] = {
+	{ WIRE_CM_ATTR_REQ, WIRE_CM_F_LOCAL_COMM_ID, "infiniband.cm.req" },
+	{ WIRE_CM_ATTR_REQ, WIRE_CM_F_SERVICE_ID, "infiniband.cm.req.serviceid" },
+	{ WIRE_CM_ATTR_REQ, WIRE_CM_F_LOCAL_CA_GUID, "infiniband.cm.req.localcaguid" },
+	{ WIRE_CM_ATTR_REQ, WIRE_CM_F_LOCAL_QPN, "infiniband.cm.req.localqpn" },
+	{ WIRE_CM_ATTR_REQ, WIRE_CM_F_RESPONDER_RESOURCES, "infiniband.cm.req.responderres" },
+	{ WIRE_CM_ATTR_REQ, WIRE_CM_F_INITIATOR_DEPTH, "infiniband.cm.req.initdepth" },
+	{ WIRE_CM_ATTR_REQ, WIRE_CM_F_REMOTE_CM_RESP_TIMEOUT, "infiniband.cm.req.remoteresptout" },
+	{ WIRE_CM_ATTR_REQ, WIRE_CM_F_STARTING_PSN, "infiniband.cm.req.startpsn" },
+	{ WIRE_CM_ATTR_REQ, WIRE_CM_F_LOCAL_CM_RESP_TIMEOUT, "infiniband.cm.req.localresptout" },
+	{ WIRE_CM_ATTR_REQ, WIRE_CM_F_RETRY_COUNT, "infiniband.cm.req.retrcount" },
+	{ WIRE_CM_ATTR_REQ, WIRE_CM_F_PKEY, "infiniband.cm.req.pkey" },
+	{ WIRE_CM_ATTR_REQ, WIRE_CM_F_PATH_MTU, "infiniband.cm.req.pppmtu" },
+	{ WIRE_CM_ATTR_REQ, WIRE_CM_F_RNR_RETRY_COUNT, "infiniband.cm.req.rnrretrcount" },
+	{ WIRE_CM_ATTR_REQ, WIRE_CM_F_MAX_CM_RETRIES, "infiniband.cm.req.maxcmretr" },
+	{ WIRE_CM_ATTR_REQ, WIRE_CM_F_PRI_LOCAL_LID, "infiniband.cm.req.prim_locallid" },
+	{ WIRE_CM_ATTR_REQ, WIRE_CM_F_PRI_REMOTE_LID, "infiniband.cm.req.prim_remotelid" },
+	{ WIRE_CM_ATTR_REQ, WIRE_CM_F_PRI_LOCAL_GID, "infiniband.cm.req.prim_localgid_ipv4" },
+	{ WIRE_CM_ATTR_REQ, WIRE_CM_F_PRI_REMOTE_GID, "infiniband.cm.req.prim_remotegid_ipv4" },
+	{ WIRE_CM_ATTR_REQ, WIRE_CM_F_PRI_TRAFFIC_CLASS, "infiniband.cm.req.prim_tfcclass" },
+	{ WIRE_CM_ATTR_REQ, WIRE_CM_F_PRI_HOP_LIMIT, "infiniband.cm.req.prim_hoplim" },
+	{ WIRE_CM_ATTR_REQ, WIRE_CM_F_PRI_LOCAL_ACK_TIMEOUT, "infiniband.cm.req.prim_localacktout" },
+	{ WIRE_CM_ATTR_REP, WIRE_CM_F_LOCAL_COMM_ID, "infiniband.cm.rep" },
+	{ WIRE_CM_ATTR_REP, WIRE_CM_F_REMOTE_COMM_ID, "infiniband.cm.rep.remotecommid" },
+	{ WIRE_CM_ATTR_REP, WIRE_CM_F_LOCAL_QPN, "infiniband.cm.rep.localqpn" },
+	{ WIRE_CM_ATTR_REP, WIRE_CM_F_STARTING_PSN, "infiniband.cm.rep.startpsn" },
+	{ WIRE_CM_ATTR_REP, WIRE_CM_F_RESPONDER_RESOURCES, "infiniband.cm.rep.respres" },
+	{ WIRE_CM_ATTR_REP, WIRE_CM_F_INITIATOR_DEPTH, "infiniband.cm.rep.initdepth" },
+	{ WIRE_CM_ATTR_REP, WIRE_CM_F_TARGET_ACK_DELAY, "infiniband.cm.rep.tgtackdelay" },
+	{ WIRE_CM_ATTR_REP, WIRE_CM_F_RNR_RETRY_COUNT, "infiniband.cm.rep.rnrretrcount" },
+	{ WIRE_CM_ATTR_REP, WIRE_CM_F_LOCAL_CA_GUID, "infiniband.cm.rep.localcaguid" },
+	{ WIRE_CM_ATTR_RTU, WIRE_CM_F_LOCAL_COMM_ID, "infiniband.cm.rtu.localcommid" },
+	{ WIRE_CM_ATTR_RTU, WIRE_CM_F_REMOTE_COMM_ID, "infiniband.cm.rtu.remotecommid" },
+	{ WIRE_CM_ATTR_REJ, WIRE_CM_F_LOCAL_COMM_ID, "infiniband.cm.rej.localcommid" },
+	{ WIRE_CM_ATTR_REJ, WIRE_CM_F_REMOTE_COMM_ID, "infiniband.cm.rej.remotecommid" },
+	{ WIRE_CM_ATTR_REJ, WIRE_CM_F_MSG_REJECTED, "infiniband.cm.rej.msgrej" },
+	{ WIRE_CM_ATTR_REJ, WIRE_CM_F_REJ_REASON, "infiniband.cm.rej.reason" },
+	{ WIRE_CM_ATTR_DREQ, WIRE_CM_F_LOCAL_COMM_ID, "infiniband.cm.dreq.localcommid" },
+	{ WIRE_CM_ATTR_DREQ, WIRE_CM_F_REMOTE_COMM_ID, "infiniband.cm.dreq.remotecommid" },
+	{ WIRE_CM_ATTR_DREQ, WIRE_CM_F_REMOTE_QPN, "infiniband.cm.req.remoteqpneecn" },
+	{ WIRE_CM_ATTR_DREP, WIRE_CM_F_LOCAL_COMM_ID, "infiniband.cm.drsp.localcommid" },
+	{ WIRE_CM_ATTR_DREP, WIRE_CM_F_REMOTE_COMM_ID, "infiniband.cm.drsp.remotecommid" },
+};
+
+static void cap_frame(const uint8_t *f, uint32_t len)
+{
+	struct wire_mad_hdr h;
+	struct wire_cm_msg m;
+	struct wire_pkt p;
+
+	CHECK_EQ(wire_parse(f, len, &p), WIRE_OK);
+	CHECK_EQ(wire_gsi_pkt_decode(&p, WIRE_MAD_STRICT, &h, &m), WIRE_MAD_OK);
+	CHECK_EQ(pcapw_write(cap, f, len, 1795305600000000000ull + cap_n * 1000000ull), 0);
+	fprintf(cap_exp, "frame=%u infiniband.mad.baseversion=1 infiniband.mad.mgmtclass=7 "
+		"infiniband.mad.classversion=2 infiniband.mad.method=3 "
+		"infiniband.mad.transactionid=0x%016llx infiniband.mad.attributeid=0x%04x",
+		++cap_n, (unsigned long long)h.tid, h.attr_id);
+	for (unsigned i = 0; i < sizeof(cap_fields) / sizeof(cap_fields[0]); i++) {
+		const struct cap_field *c = &cap_fields[i];
+		if (c->attr != h.attr_id)
+			continue;
+		fprintf(cap_exp, " %s=", c->name);
+		if (c->f == WIRE_CM_F_PRI_LOCAL_GID || c->f == WIRE_CM_F_PRI_REMOTE_GID)
+			hexout(m.gid[c->f - WIRE_CM_F_PRI_LOCAL_GID] + 12, 4);
+		else
+			fprintf(cap_exp, "0x%llx", (unsigned long long)m.v[c->f]);
+	}
+	fputc('\n', cap_exp);
+}
+
+/* Every message the engine sends, once, through the sim wire into a
+ * pcap plus the values tshark must decode (tests/tools/cm_tshark_check.py). */
+static int t_pcap(const char *pcap, const char *expect)
+{
+	struct emu_ibcm_req_param p;
+	struct emu_ibcm_id *b, *a;
+
+	cap_exp = fopen(expect, "w");
+	if (!cap_exp || pcapw_open(&cap, pcap, 0)) {
+		fprintf(stderr, "cannot write %s / %s\n", pcap, expect);
+		return 1;
+	}
+	setup(0, 0);
+	fprintf(cap_exp, "# test_ibcm pcap, seed %u\n", SEED);
+	listen_a(SID);
+	b = emu_ibcm_create_id(CB, handler, &SB);
+	req_param(&p, SID, "hello", 6);
+	CHECK_EQ(emu_ibcm_send_req(b, &p), 0);
+	advance(10 * MS);
+	a = last_new;
+	CHECK(a != NULL);
+	if (!a)
+		return teardown();
+	CHECK_EQ(emu_ibcm_send_mra(a, 20, NULL, 0), 0);
+	advance(10 * MS);
+	SA.auto_mode = SB.auto_mode = 1;
+	struct emu_ibcm_rep_param rp = { .qp_num = 0x222, .starting_psn = 0x456,
+					 .responder_resources = 4, .initiator_depth = 4,
+					 .rnr_retry_count = 7 };
+	CHECK_EQ(emu_ibcm_send_rep(a, &rp), 0);
+	advance(10 * MS);
+	CHECK_EQ(emu_ibcm_send_dreq(b, "bye", 4), 0);
+	advance(10 * MS);
+	/* REJ (no listener) and SIDR */
+	struct emu_ibcm_id *b2 = emu_ibcm_create_id(CB, handler, &SB);
+	req_param(&p, SID + 5, NULL, 0);
+	CHECK_EQ(emu_ibcm_send_req(b2, &p), 0);
+	advance(10 * MS);
+	struct emu_ibcm_sidr_req_param sp = { .service_id = SID, .timeout_ms = 100,
+					      .max_cm_retries = 2 };
+	sp.path.sgid = S.n[1].dev.gids[1];
+	sp.path.dgid = S.n[0].dev.gids[1];
+	struct emu_ibcm_id *b3 = emu_ibcm_create_id(CB, handler, &SB);
+	CHECK_EQ(emu_ibcm_send_sidr_req(b3, &sp), 0);
+	advance(10 * MS);
+	struct emu_ibcm_sidr_rep_param srp = { .qp_num = 0x777, .qkey = 0x01234567 };
+	CHECK(last_new && last_new->state == EMU_IBCM_SIDR_REQ_RCVD);
+	if (last_new)
+		CHECK_EQ(emu_ibcm_send_sidr_rep(last_new, &srp), 0);
+	advance(10 * MS);
+	CHECK_EQ(cap_n, 10); /* REQ MRA REP RTU DREQ DREP REQ REJ SIDR_REQ SIDR_REP */
+	pcapw_close(cap);
+	fclose(cap_exp);
+	cap = NULL;
+	return teardown();
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(void);
@@ -870,6 +1022,8 @@ static const struct {
 
 int main(int argc, char **argv)
 {
+	if (argc == 4 && !strcmp(argv[1], "pcap"))
+		return t_pcap(argv[2], argv[3]);
 	if (argc != 2) {
 		fprintf(stderr, "usage: %s <test>\n", argv[0]);
 		return 2;
