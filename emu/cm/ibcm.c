@@ -936,9 +936,9 @@ static void ibcm_dup_req(struct emu_ibcm *cm, struct ibcm_slot *s, const struct 
 	case EMU_IBCM_MRA_REP_RCVD:
 		ibcm_resend(cm, s); /* the MRA or the REP */
 		return;
-	case EMU_IBCM_TIMEWAIT:
+	case EMU_IBCM_TIMEWAIT: /* cm_format_rej in TIMEWAIT: message "other" */
 		cm->cnt.rej_stale++;
-		ibcm_rej_pkt(cm, r->pkt, r->h.tid, s->id.local_id, s->id.remote_id, 0,
+		ibcm_rej_pkt(cm, r->pkt, r->h.tid, s->id.local_id, s->id.remote_id, 2,
 			     WIRE_CM_REJ_STALE_CONN);
 		return;
 	default:
@@ -1101,11 +1101,10 @@ static void ibcm_rx_rep(struct emu_ibcm *cm, const struct ibcm_rx *r)
 	struct emu_ibcm_event ev;
 	struct emu_ibcm_rep_event_param *q = &ev.param.rep_rcvd;
 
+	/* no such id: dropped, as the kernel's cm_rep_handler does (its
+	 * cm_dup_rep_handler finds nobody to answer for) */
 	if (!s || s->passive) {
-		cm->cnt.rej_unknown_id++;
-		ibcm_rej_pkt(cm, r->pkt, r->h.tid, (uint32_t)m->v[WIRE_CM_F_REMOTE_COMM_ID],
-			     (uint32_t)m->v[WIRE_CM_F_LOCAL_COMM_ID], 1,
-			     WIRE_CM_REJ_INVALID_COMM_ID);
+		ibcm_drop(cm, EMU_IBCM_DROP_UNKNOWN_ID);
 		return;
 	}
 	if (!ibcm_from_peer(cm, s, r))
@@ -1625,13 +1624,13 @@ void emu_ibcm_dump(struct emu_dev *d)
 		return;
 	c = &cm->cnt;
 	EMU_LOG(NOTICE, "%s: cm: ids %u, mads rx %lu tx %lu, retrans %lu, timeouts %lu, "
-		"dup-answered %lu, rej no-listener %lu no-resources %lu stale %lu unknown-id %lu, "
+		"dup-answered %lu, rej no-listener %lu no-resources %lu stale %lu, "
 		"drep-unknown %lu, tx-fail %lu\n", d->name, cm->nused,
 		(unsigned long)c->rx_mads, (unsigned long)c->tx_mads,
 		(unsigned long)c->retransmits, (unsigned long)c->timeouts,
 		(unsigned long)c->dup_answered, (unsigned long)c->rej_no_listener,
 		(unsigned long)c->rej_no_resources, (unsigned long)c->rej_stale,
-		(unsigned long)c->rej_unknown_id, (unsigned long)c->drep_unknown,
+		(unsigned long)c->drep_unknown,
 		(unsigned long)c->tx_fail);
 	for (int i = 0; i < EMU_IBCM_DROP_NUM; i++)
 		if (c->drops[i])

@@ -275,7 +275,7 @@ struct emu_ibcm_event {
 /** Counters of an engine (also in docs/cm.md). Drops by reason. */
 enum emu_ibcm_drop {
 	EMU_IBCM_DROP_MALFORMED,     /**< wire_gsi_pkt_decode() failed (see mad_reason[]) */
-	EMU_IBCM_DROP_UNKNOWN_ID,    /**< REP/RTU/MRA/REJ/DREP/SIDR_REP for no id */
+	EMU_IBCM_DROP_UNKNOWN_ID,    /**< REP/RTU/MRA/REJ/DREP/SIDR_REP for no id (no answer) */
 	EMU_IBCM_DROP_BAD_STATE,     /**< message not valid in the id's state */
 	EMU_IBCM_DROP_DUPLICATE,     /**< duplicate, answered or ignored */
 	EMU_IBCM_DROP_BAD_SRC,       /**< source GID not the id's peer, or not to our GID */
@@ -291,7 +291,6 @@ struct emu_ibcm_counters {
 	uint64_t rej_no_listener;    /**< REJ invalid service ID sent */
 	uint64_t rej_no_resources;   /**< REQ/SIDR_REQ refused: id table or backlog full */
 	uint64_t rej_stale;          /**< REJ stale connection sent */
-	uint64_t rej_unknown_id;     /**< REJ invalid comm ID sent (REP for no id) */
 	uint64_t drep_unknown;       /**< DREP sent for a DREQ to no id */
 	uint64_t tx_fail;            /**< MAD not sent (no buffer, no neighbour, build) */
 	uint64_t drops[EMU_IBCM_DROP_NUM];
