@@ -140,9 +140,24 @@ static bool hook(struct sim *s, int to, uint8_t *f, uint32_t len)
 	return true;
 }
 
+/* state changes of A's ids (the engine's trace hook) */
+static char trace_a[2048];
+
+static void tracer(struct emu_ibcm_id *id, enum emu_ibcm_state from, enum emu_ibcm_state to,
+		   const char *why)
+{
+	size_t n = strlen(trace_a);
+
+	if (id->state == EMU_IBCM_LISTEN && from == EMU_IBCM_IDLE)
+		return;
+	snprintf(trace_a + n, sizeof(trace_a) - n, "%s>%s(%s) ", emu_ibcm_state_name(from),
+		 emu_ibcm_state_name(to), why);
+}
+
 static void setup(uint32_t max_ids_a, uint32_t backlog_a)
 {
-	struct emu_ibcm_cfg ca = { .max_ids = max_ids_a, .default_backlog = backlog_a, .seed = SEED };
+	struct emu_ibcm_cfg ca = { .max_ids = max_ids_a, .default_backlog = backlog_a, .seed = SEED,
+				   .trace = tracer };
 	struct emu_ibcm_cfg cb = { .seed = SEED + 1 };
 
 	printf("seed %u\n", SEED);
@@ -989,6 +1004,128 @@ static int t_pcap(const char *pcap, const char *expect)
 	return teardown();
 }
 
+/* The passive side's states through a whole connection, as traced. */
+static int t_trace(void)
+{
+	setup(0, 0);
+	listen_a(SID);
+	struct emu_ibcm_id *b = connect_auto();
+	advance(10 * MS);
+	CHECK_EQ(emu_ibcm_send_dreq(b, NULL, 0), 0);
+	advance(3000 * MS);
+	printf("%s\n", trace_a);
+	CHECK(!strcmp(trace_a, "IDLE>REQ_RCVD(rx-req) REQ_RCVD>REP_SENT(send-rep) "
+		      "REP_SENT>ESTABLISHED(rx-rtu) ESTABLISHED>DREQ_RCVD(rx-dreq) "
+		      "DREQ_RCVD>TIMEWAIT(send-drep) TIMEWAIT>IDLE(timewait-exit) "));
+	CHECK(!strcmp(emu_ibcm_state_name(EMU_IBCM_MRA_REP_RCVD), "MRA_REP_RCVD"));
+	CHECK(!strcmp(emu_ibcm_event_name(EMU_IBCM_SIDR_REP_RECEIVED), "SIDR_REP_RECEIVED"));
+	return teardown();
+}
+
+/* A new REQ from a QP that still has a connection here (the peer
+ * restarted): REJ stale connection, and the old connection gets a DREQ,
+ * as the kernel's cm_req_handler does. */
+static int t_stale(void)
+{
+	struct emu_ibcm_req_param p;
+	struct emu_ibcm_id *b, *b2, *a;
+
+	setup(0, 0);
+	listen_a(SID);
+	b = connect_auto();
+	advance(10 * MS);
+	a = last_new;
+	CHECK_EQ(a ? (int)a->state : -1, EMU_IBCM_ESTABLISHED);
+	SB.auto_mode = 0; /* B forgot the connection: it answers nothing */
+	b2 = emu_ibcm_create_id(CB, handler, &SB);
+	req_param(&p, SID, NULL, 0); /* the same QPN 0x111 */
+	CHECK_EQ(emu_ibcm_send_req(b2, &p), 0);
+	advance(10 * MS);
+	CHECK_EQ(emu_ibcm_counters(CA)->rej_stale, 1);
+	CHECK_EQ(count(&SA, EMU_IBCM_REQ_RECEIVED), 1);
+	struct evrec *r = find_ev(&SB, EMU_IBCM_REJ_RECEIVED);
+	CHECK(r != NULL);
+	if (r)
+		CHECK_EQ(r->ev.param.rej_rcvd.reason, WIRE_CM_REJ_STALE_CONN);
+	CHECK_EQ(b2->state, EMU_IBCM_TIMEWAIT); /* REJ stale: the kernel enters TIMEWAIT */
+	CHECK_EQ(a ? (int)a->state : -1, EMU_IBCM_DREQ_SENT);
+	CHECK_EQ(count(&SB, EMU_IBCM_DREQ_RECEIVED), 1); /* on the old id b */
+	(void)b;
+	return teardown();
+}
+
+/* The RTU is lost but data arrives: COMM_EST through notify establishes
+ * the passive side and stops its REP retransmission. */
+static int t_notify(void)
+{
+	struct emu_ibcm_id *b, *a;
+
+	setup(0, 0);
+	listen_a(SID);
+	drop_attr = WIRE_CM_ATTR_RTU;
+	drop_left = 1;
+	b = connect_auto();
+	advance(10 * MS);
+	a = last_new;
+	CHECK_EQ(b->state, EMU_IBCM_ESTABLISHED);
+	CHECK_EQ(a ? (int)a->state : -1, EMU_IBCM_REP_SENT);
+	if (!a)
+		return teardown();
+	CHECK_EQ(emu_ibcm_notify(a, IBV_EVENT_PATH_MIG), -EINVAL);
+	CHECK_EQ(emu_ibcm_notify(a, IBV_EVENT_COMM_EST), 0);
+	CHECK_EQ(a->state, EMU_IBCM_ESTABLISHED);
+	CHECK_EQ(count(&SA, EMU_IBCM_USER_ESTABLISHED), 1);
+	advance(20000 * MS);
+	CHECK_EQ(emu_ibcm_counters(CA)->retransmits, 0);
+	struct emu_ibcm_path path;
+	CHECK_EQ(emu_ibcm_get_path(a, &path), 0);
+	CHECK_EQ(path.mtu, IBV_MTU_1024);
+	CHECK(!memcmp(path.dgid.raw, S.n[1].dev.gids[1].raw, 16));
+	return teardown();
+}
+
+/* A message naming a live connection from another address is dropped. */
+static int t_bad_src(void)
+{
+	struct emu_ibcm_id *b, *a;
+	struct wire_cm_msg m;
+	uint8_t mad[WIRE_MAD_LEN], frame[1024];
+	struct wire_mad_hdr h;
+	struct wire_pkt p;
+	size_t len;
+
+	setup(0, 0);
+	listen_a(SID);
+	b = connect_auto();
+	advance(10 * MS);
+	a = last_new;
+	if (!a)
+		return teardown();
+	memset(&m, 0, sizeof(m));
+	m.attr = WIRE_CM_ATTR_DREQ;
+	m.v[WIRE_CM_F_LOCAL_COMM_ID] = b->local_id;
+	m.v[WIRE_CM_F_REMOTE_COMM_ID] = a->local_id;
+	m.v[WIRE_CM_F_REMOTE_QPN] = 0x222;
+	wire_mad_hdr_init_cm(&h, WIRE_CM_ATTR_DREQ, 5);
+	CHECK_EQ(wire_mad_encode(mad, &h, &m), 0);
+	wire_gsi_pkt_init(&p, 4, mad, 1);
+	memcpy(p.dmac, S.n[0].dev.mac, 6);
+	memcpy(p.smac, S.n[1].dev.mac, 6);
+	memcpy(p.ip.src.raw, S.n[1].dev.gids[1].raw, 16);
+	p.ip.src.raw[15] = 99; /* a third host */
+	memcpy(p.ip.dst.raw, S.n[0].dev.gids[1].raw, 16);
+	CHECK_EQ(wire_build(&p, frame, sizeof(frame), 0, &len), 0);
+	emu_port_rx_frame(&S.n[0].dev, frame, (uint32_t)len);
+	CHECK_EQ(emu_ibcm_counters(CA)->drops[EMU_IBCM_DROP_BAD_SRC], 1);
+	CHECK_EQ(a->state, EMU_IBCM_ESTABLISHED);
+	/* the same DREQ from the peer's address is taken */
+	memcpy(p.ip.src.raw, S.n[1].dev.gids[1].raw, 16);
+	CHECK_EQ(wire_build(&p, frame, sizeof(frame), 0, &len), 0);
+	emu_port_rx_frame(&S.n[0].dev, frame, (uint32_t)len);
+	CHECK_EQ(a->state, EMU_IBCM_TIMEWAIT); /* auto: DREP sent */
+	return teardown();
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(void);
@@ -1003,6 +1140,10 @@ static const struct {
 	{ "flood", t_flood },
 	{ "mra", t_mra },
 	{ "destroy", t_destroy },
+	{ "trace", t_trace },
+	{ "stale", t_stale },
+	{ "notify", t_notify },
+	{ "bad_src", t_bad_src },
 };
 
 static const struct {
