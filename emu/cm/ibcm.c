@@ -213,11 +213,15 @@ struct emu_ibcm_id *emu_ibcm_create_id(struct emu_ibcm *cm, emu_ibcm_handler han
 /* Deliver ev to s's handler; a non-zero return destroys the id. */
 static void ibcm_deliver(struct emu_ibcm *cm, struct ibcm_slot *s, const struct emu_ibcm_event *ev)
 {
+	uint32_t local_id = s->id.local_id;
+
+	(void)cm;
 	if (s->dead || !s->id.handler)
 		return;
-	if (s->id.handler(&s->id, ev))
+	/* a handler that broke the rule and destroyed its own id, maybe
+	 * reusing the slot, must not get the new id destroyed */
+	if (s->id.handler(&s->id, ev) && s->used && s->id.local_id == local_id)
 		emu_ibcm_destroy_id(&s->id);
-	(void)cm;
 }
 
 /* ------------------------------------------------------------------ */
