@@ -1126,6 +1126,39 @@ static int t_bad_src(void)
 	return teardown();
 }
 
+/* A handler that destroys its own id (against the rule) and creates
+ * another one, which takes the freed slot, then returns non-zero: the new
+ * id must survive. */
+static struct emu_ibcm_id *reborn;
+
+static int rude_handler(struct emu_ibcm_id *id, const struct emu_ibcm_event *ev)
+{
+	if (ev->event != EMU_IBCM_REQ_RECEIVED)
+		return 0;
+	emu_ibcm_destroy_id(id);
+	reborn = emu_ibcm_create_id(id->cm, handler, &SA);
+	return 1;
+}
+
+static int t_self_destroy(void)
+{
+	struct emu_ibcm_req_param p;
+
+	setup(0, 0);
+	struct emu_ibcm_id *l = emu_ibcm_create_id(CA, rude_handler, &SA);
+	CHECK_EQ(emu_ibcm_listen(l, SID, 0, 0), 0);
+	struct emu_ibcm_id *b = emu_ibcm_create_id(CB, handler, &SB);
+	req_param(&p, SID, NULL, 0);
+	CHECK_EQ(emu_ibcm_send_req(b, &p), 0);
+	advance(10 * MS);
+	CHECK(reborn != NULL);
+	CHECK_EQ(emu_ibcm_ids_in_use(CA), 2); /* the listener and the new id */
+	if (reborn)
+		CHECK_EQ(reborn->state, EMU_IBCM_IDLE);
+	CHECK_EQ(count(&SB, EMU_IBCM_REJ_RECEIVED), 1); /* the REQ was rejected */
+	return teardown();
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(void);
@@ -1144,6 +1177,7 @@ static const struct {
 	{ "stale", t_stale },
 	{ "notify", t_notify },
 	{ "bad_src", t_bad_src },
+	{ "self_destroy", t_self_destroy },
 };
 
 static const struct {
