@@ -1098,6 +1098,37 @@ static void ibcm_rx_req(struct emu_ibcm *cm, const struct ibcm_rx *r)
 	ibcm_req_event(cm, s, l, r);
 }
 
+/* A REP for s from a remote QP another of our active ids is still
+ * connected to (the kernel's cm_rep_handler, cm_insert_remote_qpn): REJ
+ * stale connection, DREQ on the old connection, s keeps waiting. A REP
+ * whose remote comm ID another id already has is a duplicate. */
+static bool ibcm_stale_rep(struct emu_ibcm *cm, struct ibcm_slot *s, const struct ibcm_rx *r)
+{
+	const struct wire_cm_msg *m = &r->m;
+	uint64_t guid = m->v[WIRE_CM_F_LOCAL_CA_GUID];
+
+	for (uint32_t i = 0; i < cm->nslots; i++) {
+		struct ibcm_slot *o = &cm->slot[i];
+		if (o == s || !o->used || o->passive || o->remote_ca_guid != guid ||
+		    o->id.state == EMU_IBCM_IDLE || o->id.state == EMU_IBCM_TIMEWAIT ||
+		    o->id.state == EMU_IBCM_REQ_SENT || o->id.state == EMU_IBCM_MRA_REQ_RCVD)
+			continue;
+		if (o->id.remote_id == m->v[WIRE_CM_F_LOCAL_COMM_ID]) {
+			ibcm_drop(cm, EMU_IBCM_DROP_DUPLICATE);
+			return true;
+		}
+		if (o->remote_qpn != m->v[WIRE_CM_F_LOCAL_QPN])
+			continue;
+		cm->cnt.rej_stale++;
+		ibcm_rej_pkt(cm, r->pkt, r->h.tid, (uint32_t)m->v[WIRE_CM_F_REMOTE_COMM_ID],
+			     (uint32_t)m->v[WIRE_CM_F_LOCAL_COMM_ID], 1, WIRE_CM_REJ_STALE_CONN);
+		if (o->id.state == EMU_IBCM_ESTABLISHED)
+			emu_ibcm_send_dreq(&o->id, NULL, 0);
+		return true;
+	}
+	return false;
+}
+
 static void ibcm_rx_rep(struct emu_ibcm *cm, const struct ibcm_rx *r)
 {
 	const struct wire_cm_msg *m = &r->m;
@@ -1132,6 +1163,8 @@ static void ibcm_rx_rep(struct emu_ibcm *cm, const struct ibcm_rx *r)
 		ibcm_drop(cm, EMU_IBCM_DROP_BAD_STATE);
 		return;
 	}
+	if (ibcm_stale_rep(cm, s, r))
+		return;
 	s->id.remote_id = (uint32_t)m->v[WIRE_CM_F_LOCAL_COMM_ID];
 	s->remote_ca_guid = m->v[WIRE_CM_F_LOCAL_CA_GUID];
 	s->remote_qpn = (uint32_t)m->v[WIRE_CM_F_LOCAL_QPN];

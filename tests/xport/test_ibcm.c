@@ -1054,6 +1054,58 @@ static int t_stale(void)
 	return teardown();
 }
 
+/* The active side's view (cm_rep_handler): a REP from a remote QP that
+ * an established id of ours is still connected to is rejected as stale,
+ * the old connection gets a DREQ. The second REP is forged from A's
+ * address (A's own engine would refuse the REQ first). */
+static int t_stale_rep(void)
+{
+	struct emu_ibcm_id *b, *b2, *a;
+	struct emu_ibcm_req_param p;
+	struct wire_cm_msg m;
+
+	setup(0, 0);
+	listen_a(SID);
+	b = connect_auto();
+	advance(10 * MS);
+	a = last_new;
+	CHECK_EQ(b->state, EMU_IBCM_ESTABLISHED);
+	drop_all_to_a = true; /* A sees nothing more */
+	b2 = emu_ibcm_create_id(CB, handler, &SB);
+	req_param(&p, SID, NULL, 0);
+	p.qp_num = 0x999;
+	CHECK_EQ(emu_ibcm_send_req(b2, &p), 0);
+	advance(10 * MS);
+	/* a REP to b2 from A's address, A's CA and the QPN b is connected to */
+	memset(&m, 0, sizeof(m));
+	m.attr = WIRE_CM_ATTR_REP;
+	m.v[WIRE_CM_F_LOCAL_COMM_ID] = 0x7777;
+	m.v[WIRE_CM_F_REMOTE_COMM_ID] = b2->local_id;
+	m.v[WIRE_CM_F_LOCAL_QPN] = 0x222;
+	m.v[WIRE_CM_F_LOCAL_CA_GUID] = be64toh(S.n[0].dev.node_guid);
+	uint8_t mad[WIRE_MAD_LEN], frame[1024];
+	struct wire_mad_hdr h;
+	struct wire_pkt pk;
+	size_t len;
+	wire_mad_hdr_init_cm(&h, WIRE_CM_ATTR_REP, 3);
+	CHECK_EQ(wire_mad_encode(mad, &h, &m), 0);
+	wire_gsi_pkt_init(&pk, 4, mad, 1);
+	memcpy(pk.dmac, S.n[1].dev.mac, 6);
+	memcpy(pk.smac, S.n[0].dev.mac, 6);
+	memcpy(pk.ip.src.raw, S.n[0].dev.gids[1].raw, 16);
+	memcpy(pk.ip.dst.raw, S.n[1].dev.gids[1].raw, 16);
+	CHECK_EQ(wire_build(&pk, frame, sizeof(frame), 0, &len), 0);
+	uint64_t tx = emu_ibcm_counters(CB)->tx_mads;
+	emu_port_rx_frame(&S.n[1].dev, frame, (uint32_t)len);
+	CHECK_EQ(emu_ibcm_counters(CB)->rej_stale, 1);
+	CHECK_EQ(emu_ibcm_counters(CB)->tx_mads, tx + 2); /* REJ, DREQ */
+	CHECK_EQ(b->state, EMU_IBCM_DREQ_SENT);
+	CHECK_EQ(b2->state, EMU_IBCM_REQ_SENT);
+	CHECK_EQ(count(&SB, EMU_IBCM_REP_RECEIVED), 1); /* only b's */
+	(void)a;
+	return teardown();
+}
+
 /* The RTU is lost but data arrives: COMM_EST through notify establishes
  * the passive side and stops its REP retransmission. */
 static int t_notify(void)
@@ -1175,6 +1227,7 @@ static const struct {
 	{ "destroy", t_destroy },
 	{ "trace", t_trace },
 	{ "stale", t_stale },
+	{ "stale_rep", t_stale_rep },
 	{ "notify", t_notify },
 	{ "bad_src", t_bad_src },
 	{ "self_destroy", t_self_destroy },
