@@ -1106,6 +1106,47 @@ static int t_stale_rep(void)
 	return teardown();
 }
 
+/* Over IPv6 (the devices' link-local GIDs), the MAC given in the path:
+ * the whole exchange, the path GIDs reported as sent. */
+static int t_ipv6(void)
+{
+	struct emu_ibcm_req_param p;
+	struct emu_ibcm_id *b;
+
+	setup(0, 0);
+	listen_a(SID);
+	SA.auto_mode = SB.auto_mode = 1;
+	b = emu_ibcm_create_id(CB, handler, &SB);
+	req_param(&p, SID, NULL, 0);
+	p.primary_path.sgid = S.n[1].dev.gids[0];
+	p.primary_path.dgid = S.n[0].dev.gids[0];
+	p.primary_path.flow_label = 0x12345;
+	memcpy(p.primary_path.dmac, S.n[0].dev.mac, 6);
+	p.primary_path.dmac_valid = true;
+	CHECK(S.n[0].dev.gids[0].raw[0] == 0xfe);
+	CHECK_EQ(emu_ibcm_send_req(b, &p), 0);
+	advance(10 * MS);
+	CHECK_EQ(b->state, EMU_IBCM_ESTABLISHED);
+	struct evrec *r = find_ev(&SA, EMU_IBCM_REQ_RECEIVED);
+	CHECK(r != NULL);
+	if (r) {
+		const struct emu_ibcm_path *pp = &r->ev.param.req_rcvd.primary_path;
+		CHECK(!memcmp(pp->sgid.raw, S.n[0].dev.gids[0].raw, 16));
+		CHECK(!memcmp(pp->dgid.raw, S.n[1].dev.gids[0].raw, 16));
+		CHECK_EQ(pp->flow_label, 0x12345);
+		CHECK_EQ(r->id->state, EMU_IBCM_ESTABLISHED);
+	}
+	CHECK_EQ(emu_ibcm_send_dreq(b, NULL, 0), 0);
+	advance(3000 * MS);
+	CHECK_EQ(count(&SB, EMU_IBCM_TIMEWAIT_EXIT), 1);
+	/* an IPv4 source with an IPv6 destination is refused */
+	struct emu_ibcm_id *b2 = emu_ibcm_create_id(CB, handler, &SB);
+	p.primary_path.sgid = S.n[1].dev.gids[1];
+	CHECK_EQ(emu_ibcm_send_req(b2, &p), -EINVAL);
+	CHECK_EQ(b2->state, EMU_IBCM_IDLE);
+	return teardown();
+}
+
 /* The RTU is lost but data arrives: COMM_EST through notify establishes
  * the passive side and stops its REP retransmission. */
 static int t_notify(void)
@@ -1228,6 +1269,7 @@ static const struct {
 	{ "trace", t_trace },
 	{ "stale", t_stale },
 	{ "stale_rep", t_stale_rep },
+	{ "ipv6", t_ipv6 },
 	{ "notify", t_notify },
 	{ "bad_src", t_bad_src },
 	{ "self_destroy", t_self_destroy },
