@@ -389,7 +389,10 @@ int emu_ibcm_send_sidr_req(struct emu_ibcm_id *id, const struct emu_ibcm_sidr_re
 int emu_ibcm_send_sidr_rep(struct emu_ibcm_id *id, const struct emu_ibcm_sidr_rep_param *p);
 
 /** ib_cm_notify(): IBV_EVENT_COMM_EST on the QP moves REP_SENT /
- *  MRA_REP_RCVD to ESTABLISHED (a lost RTU) and delivers USER_ESTABLISHED. */
+ *  MRA_REP_RCVD to ESTABLISHED (a lost RTU) and delivers USER_ESTABLISHED.
+ *  Unlike the kernel (which queues it), the handler runs before this call
+ *  returns: a caller must not use the id afterwards if its handler may
+ *  return non-zero for that event. 0 also when already ESTABLISHED. */
 int emu_ibcm_notify(struct emu_ibcm_id *id, enum ibv_event_type ev);
 
 /** The path the id's MADs use (for rdma_cm's INIT_QP_ATTR). -EINVAL in
