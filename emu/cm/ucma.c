@@ -6,9 +6,10 @@
  * the values the kernel returns from INIT_QP_ATTR, and teardown when a file
  * or its client goes away. docs/cm.md says what differs from the kernel.
  *
- * Connections between two ids of this device are carried inside the
- * daemon (the REQ/REP/RTU/REJ/DREQ/DREP/SIDR exchange as direct calls with
- * the same parameters the MADs carry); see docs/cm.md for the wire. */
+ * Connections to another device go over the wire through the IB CM engine
+ * (emu/cm/ibcm.c: MADs on QP1); between two ids of this device the same
+ * REQ/REP/RTU/REJ/DREQ/DREP/SIDR exchange is carried by direct calls with
+ * the parameters the MADs would carry (docs/cm.md). */
 #include <endian.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -900,15 +901,8 @@ static void ucma_copy_req_event(struct rdma_ucm_conn_param *cp, const struct ucm
 	cp->private_data_len = UCMA_REQ_PDATA;
 }
 
-/* REQ / SIDR_REQ from active id a to whoever listens on its destination.
- *
- * Where the wire goes in (docs/cm.md): the exchange below is carried by
- * direct calls between two ids of this device. With the IB CM engine
- * (emu/cm/ibcm.*), a destination that is not this device's sends the REQ
- * (cma_hdr + private data, service ID ps << 16 | port) through
- * emu_ibcm_send_req, and the engine's events call the same receive-side
- * functions as here: ucma_rej_rcvd, the REP path of ucma_send_rep,
- * ucma_establish, ucma_dreq_rcvd, ucma_drep_rcvd. */
+/* REQ / SIDR_REQ from active id a to whoever listens on its destination
+ * on this device (another device's destination: ucma_wire_req). */
 static void ucma_send_req(struct ucma_dev *u, struct ucma_id *a, const struct rdma_ucm_conn_param *q)
 {
 	bool ud = a->qp_type == IBV_QPT_UD;
