@@ -1089,10 +1089,22 @@ static int case_wire(void)
 	EXPECT(&fa, EV_REJECTED, &e);
 	CHECK(e.status == 28 && !memcmp(e.param.conn.private_data, "no!", 3), "consumer reject %d",
 	      (int)e.status);
-
+	REQUIRE(cm_destroy(&fa, c, NULL) == 0, "destroy");
+	/* a client that dies while connected: its engine sends the DREQ */
+	REQUIRE(cm_create(&fa, 0xA3, RDMA_PS_TCP, &c) == 0, "create");
+	cm_resolve_all(&fa, c, 0xA3, "10.0.0.2", 5000);
+	REQUIRE(cm_connect(&fa, c, 1, "") == 0, "connect");
+	EXPECT(&fb, EV_CONNECT_REQUEST, &e);
+	n = e.id;
+	REQUIRE(cm_accept(&fb, n, 0xB2, 2, "") == 0, "accept");
+	EXPECT(&fa, EV_CONNECT_RESPONSE, &e);
+	REQUIRE(cm_accept(&fa, c, 0, 0, NULL) == 0, "rtu");
+	EXPECT(&fb, EV_ESTABLISHED, &e);
 	close(fa.ev);
-	close(fb.ev);
 	t_client_close(&a);
+	EXPECT(&fb, EV_DISCONNECTED, &e);
+	CHECK(e.id == n && e.uid == 0xB2, "disconnected by a client gone");
+
 	t_client_close(&b);
 	return finish();
 }
