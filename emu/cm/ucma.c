@@ -1228,9 +1228,12 @@ static int ucma_wire_req_rcvd(struct ucma_dev *u, struct emu_ibcm_id *c,
 	    wire_cma_hdr_decode(ev->private_data, ev->private_data_len, &h))
 		return -EINVAL;
 	sa_family_t fam = h.ip_version == 4 ? AF_INET : AF_INET6;
+	union ibv_gid hsrc, hdst; /* aligned copies */
+	memcpy(hsrc.raw, h.src.raw, 16);
+	memcpy(hdst.raw, h.dst.raw, 16);
 	memset(&probe, 0, sizeof(probe));
 	probe.ps = ps;
-	ucma_gid_to_addr((const union ibv_gid *)h.dst.raw, fam, &probe.dst);
+	ucma_gid_to_addr(&hdst, fam, &probe.dst);
 	ucma_set_port(&probe.dst, port);
 	struct ucma_id *l = ucma_find_listener(u, &probe);
 	if (!l || l->qp_type != p->qp_type || l->pending >= l->backlog || !ucma_ev_room(l->file))
@@ -1255,7 +1258,7 @@ static int ucma_wire_req_rcvd(struct ucma_dev *u, struct emu_ibcm_id *c,
 	c->context = n;
 	u->cm = emu_ibcm_get(u->d);
 	n->src = probe.dst;
-	ucma_gid_to_addr((const union ibv_gid *)h.src.raw, fam, &n->dst);
+	ucma_gid_to_addr(&hsrc, fam, &n->dst);
 	ucma_set_port(&n->dst, h.src_port);
 	n->has_dev = true;
 	n->sgid = p->primary_path.sgid;
