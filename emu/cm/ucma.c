@@ -1008,6 +1008,18 @@ static int ucma_send_rep(struct ucma_dev *u, struct ucma_id *n, const struct rdm
 		if (n->cp != CP_REQ_RCVD)
 			return -EINVAL;
 		uint32_t qkey = q && q->qkey ? q->qkey : UCMA_UDP_QKEY;
+		if (n->cm) {
+			struct emu_ibcm_sidr_rep_param r = {
+				.qp_num = q ? q->qp_num : 0, .qkey = qkey,
+				.status = WIRE_CM_SIDR_SUCCESS,
+				.private_data = q ? q->private_data : NULL,
+				.private_data_len = q ? q->private_data_len : 0,
+			};
+			int rc = emu_ibcm_send_sidr_rep(n->cm, &r);
+			if (!rc)
+				n->cp = CP_DONE;
+			return rc;
+		}
 		n->cp = CP_DONE;
 		n->peer = NULL;
 		if (!a)
@@ -1139,12 +1151,12 @@ static int ucma_disconnect(struct ucma_dev *u, struct ucma_id *id)
 
 /* A destination that is not this device's goes over the wire: REQ, REP,
  * RTU, REJ, DREQ, DREP as MADs on QP1, with what the engine reports
- * turned into the same rdma_cm events as the exchange inside the daemon.
- * (UD ids, SIDR, stay inside the daemon: docs/cm.md.) */
+ * turned into the same rdma_cm events as the exchange inside the daemon;
+ * UD ids use SIDR_REQ / SIDR_REP. */
 static bool ucma_wire_dst(struct ucma_dev *u, const struct ucma_id *a)
 {
-	return a->qp_type != IBV_QPT_UD && emu_ibcm_get(u->d) && !ucma_any(&a->dst) &&
-	       !ucma_is_mcast(&a->dst) && ucma_local_index(u->d, &a->dst) < 0;
+	return emu_ibcm_get(u->d) && !ucma_any(&a->dst) && !ucma_is_mcast(&a->dst) &&
+	       ucma_local_index(u->d, &a->dst) < 0;
 }
 
 /* the engine an id's wire pointers belong to is still there (it is
@@ -1156,10 +1168,45 @@ static bool ucma_wire_live(struct ucma_dev *u)
 
 static int ucma_wire_handler(struct emu_ibcm_id *c, const struct emu_ibcm_event *ev);
 
+static void ucma_wire_path(const struct ucma_id *a, struct emu_ibcm_path *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->sgid = a->sgid;
+	p->dgid = a->dgid;
+	p->traffic_class = a->tclass;
+	p->hop_limit = a->hop_limit;
+	p->mtu = (enum ibv_mtu)a->path_mtu;
+	p->port = 1;
+	p->packet_life_time = UCMA_PKT_LIFETIME;
+}
+
+/* UD: the SIDR_REQ, as cma_resolve_ib_udp (4 s a try, 15 retries) */
+static int ucma_wire_sidr_req(struct ucma_dev *u, struct ucma_id *a, struct emu_ibcm_id *c,
+			      const struct rdma_ucm_conn_param *q, const uint8_t *pd)
+{
+	struct emu_ibcm_sidr_req_param r = {
+		.service_id = (uint64_t)a->ps << 16 | ucma_port(&a->dst),
+		.timeout_ms = emu_ibcm_time_ms(20),
+		.private_data = pd,
+		.private_data_len = (uint8_t)(WIRE_CMA_HDR_LEN + q->private_data_len),
+		.max_cm_retries = 15,
+	};
+	ucma_wire_path(a, &r.path);
+	int rc = emu_ibcm_send_sidr_req(c, &r);
+	if (rc) {
+		emu_ibcm_destroy_id(c);
+		return rc;
+	}
+	u->cm = emu_ibcm_get(u->d);
+	a->cm = c;
+	a->cp = CP_REQ_SENT;
+	return 0;
+}
+
 static int ucma_wire_req(struct ucma_dev *u, struct ucma_id *a, const struct rdma_ucm_conn_param *q)
 {
 	struct emu_ibcm *cm = emu_ibcm_get(u->d);
-	uint8_t pd[WIRE_CM_REQ_PDATA];
+	uint8_t pd[WIRE_CM_SIDR_REQ_PDATA];
 	struct wire_cma_hdr h = {
 		.cma_version = WIRE_CMA_VERSION,
 		.ip_version = a->dst.ss_family == AF_INET ? 4 : 6,
@@ -1178,6 +1225,8 @@ static int ucma_wire_req(struct ucma_dev *u, struct ucma_id *a, const struct rdm
 	struct emu_ibcm_id *c = emu_ibcm_create_id(cm, ucma_wire_handler, a);
 	if (!c)
 		return -ENOMEM;
+	if (a->qp_type == IBV_QPT_UD)
+		return ucma_wire_sidr_req(u, a, c, q, pd);
 	struct emu_ibcm_req_param r = {
 		.service_id = (uint64_t)a->ps << 16 | ucma_port(&a->dst),
 		.qp_num = q->qp_num,
@@ -1195,13 +1244,7 @@ static int ucma_wire_req(struct ucma_dev *u, struct ucma_id *a, const struct rdm
 		.max_cm_retries = 15,             /* CMA_MAX_CM_RETRIES */
 		.srq = q->srq,
 	};
-	r.primary_path.sgid = a->sgid;
-	r.primary_path.dgid = a->dgid;
-	r.primary_path.traffic_class = a->tclass;
-	r.primary_path.hop_limit = a->hop_limit;
-	r.primary_path.mtu = (enum ibv_mtu)a->path_mtu;
-	r.primary_path.port = 1;
-	r.primary_path.packet_life_time = UCMA_PKT_LIFETIME;
+	ucma_wire_path(a, &r.primary_path);
 	int rc = emu_ibcm_send_req(c, &r);
 	if (rc) {
 		emu_ibcm_destroy_id(c);
@@ -1219,11 +1262,14 @@ static int ucma_wire_req_rcvd(struct ucma_dev *u, struct emu_ibcm_id *c,
 			      const struct emu_ibcm_event *ev)
 {
 	const struct emu_ibcm_req_event_param *p = &ev->param.req_rcvd;
+	bool sidr = ev->event == EMU_IBCM_SIDR_REQ_RECEIVED;
+	uint64_t sid = sidr ? ev->param.sidr_req_rcvd.service_id : p->service_id;
+	const struct emu_ibcm_path *path = sidr ? &ev->param.sidr_req_rcvd.path : &p->primary_path;
 	struct wire_cma_hdr h;
 	struct ucma_id probe;
 	uint16_t ps, port;
 
-	if (wire_cma_service_parse(p->service_id, &ps, &port) || !ev->private_data ||
+	if (wire_cma_service_parse(sid, &ps, &port) || !ev->private_data ||
 	    ev->private_data_len < WIRE_CMA_HDR_LEN ||
 	    wire_cma_hdr_decode(ev->private_data, ev->private_data_len, &h))
 		return -EINVAL;
@@ -1236,7 +1282,8 @@ static int ucma_wire_req_rcvd(struct ucma_dev *u, struct emu_ibcm_id *c,
 	ucma_gid_to_addr(&hdst, fam, &probe.dst);
 	ucma_set_port(&probe.dst, port);
 	struct ucma_id *l = ucma_find_listener(u, &probe);
-	if (!l || l->qp_type != p->qp_type || l->pending >= l->backlog || !ucma_ev_room(l->file))
+	if (!l || (sidr ? l->qp_type != IBV_QPT_UD : l->qp_type != p->qp_type) ||
+	    l->pending >= l->backlog || !ucma_ev_room(l->file))
 		return -ENOMEM; /* the engine rejects the REQ (consumer defined) */
 	int err = 0;
 	struct ucma_id *n = ucma_id_new(u, l->file, l->ps, l->qp_type, &err);
@@ -1261,15 +1308,26 @@ static int ucma_wire_req_rcvd(struct ucma_dev *u, struct emu_ibcm_id *c,
 	ucma_gid_to_addr(&hsrc, fam, &n->dst);
 	ucma_set_port(&n->dst, h.src_port);
 	n->has_dev = true;
-	n->sgid = p->primary_path.sgid;
+	n->sgid = path->sgid;
 	int si = emu_gid_find(u->d, &n->sgid);
 	n->sgid_index = (uint8_t)(si >= 0 ? si : 0);
-	n->dgid = p->primary_path.dgid;
+	n->dgid = path->dgid;
 	n->route = true;
-	n->path_mtu = (uint8_t)(p->primary_path.mtu < u->d->active_mtu ? p->primary_path.mtu :
+	n->path_mtu = (uint8_t)(path->mtu && path->mtu < u->d->active_mtu ? path->mtu :
 				u->d->active_mtu);
-	n->tclass = p->primary_path.traffic_class;
-	n->hop_limit = p->primary_path.hop_limit ? p->primary_path.hop_limit : UCMA_HOP_LIMIT;
+	n->tclass = path->traffic_class;
+	n->hop_limit = path->hop_limit ? path->hop_limit : UCMA_HOP_LIMIT;
+	e->conn = n;
+	e->resp.id = n->handle;
+	unsigned plen = ev->private_data_len - WIRE_CMA_HDR_LEN;
+	if (sidr) {
+		if (plen > UCMA_SIDR_REQ_PDATA)
+			plen = UCMA_SIDR_REQ_PDATA;
+		memcpy(e->resp.param.ud.private_data, ev->private_data + WIRE_CMA_HDR_LEN, plen);
+		e->resp.param.ud.private_data_len = UCMA_SIDR_REQ_PDATA;
+		ucma_ev_post(u, e);
+		return 0;
+	}
 	n->timeout = p->local_ack_timeout;
 	n->timeout_set = true;
 	n->afonly = l->afonly;
@@ -1283,8 +1341,6 @@ static int ucma_wire_req_rcvd(struct ucma_dev *u, struct emu_ibcm_id *c,
 	n->rnr_retry = p->rnr_retry_count;
 	n->flow_control = p->flow_control;
 	n->srq = p->srq;
-	e->conn = n;
-	e->resp.id = n->handle;
 	struct rdma_ucm_conn_param *cp = &e->resp.param.conn;
 	cp->qp_num = p->remote_qpn;
 	cp->srq = p->srq;
@@ -1293,7 +1349,6 @@ static int ucma_wire_req_rcvd(struct ucma_dev *u, struct emu_ibcm_id *c,
 	cp->flow_control = p->flow_control;
 	cp->retry_count = p->retry_count;
 	cp->rnr_retry_count = p->rnr_retry_count;
-	unsigned plen = ev->private_data_len - WIRE_CMA_HDR_LEN;
 	if (plen > UCMA_REQ_PDATA)
 		plen = UCMA_REQ_PDATA;
 	memcpy(cp->private_data, ev->private_data + WIRE_CMA_HDR_LEN, plen);
@@ -1330,6 +1385,32 @@ static void ucma_wire_rep_rcvd(struct ucma_dev *u, struct ucma_id *a, const stru
 	ucma_ev_post(u, e);
 }
 
+/* the SIDR_REP: the UD peer's QPN and Q_Key, or why not */
+static void ucma_wire_sidr_rep_rcvd(struct ucma_dev *u, struct ucma_id *a,
+				    const struct emu_ibcm_event *ev)
+{
+	const struct emu_ibcm_sidr_rep_event_param *p = &ev->param.sidr_rep_rcvd;
+
+	a->cp = CP_DONE;
+	if (p->status != WIRE_CM_SIDR_SUCCESS) {
+		ucma_event(u, a, RDMA_CM_EVENT_UNREACHABLE, (int32_t)p->status);
+		return;
+	}
+	struct ucma_ev *e = ucma_ev_new(a, RDMA_CM_EVENT_ESTABLISHED, 0);
+	if (!e)
+		return;
+	a->qkey = p->qkey;
+	e->resp.param.ud.qp_num = p->qpn;
+	e->resp.param.ud.qkey = p->qkey;
+	ucma_ah_attr(a, &e->resp.param.ud.ah_attr);
+	if (ev->private_data)
+		memcpy(e->resp.param.ud.private_data, ev->private_data,
+		       ev->private_data_len < UCMA_SIDR_REP_PDATA ? ev->private_data_len :
+								     UCMA_SIDR_REP_PDATA);
+	e->resp.param.ud.private_data_len = UCMA_SIDR_REP_PDATA;
+	ucma_ev_post(u, e);
+}
+
 /* the engine's DREP (or its DREQ timing out): the originator is
  * disconnected; TIMEWAIT_EXIT comes from the engine */
 static void ucma_wire_drep(struct ucma_dev *u, struct ucma_id *id, int status)
@@ -1343,7 +1424,7 @@ static void ucma_wire_drep(struct ucma_dev *u, struct ucma_id *id, int status)
 
 static int ucma_wire_handler(struct emu_ibcm_id *c, const struct emu_ibcm_event *ev)
 {
-	if (ev->event == EMU_IBCM_REQ_RECEIVED)
+	if (ev->event == EMU_IBCM_REQ_RECEIVED || ev->event == EMU_IBCM_SIDR_REQ_RECEIVED)
 		return ucma_wire_req_rcvd(c->context, c, ev);
 	struct ucma_id *id = c->context;
 	if (!id)
@@ -1382,6 +1463,14 @@ static int ucma_wire_handler(struct emu_ibcm_id *c, const struct emu_ibcm_event 
 		id->cp = CP_DONE;
 		ucma_event(u, id, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0);
 		break;
+	case EMU_IBCM_SIDR_REP_RECEIVED:
+		if (id->cp == CP_REQ_SENT)
+			ucma_wire_sidr_rep_rcvd(u, id, ev);
+		break;
+	case EMU_IBCM_SIDR_REQ_ERROR:
+		id->cp = CP_DONE;
+		ucma_event(u, id, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT);
+		break;
 	default:
 		break;
 	}
@@ -1394,7 +1483,7 @@ static void ucma_wire_listen(struct ucma_dev *u, struct ucma_id *l)
 	struct emu_ibcm *cm = emu_ibcm_get(u->d);
 	uint16_t port = ucma_port(&l->src);
 
-	if (!cm || l->qp_type == IBV_QPT_UD)
+	if (!cm)
 		return;
 	for (struct ucma_wl *w = u->wls; w; w = w->next)
 		if (w->ps == l->ps && w->port == port) {
@@ -2033,6 +2122,16 @@ static int c_reject(struct ucma_call *k)
 	if (id->cp != CP_REQ_RCVD && id->cp != CP_REP_RCVD && id->cp != CP_REP_SENT &&
 	    id->cp != CP_REQ_SENT)
 		return -EINVAL;
+	if (id->cm && ud) {
+		struct emu_ibcm_sidr_rep_param r = {
+			.status = WIRE_CM_SIDR_REJECT, .private_data = q.private_data,
+			.private_data_len = q.private_data_len,
+		};
+		int rc = emu_ibcm_send_sidr_rep(id->cm, &r);
+		if (!rc)
+			id->cp = CP_DONE;
+		return rc;
+	}
 	if (id->cm) {
 		int rc = emu_ibcm_send_rej(id->cm, (enum wire_cm_rej_reason)q.reason, NULL, 0,
 					   q.private_data, q.private_data_len);

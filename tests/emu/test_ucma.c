@@ -1090,6 +1090,35 @@ static int case_wire(void)
 	CHECK(e.status == 28 && !memcmp(e.param.conn.private_data, "no!", 3), "consumer reject %d",
 	      (int)e.status);
 	REQUIRE(cm_destroy(&fa, c, NULL) == 0, "destroy");
+	/* UD: SIDR_REQ / SIDR_REP over the wire */
+	uint32_t ul, uc;
+	REQUIRE(cm_create(&fb, 0xB5, RDMA_PS_UDP, &ul) == 0, "ud listener");
+	REQUIRE(cm_bind(&fb, ul, "10.0.0.2", 6000) == 0 && cm_listen(&fb, ul, 8) == 0, "ud listen");
+	REQUIRE(cm_create(&fa, 0xA5, RDMA_PS_UDP, &uc) == 0, "ud create");
+	cm_resolve_all(&fa, uc, 0xA5, "10.0.0.2", 6000);
+	REQUIRE(cm_connect(&fa, uc, 0x55, "sidr") == 0, "sidr req");
+	EXPECT(&fb, EV_CONNECT_REQUEST, &e);
+	CHECK(e.uid == 0xB5 && e.param.ud.private_data_len == 180 &&
+	      !memcmp(e.param.ud.private_data, "sidr", 4), "sidr request len %u",
+	      e.param.ud.private_data_len);
+	struct rdma_ucm_accept uq = { .id = e.id, .uid = 0xB6 };
+	uq.conn_param.valid = 1;
+	uq.conn_param.qp_num = 0x99;
+	uq.conn_param.private_data_len = 2;
+	memcpy(uq.conn_param.private_data, "ok", 2);
+	REQUIRE(cm_cmd(&fb, RDMA_USER_CM_CMD_ACCEPT, &uq, sizeof(uq), NULL, 0) == 0, "sidr rep");
+	EXPECT(&fa, EV_ESTABLISHED, &e);
+	CHECK(e.param.ud.qp_num == 0x99 && e.param.ud.qkey == 0x01234567 &&
+	      !memcmp(e.param.ud.ah_attr.grh.dgid, g2, 16) && e.param.ud.private_data_len == 136 &&
+	      !memcmp(e.param.ud.private_data, "ok", 2), "ud established qpn %x qkey %x",
+	      e.param.ud.qp_num, e.param.ud.qkey);
+	REQUIRE(cm_destroy(&fa, uc, NULL) == 0, "destroy");
+	REQUIRE(cm_create(&fa, 0xA6, RDMA_PS_UDP, &uc) == 0, "ud create");
+	cm_resolve_all(&fa, uc, 0xA6, "10.0.0.2", 6001);
+	REQUIRE(cm_connect(&fa, uc, 0x56, "") == 0, "sidr req to nobody");
+	EXPECT(&fa, EV_UNREACHABLE, &e);
+	CHECK(e.status == 1, "sidr to nobody: status %d", (int)e.status);
+
 	/* a client that dies while connected: its engine sends the DREQ */
 	REQUIRE(cm_create(&fa, 0xA3, RDMA_PS_TCP, &c) == 0, "create");
 	cm_resolve_all(&fa, c, 0xA3, "10.0.0.2", 5000);
