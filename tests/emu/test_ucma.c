@@ -1090,6 +1090,16 @@ static int case_wire(void)
 	CHECK(e.status == 28 && !memcmp(e.param.conn.private_data, "no!", 3), "consumer reject %d",
 	      (int)e.status);
 	REQUIRE(cm_destroy(&fa, c, NULL) == 0, "destroy");
+	/* the passive side destroys a request: the engine rejects it */
+	REQUIRE(cm_create(&fa, 0xA4, RDMA_PS_TCP, &c) == 0, "create");
+	cm_resolve_all(&fa, c, 0xA4, "10.0.0.2", 5000);
+	REQUIRE(cm_connect(&fa, c, 1, "") == 0, "connect");
+	EXPECT(&fb, EV_CONNECT_REQUEST, &e);
+	REQUIRE(cm_destroy(&fb, e.id, NULL) == 0, "destroy the request");
+	EXPECT(&fa, EV_REJECTED, &e);
+	CHECK(e.status == 28, "destroyed request: status %d", (int)e.status);
+	REQUIRE(cm_destroy(&fa, c, NULL) == 0, "destroy");
+
 	/* UD: SIDR_REQ / SIDR_REP over the wire */
 	uint32_t ul, uc;
 	REQUIRE(cm_create(&fb, 0xB5, RDMA_PS_UDP, &ul) == 0, "ud listener");
