@@ -6,9 +6,10 @@
  * the values the kernel returns from INIT_QP_ATTR, and teardown when a file
  * or its client goes away. docs/cm.md says what differs from the kernel.
  *
- * Connections between two ids of this device are carried inside the
- * daemon (the REQ/REP/RTU/REJ/DREQ/DREP/SIDR exchange as direct calls with
- * the same parameters the MADs carry); see docs/cm.md for the wire. */
+ * Connections to another device go over the wire through the IB CM engine
+ * (emu/cm/ibcm.c: MADs on QP1); between two ids of this device the same
+ * REQ/REP/RTU/REJ/DREQ/DREP/SIDR exchange is carried by direct calls with
+ * the parameters the MADs would carry (docs/cm.md). */
 #include <endian.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -19,6 +20,7 @@
 #include <unistd.h>
 #include <rdma/rdma_user_cm.h>
 
+#include "ibcm.h"
 #include "ucma.h"
 
 #ifndef AF_IB
@@ -141,6 +143,19 @@ struct ucma_id {
 	uint8_t path_mtu, hop_limit, tclass;
 	union ibv_gid sgid, dgid;
 	struct ucma_mc *mcs;
+	struct emu_ibcm_id *cm;   /* the exchange goes over the wire (QP1) */
+	struct ucma_wl *wl;       /* listener: its service on the wire */
+};
+
+/* A service listened on over the wire: the IB CM has one listener per
+ * service ID, shared by the rdma_cm listeners of that port space and port
+ * (the kernel shares them the same way); requests then find their rdma_cm
+ * listener by the cma_hdr's destination address. */
+struct ucma_wl {
+	struct ucma_wl *next;
+	uint16_t ps, port;
+	uint32_t refs;
+	struct emu_ibcm_id *cm;
 };
 
 /* what one client context holds (emu_ctx.ucma): the limits' counters */
@@ -159,6 +174,8 @@ struct ucma_dev {
 	uint64_t rnd;
 	uint32_t timers;          /* ids with a deadline */
 	uint64_t next_ns;         /* nothing to do before (emu_ucma_poll) */
+	struct ucma_wl *wls;      /* wire listeners */
+	struct emu_ibcm *cm;      /* the engine the wire pointers belong to */
 };
 
 /* ------------------------------------------------------------------ */
@@ -751,6 +768,10 @@ static int ucma_resolve_route(struct ucma_dev *u, struct ucma_id *id)
 /* ------------------------------------------------------------------ */
 
 static void ucma_id_destroy(struct ucma_dev *u, struct ucma_id *id);
+static bool ucma_wire_dst(struct ucma_dev *u, const struct ucma_id *a);
+static int ucma_wire_req(struct ucma_dev *u, struct ucma_id *a, const struct rdma_ucm_conn_param *q);
+static void ucma_wire_listen(struct ucma_dev *u, struct ucma_id *l);
+static void ucma_wire_destroy(struct ucma_dev *u, struct ucma_id *id);
 
 static bool ucma_listen_match(const struct ucma_id *l, const struct ucma_id *a)
 {
@@ -880,15 +901,8 @@ static void ucma_copy_req_event(struct rdma_ucm_conn_param *cp, const struct ucm
 	cp->private_data_len = UCMA_REQ_PDATA;
 }
 
-/* REQ / SIDR_REQ from active id a to whoever listens on its destination.
- *
- * Where the wire goes in (docs/cm.md): the exchange below is carried by
- * direct calls between two ids of this device. With the IB CM engine
- * (emu/cm/ibcm.*), a destination that is not this device's sends the REQ
- * (cma_hdr + private data, service ID ps << 16 | port) through
- * emu_ibcm_send_req, and the engine's events call the same receive-side
- * functions as here: ucma_rej_rcvd, the REP path of ucma_send_rep,
- * ucma_establish, ucma_dreq_rcvd, ucma_drep_rcvd. */
+/* REQ / SIDR_REQ from active id a to whoever listens on its destination
+ * on this device (another device's destination: ucma_wire_req). */
 static void ucma_send_req(struct ucma_dev *u, struct ucma_id *a, const struct rdma_ucm_conn_param *q)
 {
 	bool ud = a->qp_type == IBV_QPT_UD;
@@ -994,6 +1008,18 @@ static int ucma_send_rep(struct ucma_dev *u, struct ucma_id *n, const struct rdm
 		if (n->cp != CP_REQ_RCVD)
 			return -EINVAL;
 		uint32_t qkey = q && q->qkey ? q->qkey : UCMA_UDP_QKEY;
+		if (n->cm) {
+			struct emu_ibcm_sidr_rep_param r = {
+				.qp_num = q ? q->qp_num : 0, .qkey = qkey,
+				.status = WIRE_CM_SIDR_SUCCESS,
+				.private_data = q ? q->private_data : NULL,
+				.private_data_len = q ? q->private_data_len : 0,
+			};
+			int rc = emu_ibcm_send_sidr_rep(n->cm, &r);
+			if (!rc)
+				n->cp = CP_DONE;
+			return rc;
+		}
 		n->cp = CP_DONE;
 		n->peer = NULL;
 		if (!a)
@@ -1017,6 +1043,18 @@ static int ucma_send_rep(struct ucma_dev *u, struct ucma_id *n, const struct rdm
 		return -EINVAL;
 	if (q->private_data_len > UCMA_REP_PDATA)
 		return -EINVAL;
+	if (n->cm) {
+		struct emu_ibcm_rep_param r = {
+			.qp_num = q->qp_num, .starting_psn = n->seq_num,
+			.private_data = q->private_data, .private_data_len = q->private_data_len,
+			.responder_resources = q->responder_resources,
+			.initiator_depth = q->initiator_depth, .flow_control = q->flow_control,
+			.rnr_retry_count = q->rnr_retry_count, .srq = q->srq,
+		};
+		int rc = emu_ibcm_send_rep(n->cm, &r);
+		if (rc)
+			return rc;
+	}
 	n->resp_res = q->responder_resources;
 	n->init_depth = q->initiator_depth;
 	n->cp = CP_REP_SENT;
@@ -1055,6 +1093,11 @@ static int ucma_send_rtu(struct ucma_dev *u, struct ucma_id *a)
 {
 	if (a->cp != CP_REP_RCVD)
 		return -EINVAL;
+	if (a->cm) {
+		int rc = emu_ibcm_send_rtu(a->cm, NULL, 0);
+		if (rc)
+			return rc;
+	}
 	a->cp = CP_ESTABLISHED;
 	if (a->peer && a->peer->cp == CP_REP_SENT)
 		ucma_establish(u, a->peer);
@@ -1064,6 +1107,17 @@ static int ucma_send_rtu(struct ucma_dev *u, struct ucma_id *a)
 static int ucma_disconnect(struct ucma_dev *u, struct ucma_id *id)
 {
 	struct ucma_id *p = id->peer;
+
+	if (id->cm) {
+		/* rdma_disconnect: a DREQ, or else a DREP; 0 either way */
+		if (id->cp == CP_DREQ_RCVD) {
+			if (!emu_ibcm_send_drep(id->cm, NULL, 0))
+				id->cp = CP_TIMEWAIT;
+		} else if (!emu_ibcm_send_dreq(id->cm, NULL, 0)) {
+			id->cp = CP_DREQ_SENT;
+		}
+		return 0;
+	}
 
 	switch (id->cp) {
 	case CP_NONE:
@@ -1087,6 +1141,405 @@ static int ucma_disconnect(struct ucma_dev *u, struct ucma_id *id)
 		return 0;
 	default:
 		return 0; /* neither a DREQ nor a DREP can go: the kernel says 0 too */
+	}
+}
+
+
+/* ------------------------------------------------------------------ */
+/* the wire: the exchange through the IB CM engine (emu/cm/ibcm.c)     */
+/* ------------------------------------------------------------------ */
+
+/* A destination that is not this device's goes over the wire: REQ, REP,
+ * RTU, REJ, DREQ, DREP as MADs on QP1, with what the engine reports
+ * turned into the same rdma_cm events as the exchange inside the daemon;
+ * UD ids use SIDR_REQ / SIDR_REP. */
+static bool ucma_wire_dst(struct ucma_dev *u, const struct ucma_id *a)
+{
+	return emu_ibcm_get(u->d) && !ucma_any(&a->dst) && !ucma_is_mcast(&a->dst) &&
+	       ucma_local_index(u->d, &a->dst) < 0;
+}
+
+/* the engine an id's wire pointers belong to is still there (it is
+ * detached when the engine loop ends, before the clients are closed) */
+static bool ucma_wire_live(struct ucma_dev *u)
+{
+	return u->cm && emu_ibcm_get(u->d) == u->cm;
+}
+
+static int ucma_wire_handler(struct emu_ibcm_id *c, const struct emu_ibcm_event *ev);
+
+static void ucma_wire_path(const struct ucma_id *a, struct emu_ibcm_path *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->sgid = a->sgid;
+	p->dgid = a->dgid;
+	p->traffic_class = a->tclass;
+	p->hop_limit = a->hop_limit;
+	p->mtu = (enum ibv_mtu)a->path_mtu;
+	p->port = 1;
+	p->packet_life_time = UCMA_PKT_LIFETIME;
+}
+
+/* UD: the SIDR_REQ, as cma_resolve_ib_udp (4 s a try, 15 retries) */
+static int ucma_wire_sidr_req(struct ucma_dev *u, struct ucma_id *a, struct emu_ibcm_id *c,
+			      const struct rdma_ucm_conn_param *q, const uint8_t *pd)
+{
+	struct emu_ibcm_sidr_req_param r = {
+		.service_id = (uint64_t)a->ps << 16 | ucma_port(&a->dst),
+		.timeout_ms = emu_ibcm_time_ms(20),
+		.private_data = pd,
+		.private_data_len = (uint8_t)(WIRE_CMA_HDR_LEN + q->private_data_len),
+		.max_cm_retries = 15,
+	};
+	ucma_wire_path(a, &r.path);
+	int rc = emu_ibcm_send_sidr_req(c, &r);
+	if (rc) {
+		emu_ibcm_destroy_id(c);
+		return rc;
+	}
+	u->cm = emu_ibcm_get(u->d);
+	a->cm = c;
+	a->cp = CP_REQ_SENT;
+	return 0;
+}
+
+static int ucma_wire_req(struct ucma_dev *u, struct ucma_id *a, const struct rdma_ucm_conn_param *q)
+{
+	struct emu_ibcm *cm = emu_ibcm_get(u->d);
+	uint8_t pd[WIRE_CM_SIDR_REQ_PDATA];
+	struct wire_cma_hdr h = {
+		.cma_version = WIRE_CMA_VERSION,
+		.ip_version = a->dst.ss_family == AF_INET ? 4 : 6,
+		.src_port = ucma_port(&a->src),
+	};
+	union ibv_gid g;
+
+	ucma_gid(&a->src, &g);
+	memcpy(h.src.raw, g.raw, 16);
+	ucma_gid(&a->dst, &g);
+	memcpy(h.dst.raw, g.raw, 16);
+	memset(pd, 0, sizeof(pd));
+	if (wire_cma_hdr_encode(pd, &h))
+		return -EINVAL;
+	memcpy(pd + WIRE_CMA_HDR_LEN, q->private_data, q->private_data_len);
+	struct emu_ibcm_id *c = emu_ibcm_create_id(cm, ucma_wire_handler, a);
+	if (!c)
+		return -ENOMEM;
+	if (a->qp_type == IBV_QPT_UD)
+		return ucma_wire_sidr_req(u, a, c, q, pd);
+	struct emu_ibcm_req_param r = {
+		.service_id = (uint64_t)a->ps << 16 | ucma_port(&a->dst),
+		.qp_num = q->qp_num,
+		.qp_type = a->qp_type,
+		.starting_psn = a->seq_num,
+		.private_data = pd,
+		.private_data_len = (uint8_t)(WIRE_CMA_HDR_LEN + q->private_data_len),
+		.responder_resources = a->resp_res,
+		.initiator_depth = a->init_depth,
+		.remote_cm_response_timeout = 20, /* CMA_CM_RESPONSE_TIMEOUT */
+		.local_cm_response_timeout = 20,
+		.flow_control = q->flow_control,
+		.retry_count = a->retry,
+		.rnr_retry_count = a->rnr_retry,
+		.max_cm_retries = 15,             /* CMA_MAX_CM_RETRIES */
+		.srq = q->srq,
+	};
+	ucma_wire_path(a, &r.primary_path);
+	int rc = emu_ibcm_send_req(c, &r);
+	if (rc) {
+		emu_ibcm_destroy_id(c);
+		return rc;
+	}
+	u->cm = cm;
+	a->cm = c;
+	a->cp = CP_REQ_SENT;
+	return 0;
+}
+
+/* a REQ from the wire for one of our listeners: the new id, as
+ * cma_ib_req_handler makes it from the cma_hdr and the path */
+static int ucma_wire_req_rcvd(struct ucma_dev *u, struct emu_ibcm_id *c,
+			      const struct emu_ibcm_event *ev)
+{
+	const struct emu_ibcm_req_event_param *p = &ev->param.req_rcvd;
+	bool sidr = ev->event == EMU_IBCM_SIDR_REQ_RECEIVED;
+	uint64_t sid = sidr ? ev->param.sidr_req_rcvd.service_id : p->service_id;
+	const struct emu_ibcm_path *path = sidr ? &ev->param.sidr_req_rcvd.path : &p->primary_path;
+	struct wire_cma_hdr h;
+	struct ucma_id probe;
+	uint16_t ps, port;
+
+	if (wire_cma_service_parse(sid, &ps, &port) || !ev->private_data ||
+	    ev->private_data_len < WIRE_CMA_HDR_LEN ||
+	    wire_cma_hdr_decode(ev->private_data, ev->private_data_len, &h))
+		return -EINVAL;
+	sa_family_t fam = h.ip_version == 4 ? AF_INET : AF_INET6;
+	union ibv_gid hsrc, hdst; /* aligned copies */
+	memcpy(hsrc.raw, h.src.raw, 16);
+	memcpy(hdst.raw, h.dst.raw, 16);
+	memset(&probe, 0, sizeof(probe));
+	probe.ps = ps;
+	ucma_gid_to_addr(&hdst, fam, &probe.dst);
+	ucma_set_port(&probe.dst, port);
+	struct ucma_id *l = ucma_find_listener(u, &probe);
+	if (!l || (sidr ? l->qp_type != IBV_QPT_UD : l->qp_type != p->qp_type) ||
+	    l->pending >= l->backlog || !ucma_ev_room(l->file))
+		return -ENOMEM; /* the engine rejects the REQ (consumer defined) */
+	int err = 0;
+	struct ucma_id *n = ucma_id_new(u, l->file, l->ps, l->qp_type, &err);
+	if (!n)
+		return err;
+	struct ucma_ev *e = ucma_ev_new(l, RDMA_CM_EVENT_CONNECT_REQUEST, 0);
+	if (!e) {
+		u->ids[n->handle] = NULL;
+		((struct ucma_ctx *)n->file->ctx->ucma)->nids--;
+		free(n);
+		return -ENOMEM;
+	}
+	n->hidden = true;
+	n->listen = l;
+	l->pending++;
+	n->state = S_CONNECT;
+	n->cp = CP_REQ_RCVD;
+	n->cm = c;
+	c->context = n;
+	u->cm = emu_ibcm_get(u->d);
+	n->src = probe.dst;
+	ucma_gid_to_addr(&hsrc, fam, &n->dst);
+	ucma_set_port(&n->dst, h.src_port);
+	n->has_dev = true;
+	n->sgid = path->sgid;
+	int si = emu_gid_find(u->d, &n->sgid);
+	n->sgid_index = (uint8_t)(si >= 0 ? si : 0);
+	n->dgid = path->dgid;
+	n->route = true;
+	n->path_mtu = (uint8_t)(path->mtu && path->mtu < u->d->active_mtu ? path->mtu :
+				u->d->active_mtu);
+	n->tclass = path->traffic_class;
+	n->hop_limit = path->hop_limit ? path->hop_limit : UCMA_HOP_LIMIT;
+	e->conn = n;
+	e->resp.id = n->handle;
+	unsigned plen = ev->private_data_len - WIRE_CMA_HDR_LEN;
+	if (sidr) {
+		if (plen > UCMA_SIDR_REQ_PDATA)
+			plen = UCMA_SIDR_REQ_PDATA;
+		memcpy(e->resp.param.ud.private_data, ev->private_data + WIRE_CMA_HDR_LEN, plen);
+		e->resp.param.ud.private_data_len = UCMA_SIDR_REQ_PDATA;
+		ucma_ev_post(u, e);
+		return 0;
+	}
+	n->timeout = p->local_ack_timeout;
+	n->timeout_set = true;
+	n->afonly = l->afonly;
+	n->rqpn = p->remote_qpn;
+	n->seq_num = p->starting_psn;
+	/* the engine reports the REQ's fields as sent; rdma_cm sees them
+	 * from the receiving side (cm_format_req_event swaps them) */
+	n->resp_res = p->initiator_depth;
+	n->init_depth = p->responder_resources;
+	n->retry = p->retry_count;
+	n->rnr_retry = p->rnr_retry_count;
+	n->flow_control = p->flow_control;
+	n->srq = p->srq;
+	struct rdma_ucm_conn_param *cp = &e->resp.param.conn;
+	cp->qp_num = p->remote_qpn;
+	cp->srq = p->srq;
+	cp->responder_resources = n->resp_res;
+	cp->initiator_depth = n->init_depth;
+	cp->flow_control = p->flow_control;
+	cp->retry_count = p->retry_count;
+	cp->rnr_retry_count = p->rnr_retry_count;
+	if (plen > UCMA_REQ_PDATA)
+		plen = UCMA_REQ_PDATA;
+	memcpy(cp->private_data, ev->private_data + WIRE_CMA_HDR_LEN, plen);
+	cp->private_data_len = UCMA_REQ_PDATA;
+	ucma_ev_post(u, e);
+	return 0;
+}
+
+static void ucma_wire_rep_rcvd(struct ucma_dev *u, struct ucma_id *a, const struct emu_ibcm_event *ev)
+{
+	const struct emu_ibcm_rep_event_param *p = &ev->param.rep_rcvd;
+
+	a->cp = CP_REP_RCVD;
+	a->rqpn = p->remote_qpn;
+	/* the REP's fields as sent, seen from the receiving side (as
+	 * cm_rep_handler / cm_format_rep_event) */
+	a->resp_res = p->initiator_depth;
+	a->init_depth = p->responder_resources;
+	a->rnr_retry = p->rnr_retry_count;
+	struct ucma_ev *e = ucma_ev_new(a, RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
+	if (!e)
+		return;
+	struct rdma_ucm_conn_param *cp = &e->resp.param.conn;
+	cp->qp_num = p->remote_qpn;
+	cp->srq = p->srq;
+	cp->responder_resources = a->resp_res;
+	cp->initiator_depth = a->init_depth;
+	cp->flow_control = p->flow_control;
+	cp->rnr_retry_count = p->rnr_retry_count;
+	if (ev->private_data)
+		memcpy(cp->private_data, ev->private_data,
+		       ev->private_data_len < UCMA_REP_PDATA ? ev->private_data_len : UCMA_REP_PDATA);
+	cp->private_data_len = UCMA_REP_PDATA;
+	ucma_ev_post(u, e);
+}
+
+/* the SIDR_REP: the UD peer's QPN and Q_Key, or why not */
+static void ucma_wire_sidr_rep_rcvd(struct ucma_dev *u, struct ucma_id *a,
+				    const struct emu_ibcm_event *ev)
+{
+	const struct emu_ibcm_sidr_rep_event_param *p = &ev->param.sidr_rep_rcvd;
+
+	a->cp = CP_DONE;
+	if (p->status != WIRE_CM_SIDR_SUCCESS) {
+		ucma_event(u, a, RDMA_CM_EVENT_UNREACHABLE, (int32_t)p->status);
+		return;
+	}
+	struct ucma_ev *e = ucma_ev_new(a, RDMA_CM_EVENT_ESTABLISHED, 0);
+	if (!e)
+		return;
+	a->qkey = p->qkey;
+	e->resp.param.ud.qp_num = p->qpn;
+	e->resp.param.ud.qkey = p->qkey;
+	ucma_ah_attr(a, &e->resp.param.ud.ah_attr);
+	if (ev->private_data)
+		memcpy(e->resp.param.ud.private_data, ev->private_data,
+		       ev->private_data_len < UCMA_SIDR_REP_PDATA ? ev->private_data_len :
+								     UCMA_SIDR_REP_PDATA);
+	e->resp.param.ud.private_data_len = UCMA_SIDR_REP_PDATA;
+	ucma_ev_post(u, e);
+}
+
+/* the engine's DREP (or its DREQ timing out): the originator is
+ * disconnected; TIMEWAIT_EXIT comes from the engine */
+static void ucma_wire_drep(struct ucma_dev *u, struct ucma_id *id, int status)
+{
+	id->cp = CP_TIMEWAIT;
+	if (id->state == S_CONNECT) {
+		id->state = S_DISCONNECT;
+		ucma_event(u, id, RDMA_CM_EVENT_DISCONNECTED, status);
+	}
+}
+
+static int ucma_wire_handler(struct emu_ibcm_id *c, const struct emu_ibcm_event *ev)
+{
+	if (ev->event == EMU_IBCM_REQ_RECEIVED || ev->event == EMU_IBCM_SIDR_REQ_RECEIVED)
+		return ucma_wire_req_rcvd(c->context, c, ev);
+	struct ucma_id *id = c->context;
+	if (!id)
+		return 0;
+	struct ucma_dev *u = ucma_dev(emu_ibcm_dev(c->cm), false);
+	switch (ev->event) {
+	case EMU_IBCM_REP_RECEIVED:
+		if (id->cp == CP_REQ_SENT)
+			ucma_wire_rep_rcvd(u, id, ev);
+		break;
+	case EMU_IBCM_RTU_RECEIVED:
+	case EMU_IBCM_USER_ESTABLISHED:
+		if (id->cp == CP_REP_SENT)
+			ucma_establish(u, id);
+		break;
+	case EMU_IBCM_REJ_RECEIVED:
+		ucma_rej_rcvd(u, id, ev->param.rej_rcvd.reason, ev->private_data,
+			      ev->private_data && ev->private_data_len < UCMA_REJ_PDATA ?
+			      ev->private_data_len : ev->private_data ? UCMA_REJ_PDATA : 0);
+		break;
+	case EMU_IBCM_REQ_ERROR:
+	case EMU_IBCM_REP_ERROR:
+		id->cp = CP_DONE;
+		ucma_event(u, id, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT);
+		break;
+	case EMU_IBCM_DREQ_RECEIVED:
+		ucma_dreq_rcvd(u, id);
+		break;
+	case EMU_IBCM_DREP_RECEIVED:
+		ucma_wire_drep(u, id, 0);
+		break;
+	case EMU_IBCM_DREQ_ERROR:
+		ucma_wire_drep(u, id, -ETIMEDOUT);
+		break;
+	case EMU_IBCM_TIMEWAIT_EXIT:
+		id->cp = CP_DONE;
+		ucma_event(u, id, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0);
+		break;
+	case EMU_IBCM_SIDR_REP_RECEIVED:
+		if (id->cp == CP_REQ_SENT)
+			ucma_wire_sidr_rep_rcvd(u, id, ev);
+		break;
+	case EMU_IBCM_SIDR_REQ_ERROR:
+		id->cp = CP_DONE;
+		ucma_event(u, id, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+/* a listener's service on the wire (shared per port space and port) */
+static void ucma_wire_listen(struct ucma_dev *u, struct ucma_id *l)
+{
+	struct emu_ibcm *cm = emu_ibcm_get(u->d);
+	uint16_t port = ucma_port(&l->src);
+
+	if (!cm)
+		return;
+	for (struct ucma_wl *w = u->wls; w; w = w->next)
+		if (w->ps == l->ps && w->port == port) {
+			w->refs++;
+			l->wl = w;
+			return;
+		}
+	struct ucma_wl *w = calloc(1, sizeof(*w));
+	struct emu_ibcm_id *c = w ? emu_ibcm_create_id(cm, ucma_wire_handler, u) : NULL;
+	if (!c || emu_ibcm_listen(c, (uint64_t)l->ps << 16 | port, 0, UCMA_MAX_BACKLOG)) {
+		if (c)
+			emu_ibcm_destroy_id(c);
+		free(w);
+		EMU_LOG_RL(INFO, "%s: rdma_cm port %u listens inside the daemon only\n",
+			   u->d->name, port);
+		return;
+	}
+	u->cm = cm;
+	w->ps = l->ps;
+	w->port = port;
+	w->refs = 1;
+	w->cm = c;
+	w->next = u->wls;
+	u->wls = w;
+	l->wl = w;
+}
+
+static void ucma_wire_unlisten(struct ucma_dev *u, struct ucma_id *l)
+{
+	struct ucma_wl *w = l->wl;
+
+	l->wl = NULL;
+	if (!w || --w->refs)
+		return;
+	for (struct ucma_wl **pp = &u->wls; *pp; pp = &(*pp)->next)
+		if (*pp == w) {
+			*pp = w->next;
+			break;
+		}
+	if (ucma_wire_live(u))
+		emu_ibcm_destroy_id(w->cm);
+	free(w);
+}
+
+/* the id goes: the engine sends what ib_destroy_cm_id sends */
+static void ucma_wire_destroy(struct ucma_dev *u, struct ucma_id *id)
+{
+	if (id->wl)
+		ucma_wire_unlisten(u, id);
+	if (id->cm) {
+		/* after the engine's detach its ids are gone: touch nothing */
+		if (ucma_wire_live(u)) {
+			id->cm->context = NULL;
+			emu_ibcm_destroy_id(id->cm);
+		}
+		id->cm = NULL;
 	}
 }
 
@@ -1189,6 +1642,7 @@ static void ucma_forget_request(struct ucma_id *id)
 
 static void ucma_id_destroy(struct ucma_dev *u, struct ucma_id *id)
 {
+	ucma_wire_destroy(u, id);
 	if (id->hidden)
 		ucma_forget_request(id);
 	ucma_conn_abort(u, id);
@@ -1579,6 +2033,12 @@ static int c_connect(struct ucma_call *k)
 	id->rnr_retry = q.conn_param.rnr_retry_count;
 	id->srq = q.conn_param.srq;
 	id->flow_control = q.conn_param.flow_control;
+	if (ucma_wire_dst(k->u, id)) {
+		rc = ucma_wire_req(k->u, id, &q.conn_param);
+		if (rc)
+			id->state = S_ROUTE_RESOLVED;
+		return rc;
+	}
 	ucma_send_req(k->u, id, &q.conn_param);
 	return 0;
 }
@@ -1613,6 +2073,7 @@ static int c_listen(struct ucma_call *k)
 	}
 	id->backlog = backlog;
 	id->state = S_LISTEN;
+	ucma_wire_listen(k->u, id);
 	return 0;
 }
 
@@ -1661,6 +2122,23 @@ static int c_reject(struct ucma_call *k)
 	if (id->cp != CP_REQ_RCVD && id->cp != CP_REP_RCVD && id->cp != CP_REP_SENT &&
 	    id->cp != CP_REQ_SENT)
 		return -EINVAL;
+	if (id->cm && ud) {
+		struct emu_ibcm_sidr_rep_param r = {
+			.status = WIRE_CM_SIDR_REJECT, .private_data = q.private_data,
+			.private_data_len = q.private_data_len,
+		};
+		int rc = emu_ibcm_send_sidr_rep(id->cm, &r);
+		if (!rc)
+			id->cp = CP_DONE;
+		return rc;
+	}
+	if (id->cm) {
+		int rc = emu_ibcm_send_rej(id->cm, (enum wire_cm_rej_reason)q.reason, NULL, 0,
+					   q.private_data, q.private_data_len);
+		if (!rc)
+			id->cp = CP_DONE;
+		return rc;
+	}
 	struct ucma_id *p = id->peer;
 	id->peer = NULL;
 	id->cp = CP_DONE;
@@ -1864,6 +2342,8 @@ static int c_notify(struct ucma_call *k)
 		return -EINVAL;
 	if (q.event != IBV_EVENT_COMM_EST)
 		return -EINVAL;
+	if (id->cm)
+		return emu_ibcm_notify(id->cm, IBV_EVENT_COMM_EST);
 	if (id->cp == CP_ESTABLISHED)
 		return -EISCONN;
 	if (id->cp != CP_REP_SENT)

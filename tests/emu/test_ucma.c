@@ -17,7 +17,9 @@
  *             thousands of ids: errors, and the other client still works
  *   link    - two devices back to back: resolution through ARP, and
  *             ADDR_ERROR when nobody answers
- *   igmp    - IGMPv2/MLDv1 reports and leaves for multicast joins (capture) */
+ *   igmp    - IGMPv2/MLDv1 reports and leaves for multicast joins (capture)
+ *   wire    - two devices back to back, a client on each: connections
+ *             through the IB CM engine (MADs on QP1) */
 #include <dirent.h>
 #include <poll.h>
 #include <netinet/in.h>
@@ -993,6 +995,159 @@ static int case_link(void)
 	return finish();
 }
 
+/* two devices back to back, a client on each: the exchange goes over the
+ * wire (IB CM MADs on QP1 through the engine), with the same events and
+ * QP attributes as inside one device */
+static int case_wire(void)
+{
+	static const char *const opts[] = {
+		"--dev", "uroce0,port=link:wire,ip=10.0.0.1",
+		"--dev", "uroce1,port=link:wire,ip=10.0.0.2", NULL,
+	};
+	struct t_client a, b;
+	struct cmf fa, fb;
+	struct rdma_ucm_event_resp e;
+	struct ib_uverbs_qp_attr qa, qb, sa, sb;
+	uint32_t l, c, n, rep;
+	char sock1[420];
+
+	REQUIRE(t_daemon_start(&g_d, g_daemon, false, opts) == 0, "start");
+	snprintf(sock1, sizeof(sock1), "%s/uroce1.sock", g_d.run);
+	for (uint64_t end = t_now_ms() + 30000; access(sock1, F_OK) && t_now_ms() < end;)
+		usleep(10000);
+	REQUIRE(t_client_open(&a, g_d.sock) == 0 && t_client_open(&b, sock1) == 0, "clients");
+	REQUIRE(cm_open(&a, &fa) == 0 && cm_open(&b, &fb) == 0, "files");
+	REQUIRE(cm_create(&fb, 0xB0, RDMA_PS_TCP, &l) == 0, "listener");
+	REQUIRE(cm_bind(&fb, l, "10.0.0.2", 5000) == 0 && cm_listen(&fb, l, 8) == 0, "listen");
+
+	REQUIRE(cm_create(&fa, 0xA0, RDMA_PS_TCP, &c) == 0, "create");
+	cm_resolve_all(&fa, c, 0xA0, "10.0.0.2", 5000);
+	REQUIRE(cm_connect(&fa, c, 0x321, "over the wire") == 0, "connect");
+	EXPECT(&fb, EV_CONNECT_REQUEST, &e);
+	n = e.id;
+	CHECK(e.uid == 0xB0 && e.param.conn.qp_num == 0x321 && e.param.conn.private_data_len == 56 &&
+	      !memcmp(e.param.conn.private_data, "over the wire", 13) &&
+	      e.param.conn.responder_resources == 2 && e.param.conn.initiator_depth == 4 &&
+	      e.param.conn.retry_count == 5 && e.param.conn.rnr_retry_count == 6,
+	      "request qpn %x len %u rd %u/%u", e.param.conn.qp_num, e.param.conn.private_data_len,
+	      e.param.conn.responder_resources, e.param.conn.initiator_depth);
+	struct rdma_ucm_query_route_resp qr;
+	REQUIRE(cm_query_route(&fb, n, &qr) == 0, "query");
+	struct sockaddr_in *qs = (struct sockaddr_in *)&qr.src_addr, *qd = (struct sockaddr_in *)&qr.dst_addr;
+	CHECK(qs->sin_addr.s_addr == htonl(0x0a000002) && ntohs(qs->sin_port) == 5000 &&
+	      qd->sin_addr.s_addr == htonl(0x0a000001) && ntohs(qd->sin_port) == cm_port(&fa, c),
+	      "new id addresses from the cma_hdr");
+	REQUIRE(cm_accept(&fb, n, 0xB1, 0x654, "welcome") == 0, "accept");
+	EXPECT(&fa, EV_CONNECT_RESPONSE, &e);
+	CHECK(e.param.conn.qp_num == 0x654 && e.param.conn.private_data_len == 196 &&
+	      !memcmp(e.param.conn.private_data, "welcome", 7) &&
+	      e.param.conn.responder_resources == 4 && e.param.conn.initiator_depth == 2,
+	      "response qpn %x rd %u/%u", e.param.conn.qp_num, e.param.conn.responder_resources,
+	      e.param.conn.initiator_depth);
+	REQUIRE(cm_qp_attr(&fb, n, IBV_QPS_RTR, &qb) == 0 && cm_qp_attr(&fa, c, IBV_QPS_RTR, &qa) == 0 &&
+		cm_qp_attr(&fb, n, IBV_QPS_RTS, &sb) == 0 && cm_qp_attr(&fa, c, IBV_QPS_RTS, &sa) == 0,
+		"attrs");
+	static const uint8_t g1[16] = { [10] = 0xff, [11] = 0xff, 10, 0, 0, 1 };
+	static const uint8_t g2[16] = { [10] = 0xff, [11] = 0xff, 10, 0, 0, 2 };
+	CHECK(qa.dest_qp_num == 0x654 && qb.dest_qp_num == 0x321, "dest qpn %x %x", qa.dest_qp_num,
+	      qb.dest_qp_num);
+	CHECK(qa.rq_psn == sb.sq_psn && qb.rq_psn == sa.sq_psn, "psn");
+	CHECK(!memcmp(qa.ah_attr.grh.dgid, g2, 16) && !memcmp(qb.ah_attr.grh.dgid, g1, 16),
+	      "path gids");
+	CHECK(qa.max_dest_rd_atomic == 4 && qb.max_dest_rd_atomic == 2 && sa.max_rd_atomic == 2 &&
+	      sb.max_rd_atomic == 4, "rd atomic");
+	CHECK(sa.rnr_retry == 7 && sb.rnr_retry == 6 && sa.retry_cnt == 5 && sb.retry_cnt == 5,
+	      "retries");
+	REQUIRE(cm_accept(&fa, c, 0, 0, NULL) == 0, "rtu");
+	EXPECT(&fb, EV_ESTABLISHED, &e);
+	CHECK(e.uid == 0xB1 && e.id == n, "established");
+	REQUIRE(cm_disconnect(&fa, c) == 0, "dreq");
+	EXPECT(&fb, EV_DISCONNECTED, &e);
+	REQUIRE(cm_disconnect(&fb, n) == 0, "drep");
+	EXPECT(&fa, EV_DISCONNECTED, &e);
+	CHECK(e.status == 0, "disconnected status %d", (int)e.status);
+	EXPECT(&fa, EV_TIMEWAIT_EXIT, &e);
+	EXPECT(&fb, EV_TIMEWAIT_EXIT, &e);
+	REQUIRE(cm_destroy(&fa, c, &rep) == 0 && rep == 5, "destroy: %u", rep);
+	REQUIRE(cm_destroy(&fb, n, &rep) == 0 && rep == 3, "destroy conn: %u", rep);
+
+	/* nobody listens on that port over there: the peer's engine rejects */
+	REQUIRE(cm_create(&fa, 0xA1, RDMA_PS_TCP, &c) == 0, "create");
+	cm_resolve_all(&fa, c, 0xA1, "10.0.0.2", 5001);
+	REQUIRE(cm_connect(&fa, c, 1, "") == 0, "connect");
+	EXPECT(&fa, EV_REJECTED, &e);
+	CHECK(e.status == 8, "reject status %d", (int)e.status);
+	REQUIRE(cm_destroy(&fa, c, NULL) == 0, "destroy");
+	/* a consumer reject with private data */
+	REQUIRE(cm_create(&fa, 0xA2, RDMA_PS_TCP, &c) == 0, "create");
+	cm_resolve_all(&fa, c, 0xA2, "10.0.0.2", 5000);
+	REQUIRE(cm_connect(&fa, c, 1, "") == 0, "connect");
+	EXPECT(&fb, EV_CONNECT_REQUEST, &e);
+	struct rdma_ucm_reject rj = { .id = e.id, .private_data_len = 3 };
+	memcpy(rj.private_data, "no!", 3);
+	REQUIRE(cm_cmd(&fb, RDMA_USER_CM_CMD_REJECT, &rj, sizeof(rj), NULL, 0) == 0, "reject");
+	EXPECT(&fa, EV_REJECTED, &e);
+	CHECK(e.status == 28 && !memcmp(e.param.conn.private_data, "no!", 3), "consumer reject %d",
+	      (int)e.status);
+	REQUIRE(cm_destroy(&fa, c, NULL) == 0, "destroy");
+	/* the passive side destroys a request: the engine rejects it */
+	REQUIRE(cm_create(&fa, 0xA4, RDMA_PS_TCP, &c) == 0, "create");
+	cm_resolve_all(&fa, c, 0xA4, "10.0.0.2", 5000);
+	REQUIRE(cm_connect(&fa, c, 1, "") == 0, "connect");
+	EXPECT(&fb, EV_CONNECT_REQUEST, &e);
+	REQUIRE(cm_destroy(&fb, e.id, NULL) == 0, "destroy the request");
+	EXPECT(&fa, EV_REJECTED, &e);
+	CHECK(e.status == 28, "destroyed request: status %d", (int)e.status);
+	REQUIRE(cm_destroy(&fa, c, NULL) == 0, "destroy");
+
+	/* UD: SIDR_REQ / SIDR_REP over the wire */
+	uint32_t ul, uc;
+	REQUIRE(cm_create(&fb, 0xB5, RDMA_PS_UDP, &ul) == 0, "ud listener");
+	REQUIRE(cm_bind(&fb, ul, "10.0.0.2", 6000) == 0 && cm_listen(&fb, ul, 8) == 0, "ud listen");
+	REQUIRE(cm_create(&fa, 0xA5, RDMA_PS_UDP, &uc) == 0, "ud create");
+	cm_resolve_all(&fa, uc, 0xA5, "10.0.0.2", 6000);
+	REQUIRE(cm_connect(&fa, uc, 0x55, "sidr") == 0, "sidr req");
+	EXPECT(&fb, EV_CONNECT_REQUEST, &e);
+	CHECK(e.uid == 0xB5 && e.param.ud.private_data_len == 180 &&
+	      !memcmp(e.param.ud.private_data, "sidr", 4), "sidr request len %u",
+	      e.param.ud.private_data_len);
+	struct rdma_ucm_accept uq = { .id = e.id, .uid = 0xB6 };
+	uq.conn_param.valid = 1;
+	uq.conn_param.qp_num = 0x99;
+	uq.conn_param.private_data_len = 2;
+	memcpy(uq.conn_param.private_data, "ok", 2);
+	REQUIRE(cm_cmd(&fb, RDMA_USER_CM_CMD_ACCEPT, &uq, sizeof(uq), NULL, 0) == 0, "sidr rep");
+	EXPECT(&fa, EV_ESTABLISHED, &e);
+	CHECK(e.param.ud.qp_num == 0x99 && e.param.ud.qkey == 0x01234567 &&
+	      !memcmp(e.param.ud.ah_attr.grh.dgid, g2, 16) && e.param.ud.private_data_len == 136 &&
+	      !memcmp(e.param.ud.private_data, "ok", 2), "ud established qpn %x qkey %x",
+	      e.param.ud.qp_num, e.param.ud.qkey);
+	REQUIRE(cm_destroy(&fa, uc, NULL) == 0, "destroy");
+	REQUIRE(cm_create(&fa, 0xA6, RDMA_PS_UDP, &uc) == 0, "ud create");
+	cm_resolve_all(&fa, uc, 0xA6, "10.0.0.2", 6001);
+	REQUIRE(cm_connect(&fa, uc, 0x56, "") == 0, "sidr req to nobody");
+	EXPECT(&fa, EV_UNREACHABLE, &e);
+	CHECK(e.status == 1, "sidr to nobody: status %d", (int)e.status);
+
+	/* a client that dies while connected: its engine sends the DREQ */
+	REQUIRE(cm_create(&fa, 0xA3, RDMA_PS_TCP, &c) == 0, "create");
+	cm_resolve_all(&fa, c, 0xA3, "10.0.0.2", 5000);
+	REQUIRE(cm_connect(&fa, c, 1, "") == 0, "connect");
+	EXPECT(&fb, EV_CONNECT_REQUEST, &e);
+	n = e.id;
+	REQUIRE(cm_accept(&fb, n, 0xB2, 2, "") == 0, "accept");
+	EXPECT(&fa, EV_CONNECT_RESPONSE, &e);
+	REQUIRE(cm_accept(&fa, c, 0, 0, NULL) == 0, "rtu");
+	EXPECT(&fb, EV_ESTABLISHED, &e);
+	close(fa.ev);
+	t_client_close(&a);
+	EXPECT(&fb, EV_DISCONNECTED, &e);
+	CHECK(e.id == n && e.uid == 0xB2, "disconnected by a client gone");
+
+	t_client_close(&b);
+	return finish();
+}
+
 /* membership reports seen in a capture: "type group" strings, checksums
  * verified (IPv4 header, IGMP, ICMPv6 with its pseudo-header) */
 static uint16_t csum16(const uint8_t *p, size_t n, uint32_t sum)
@@ -1133,5 +1288,7 @@ int main(int argc, char **argv)
 		return case_link();
 	if (!strcmp(argv[2], "igmp"))
 		return case_igmp();
+	if (!strcmp(argv[2], "wire"))
+		return case_wire();
 	return 2;
 }
