@@ -10,6 +10,7 @@
 #include "sim.h"
 #include "ibcm.h"
 #include "pcapw.h"
+#include <pcap/pcap.h>
 
 #define SEED 0x1bc3u
 #define SID  0x0000000001060000ull /* rdma_cm TCP port space, port 0 (kept simple) */
@@ -1147,6 +1148,106 @@ static int t_ipv6(void)
 	return teardown();
 }
 
+/* A genuine REQ of the Linux kernel (tests/data/send_bw_rdmacm.pcap:
+ * ib_send_bw -R between two rdma_rxe hosts, 10.77.0.12 active) fed to A,
+ * which takes the passive host's address: every field reaches
+ * REQ_RECEIVED as the kernel sent it, and A's REP answers the kernel's
+ * comm ID and transaction ID at the kernel host's address. */
+static const char *kreq_pcap;
+static uint8_t kreq_rep[2048];
+static uint32_t kreq_rep_len;
+
+static bool kreq_hook(struct sim *s, int to, uint8_t *f, uint32_t len)
+{
+	(void)s;
+	if (to == 1 && frame_attr(f, len) == WIRE_CM_ATTR_REP && len <= sizeof(kreq_rep)) {
+		memcpy(kreq_rep, f, len);
+		kreq_rep_len = len;
+	}
+	return true;
+}
+
+static int t_kernel_req(void)
+{
+	char err[PCAP_ERRBUF_SIZE];
+	struct pcap_pkthdr *ph;
+	const u_char *data;
+	struct wire_pkt p, kp;
+	struct wire_mad_hdr kh, h;
+	struct wire_cm_msg km, m;
+	bool found = false;
+
+	pcap_t *pc = pcap_open_offline(kreq_pcap, err);
+	if (!pc) {
+		fprintf(stderr, "%s: %s\n", kreq_pcap, err);
+		return 1;
+	}
+	static uint8_t frame[2048];
+	uint32_t flen = 0;
+	while (!found && pcap_next_ex(pc, &ph, &data) == 1) {
+		if (ph->caplen > sizeof(frame) || frame_attr(data, ph->caplen) != WIRE_CM_ATTR_REQ)
+			continue;
+		memcpy(frame, data, ph->caplen);
+		flen = ph->caplen;
+		found = true;
+	}
+	pcap_close(pc);
+	CHECK(found);
+	if (!found)
+		return 1;
+	CHECK_EQ(wire_parse(frame, flen, &kp), WIRE_OK);
+	CHECK_EQ(wire_gsi_pkt_decode(&kp, WIRE_MAD_STRICT, &kh, &km), WIRE_MAD_OK);
+
+	setup(0, 0);
+	sim_hook = kreq_hook;
+	/* A becomes the kernel's passive host: its address and MAC */
+	struct emu_dev *a = &S.n[0].dev;
+	memcpy(a->gids[a->gid_count].raw, kp.ip.dst.raw, 16);
+	a->gid_count++;
+	memcpy(a->mac, kp.dmac, 6);
+	listen_a(km.v[WIRE_CM_F_SERVICE_ID]);
+	SA.auto_mode = 1;
+	emu_port_rx_frame(a, frame, flen);
+	advance(10 * MS);
+	struct evrec *r = find_ev(&SA, EMU_IBCM_REQ_RECEIVED);
+	CHECK(r != NULL);
+	if (!r)
+		return teardown();
+	const struct emu_ibcm_req_event_param *q = &r->ev.param.req_rcvd;
+	CHECK_EQ(r->id->remote_id, km.v[WIRE_CM_F_LOCAL_COMM_ID]);
+	CHECK_EQ(q->remote_qpn, km.v[WIRE_CM_F_LOCAL_QPN]);
+	CHECK_EQ(q->starting_psn, km.v[WIRE_CM_F_STARTING_PSN]);
+	CHECK_EQ(q->remote_ca_guid, km.v[WIRE_CM_F_LOCAL_CA_GUID]);
+	CHECK_EQ(q->responder_resources, km.v[WIRE_CM_F_RESPONDER_RESOURCES]);
+	CHECK_EQ(q->initiator_depth, km.v[WIRE_CM_F_INITIATOR_DEPTH]);
+	CHECK_EQ(q->retry_count, km.v[WIRE_CM_F_RETRY_COUNT]);
+	CHECK_EQ(q->rnr_retry_count, km.v[WIRE_CM_F_RNR_RETRY_COUNT]);
+	CHECK_EQ(q->primary_path.mtu, km.v[WIRE_CM_F_PATH_MTU]);
+	CHECK_EQ(q->primary_path.hop_limit, km.v[WIRE_CM_F_PRI_HOP_LIMIT]);
+	CHECK_EQ(q->primary_path.traffic_class, km.v[WIRE_CM_F_PRI_TRAFFIC_CLASS]);
+	CHECK_EQ(q->local_ack_timeout, km.v[WIRE_CM_F_PRI_LOCAL_ACK_TIMEOUT]);
+	CHECK(!memcmp(q->primary_path.dgid.raw, kp.ip.src.raw, 16));
+	CHECK(!memcmp(q->primary_path.sgid.raw, kp.ip.dst.raw, 16));
+	CHECK(!memcmp(r->pdata, km.pdata, WIRE_CM_REQ_PDATA)); /* cma_hdr + user data */
+	/* the kernel's rdma_cm: REQ timeout 2 x 2^(18-8) + 2^(20-8) ms, 15 retries */
+	printf("kernel REQ: local cm resp timeout %u, remote %u, max retries %u, ack timeout %u\n",
+	       (unsigned)km.v[WIRE_CM_F_LOCAL_CM_RESP_TIMEOUT],
+	       (unsigned)km.v[WIRE_CM_F_REMOTE_CM_RESP_TIMEOUT],
+	       (unsigned)km.v[WIRE_CM_F_MAX_CM_RETRIES], (unsigned)q->local_ack_timeout);
+	CHECK(kreq_rep_len > 0);
+	if (!kreq_rep_len)
+		return teardown();
+	CHECK_EQ(wire_parse(kreq_rep, kreq_rep_len, &p), WIRE_OK);
+	CHECK_EQ(wire_gsi_pkt_decode(&p, WIRE_MAD_STRICT, &h, &m), WIRE_MAD_OK);
+	CHECK_EQ(h.tid, kh.tid);
+	CHECK_EQ(m.v[WIRE_CM_F_REMOTE_COMM_ID], km.v[WIRE_CM_F_LOCAL_COMM_ID]);
+	CHECK(!memcmp(p.ip.dst.raw, kp.ip.src.raw, 16));
+	CHECK(!memcmp(p.ip.src.raw, kp.ip.dst.raw, 16));
+	CHECK(!memcmp(p.dmac, kp.smac, 6));
+	CHECK_EQ(p.deth.sqpn, 1);
+	return teardown();
+}
+
 /* The RTU is lost but data arrives: COMM_EST through notify establishes
  * the passive side and stops its REP retransmission. */
 static int t_notify(void)
@@ -1290,6 +1391,10 @@ int main(int argc, char **argv)
 {
 	if (argc == 4 && !strcmp(argv[1], "pcap"))
 		return t_pcap(argv[2], argv[3]);
+	if (argc == 3 && !strcmp(argv[1], "kernel_req")) {
+		kreq_pcap = argv[2];
+		return t_kernel_req();
+	}
 	if (argc != 2) {
 		fprintf(stderr, "usage: %s <test>\n", argv[0]);
 		return 2;
