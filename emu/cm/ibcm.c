@@ -1626,6 +1626,16 @@ void emu_ibcm_detach(struct emu_dev *d)
 
 	if (!cm)
 		return;
+	/* the peers hear what they would from a closing kernel device:
+	 * DREQ for connections, REJ for pending requests (no events here) */
+	for (uint32_t i = 0; i < cm->nslots; i++) {
+		struct ibcm_slot *s = &cm->slot[i];
+		if (s->used && !s->dead) {
+			s->id.handler = NULL;
+			emu_ibcm_destroy_id(&s->id);
+		}
+	}
+	emu_tx_flush(d);
 	d->gsi = NULL;
 	d->gsi_priv = NULL;
 	free(cm->slot);

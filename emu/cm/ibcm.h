@@ -316,8 +316,10 @@ struct emu_ibcm_cfg {
  *  @return 0, -EBUSY (already attached) or -ENOMEM. */
 int emu_ibcm_attach(struct emu_dev *d, const struct emu_ibcm_cfg *cfg);
 
-/** Destroy every id (without sending anything: the port is going away)
- *  and the engine; unhooks QP1. No-op if none is attached. */
+/** Destroy every id as emu_ibcm_destroy_id() does, so peers get DREQ /
+ *  REJ / DREP (no events are delivered), flush the port, free the engine
+ *  and unhook QP1. Every emu_ibcm_id pointer is invalid afterwards. No-op
+ *  if none is attached. */
 void emu_ibcm_detach(struct emu_dev *d);
 
 /** The engine of @p d, or NULL. */

@@ -1353,6 +1353,42 @@ static int t_self_destroy(void)
 	return teardown();
 }
 
+/* The engine going away (the daemon stops): the peer's connection gets
+ * a DREQ, its pending request a REJ, and no event reaches A's handlers. */
+static int t_detach(void)
+{
+	struct emu_ibcm_id *b, *b2;
+	struct emu_ibcm_req_param p;
+
+	setup(0, 0);
+	listen_a(SID);
+	b = connect_auto();
+	advance(10 * MS);
+	CHECK_EQ(b->state, EMU_IBCM_ESTABLISHED);
+	SA.auto_mode = 0;
+	b2 = emu_ibcm_create_id(CB, handler, &SB);
+	req_param(&p, SID, NULL, 0);
+	p.qp_num = 0x555;
+	CHECK_EQ(emu_ibcm_send_req(b2, &p), 0);
+	advance(10 * MS);
+	CHECK_EQ(b2->state, EMU_IBCM_REQ_SENT); /* A got it, never answered */
+	unsigned na = SA.n;
+	emu_ibcm_detach(&S.n[0].dev);
+	CHECK(emu_ibcm_get(&S.n[0].dev) == NULL);
+	advance(10 * MS);
+	CHECK_EQ(SA.n, na);
+	CHECK_EQ(count(&SB, EMU_IBCM_DREQ_RECEIVED), 1);
+	struct evrec *r = find_ev(&SB, EMU_IBCM_REJ_RECEIVED);
+	CHECK(r != NULL);
+	if (r)
+		CHECK_EQ(r->ev.param.rej_rcvd.reason, WIRE_CM_REJ_CONSUMER_DEFINED);
+	CHECK_EQ(b2->state, EMU_IBCM_IDLE);
+	/* B's DREP finds no engine on A: an unknown QP there */
+	CHECK_EQ(b->state, EMU_IBCM_TIMEWAIT);
+	CHECK(S.n[0].dev.cnt.drops[EMU_DROP_UNKNOWN_QP] >= 1);
+	return teardown();
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(void);
@@ -1374,6 +1410,7 @@ static const struct {
 	{ "notify", t_notify },
 	{ "bad_src", t_bad_src },
 	{ "self_destroy", t_self_destroy },
+	{ "detach", t_detach },
 };
 
 static const struct {
