@@ -1389,6 +1389,42 @@ static int t_detach(void)
 	return teardown();
 }
 
+/* Listening under a mask: every port of the TCP port space reaches the
+ * listener; an overlapping listener is refused, a disjoint one is not. */
+static int t_listen_mask(void)
+{
+	struct emu_ibcm_req_param p;
+	const uint64_t mask = ~0xFFFFull;
+
+	setup(0, 0);
+	struct emu_ibcm_id *l = emu_ibcm_create_id(CA, handler, &SA);
+	CHECK_EQ(emu_ibcm_listen(l, 0x01060000ull, mask, 0), 0);
+	CHECK_EQ(emu_ibcm_listen(l, 0x01110000ull, mask, 0), -EINVAL); /* not IDLE */
+	struct emu_ibcm_id *o = emu_ibcm_create_id(CA, handler, &SA);
+	CHECK_EQ(emu_ibcm_listen(o, 0x01060007ull, 0, 0), -EBUSY);  /* inside the mask */
+	CHECK_EQ(emu_ibcm_listen(o, 0x01110007ull, 0, 0), 0);       /* UDP port space */
+	for (uint16_t port = 1; port <= 3; port++) {
+		struct emu_ibcm_id *b = emu_ibcm_create_id(CB, handler, &SB);
+		req_param(&p, 0x01060000ull | port * 1000u, NULL, 0);
+		p.qp_num = 0x300 + port;
+		CHECK_EQ(emu_ibcm_send_req(b, &p), 0);
+	}
+	struct emu_ibcm_id *b = emu_ibcm_create_id(CB, handler, &SB);
+	req_param(&p, 0x01070001ull, NULL, 0); /* another port space: nobody */
+	CHECK_EQ(emu_ibcm_send_req(b, &p), 0);
+	advance(10 * MS);
+	CHECK_EQ(count(&SA, EMU_IBCM_REQ_RECEIVED), 3);
+	for (unsigned i = 0; i < SA.n; i++)
+		if (SA.ev[i].ev.event == EMU_IBCM_REQ_RECEIVED) {
+			CHECK(SA.ev[i].ev.param.req_rcvd.listen_id == l);
+			CHECK_EQ(SA.ev[i].ev.param.req_rcvd.service_id & mask, 0x01060000ull);
+			CHECK_EQ(SA.ev[i].id->service_id, SA.ev[i].ev.param.req_rcvd.service_id);
+		}
+	CHECK_EQ(count(&SB, EMU_IBCM_REJ_RECEIVED), 1);
+	CHECK_EQ(emu_ibcm_counters(CA)->rej_no_listener, 1);
+	return teardown();
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(void);
@@ -1411,6 +1447,7 @@ static const struct {
 	{ "bad_src", t_bad_src },
 	{ "self_destroy", t_self_destroy },
 	{ "detach", t_detach },
+	{ "listen_mask", t_listen_mask },
 };
 
 static const struct {
