@@ -10,7 +10,8 @@ PKGS=(build-essential pkg-config meson ninja-build clang libclang-rt-14-dev
       libibverbs-dev ibverbs-utils perftest python3-pyverbs
       tshark python3-scapy valgrind iproute2 procps psmisc
       qemu-system-x86 cpio kmod gzip
-      ucx-utils openmpi-bin libopenmpi-dev libfabric-bin infiniband-diags)
+      ucx-utils openmpi-bin libopenmpi-dev libfabric-bin infiniband-diags
+      rdmacm-utils librdmacm-dev qperf)
 
 install_deps() {
     local missing=()

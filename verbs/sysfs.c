@@ -8,6 +8,10 @@
  *   /sys/class/infiniband (listing)          -> the real entries, then ours
  *   /dev/infiniband/uverbs_<uroce dev>       -> /dev/null (a character device
  *                                               that is never opened for verbs)
+ * and, when uroce serves rdma_cm (verbs/ucma.c, docs/cm.md),
+ *   /dev/infiniband/rdma_cm                  -> an rdma_cm file of the daemon
+ *                                               (open), /dev/null (stat)
+ *   /sys/class/misc/rdma_cm[/...]            -> <run>/class/misc/rdma_cm[/...]
  * and nothing else. A name is a uroce device when its tree and its control
  * socket exist and no real device of that name does. A path with a ".."
  * component under a uroce device is refused (EACCES): it cannot escape the
@@ -31,6 +35,13 @@
 
 #include "urv.h"
 #include "sysfs.h"
+#include "ucma.h"
+
+#ifdef URV_SYSFS_TEST_CLASS
+/* tests/stack/sysfs_merge.c builds this file alone: no rdma_cm there */
+#define urv_ucma_open(p, f, r) ((void)(p), (void)(f), (void)(r), 0)
+#define urv_ucma_served(r, l) ((void)(r), (void)(l), false)
+#endif
 
 #define URV_EXPORT __attribute__((visibility("default")))
 
@@ -80,6 +91,31 @@ static bool has_dotdot(const char *s)
 	return false;
 }
 
+/* rdma_cm's paths when uroce serves it (ucma.h): 0 when not */
+static int ucma_map(const char *path, char *out, size_t len)
+{
+	const size_t sl = sizeof(URV_UCMA_SYSFS) - 1;
+	char run[PATH_MAX];
+	int n;
+
+	if (!strcmp(path, URV_UCMA_DEV)) {
+		if (!urv_ucma_served(run, sizeof(run)) || raw_exists(path))
+			return 0;
+		snprintf(out, len, "/dev/null");
+		return 1;
+	}
+	if (strncmp(path, URV_UCMA_SYSFS, sl) || (path[sl] && path[sl] != '/'))
+		return 0;
+	if (raw_exists(URV_UCMA_SYSFS) || !urv_ucma_served(run, sizeof(run)))
+		return 0;
+	if (has_dotdot(path + sl))
+		return -EACCES;
+	n = snprintf(out, len, "%s/" URV_UCMA_SYSFS_REL "%s", run, path + sl);
+	if (n < 0 || (size_t)n >= len)
+		return -ENAMETOOLONG;
+	return 1;
+}
+
 int urv_sysfs_map(const char *path, char *out, size_t len)
 {
 	char run[PATH_MAX], real[PATH_MAX];
@@ -89,6 +125,9 @@ int urv_sysfs_map(const char *path, char *out, size_t len)
 
 	if (!path || path[0] != '/')
 		return 0;
+	n = ucma_map(path, out, len);
+	if (n)
+		return n;
 	if (!strncmp(path, DEV_IB UVERBS, sizeof(DEV_IB UVERBS) - 1)) {
 		rest = path + sizeof(DEV_IB UVERBS) - 1;
 		urv_run_dir(run, sizeof(run));
@@ -145,12 +184,23 @@ static bool map(const char **p, char *buf, size_t len)
 
 /* ---- open and stat families ---------------------------------------- */
 
+/* open() of rdma_cm's node is urv_ucma_open's or libc's: never the
+ * /dev/null that stat() sees when no daemon took the open */
+static bool map_for_open(const char **p, char *buf, size_t len)
+{
+	if (!strcmp(*p, URV_UCMA_DEV))
+		return true;
+	return map(p, buf, len);
+}
+
 /* Could PATH be one of ours: the only test every other path pays. */
 static inline bool maybe_ours(const char *p)
 {
 	return p && p[0] == '/' &&
-	       ((p[1] == SYS_IB[1] && !strncmp(p, SYS_IB, sizeof(SYS_IB) - 1)) ||
-		(p[1] == DEV_IB[1] && !strncmp(p, DEV_IB UVERBS, sizeof(DEV_IB UVERBS) - 1)));
+	       ((p[1] == SYS_IB[1] && (!strncmp(p, SYS_IB, sizeof(SYS_IB) - 1) ||
+				       !strncmp(p, URV_UCMA_SYSFS, sizeof(URV_UCMA_SYSFS) - 1))) ||
+		(p[1] == DEV_IB[1] && (!strncmp(p, DEV_IB UVERBS, sizeof(DEV_IB UVERBS) - 1) ||
+				       !strcmp(p, URV_UCMA_DEV))));
 }
 
 /* The real function, looked up once (file scope: the slow paths use it). */
@@ -207,7 +257,10 @@ static bool open_has_mode(int flags)
 						       mode_t mode)           \
 	{                                                                     \
 		char buf[PATH_MAX];                                           \
-		if (!map(&path, buf, sizeof(buf)))                            \
+		int cm_fd;                                                    \
+		if (urv_ucma_open(path, flags, &cm_fd))                       \
+			return cm_fd;                                         \
+		if (!map_for_open(&path, buf, sizeof(buf)))                   \
 			return -1;                                            \
 		return real_##fn(path, flags, mode);                          \
 	}                                                                     \
@@ -229,7 +282,10 @@ OPEN_LIKE(open64)
 						       int flags, mode_t mode) \
 	{                                                                     \
 		char buf[PATH_MAX];                                           \
-		if (!map(&path, buf, sizeof(buf)))                            \
+		int cm_fd;                                                    \
+		if (urv_ucma_open(path, flags, &cm_fd))                       \
+			return cm_fd;                                         \
+		if (!map_for_open(&path, buf, sizeof(buf)))                   \
 			return -1;                                            \
 		return real_##fn(dfd, path, flags, mode);                     \
 	}                                                                     \
@@ -250,10 +306,30 @@ int __open_2(const char *path, int flags);
 int __open64_2(const char *path, int flags);
 int __openat_2(int dfd, const char *path, int flags);
 int __openat64_2(int dfd, const char *path, int flags);
-PATH_FN(int, __open_2, -1, (const char *path, int flags), (path, flags))
-PATH_FN(int, __open64_2, -1, (const char *path, int flags), (path, flags))
-PATH_FN(int, __openat_2, -1, (int dfd, const char *path, int flags), (dfd, path, flags))
-PATH_FN(int, __openat64_2, -1, (int dfd, const char *path, int flags), (dfd, path, flags))
+/* like PATH_FN, rdma_cm first */
+#define OPEN2_FN(fn, decl, args)                                              \
+	REAL_PTR(fn);                                                         \
+	static __attribute__((noinline)) int fn##_slow decl                   \
+	{                                                                     \
+		char buf[PATH_MAX];                                           \
+		int cm_fd;                                                    \
+		if (urv_ucma_open(path, flags, &cm_fd))                       \
+			return cm_fd;                                         \
+		if (!map_for_open(&path, buf, sizeof(buf)))                   \
+			return -1;                                            \
+		return real_##fn args;                                        \
+	}                                                                     \
+	URV_EXPORT int fn decl                                                \
+	{                                                                     \
+		LOAD(fn, -1);                                                 \
+		if (!maybe_ours(path))                                        \
+			return real_##fn args;                                \
+		return fn##_slow args;                                        \
+	}
+OPEN2_FN(__open_2, (const char *path, int flags), (path, flags))
+OPEN2_FN(__open64_2, (const char *path, int flags), (path, flags))
+OPEN2_FN(__openat_2, (int dfd, const char *path, int flags), (dfd, path, flags))
+OPEN2_FN(__openat64_2, (int dfd, const char *path, int flags), (dfd, path, flags))
 
 PATH_FN(FILE *, fopen, NULL, (const char *path, const char *mode), (path, mode))
 PATH_FN(FILE *, fopen64, NULL, (const char *path, const char *mode), (path, mode))

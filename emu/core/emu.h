@@ -289,6 +289,7 @@ struct emu_ctx {
 	struct emu_db_slot *dbs;      /* db_index -> QP/SRQ */
 	uint32_t ndbs;
 	void *priv;                   /* control server state */
+	void *ucma;                   /* rdma_cm state (emu/cm/ucma.c) */
 	bool hello_done;
 	bool dead;                    /* disconnected, being torn down */
 	bool mem_stalled;             /* an access to its memory blocked: quarantined */
@@ -341,6 +342,16 @@ struct emu_port_ops {
 	void (*tx_flush)(struct emu_dev *d);
 };
 
+/* QP1 (GSI) of a device: packets to QPN 1 and the timers of the CM
+ * engine (emu/cm/ibcm.c), which sets these; NULL = QP1 packets are
+ * dropped as an unknown QP. */
+struct wire_pkt;
+struct emu_gsi_ops {
+	void (*rx)(struct emu_dev *d, const struct wire_pkt *pkt);
+	void (*poll)(struct emu_dev *d, uint64_t now_ns);
+	uint64_t (*next_deadline)(struct emu_dev *d);
+};
+
 enum emu_drop {
 	EMU_DROP_NOT_ROCE,    /* not ours: neither RoCE nor ARP/ND/ICMP we answer */
 	EMU_DROP_PARSE,       /* a broken RoCE frame (see rx_reason[]) */
@@ -352,6 +363,7 @@ enum emu_drop {
 	EMU_DROP_TX_NOBUF,
 	EMU_DROP_FAULT,       /* injected */
 	EMU_DROP_SRC_MISMATCH, /* RC/UC source IP is not the QP's connected peer */
+	EMU_DROP_GSI_MAD,     /* a MAD to QP1 the CM engine dropped (its counters say why) */
 	EMU_DROP_NUM
 };
 
@@ -465,6 +477,7 @@ struct emu_dev {
 
 	struct emu_ctx *ctxs;         /* list of contexts */
 	struct emu_uid_use *uids;     /* per-uid usage (limits) */
+	void *ucma;                   /* rdma_cm files and ids (emu/cm/ucma.c) */
 	uint32_t nuids;
 	struct emu_ctx *zombies;      /* destroyed, freed once no QP exists */
 	uint32_t nctx;
@@ -473,6 +486,9 @@ struct emu_dev {
 	struct emu_xport_qp *xport_act; /* head of the transport's active-QP list */
 	struct emu_xport_tomb xport_tomb[EMU_XPORT_TOMB_MAX];
 	uint32_t xport_tomb_next;
+	/* QP1: the CM engine (struct emu_gsi_ops above) */
+	const struct emu_gsi_ops *gsi;
+	void *gsi_priv;
 };
 
 /* The core's half of a device (tables, addresses, attributes); the

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "cm/ucma.h"
 
 #define EMU_MAX_FDS_IN 4
 
@@ -151,6 +152,7 @@ static void emu_client_close(struct emu_daemon *dm, struct emu_client *cl)
 	epoll_ctl(dm->epfd, EPOLL_CTL_DEL, c->sock, NULL);
 	if (c->wake_fd >= 0)
 		epoll_ctl(dm->epfd, EPOLL_CTL_DEL, c->wake_fd, NULL);
+	emu_ucma_ctx_gone(c); /* its rdma_cm ids first: peers see DREQ/REJ */
 	emu_ctx_destroy(c);
 	cl->ctx = NULL;
 	cl->next_dead = emu_dead_clients;
@@ -161,6 +163,7 @@ void emu_ctl_close(struct emu_daemon *dm)
 {
 	while (dm->dev.ctxs)
 		emu_client_close(dm, dm->dev.ctxs->priv);
+	emu_ucma_dev_fini(&dm->dev);
 	emu_ctl_reap(dm);
 	if (dm->listen_fd >= 0) {
 		close(dm->listen_fd);
@@ -393,6 +396,7 @@ union emu_req {
 	struct uroce_create_ah_req ah;
 	struct uroce_mcast_req mc;
 	struct uroce_query_stats_req st;
+	uint8_t ucma[sizeof(struct uroce_ucma_cmd_req) + UROCE_UCMA_MAX_IN];
 };
 
 union emu_rep {
@@ -407,6 +411,8 @@ union emu_rep {
 	struct uroce_create_qp_rep qp;
 	struct uroce_query_qp_rep qq;
 	struct uroce_query_stats_rep stats;
+	struct uroce_ucma_open_rep ucma_open;
+	uint8_t ucma_out[UROCE_UCMA_MAX_OUT];
 };
 
 struct emu_op {
@@ -415,6 +421,7 @@ struct emu_op {
 	struct emu_ctx *c;
 	uint16_t op;
 	const union emu_req *q;
+	size_t qlen;          /* request body length (variable-length ops) */
 	union emu_rep *rep;
 	size_t rlen;          /* reply body length */
 	int *fds;             /* received descriptors */
@@ -604,8 +611,31 @@ static int emu_op_query_stats(struct emu_op *k)
 	return 0;
 }
 
-/* Each request: its exact body length, how many descriptors it may carry,
- * and its handler. An op without a handler is refused. */
+/* rdma_cm (emu/cm/ucma.c): the pipe's read end goes to the client only */
+static int emu_op_ucma_open(struct emu_op *k)
+{
+	int rc = emu_ucma_open(k->c, &k->rep->ucma_open.handle, &k->ofds[0]);
+	if (rc)
+		return rc;
+	k->nofds = 1;
+	k->oclose = 0;
+	k->rlen = sizeof(k->rep->ucma_open);
+	return 0;
+}
+
+static int emu_op_ucma_cmd(struct emu_op *k)
+{
+	return emu_ucma_cmd(k->c, k->q->ucma, k->qlen, k->rep->ucma_out, &k->rlen);
+}
+
+static int emu_op_ucma_close(struct emu_op *k)
+{
+	return emu_ucma_close(k->c, k->q->hm.handle);
+}
+
+/* Each request: its exact body length (UCMA_CMD: at most), how many
+ * descriptors it may carry, and its handler. An op without a handler is
+ * refused. */
 static const struct {
 	uint16_t len;
 	uint8_t fds;
@@ -639,6 +669,10 @@ static const struct {
 	[UROCE_OP_ATTACH_MCAST] = { sizeof(struct uroce_mcast_req), 0, emu_op_mcast },
 	[UROCE_OP_DETACH_MCAST] = { sizeof(struct uroce_mcast_req), 0, emu_op_mcast },
 	[UROCE_OP_QUERY_STATS] = { sizeof(struct uroce_query_stats_req), 0, emu_op_query_stats },
+	[UROCE_OP_UCMA_OPEN] = { 0, 0, emu_op_ucma_open },
+	[UROCE_OP_UCMA_CMD] = { sizeof(struct uroce_ucma_cmd_req) + UROCE_UCMA_MAX_IN, 0,
+				emu_op_ucma_cmd },
+	[UROCE_OP_UCMA_CLOSE] = { sizeof(struct uroce_handle_msg), 0, emu_op_ucma_close },
 };
 
 /* validate the header against the shape table: 0 or the reply status */
@@ -647,7 +681,11 @@ static int emu_req_check(const struct emu_ctx *c, const struct uroce_msg_hdr *h,
 {
 	if (n < sizeof(*h))
 		return -EINVAL;
-	if (h->op == 0 || h->op >= UROCE_OP_MAX || h->len != n || !emu_req_shape[h->op].run ||
+	if (h->op == 0 || h->op >= UROCE_OP_MAX || h->len != n || !emu_req_shape[h->op].run)
+		return -EINVAL;
+	/* the one variable-length request: an rdma_ucm command */
+	if (h->op == UROCE_OP_UCMA_CMD ? n - sizeof(*h) < sizeof(struct uroce_ucma_cmd_req) ||
+					 n - sizeof(*h) > emu_req_shape[h->op].len :
 	    n - sizeof(*h) != emu_req_shape[h->op].len)
 		return -EINVAL;
 	if (nfds > emu_req_shape[h->op].fds)
@@ -684,6 +722,7 @@ static bool emu_dispatch(struct emu_daemon *dm, struct emu_client *cl, const uin
 	c->ctl_seq = h.seq;
 	/* the body may be unaligned inside buf: copy it out */
 	memcpy(&q, buf + sizeof(h), n - sizeof(h));
+	k.qlen = n - sizeof(h);
 	k.op = h.op;
 	rc = emu_req_shape[h.op].run(&k);
 	if (!rc && k.mfd >= 0) {

@@ -11,7 +11,9 @@
 #include <time.h>
 
 #include "daemon.h"
+#include "cm/ucma.h"
 #include "pcapw.h"
+#include "cm/ibcm.h"
 
 #define EMU_RX_POLL_NS   1000000ull  /* sleeping: look at RX at least this often */
 #define EMU_LOOP_SLEEP_NS 200000000ull /* loopback: only the stop flag needs it */
@@ -89,6 +91,7 @@ void emu_stats_dump(struct emu_dev *d)
 		EMU_LOG(NOTICE, "%s: fault drop %lu dup %lu reorder %lu corrupt %lu delay %lu\n",
 			d->name, c->fault_drop, c->fault_dup, c->fault_reorder, c->fault_corrupt,
 			c->fault_delay);
+	emu_ibcm_dump(d);
 	for (uint32_t q = 0; q < EMU_QPN_TABLE; q++) {
 		struct emu_qp *qp = d->qpn[q];
 		if (!qp)
@@ -151,6 +154,11 @@ int emu_engine_run(struct emu_daemon *dm)
 	uint64_t last_rx = 0;
 	uint64_t last_evq = 0;
 
+	/* QP1: the IB CM engine (rdma_cm's wire protocol); a thread that
+	 * adopts the device (emu_engine_adopt) keeps the one it has */
+	if (!emu_ibcm_get(d) && emu_ibcm_attach(d, NULL))
+		EMU_LOG(WARNING, "%s: no CM engine: QP1 MADs are dropped\n", d->name);
+
 	while (!dm->stop) {
 		unsigned work = 0;
 		uint64_t now;
@@ -169,6 +177,7 @@ int emu_engine_run(struct emu_daemon *dm)
 		 * frames want microsecond accuracy */
 		if (d->fault || (iter & 63) == 0)
 			emu_core_poll(d, now);
+		emu_ucma_poll(d, now); /* rdma_cm timers: nothing to do unless armed */
 		emu_tx_flush(d);
 		/* event records waiting for their reader to make room: at
 		 * most one write attempt per backlogged pipe per millisecond */
@@ -228,5 +237,6 @@ int emu_engine_run(struct emu_daemon *dm)
 			pcapw_flush(dm->pcap);
 		emu_ctl_need_wakeup(dm, 0);
 	}
+	emu_ibcm_detach(d);
 	return 0;
 }

@@ -158,6 +158,14 @@ static void sw_tree(struct sysfs_w *w, const struct emu_dev *d)
 	sw_file(w, "device/numa_node", "-1\n");
 	sw_cpumask(buf, sizeof(buf));
 	sw_file(w, "device/local_cpus", "%s\n", buf);
+	/* the default loopback device is where rdma_cm puts 127.0.0.1 and ::1
+	 * (docs/cm.md): its network device is lo, listed where the kernel
+	 * lists a RoCE device's netdev (rdma-core's tests find the address
+	 * to use there) */
+	if (d->loopback) {
+		sw_dir(w, "device/net");
+		sw_dir(w, "device/net/lo");
+	}
 
 	sw_dir(w, "ports");
 	sw_dir(w, "ports/1");
@@ -227,6 +235,40 @@ static int sw_mkdirs(char *path, size_t upto)
 	return 0;
 }
 
+/* class/misc/rdma_cm/abi_version, which librdmacm reads before it opens
+ * /dev/infiniband/rdma_cm (liburoce serves both: verbs/ucma.c). Shared by
+ * every daemon of the run directory, same content: written whole (a
+ * private temporary renamed into place) and never removed, as the
+ * kernel's stays while the module is loaded. */
+static int emu_sysfs_write_ucma(const char *run_dir)
+{
+	char dir[PATH_MAX], tmp[PATH_MAX], final[PATH_MAX];
+	int n, fd, ret = 0;
+
+	n = snprintf(dir, sizeof(dir), "%s/class/misc/rdma_cm", run_dir);
+	if (n < 0 || (size_t)n >= sizeof(dir) ||
+	    snprintf(tmp, sizeof(tmp), "%s/.abi_version.%d", dir, (int)getpid()) >= (int)sizeof(tmp) ||
+	    snprintf(final, sizeof(final), "%s/abi_version", dir) >= (int)sizeof(final))
+		return -ENAMETOOLONG;
+	ret = sw_mkdirs(dir, strlen(run_dir) + 1);
+	if (ret)
+		return ret;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0444);
+	if (fd < 0)
+		return -errno;
+	char v[16];
+	int vl = snprintf(v, sizeof(v), "%d\n", UROCE_UCMA_ABI_VERSION);
+
+	if (write(fd, v, (size_t)vl) != vl)
+		ret = errno ? -errno : -EIO;
+	close(fd);
+	if (!ret && rename(tmp, final) < 0)
+		ret = -errno;
+	if (ret)
+		unlink(tmp);
+	return ret;
+}
+
 int emu_sysfs_write(const char *run_dir, const struct emu_dev *d)
 {
 	struct sysfs_w w = { .err = 0 };
@@ -258,7 +300,7 @@ int emu_sysfs_write(const char *run_dir, const struct emu_dev *d)
 		emu_rm_tree(w.path);
 		return ret;
 	}
-	return 0;
+	return emu_sysfs_write_ucma(run_dir);
 }
 
 void emu_sysfs_remove(const char *run_dir, const char *name)

@@ -325,6 +325,9 @@ enum uroce_op {
 	UROCE_OP_ATTACH_MCAST,
 	UROCE_OP_DETACH_MCAST,
 	UROCE_OP_QUERY_STATS,    /**< counters of the device and its QPs (uroce-stat) */
+	UROCE_OP_UCMA_OPEN,      /**< rdma_cm file: uroce_ucma_open_rep; fds out: [0] event pipe read end */
+	UROCE_OP_UCMA_CMD,       /**< one rdma_ucm command: uroce_ucma_cmd_req, variable length */
+	UROCE_OP_UCMA_CLOSE,     /**< uroce_handle_msg: the file handle */
 	UROCE_OP_MAX
 };
 
@@ -559,5 +562,66 @@ struct uroce_query_stats_rep {
 	char xdrop_name[UROCE_STATS_XDROP_MAX][UROCE_STATS_NAME_LEN];
 };
 _Static_assert(sizeof(struct uroce_query_stats_rep) + 16 <= UROCE_MAX_MSG, "stats reply");
+
+/* ------------------------------------------------------------------ */
+/* RDMA CM: the kernel's rdma_ucm device, emulated (docs/cm.md)        */
+/* ------------------------------------------------------------------ */
+
+/*
+ * librdmacm write()s `struct rdma_ucm_cmd_hdr` + a command struct of
+ * <rdma/rdma_user_cm.h> on the fd open("/dev/infiniband/rdma_cm") gave it.
+ * The shim turns each open into UROCE_OP_UCMA_OPEN, each write into one
+ * UROCE_OP_UCMA_CMD and the last close into UROCE_OP_UCMA_CLOSE; the daemon
+ * implements the kernel's ucma with its semantics and errnos. Commands and
+ * responses are the uAPI structs byte for byte (the daemon ignores their
+ * `response` pointers: the shim copies the reply body to `response`).
+ *
+ * UROCE_OP_UCMA_OPEN (empty body) -> uroce_ucma_open_rep, fds out: [0] the
+ *   read end of a pipe the daemon made (it keeps the O_NONBLOCK write end).
+ *   One byte is written to the pipe per event queued on the file, so the
+ *   fd is pollable; it is what open() returns, and its blocking mode is the
+ *   application's (fcntl), as with the kernel's fd. Files per context are
+ *   limited (-ENOMEM past the limit); ids per file too.
+ * UROCE_OP_UCMA_CMD: uroce_ucma_cmd_req then `in` bytes -> status 0 and
+ *   the response bytes (at most `out`; exactly what the kernel would copy
+ *   to `response`, possibly none), or a negative errno and no body. The
+ *   write() then returns its length, or -1 with that errno.
+ *   - RDMA_USER_CM_CMD_SET_OPTION: the `optlen` bytes at `optval` follow
+ *     the command struct (in = sizeof(struct rdma_ucm_set_option) + optlen).
+ *   - RDMA_USER_CM_CMD_MIGRATE_ID: written on the destination file (as
+ *     librdmacm does); its `fd` field (the id's current file) holds that
+ *     file's handle instead: the shim rewrites it (a fd that is no uroce
+ *     rdma_cm file is -EBADF in the shim, as the kernel's fdget fails).
+ *     Id numbers do not change on migration.
+ *   - RDMA_USER_CM_CMD_GET_EVENT: the shim first reads one byte from the
+ *     pipe (blocking or not per the fd's flags; EAGAIN goes to librdmacm),
+ *     then asks; the daemon returns the oldest event, or -EAGAIN when the
+ *     byte was stale (the event's id was destroyed: its events are removed
+ *     as the kernel removes them) and the shim reads the next byte.
+ * UROCE_OP_UCMA_CLOSE (uroce_handle_msg) -> empty: every id of the file is
+ *   destroyed as closing the kernel fd destroys them (connected ids send a
+ *   DREQ, pending connection requests are rejected). A client that goes
+ *   away gets the same for all its files.
+ */
+#define UROCE_UCMA_ABI_VERSION 4    /**< class/misc/rdma_cm/abi_version */
+#define UROCE_UCMA_MAX_IN 1024      /**< command struct (+ SET_OPTION value) */
+#define UROCE_UCMA_MAX_OUT 1024     /**< response bytes */
+
+struct uroce_ucma_open_rep {
+	uint32_t handle;   /**< file handle for UCMA_CMD / UCMA_CLOSE / MIGRATE_ID */
+	uint32_t rsvd;
+};
+
+struct uroce_ucma_cmd_req {
+	uint32_t file;     /**< handle from UROCE_OP_UCMA_OPEN */
+	uint32_t cmd;      /**< rdma_ucm_cmd_hdr.cmd (RDMA_USER_CM_CMD_*) */
+	uint32_t out;      /**< rdma_ucm_cmd_hdr.out: room at `response` */
+	uint32_t in;       /**< bytes in data[] (<= UROCE_UCMA_MAX_IN) */
+	uint8_t data[];    /**< the command struct as written after the header */
+};
+_Static_assert(sizeof(struct uroce_msg_hdr) + sizeof(struct uroce_ucma_cmd_req) +
+	       UROCE_UCMA_MAX_IN <= UROCE_MAX_MSG, "ucma request");
+_Static_assert(sizeof(struct uroce_msg_hdr) + UROCE_UCMA_MAX_OUT <= UROCE_MAX_MSG,
+	       "ucma reply");
 
 #endif /* UROCE_ABI_H */

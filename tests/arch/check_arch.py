@@ -50,7 +50,9 @@ PRIVATE_HEADERS = {"emu/core/emu_int.h", "emu/core/memcheck.h",
 # stores). Every header of emu/ is either here or in PRIVATE_HEADERS, so a
 # new header has to be placed on purpose.
 PUBLIC_HEADERS = {"emu/core/emu.h", "emu/core/xport_state.h",
-                  "emu/net/net.h", "emu/transport/xport.h"}
+                  "emu/net/net.h", "emu/transport/xport.h",
+                  # cm: the IB CM engine and the rdma_ucm, each used by the daemon
+                  "emu/cm/ibcm.h", "emu/cm/ucma.h"}
 
 INC_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 

@@ -1,0 +1,498 @@
+/* SPDX-License-Identifier: MIT */
+/* liburoce's rdma_cm device (verbs/ucma.c) as librdmacm and a hostile
+ * client see it: the kernel's ucma_write errnos, a bad `response` pointer
+ * answered with EFAULT (never a crash), GET_EVENT blocking and not, the
+ * fd's poll, close/dup2 destroying the file's ids, MIGRATE_ID, fork.
+ *
+ *   cm_shim CASE [PORT]    (run by cm.py with a private daemon, or with
+ *                           none for "nodaemon")
+ * Built twice: linked with liburoce (cm_shim) and without (cm_noshim), so
+ * that "nodaemon" can show the errors are those of librdmacm alone. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include <rdma/rdma_cma.h>
+#include <rdma/rdma_cma_abi.h>
+
+static int failures;
+
+#define CHECK(cond, ...) do {                                                 \
+		if (!(cond)) {                                                \
+			failures++;                                           \
+			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);  \
+			fprintf(stderr, __VA_ARGS__);                         \
+			fprintf(stderr, "\n");                                \
+		}                                                             \
+	} while (0)
+
+/* write() expecting -1 with errno e */
+#define WERR(fd, p, n, e) do {                                                \
+		errno = 0;                                                    \
+		ssize_t r_ = write(fd, p, n);                                 \
+		CHECK(r_ == -1 && errno == (e), "write -> %zd errno %d (%s), want %s", \
+		      r_, errno, strerror(errno), #e);                        \
+	} while (0)
+
+/* librdmacm's own copy of the kernel uAPI: each command struct starts
+ * with the header (cmd, in, out) */
+#define HDR_SZ sizeof(struct ucma_abi_cmd_hdr)
+#define INIT(c, op, outsz) do {                                               \
+		memset(&(c), 0, sizeof(c));                                   \
+		(c).cmd = (op);                                               \
+		(c).in = (uint16_t)(sizeof(c) - HDR_SZ);                      \
+		(c).out = (uint16_t)(outsz);                                  \
+	} while (0)
+
+static struct ucma_abi_create_id create_cmd(void *resp)
+{
+	struct ucma_abi_create_id c;
+
+	INIT(c, UCMA_CMD_CREATE_ID, sizeof(struct ucma_abi_create_id_resp));
+	c.response = (uintptr_t)resp;
+	c.ps = RDMA_PS_TCP;
+	c.qp_type = IBV_QPT_RC;
+	return c;
+}
+
+/* an address nothing is mapped at, hidden from the compiler's checks */
+static void *bad_ptr(uintptr_t v)
+{
+	volatile uintptr_t x = v;
+
+	return (void *)x;
+}
+
+static int open_cm(int flags)
+{
+	int fd = open("/dev/infiniband/rdma_cm", O_RDWR | O_CLOEXEC | flags);
+
+	CHECK(fd >= 0, "open rdma_cm: %s", strerror(errno));
+	if (fd < 0)
+		exit(1);
+	return fd;
+}
+
+static struct sockaddr_in lo_addr(int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	return a;
+}
+
+/* ---- no daemon: what librdmacm says without uroce ---------------------- */
+
+static int case_nodaemon(void)
+{
+	struct rdma_event_channel *ch;
+	struct ibv_context **devs;
+	int n = -1, fd;
+
+	errno = 0;
+	fd = open("/dev/infiniband/rdma_cm", O_RDWR | O_CLOEXEC);
+	printf("open: %d %s\n", fd < 0 ? -1 : 0, fd < 0 ? strerror(errno) : "");
+	errno = 0;
+	ch = rdma_create_event_channel();
+	printf("channel: %s %s\n", ch ? "ok" : "NULL", ch ? "" : strerror(errno));
+	errno = 0;
+	devs = rdma_get_devices(&n);
+	printf("devices: %d\n", devs ? n : -1);
+	if (devs)
+		rdma_free_devices(devs);
+	if (ch)
+		rdma_destroy_event_channel(ch);
+	return 0;
+}
+
+/* ---- the write() checks, in the kernel's order ------------------------- */
+
+static int case_write_errors(void)
+{
+	struct ucma_abi_create_id_resp cresp;
+	struct ucma_abi_create_id c;
+	struct ucma_abi_get_event ev;
+	struct ucma_abi_destroy_id d;
+	struct ucma_abi_destroy_id_resp dresp;
+	struct stat st;
+	void *ro;
+	int fd = open_cm(0);
+
+	CHECK(fstat(fd, &st) == 0 && S_ISCHR(st.st_mode), "fstat: not a character device");
+	WERR(fd, &c, 4, EINVAL);                      /* shorter than the header */
+	WERR(fd, bad_ptr(16), sizeof(c), EFAULT);      /* unreadable command */
+	c = create_cmd(&cresp);
+	c.cmd = 99;
+	WERR(fd, &c, sizeof(c), EINVAL);              /* no such command */
+	c = create_cmd(&cresp);
+	c.in = sizeof(c) - HDR_SZ + 8;
+	WERR(fd, &c, sizeof(c), EINVAL);              /* in beyond the write */
+	c = create_cmd(&cresp);
+	c.cmd = UCMA_CMD_GET_OPTION;
+	WERR(fd, &c, sizeof(c), ENOSYS);              /* the kernel has none */
+
+	INIT(ev, UCMA_CMD_GET_EVENT, 8);
+	WERR(fd, &ev, sizeof(ev), ENOSPC);            /* room for no event */
+
+	/* a bad response pointer: EFAULT, not a crash, nothing created */
+	c = create_cmd(bad_ptr(8));
+	WERR(fd, &c, sizeof(c), EFAULT);
+	ro = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(ro != MAP_FAILED, "mmap");
+	c = create_cmd(ro);
+	WERR(fd, &c, sizeof(c), EFAULT);
+	c = create_cmd(&cresp);
+	c.out = 0;
+	WERR(fd, &c, sizeof(c), ENOSPC);              /* no room for the id */
+
+	/* GET_EVENT: no event and O_NONBLOCK is EAGAIN; a bad pointer is
+	 * EFAULT before anything is consumed */
+	CHECK(fcntl(fd, F_SETFL, O_NONBLOCK) == 0, "fcntl");
+	struct ucma_abi_event_resp eresp;
+
+	INIT(ev, UCMA_CMD_GET_EVENT, sizeof(eresp));
+	ev.response = (uintptr_t)&eresp;
+	WERR(fd, &ev, sizeof(ev), EAGAIN);
+	ev.response = (uintptr_t)ro;
+	WERR(fd, &ev, sizeof(ev), EFAULT);
+
+	/* a good command: the byte count, the id in the response */
+	c = create_cmd(&cresp);
+	memset(&cresp, 0xa5, sizeof(cresp));
+	errno = 0;
+	ssize_t r = write(fd, &c, sizeof(c));
+	CHECK(r == (ssize_t)sizeof(c), "create_id -> %zd (%s)", r, strerror(errno));
+
+	/* MIGRATE_ID names its source file by fd */
+	struct ucma_abi_migrate_id m;
+	struct ucma_abi_migrate_resp mresp;
+	int p[2];
+
+	INIT(m, UCMA_CMD_MIGRATE_ID, sizeof(mresp));
+	m.response = (uintptr_t)&mresp;
+	m.id = cresp.id;
+	m.fd = 1000;                                 /* not open */
+	WERR(fd, &m, sizeof(m), ENOENT);
+	CHECK(pipe(p) == 0, "pipe");
+	m.fd = (uint32_t)p[0];                     /* not an rdma_cm file */
+	WERR(fd, &m, sizeof(m), EINVAL);
+	m.fd = (uint32_t)fd;                         /* itself: events_reported */
+	mresp.events_reported = 77;
+	r = write(fd, &m, sizeof(m));
+	CHECK(r == (ssize_t)sizeof(m) && mresp.events_reported == 0,
+	      "migrate to itself -> %zd (%s) events_reported %u", r, strerror(errno),
+	      mresp.events_reported);
+
+	INIT(d, UCMA_CMD_DESTROY_ID, sizeof(dresp));
+	d.response = (uintptr_t)ro;
+	d.id = cresp.id;
+	WERR(fd, &d, sizeof(d), EFAULT);             /* the id stays */
+	d.response = (uintptr_t)&dresp;
+	dresp.events_reported = 77;
+	r = write(fd, &d, sizeof(d));
+	CHECK(r == (ssize_t)sizeof(d) && dresp.events_reported == 0,
+	      "destroy_id -> %zd (%s) events_reported %u", r, strerror(errno),
+	      dresp.events_reported);
+	WERR(fd, &d, sizeof(d), ENOENT);             /* gone now */
+
+	struct pollfd pf = { .fd = fd, .events = POLLIN };
+
+	CHECK(poll(&pf, 1, 0) == 0, "poll: readable with no event");
+	close(p[0]);
+	close(p[1]);
+	close(fd);
+	munmap(ro, 4096);
+	return 0;
+}
+
+/* ---- events through librdmacm: poll, blocking, O_NONBLOCK, migrate ---- */
+
+static struct rdma_cm_event *next_event(struct rdma_event_channel *ch, int timeout_ms)
+{
+	struct pollfd pf = { .fd = ch->fd, .events = POLLIN };
+	struct rdma_cm_event *e = NULL;
+
+	if (poll(&pf, 1, timeout_ms) != 1)
+		return NULL;
+	if (rdma_get_cm_event(ch, &e))
+		return NULL;
+	return e;
+}
+
+static int case_events(void)
+{
+	struct rdma_event_channel *ch1 = rdma_create_event_channel();
+	struct rdma_event_channel *ch2 = rdma_create_event_channel();
+	struct rdma_cm_event *e;
+	struct rdma_cm_id *id;
+	struct sockaddr_in dst = lo_addr(7174);
+	struct pollfd pf;
+	int fl;
+
+	CHECK(ch1 && ch2, "rdma_create_event_channel: %s", strerror(errno));
+	if (!ch1 || !ch2)
+		return 1;
+	CHECK(rdma_create_id(ch1, &id, NULL, RDMA_PS_TCP) == 0, "create_id: %s",
+	      strerror(errno));
+	CHECK(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000) == 0,
+	      "resolve_addr: %s", strerror(errno));
+	/* blocking: the event comes (bounded by poll first) */
+	e = next_event(ch1, 20000);
+	CHECK(e && e->event == RDMA_CM_EVENT_ADDR_RESOLVED, "no ADDR_RESOLVED");
+	CHECK(id->verbs && !strcmp(ibv_get_device_name(id->verbs->device), "uroce0"),
+	      "id not on uroce0");
+	if (e)
+		rdma_ack_cm_event(e);
+	/* O_NONBLOCK from the application: EAGAIN, as the kernel's fd */
+	fl = fcntl(ch1->fd, F_GETFL);
+	CHECK(fcntl(ch1->fd, F_SETFL, fl | O_NONBLOCK) == 0, "fcntl");
+	errno = 0;
+	CHECK(rdma_get_cm_event(ch1, &e) == -1 && errno == EAGAIN,
+	      "nonblocking get_cm_event: errno %d", errno);
+	/* migrate: the next event comes on ch2 only */
+	CHECK(rdma_migrate_id(id, ch2) == 0, "migrate_id: %s", strerror(errno));
+	CHECK(rdma_resolve_route(id, 2000) == 0, "resolve_route: %s", strerror(errno));
+	e = next_event(ch2, 20000);
+	CHECK(e && e->event == RDMA_CM_EVENT_ROUTE_RESOLVED, "no ROUTE_RESOLVED on ch2");
+	if (e)
+		rdma_ack_cm_event(e);
+	pf = (struct pollfd){ .fd = ch1->fd, .events = POLLIN };
+	CHECK(poll(&pf, 1, 0) == 0, "ch1 readable after the migration");
+	CHECK(rdma_destroy_id(id) == 0, "destroy_id: %s", strerror(errno));
+	rdma_destroy_event_channel(ch1);
+	rdma_destroy_event_channel(ch2);
+	return 0;
+}
+
+/* ---- SET_OPTION: the value travels with the command ------------------- */
+
+static int case_set_option(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_in dst = lo_addr(7174);
+	struct ucma_abi_set_option so;
+	struct rdma_cm_event *e;
+	struct rdma_cm_id *id;
+	uint8_t tos = 0x28, big[2048] = { 0 };
+
+	CHECK(ch != NULL, "channel: %s", strerror(errno));
+	if (!ch)
+		return 1;
+	CHECK(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0, "create_id");
+	/* the value is read from the application's memory: a bad one is EFAULT */
+	INIT(so, UCMA_CMD_SET_OPTION, 0);
+	so.id = 0;          /* the checks come before the id is looked up */
+	so.level = RDMA_OPTION_ID;
+	so.optname = RDMA_OPTION_ID_TOS;
+	so.optlen = 1;
+	so.optval = (uintptr_t)bad_ptr(8);
+	WERR(ch->fd, &so, sizeof(so), EFAULT);
+	so.optval = (uintptr_t)big;
+	so.optlen = sizeof(big);
+	WERR(ch->fd, &so, sizeof(so), EINVAL);      /* no option is that long */
+	/* a good one reaches the daemon: the route carries the TOS */
+	CHECK(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, 1) == 0,
+	      "set_option TOS: %s", strerror(errno));
+	CHECK(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000) == 0, "resolve_addr");
+	e = next_event(ch, 20000);
+	CHECK(e && e->event == RDMA_CM_EVENT_ADDR_RESOLVED, "no ADDR_RESOLVED");
+	if (e)
+		rdma_ack_cm_event(e);
+	CHECK(rdma_resolve_route(id, 2000) == 0, "resolve_route");
+	e = next_event(ch, 20000);
+	CHECK(e && e->event == RDMA_CM_EVENT_ROUTE_RESOLVED, "no ROUTE_RESOLVED");
+	if (e)
+		rdma_ack_cm_event(e);
+	CHECK(id->route.num_paths >= 1 && id->route.path_rec &&
+	      id->route.path_rec[0].traffic_class == tos,
+	      "route traffic class %d, want %d (the TOS set)",
+	      id->route.path_rec ? id->route.path_rec[0].traffic_class : -1, tos);
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+	return 0;
+}
+
+/* ---- the file's ids go with its last close (close, dup2) -------------- */
+
+static int bind_on(struct rdma_event_channel *ch, int port, struct rdma_cm_id **id)
+{
+	struct sockaddr_in a = lo_addr(port);
+
+	if (rdma_create_id(ch, id, NULL, RDMA_PS_TCP))
+		return -errno;
+	if (rdma_bind_addr(*id, (struct sockaddr *)&a)) {
+		int e = errno;
+
+		rdma_destroy_id(*id);
+		*id = NULL;
+		return -e;
+	}
+	return 0;
+}
+
+static int case_close(int port)
+{
+	struct rdma_event_channel *a = rdma_create_event_channel();
+	struct rdma_event_channel *b = rdma_create_event_channel();
+	struct rdma_cm_id *ia, *ib;
+	int r, null = open("/dev/null", O_RDWR);
+
+	CHECK(a && b, "channels: %s", strerror(errno));
+	if (!a || !b)
+		return 1;
+	CHECK(bind_on(a, port, &ia) == 0, "bind %d", port);
+	r = bind_on(b, port, &ib);
+	CHECK(r == -EADDRINUSE, "second bind of %d: %d, want EADDRINUSE", port, r);
+	/* dup2 over a's fd closes a's file: its id and port go */
+	CHECK(dup2(null, a->fd) == a->fd, "dup2");
+	r = bind_on(b, port, &ib);
+	CHECK(r == 0, "bind after dup2 over the owner's fd: %d", r);
+	/* close() does the same */
+	struct rdma_event_channel *c = rdma_create_event_channel();
+	struct rdma_cm_id *ic;
+
+	CHECK(c != NULL, "channel c");
+	close(b->fd);
+	r = bind_on(c, port, &ic);
+	CHECK(r == 0, "bind after close of the owner's fd: %d", r);
+	rdma_destroy_id(ic);
+	rdma_destroy_event_channel(c);
+	close(null);
+	return 0;
+}
+
+/* ---- GET_EVENT blocked while another thread closes the fd ------------- */
+
+/* The kernel's file lives while the blocked call holds it: the call keeps
+ * waiting (no event comes any more) until a signal ends it. rping's event
+ * thread relies on it while main() closes the channel and returns. */
+static int blocked_ret, blocked_errno, blocked_done;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
+
+static void *get_event_thread(void *arg)
+{
+	struct rdma_event_channel *ch = arg;
+	struct rdma_cm_event *e;
+	int r = rdma_get_cm_event(ch, &e);
+
+	blocked_errno = errno;
+	blocked_ret = r;
+	__atomic_store_n(&blocked_done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static int case_close_blocked(void)
+{
+	struct sigaction sa = { .sa_handler = on_usr1 };   /* no SA_RESTART */
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	pthread_t t;
+
+	CHECK(ch != NULL, "channel: %s", strerror(errno));
+	if (!ch)
+		return 1;
+	sigaction(SIGUSR1, &sa, NULL);
+	pthread_create(&t, NULL, get_event_thread, ch);
+	/* the sleeps only give a wrong implementation the time to show */
+	usleep(200 * 1000);
+	close(ch->fd);
+	usleep(300 * 1000);
+	CHECK(!__atomic_load_n(&blocked_done, __ATOMIC_ACQUIRE),
+	      "GET_EVENT returned after the close: %d errno %d (%s)", blocked_ret,
+	      blocked_errno, strerror(blocked_errno));
+	pthread_kill(t, SIGUSR1);
+	pthread_join(t, NULL);
+	CHECK(blocked_ret == -1 && blocked_errno == EINTR,
+	      "after the signal: %d errno %d, want EINTR", blocked_ret, blocked_errno);
+	rdma_destroy_event_channel(ch);         /* its fd is closed already */
+	return 0;
+}
+
+/* ---- fork: the child cannot touch the parent's ids -------------------- */
+
+static int case_fork(int port)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *id;
+	int st;
+	pid_t pid;
+
+	CHECK(ch != NULL, "channel: %s", strerror(errno));
+	if (!ch)
+		return 1;
+	CHECK(bind_on(ch, port, &id) == 0, "bind %d", port);
+	pid = fork();
+	if (pid == 0) {
+		struct ucma_abi_create_id_resp cresp;
+		struct ucma_abi_create_id c = create_cmd(&cresp);
+		struct rdma_event_channel *mine;
+		struct rdma_cm_id *cid;
+		int r;
+
+		/* the inherited fd: refused, as the kernel refuses a file used
+		 * from another context */
+		WERR(ch->fd, &c, sizeof(c), EACCES);
+		/* closing it only closes the child's copy */
+		close(ch->fd);
+		/* a channel of its own works, and sees the parent's port taken */
+		mine = rdma_create_event_channel();
+		CHECK(mine != NULL, "child channel: %s", strerror(errno));
+		r = mine ? bind_on(mine, port, &cid) : -1;
+		CHECK(r == -EADDRINUSE, "child bind: %d, want EADDRINUSE", r);
+		_exit(failures ? 1 : 0);
+	}
+	CHECK(pid > 0, "fork");
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	      "child failed");
+	/* the parent's id survived the child's close */
+	CHECK(rdma_listen(id, 4) == 0, "listen after the child: %s", strerror(errno));
+	CHECK(rdma_destroy_id(id) == 0, "destroy_id: %s", strerror(errno));
+	rdma_destroy_event_channel(ch);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *c = argc > 1 ? argv[1] : "";
+	int port = argc > 2 ? atoi(argv[2]) : 7471;
+	int r;
+
+	setvbuf(stdout, NULL, _IONBF, 0);
+	if (!strcmp(c, "nodaemon"))
+		r = case_nodaemon();
+	else if (!strcmp(c, "write_errors"))
+		r = case_write_errors();
+	else if (!strcmp(c, "events"))
+		r = case_events();
+	else if (!strcmp(c, "close"))
+		r = case_close(port);
+	else if (!strcmp(c, "set_option"))
+		r = case_set_option();
+	else if (!strcmp(c, "close_blocked"))
+		r = case_close_blocked();
+	else if (!strcmp(c, "fork"))
+		r = case_fork(port);
+	else {
+		fprintf(stderr, "unknown case %s\n", c);
+		return 2;
+	}
+	if (r || failures) {
+		fprintf(stderr, "%s: %d failure(s)\n", c, failures);
+		return 1;
+	}
+	printf("%s: ok\n", c);
+	return 0;
+}
