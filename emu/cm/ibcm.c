@@ -213,11 +213,15 @@ struct emu_ibcm_id *emu_ibcm_create_id(struct emu_ibcm *cm, emu_ibcm_handler han
 /* Deliver ev to s's handler; a non-zero return destroys the id. */
 static void ibcm_deliver(struct emu_ibcm *cm, struct ibcm_slot *s, const struct emu_ibcm_event *ev)
 {
+	uint32_t local_id = s->id.local_id;
+
+	(void)cm;
 	if (s->dead || !s->id.handler)
 		return;
-	if (s->id.handler(&s->id, ev))
+	/* a handler that broke the rule and destroyed its own id, maybe
+	 * reusing the slot, must not get the new id destroyed */
+	if (s->id.handler(&s->id, ev) && s->used && s->id.local_id == local_id)
 		emu_ibcm_destroy_id(&s->id);
-	(void)cm;
 }
 
 /* ------------------------------------------------------------------ */
@@ -936,9 +940,9 @@ static void ibcm_dup_req(struct emu_ibcm *cm, struct ibcm_slot *s, const struct 
 	case EMU_IBCM_MRA_REP_RCVD:
 		ibcm_resend(cm, s); /* the MRA or the REP */
 		return;
-	case EMU_IBCM_TIMEWAIT:
+	case EMU_IBCM_TIMEWAIT: /* cm_format_rej in TIMEWAIT: message "other" */
 		cm->cnt.rej_stale++;
-		ibcm_rej_pkt(cm, r->pkt, r->h.tid, s->id.local_id, s->id.remote_id, 0,
+		ibcm_rej_pkt(cm, r->pkt, r->h.tid, s->id.local_id, s->id.remote_id, 2,
 			     WIRE_CM_REJ_STALE_CONN);
 		return;
 	default:
@@ -1094,6 +1098,37 @@ static void ibcm_rx_req(struct emu_ibcm *cm, const struct ibcm_rx *r)
 	ibcm_req_event(cm, s, l, r);
 }
 
+/* A REP for s from a remote QP another of our active ids is still
+ * connected to (the kernel's cm_rep_handler, cm_insert_remote_qpn): REJ
+ * stale connection, DREQ on the old connection, s keeps waiting. A REP
+ * whose remote comm ID another id already has is a duplicate. */
+static bool ibcm_stale_rep(struct emu_ibcm *cm, struct ibcm_slot *s, const struct ibcm_rx *r)
+{
+	const struct wire_cm_msg *m = &r->m;
+	uint64_t guid = m->v[WIRE_CM_F_LOCAL_CA_GUID];
+
+	for (uint32_t i = 0; i < cm->nslots; i++) {
+		struct ibcm_slot *o = &cm->slot[i];
+		if (o == s || !o->used || o->passive || o->remote_ca_guid != guid ||
+		    o->id.state == EMU_IBCM_IDLE || o->id.state == EMU_IBCM_TIMEWAIT ||
+		    o->id.state == EMU_IBCM_REQ_SENT || o->id.state == EMU_IBCM_MRA_REQ_RCVD)
+			continue;
+		if (o->id.remote_id == m->v[WIRE_CM_F_LOCAL_COMM_ID]) {
+			ibcm_drop(cm, EMU_IBCM_DROP_DUPLICATE);
+			return true;
+		}
+		if (o->remote_qpn != m->v[WIRE_CM_F_LOCAL_QPN])
+			continue;
+		cm->cnt.rej_stale++;
+		ibcm_rej_pkt(cm, r->pkt, r->h.tid, (uint32_t)m->v[WIRE_CM_F_REMOTE_COMM_ID],
+			     (uint32_t)m->v[WIRE_CM_F_LOCAL_COMM_ID], 1, WIRE_CM_REJ_STALE_CONN);
+		if (o->id.state == EMU_IBCM_ESTABLISHED)
+			emu_ibcm_send_dreq(&o->id, NULL, 0);
+		return true;
+	}
+	return false;
+}
+
 static void ibcm_rx_rep(struct emu_ibcm *cm, const struct ibcm_rx *r)
 {
 	const struct wire_cm_msg *m = &r->m;
@@ -1101,11 +1136,10 @@ static void ibcm_rx_rep(struct emu_ibcm *cm, const struct ibcm_rx *r)
 	struct emu_ibcm_event ev;
 	struct emu_ibcm_rep_event_param *q = &ev.param.rep_rcvd;
 
+	/* no such id: dropped, as the kernel's cm_rep_handler does (its
+	 * cm_dup_rep_handler finds nobody to answer for) */
 	if (!s || s->passive) {
-		cm->cnt.rej_unknown_id++;
-		ibcm_rej_pkt(cm, r->pkt, r->h.tid, (uint32_t)m->v[WIRE_CM_F_REMOTE_COMM_ID],
-			     (uint32_t)m->v[WIRE_CM_F_LOCAL_COMM_ID], 1,
-			     WIRE_CM_REJ_INVALID_COMM_ID);
+		ibcm_drop(cm, EMU_IBCM_DROP_UNKNOWN_ID);
 		return;
 	}
 	if (!ibcm_from_peer(cm, s, r))
@@ -1129,6 +1163,8 @@ static void ibcm_rx_rep(struct emu_ibcm *cm, const struct ibcm_rx *r)
 		ibcm_drop(cm, EMU_IBCM_DROP_BAD_STATE);
 		return;
 	}
+	if (ibcm_stale_rep(cm, s, r))
+		return;
 	s->id.remote_id = (uint32_t)m->v[WIRE_CM_F_LOCAL_COMM_ID];
 	s->remote_ca_guid = m->v[WIRE_CM_F_LOCAL_CA_GUID];
 	s->remote_qpn = (uint32_t)m->v[WIRE_CM_F_LOCAL_QPN];
@@ -1157,7 +1193,11 @@ static struct ibcm_slot *ibcm_find_pair(struct emu_ibcm *cm, const struct ibcm_r
 {
 	struct ibcm_slot *s = ibcm_find_local(cm, (uint32_t)r->m.v[WIRE_CM_F_REMOTE_COMM_ID]);
 
-	if (!s || s->id.remote_id != r->m.v[WIRE_CM_F_LOCAL_COMM_ID])
+	/* an IDLE id has no connection any more (TIMEWAIT ended): a late
+	 * DREQ for it is answered as for nobody, as once the kernel's
+	 * timewait_info is gone */
+	if (!s || s->id.remote_id != r->m.v[WIRE_CM_F_LOCAL_COMM_ID] ||
+	    s->id.state == EMU_IBCM_IDLE)
 		return NULL;
 	return s;
 }
@@ -1586,6 +1626,16 @@ void emu_ibcm_detach(struct emu_dev *d)
 
 	if (!cm)
 		return;
+	/* the peers hear what they would from a closing kernel device:
+	 * DREQ for connections, REJ for pending requests (no events here) */
+	for (uint32_t i = 0; i < cm->nslots; i++) {
+		struct ibcm_slot *s = &cm->slot[i];
+		if (s->used && !s->dead) {
+			s->id.handler = NULL;
+			emu_ibcm_destroy_id(&s->id);
+		}
+	}
+	emu_tx_flush(d);
 	d->gsi = NULL;
 	d->gsi_priv = NULL;
 	free(cm->slot);
@@ -1621,13 +1671,13 @@ void emu_ibcm_dump(struct emu_dev *d)
 		return;
 	c = &cm->cnt;
 	EMU_LOG(NOTICE, "%s: cm: ids %u, mads rx %lu tx %lu, retrans %lu, timeouts %lu, "
-		"dup-answered %lu, rej no-listener %lu no-resources %lu stale %lu unknown-id %lu, "
+		"dup-answered %lu, rej no-listener %lu no-resources %lu stale %lu, "
 		"drep-unknown %lu, tx-fail %lu\n", d->name, cm->nused,
 		(unsigned long)c->rx_mads, (unsigned long)c->tx_mads,
 		(unsigned long)c->retransmits, (unsigned long)c->timeouts,
 		(unsigned long)c->dup_answered, (unsigned long)c->rej_no_listener,
 		(unsigned long)c->rej_no_resources, (unsigned long)c->rej_stale,
-		(unsigned long)c->rej_unknown_id, (unsigned long)c->drep_unknown,
+		(unsigned long)c->drep_unknown,
 		(unsigned long)c->tx_fail);
 	for (int i = 0; i < EMU_IBCM_DROP_NUM; i++)
 		if (c->drops[i])

@@ -275,7 +275,7 @@ struct emu_ibcm_event {
 /** Counters of an engine (also in docs/cm.md). Drops by reason. */
 enum emu_ibcm_drop {
 	EMU_IBCM_DROP_MALFORMED,     /**< wire_gsi_pkt_decode() failed (see mad_reason[]) */
-	EMU_IBCM_DROP_UNKNOWN_ID,    /**< REP/RTU/MRA/REJ/DREP/SIDR_REP for no id */
+	EMU_IBCM_DROP_UNKNOWN_ID,    /**< REP/RTU/MRA/REJ/DREP/SIDR_REP for no id (no answer) */
 	EMU_IBCM_DROP_BAD_STATE,     /**< message not valid in the id's state */
 	EMU_IBCM_DROP_DUPLICATE,     /**< duplicate, answered or ignored */
 	EMU_IBCM_DROP_BAD_SRC,       /**< source GID not the id's peer, or not to our GID */
@@ -291,7 +291,6 @@ struct emu_ibcm_counters {
 	uint64_t rej_no_listener;    /**< REJ invalid service ID sent */
 	uint64_t rej_no_resources;   /**< REQ/SIDR_REQ refused: id table or backlog full */
 	uint64_t rej_stale;          /**< REJ stale connection sent */
-	uint64_t rej_unknown_id;     /**< REJ invalid comm ID sent (REP for no id) */
 	uint64_t drep_unknown;       /**< DREP sent for a DREQ to no id */
 	uint64_t tx_fail;            /**< MAD not sent (no buffer, no neighbour, build) */
 	uint64_t drops[EMU_IBCM_DROP_NUM];
@@ -317,8 +316,10 @@ struct emu_ibcm_cfg {
  *  @return 0, -EBUSY (already attached) or -ENOMEM. */
 int emu_ibcm_attach(struct emu_dev *d, const struct emu_ibcm_cfg *cfg);
 
-/** Destroy every id (without sending anything: the port is going away)
- *  and the engine; unhooks QP1. No-op if none is attached. */
+/** Destroy every id as emu_ibcm_destroy_id() does, so peers get DREQ /
+ *  REJ / DREP (no events are delivered), flush the port, free the engine
+ *  and unhook QP1. Every emu_ibcm_id pointer is invalid afterwards. No-op
+ *  if none is attached. */
 void emu_ibcm_detach(struct emu_dev *d);
 
 /** The engine of @p d, or NULL. */
@@ -390,7 +391,10 @@ int emu_ibcm_send_sidr_req(struct emu_ibcm_id *id, const struct emu_ibcm_sidr_re
 int emu_ibcm_send_sidr_rep(struct emu_ibcm_id *id, const struct emu_ibcm_sidr_rep_param *p);
 
 /** ib_cm_notify(): IBV_EVENT_COMM_EST on the QP moves REP_SENT /
- *  MRA_REP_RCVD to ESTABLISHED (a lost RTU) and delivers USER_ESTABLISHED. */
+ *  MRA_REP_RCVD to ESTABLISHED (a lost RTU) and delivers USER_ESTABLISHED.
+ *  Unlike the kernel (which queues it), the handler runs before this call
+ *  returns: a caller must not use the id afterwards if its handler may
+ *  return non-zero for that event. 0 also when already ESTABLISHED. */
 int emu_ibcm_notify(struct emu_ibcm_id *id, enum ibv_event_type ev);
 
 /** The path the id's MADs use (for rdma_cm's INIT_QP_ATTR). -EINVAL in

@@ -136,8 +136,9 @@ int emu_engine_run(struct emu_daemon *dm)
 	uint64_t last_rx = 0;
 	uint64_t last_evq = 0;
 
-	/* QP1: the IB CM engine (rdma_cm's wire protocol) */
-	if (emu_ibcm_attach(d, NULL))
+	/* QP1: the IB CM engine (rdma_cm's wire protocol); a thread that
+	 * adopts the device (emu_engine_adopt) keeps the one it has */
+	if (!emu_ibcm_get(d) && emu_ibcm_attach(d, NULL))
 		EMU_LOG(WARNING, "%s: no CM engine: QP1 MADs are dropped\n", d->name);
 
 	while (!dm->stop) {
