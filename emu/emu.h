@@ -336,6 +336,16 @@ struct emu_port_ops {
 	void (*tx_flush)(struct emu_dev *d);
 };
 
+/* QP1 (GSI) of a device: packets to QPN 1 and the timers of the CM
+ * engine (emu/cm/ibcm.c), which sets these; NULL = QP1 packets are
+ * dropped as an unknown QP. */
+struct wire_pkt;
+struct emu_gsi_ops {
+	void (*rx)(struct emu_dev *d, const struct wire_pkt *pkt);
+	void (*poll)(struct emu_dev *d, uint64_t now_ns);
+	uint64_t (*next_deadline)(struct emu_dev *d);
+};
+
 enum emu_drop {
 	EMU_DROP_NOT_ROCE,    /* not ours: neither RoCE nor ARP/ND/ICMP we answer */
 	EMU_DROP_PARSE,       /* a broken RoCE frame (see rx_reason[]) */
@@ -348,6 +358,7 @@ enum emu_drop {
 	EMU_DROP_TX_NO_NEIGH,
 	EMU_DROP_FAULT,       /* injected */
 	EMU_DROP_SRC_MISMATCH, /* RC/UC source IP is not the QP's connected peer */
+	EMU_DROP_GSI_MAD,     /* a MAD to QP1 the CM engine dropped (its counters say why) */
 	EMU_DROP_NUM
 };
 extern const char *const emu_drop_name[EMU_DROP_NUM];
@@ -443,6 +454,9 @@ struct emu_dev {
 	struct emu_xport_tomb xport_tomb[EMU_XPORT_TOMB_MAX];
 	uint32_t xport_tomb_next;
 	void *xport_priv;
+	/* QP1: the CM engine (struct emu_gsi_ops above) */
+	const struct emu_gsi_ops *gsi;
+	void *gsi_priv;
 };
 
 /* stats.c: counters of d and of its QPs from first_qpn on (one page). */

@@ -150,6 +150,10 @@ void emu_port_rx_deliver(struct emu_dev *d, const uint8_t *frame, uint32_t len)
 			emu_xport_rx(d, qps[i], &pkt);
 		return;
 	}
+	if (pkt.bth.dqpn == WIRE_GSI_QPN && d->gsi) {
+		d->gsi->rx(d, &pkt); /* a MAD for QP1: the CM engine */
+		return;
+	}
 	struct emu_qp *qp = emu_qp_lookup(d, pkt.bth.dqpn);
 	if (!qp)
 		d->cnt.drops[EMU_DROP_UNKNOWN_QP]++;
@@ -169,6 +173,8 @@ void emu_port_rx_frame(struct emu_dev *d, const uint8_t *frame, uint32_t len)
 void emu_core_poll(struct emu_dev *d, uint64_t now)
 {
 	emu_neigh_poll(d, now);
+	if (d->gsi)
+		d->gsi->poll(d, now);
 	if (d->fault)
 		emu_fault_poll(d->fault, d, now, emu_port_rx_deliver);
 }
@@ -178,5 +184,10 @@ uint64_t emu_core_next_deadline(struct emu_dev *d)
 	uint64_t t = emu_fault_next_deadline(d->fault);
 	uint64_t n = emu_neigh_next_deadline(d);
 
+	if (d->gsi) {
+		uint64_t g = d->gsi->next_deadline(d);
+		if (g < t)
+			t = g;
+	}
 	return n < t ? n : t;
 }

@@ -92,6 +92,7 @@ struct ucma_mc {
 	uint32_t events_reported;
 	struct sockaddr_storage addr;
 	union ibv_gid mgid;
+	bool send_only;           /* no membership report (the kernel's rule) */
 };
 
 struct ucma_ev {
@@ -879,7 +880,15 @@ static void ucma_copy_req_event(struct rdma_ucm_conn_param *cp, const struct ucm
 	cp->private_data_len = UCMA_REQ_PDATA;
 }
 
-/* REQ / SIDR_REQ from active id a to whoever listens on its destination */
+/* REQ / SIDR_REQ from active id a to whoever listens on its destination.
+ *
+ * Where the wire goes in (docs/cm.md): the exchange below is carried by
+ * direct calls between two ids of this device. With the IB CM engine
+ * (emu/cm/ibcm.*), a destination that is not this device's sends the REQ
+ * (cma_hdr + private data, service ID ps << 16 | port) through
+ * emu_ibcm_send_req, and the engine's events call the same receive-side
+ * functions as here: ucma_rej_rcvd, the REP path of ucma_send_rep,
+ * ucma_establish, ucma_dreq_rcvd, ucma_drep_rcvd. */
 static void ucma_send_req(struct ucma_dev *u, struct ucma_id *a, const struct rdma_ucm_conn_param *q)
 {
 	bool ud = a->qp_type == IBV_QPT_UD;
@@ -1085,10 +1094,43 @@ static int ucma_disconnect(struct ucma_dev *u, struct ucma_id *id)
 /* destroy                                                             */
 /* ------------------------------------------------------------------ */
 
+/* another full member of mc's group on this device */
+static bool ucma_mc_shared(const struct ucma_dev *u, const struct ucma_mc *mc)
+{
+	for (uint32_t i = 0; i < u->nmcs; i++) {
+		const struct ucma_mc *o = u->mcs[i];
+		if (o && o != mc && !o->send_only && !memcmp(o->mgid.raw, mc->mgid.raw, 16))
+			return true;
+	}
+	return false;
+}
+
+/* the port joins the group with its first member and leaves it with the
+ * last, as ip_mc_inc_group/ip_mc_dec_group count a netdev's members */
+static void ucma_mc_report(struct ucma_dev *u, struct ucma_mc *mc, bool join)
+{
+	if (mc->send_only || ucma_mc_shared(u, mc))
+		return;
+	const struct ucma_id *id = mc->id;
+	sa_family_t fam = gid_v4(&mc->mgid) ? AF_INET : AF_INET6;
+	int i = -1;
+	if (fam == AF_INET && gid_v4(&id->sgid))
+		i = id->sgid_index;
+	else if (fam == AF_INET)
+		i = ucma_src_index(u->d, AF_INET);
+	else
+		i = 0; /* MLD: the link-local address (RFC 2710) */
+	if (i < 0 || (uint32_t)i >= u->d->gid_count ||
+	    emu_cma_mcast_report(u->d, &mc->mgid, &u->d->gids[i], join))
+		EMU_LOG_RL(INFO, "%s: no %s report for a multicast group\n", u->d->name,
+			   fam == AF_INET ? "IGMP" : "MLD");
+}
+
 static void ucma_mc_free(struct ucma_dev *u, struct ucma_mc *mc)
 {
 	if (mc->handle < u->nmcs && u->mcs[mc->handle] == mc)
 		u->mcs[mc->handle] = NULL;
+	ucma_mc_report(u, mc, false);
 	((struct ucma_ctx *)mc->id->file->ctx->ucma)->nmcs--;
 	free(mc);
 }
@@ -1562,10 +1604,12 @@ static int c_listen(struct ucma_call *k)
 	if (id->state != S_ADDR_BOUND)
 		return -EINVAL;
 	if (id->reuseaddr) {
-		/* cma_bind_listen: a listener takes its port for itself */
+		/* rdma_listen: a listener takes its port for itself, and is no
+		 * longer reusable */
 		rc = ucma_check_port(k->u, id, ucma_port(&id->src), false);
 		if (rc)
 			return rc;
+		id->reuseaddr = false;
 	}
 	id->backlog = backlog;
 	id->state = S_LISTEN;
@@ -1886,6 +1930,8 @@ static int ucma_join(struct ucma_call *k, uint32_t h, uint64_t uid,
 	mc->uid = uid;
 	memcpy(&mc->addr, a, ucma_addr_size(a));
 	ucma_mgid(a, &mc->mgid);
+	mc->send_only = flags == RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER;
+	ucma_mc_report(k->u, mc, true);
 	mc->next = id->mcs;
 	id->mcs = mc;
 	struct ucma_ev *e = ucma_ev_new(id, RDMA_CM_EVENT_MULTICAST_JOIN, 0);

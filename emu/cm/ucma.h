@@ -6,6 +6,7 @@
 #ifndef EMU_CM_UCMA_H
 #define EMU_CM_UCMA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +35,11 @@ void emu_ucma_ctx_gone(struct emu_ctx *c);
 /* Timers (address resolution timeouts, TIMEWAIT_EXIT); the engine calls
  * it every few iterations. */
 void emu_ucma_poll(struct emu_dev *d, uint64_t now_ns);
+/* cma_igmp.c: an IGMPv2 (IPv4 group) or MLDv1 (IPv6 group) report on
+ * join, leave/done otherwise, sent from src (a GID of the group's
+ * family). 0 or -errno. */
+int emu_cma_mcast_report(struct emu_dev *d, const union ibv_gid *group,
+			 const union ibv_gid *src, bool join);
 /* The device goes away (daemon stop): free its state. */
 void emu_ucma_dev_fini(struct emu_dev *d);
 

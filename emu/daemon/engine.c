@@ -13,6 +13,7 @@
 #include "daemon.h"
 #include "cm/ucma.h"
 #include "pcapw.h"
+#include "cm/ibcm.h"
 
 #define EMU_RX_POLL_NS   1000000ull  /* sleeping: look at RX at least this often */
 #define EMU_LOOP_SLEEP_NS 200000000ull /* loopback: only the stop flag needs it */
@@ -72,6 +73,7 @@ void emu_stats_dump(struct emu_dev *d)
 		EMU_LOG(NOTICE, "%s: fault drop %lu dup %lu reorder %lu corrupt %lu delay %lu\n",
 			d->name, c->fault_drop, c->fault_dup, c->fault_reorder, c->fault_corrupt,
 			c->fault_delay);
+	emu_ibcm_dump(d);
 	for (uint32_t q = 0; q < EMU_QPN_TABLE; q++) {
 		struct emu_qp *qp = d->qpn[q];
 		if (!qp)
@@ -133,6 +135,10 @@ int emu_engine_run(struct emu_daemon *dm)
 	uint64_t iter = 0;
 	uint64_t last_rx = 0;
 	uint64_t last_evq = 0;
+
+	/* QP1: the IB CM engine (rdma_cm's wire protocol) */
+	if (emu_ibcm_attach(d, NULL))
+		EMU_LOG(WARNING, "%s: no CM engine: QP1 MADs are dropped\n", d->name);
 
 	while (!dm->stop) {
 		unsigned work = 0;
@@ -212,5 +218,6 @@ int emu_engine_run(struct emu_daemon *dm)
 			pcapw_flush(dm->pcap);
 		emu_ctl_need_wakeup(dm, 0);
 	}
+	emu_ibcm_detach(d);
 	return 0;
 }

@@ -16,7 +16,9 @@
  *   hostile - bad handles, another client's ids, short/oversized commands,
  *             thousands of ids: errors, and the other client still works
  *   link    - two devices back to back: resolution through ARP, and
- *             ADDR_ERROR when nobody answers */
+ *             ADDR_ERROR when nobody answers
+ *   igmp    - IGMPv2/MLDv1 reports and leaves for multicast joins (capture) */
+#include <dirent.h>
 #include <poll.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
@@ -527,6 +529,21 @@ static int case_bind(void)
 	REQUIRE(cm_bind(&fa, i5, "127.0.0.1", 46000) == 0, "bind 5");
 	CHECK(cm_bind(&fb, i3, "127.0.0.1", 46000) == 0, "reuseaddr pair");
 	CHECK(cm_listen(&fb, i3, 1) == -EADDRINUSE, "listen on a shared port");
+	/* a reusable id that listens alone takes the port for itself */
+	{
+		uint32_t r1, r2;
+		REQUIRE(cm_create(&fb, 20, RDMA_PS_TCP, &r1) == 0 && cm_create(&fa, 21, RDMA_PS_TCP, &r2) == 0,
+			"ids");
+		so.id = r1;
+		memcpy(opt, &so, sizeof(so));
+		REQUIRE(cm_cmd(&fb, RDMA_USER_CM_CMD_SET_OPTION, opt, sizeof(opt), NULL, 0) == 0, "reuse r1");
+		so.id = r2;
+		memcpy(opt, &so, sizeof(so));
+		REQUIRE(cm_cmd(&fa, RDMA_USER_CM_CMD_SET_OPTION, opt, sizeof(opt), NULL, 0) == 0, "reuse r2");
+		REQUIRE(cm_bind(&fb, r1, "127.0.0.1", 46500) == 0 && cm_listen(&fb, r1, 1) == 0, "listen r1");
+		rc = cm_bind(&fa, r2, "127.0.0.1", 46500);
+		CHECK(rc == -EADDRINUSE, "reusable bind on a listener's port: %d", rc);
+	}
 	/* option lengths are checked; unknown options are ENOSYS */
 	so.id = i3;
 	so.optlen = 2;
@@ -782,6 +799,23 @@ static int case_ud(void)
 	return finish();
 }
 
+/* descriptors the daemon holds */
+static int daemon_fds(void)
+{
+	char path[64];
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)g_d.pid);
+	DIR *dir = opendir(path);
+	if (!dir)
+		return -1;
+	for (struct dirent *de; (de = readdir(dir));)
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(dir);
+	return n;
+}
+
 static int case_hostile(uint64_t seed)
 {
 	struct t_client a, b;
@@ -795,6 +829,10 @@ static int case_hostile(uint64_t seed)
 	REQUIRE(cm_open(&a, &fa) == 0 && cm_open(&b, &fb) == 0, "files");
 	REQUIRE(cm_create(&fb, 0xBB, RDMA_PS_TCP, &bid) == 0, "victim id");
 	REQUIRE(cm_bind(&fb, bid, "127.0.0.1", 49000) == 0 && cm_listen(&fb, bid, 16) == 0, "listen");
+	int fds0 = daemon_fds();
+	uint32_t held;
+	REQUIRE(cm_create(&fa, 0xA0, RDMA_PS_TCP, &held) == 0 &&
+		cm_bind(&fa, held, "127.0.0.1", 49500) == 0, "a holds a port");
 
 	/* b's file and id through a's connection */
 	struct cmf bad = { .c = &a, .h = fb.h };
@@ -892,7 +930,18 @@ static int case_hostile(uint64_t seed)
 	close(fa.ev);
 	t_client_close(&a);
 	REQUIRE(t_client_open(&a, g_d.sock) == 0 && cm_open(&a, &fa) == 0, "a again");
-	REQUIRE(cm_create(&fa, 1, RDMA_PS_TCP, &id) == 0, "ids freed with their client");
+	REQUIRE(cm_create(&fa, 1, RDMA_PS_TCP, &id) == 0, "create");
+	/* the old client's ids are gone (their port is free), and so are its
+	 * files' pipes: the daemon holds what it held with one file for a */
+	rc = -1;
+	for (uint64_t end = t_now_ms() + 10000; t_now_ms() < end; usleep(10000))
+		if ((rc = cm_bind(&fa, id, "127.0.0.1", 49500)) != -EADDRINUSE)
+			break;
+	CHECK(rc == 0, "port of a client gone: %d", rc);
+	int fds1 = daemon_fds();
+	for (uint64_t end = t_now_ms() + 10000; fds1 != fds0 && t_now_ms() < end; usleep(10000))
+		fds1 = daemon_fds();
+	CHECK(fds0 > 0 && fds1 == fds0, "daemon descriptors %d, were %d", fds1, fds0);
 	REQUIRE(cm_accept(&fb, e.id, 0xBD, 5, "") == 0, "b accepts");
 	EXPECT(&fb, EV_CONNECT_RESPONSE, &e);
 
@@ -944,6 +993,121 @@ static int case_link(void)
 	return finish();
 }
 
+/* membership reports seen in a capture: "type group" strings, checksums
+ * verified (IPv4 header, IGMP, ICMPv6 with its pseudo-header) */
+static uint16_t csum16(const uint8_t *p, size_t n, uint32_t sum)
+{
+	for (size_t i = 0; i + 1 < n; i += 2)
+		sum += (uint32_t)p[i] << 8 | p[i + 1];
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)sum;
+}
+
+static int pcap_reports(const char *path, char out[][64], int max)
+{
+	FILE *fp = fopen(path, "rb");
+	uint8_t gh[24], rh[16], f[2048];
+	int n = 0;
+
+	if (!fp || fread(gh, 1, 24, fp) != 24) {
+		if (fp)
+			fclose(fp);
+		return -1;
+	}
+	while (n < max && fread(rh, 1, 16, fp) == 16) {
+		uint32_t len;
+		memcpy(&len, rh + 8, 4);
+		if (len > sizeof(f) || fread(f, 1, len, fp) != len)
+			break;
+		char g[INET6_ADDRSTRLEN];
+		if (len >= 46 && f[12] == 0x08 && f[13] == 0x00 && f[23] == 2) {
+			unsigned ihl = (f[14] & 15) * 4u;
+			const uint8_t *ig = f + 14 + ihl;
+			bool ok = csum16(f + 14, ihl, 0) == 0xffff && csum16(ig, 8, 0) == 0xffff &&
+				  f[22] == 1 && ihl == 24 && f[34] == 0x94;
+			inet_ntop(AF_INET, ig + 4, g, sizeof(g));
+			snprintf(out[n++], 64, "%s%02x %s", ok ? "" : "BAD ", ig[0], g);
+		} else if (len >= 86 && f[12] == 0x86 && f[13] == 0xdd && f[20] == 0 && f[54] == 58) {
+			const uint8_t *m = f + 62;
+			uint32_t sum = 24 + 58;
+			for (int i = 0; i < 32; i += 2)
+				sum += (uint32_t)f[22 + i] << 8 | f[23 + i];
+			bool ok = csum16(m, 24, sum) == 0xffff && f[21] == 1 && f[56] == 5 &&
+				  f[22] == 0xfe && f[23] == 0x80;
+			inet_ntop(AF_INET6, m + 8, g, sizeof(g));
+			snprintf(out[n++], 64, "%s%u %s", ok ? "" : "BAD ", m[0], g);
+		}
+	}
+	fclose(fp);
+	return n;
+}
+
+/* the port joins and leaves multicast groups as the netdev would: IGMPv2 /
+ * MLDv1 reports with the first full member, leave/done with the last */
+static int case_igmp(void)
+{
+	char pcap[400], rep[8][64];
+	struct t_client a;
+	struct cmf fa;
+	struct rdma_ucm_event_resp e;
+	uint32_t i1, i2, i3, i6;
+
+	REQUIRE(mkdtemp(strcpy(pcap, "/tmp/uroce-ucma-XXXXXX")) != NULL, "tmp");
+	strcat(pcap, "/cap.pcap");
+	const char *opts[] = { "--pcap", pcap, NULL };
+	REQUIRE(t_daemon_start(&g_d, g_daemon, false, opts) == 0, "start");
+	REQUIRE(t_client_open(&a, g_d.sock) == 0 && cm_open(&a, &fa) == 0, "client");
+	REQUIRE(cm_create(&fa, 1, RDMA_PS_UDP, &i1) == 0 && cm_create(&fa, 2, RDMA_PS_UDP, &i2) == 0 &&
+		cm_create(&fa, 3, RDMA_PS_UDP, &i3) == 0 && cm_create(&fa, 4, RDMA_PS_UDP, &i6) == 0,
+		"ids");
+	REQUIRE(cm_bind(&fa, i1, "127.0.0.1", 0) == 0 && cm_bind(&fa, i2, "127.0.0.1", 0) == 0 &&
+		cm_bind(&fa, i3, "127.0.0.1", 0) == 0 && cm_bind(&fa, i6, "::1", 0) == 0, "binds");
+	struct rdma_ucm_join_ip_mcast jq = { .uid = 9 };
+	struct rdma_ucm_create_id_resp jr;
+	uint32_t m1;
+	sin_set(&jq.addr, "224.5.6.7", 0);
+	jq.id = i1;
+	REQUIRE(cm_cmd(&fa, RDMA_USER_CM_CMD_JOIN_IP_MCAST, &jq, sizeof(jq), &jr, sizeof(jr)) == 0, "j1");
+	m1 = jr.id;
+	jq.id = i2;
+	REQUIRE(cm_cmd(&fa, RDMA_USER_CM_CMD_JOIN_IP_MCAST, &jq, sizeof(jq), &jr, sizeof(jr)) == 0, "j2");
+	/* a send-only join sends no report */
+	struct rdma_ucm_join_mcast sq = { .uid = 9, .id = i3, .addr_size = sizeof(struct sockaddr_in),
+					  .join_flags = RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER };
+	sin_set((struct sockaddr_in6 *)&sq.addr, "224.9.9.9", 0);
+	REQUIRE(cm_cmd(&fa, RDMA_USER_CM_CMD_JOIN_MCAST, &sq, sizeof(sq), &jr, sizeof(jr)) == 0, "j3");
+	jq.id = i6;
+	sin_set(&jq.addr, "ff0e::1234", 0);
+	REQUIRE(cm_cmd(&fa, RDMA_USER_CM_CMD_JOIN_IP_MCAST, &jq, sizeof(jq), &jr, sizeof(jr)) == 0, "j6");
+	for (int i = 0; i < 4; i++)
+		EXPECT(&fa, EV_MULTICAST_JOIN, &e);
+	struct rdma_ucm_destroy_id lq = { .id = m1 };
+	struct rdma_ucm_destroy_id_resp lr;
+	REQUIRE(cm_cmd(&fa, RDMA_USER_CM_CMD_LEAVE_MCAST, &lq, sizeof(lq), &lr, sizeof(lr)) == 0, "leave 1");
+	REQUIRE(cm_destroy(&fa, i2, NULL) == 0, "destroy the last member");
+	REQUIRE(cm_destroy(&fa, i6, NULL) == 0, "destroy the IPv6 member");
+	close(fa.ev);
+	t_client_close(&a);
+	int st = t_daemon_stop(&g_d);
+	CHECK(st == 0, "daemon exit %d", st);
+	int n = pcap_reports(pcap, rep, 8);
+	static const char *const want[] = { "16 224.5.6.7", "131 ff0e::1234", "17 224.5.6.7",
+					    "132 ff0e::1234" };
+	CHECK(n == 4, "%d reports", n);
+	for (int i = 0; i < n && i < 4; i++)
+		CHECK(!strcmp(rep[i], want[i]), "report %d: '%s', want '%s'", i, rep[i], want[i]);
+	unlink(pcap);
+	*strrchr(pcap, '/') = 0;
+	rmdir(pcap);
+	t_rmdir(&g_d);
+	t_cur = NULL;
+	if (t_failures)
+		return 1;
+	printf("ok\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 3)
@@ -967,5 +1131,7 @@ int main(int argc, char **argv)
 		return case_hostile(seed);
 	if (!strcmp(argv[2], "link"))
 		return case_link();
+	if (!strcmp(argv[2], "igmp"))
+		return case_igmp();
 	return 2;
 }
