@@ -12,6 +12,7 @@ picked free at random. The seed is printed (--seed replays a run).
   cm.py --uroced P --shim P [--seed N] MODE [ARGS...]
   MODE exec PROG [ARGS]          a C test (linked with liburoce), no preload
   MODE nodaemon SHIM NOSHIM      same errors with and without uroce
+  MODE kernel-mode SHIM          UROCE_CM=kernel: rdma_cm left to the kernel
   MODE rping SIZE COUNT [-q] [-6]  rping -v -V, both sides count the pings (-6: ::1)
   MODE ucmatose CONNS COUNT SIZE [-m]
   MODE udaddy CONNS COUNT
@@ -394,7 +395,25 @@ def mode_nodaemon(env, shim_prog, noshim_prog):
     if with_shim != without:
         return fail('with liburoce and no daemon:\n%s\nwithout:\n%s' % (with_shim, without))
     if 'channel: NULL' not in without:
-        return fail('this host has an rdma_cm: the comparison says nothing')
+        print('this host has an rdma_cm: the comparison says nothing')
+        return 77
+    return 0
+
+
+def mode_kernel(env, shim_prog):
+    """UROCE_CM=kernel with a daemon up: rdma_cm is the kernel's (none on
+    this host: ENOENT, as a host whose rdma_ucm module is not loaded),
+    while the verbs device stays."""
+    env = dict(env, UROCE_CM='kernel')
+    rc, out = vr.run([shim_prog, 'nodaemon'], env)
+    if os.path.exists('/dev/infiniband/rdma_cm'):
+        print('this host has an rdma_cm: the check says nothing')
+        return 77
+    want = ['open: -1 No such file or directory', 'channel: NULL No such file or directory',
+            'devices: 1']
+    missing = [w for w in want if w not in out]
+    if rc or missing:
+        return fail('UROCE_CM=kernel: missing %r' % missing)
     return 0
 
 
@@ -415,6 +434,10 @@ def run_test(state):
     ap.add_argument('--shim', required=True)
     ap.add_argument('--preload-first', default='')
     ap.add_argument('--seed', type=int, default=None)
+    ap.add_argument('--daemons', type=int, default=1,
+                    help='start uroce0..N-1, one daemon each')
+    ap.add_argument('--env', action='append', default=[],
+                    help='K=V for the programs')
     ap.add_argument('mode')
     ap.add_argument('args', nargs=argparse.REMAINDER)
     a = ap.parse_args()
@@ -445,9 +468,21 @@ def run_test(state):
     log = open(os.path.join(run_dir, 'uroced.log'), 'w+')
     d = subprocess.Popen([a.uroced], env=env, stdout=log, stderr=subprocess.STDOUT,
                          start_new_session=True)
+    extra = []
     try:
         if not vr.wait_socket(os.path.join(run_dir, 'uroce0.sock'), d):
             return fail('uroced did not come up')
+        for i in range(1, a.daemons):
+            name = 'uroce%d' % i
+            x = subprocess.Popen([a.uroced, '--dev', name, '--mac', '02:00:00:00:01:%02x' % i],
+                                 env=env, stdout=log, stderr=subprocess.STDOUT,
+                                 start_new_session=True)
+            extra.append(x)
+            if not vr.wait_socket(os.path.join(run_dir, name + '.sock'), x):
+                return fail(name + ' did not come up')
+        for kv in a.env:
+            k, v = kv.split('=', 1)
+            env[k] = v
         # librdmacm reads abi_version first: the tree must be there
         abi = os.path.join(run_dir, 'class', 'misc', 'rdma_cm', 'abi_version')
         end = time.monotonic() + 20
@@ -461,7 +496,9 @@ def run_test(state):
             penv['LD_PRELOAD'] = a.preload_first + ':' + penv['LD_PRELOAD']
             penv['ASAN_OPTIONS'] = 'detect_leaks=0:' + penv.get('ASAN_OPTIONS', '')
         m, x = a.mode, a.args
-        if m == 'exec':
+        if m == 'kernel-mode':
+            rc = mode_kernel(env, x[0])
+        elif m == 'exec':
             rc, _ = vr.run(x + [str(port)], env)
         elif m == 'rping':
             rc = mode_rping(penv, port, x)
@@ -494,11 +531,11 @@ def run_test(state):
     except subprocess.TimeoutExpired as e:
         return fail('timed out: %s' % e)
     finally:
-        st = vr.stop(d)
+        sts = [vr.stop(x) for x in extra] + [vr.stop(d)]
         log.seek(0)
         text = log.read()
         log.close()
-        state['daemon_faults'] = vr.daemon_faults([st], text)
+        state['daemon_faults'] = vr.daemon_faults(sts, text)
         want = state.get('min_roce_pkts')
         if want:
             got = re.search(r'roce (\d+)', text)
