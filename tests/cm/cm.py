@@ -128,19 +128,25 @@ class Bg:
         return ''.join(self.lines)
 
 
-def pair(srv_cmd, cli_cmd, env, ready=None, srv_exits=True, timeout=TIMEOUT):
+def pair(srv_cmd, cli_cmd, env, ready=None, srv_exits=True, timeout=TIMEOUT, retry=None):
     """Server in the background (wait for its READY line when it prints
     one, else retry the client while the server is not listening yet: a
     connection to a port nobody listens on is rejected at once). Both must
     exit 0 (the server only if SRV_EXITS). Returns (ok, client out, server out)."""
     srv = Bg(srv_cmd, env, tty=bool(ready))
+    if retry is None:
+        retry = not ready
     try:
         if ready and not srv.wait_line(ready):
             return False, '', srv.kill() + '\nserver never printed %r' % ready
         deadline = time.monotonic() + 20
         while True:
-            rc, out = vr.run(cli_cmd, env, timeout)
-            if rc == 0 or ready or time.monotonic() > deadline or srv.p.poll() is not None:
+            try:
+                rc, out = vr.run(cli_cmd, env, timeout)
+            except subprocess.TimeoutExpired:
+                sys.stdout.write('--- server (client timed out) ---\n' + srv.kill())
+                raise
+            if rc == 0 or not retry or time.monotonic() > deadline or srv.p.poll() is not None:
                 break
             time.sleep(0.5)
         if not srv_exits:
@@ -299,7 +305,10 @@ def mode_perftest(env, port, args):
     if not need(prog):
         return 77
     base = [prog, '-R', '-d', 'uroce0', '-p', str(port), '-F'] + args[1:]
-    ok, out, sout = pair(base, base + ['127.0.0.1'], env)
+    # the client starts once the server says it waits (a client that comes
+    # before the listen is rejected, as with the kernel, and retried)
+    ok, out, sout = pair(base, base + ['127.0.0.1'], env,
+                         ready='Waiting for client to connect', retry=True)
     if not ok:
         return fail(prog)
     # the result table: "#bytes ..." then a line of numbers
