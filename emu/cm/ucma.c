@@ -1159,8 +1159,11 @@ static int ucma_disconnect(struct ucma_dev *u, struct ucma_id *id)
  * UD ids use SIDR_REQ / SIDR_REP. */
 static bool ucma_wire_dst(struct ucma_dev *u, const struct ucma_id *a)
 {
-	(void)a; /* every destination: our own address loops back to our engine */
-	return !u->no_wire && emu_ibcm_get(u->d);
+	/* every destination on the loopback port (its frames come back to
+	 * our engine); on a real port our own addresses stay inside the
+	 * daemon: a frame to our own MAC would leave and not return */
+	return !u->no_wire && emu_ibcm_get(u->d) &&
+	       (u->d->loopback || ucma_local_index(u->d, &a->dst) < 0);
 }
 
 /* the engine an id's wire pointers belong to is still there (it is

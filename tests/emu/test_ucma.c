@@ -1135,6 +1135,18 @@ static int case_wire(void)
 	CHECK(e.status == 28 && !memcmp(e.param.conn.private_data, "no!", 3), "consumer reject %d",
 	      (int)e.status);
 	REQUIRE(cm_destroy(&fa, c, NULL) == 0, "destroy");
+	/* on a real port, a connection to the device's own address is made
+	 * inside the daemon (its frames would leave and not come back) */
+	uint32_t sl, sc;
+	REQUIRE(cm_create(&fa, 0xA7, RDMA_PS_TCP, &sl) == 0, "self listener");
+	REQUIRE(cm_bind(&fa, sl, "10.0.0.1", 5003) == 0 && cm_listen(&fa, sl, 2) == 0, "listen");
+	REQUIRE(cm_create(&fa, 0xA8, RDMA_PS_TCP, &sc) == 0, "create");
+	cm_resolve_all(&fa, sc, 0xA8, "10.0.0.1", 5003);
+	REQUIRE(cm_connect(&fa, sc, 7, "self") == 0, "connect to self");
+	EXPECT(&fa, EV_CONNECT_REQUEST, &e);
+	CHECK(e.uid == 0xA7 && !memcmp(e.param.conn.private_data, "self", 4), "self request");
+	REQUIRE(cm_destroy(&fa, sc, NULL) == 0 && cm_destroy(&fa, sl, NULL) == 0, "destroy");
+
 	/* the passive side destroys a request: the engine rejects it */
 	REQUIRE(cm_create(&fa, 0xA4, RDMA_PS_TCP, &c) == 0, "create");
 	cm_resolve_all(&fa, c, 0xA4, "10.0.0.2", 5000);
