@@ -6,10 +6,12 @@
  * the values the kernel returns from INIT_QP_ATTR, and teardown when a file
  * or its client goes away. docs/cm.md says what differs from the kernel.
  *
- * Connections to another device go over the wire through the IB CM engine
- * (emu/cm/ibcm.c: MADs on QP1); between two ids of this device the same
- * REQ/REP/RTU/REJ/DREQ/DREP/SIDR exchange is carried by direct calls with
- * the parameters the MADs would carry (docs/cm.md). */
+ * Connections go over the wire through the IB CM engine (emu/cm/ibcm.c:
+ * MADs on QP1; to an address of this device they loop back to it, as the
+ * kernel's do). Without the engine (or with UROCE_CM_NO_WIRE) the same
+ * REQ/REP/RTU/REJ/DREQ/DREP/SIDR exchange between two ids of this device
+ * is carried by direct calls with the parameters the MADs would carry
+ * (docs/cm.md). */
 #include <endian.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -176,6 +178,7 @@ struct ucma_dev {
 	uint64_t next_ns;         /* nothing to do before (emu_ucma_poll) */
 	struct ucma_wl *wls;      /* wire listeners */
 	struct emu_ibcm *cm;      /* the engine the wire pointers belong to */
+	bool no_wire;             /* UROCE_CM_NO_WIRE: the direct exchange only */
 };
 
 /* ------------------------------------------------------------------ */
@@ -201,6 +204,8 @@ static struct ucma_dev *ucma_dev(struct emu_dev *d, bool create)
 		return NULL;
 	u->d = d;
 	u->next_file = 1;
+	/* tests of the exchange without MADs (docs/cm.md) */
+	u->no_wire = getenv("UROCE_CM_NO_WIRE") != NULL;
 	u->rnd = emu_now_ns() ^ (uintptr_t)u ^ 0x9e3779b97f4a7c15ull;
 	if (!u->rnd)
 		u->rnd = 1;
@@ -902,7 +907,7 @@ static void ucma_copy_req_event(struct rdma_ucm_conn_param *cp, const struct ucm
 }
 
 /* REQ / SIDR_REQ from active id a to whoever listens on its destination
- * on this device (another device's destination: ucma_wire_req). */
+ * on this device, without MADs (the engine's path: ucma_wire_req). */
 static void ucma_send_req(struct ucma_dev *u, struct ucma_id *a, const struct rdma_ucm_conn_param *q)
 {
 	bool ud = a->qp_type == IBV_QPT_UD;
@@ -1149,14 +1154,16 @@ static int ucma_disconnect(struct ucma_dev *u, struct ucma_id *id)
 /* the wire: the exchange through the IB CM engine (emu/cm/ibcm.c)     */
 /* ------------------------------------------------------------------ */
 
-/* A destination that is not this device's goes over the wire: REQ, REP,
- * RTU, REJ, DREQ, DREP as MADs on QP1, with what the engine reports
- * turned into the same rdma_cm events as the exchange inside the daemon;
+/* REQ, REP, RTU, REJ, DREQ, DREP as MADs on QP1, with what the engine
+ * reports turned into the same rdma_cm events as the direct exchange;
  * UD ids use SIDR_REQ / SIDR_REP. */
 static bool ucma_wire_dst(struct ucma_dev *u, const struct ucma_id *a)
 {
-	return emu_ibcm_get(u->d) && !ucma_any(&a->dst) && !ucma_is_mcast(&a->dst) &&
-	       ucma_local_index(u->d, &a->dst) < 0;
+	/* every destination on the loopback port (its frames come back to
+	 * our engine); on a real port our own addresses stay inside the
+	 * daemon: a frame to our own MAC would leave and not return */
+	return !u->no_wire && emu_ibcm_get(u->d) &&
+	       (u->d->loopback || ucma_local_index(u->d, &a->dst) < 0);
 }
 
 /* the engine an id's wire pointers belong to is still there (it is
@@ -1483,7 +1490,7 @@ static void ucma_wire_listen(struct ucma_dev *u, struct ucma_id *l)
 	struct emu_ibcm *cm = emu_ibcm_get(u->d);
 	uint16_t port = ucma_port(&l->src);
 
-	if (!cm)
+	if (!cm || u->no_wire)
 		return;
 	for (struct ucma_wl *w = u->wls; w; w = w->next)
 		if (w->ps == l->ps && w->port == port) {

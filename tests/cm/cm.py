@@ -12,6 +12,7 @@ picked free at random. The seed is printed (--seed replays a run).
   cm.py --uroced P --shim P [--seed N] MODE [ARGS...]
   MODE exec PROG [ARGS]          a C test (linked with liburoce), no preload
   MODE nodaemon SHIM NOSHIM      same errors with and without uroce
+  MODE kernel-mode SHIM          UROCE_CM=kernel: rdma_cm left to the kernel
   MODE rping SIZE COUNT [-q] [-6]  rping -v -V, both sides count the pings (-6: ::1)
   MODE ucmatose CONNS COUNT SIZE [-m]
   MODE udaddy CONNS COUNT
@@ -127,19 +128,25 @@ class Bg:
         return ''.join(self.lines)
 
 
-def pair(srv_cmd, cli_cmd, env, ready=None, srv_exits=True, timeout=TIMEOUT):
+def pair(srv_cmd, cli_cmd, env, ready=None, srv_exits=True, timeout=TIMEOUT, retry=None):
     """Server in the background (wait for its READY line when it prints
     one, else retry the client while the server is not listening yet: a
     connection to a port nobody listens on is rejected at once). Both must
     exit 0 (the server only if SRV_EXITS). Returns (ok, client out, server out)."""
     srv = Bg(srv_cmd, env, tty=bool(ready))
+    if retry is None:
+        retry = not ready
     try:
         if ready and not srv.wait_line(ready):
             return False, '', srv.kill() + '\nserver never printed %r' % ready
         deadline = time.monotonic() + 20
         while True:
-            rc, out = vr.run(cli_cmd, env, timeout)
-            if rc == 0 or ready or time.monotonic() > deadline or srv.p.poll() is not None:
+            try:
+                rc, out = vr.run(cli_cmd, env, timeout)
+            except subprocess.TimeoutExpired:
+                sys.stdout.write('--- server (client timed out) ---\n' + srv.kill())
+                raise
+            if rc == 0 or not retry or time.monotonic() > deadline or srv.p.poll() is not None:
                 break
             time.sleep(0.5)
         if not srv_exits:
@@ -298,7 +305,10 @@ def mode_perftest(env, port, args):
     if not need(prog):
         return 77
     base = [prog, '-R', '-d', 'uroce0', '-p', str(port), '-F'] + args[1:]
-    ok, out, sout = pair(base, base + ['127.0.0.1'], env)
+    # the client starts once the server says it waits (a client that comes
+    # before the listen is rejected, as with the kernel, and retried)
+    ok, out, sout = pair(base, base + ['127.0.0.1'], env,
+                         ready='Waiting for client to connect', retry=True)
     if not ok:
         return fail(prog)
     # the result table: "#bytes ..." then a line of numbers
@@ -394,7 +404,25 @@ def mode_nodaemon(env, shim_prog, noshim_prog):
     if with_shim != without:
         return fail('with liburoce and no daemon:\n%s\nwithout:\n%s' % (with_shim, without))
     if 'channel: NULL' not in without:
-        return fail('this host has an rdma_cm: the comparison says nothing')
+        print('this host has an rdma_cm: the comparison says nothing')
+        return 77
+    return 0
+
+
+def mode_kernel(env, shim_prog):
+    """UROCE_CM=kernel with a daemon up: rdma_cm is the kernel's (none on
+    this host: ENOENT, as a host whose rdma_ucm module is not loaded),
+    while the verbs device stays."""
+    env = dict(env, UROCE_CM='kernel')
+    rc, out = vr.run([shim_prog, 'nodaemon'], env)
+    if os.path.exists('/dev/infiniband/rdma_cm'):
+        print('this host has an rdma_cm: the check says nothing')
+        return 77
+    want = ['open: -1 No such file or directory', 'channel: NULL No such file or directory',
+            'devices: 1']
+    missing = [w for w in want if w not in out]
+    if rc or missing:
+        return fail('UROCE_CM=kernel: missing %r' % missing)
     return 0
 
 
@@ -415,6 +443,10 @@ def run_test(state):
     ap.add_argument('--shim', required=True)
     ap.add_argument('--preload-first', default='')
     ap.add_argument('--seed', type=int, default=None)
+    ap.add_argument('--daemons', type=int, default=1,
+                    help='start uroce0..N-1, one daemon each')
+    ap.add_argument('--env', action='append', default=[],
+                    help='K=V for the programs')
     ap.add_argument('mode')
     ap.add_argument('args', nargs=argparse.REMAINDER)
     a = ap.parse_args()
@@ -445,9 +477,21 @@ def run_test(state):
     log = open(os.path.join(run_dir, 'uroced.log'), 'w+')
     d = subprocess.Popen([a.uroced], env=env, stdout=log, stderr=subprocess.STDOUT,
                          start_new_session=True)
+    extra = []
     try:
         if not vr.wait_socket(os.path.join(run_dir, 'uroce0.sock'), d):
             return fail('uroced did not come up')
+        for i in range(1, a.daemons):
+            name = 'uroce%d' % i
+            x = subprocess.Popen([a.uroced, '--dev', name, '--mac', '02:00:00:00:01:%02x' % i],
+                                 env=env, stdout=log, stderr=subprocess.STDOUT,
+                                 start_new_session=True)
+            extra.append(x)
+            if not vr.wait_socket(os.path.join(run_dir, name + '.sock'), x):
+                return fail(name + ' did not come up')
+        for kv in a.env:
+            k, v = kv.split('=', 1)
+            env[k] = v
         # librdmacm reads abi_version first: the tree must be there
         abi = os.path.join(run_dir, 'class', 'misc', 'rdma_cm', 'abi_version')
         end = time.monotonic() + 20
@@ -461,7 +505,9 @@ def run_test(state):
             penv['LD_PRELOAD'] = a.preload_first + ':' + penv['LD_PRELOAD']
             penv['ASAN_OPTIONS'] = 'detect_leaks=0:' + penv.get('ASAN_OPTIONS', '')
         m, x = a.mode, a.args
-        if m == 'exec':
+        if m == 'kernel-mode':
+            rc = mode_kernel(env, x[0])
+        elif m == 'exec':
             rc, _ = vr.run(x + [str(port)], env)
         elif m == 'rping':
             rc = mode_rping(penv, port, x)
@@ -494,11 +540,11 @@ def run_test(state):
     except subprocess.TimeoutExpired as e:
         return fail('timed out: %s' % e)
     finally:
-        st = vr.stop(d)
+        sts = [vr.stop(x) for x in extra] + [vr.stop(d)]
         log.seek(0)
         text = log.read()
         log.close()
-        state['daemon_faults'] = vr.daemon_faults([st], text)
+        state['daemon_faults'] = vr.daemon_faults(sts, text)
         want = state.get('min_roce_pkts')
         if want:
             got = re.search(r'roce (\d+)', text)

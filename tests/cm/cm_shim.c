@@ -249,8 +249,12 @@ static int case_events(void)
 	/* blocking: the event comes (bounded by poll first) */
 	e = next_event(ch1, 20000);
 	CHECK(e && e->event == RDMA_CM_EVENT_ADDR_RESOLVED, "no ADDR_RESOLVED");
-	CHECK(id->verbs && !strcmp(ibv_get_device_name(id->verbs->device), "uroce0"),
-	      "id not on uroce0");
+	/* the first device, or the one UROCE_CM_DEVICE names */
+	const char *want = getenv("UROCE_CM_DEVICE") ? getenv("UROCE_CM_DEVICE") : "uroce0";
+
+	CHECK(id->verbs && !strcmp(ibv_get_device_name(id->verbs->device), want),
+	      "id on %s, want %s", id->verbs ? ibv_get_device_name(id->verbs->device) : "-",
+	      want);
 	if (e)
 		rdma_ack_cm_event(e);
 	/* O_NONBLOCK from the application: EAGAIN, as the kernel's fd */

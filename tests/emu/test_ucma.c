@@ -270,9 +270,41 @@ static void cm_resolve_all(struct cmf *f, uint32_t id, uint64_t uid, const char 
 static const char *g_daemon;
 static struct t_daemon g_d;
 
+static bool g_direct;        /* UROCE_CM_NO_WIRE: no CM MADs expected */
+static bool g_gsi_check;     /* finish() counts the CM MADs captured */
+static char g_pcap[300];
+
+/* RoCEv2 (IPv4) frames to QPN 1 in the capture: the CM engine's MADs */
+static int pcap_gsi_frames(const char *path)
+{
+	FILE *fp = fopen(path, "rb");
+	uint8_t gh[24], rh[16], f[4096];
+	int n = 0;
+
+	if (!fp || fread(gh, 1, 24, fp) != 24) {
+		if (fp)
+			fclose(fp);
+		return -1;
+	}
+	while (fread(rh, 1, 16, fp) == 16) {
+		uint32_t len;
+		memcpy(&len, rh + 8, 4);
+		if (len > sizeof(f) || fread(f, 1, len, fp) != len)
+			break;
+		if (len >= 54 && f[12] == 0x08 && f[13] == 0x00 && f[23] == 17 && f[36] == 0x12 &&
+		    f[37] == 0xb7 && f[47] == 0 && f[48] == 0 && f[49] == 1)
+			n++;
+	}
+	fclose(fp);
+	return n;
+}
+
 static void start(struct t_client *a, struct t_client *b)
 {
-	REQUIRE(t_daemon_start(&g_d, g_daemon, false, NULL) == 0, "start");
+	REQUIRE(mkdtemp(strcpy(g_pcap, "/tmp/uroce-ucma-XXXXXX")) != NULL, "tmp");
+	strcat(g_pcap, "/cap.pcap");
+	const char *opts[] = { "--pcap", g_pcap, NULL };
+	REQUIRE(t_daemon_start(&g_d, g_daemon, false, opts) == 0, "start");
 	REQUIRE(t_client_open(a, g_d.sock) == 0, "client a");
 	if (b)
 		REQUIRE(t_client_open(b, g_d.sock) == 0, "client b");
@@ -282,6 +314,18 @@ static int finish(void)
 {
 	int st = t_daemon_stop(&g_d);
 	CHECK(st == 0, "daemon exit %d", st);
+	if (g_gsi_check) {
+		/* the exchange went as MADs through the engine, or not at all */
+		int n = pcap_gsi_frames(g_pcap);
+		CHECK(g_direct ? n == 0 : n >= 5, "%d CM MADs captured (%s)", n,
+		      g_direct ? "direct" : "wire");
+	}
+	if (g_pcap[0]) {
+		unlink(g_pcap);
+		*strrchr(g_pcap, '/') = 0;
+		rmdir(g_pcap);
+		g_pcap[0] = 0;
+	}
 	t_rmdir(&g_d);
 	t_cur = NULL;
 	if (t_failures) {
@@ -302,6 +346,7 @@ static int case_conn(void)
 	struct ib_uverbs_qp_attr qa, qb;
 	uint32_t lid, cid, sid, nid, rep;
 
+	g_gsi_check = true;
 	start(&a, &b);
 	REQUIRE(cm_open(&a, &fa) == 0 && cm_open(&b, &fb) == 0, "files");
 	/* server: listen on 127.0.0.1, ephemeral port */
@@ -1090,6 +1135,18 @@ static int case_wire(void)
 	CHECK(e.status == 28 && !memcmp(e.param.conn.private_data, "no!", 3), "consumer reject %d",
 	      (int)e.status);
 	REQUIRE(cm_destroy(&fa, c, NULL) == 0, "destroy");
+	/* on a real port, a connection to the device's own address is made
+	 * inside the daemon (its frames would leave and not come back) */
+	uint32_t sl, sc;
+	REQUIRE(cm_create(&fa, 0xA7, RDMA_PS_TCP, &sl) == 0, "self listener");
+	REQUIRE(cm_bind(&fa, sl, "10.0.0.1", 5003) == 0 && cm_listen(&fa, sl, 2) == 0, "listen");
+	REQUIRE(cm_create(&fa, 0xA8, RDMA_PS_TCP, &sc) == 0, "create");
+	cm_resolve_all(&fa, sc, 0xA8, "10.0.0.1", 5003);
+	REQUIRE(cm_connect(&fa, sc, 7, "self") == 0, "connect to self");
+	EXPECT(&fa, EV_CONNECT_REQUEST, &e);
+	CHECK(e.uid == 0xA7 && !memcmp(e.param.conn.private_data, "self", 4), "self request");
+	REQUIRE(cm_destroy(&fa, sc, NULL) == 0 && cm_destroy(&fa, sl, NULL) == 0, "destroy");
+
 	/* the passive side destroys a request: the engine rejects it */
 	REQUIRE(cm_create(&fa, 0xA4, RDMA_PS_TCP, &c) == 0, "create");
 	cm_resolve_all(&fa, c, 0xA4, "10.0.0.2", 5000);
@@ -1269,6 +1326,11 @@ int main(int argc, char **argv)
 		return 2;
 	g_daemon = argv[1];
 	alarm(100);
+	/* "direct": the daemon's exchange without the CM engine's MADs */
+	if (argc > 3 && !strcmp(argv[3], "direct")) {
+		setenv("UROCE_CM_NO_WIRE", "1", 1);
+		g_direct = true;
+	}
 	/* in the sanitizer build a UBSan report stops the daemon: its exit
 	 * status fails the case */
 	setenv("UBSAN_OPTIONS", "halt_on_error=1:print_stacktrace=1", 0);
