@@ -70,7 +70,11 @@ static int read_record(int fd, void *rec, size_t len)
 		if (n < 0) {
 			/* a partial record under O_NONBLOCK: the rest is a
 			 * write of the same size already in the pipe */
-			if (errno == EINTR || (got && errno == EAGAIN))
+			/* mid-record: finish it; before any byte a signal
+			 * ends the call with EINTR as the kernel's read does
+			 * (pipe reads restart by themselves under SA_RESTART),
+			 * so a program's alarm can stop a blocked wait */
+			if (got && (errno == EINTR || errno == EAGAIN))
 				continue;
 			return -1;
 		}

@@ -362,6 +362,49 @@ static void event_blocking(void)
 	vt_fini(&t);
 }
 
+/* "ibv_get_cq_event() returns 0 on success, and -1 on error": a signal
+ * whose handler has no SA_RESTART ends a blocked wait with EINTR, as the
+ * kernel's read of the channel does (programs stop a timed test with an
+ * alarm: qperf's rc_lat hung here when the shim retried the read) */
+static volatile sig_atomic_t intr_hits, intr_done;
+static void intr_handler(int sig) { (void)sig; intr_hits++; }
+static void *intr_kicker(void *p)
+{
+	pthread_t victim = *(pthread_t *)p;
+
+	/* until the wait has returned: a signal that lands before the read
+	 * starts is simply sent again */
+	for (int i = 0; i < VT_WAIT_S * 10 && !intr_done; i++) {
+		usleep(100 * 1000);
+		pthread_kill(victim, SIGUSR1);
+	}
+	return NULL;
+}
+
+static void event_eintr(void)
+{
+	struct vt_opts o = { .channel = true };
+	struct sigaction sa = { .sa_handler = intr_handler }, old;
+	pthread_t self = pthread_self(), th;
+	struct ibv_cq *cq;
+	void *cc;
+	struct vt t;
+
+	vt_init(&t, &o);
+	CHECK(!ibv_req_notify_cq(t.scq, 0)); /* armed, nothing will come */
+	sigemptyset(&sa.sa_mask);            /* sa_flags 0: no SA_RESTART */
+	CHECK(!sigaction(SIGUSR1, &sa, &old));
+	CHECK(!pthread_create(&th, NULL, intr_kicker, &self));
+	errno = 0;
+	int r = ibv_get_cq_event(t.ch, &cq, &cc);
+	int e = errno;
+	intr_done = 1;
+	CHECK(!pthread_join(th, NULL));
+	CHECK(!sigaction(SIGUSR1, &old, NULL));
+	CHECK(r == -1 && e == EINTR && intr_hits >= 1);
+	vt_fini(&t);
+}
+
 /* non-blocking channel: EAGAIN, then poll() and epoll see the event */
 static void event_nonblock(void)
 {
@@ -957,6 +1000,7 @@ static const struct vt_case cases[] = {
 	{ "notify_once", notify_once },
 	{ "event_blocking", event_blocking },
 	{ "event_nonblock", event_nonblock },
+	{ "event_eintr", event_eintr },
 	{ "ack_batch", ack_batch },
 	{ "destroy_waits", destroy_waits },
 	{ "extra_event", extra_event },
