@@ -31,7 +31,10 @@
 #define EMU_MAX_SGE       32
 #define EMU_MAX_INLINE    512
 #define EMU_MAX_CQ        16384
-#define EMU_MAX_CQE       (1u << 20)  /* 1M - 1 reported */
+#define EMU_MAX_CQE       (1u << 19)  /* 512K - 1 reported: with its 256 B
+                                        * (CQE + small-payload slot) that
+                                        * ring fits the default 256 MB
+                                        * per-context queue memory */
 #define EMU_MAX_MR        65536
 #define EMU_MAX_PD        65536
 #define EMU_MAX_MW        65536

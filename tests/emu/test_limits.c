@@ -99,14 +99,15 @@ int main(int argc, char **argv)
 
 	/* daemon memory (8 MiB per context here): a send queue of 16384
 	 * entries with 512 B inline costs 16 MiB of ring plus as much of
-	 * private copy; 1024 entries fit. A 1M-entry CQ (32 MiB) does not. */
+	 * private copy; 1024 entries fit. A 512K-entry CQ (128 MiB with its
+	 * small-payload slots) does not. */
 	CHECK(big_qp(&a, pda, cqa, 16384) == -ENOMEM, "16 MiB send queue accepted");
 	CHECK(big_qp(&a, pda, cqa, 1024) == 0, "1 MiB send queue refused");
 	/* destroyed QPs give their memory back (20 x ~1.5 MiB > 8 MiB) */
 	for (int i = 0; i < 20; i++)
 		CHECK(big_qp(&a, pda, cqa, 1024) == 0, "send queue %d: memory not returned", i);
-	rc = t_cq(&a, (1u << 20) - 1, &cr, NULL);
-	CHECK(rc == -ENOMEM, "32 MiB CQ: %d", rc);
+	rc = t_cq(&a, (1u << 19) - 1, &cr, NULL);
+	CHECK(rc == -ENOMEM, "128 MiB CQ: %d", rc);
 	/* SRQ rings: 16384 x 32 SGEs (16 MiB) refused; 4096 x 8 (1 MiB) made
 	 * and given back twenty times */
 	CHECK(srq_try(&a, pda, 16384, 32) == -ENOMEM, "16 MiB SRQ accepted");

@@ -23,6 +23,17 @@ static void device_query(void)
 	CHECK(!ibv_query_device(ctx, &da));
 	CHECK(da.vendor_id == 0x001ace && da.phys_port_cnt == 1);
 	CHECK(da.max_qp > 0 && da.max_cqe > 0 && da.max_mr > 0);
+	{
+		/* what the device advertises, a context can create (rdma-core's
+		 * test_cq creates a CQ of max_cqe: it failed with ENOMEM when
+		 * CQE companion slots made that ring larger than a context's
+		 * queue-memory limit) */
+		struct ibv_cq *big = ibv_create_cq(ctx, da.max_cqe, NULL, NULL, 0);
+
+		CHECK(big && big->cqe >= da.max_cqe);
+		CHECK(!ibv_destroy_cq(big));
+		CHECK(!ibv_create_cq(ctx, da.max_cqe + 1, NULL, NULL, 0));
+	}
 	CHECK(!ibv_query_device_ex(ctx, NULL, &dx));
 	CHECK(dx.orig_attr.vendor_id == da.vendor_id);
 	CHECK(!ibv_query_port(ctx, 1, &pa));

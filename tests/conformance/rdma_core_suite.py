@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""rdma-core's own pyverbs test suite against a default uroced (issue 11).
+
+Debian's rdma-core package installs the suite in
+/usr/share/doc/rdma-core/tests, some files gzipped. This copies it into a
+private temp dir (gunzipping what is compressed; nothing of rdma-core's is
+in this tree), starts one default uroced with its own UROCE_RUN_DIR, runs
+the chosen modules one by one with /usr/bin/python3 and liburoce
+preloaded, prints passed/failed/skipped per module, stops the daemon and
+removes both dirs. Every wait is bounded.
+
+  rdma_core_suite.py --uroced PATH --shim PATH [--preload-first RT]
+                     [--suite-dir DIR] [--list] MODULE...
+
+Exit status: 0 when every module ran with no failure or error, 77 when
+the suite or pyverbs is not installed, 1 otherwise.
+"""
+import argparse
+import gzip
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                '..', 'verbs'))
+import run as vt  # noqa: E402  (tests/verbs/run.py: daemon start/stop)
+
+SUITE = '/usr/share/doc/rdma-core/tests'
+# per module; the slowest (test_qpex, test_mr) take well under this here
+MODULE_TIMEOUT = 240
+
+# Modules that do not apply to a RoCE device: vendor-specific (mlx5, EFA),
+# CUDA/GPU memory, and rdma-core's helpers that are not test modules.
+NOT_ROCE = re.compile(r'^test_(mlx5_|efa|cuda_)')
+# every module that applies runs (test_rdmacm too: RDMA CM exists)
+LATER = set()
+
+
+def copy_suite(src, dst):
+    """The suite as a package 'tests' under dst, gunzipped, without the
+    modules that do not apply: its __init__ imports every test_*.py it
+    finds, and the mlx5/EFA ones fail to import without their provider."""
+    pkg = os.path.join(dst, 'tests')
+    os.mkdir(pkg)
+    for fn in sorted(os.listdir(src)):
+        path = os.path.join(src, fn)
+        name = fn[:-3] if fn.endswith('.gz') else fn
+        if not name.endswith('.py'):
+            continue
+        mod = name[:-3]
+        if NOT_ROCE.match(mod) or mod in LATER:
+            continue
+        if fn.endswith('.gz'):
+            with gzip.open(path, 'rb') as f, open(os.path.join(pkg, name), 'wb') as o:
+                shutil.copyfileobj(f, o)
+        else:
+            shutil.copyfile(path, os.path.join(pkg, name))
+    return pkg
+
+
+def modules(pkg):
+    return sorted(fn[:-3] for fn in os.listdir(pkg)
+                  if fn.startswith('test_') and fn.endswith('.py'))
+
+
+SUMMARY = re.compile(r'^Ran (\d+) tests? in', re.M)
+TAIL = re.compile(r'^(OK|FAILED)(?: \((.*)\))?\s*$', re.M)
+
+
+def tally(out):
+    """(passed, failed, errors, skipped) from unittest's summary, or None
+    when the run did not get that far (crash, import error, timeout)."""
+    m = SUMMARY.search(out)
+    t = TAIL.search(out, m.end()) if m else None
+    if not m or not t:
+        return None
+    ran = int(m.group(1))
+    n = {'failures': 0, 'errors': 0, 'skipped': 0,
+         'expected failures': 0, 'unexpected successes': 0}
+    for part in (t.group(2) or '').split(','):
+        if '=' in part:
+            k, v = part.strip().split('=')
+            n[k] = int(v)
+    failed = n['failures'] + n['unexpected successes']
+    passed = ran - failed - n['errors'] - n['skipped'] - n['expected failures']
+    return passed, failed, n['errors'], n['skipped']
+
+
+def run_module(pkg_parent, mod, env):
+    # run_tests.py parses --dev/--port/--gid and hands the rest to unittest
+    cmd = ['/usr/bin/python3', os.path.join(pkg_parent, 'tests', 'run_tests.py'),
+           '--dev', 'uroce0', '--port', '1', '--gid', '1', '-v', mod]
+    try:
+        rc, out = vt.run(cmd, env, timeout=MODULE_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        print('%s: timed out after %d s' % (mod, MODULE_TIMEOUT))
+        return None
+    t = tally(out)
+    if t is None:
+        print('%s: no unittest summary (exit status %d)' % (mod, rc))
+    return t
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--uroced', required=True)
+    ap.add_argument('--shim', required=True)
+    ap.add_argument('--preload-first', default='')
+    ap.add_argument('--suite-dir', default=SUITE)
+    ap.add_argument('--list', action='store_true',
+                    help='print the modules that apply and exit')
+    ap.add_argument('modules', nargs='*')
+    a = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    if not os.path.isdir(a.suite_dir) or not os.path.exists('/usr/bin/python3'):
+        print('rdma-core tests not installed at', a.suite_dir)
+        return 77
+    if subprocess.call(['/usr/bin/python3', '-c', 'import pyverbs.device']) != 0:
+        print('pyverbs (python3-pyverbs) not available')
+        return 77
+    work = tempfile.mkdtemp(prefix='uroce-conf-')
+    try:
+        pkg = copy_suite(a.suite_dir, work)
+        mods = modules(pkg)
+        if a.list:
+            print('\n'.join(mods))
+            return 0
+        bad = [m for m in a.modules if m not in mods]
+        if bad:
+            print('not a module of the suite that applies:', ' '.join(bad))
+            return 1
+        return run_all(a, work, a.modules or mods)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def run_all(a, work, mods):
+    if not os.access(a.uroced, os.X_OK):
+        print('no uroced at', a.uroced)
+        return 77
+    run_dir = tempfile.mkdtemp(prefix='uroce-conf-run-')
+    env = dict(os.environ)
+    env['UROCE_RUN_DIR'] = run_dir
+    log = open(os.path.join(run_dir, 'uroced.log'), 'w+')
+    d = subprocess.Popen([a.uroced], env=env, stdout=log,
+                         stderr=subprocess.STDOUT, start_new_session=True)
+    results = {}
+    try:
+        if not vt.wait_socket(os.path.join(run_dir, 'uroce0.sock'), d):
+            print('uroced did not come up')
+            return 1
+        env['LD_PRELOAD'] = os.path.abspath(a.shim)
+        if a.preload_first:
+            env['LD_PRELOAD'] = a.preload_first + ':' + env['LD_PRELOAD']
+            env['ASAN_OPTIONS'] = 'detect_leaks=0:' + env.get('ASAN_OPTIONS', '')
+        env['PYTHONDONTWRITEBYTECODE'] = '1'
+        for m in mods:
+            results[m] = run_module(work, m, env)
+    except subprocess.TimeoutExpired as e:
+        print('timed out:', e)
+        return 1
+    finally:
+        st = vt.stop(d)
+        log.seek(0)
+        text = log.read()
+        log.close()
+        faults = vt.daemon_faults([st], text)
+        if text:
+            sys.stdout.write('--- uroced ---\n' + text[-3000:])
+        shutil.rmtree(run_dir, ignore_errors=True)
+    return report(results, faults)
+
+
+def report(results, faults):
+    print('\n%-28s %7s %7s %7s %7s' % ('module', 'passed', 'failed', 'errors', 'skipped'))
+    rc = 0
+    tot = [0, 0, 0, 0]
+    for m, t in results.items():
+        if t is None:
+            print('%-28s %s' % (m, 'did not finish'))
+            rc = 1
+            continue
+        print('%-28s %7d %7d %7d %7d' % ((m,) + t))
+        tot = [x + y for x, y in zip(tot, t)]
+        if t[1] or t[2]:
+            rc = 1
+    print('%-28s %7d %7d %7d %7d' % tuple(['total'] + tot))
+    for w in faults:
+        print('FAIL:', w)
+        rc = 1
+    return rc
+
+
+if __name__ == '__main__':
+    sys.exit(main())
