@@ -297,7 +297,9 @@ static void ex_wr_start(struct ibv_qp_ex *ex)
 
 	urv_spin_lock(&qp->sq_lock);
 	qp->ex_prod = qp->sq.hdr ? qp->sq.hdr->prod : 0;
-	qp->ex_err = qp->sq.hdr ? 0 : EINVAL;
+	/* the same rule as ibv_post_send: a QP that cannot send (below RTS)
+	 * fails the batch at ibv_wr_complete with EINVAL */
+	qp->ex_err = qp->sq.hdr && ex->qp_base.state >= IBV_QPS_RTS ? 0 : EINVAL;
 	qp->ex_cur = NULL;
 }
 

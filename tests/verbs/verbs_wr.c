@@ -118,6 +118,71 @@ static void uc_send_inv_ex(void)
 	vt_fini(&t);
 }
 
+/* ibv_wr_complete on a QP that cannot send fails with EINVAL, as
+ * ibv_post_send does (rdma-core's test_post_send_qp_state_bad_flow):
+ * before RTS, then in RTS it posts, then after a move to RESET it fails
+ * again. */
+static int ex_send_one(struct vt *t, struct ibv_qp_ex *x, uint64_t id)
+{
+	ibv_wr_start(x);
+	x->wr_id = id;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(x);
+	ibv_wr_set_sge(x, t->mr->lkey, (uintptr_t)t->buf + 8192, 4);
+	return ibv_wr_complete(x);
+}
+
+static void ex_bad_state(void)
+{
+	struct ibv_qp_init_attr_ex qa;
+	struct ibv_qp_attr m = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
+	struct ibv_recv_wr rw = { 0 }, *bad;
+	struct ibv_sge rs;
+	struct ibv_wc wc;
+	struct ibv_qp *a, *b;
+	struct ibv_qp_ex *x;
+	struct vt t;
+
+	vt_init(&t, NULL);
+	memset(&qa, 0, sizeof(qa));
+	qa.send_cq = t.scq;
+	qa.recv_cq = t.rcq;
+	qa.qp_type = IBV_QPT_RC;
+	qa.cap.max_send_wr = 16;
+	qa.cap.max_recv_wr = 16;
+	qa.cap.max_send_sge = 1;
+	qa.cap.max_recv_sge = 1;
+	qa.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	qa.pd = t.pd;
+	qa.send_ops_flags = IBV_QP_EX_WITH_SEND;
+	a = ibv_create_qp_ex(t.ctx, &qa);
+	CHECK(a);
+	x = ibv_qp_to_qp_ex(a);
+	CHECK(x);
+	CHECK(ex_send_one(&t, x, 1) == EINVAL);             /* RESET */
+	CHECK(!ibv_modify_qp(a, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			     IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
+	CHECK(ex_send_one(&t, x, 2) == EINVAL);             /* INIT */
+	b = vt_qp(&t, IBV_QPT_RC, t.scq, t.rcq, NULL, 16, 16);
+	vt_connect(&t, a, b);
+	rs = (struct ibv_sge){ (uintptr_t)t.buf + 16384, 4, t.mr->lkey };
+	rw.wr_id = 9;
+	rw.sg_list = &rs;
+	rw.num_sge = 1;
+	CHECK(!ibv_post_recv(b, &rw, &bad));
+	CHECK(ex_send_one(&t, x, 3) == 0);                  /* RTS: posts */
+	vt_poll_n(t.scq, 1, &wc);
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 3);
+	vt_poll_n(t.rcq, 1, &wc);
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 9);
+	m.qp_state = IBV_QPS_RESET;
+	CHECK(!ibv_modify_qp(a, &m, IBV_QP_STATE));
+	CHECK(ex_send_one(&t, x, 4) == EINVAL);             /* RESET again */
+	CHECK(!ibv_destroy_qp(a));
+	CHECK(!ibv_destroy_qp(b));
+	vt_fini(&t);
+}
+
 /* Every opcode x QP type x flag set the table refuses, the shim refuses. */
 static void table_walk(void)
 {
@@ -170,6 +235,7 @@ static const struct vt_case cases[] = {
 	{ "uc_send_inv", uc_send_inv },
 	{ "uc_send_inv_ex", uc_send_inv_ex },
 	{ "table_walk", table_walk },
+	{ "ex_bad_state", ex_bad_state },
 };
 
 int main(int argc, char **argv)
