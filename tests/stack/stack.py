@@ -14,7 +14,10 @@ asserts on the programs' output.
   MODE ucx-perf TLS GIDX TEST [OPTS...]   ucx_perftest server + client
   MODE mpi PROGRAM                 mpirun -np 2, pml ucx on uroce0 only
   MODE fi-info                     fi_info -p verbs
-  MODE fi-pingpong [OPTS...]       fi_pingpong rdm over verbs;ofi_rxd, -c
+  MODE fi-pingpong EP [OPTS...]    fi_pingpong -c, EP rdm (verbs;ofi_rxd over
+                                   UD), msg (RC, RDMA CM) or dgram (UD)
+  MODE ucx-io-demo [OPTS...]       io_demo -q: UCX connecting by socket
+                                   address through RDMA CM (rdmacm)
 Exit status: 0 pass, 77 skip (a tool is not installed), else fail.
 """
 import argparse
@@ -247,16 +250,50 @@ def mode_fi_info(env):
     return 0
 
 
-def mode_fi_pingpong(env, port, opts):
+def mode_fi_pingpong(env, port, args):
     if not need('fi_pingpong'):
         return 77
-    base = ['fi_pingpong', '-p', 'verbs;ofi_rxd', '-e', 'rdm', '-d', 'uroce0-dgram',
-            '-c'] + opts
+    ep, opts = args[0], args[1:]
+    # rdm is libfabric's reliable layer over the dgram domain; msg connects
+    # through RDMA CM on the device's own domain
+    prov = {'rdm': 'verbs;ofi_rxd', 'msg': 'verbs', 'dgram': 'verbs'}[ep]
+    dom = 'uroce0' if ep == 'msg' else 'uroce0-dgram'
+    base = ['fi_pingpong', '-p', prov, '-e', ep, '-d', dom, '-c'] + opts
     rc, out = pair(base + ['-B', str(port)], base + ['-P', str(port), '127.0.0.1'], env)
     if rc:
-        return fail('fi_pingpong: ' + out[-500:])
+        return fail('fi_pingpong -e %s: %s' % (ep, out[-500:]))
     if not re.search(r'^\S+\s+\d+\s+=\d+', out, re.M):
         return fail('fi_pingpong: no result line')
+    return 0
+
+
+def mode_ucx_io_demo(env, port, opts):
+    """UCX's client/server connection by socket address (ucp_listener):
+    the rdmacm connection manager over librdmacm, data checked (-q)."""
+    if not need('io_demo'):
+        return 77
+    e = dict(env, UCX_NET_DEVICES='uroce0:1', UCX_TLS='rc_verbs,ud_verbs',
+             UCX_SOCKADDR_TLS_PRIORITY='rdmacm')
+    base = ['io_demo', '-p', str(port), '-q', '-n', '20'] + opts
+    # the io_demo server serves until it is stopped
+    print('+ server:', ' '.join(base), flush=True)
+    srv = subprocess.Popen(base, env=e, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        time.sleep(1)
+        rc, out = vr.run(base + ['127.0.0.1'], dict(e, UCX_LOG_LEVEL='debug'))
+        alive = srv.poll() is None
+    finally:
+        vr.kill_group(srv)
+    sout = srv.communicate()[0].decode(errors='replace')
+    sys.stdout.write('--- server ---\n' + sout[-2000:])
+    if rc or not alive:
+        return fail('io_demo: client rc %d, server %s: %s' %
+                    (rc, 'running' if alive else 'exited', out[-800:]))
+    for w in ("Client exit with status 'OK'", 'on device uroce0:1',
+              'on cm rdmacm'):
+        if w not in out:
+            return fail('io_demo client: %r missing' % w)
     return 0
 
 
@@ -307,6 +344,8 @@ def main():
             rc = mode_fi_info(penv)
         elif a.mode == 'fi-pingpong':
             rc = mode_fi_pingpong(penv, a.port, a.args)
+        elif a.mode == 'ucx-io-demo':
+            rc = mode_ucx_io_demo(penv, a.port, a.args)
         else:
             print('unknown mode', a.mode)
             rc = 2
