@@ -35,7 +35,8 @@ struct emu_opts {
 	uint32_t mem_stall_ms;    /* an access to application memory blocked this
 				   * long: quarantine its client (0 = never) */
 	/* derived from the MTU by emu_port_param (port_param.c) */
-	uint32_t mbuf_room;       /* mbuf data room, headroom included */
+	uint32_t mbuf_room;       /* RX mbuf data room, headroom included */
+	uint32_t tx_mbuf_room;    /* TX mbufs' (real ports have two pools) */
 	uint32_t nb_desc;         /* RX and TX descriptors asked of the port */
 	uint32_t pool_mb;         /* EAL memory the mbuf pool needs */
 	char port_info[96];       /* the derived ring geometry, for the log */

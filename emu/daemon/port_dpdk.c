@@ -33,7 +33,8 @@
 #define EMU_TXQ_SIZE 8192u
 
 struct emu_port {
-	struct rte_mempool *mp;
+	struct rte_mempool *mp;    /* what we send */
+	struct rte_mempool *rx_mp; /* what the NIC fills; mp on ring ports */
 	struct rte_ring *ring;
 	uint16_t port;
 	uint32_t txq_head, txq_tail; /* backlog: [head, tail) */
@@ -275,7 +276,7 @@ static int emu_port_setup(struct emu_daemon *dm, struct emu_port *p, bool real)
 		rc = rte_eth_dev_adjust_nb_rx_tx_desc(p->port, &nrx, &ntx);
 	if (rc == 0) {
 		what = "rx queue";
-		rc = rte_eth_rx_queue_setup(p->port, 0, nrx, (unsigned)sock, NULL, p->mp);
+		rc = rte_eth_rx_queue_setup(p->port, 0, nrx, (unsigned)sock, NULL, p->rx_mp);
 	}
 	if (rc == 0) {
 		what = "tx queue";
@@ -316,10 +317,23 @@ int emu_port_init(struct emu_daemon *dm)
 		return -1;
 	}
 	dm->port = p;
+	/* A real port receives into a pool of its own: a requester that
+	 * queues a window of frames for a slow link holds every mbuf of its
+	 * pool, and the ACKs that would free them must still be received
+	 * (af_xdp's fill ring, af_packet's copies). On ring ports the frames
+	 * received are the frames sent, so one pool. */
+	bool ring = dm->o.vdev[0] == 0 || !strncmp(dm->o.vdev, "link:", 5);
 	snprintf(name, sizeof(name), "uroce_mb%u", dm->index);
-	p->mp = rte_pktmbuf_pool_create(name, EMU_NB_MBUF, 256, 0, (uint16_t)dm->o.mbuf_room,
+	p->mp = rte_pktmbuf_pool_create(name, EMU_NB_MBUF, 256, 0,
+					(uint16_t)(ring ? dm->o.mbuf_room : dm->o.tx_mbuf_room),
 					(int)rte_socket_id());
-	if (!p->mp) {
+	p->rx_mp = p->mp;
+	if (p->mp && !ring) {
+		snprintf(name, sizeof(name), "uroce_rx%u", dm->index);
+		p->rx_mp = rte_pktmbuf_pool_create(name, EMU_NB_MBUF, 256, 0,
+						   (uint16_t)dm->o.mbuf_room, (int)rte_socket_id());
+	}
+	if (!p->mp || !p->rx_mp) {
 		fprintf(stderr, "uroced: %s: mbuf pool: %s (more memory: --eal \"-m N\")\n",
 			dm->o.dev, rte_strerror(rte_errno));
 		return -1;

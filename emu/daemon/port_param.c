@@ -122,7 +122,7 @@ static int emu_param_af_packet(struct emu_opts *o, unsigned page)
 	if ((!hf && emu_vdev_append(o, "framesz", fs)) || (!hb && emu_vdev_append(o, "blocksz", bs)) ||
 	    (!hc && emu_vdev_append(o, "framecnt", fc)))
 		return -1;
-	if (fs - EMU_TPACKET_RX_OFF > o->mtu + 64)
+	if (fs - EMU_TPACKET_RX_OFF + RTE_PKTMBUF_HEADROOM > o->mbuf_room)
 		o->mbuf_room = fs - EMU_TPACKET_RX_OFF + RTE_PKTMBUF_HEADROOM;
 	snprintf(o->port_info, sizeof(o->port_info), "af_packet ring %u frames of %u B in "
 		 "blocks of %u B", fc, fs, bs);
@@ -165,6 +165,7 @@ int emu_port_param(struct emu_opts *o)
 	o->mbuf_room = o->mtu + 64 + RTE_PKTMBUF_HEADROOM;
 	if (o->mbuf_room < RTE_MBUF_DEFAULT_BUF_SIZE)
 		o->mbuf_room = RTE_MBUF_DEFAULT_BUF_SIZE;
+	o->tx_mbuf_room = o->mbuf_room;
 	o->nb_desc = EMU_NB_DESC;
 	o->port_info[0] = 0;
 	switch (emu_port_kind(o->vdev)) {
@@ -184,9 +185,12 @@ int emu_port_param(struct emu_opts *o)
 			o->mbuf_room);
 		return -1;
 	}
-	/* the pool's objects in MB, rounded up, plus the device's rings,
+	/* the pools' objects in MB, rounded up (ring ports have one, real
+	 * ports an RX and a TX pool: port_dpdk.c), plus the device's rings,
 	 * queues and DPDK's own allocations */
 	uint64_t obj = rte_mempool_calc_obj_size(sizeof(struct rte_mbuf) + o->mbuf_room, 0, NULL);
+	if (emu_port_kind(o->vdev) != EMU_PK_RING)
+		obj += rte_mempool_calc_obj_size(sizeof(struct rte_mbuf) + o->tx_mbuf_room, 0, NULL);
 	o->pool_mb = (uint32_t)((obj * EMU_NB_MBUF + (1u << 20) - 1) >> 20) + 128;
 	return 0;
 }
