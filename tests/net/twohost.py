@@ -13,13 +13,9 @@ CASE
             frame of the data link)
   jumbo     af_packet, MTU 9000 (active MTU 4096), ring sized by uroced
             from --mtu (its log line is checked)
-  overload  af_packet, MTU 1500, the receiver's ring cut to 64 slots so
+  overload  af_packet, MTU 1500, the receiver's ring cut to 16 slots so
             the kernel drops when it falls behind: RC retransmits (seen in
             uroce-stat) and the data is verified
-  shared    af_xdp with uroce's XDP program (emu/daemon/xdp_roce.c): only
-            RoCEv2 goes to uroced, the kernel keeps the same address and
-            MAC for ARP/ND/ICMP and a TCP connection over the same veth
-            while RDMA traffic runs
 
 Every daemon has an IPv4 and an IPv6 address (GID 1 and 2); the daemons
 resolve each other by ARP and ND. Namespaces are named unet-CASE-PID-{a,b}
@@ -247,10 +243,6 @@ class Programs:
         if sout.count('ping data') < count:
             raise Fail('rping: the server saw %d pings' % sout.count('ping data'))
 
-    def ucmatose(self, addr):
-        base = ['-p', '@PORT', '-c', '2', '-C', '10']
-        self.pair('ucmatose', ['ucmatose', '-b', addr] + base, ['ucmatose', '-s', addr] + base)
-
 
 def need(*progs):
     import shutil
@@ -281,7 +273,7 @@ def check_port(rig, s, min_roce, v6=True):
 
 VERBS_PROGS = ('ibv_rc_pingpong', 'ibv_uc_pingpong', 'ibv_ud_pingpong', 'ibv_srq_pingpong',
                'ib_write_bw', 'ib_read_bw', 'ib_send_bw', 'ib_atomic_bw', 'ib_write_lat',
-               'ib_send_lat', 'ib_read_lat', 'ib_atomic_lat', 'rping', 'ucmatose')
+               'ib_send_lat', 'ib_read_lat', 'ib_atomic_lat', 'rping')
 
 
 def case_xdp(rig, a):
