@@ -11,6 +11,7 @@
 #include "xport.h"
 
 #define EMU_MAX_DEVS 8
+#define EMU_NB_MBUF 8191 /* mbufs per device */
 
 /* Options of one device (global ones are copied into every device's). */
 struct emu_opts {
@@ -33,6 +34,12 @@ struct emu_opts {
 	struct emu_access acc;    /* who may connect (access.c) */
 	uint32_t mem_stall_ms;    /* an access to application memory blocked this
 				   * long: quarantine its client (0 = never) */
+	/* derived from the MTU by emu_port_param (port_param.c) */
+	uint32_t mbuf_room;       /* RX mbuf data room, headroom included */
+	uint32_t tx_mbuf_room;    /* TX mbufs' (real ports have two pools) */
+	uint32_t nb_desc;         /* RX and TX descriptors asked of the port */
+	uint32_t pool_mb;         /* EAL memory the mbuf pool needs */
+	char port_info[96];       /* the derived ring geometry, for the log */
 };
 
 struct emu_port;
@@ -87,6 +94,11 @@ void emu_ctl_need_wakeup(struct emu_daemon *dm, uint32_t v);
 bool emu_ctl_db_pending(struct emu_daemon *dm);
 /* mark every ring of every context dead (shutdown) */
 void emu_ctl_mark_dead(struct emu_daemon *dm);
+
+/* port_param.c: the port parameters from o->mtu (af_packet ring, mbuf
+ * room, descriptors, pool memory) before EAL starts; 0, or -1 after one
+ * line when the port type cannot carry that MTU */
+int emu_port_param(struct emu_opts *o);
 
 /* port_dpdk.c */
 int emu_eal_init(int argc, char **argv);

@@ -495,6 +495,10 @@ static int emu_opts_parse(struct emu_opts *os, unsigned *ndev, int argc, char **
 	for (unsigned i = 0; i < n; i++)
 		if (emu_opts_complete(&os[i], &g) || emu_opts_conflicts(os, i, n))
 			return -1;
+	/* after the conflict checks: it adds derived arguments to the ports */
+	for (unsigned i = 0; i < n; i++)
+		if (emu_port_param(&os[i]))
+			return -1;
 	*ndev = n;
 	return 0;
 }
@@ -536,7 +540,7 @@ static int emu_eal_args(struct emu_opts *os, unsigned ndev, char **av, int max, 
 	 * else a virtual device */
 	for (unsigned i = 0; i < ndev; i++) {
 		pci |= emu_is_pci(os[i].vdev);
-		mb += os[i].mtu > 4000 ? 384 : 128; /* the device's mbuf pool */
+		mb += os[i].pool_mb;
 	}
 	ADD("uroced");
 	/* no hugepages, no PCI scan, no shared config, a private file prefix

@@ -25,7 +25,6 @@
 #include "sysfs.h"
 
 #define EMU_BURST 32
-#define EMU_NB_MBUF 8191
 #define EMU_RING_SIZE 4096
 /* Frames the NIC has not taken yet wait here instead of being dropped
  * (UC cannot recover a lost packet, and RC should not pay a retransmit
@@ -34,7 +33,8 @@
 #define EMU_TXQ_SIZE 8192u
 
 struct emu_port {
-	struct rte_mempool *mp;
+	struct rte_mempool *mp;    /* what we send */
+	struct rte_mempool *rx_mp; /* what the NIC fills; mp on ring ports */
 	struct rte_ring *ring;
 	uint16_t port;
 	uint32_t txq_head, txq_tail; /* backlog: [head, tail) */
@@ -259,6 +259,53 @@ static int emu_port_link(struct emu_daemon *dm, struct emu_port *p)
 	return 0;
 }
 
+/* One RX and one TX queue with the descriptor count the MTU asked for
+ * (within what the port allows), the port's MTU set, then started. A real
+ * port that refuses the MTU is a port that cannot be used: its frames
+ * would be dropped by the NIC or the kernel. 0, or -1 after one line. */
+static int emu_port_setup(struct emu_daemon *dm, struct emu_port *p, bool real)
+{
+	struct rte_eth_conf conf;
+	uint16_t nrx = (uint16_t)dm->o.nb_desc, ntx = (uint16_t)dm->o.nb_desc;
+	int sock = rte_eth_dev_socket_id(p->port);
+	const char *what = "configure";
+
+	memset(&conf, 0, sizeof(conf));
+	int rc = rte_eth_dev_configure(p->port, 1, 1, &conf);
+	if (rc == 0)
+		rc = rte_eth_dev_adjust_nb_rx_tx_desc(p->port, &nrx, &ntx);
+	if (rc == 0) {
+		what = "rx queue";
+		rc = rte_eth_rx_queue_setup(p->port, 0, nrx, (unsigned)sock, NULL, p->rx_mp);
+	}
+	if (rc == 0) {
+		what = "tx queue";
+		rc = rte_eth_tx_queue_setup(p->port, 0, ntx, (unsigned)sock, NULL);
+	}
+	if (rc == 0 && real) {
+		what = "mtu";
+		rc = rte_eth_dev_set_mtu(p->port, (uint16_t)dm->o.mtu);
+		/* af_packet's own limit is its ring slot, which port_param.c
+		 * sized; DPDK still checks a 1518-byte maximum frame first.
+		 * A PMD without an MTU (pcap, null) carries any frame. */
+		if ((rc == -EINVAL && !strncmp(dm->o.vdev + 4, "af_packet", 9)) || rc == -ENOTSUP)
+			rc = 0;
+	}
+	if (rc == 0) {
+		what = "start";
+		rc = rte_eth_dev_start(p->port);
+	}
+	if (rc < 0) {
+		fprintf(stderr, "uroced: %s: port %u %s (mtu %u): %s\n", dm->o.dev, p->port, what,
+			dm->o.mtu, rte_strerror(-rc));
+		return -1;
+	}
+	EMU_LOG(NOTICE, "%s: port %u: mtu %u, mbuf data room %u, rx/tx descriptors %u/%u%s%s\n",
+		dm->o.dev, p->port, dm->o.mtu, dm->o.mbuf_room, nrx, ntx,
+		dm->o.port_info[0] ? ", " : "", dm->o.port_info);
+	return 0;
+}
+
 int emu_port_init(struct emu_daemon *dm)
 {
 	struct emu_port *p = rte_zmalloc("uroce_port", sizeof(*p), 0);
@@ -270,13 +317,23 @@ int emu_port_init(struct emu_daemon *dm)
 		return -1;
 	}
 	dm->port = p;
-	uint32_t room = dm->o.mtu + 64 + RTE_PKTMBUF_HEADROOM;
-	if (room < RTE_MBUF_DEFAULT_BUF_SIZE)
-		room = RTE_MBUF_DEFAULT_BUF_SIZE;
+	/* A real port receives into a pool of its own: a requester that
+	 * queues a window of frames for a slow link holds every mbuf of its
+	 * pool, and the ACKs that would free them must still be received
+	 * (af_xdp's fill ring, af_packet's copies). On ring ports the frames
+	 * received are the frames sent, so one pool. */
+	bool ring = dm->o.vdev[0] == 0 || !strncmp(dm->o.vdev, "link:", 5);
 	snprintf(name, sizeof(name), "uroce_mb%u", dm->index);
-	p->mp = rte_pktmbuf_pool_create(name, EMU_NB_MBUF, 256, 0, (uint16_t)room,
+	p->mp = rte_pktmbuf_pool_create(name, EMU_NB_MBUF, 256, 0,
+					(uint16_t)(ring ? dm->o.mbuf_room : dm->o.tx_mbuf_room),
 					(int)rte_socket_id());
-	if (!p->mp) {
+	p->rx_mp = p->mp;
+	if (p->mp && !ring) {
+		snprintf(name, sizeof(name), "uroce_rx%u", dm->index);
+		p->rx_mp = rte_pktmbuf_pool_create(name, EMU_NB_MBUF, 256, 0,
+						   (uint16_t)dm->o.mbuf_room, (int)rte_socket_id());
+	}
+	if (!p->mp || !p->rx_mp) {
 		fprintf(stderr, "uroced: %s: mbuf pool: %s (more memory: --eal \"-m N\")\n",
 			dm->o.dev, rte_strerror(rte_errno));
 		return -1;
@@ -305,24 +362,8 @@ int emu_port_init(struct emu_daemon *dm)
 			"above)\n", dm->o.dev, dm->o.vdev);
 		return -1;
 	}
-	struct rte_eth_conf conf;
-	memset(&conf, 0, sizeof(conf));
-	rc = rte_eth_dev_configure(p->port, 1, 1, &conf);
-	if (rc == 0)
-		rc = rte_eth_rx_queue_setup(p->port, 0, 1024, (unsigned)rte_eth_dev_socket_id(p->port),
-					    NULL, p->mp);
-	if (rc == 0)
-		rc = rte_eth_tx_queue_setup(p->port, 0, 1024, (unsigned)rte_eth_dev_socket_id(p->port),
-					    NULL);
-	if (rc == 0 && !loop && strncmp(dm->o.vdev, "link:", 5))
-		(void)rte_eth_dev_set_mtu(p->port, (uint16_t)dm->o.mtu);
-	if (rc == 0)
-		rc = rte_eth_dev_start(p->port);
-	if (rc < 0) {
-		fprintf(stderr, "uroced: %s: port %u setup: %s\n", dm->o.dev, p->port,
-			rte_strerror(-rc));
+	if (emu_port_setup(dm, p, !loop && strncmp(dm->o.vdev, "link:", 5)))
 		return -1;
-	}
 	dm->port_up = true;
 	dm->port_id = p->port;
 	if (!loop) {

@@ -63,6 +63,18 @@ def badopts(uroced, run_dir):
         (['--allow-uid', 'uroce-no-such-user'], 2, 'bad --allow-uid'),
         (['--allow-gid', 'uroce-no-such-group'], 2, 'bad --allow-gid'),
         (['--socket-group', '0', '--socket-group', '0'], 2, 'bad --socket-group'),
+        # port parameters from the MTU (emu/daemon/port_param.c): what a port
+        # type cannot carry is refused before EAL starts
+        (['--port', 'net_af_xdp0,iface=lo', '--mtu', '9000'], 2, 'af_xdp holds a frame'),
+        (['--port', 'net_af_xdp0,iface=lo', '--mtu', '3600'], 2, '--mtu at most 3'),
+        (['--port', 'net_af_packet0,iface=lo,framesz=2048', '--mtu', '9000'], 2,
+         'framesz=2048 cannot hold a frame of --mtu 9000'),
+        (['--port', 'net_af_packet0,iface=lo,framesz=2056'], 2, 'multiple of 16'),
+        (['--port', 'net_af_packet0,iface=lo,blocksz=6144'], 2, 'blocksz=6144 must be'),
+        (['--port', 'net_af_packet0,iface=lo,framesz=4096,blocksz=8192,framecnt=3'], 2,
+         'framecnt=3 must be a multiple'),
+        (['--port', 'net_af_packet0,iface=lo,framecnt=x'], 2, 'bad framecnt'),
+        (['--dev', 'a,port=net_af_packet0,iface=lo,framesz=0'], 2, 'bad framesz'),
     ]
     failed = 0
     for args, want, text in cases:

@@ -181,12 +181,9 @@ ip -n "$NS" tuntap add dev "$TAP" mode tap
 ip -n "$NS" link set "$TAP" up
 ip -n "$NS" addr add "$HOST_IP/24" dev "$TAP"
 
+# uroced sizes af_packet's ring slots and its mbufs from --mtu (docs/running.md,
+# "Port parameters")
 PORTARG="net_af_packet0,iface=$TAP"
-# af_packet's default 2 KiB ring frames cannot hold jumbo frames. DPDK 22.11 walks the
-# ring as if frames were contiguous, so the block size must be a multiple of the frame
-# size (or RX stalls after the first block), and a frame less its 32-byte tpacket header
-# must fit the daemon's mbufs (MTU + 64). 8 KiB frames hold every frame of IB MTU 4096.
-[ -n "$VM_MTU" ] && PORTARG+=",blocksz=8192,framesz=8192,framecnt=512"
 setsid "${NSX[@]}" env UROCE_RUN_DIR="$OUT/run" "$UROCED" --port "$PORTARG" \
 	--ip "$UROCE_IP" --mac "$UROCE_MAC" --pcap "$OUT/uroce.pcap" "${UROCED_ARGS[@]}" \
 	>"$OUT/uroced.log" 2>&1 &

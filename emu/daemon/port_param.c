@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: MIT */
+/* Port parameters from the device's MTU, before EAL starts: the af_packet
+ * ring geometry (blocksz/framesz/framecnt, appended to the vdev arguments
+ * unless given), the mbuf data room, the descriptor count and the memory
+ * the mbuf pool needs. A port type that cannot carry the MTU is refused
+ * here with one line, so the documented commands either work as given or
+ * say why not (docs/running.md, "Port parameters"). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+
+#include "daemon.h"
+
+/* the largest frame for an MTU: Ethernet header and one VLAN tag */
+#define EMU_L2_OVERHEAD 18u
+/* TPACKET_V2: the kernel writes a frame at TPACKET_ALIGN(tpacket2_hdr +
+ * sockaddr_ll + 16) = 80 bytes into its ring slot (less the MAC header),
+ * and DPDK 22.11 copies it to an mbuf sized from the whole slot less 32 */
+#define EMU_TPACKET_FRAME_OFF 80u
+#define EMU_TPACKET_RX_OFF 32u
+/* af_xdp's UMEM is the mbuf pool: the kernel puts a frame after the pool's
+ * object header, the mbuf, its headroom and XDP_PACKET_HEADROOM */
+#define EMU_XDP_HEADROOM 256u
+#define EMU_AFP_RING_BYTES (4u << 20) /* af_packet ring memory per direction */
+#define EMU_AFP_MIN_FRAMES 512u
+#define EMU_NB_DESC 1024u
+
+enum emu_port_kind { EMU_PK_RING, EMU_PK_AF_PACKET, EMU_PK_AF_XDP, EMU_PK_OTHER };
+
+static enum emu_port_kind emu_port_kind(const char *vdev)
+{
+	if (!vdev[0] || !strncmp(vdev, "link:", 5))
+		return EMU_PK_RING;
+	if (!strncmp(vdev, "net_af_packet", 13) || !strncmp(vdev, "eth_af_packet", 13))
+		return EMU_PK_AF_PACKET;
+	if (!strncmp(vdev, "net_af_xdp", 10) || !strncmp(vdev, "eth_af_xdp", 10))
+		return EMU_PK_AF_XDP;
+	return EMU_PK_OTHER;
+}
+
+/* The value of ",key=N" in a vdev string: 1 found, 0 absent, -1 not a
+ * positive number (one line printed). */
+static int emu_vdev_uint(const struct emu_opts *o, const char *key, unsigned *out)
+{
+	size_t kl = strlen(key);
+
+	for (const char *p = strchr(o->vdev, ','); p; p = strchr(p + 1, ',')) {
+		if (strncmp(p + 1, key, kl) || p[1 + kl] != '=')
+			continue;
+		char *end;
+		unsigned long v = strtoul(p + 2 + kl, &end, 10);
+		if (end == p + 2 + kl || (*end && *end != ',') || v == 0 || v > (1u << 30)) {
+			fprintf(stderr, "uroced: %s: bad %s in port '%s'\n", o->dev, key, o->vdev);
+			return -1;
+		}
+		*out = (unsigned)v;
+		return 1;
+	}
+	return 0;
+}
+
+static int emu_vdev_append(struct emu_opts *o, const char *key, unsigned v)
+{
+	size_t l = strlen(o->vdev);
+	int n = snprintf(o->vdev + l, sizeof(o->vdev) - l, ",%s=%u", key, v);
+
+	if (n < 0 || (size_t)n >= sizeof(o->vdev) - l) {
+		o->vdev[l] = 0;
+		fprintf(stderr, "uroced: %s: port arguments too long\n", o->dev);
+		return -1;
+	}
+	return 0;
+}
+
+/* af_packet: ring slots that hold the largest frame, blocks that are a
+ * whole number of slots (DPDK 22.11 walks the ring as if slots were
+ * contiguous, the kernel never lets one cross a block) and a page
+ * multiple (the kernel's rule), and mbufs DPDK accepts for that slot. */
+static int emu_param_af_packet(struct emu_opts *o, unsigned page)
+{
+	unsigned need = o->mtu + EMU_L2_OVERHEAD + EMU_TPACKET_FRAME_OFF;
+	unsigned fs = 0, bs = 0, fc = 0;
+	int hf = emu_vdev_uint(o, "framesz", &fs), hb = emu_vdev_uint(o, "blocksz", &bs);
+	int hc = emu_vdev_uint(o, "framecnt", &fc);
+
+	if (hf < 0 || hb < 0 || hc < 0)
+		return -1;
+	if (!hf) {
+		for (fs = 2048; fs < need && fs < page; fs *= 2)
+			;
+		if (fs < need)
+			fs = (need + page - 1) / page * page;
+	}
+	if (!hb)
+		bs = fs < page ? page : fs;
+	if (fs < need || fs % 16) {
+		fprintf(stderr, "uroced: %s: af_packet framesz=%u cannot hold a frame of --mtu %u "
+			"(needs a multiple of 16 >= %u; leave framesz out to have it derived)\n",
+			o->dev, fs, o->mtu, need);
+		return -1;
+	}
+	if (bs % page || bs % fs) {
+		fprintf(stderr, "uroced: %s: af_packet blocksz=%u must be a multiple of the page "
+			"size (%u) and of framesz=%u\n", o->dev, bs, page, fs);
+		return -1;
+	}
+	if (!hc) {
+		fc = EMU_AFP_RING_BYTES / fs;
+		if (fc < EMU_AFP_MIN_FRAMES)
+			fc = EMU_AFP_MIN_FRAMES;
+		fc -= fc % (bs / fs);
+	}
+	if (fc % (bs / fs)) {
+		fprintf(stderr, "uroced: %s: af_packet framecnt=%u must be a multiple of "
+			"blocksz/framesz (%u)\n", o->dev, fc, bs / fs);
+		return -1;
+	}
+	if ((!hf && emu_vdev_append(o, "framesz", fs)) || (!hb && emu_vdev_append(o, "blocksz", bs)) ||
+	    (!hc && emu_vdev_append(o, "framecnt", fc)))
+		return -1;
+	if (fs - EMU_TPACKET_RX_OFF + RTE_PKTMBUF_HEADROOM > o->mbuf_room)
+		o->mbuf_room = fs - EMU_TPACKET_RX_OFF + RTE_PKTMBUF_HEADROOM;
+	snprintf(o->port_info, sizeof(o->port_info), "af_packet ring %u frames of %u B in "
+		 "blocks of %u B", fc, fs, bs);
+	return 0;
+}
+
+static unsigned emu_xdp_obj_size(unsigned mtu)
+{
+	unsigned room = RTE_PKTMBUF_HEADROOM + EMU_XDP_HEADROOM + mtu + EMU_L2_OVERHEAD;
+
+	return rte_mempool_calc_obj_size(sizeof(struct rte_mbuf) + room, 0, NULL);
+}
+
+/* af_xdp: the UMEM is our mbuf pool and the kernel takes a UMEM chunk of
+ * at most one page; DPDK 22.11 has no multi-buffer AF_XDP, so a frame and
+ * every header in front of it fit in one pool object of a page. */
+static int emu_param_af_xdp(struct emu_opts *o, unsigned page)
+{
+	if (emu_xdp_obj_size(o->mtu) > page) {
+		unsigned max = o->mtu;
+		while (max > 576 && emu_xdp_obj_size(max) > page)
+			max--;
+		fprintf(stderr, "uroced: %s: af_xdp holds a frame in one %u-byte page (DPDK 22.11 "
+			"has no multi-buffer AF_XDP): --mtu at most %u, or use af_packet for "
+			"--mtu %u\n", o->dev, page, max, o->mtu);
+		return -1;
+	}
+	o->mbuf_room = RTE_PKTMBUF_HEADROOM + EMU_XDP_HEADROOM + o->mtu + EMU_L2_OVERHEAD;
+	snprintf(o->port_info, sizeof(o->port_info), "af_xdp umem chunk %u B",
+		 emu_xdp_obj_size(o->mtu));
+	return 0;
+}
+
+int emu_port_param(struct emu_opts *o)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	unsigned page = pg > 0 ? (unsigned)pg : 4096;
+	int rc = 0;
+
+	o->mbuf_room = o->mtu + 64 + RTE_PKTMBUF_HEADROOM;
+	if (o->mbuf_room < RTE_MBUF_DEFAULT_BUF_SIZE)
+		o->mbuf_room = RTE_MBUF_DEFAULT_BUF_SIZE;
+	o->tx_mbuf_room = o->mbuf_room;
+	o->nb_desc = EMU_NB_DESC;
+	o->port_info[0] = 0;
+	switch (emu_port_kind(o->vdev)) {
+	case EMU_PK_AF_PACKET:
+		rc = emu_param_af_packet(o, page);
+		break;
+	case EMU_PK_AF_XDP:
+		rc = emu_param_af_xdp(o, page);
+		break;
+	default:
+		break;
+	}
+	if (rc)
+		return -1;
+	if (o->mbuf_room > UINT16_MAX) {
+		fprintf(stderr, "uroced: %s: mbufs of %u bytes are too large for DPDK\n", o->dev,
+			o->mbuf_room);
+		return -1;
+	}
+	/* the pools' objects in MB, rounded up (ring ports have one, real
+	 * ports an RX and a TX pool: port_dpdk.c), plus the device's rings,
+	 * queues and DPDK's own allocations */
+	uint64_t obj = rte_mempool_calc_obj_size(sizeof(struct rte_mbuf) + o->mbuf_room, 0, NULL);
+	if (emu_port_kind(o->vdev) != EMU_PK_RING)
+		obj += rte_mempool_calc_obj_size(sizeof(struct rte_mbuf) + o->tx_mbuf_room, 0, NULL);
+	o->pool_mb = (uint32_t)((obj * EMU_NB_MBUF + (1u << 20) - 1) >> 20) + 128;
+	return 0;
+}

@@ -1,0 +1,425 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Two hosts across Ethernet: two network namespaces joined by a veth pair,
+a uroced in each on its veth end through DPDK, unmodified verbs and
+rdma_cm programs across them through the shim (docs/running.md, "Two
+hosts").
+
+  twohost.py --build BUILD [--preload-first LIB] [--seed N] CASE
+
+CASE
+  xdp       af_xdp, MTU 1500 (active MTU 1024); the programs' TCP exchange
+            on a second veth pair (af_xdp's default XDP program takes every
+            frame of the data link)
+  jumbo     af_packet, MTU 9000 (active MTU 4096), ring sized by uroced
+            from --mtu (its log line is checked)
+  overload  af_packet, MTU 1500, the receiver's ring cut to 16 slots so
+            the kernel drops when it falls behind: RC retransmits (seen in
+            uroce-stat) and the data is verified
+
+Every daemon has an IPv4 and an IPv6 address (GID 1 and 2); the daemons
+resolve each other by ARP and ND. Namespaces are named unet-CASE-PID-{a,b}
+and removed on the way out, also on failure, timeout (SIGTERM) or a
+signal; stale ones of dead runs are removed at start. Exit 0 pass, 77 skip
+(no root, no netns, a program missing), else fail."""
+import argparse
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, '..', 'verbs'))
+sys.path.insert(0, os.path.join(HERE, '..', 'cm'))
+import run as vr  # noqa: E402  (tests/verbs/run.py)
+import cm  # noqa: E402  (tests/cm/cm.py: Bg, pair)
+
+NS_PREFIX = 'unet-'
+# uroce's addresses (GID 1 IPv4, GID 2 IPv6) and the kernel's on the
+# management link, per side
+UIP = {'a': '10.88.0.1', 'b': '10.88.0.2'}
+UIP6 = {'a': 'fd88::1', 'b': 'fd88::2'}
+MAC = {'a': '02:00:00:88:00:01', 'b': '02:00:00:88:00:02'}
+MGMT = {'a': '10.89.0.1', 'b': '10.89.0.2'}
+TIMEOUT = 60
+
+
+class Skip(Exception):
+    pass
+
+
+class Fail(Exception):
+    pass
+
+
+def sh(*cmd, check=True):
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+    if check and r.returncode:
+        raise Fail('%s: %s' % (' '.join(cmd), r.stderr.strip()))
+    return r
+
+
+def ns_pids(ns):
+    r = sh('ip', 'netns', 'pids', ns, check=False)
+    return [int(p) for p in r.stdout.split()]
+
+
+def ns_remove(ns):
+    """Every process in it killed (all were started by a test), then gone."""
+    for _ in range(3):
+        pids = ns_pids(ns)
+        if not pids:
+            break
+        for p in pids:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.2)
+    sh('ip', 'netns', 'del', ns, check=False)
+
+
+def stale_cleanup():
+    """Namespaces of runs whose process is gone (SIGKILLed by a timeout)."""
+    r = sh('ip', 'netns', 'list', check=False)
+    for ln in r.stdout.splitlines():
+        name = ln.split()[0] if ln.split() else ''
+        m = re.match(r'^%s[a-z]+-(\d+)-[ab]$' % NS_PREFIX, name)
+        if m and not os.path.exists('/proc/%s' % m.group(1)):
+            print('removing stale namespace', name)
+            ns_remove(name)
+
+
+class Rig:
+    """Two namespaces, a data veth pair (ud0) and a management veth pair
+    (um0, the kernel's: the programs' TCP exchange), a uroced in each."""
+
+    def __init__(self, case, build, mtu):
+        self.case, self.build, self.mtu = case, build, mtu
+        self.ns = {s: '%s%s-%d-%s' % (NS_PREFIX, case, os.getpid(), s) for s in 'ab'}
+        self.tmp = tempfile.mkdtemp(prefix='uroce-net-')
+        self.run_dir = {s: os.path.join(self.tmp, 'run-' + s) for s in 'ab'}
+        self.daemons = {}
+        self.logs = {}
+
+    def up(self, mgmt=True):
+        for s in 'ab':
+            r = sh('ip', 'netns', 'add', self.ns[s], check=False)
+            if r.returncode:
+                raise Skip('cannot create a network namespace: ' + r.stderr.strip())
+            sh('ip', '-n', self.ns[s], 'link', 'set', 'lo', 'up')
+        links = [('ud0', self.mtu)] + ([('um0', 1500)] if mgmt else [])
+        for name, mtu in links:
+            sh('ip', 'link', 'add', name, 'netns', self.ns['a'], 'type', 'veth',
+               'peer', 'name', name, 'netns', self.ns['b'])
+            for s in 'ab':
+                sh('ip', '-n', self.ns[s], 'link', 'set', name, 'mtu', str(mtu), 'up')
+        if mgmt:
+            for s in 'ab':
+                sh('ip', '-n', self.ns[s], 'addr', 'add', MGMT[s] + '/24', 'dev', 'um0')
+
+    def down(self):
+        for s, d in self.daemons.items():
+            if d.poll() is None:
+                d.kill()
+                d.wait()
+        for s in 'ab':
+            ns_remove(self.ns[s])
+        subprocess.run(['rm', '-rf', self.tmp])
+
+    def nsx(self, s, cmd):
+        return ['ip', 'netns', 'exec', self.ns[s]] + cmd
+
+    def start(self, s, port, extra=()):
+        os.makedirs(self.run_dir[s], mode=0o700)
+        log = open(os.path.join(self.tmp, 'uroced-%s.log' % s), 'w+')
+        cmd = [os.path.join(self.build, 'emu', 'uroced'), '--port', port,
+               '--ip', UIP[s], '--ip', UIP6[s], '--mtu', str(self.mtu)] + list(extra)
+        print('+ [%s] %s' % (s, ' '.join(cmd)), flush=True)
+        # third-party leaks only (lsan.supp); ignored by uninstrumented builds
+        lsan = 'suppressions=%s:%s' % (os.path.join(HERE, 'lsan.supp'),
+                                       os.environ.get('LSAN_OPTIONS', ''))
+        env = dict(os.environ, UROCE_RUN_DIR=self.run_dir[s], LSAN_OPTIONS=lsan)
+        d = subprocess.Popen(self.nsx(s, cmd), env=env, stdout=log, stderr=subprocess.STDOUT,
+                             start_new_session=True)
+        self.daemons[s], self.logs[s] = d, log
+        if not vr.wait_socket(os.path.join(self.run_dir[s], 'uroce0.sock'), d):
+            raise Fail('uroced in %s did not start:\n%s' % (s, self.log(s)))
+
+    def log(self, s):
+        self.logs[s].flush()
+        with open(self.logs[s].name) as f:
+            return f.read()
+
+    def stop(self):
+        """SIGTERM both; a daemon that crashed, leaked or reported is a
+        failure (tests/verbs/run.py's verdict)."""
+        st = [vr.stop(self.daemons[s]) for s in 'ab']
+        why = vr.daemon_faults(st, self.log('a') + self.log('b'))
+        if why:
+            raise Fail('; '.join(why))
+
+    def stats(self, s):
+        r = subprocess.run([os.path.join(self.build, 'tools', 'uroce-stat')],
+                           env=dict(os.environ, UROCE_RUN_DIR=self.run_dir[s]),
+                           capture_output=True, text=True, timeout=30)
+        port, qps, cur = {}, [], None
+        for ln in r.stdout.splitlines():
+            f = ln.split()
+            if ln.startswith('port '):
+                cur = port
+            elif ln.startswith('qp '):
+                cur = {'_qp': f[1]}
+                qps.append(cur)
+            elif len(f) == 2 and cur is not None:
+                cur[f[0]] = int(f[1])
+        return port, qps
+
+
+class Programs:
+    """Unmodified programs through the shim: server in namespace a, client
+    in b, the client retried while the server does not listen yet
+    (tests/cm/cm.py's pair). Each side's environment is set inside its
+    namespace with env(1)."""
+
+    def __init__(self, rig, preload_first, server_addr):
+        self.rig, self.addr = rig, server_addr
+        shim = os.path.join(rig.build, 'verbs', 'liburoce.so')
+        self.pre = {}
+        for s in 'ab':
+            e = ['UROCE_RUN_DIR=' + rig.run_dir[s], 'UROCE_CM_DEVICE=uroce0']
+            if preload_first:
+                # an instrumented shim in uninstrumented programs
+                # (tests/verbs/meson.build): the sanitizer runtime first, no
+                # leak check or symbolizing of the program itself
+                e += ['LD_PRELOAD=%s:%s' % (preload_first, shim),
+                      'ASAN_OPTIONS=detect_leaks=0:symbolize=0']
+            else:
+                e += ['LD_PRELOAD=' + shim]
+            self.pre[s] = ['env'] + e
+        self.tcp_port = 18600
+
+    def cmd(self, s, argv):
+        return self.rig.nsx(s, self.pre[s] + argv)
+
+    def pair(self, name, srv, cli=None, ready=None, server_addr=None):
+        """Both must exit 0. srv: argv with @PORT for a fresh TCP/CM port;
+        cli: srv plus the server's address unless given."""
+        print('=== %s' % name, flush=True)
+        self.tcp_port += 1
+        if cli is None:
+            cli = list(srv) + [server_addr or self.addr]
+        srv = [x.replace('@PORT', str(self.tcp_port)) for x in srv]
+        cli = [x.replace('@PORT', str(self.tcp_port)) for x in cli]
+        ok, out, sout = cm.pair(self.cmd('a', srv), self.cmd('b', cli), dict(os.environ),
+                                ready=ready, retry=True, timeout=TIMEOUT)
+        if not ok:
+            raise Fail(name)
+        return out, sout
+
+    def perftest(self, prog, args, cm_addr=None):
+        """perftest over TCP (or rdma_cm with cm_addr): both exit 0 and the
+        client prints its result line."""
+        base = [prog, '-d', 'uroce0', '-F', '-p', '@PORT'] + args
+        if cm_addr:
+            base += ['-R']
+        out, _ = self.pair(' '.join([prog] + args + (['-R'] if cm_addr else [])), base,
+                           ready='Waiting for client to connect' if cm_addr else None,
+                           server_addr=cm_addr)
+        if not re.search(r'^\s*#bytes.*\n\s*\d+\s+\d+\s+[\d.]+', out, re.M):
+            raise Fail('%s: no result line' % prog)
+
+    def pingpong(self, prog, args):
+        self.pair(' '.join([prog] + args), [prog, '-d', 'uroce0', '-e', '-c', '-p', '@PORT'] + args)
+
+    def rping(self, size, count, addr):
+        base = ['-a', addr, '-p', '@PORT', '-C', str(count), '-S', str(size), '-V', '-v']
+        out, sout = self.pair('rping %d x %d' % (size, count), ['rping', '-s'] + base,
+                              ['rping', '-c'] + base)
+        if sout.count('ping data') < count:
+            raise Fail('rping: the server saw %d pings' % sout.count('ping data'))
+
+
+def need(*progs):
+    import shutil
+    missing = [p for p in progs if not shutil.which(p)]
+    if missing:
+        raise Skip('not installed: ' + ' '.join(missing))
+
+
+def check_port(rig, s, min_roce, v6=True):
+    """Traffic crossed, nothing was corrupted, the daemon resolved its
+    peer itself (ARP, and ND when IPv6 was used)."""
+    port, _ = rig.stats(s)
+    print('[%s] %s' % (s, {k: v for k, v in port.items() if v}))
+    bad = []
+    if port.get('rx_roce', 0) < min_roce:
+        bad.append('rx_roce %d < %d' % (port.get('rx_roce', 0), min_roce))
+    for k in ('icrc_errors', 'drop.icrc', 'drop.parse'):
+        if port.get(k, 0):
+            bad.append('%s %d' % (k, port[k]))
+    if port.get('tx_arp', 0) + port.get('rx_arp', 0) == 0:
+        bad.append('no ARP')
+    if v6 and port.get('tx_nd', 0) + port.get('rx_nd', 0) == 0:
+        bad.append('no ND')
+    if bad:
+        raise Fail('[%s] counters: %s' % (s, ', '.join(bad)))
+    return port
+
+
+VERBS_PROGS = ('ibv_rc_pingpong', 'ibv_uc_pingpong', 'ibv_ud_pingpong', 'ibv_srq_pingpong',
+               'ib_write_bw', 'ib_read_bw', 'ib_send_bw', 'ib_atomic_bw', 'ib_write_lat',
+               'ib_send_lat', 'ib_read_lat', 'ib_atomic_lat', 'rping')
+
+
+def case_xdp(rig, a):
+    """af_xdp on both ends, MTU 1500: the whole data link is uroce's."""
+    need(*VERBS_PROGS)
+    rig.up(mgmt=True)
+    for s in 'ab':
+        sh(*rig.nsx(s, ['sysctl', '-qw', 'net.ipv6.conf.ud0.disable_ipv6=1']))
+        rig.start(s, 'net_af_xdp0,iface=ud0')
+    p = Programs(rig, a.preload_first, MGMT['a'])
+    p.pingpong('ibv_rc_pingpong', ['-g', '1', '-s', '65536', '-n', '20'])
+    p.pingpong('ibv_rc_pingpong', ['-g', '2', '-s', '4096', '-n', '20'])
+    p.pingpong('ibv_uc_pingpong', ['-g', '1', '-s', '4096', '-n', '20'])
+    p.pingpong('ibv_ud_pingpong', ['-g', '2', '-s', '1024', '-n', '20'])
+    p.pingpong('ibv_srq_pingpong', ['-g', '1', '-s', '4096', '-n', '20', '-q', '8'])
+    # -t 4/8: perftest's default 128 outstanding 64 KB writes on 8 QPs
+    # (65536 packets in flight) drown the veth in go-back-N retransmissions
+    # until retries run out, on af_packet as on af_xdp (the transport has
+    # no packet window yet); 8192 in flight did too, now and then
+    p.perftest('ib_write_bw', ['-x', '1', '-s', '16384', '-n', '200', '-q', '8', '-t', '4'])
+    p.perftest('ib_read_bw', ['-x', '2', '-s', '65536', '-n', '100'])
+    p.perftest('ib_send_bw', ['-x', '1', '-s', '65536', '-n', '100', '-t', '8'])
+    p.perftest('ib_atomic_bw', ['-x', '1', '-n', '100'])
+    p.perftest('ib_write_lat', ['-x', '2', '-s', '64', '-n', '100'])
+    p.perftest('ib_read_lat', ['-x', '1', '-s', '64', '-n', '100'])
+    p.perftest('ib_send_lat', ['-x', '1', '-s', '64', '-n', '100'])
+    p.perftest('ib_atomic_lat', ['-x', '1', '-n', '100'])
+    # rdma_cm: the connection is made by the daemons' CM engines over the
+    # data link, addressed by uroce's own IP
+    p.rping(4096, 20, UIP['a'])
+    p.perftest('ib_write_bw', ['-s', '65536', '-n', '100', '-t', '8'], cm_addr=UIP['a'])
+    for s in 'ab':
+        check_port(rig, s, 2000)
+
+
+def case_jumbo(rig, a):
+    """af_packet on both ends, MTU 9000: ring and mbufs sized from --mtu."""
+    need('ibv_rc_pingpong', 'ibv_uc_pingpong', 'ibv_ud_pingpong', 'ib_write_bw',
+         'ib_read_bw', 'ib_send_lat', 'rping', 'ibv_devinfo')
+    rig.up(mgmt=True)
+    for s in 'ab':
+        sh(*rig.nsx(s, ['sysctl', '-qw', 'net.ipv6.conf.ud0.disable_ipv6=1']))
+        rig.start(s, 'net_af_packet0,iface=ud0', ['--mac', MAC[s]])
+        m = re.search(r'mbuf data room (\d+).*af_packet ring (\d+) frames of (\d+) B '
+                      r'in blocks of (\d+) B', rig.log(s))
+        if not m:
+            raise Fail('no port parameter line in the log:\n' + rig.log(s))
+        room, cnt, fs, bs = (int(x) for x in m.groups())
+        print('[%s] af_packet ring %d x %d B, blocks %d B, mbuf room %d' % (s, cnt, fs, bs, room))
+        # a slot holds a 9018-byte frame behind the 80-byte TPACKET_V2
+        # header, blocks are whole slots, mbufs take a slot (less 32)
+        if fs < 9000 + 18 + 80 or bs % fs or room < fs - 32 or cnt < 512:
+            raise Fail('af_packet parameters do not fit MTU 9000')
+    p = Programs(rig, a.preload_first, MGMT['a'])
+    r = subprocess.run(p.cmd('a', ['ibv_devinfo', '-d', 'uroce0']), capture_output=True,
+                       text=True, timeout=30)
+    if not re.search(r'active_mtu:\s*4096', r.stdout):
+        raise Fail('active MTU is not 4096:\n' + r.stdout + r.stderr)
+    p.pingpong('ibv_rc_pingpong', ['-g', '1', '-m', '4096', '-s', '65536', '-n', '20'])
+    p.pingpong('ibv_rc_pingpong', ['-g', '2', '-m', '4096', '-s', '65536', '-n', '10'])
+    p.pingpong('ibv_uc_pingpong', ['-g', '1', '-m', '4096', '-s', '65536', '-n', '10'])
+    p.pingpong('ibv_ud_pingpong', ['-g', '2', '-s', '4096', '-n', '20'])
+    p.perftest('ib_write_bw', ['-x', '1', '-s', '65536', '-n', '200', '-q', '8', '-t', '4'])
+    p.perftest('ib_read_bw', ['-x', '2', '-s', '65536', '-n', '100'])
+    p.perftest('ib_send_lat', ['-x', '1', '-s', '4096', '-n', '100'])
+    p.rping(32768, 10, UIP6['a'])
+    for s in 'ab':
+        check_port(rig, s, 500)
+
+
+def case_overload(rig, a):
+    """The receiver's af_packet ring cut to 16 slots: the kernel drops
+    what does not fit, RC retransmits, every byte checked."""
+    need('ibv_rc_pingpong', 'ib_write_bw')
+    rig.up(mgmt=True)
+    for s in 'ab':
+        sh(*rig.nsx(s, ['sysctl', '-qw', 'net.ipv6.conf.ud0.disable_ipv6=1']))
+        rig.start(s, 'net_af_packet0,iface=ud0' + (',framecnt=16' if s == 'a' else ''),
+                  ['--mac', MAC[s]])
+    p = Programs(rig, a.preload_first, MGMT['a'])
+    # QP counters live as long as their QP: watch them while it runs
+    seen = {'retransmits': 0, 'seq_naks_sent': 0, 'timeouts': 0}
+    done = threading.Event()
+
+    def watch():
+        while not done.is_set():
+            for s in 'ab':
+                try:
+                    _, qps = rig.stats(s)
+                except (subprocess.SubprocessError, OSError):
+                    continue
+                for q in qps:
+                    for k in seen:
+                        seen[k] = max(seen[k], q.get(k, 0))
+            done.wait(0.1)
+    t = threading.Thread(target=watch, daemon=True)
+    t.start()
+    try:
+        p.pingpong('ibv_rc_pingpong', ['-g', '1', '-s', '65536', '-n', '40'])
+        # a window of 2 x 64 KB (128 packets) into 16 ring slots
+        p.perftest('ib_write_bw', ['-x', '1', '-s', '65536', '-n', '40', '-t', '2'])
+    finally:
+        done.set()
+        t.join(30)
+        print('QP counters seen (max):', seen)
+    if seen['retransmits'] == 0:
+        raise Fail('no retransmission seen: the overload did not drop anything')
+    check_port(rig, 'a', 1000, v6=False)
+
+
+CASES = {'xdp': (case_xdp, 1500), 'jumbo': (case_jumbo, 9000),
+         'overload': (case_overload, 1500)}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--build', required=True)
+    ap.add_argument('--preload-first', default='')
+    ap.add_argument('case', choices=sorted(CASES))
+    a = ap.parse_args()
+    # meson's timeout (and ^C) end the run through the finally below
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda *_: sys.exit(1))
+    if os.geteuid() != 0:
+        print('SKIP: needs root (network namespaces, AF_PACKET/AF_XDP)')
+        return 77
+    fn, mtu = CASES[a.case]
+    stale_cleanup()
+    rig = Rig(a.case, os.path.abspath(a.build), mtu)
+    t0 = time.monotonic()
+    try:
+        fn(rig, a)
+        rig.stop()
+    except Skip as e:
+        print('SKIP:', e)
+        return 77
+    except Fail as e:
+        print('FAIL:', e)
+        for s in rig.logs:
+            print('--- uroced %s ---\n%s' % (s, rig.log(s)[-4000:]))
+        return 1
+    finally:
+        rig.down()
+    print('ok (%.1f s)' % (time.monotonic() - t0))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
