@@ -385,6 +385,20 @@ static bool ucma_ev_room(const struct ucma_file *f)
 	return !x || x->nev < EMU_UCMA_MAX_EVENTS;
 }
 
+/* a handle table (ids, multicast joins) doubled, the new slots empty;
+ * *n becomes the new size. NULL when out of memory (tab unchanged). */
+static void *ucma_grow(void *tab, uint32_t *n, uint32_t first, size_t elem)
+{
+	uint32_t nn = *n ? *n * 2 : first;
+	uint8_t *t = realloc(tab, (size_t)nn * elem);
+
+	if (!t)
+		return NULL;
+	memset(t + (size_t)*n * elem, 0, (size_t)(nn - *n) * elem);
+	*n = nn;
+	return t;
+}
+
 static int ucma_handle_alloc(struct ucma_dev *u, struct ucma_id *id)
 {
 	for (uint32_t k = 0; k < u->nids; k++) {
@@ -396,16 +410,14 @@ static int ucma_handle_alloc(struct ucma_dev *u, struct ucma_id *id)
 			return 0;
 		}
 	}
-	uint32_t n = u->nids ? u->nids * 2 : 64;
-	struct ucma_id **t = realloc(u->ids, n * sizeof(*t));
+	uint32_t old = u->nids;
+	struct ucma_id **t = ucma_grow(u->ids, &u->nids, 64, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
-	memset(t + u->nids, 0, (n - u->nids) * sizeof(*t));
 	u->ids = t;
-	id->handle = u->nids;
-	t[u->nids] = id;
-	u->hint = u->nids + 1;
-	u->nids = n;
+	id->handle = old;
+	t[old] = id;
+	u->hint = old + 1;
 	return 0;
 }
 
@@ -520,6 +532,39 @@ static void ucma_event_pdata(struct ucma_dev *u, struct ucma_id *id, uint32_t ev
 		e->resp.param.conn.private_data_len = (uint8_t)field;
 	}
 	ucma_ev_post(u, e);
+}
+
+/* unlink f's queued events of id, announcing conn, or of mc (a NULL
+ * matches nothing); they come back in queue order */
+static struct ucma_ev *ucma_ev_take(struct ucma_file *f, const struct ucma_id *id,
+				    const struct ucma_id *conn, const struct ucma_mc *mc)
+{
+	struct ucma_ev **pp = &f->head, *taken = NULL, **tt = &taken;
+
+	f->tail = &f->head;
+	while (*pp) {
+		struct ucma_ev *e = *pp;
+		if ((id && e->id == id) || (conn && e->conn == conn) || (mc && e->mc == mc)) {
+			*pp = e->next;
+			ucma_nev(f, -1);
+			e->next = NULL;
+			*tt = e;
+			tt = &e->next;
+			continue;
+		}
+		f->tail = &e->next;
+		pp = &e->next;
+	}
+	return taken;
+}
+
+static void ucma_ev_free(struct ucma_ev *e)
+{
+	while (e) {
+		struct ucma_ev *next = e->next;
+		free(e);
+		e = next;
+	}
 }
 
 static void ucma_timer(struct ucma_dev *u, struct ucma_id *id, uint64_t deadline)
@@ -805,6 +850,38 @@ static struct ucma_id *ucma_find_listener(struct ucma_dev *u, const struct ucma_
 	return wild;
 }
 
+/* a connection request for listener l: its new id, hidden until the
+ * CONNECT_REQUEST *ep is fetched, or NULL when l cannot take it (backlog,
+ * limits: the kernel's handler fails and ib_cm rejects the REQ) */
+static struct ucma_id *ucma_req_new(struct ucma_dev *u, struct ucma_id *l, struct ucma_ev **ep)
+{
+	struct ucma_id *n = NULL;
+	struct ucma_ev *e = NULL;
+	int err = 0;
+
+	if (l->pending < l->backlog && ucma_ev_room(l->file))
+		n = ucma_id_new(u, l->file, l->ps, l->qp_type, &err);
+	if (n)
+		e = ucma_ev_new(l, RDMA_CM_EVENT_CONNECT_REQUEST, 0);
+	if (!e) {
+		if (n) {
+			u->ids[n->handle] = NULL;
+			((struct ucma_ctx *)n->file->ctx->ucma)->nids--;
+			free(n);
+		}
+		return NULL;
+	}
+	n->hidden = true;
+	n->listen = l;
+	l->pending++;
+	n->state = S_CONNECT;
+	n->cp = CP_REQ_RCVD;
+	e->conn = n;
+	e->resp.id = n->handle;
+	*ep = e;
+	return n;
+}
+
 static uint64_t ucma_timewait_ns(const struct ucma_id *id)
 {
 	unsigned t = id->timeout_set ? id->timeout : UCMA_DEF_ACK_TIMEOUT;
@@ -923,21 +1000,9 @@ static void ucma_send_req(struct ucma_dev *u, struct ucma_id *a, const struct rd
 					 NULL, 0, UCMA_REJ_PDATA);
 		return;
 	}
-	int err = 0;
-	struct ucma_id *n = NULL;
 	struct ucma_ev *e = NULL;
-	if (l->pending < l->backlog && ucma_ev_room(l->file))
-		n = ucma_id_new(u, l->file, l->ps, l->qp_type, &err);
-	if (n)
-		e = ucma_ev_new(l, RDMA_CM_EVENT_CONNECT_REQUEST, 0);
-	if (!e) {
-		/* the listener cannot take it: the kernel's handler fails and
-		 * ib_cm rejects the REQ */
-		if (n) {
-			u->ids[n->handle] = NULL;
-			((struct ucma_ctx *)n->file->ctx->ucma)->nids--;
-			free(n);
-		}
+	struct ucma_id *n = ucma_req_new(u, l, &e);
+	if (!n) {
 		a->cp = CP_DONE;
 		if (ud)
 			ucma_event(u, a, RDMA_CM_EVENT_UNREACHABLE, SIDR_REJECT);
@@ -946,11 +1011,6 @@ static void ucma_send_req(struct ucma_dev *u, struct ucma_id *a, const struct rd
 					 NULL, 0, UCMA_REJ_PDATA);
 		return;
 	}
-	n->hidden = true;
-	n->listen = l;
-	l->pending++;
-	n->state = S_CONNECT;
-	n->cp = CP_REQ_RCVD;
 	n->peer = a;
 	a->peer = n;
 	/* addresses: ours is where the request went, the peer's where it came
@@ -980,8 +1040,6 @@ static void ucma_send_req(struct ucma_dev *u, struct ucma_id *a, const struct rd
 	n->retry = q->retry_count;
 	n->rnr_retry = q->rnr_retry_count;
 	n->flow_control = q->flow_control;
-	e->conn = n;
-	e->resp.id = n->handle;
 	if (ud) {
 		memcpy(e->resp.param.ud.private_data, q->private_data, q->private_data_len);
 		e->resp.param.ud.private_data_len = UCMA_SIDR_REQ_PDATA;
@@ -1289,25 +1347,12 @@ static int ucma_wire_req_rcvd(struct ucma_dev *u, struct emu_ibcm_id *c,
 	ucma_gid_to_addr(&hdst, fam, &probe.dst);
 	ucma_set_port(&probe.dst, port);
 	struct ucma_id *l = ucma_find_listener(u, &probe);
-	if (!l || (sidr ? l->qp_type != IBV_QPT_UD : l->qp_type != p->qp_type) ||
-	    l->pending >= l->backlog || !ucma_ev_room(l->file))
-		return -ENOMEM; /* the engine rejects the REQ (consumer defined) */
-	int err = 0;
-	struct ucma_id *n = ucma_id_new(u, l->file, l->ps, l->qp_type, &err);
+	struct ucma_ev *e = NULL;
+	struct ucma_id *n = NULL;
+	if (l && (sidr ? l->qp_type == IBV_QPT_UD : l->qp_type == p->qp_type))
+		n = ucma_req_new(u, l, &e);
 	if (!n)
-		return err;
-	struct ucma_ev *e = ucma_ev_new(l, RDMA_CM_EVENT_CONNECT_REQUEST, 0);
-	if (!e) {
-		u->ids[n->handle] = NULL;
-		((struct ucma_ctx *)n->file->ctx->ucma)->nids--;
-		free(n);
-		return -ENOMEM;
-	}
-	n->hidden = true;
-	n->listen = l;
-	l->pending++;
-	n->state = S_CONNECT;
-	n->cp = CP_REQ_RCVD;
+		return -ENOMEM; /* the engine rejects the REQ (consumer defined) */
 	n->cm = c;
 	c->context = n;
 	u->cm = emu_ibcm_get(u->d);
@@ -1324,8 +1369,6 @@ static int ucma_wire_req_rcvd(struct ucma_dev *u, struct emu_ibcm_id *c,
 				u->d->active_mtu);
 	n->tclass = path->traffic_class;
 	n->hop_limit = path->hop_limit ? path->hop_limit : UCMA_HOP_LIMIT;
-	e->conn = n;
-	e->resp.id = n->handle;
 	unsigned plen = ev->private_data_len - WIRE_CMA_HDR_LEN;
 	if (sidr) {
 		if (plen > UCMA_SIDR_REQ_PDATA)
@@ -1595,28 +1638,14 @@ static void ucma_mc_free(struct ucma_dev *u, struct ucma_mc *mc)
 	free(mc);
 }
 
-/* drop queued events of id (or only those of mc); pending connection
- * requests die with their listener, as ucma_cleanup_ctx_events */
-static void ucma_drop_events(struct ucma_dev *u, struct ucma_file *f, struct ucma_id *id,
-			     struct ucma_mc *mc)
+/* drop queued events of id; pending connection requests die with their
+ * listener, as ucma_cleanup_ctx_events */
+static void ucma_drop_events(struct ucma_dev *u, struct ucma_file *f, struct ucma_id *id)
 {
-	struct ucma_ev **pp = &f->head, *gone = NULL;
-
-	/* unlink first: destroying a request's id below may queue events
+	/* unlinked first: destroying a request's id below may queue events
 	 * (a REJ to its active side) on this same file */
-	f->tail = &f->head;
-	while (*pp) {
-		struct ucma_ev *e = *pp;
-		if ((mc && e->mc == mc) || (!mc && e->id == id)) {
-			*pp = e->next;
-			ucma_nev(f, -1);
-			e->next = gone;
-			gone = e;
-			continue;
-		}
-		f->tail = &e->next;
-		pp = &e->next;
-	}
+	struct ucma_ev *gone = ucma_ev_take(f, id, NULL, NULL);
+
 	while (gone) {
 		struct ucma_ev *e = gone;
 		gone = e->next;
@@ -1631,20 +1660,7 @@ static void ucma_drop_events(struct ucma_dev *u, struct ucma_file *f, struct ucm
 /* a request not fetched yet dies with its CONNECT_REQUEST event */
 static void ucma_forget_request(struct ucma_id *id)
 {
-	struct ucma_file *f = id->file;
-
-	f->tail = &f->head;
-	for (struct ucma_ev **pp = &f->head; *pp;) {
-		struct ucma_ev *e = *pp;
-		if (e->conn == id) {
-			*pp = e->next;
-			ucma_nev(f, -1);
-			free(e);
-			continue;
-		}
-		f->tail = &e->next;
-		pp = &e->next;
-	}
+	ucma_ev_free(ucma_ev_take(id->file, NULL, id, NULL));
 }
 
 static void ucma_id_destroy(struct ucma_dev *u, struct ucma_id *id)
@@ -1668,7 +1684,7 @@ static void ucma_id_destroy(struct ucma_dev *u, struct ucma_id *id)
 		ucma_mc_free(u, mc);
 	}
 	u->ids[id->handle] = NULL;
-	ucma_drop_events(u, id->file, id, NULL);
+	ucma_drop_events(u, id->file, id);
 	((struct ucma_ctx *)id->file->ctx->ucma)->nids--;
 	free(id);
 }
@@ -2367,15 +2383,13 @@ static int ucma_mc_alloc(struct ucma_dev *u, struct ucma_mc *mc)
 			mc->handle = i;
 			return 0;
 		}
-	uint32_t n = u->nmcs ? u->nmcs * 2 : 16;
-	struct ucma_mc **t = realloc(u->mcs, n * sizeof(*t));
+	uint32_t old = u->nmcs;
+	struct ucma_mc **t = ucma_grow(u->mcs, &u->nmcs, 16, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
-	memset(t + u->nmcs, 0, (n - u->nmcs) * sizeof(*t));
 	u->mcs = t;
-	mc->handle = u->nmcs;
-	t[u->nmcs] = mc;
-	u->nmcs = n;
+	mc->handle = old;
+	t[old] = mc;
 	return 0;
 }
 
@@ -2485,7 +2499,7 @@ static int c_leave_mcast(struct ucma_call *k)
 			*pp = mc->next;
 			break;
 		}
-	ucma_drop_events(u, k->f, NULL, mc);
+	ucma_ev_free(ucma_ev_take(k->f, NULL, NULL, mc));
 	ucma_mc_free(u, mc);
 	ucma_out(k, &r, sizeof(r));
 	return 0;
@@ -2511,30 +2525,13 @@ static int c_migrate_id(struct ucma_call *k)
 		/* the id and its queued events move; the old pipe keeps stale
 		 * bytes (GET_EVENT answers -EAGAIN), the new one gets one per
 		 * event moved */
-		struct ucma_ev **pp = &cur->head, *moved = NULL, **mt = &moved;
-		unsigned n = 0;
-		cur->tail = &cur->head;
-		while (*pp) {
-			struct ucma_ev *e = *pp;
-			if (e->id == id) {
-				*pp = e->next;
-				ucma_nev(cur, -1);
-				e->next = NULL;
-				*mt = e;
-				mt = &e->next;
-				n++;
-				continue;
-			}
-			cur->tail = &e->next;
-			pp = &e->next;
-		}
+		struct ucma_ev *moved = ucma_ev_take(cur, id, NULL, NULL);
 		id->file = k->f;
 		while (moved) {
 			struct ucma_ev *e = moved;
 			moved = e->next;
 			ucma_ev_post(u, e);
 		}
-		(void)n;
 	}
 	ucma_out(k, &r, sizeof(r));
 	return 0;
