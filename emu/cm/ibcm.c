@@ -1201,23 +1201,37 @@ static struct ibcm_slot *ibcm_find_pair(struct emu_ibcm *cm, const struct ibcm_r
 	return s;
 }
 
-static void ibcm_rx_rtu(struct emu_ibcm *cm, const struct ibcm_rx *r)
+/* the connection an answer (RTU, DREP) is for, in state a or b, its
+ * timer stopped; else NULL and the drop counted (a duplicate when the
+ * connection is already in state dup, where the answer took it) */
+static struct ibcm_slot *ibcm_find_answered(struct emu_ibcm *cm, const struct ibcm_rx *r,
+					    enum emu_ibcm_state a, enum emu_ibcm_state b,
+					    enum emu_ibcm_state dup)
 {
 	struct ibcm_slot *s = ibcm_find_pair(cm, r);
-	struct emu_ibcm_event ev = { .event = EMU_IBCM_RTU_RECEIVED };
 
 	if (!s) {
 		ibcm_drop(cm, EMU_IBCM_DROP_UNKNOWN_ID);
-		return;
+		return NULL;
 	}
 	if (!ibcm_from_peer(cm, s, r))
-		return;
-	if (s->id.state != EMU_IBCM_REP_SENT && s->id.state != EMU_IBCM_MRA_REP_RCVD) {
-		ibcm_drop(cm, s->id.state == EMU_IBCM_ESTABLISHED ? EMU_IBCM_DROP_DUPLICATE
-								  : EMU_IBCM_DROP_BAD_STATE);
-		return;
+		return NULL;
+	if (s->id.state != a && s->id.state != b) {
+		ibcm_drop(cm, s->id.state == dup ? EMU_IBCM_DROP_DUPLICATE : EMU_IBCM_DROP_BAD_STATE);
+		return NULL;
 	}
 	ibcm_stop_timer(s);
+	return s;
+}
+
+static void ibcm_rx_rtu(struct emu_ibcm *cm, const struct ibcm_rx *r)
+{
+	struct ibcm_slot *s = ibcm_find_answered(cm, r, EMU_IBCM_REP_SENT, EMU_IBCM_MRA_REP_RCVD,
+						 EMU_IBCM_ESTABLISHED);
+	struct emu_ibcm_event ev = { .event = EMU_IBCM_RTU_RECEIVED };
+
+	if (!s)
+		return;
 	ibcm_set_state(cm, s, EMU_IBCM_ESTABLISHED, "rx-rtu");
 	ev.private_data = r->m.pdata;
 	ev.private_data_len = WIRE_CM_RTU_PDATA;
@@ -1392,21 +1406,12 @@ static void ibcm_rx_dreq(struct emu_ibcm *cm, const struct ibcm_rx *r)
 
 static void ibcm_rx_drep(struct emu_ibcm *cm, const struct ibcm_rx *r)
 {
-	struct ibcm_slot *s = ibcm_find_pair(cm, r);
+	struct ibcm_slot *s = ibcm_find_answered(cm, r, EMU_IBCM_DREQ_SENT, EMU_IBCM_DREQ_RCVD,
+						 EMU_IBCM_TIMEWAIT);
 	struct emu_ibcm_event ev = { .event = EMU_IBCM_DREP_RECEIVED };
 
-	if (!s) {
-		ibcm_drop(cm, EMU_IBCM_DROP_UNKNOWN_ID);
+	if (!s)
 		return;
-	}
-	if (!ibcm_from_peer(cm, s, r))
-		return;
-	if (s->id.state != EMU_IBCM_DREQ_SENT && s->id.state != EMU_IBCM_DREQ_RCVD) {
-		ibcm_drop(cm, s->id.state == EMU_IBCM_TIMEWAIT ? EMU_IBCM_DROP_DUPLICATE
-							       : EMU_IBCM_DROP_BAD_STATE);
-		return;
-	}
-	ibcm_stop_timer(s);
 	ibcm_enter_timewait(cm, s, "rx-drep");
 	ev.private_data = r->m.pdata;
 	ev.private_data_len = WIRE_CM_DREP_PDATA;

@@ -155,19 +155,25 @@ void ucma_conn_abort(struct ucma_dev *u, struct ucma_id *id)
 	}
 }
 
-static void ucma_copy_req_event(struct rdma_ucm_conn_param *cp, const struct ucma_id *a,
-				const struct rdma_ucm_conn_param *q)
+/* CONNECT_REQUEST (req) / CONNECT_RESPONSE parameters: what id took from
+ * the peer's REQ or REP, already turned to the receiving side's view
+ * (cm_format_req_event, cm_format_rep_event); a REP has no retry count.
+ * The private data field goes whole: IB carries no length. */
+void ucma_conn_event_param(struct rdma_ucm_conn_param *cp, const struct ucma_id *id, bool req,
+			   const uint8_t *pd, unsigned plen)
 {
-	/* from the passive side's point of view, as cma_set_req_event_data */
-	cp->qp_num = q->qp_num;
-	cp->srq = q->srq;
-	cp->responder_resources = a->init_depth;
-	cp->initiator_depth = a->resp_res;
-	cp->flow_control = q->flow_control;
-	cp->retry_count = q->retry_count;
-	cp->rnr_retry_count = q->rnr_retry_count;
-	memcpy(cp->private_data, q->private_data, q->private_data_len);
-	cp->private_data_len = UCMA_REQ_PDATA;
+	unsigned field = req ? UCMA_REQ_PDATA : UCMA_REP_PDATA;
+
+	cp->qp_num = id->rqpn;
+	cp->srq = id->srq;
+	cp->responder_resources = id->resp_res;
+	cp->initiator_depth = id->init_depth;
+	cp->flow_control = id->flow_control;
+	cp->retry_count = req ? id->retry : 0;
+	cp->rnr_retry_count = id->rnr_retry;
+	if (pd && plen)
+		memcpy(cp->private_data, pd, plen < field ? plen : field);
+	cp->private_data_len = (uint8_t)field;
 }
 
 /* REQ / SIDR_REQ from active id a to whoever listens on its destination
@@ -227,11 +233,13 @@ void ucma_send_req(struct ucma_dev *u, struct ucma_id *a, const struct rdma_ucm_
 	n->retry = q->retry_count;
 	n->rnr_retry = q->rnr_retry_count;
 	n->flow_control = q->flow_control;
+	n->srq = q->srq;
 	if (ud) {
 		memcpy(e->resp.param.ud.private_data, q->private_data, q->private_data_len);
 		e->resp.param.ud.private_data_len = UCMA_SIDR_REQ_PDATA;
 	} else {
-		ucma_copy_req_event(&e->resp.param.conn, a, q);
+		ucma_conn_event_param(&e->resp.param.conn, n, true, q->private_data,
+				      q->private_data_len);
 	}
 	ucma_ev_post(u, e);
 }
@@ -315,19 +323,13 @@ int ucma_send_rep(struct ucma_dev *u, struct ucma_id *n, const struct rdma_ucm_c
 	a->resp_res = q->initiator_depth;
 	a->init_depth = q->responder_resources;
 	a->rnr_retry = q->rnr_retry_count;
+	a->flow_control = q->flow_control;
+	a->srq = q->srq;
 	struct ucma_ev *e = ucma_ev_new(a, RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
 	if (!e)
 		return 0;
-	struct rdma_ucm_conn_param *cp = &e->resp.param.conn;
-	cp->qp_num = q->qp_num;
-	cp->srq = q->srq;
-	/* from the receiver's side, as cm_format_rep_event */
-	cp->responder_resources = q->initiator_depth;
-	cp->initiator_depth = q->responder_resources;
-	cp->flow_control = q->flow_control;
-	cp->rnr_retry_count = q->rnr_retry_count;
-	memcpy(cp->private_data, q->private_data, q->private_data_len);
-	cp->private_data_len = UCMA_REP_PDATA;
+	ucma_conn_event_param(&e->resp.param.conn, a, false, q->private_data,
+			      q->private_data_len);
 	ucma_ev_post(u, e);
 	return 0;
 }

@@ -255,6 +255,8 @@ void ucma_rej_rcvd(struct ucma_dev *u, struct ucma_id *id, int reason,
 		   const uint8_t *pd, unsigned plen);
 void ucma_dreq_rcvd(struct ucma_dev *u, struct ucma_id *id);
 void ucma_conn_abort(struct ucma_dev *u, struct ucma_id *id);
+void ucma_conn_event_param(struct rdma_ucm_conn_param *cp, const struct ucma_id *id, bool req,
+			   const uint8_t *pd, unsigned plen);
 void ucma_send_req(struct ucma_dev *u, struct ucma_id *a, const struct rdma_ucm_conn_param *q);
 void ucma_ah_attr(const struct ucma_id *id, struct ib_uverbs_ah_attr *ah);
 int ucma_send_rep(struct ucma_dev *u, struct ucma_id *n, const struct rdma_ucm_conn_param *q);

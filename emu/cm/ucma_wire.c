@@ -187,18 +187,8 @@ static int ucma_wire_req_rcvd(struct ucma_dev *u, struct emu_ibcm_id *c,
 	n->rnr_retry = p->rnr_retry_count;
 	n->flow_control = p->flow_control;
 	n->srq = p->srq;
-	struct rdma_ucm_conn_param *cp = &e->resp.param.conn;
-	cp->qp_num = p->remote_qpn;
-	cp->srq = p->srq;
-	cp->responder_resources = n->resp_res;
-	cp->initiator_depth = n->init_depth;
-	cp->flow_control = p->flow_control;
-	cp->retry_count = p->retry_count;
-	cp->rnr_retry_count = p->rnr_retry_count;
-	if (plen > UCMA_REQ_PDATA)
-		plen = UCMA_REQ_PDATA;
-	memcpy(cp->private_data, ev->private_data + WIRE_CMA_HDR_LEN, plen);
-	cp->private_data_len = UCMA_REQ_PDATA;
+	ucma_conn_event_param(&e->resp.param.conn, n, true,
+			      ev->private_data + WIRE_CMA_HDR_LEN, plen);
 	ucma_ev_post(u, e);
 	return 0;
 }
@@ -214,20 +204,13 @@ static void ucma_wire_rep_rcvd(struct ucma_dev *u, struct ucma_id *a, const stru
 	a->resp_res = p->initiator_depth;
 	a->init_depth = p->responder_resources;
 	a->rnr_retry = p->rnr_retry_count;
+	a->flow_control = p->flow_control;
+	a->srq = p->srq;
 	struct ucma_ev *e = ucma_ev_new(a, RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
 	if (!e)
 		return;
-	struct rdma_ucm_conn_param *cp = &e->resp.param.conn;
-	cp->qp_num = p->remote_qpn;
-	cp->srq = p->srq;
-	cp->responder_resources = a->resp_res;
-	cp->initiator_depth = a->init_depth;
-	cp->flow_control = p->flow_control;
-	cp->rnr_retry_count = p->rnr_retry_count;
-	if (ev->private_data)
-		memcpy(cp->private_data, ev->private_data,
-		       ev->private_data_len < UCMA_REP_PDATA ? ev->private_data_len : UCMA_REP_PDATA);
-	cp->private_data_len = UCMA_REP_PDATA;
+	ucma_conn_event_param(&e->resp.param.conn, a, false, ev->private_data,
+			      ev->private_data_len);
 	ucma_ev_post(u, e);
 }
 
