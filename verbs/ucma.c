@@ -46,6 +46,7 @@
 
 #include "urv.h"
 #include "ucma.h"
+#include "ucma_gone.h"
 
 #define URV_EXPORT __attribute__((visibility("default")))
 
@@ -81,6 +82,8 @@ struct ucma_file {
 	bool foreign;           /* inherited through fork: the parent's */
 	bool closed;            /* the application closed its fd */
 	int refs;               /* the list's + calls in progress (list_lock) */
+	struct urv_cm_track t;  /* its ids, for DEVICE_REMOVAL (list_lock) */
+	int gone_wfd;           /* after the daemon: the new event pipe's write end */
 };
 
 /* fds below this are found with one bit test; others take the lock */
@@ -139,8 +142,12 @@ static void file_put(struct ucma_file *f)
 	pthread_mutex_lock(&list_lock);
 	last = --f->refs == 0;
 	pthread_mutex_unlock(&list_lock);
-	if (last)
+	if (last) {
+		urv_cm_track_free(&f->t);
+		if (f->gone_wfd >= 0)
+			syscall(SYS_close, f->gone_wfd);
 		free(f);
+	}
 }
 
 /* Unlink fd's file (the caller gets the list's reference), or NULL. */
@@ -471,6 +478,7 @@ int urv_ucma_open(const char *path, int flags, int *ret)
 	}
 	f->fd = fd;
 	f->handle = rep.handle;
+	f->gone_wfd = -1;
 	file_add(f);
 	*ret = fd;
 	return 1;
@@ -620,6 +628,104 @@ static int migrate_fd(uint8_t *data, uint32_t in)
 	return 0;
 }
 
+/* The daemon went away (its event pipe at EOF, or the connection): queue
+ * DEVICE_REMOVAL for the file's ids on a new pipe put in the place of the
+ * old one, so that poll, blocking and O_NONBLOCK reads behave on as the
+ * kernel's fd does (one byte per event, no EOF). 0 or -errno. */
+static int file_gone(struct ucma_file *f)
+{
+	int p[2], ret = 0;
+
+	pthread_mutex_lock(&list_lock);
+	if (f->t.dead || __atomic_load_n(&f->closed, __ATOMIC_ACQUIRE))
+		goto out; /* done by another thread, or the fd is no longer its */
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) {
+		ret = -errno;
+		goto out;
+	}
+	uint32_t n = urv_cm_track_gone(&f->t);
+	static const uint8_t ones[256] = { 1 };
+	for (uint32_t k = 0; k < n;) {
+		uint32_t c = n - k < sizeof(ones) ? n - k : (uint32_t)sizeof(ones);
+		if (syscall(SYS_write, p[1], ones, c) != (long)c)
+			break; /* past 64 KiB of ids: the rest are never fetched */
+		k += c;
+	}
+	int fl = fcntl(f->fd, F_GETFL), fdfl = fcntl(f->fd, F_GETFD);
+	if (fl < 0 || fdfl < 0 ||
+	    syscall(SYS_dup3, p[0], f->fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0 ||
+	    fcntl(f->fd, F_SETFL, (fl & O_NONBLOCK) | O_RDONLY) < 0) {
+		ret = -errno;
+		syscall(SYS_close, p[1]);
+	} else {
+		f->gone_wfd = p[1];
+	}
+	syscall(SYS_close, p[0]);
+out:
+	pthread_mutex_unlock(&list_lock);
+	return ret;
+}
+
+static bool conn_is_dead(void)
+{
+	bool dead;
+
+	pthread_mutex_lock(&ctl_lock);
+	dead = ctl_dead;
+	pthread_mutex_unlock(&ctl_lock);
+	return dead;
+}
+
+static struct ucma_file *file_by_handle(uint32_t h)
+{
+	struct ucma_file *f;
+
+	for (f = files; f && (f->handle != h || f->foreign); f = f->next)
+		;
+	return f;
+}
+
+/* One command to the daemon, or answered here once it is gone; what it
+ * did to the file's ids is noted for DEVICE_REMOVAL. 0 or -errno. */
+static int ucma_call(struct ucma_file *f, struct uroce_ucma_cmd_req *req, uint8_t *rep,
+		     uint32_t out)
+{
+	int ret = -ENODEV;
+	size_t n = out;
+
+	if (!f->t.dead) {
+		ret = ctl_call(UROCE_OP_UCMA_CMD, req, sizeof(*req) + req->in, rep, out, NULL, 0);
+		if (ret != -ENODEV || !conn_is_dead())
+			goto track;
+		int err = file_gone(f);
+		if (err)
+			return err;
+		/* GET_EVENT: the byte read was the old pipe's; the next comes
+		 * from the new one (-EAGAIN: wait for it) */
+		if (req->cmd == RDMA_USER_CM_CMD_GET_EVENT)
+			return -EAGAIN;
+	}
+track:
+	if (ret && !f->t.dead)
+		return ret;
+	pthread_mutex_lock(&list_lock);
+	if (f->t.dead) {
+		ret = urv_cm_track_dead_cmd(&f->t, req->cmd, req->data, req->in, rep, &n);
+	} else if (req->cmd == RDMA_USER_CM_CMD_MIGRATE_ID) {
+		struct rdma_ucm_migrate_id m;
+		struct ucma_file *src;
+
+		memcpy(&m, req->data, sizeof(m));
+		src = file_by_handle(m.fd);
+		if (src)
+			urv_cm_track_move(&src->t, &f->t, m.id);
+	} else {
+		urv_cm_track_cmd(&f->t, req->cmd, req->data, req->in, rep, n);
+	}
+	pthread_mutex_unlock(&list_lock);
+	return ret;
+}
+
 /* The command, with the kernel's ucma_write checks in its order: the
  * byte count written, or -errno. */
 static ssize_t ucma_write(struct ucma_file *f, const void *buf, size_t len)
@@ -690,12 +796,19 @@ static ssize_t ucma_write(struct ucma_file *f, const void *buf, size_t len)
 			ret = wait_event_byte(f->fd);
 			if (ret == -ENODEV && __atomic_load_n(&f->closed, __ATOMIC_ACQUIRE))
 				return wait_forever();
+			if (ret == -ENODEV) {
+				/* the daemon's end: its DEVICE_REMOVAL events
+				 * come on the pipe put in its place */
+				ret = file_gone(f);
+				if (ret)
+					return ret;
+				continue;
+			}
 			if (ret)
 				return ret;
 		}
 		memset(rep, 0, sizeof(rep));
-		ret = ctl_call(UROCE_OP_UCMA_CMD, &req, sizeof(req.r) + in, rep, out,
-			       NULL, 0);
+		ret = ucma_call(f, &req.r, rep, out);
 		/* a stale byte (its event went with its id): wait for the next */
 		if (!(hdr.cmd == RDMA_USER_CM_CMD_GET_EVENT && ret == -EAGAIN))
 			break;

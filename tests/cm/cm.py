@@ -13,6 +13,8 @@ picked free at random. The seed is printed (--seed replays a run).
   MODE exec PROG [ARGS]          a C test (linked with liburoce), no preload
   MODE nodaemon SHIM NOSHIM      same errors with and without uroce
   MODE kernel-mode SHIM          UROCE_CM=kernel: rdma_cm left to the kernel
+  MODE removal PROG [ARGS]|rping the daemon stopped under a connected program:
+                                 DEVICE_REMOVAL, a clean end
   MODE rping SIZE COUNT [-q] [-6]  rping -v -V, both sides count the pings (-6: ::1)
   MODE ucmatose CONNS COUNT SIZE [-m]
   MODE udaddy CONNS COUNT
@@ -399,6 +401,45 @@ def mode_test_rdmacm(env, args):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def mode_removal(env, port, daemon, args):
+    """The daemon stops (SIGTERM) under programs waiting in
+    rdma_get_cm_event with a listener and a connection: each must report
+    DEVICE_REMOVAL and end by itself, not hang or crash."""
+    if args[0] == 'rping':
+        if not need('rping'):
+            return 77
+        base = ['-a', '127.0.0.1', '-p', str(port), '-v']
+        progs = [Bg(['rping', '-s'] + base, env, tty=True)]
+        time.sleep(0.5)
+        progs.append(Bg(['rping', '-c', '-C', '100000000'] + base, env, tty=True))
+        ready = progs[1].wait_line('ping data', 40)
+        want = 'cma detected device removal'
+    else:
+        progs = [Bg(args + [str(port)], env)]
+        ready = progs[0].wait_line('READY', 40)
+        want = 'removal: ok'
+    try:
+        if not ready:
+            for p in progs:
+                sys.stdout.write(p.kill())
+            return fail('the programs did not get connected')
+        st = vr.stop(daemon)
+        print('uroced stopped, exit status', st)
+        rc = 0
+        for p in progs:
+            st, out = p.finish(30)
+            sys.stdout.write('--- %s ---\n%s' % (p.p.args[0], out))
+            if st is None or st < 0:
+                rc = fail('%s %s' % (p.p.args[0], 'hung' if st is None else
+                                     'killed by signal %d' % -st))
+            elif want not in out:
+                rc = fail('%s: no %r' % (p.p.args[0], want))
+        return rc
+    finally:
+        for p in progs:
+            p.kill()
+
+
 def mode_nodaemon(env, shim_prog, noshim_prog):
     """librdmacm with liburoce and no daemon fails as it does without us."""
     rc1, with_shim = vr.run([shim_prog, 'nodaemon'], env)
@@ -516,6 +557,8 @@ def run_test(state):
             rc = mode_kernel(env, x[0])
         elif m == 'exec':
             rc, _ = vr.run(x + [str(port)], env)
+        elif m == 'removal':
+            rc = mode_removal(penv if x[0] == 'rping' else env, port, d, x)
         elif m == 'rping':
             rc = mode_rping(penv, port, x)
         elif m == 'ucmatose':
