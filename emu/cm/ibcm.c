@@ -228,6 +228,15 @@ static void ibcm_deliver(struct emu_ibcm *cm, struct ibcm_slot *s, const struct 
 /* transmit                                                            */
 /* ------------------------------------------------------------------ */
 
+/* by attribute, and a REJ by its reason (uroce-stat) */
+static void ibcm_count(uint64_t *attr, uint64_t *rej, uint16_t id, uint16_t reason)
+{
+	if (id >= WIRE_CM_ATTR_REQ && id < WIRE_CM_ATTR_REQ + EMU_IBCM_ATTR_SLOTS)
+		attr[id - WIRE_CM_ATTR_REQ]++;
+	if (id == WIRE_CM_ATTR_REJ)
+		rej[reason < EMU_IBCM_REJ_REASONS ? reason : 0]++;
+}
+
 /* Send one MAD along av. The frame is built into a port buffer; a MAD
  * that cannot leave now (no buffer, neighbour unresolved) is counted and
  * left to its retransmission timer, as a lost one would be. */
@@ -265,6 +274,9 @@ static int ibcm_tx(struct emu_ibcm *cm, struct emu_av *av, const uint8_t *mad)
 	}
 	emu_tx_send(d, &b, (uint32_t)len);
 	cm->cnt.tx_mads++;
+	/* the MAD header's attribute ID, a REJ's reason at its offset 10 */
+	ibcm_count(cm->cnt.tx_attr, cm->cnt.rej_tx, (uint16_t)(mad[16] << 8 | mad[17]),
+		   (uint16_t)(mad[34] << 8 | mad[35]));
 	return 0;
 }
 
@@ -1545,6 +1557,8 @@ static void ibcm_rx(struct emu_dev *d, const struct wire_pkt *pkt)
 		return;
 	}
 	r.pkt = pkt;
+	ibcm_count(cm->cnt.rx_attr, cm->cnt.rej_rx, r.h.attr_id,
+		   (uint16_t)r.m.v[WIRE_CM_F_REJ_REASON]);
 	switch (r.h.attr_id) {
 	case WIRE_CM_ATTR_REQ:      ibcm_rx_req(cm, &r); break;
 	case WIRE_CM_ATTR_MRA:      ibcm_rx_mra(cm, &r); break;

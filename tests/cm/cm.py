@@ -13,6 +13,7 @@ picked free at random. The seed is printed (--seed replays a run).
   MODE exec PROG [ARGS]          a C test (linked with liburoce), no preload
   MODE nodaemon SHIM NOSHIM      same errors with and without uroce
   MODE kernel-mode SHIM          UROCE_CM=kernel: rdma_cm left to the kernel
+  MODE cm-stat UROCE_STAT         the IB CM engine's counters move (REJ 8)
   MODE removal PROG [ARGS]|rping the daemon stopped under a connected program:
                                  DEVICE_REMOVAL, a clean end
   MODE rping SIZE COUNT [-q] [-6]  rping -v -V, both sides count the pings (-6: ::1)
@@ -401,6 +402,39 @@ def mode_test_rdmacm(env, args):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def cm_counters(stat, env):
+    rc, out = vr.run([stat, '-q', '-d', 'uroce0'], env)
+    if rc != 0:
+        return None
+    return {m.group(1): int(m.group(2))
+            for m in re.finditer(r'^\s+cm\.(\S+)\s+(\d+)$', out, re.M)}
+
+
+def mode_cm_stat(env, penv, port, stat):
+    """uroce-stat shows the engine's counters, and they move: a connection
+    to a port nobody listens on is one REQ out and in, one REJ 8 (invalid
+    service ID) sent and received."""
+    if not need('rping'):
+        return 77
+    before = cm_counters(stat, env)
+    if before is None or 'tx-mads' not in before:
+        return fail('uroce-stat shows no cm.* counters: %r' % before)
+    if before.get('rej-tx-8') or before.get('tx-REQ'):
+        return fail('counters before any connection: %r' % before)
+    rc, out = vr.run(['rping', '-c', '-a', '127.0.0.1', '-p', str(port), '-C', '1'], penv)
+    if rc == 0 or 'REJECTED' not in out:
+        return fail('rping to a port nobody listens on: rc %s' % rc)
+    after = cm_counters(stat, env) or {}
+    for k in ('tx-REQ', 'rx-REQ', 'tx-REJ', 'rx-REJ', 'rej-tx-8', 'rej-rx-8',
+              'rej-no-listener'):
+        if after.get(k, 0) < 1:
+            return fail('cm.%s did not move: %r' % (k, after))
+    if after['tx-mads'] < before['tx-mads'] + 2 or after['rx-mads'] < before['rx-mads'] + 2:
+        return fail('MAD totals did not move: %r -> %r' % (before, after))
+    print('counters after:', after)
+    return 0
+
+
 def mode_removal(env, port, daemon, args):
     """The daemon stops (SIGTERM) under programs waiting in
     rdma_get_cm_event with a listener and a connection: each must report
@@ -557,6 +591,8 @@ def run_test(state):
             rc = mode_kernel(env, x[0])
         elif m == 'exec':
             rc, _ = vr.run(x + [str(port)], env)
+        elif m == 'cm-stat':
+            rc = mode_cm_stat(env, penv, port, x[0])
         elif m == 'removal':
             rc = mode_removal(penv if x[0] == 'rping' else env, port, d, x)
         elif m == 'rping':
