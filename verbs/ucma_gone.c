@@ -99,7 +99,7 @@ static void mc_del(struct urv_cm_track *t, uint32_t handle)
 }
 
 /* a wildcard address binds to no device (the kernel's cma_dev stays NULL) */
-static bool addr_any(const void *sa)
+bool urv_cm_addr_any(const void *sa)
 {
 	sa_family_t fam;
 	static const uint8_t z[16];
@@ -152,11 +152,11 @@ static void track_bind(struct urv_cm_track *t, uint32_t cmd, const uint8_t *in, 
 {
 	if (cmd == RDMA_USER_CM_CMD_BIND_IP) {
 		IN(struct rdma_ucm_bind_ip, q);
-		if (!addr_any(&q.addr))
+		if (!urv_cm_addr_any(&q.addr))
 			set_dev(t, q.id);
 	} else {
 		IN(struct rdma_ucm_bind, q);
-		if (!addr_any(&q.addr))
+		if (!urv_cm_addr_any(&q.addr))
 			set_dev(t, q.id);
 	}
 }
@@ -171,7 +171,11 @@ void urv_cm_track_cmd(struct urv_cm_track *t, uint32_t cmd, const uint8_t *in, u
 		if (rep_len < sizeof(r))
 			return;
 		memcpy(&r, rep, sizeof(r));
-		id_add(t, r.id, q.uid);
+		struct urv_cm_id *id = id_add(t, r.id, q.uid);
+		if (id) {
+			id->ps = q.ps;
+			id->qp_type = q.qp_type;
+		}
 		return;
 	}
 	case RDMA_USER_CM_CMD_DESTROY_ID: {
@@ -282,10 +286,16 @@ uint32_t urv_cm_track_gone(struct urv_cm_track *t)
 	return n;
 }
 
-/* where a command names its id; -1: it names none */
-static long id_offset(uint32_t cmd)
+struct urv_cm_id *urv_cm_track_id(struct urv_cm_track *t, uint32_t handle)
+{
+	return id_find(t, handle);
+}
+
+long urv_cm_id_offset(uint32_t cmd)
 {
 	switch (cmd) {
+	case RDMA_USER_CM_CMD_DESTROY_ID:
+	case RDMA_USER_CM_CMD_LEAVE_MCAST: return offsetof(struct rdma_ucm_destroy_id, id);
 	case RDMA_USER_CM_CMD_BIND_IP: return offsetof(struct rdma_ucm_bind_ip, id);
 	case RDMA_USER_CM_CMD_BIND: return offsetof(struct rdma_ucm_bind, id);
 	case RDMA_USER_CM_CMD_RESOLVE_IP: return offsetof(struct rdma_ucm_resolve_ip, id);
@@ -337,7 +347,7 @@ int urv_cm_track_dead_cmd(struct urv_cm_track *t, uint32_t cmd, const uint8_t *i
 		*rep_len = sizeof(r);
 		return 0;
 	}
-	long off = id_offset(cmd);
+	long off = urv_cm_id_offset(cmd);
 	uint32_t h;
 	if (off >= 0 && in_len >= (uint32_t)off + sizeof(h)) {
 		memcpy(&h, in + off, sizeof(h));

@@ -16,6 +16,8 @@ struct urv_cm_id {
 	uint64_t uid;          /* the application's context; 0: not accepted yet */
 	uint32_t events;       /* events fetched (DESTROY_ID's events_reported) */
 	bool dev;              /* on the device: gets DEVICE_REMOVAL */
+	uint16_t ps;           /* CREATE_ID's port space and QP type */
+	uint8_t qp_type;
 };
 
 struct urv_cm_mc {
@@ -52,5 +54,11 @@ uint32_t urv_cm_track_gone(struct urv_cm_track *t);
 int urv_cm_track_dead_cmd(struct urv_cm_track *t, uint32_t cmd, const uint8_t *in,
 			  uint32_t in_len, uint8_t *rep, size_t *rep_len);
 void urv_cm_track_free(struct urv_cm_track *t);
+/* the id of handle, or NULL */
+struct urv_cm_id *urv_cm_track_id(struct urv_cm_track *t, uint32_t handle);
+/* a sockaddr_in/in6 with the wildcard address (or another family) */
+bool urv_cm_addr_any(const void *sa);
+/* where a command names its id; -1: it names none */
+long urv_cm_id_offset(uint32_t cmd);
 
 #endif
