@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* uroce-stat: print the counters of a running uroced device (port, drops by
- * reason, fault injection, and per QP) through UROCE_OP_QUERY_STATS.
+ * reason, fault injection, the IB CM engine, and per QP) through
+ * UROCE_OP_QUERY_STATS and UROCE_OP_QUERY_CM_STATS.
  *
  *   uroce-stat [-d DEV] [-r RUN_DIR] [-q]
  *
@@ -193,6 +194,23 @@ static void st_xdrops(const struct uroce_query_stats_rep *r)
 	}
 }
 
+/* The IB CM engine's counters, "cm.NAME" (daemons with an engine and the
+ * op only: nothing otherwise). */
+static void st_cm(void)
+{
+	static struct uroce_cm_stats_rep r;
+	static const uint8_t none;
+	int n = st_call(UROCE_OP_QUERY_CM_STATS, &none, 0, &r, sizeof(r));
+
+	if (n < (int)sizeof(r))
+		return;
+	for (uint32_t i = 0; i < r.n && i < UROCE_CM_STATS_MAX; i++) {
+		char name[UROCE_STATS_NAME_LEN + 8];
+		snprintf(name, sizeof(name), "cm.%.*s", UROCE_STATS_NAME_LEN, r.name[i]);
+		P(name, r.val[i]);
+	}
+}
+
 static void st_qp(const struct uroce_qp_stats *s)
 {
 	printf("qp 0x%x pid %u %s %s\n", s->qpn, s->pid, st_type(s->qp_type),
@@ -308,6 +326,7 @@ int main(int argc, char **argv)
 		if (first) {
 			st_port(dev, &rep.port);
 			st_xdrops(&rep);
+			st_cm();
 		}
 		first = false;
 		if (port_only)

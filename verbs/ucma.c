@@ -46,6 +46,8 @@
 
 #include "urv.h"
 #include "ucma.h"
+#include "ucma_gone.h"
+#include "ucma_mux.h"
 
 #define URV_EXPORT __attribute__((visibility("default")))
 
@@ -81,6 +83,9 @@ struct ucma_file {
 	bool foreign;           /* inherited through fork: the parent's */
 	bool closed;            /* the application closed its fd */
 	int refs;               /* the list's + calls in progress (list_lock) */
+	struct urv_cm_track t;  /* its ids, for DEVICE_REMOVAL (list_lock) */
+	int gone_wfd;           /* after the daemon: the new event pipe's write end */
+	struct urv_mux mux;     /* other devices' files (wildcard listeners) */
 };
 
 /* fds below this are found with one bit test; others take the lock */
@@ -94,6 +99,7 @@ static uint64_t fd_bits[UCMA_FD_BITS / 64];
 /* The connection all of this process's rdma_cm files use (ctl_lock). */
 static pthread_mutex_t ctl_lock = PTHREAD_MUTEX_INITIALIZER;
 static int ctl_sock = -1;
+static char ctl_path[512];      /* its socket: the primary device's */
 static uint32_t ctl_seq;
 static bool ctl_dead;
 
@@ -139,8 +145,12 @@ static void file_put(struct ucma_file *f)
 	pthread_mutex_lock(&list_lock);
 	last = --f->refs == 0;
 	pthread_mutex_unlock(&list_lock);
-	if (last)
+	if (last) {
+		urv_cm_track_free(&f->t);
+		if (f->gone_wfd >= 0)
+			syscall(SYS_close, f->gone_wfd);
 		free(f);
+	}
 }
 
 /* Unlink fd's file (the caller gets the list's reference), or NULL. */
@@ -195,6 +205,7 @@ static void atfork_child(void)
 	ctl_sock = -1;
 	ctl_seq = 0;
 	ctl_dead = false;
+	urv_mux_atfork_child();
 }
 
 __attribute__((constructor)) static void ucma_init(void)
@@ -275,7 +286,7 @@ static void close_fds(int *f, int n)
 			real_close(f[i]);
 }
 
-static int ucma_hello(int sock)
+int urv_ucma_hello(int sock, uint32_t *seq)
 {
 	struct uroce_hello_req req = {
 		.abi_version = UROCE_ABI_VERSION,
@@ -293,7 +304,7 @@ static int ucma_hello(int sock)
 		free(rep);
 		return -errno;
 	}
-	ret = urv_ctl_raw(sock, &ctl_seq, UROCE_OP_HELLO, &req, sizeof(req), rep,
+	ret = urv_ctl_raw(sock, seq, UROCE_OP_HELLO, &req, sizeof(req), rep,
 			  sizeof(*rep), &mem, 1, f, 3);
 	real_close(mem);
 	/* no verbs on this connection: its doorbell and pipes are not used */
@@ -340,6 +351,7 @@ static int conn_get(void)
 	ret = daemon_path(path, sizeof(path));
 	if (ret)
 		return ret;
+	snprintf(ctl_path, sizeof(ctl_path), "%s", path);
 	s = urv_connect(path);
 	if (s < 0)
 		return -ENODEV;
@@ -348,7 +360,7 @@ static int conn_get(void)
 	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	ctl_seq = 0;
-	ret = ucma_hello(s);
+	ret = urv_ucma_hello(s, &ctl_seq);
 	if (ret) {
 		real_close(s);
 		return ret == -EACCES ? -EACCES : -ENODEV;
@@ -419,6 +431,17 @@ bool urv_ucma_served(char *run, unsigned long len)
 	return n > 0 && (size_t)n < sizeof(p) && raw_exists(p);
 }
 
+/* more than one uroce device: wildcard listeners may need the others */
+static bool several_devices(void)
+{
+	int n = 0;
+	struct ibv_device **l = urv_get_device_list(NULL, 0, &n);
+
+	if (l)
+		free(l - 1);
+	return n > 1;
+}
+
 int urv_ucma_open(const char *path, int flags, int *ret)
 {
 	struct uroce_ucma_open_rep rep = { 0 };
@@ -455,6 +478,9 @@ int urv_ucma_open(const char *path, int flags, int *ret)
 		if (fl < 0 || fcntl(fd, F_SETFL, (fl & ~O_NONBLOCK) | (flags & O_NONBLOCK)) < 0 ||
 		    fcntl(fd, F_SETFD, (flags & O_CLOEXEC) ? FD_CLOEXEC : 0) < 0)
 			r = -errno;
+		f->mux.prim_fd = -1;
+		if (!r && several_devices())
+			r = urv_mux_init(&f->mux, fd);
 	}
 	if (r) {
 		if (fd >= 0) {
@@ -471,6 +497,7 @@ int urv_ucma_open(const char *path, int flags, int *ret)
 	}
 	f->fd = fd;
 	f->handle = rep.handle;
+	f->gone_wfd = -1;
 	file_add(f);
 	*ret = fd;
 	return 1;
@@ -620,6 +647,294 @@ static int migrate_fd(uint8_t *data, uint32_t in)
 	return 0;
 }
 
+/* The daemon went away (its event pipe at EOF, or the connection): queue
+ * DEVICE_REMOVAL for the file's ids on a new pipe put in the place of the
+ * old one, so that poll, blocking and O_NONBLOCK reads behave on as the
+ * kernel's fd does (one byte per event, no EOF). 0 or -errno. */
+static int file_gone(struct ucma_file *f)
+{
+	int p[2], ret = 0;
+
+	pthread_mutex_lock(&list_lock);
+	if (f->t.dead || __atomic_load_n(&f->closed, __ATOMIC_ACQUIRE))
+		goto out; /* done by another thread, or the fd is no longer its */
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) {
+		ret = -errno;
+		goto out;
+	}
+	uint32_t n = urv_cm_track_gone(&f->t);
+	static const uint8_t ones[256] = { 1 };
+	for (uint32_t k = 0; k < n;) {
+		uint32_t c = n - k < sizeof(ones) ? n - k : (uint32_t)sizeof(ones);
+		if (syscall(SYS_write, p[1], ones, c) != (long)c)
+			break; /* past 64 KiB of ids: the rest are never fetched */
+		k += c;
+	}
+	if (f->mux.prim_fd >= 0) {
+		/* an epoll fd over the devices' pipes: this one replaces the
+		 * primary's */
+		urv_mux_set_primary(&f->mux, f->fd, p[0]);
+		f->gone_wfd = p[1];
+		goto out;
+	}
+	int fl = fcntl(f->fd, F_GETFL), fdfl = fcntl(f->fd, F_GETFD);
+	if (fl < 0 || fdfl < 0 ||
+	    syscall(SYS_dup3, p[0], f->fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0 ||
+	    fcntl(f->fd, F_SETFL, (fl & O_NONBLOCK) | O_RDONLY) < 0) {
+		ret = -errno;
+		syscall(SYS_close, p[1]);
+	} else {
+		f->gone_wfd = p[1];
+	}
+	syscall(SYS_close, p[0]);
+out:
+	pthread_mutex_unlock(&list_lock);
+	return ret;
+}
+
+static bool conn_is_dead(void)
+{
+	bool dead;
+
+	pthread_mutex_lock(&ctl_lock);
+	dead = ctl_dead;
+	pthread_mutex_unlock(&ctl_lock);
+	return dead;
+}
+
+static struct ucma_file *file_by_handle(uint32_t h)
+{
+	struct ucma_file *f;
+
+	for (f = files; f && (f->handle != h || f->foreign); f = f->next)
+		;
+	return f;
+}
+
+/* A command for secondary file src went out with the daemon's handle: the
+ * application sees (and the tracking keeps) the id and the handles in the
+ * reply with src in their top bits. */
+static void mux_tag(struct uroce_ucma_cmd_req *req, uint8_t *rep, unsigned src)
+{
+	uint32_t tag = (uint32_t)src << URV_MUX_SHIFT, h;
+	long off = urv_cm_id_offset(req->cmd);
+
+	if (off >= 0 && req->in >= (uint32_t)off + sizeof(h)) {
+		memcpy(&h, req->data + off, sizeof(h));
+		h |= tag;
+		memcpy(req->data + off, &h, sizeof(h));
+	}
+	if (req->cmd == RDMA_USER_CM_CMD_GET_EVENT)
+		off = offsetof(struct rdma_ucm_event_resp, id);
+	else if (req->cmd == RDMA_USER_CM_CMD_JOIN_IP_MCAST ||
+		 req->cmd == RDMA_USER_CM_CMD_JOIN_MCAST)
+		off = offsetof(struct rdma_ucm_create_id_resp, id);
+	else
+		return;
+	memcpy(&h, rep + off, sizeof(h));
+	h |= tag;
+	memcpy(rep + off, &h, sizeof(h));
+}
+
+/* One command to the daemon, or answered here once it is gone; what it
+ * did to the file's ids is noted for DEVICE_REMOVAL. 0 or -errno. */
+static int ucma_call(struct ucma_file *f, struct uroce_ucma_cmd_req *req, uint8_t *rep,
+		     uint32_t out, unsigned src)
+{
+	int ret = -ENODEV;
+	size_t n = out;
+
+	if (src) {
+		req->file = f->mux.sec[src].handle;
+		ret = urv_mux_call(f->mux.sec[src].conn, UROCE_OP_UCMA_CMD, req,
+				   sizeof(*req) + req->in, rep, out, NULL, 0);
+		if (ret)
+			return ret;
+		mux_tag(req, rep, src);
+		goto track;
+	}
+	if (!f->t.dead) {
+		ret = ctl_call(UROCE_OP_UCMA_CMD, req, sizeof(*req) + req->in, rep, out, NULL, 0);
+		if (ret != -ENODEV || !conn_is_dead())
+			goto track;
+		int err = file_gone(f);
+		if (err)
+			return err;
+		/* GET_EVENT: the byte read was the old pipe's; the next comes
+		 * from the new one (-EAGAIN: wait for it) */
+		if (req->cmd == RDMA_USER_CM_CMD_GET_EVENT)
+			return -EAGAIN;
+	}
+track:
+	if (ret && !f->t.dead)
+		return ret;
+	pthread_mutex_lock(&list_lock);
+	if (f->t.dead && !src) {
+		ret = urv_cm_track_dead_cmd(&f->t, req->cmd, req->data, req->in, rep, &n);
+	} else if (req->cmd == RDMA_USER_CM_CMD_MIGRATE_ID) {
+		struct rdma_ucm_migrate_id m;
+		struct ucma_file *src;
+
+		memcpy(&m, req->data, sizeof(m));
+		src = file_by_handle(m.fd);
+		if (src)
+			urv_cm_track_move(&src->t, &f->t, m.id);
+	} else {
+		urv_cm_track_cmd(&f->t, req->cmd, req->data, req->in, rep, n);
+	}
+	pthread_mutex_unlock(&list_lock);
+	return ret;
+}
+
+/* One command of the shim's own on f's file src (0: the primary). */
+static int file_cmd(struct ucma_file *f, unsigned src, uint32_t cmd, const void *in,
+		    uint32_t in_len, void *rep, uint32_t out)
+{
+	union {
+		struct uroce_ucma_cmd_req r;
+		uint8_t b[sizeof(struct uroce_ucma_cmd_req) + UROCE_UCMA_MAX_IN];
+	} req;
+
+	memset(&req.r, 0, sizeof(req.r));
+	memcpy(req.r.data, in, in_len);
+	req.r.file = src ? f->mux.sec[src].handle : f->handle;
+	req.r.cmd = cmd;
+	req.r.out = out;
+	req.r.in = in_len;
+	if (src)
+		return urv_mux_call(f->mux.sec[src].conn, UROCE_OP_UCMA_CMD, &req,
+				    sizeof(req.r) + in_len, rep, out, NULL, 0);
+	return ctl_call(UROCE_OP_UCMA_CMD, &req, sizeof(req.r) + in_len, rep, out, NULL, 0);
+}
+
+/* the listener's copy on secondary k: its port space, context and address */
+static uint32_t mux_shadow(struct ucma_file *f, unsigned k, const struct urv_cm_id *id,
+			   const void *addr, uint32_t backlog)
+{
+	struct rdma_ucm_create_id c = { .uid = id->uid, .ps = id->ps, .qp_type = id->qp_type };
+	struct rdma_ucm_create_id_resp cr = { 0 };
+	struct rdma_ucm_bind_ip b = { 0 };
+	struct rdma_ucm_listen l = { .backlog = backlog };
+	struct rdma_ucm_destroy_id d = { 0 };
+	struct rdma_ucm_destroy_id_resp dr;
+
+	if (file_cmd(f, k, RDMA_USER_CM_CMD_CREATE_ID, &c, sizeof(c), &cr, sizeof(cr)))
+		return 0;
+	b.id = l.id = d.id = cr.id;
+	memcpy(&b.addr, addr, sizeof(b.addr));
+	if (!file_cmd(f, k, RDMA_USER_CM_CMD_BIND_IP, &b, sizeof(b), NULL, 0) &&
+	    !file_cmd(f, k, RDMA_USER_CM_CMD_LISTEN, &l, sizeof(l), NULL, 0))
+		return cr.id;
+	/* that device cannot (its port taken there): the others still hear */
+	file_cmd(f, k, RDMA_USER_CM_CMD_DESTROY_ID, &d, sizeof(d), &dr, sizeof(dr));
+	return 0;
+}
+
+/* LISTEN succeeded on an id of the primary: bound to the wildcard, it
+ * listens on every other uroce device too, as the kernel's rdma_cm listens
+ * on every device (its requests then come on those devices' files). */
+static void mux_listen(struct ucma_file *f, const struct rdma_ucm_listen *l)
+{
+	struct rdma_ucm_query q = { .id = l->id };
+	struct rdma_ucm_query_route_resp qr;
+	struct urv_mux_shadow sh = { .id = l->id };
+	struct urv_cm_id id, *p;
+	struct ibv_device **list;
+	bool any = false;
+	int n = 0;
+
+	pthread_mutex_lock(&list_lock);
+	p = urv_cm_track_id(&f->t, l->id);
+	if (p)
+		id = *p;
+	pthread_mutex_unlock(&list_lock);
+	if (!p || file_cmd(f, 0, RDMA_USER_CM_CMD_QUERY_ROUTE, &q, sizeof(q), &qr, sizeof(qr)) ||
+	    !urv_cm_addr_any(&qr.src_addr))
+		return;
+	list = urv_get_device_list(NULL, 0, &n);
+	if (!list)
+		return;
+	for (int i = 0; i < n; i++) {
+		struct urv_device *d = urv_container_of(list[i], struct urv_device, ibdev);
+		int k;
+
+		if (!strcmp(d->sock_path, ctl_path) ||
+		    (k = urv_mux_sec_get(&f->mux, f->fd, d->sock_path)) <= 0)
+			continue;
+		sh.h[k] = mux_shadow(f, (unsigned)k, &id, &qr.src_addr, l->backlog);
+		any |= sh.h[k] != 0;
+	}
+	free(list - 1);
+	struct urv_mux_shadow *t = any ? realloc(f->mux.shadows,
+						 (f->mux.nshadows + 1) * sizeof(*t)) : NULL;
+	if (t) {
+		t[f->mux.nshadows++] = sh;
+		f->mux.shadows = t;
+	}
+}
+
+/* the listener goes: its copies with it */
+static void mux_unlisten(struct ucma_file *f, uint32_t id)
+{
+	for (unsigned i = 0; i < f->mux.nshadows; i++) {
+		struct urv_mux_shadow *sh = &f->mux.shadows[i];
+
+		if (sh->id != id)
+			continue;
+		for (unsigned k = 1; k <= f->mux.nsec; k++) {
+			struct rdma_ucm_destroy_id d = { .id = sh->h[k] };
+			struct rdma_ucm_destroy_id_resp dr;
+
+			if (sh->h[k])
+				file_cmd(f, k, RDMA_USER_CM_CMD_DESTROY_ID, &d, sizeof(d), &dr,
+					 sizeof(dr));
+		}
+		*sh = f->mux.shadows[--f->mux.nshadows];
+		return;
+	}
+}
+
+/* Which file a command goes to: an id with a secondary's index in its top
+ * bits goes there, without them. 0 or -errno. */
+static int mux_route(struct ucma_file *f, struct uroce_ucma_cmd_req *req, unsigned *src)
+{
+	long off = urv_cm_id_offset(req->cmd);
+	uint32_t h;
+
+	*src = 0;
+	if (off < 0 || req->in < (uint32_t)off + sizeof(h))
+		return 0;
+	memcpy(&h, req->data + off, sizeof(h));
+	if (!(h >> URV_MUX_SHIFT))
+		return 0;
+	*src = h >> URV_MUX_SHIFT;
+	if (*src > f->mux.nsec)
+		return -ENOENT;
+	/* an id of another device moved to another channel: not done */
+	if (req->cmd == RDMA_USER_CM_CMD_MIGRATE_ID)
+		return -EOPNOTSUPP;
+	h &= URV_MUX_MASK;
+	memcpy(req->data + off, &h, sizeof(h));
+	return 0;
+}
+
+/* after a command succeeded on the primary: wildcard listeners' copies */
+static void mux_after(struct ucma_file *f, const struct uroce_ucma_cmd_req *req)
+{
+	if (req->cmd == RDMA_USER_CM_CMD_LISTEN && req->in >= sizeof(struct rdma_ucm_listen)) {
+		struct rdma_ucm_listen l;
+
+		memcpy(&l, req->data, sizeof(l));
+		mux_listen(f, &l);
+	} else if (req->cmd == RDMA_USER_CM_CMD_DESTROY_ID && f->mux.nshadows &&
+		   req->in >= sizeof(struct rdma_ucm_destroy_id)) {
+		struct rdma_ucm_destroy_id d;
+
+		memcpy(&d, req->data, sizeof(d));
+		mux_unlisten(f, d.id);
+	}
+}
+
 /* The command, with the kernel's ucma_write checks in its order: the
  * byte count written, or -errno. */
 static ssize_t ucma_write(struct ucma_file *f, const void *buf, size_t len)
@@ -633,6 +948,7 @@ static ssize_t ucma_write(struct ucma_file *f, const void *buf, size_t len)
 	uint64_t resp = 0;
 	uint32_t in, out;
 	size_t want;
+	unsigned src = 0;
 	long off;
 	int ret;
 
@@ -685,23 +1001,36 @@ static ssize_t ucma_write(struct ucma_file *f, const void *buf, size_t len)
 	req.r.cmd = hdr.cmd;
 	req.r.out = out;
 	req.r.in = in;
+	ret = mux_route(f, &req.r, &src);
+	if (ret)
+		return ret;
 	for (;;) {
 		if (hdr.cmd == RDMA_USER_CM_CMD_GET_EVENT) {
-			ret = wait_event_byte(f->fd);
+			ret = f->mux.prim_fd >= 0 ? urv_mux_wait(&f->mux, f->fd, &src) :
+						    wait_event_byte(f->fd);
 			if (ret == -ENODEV && __atomic_load_n(&f->closed, __ATOMIC_ACQUIRE))
 				return wait_forever();
+			if (ret == -ENODEV) {
+				/* the daemon's end: its DEVICE_REMOVAL events
+				 * come on the pipe put in its place */
+				ret = file_gone(f);
+				if (ret)
+					return ret;
+				continue;
+			}
 			if (ret)
 				return ret;
 		}
 		memset(rep, 0, sizeof(rep));
-		ret = ctl_call(UROCE_OP_UCMA_CMD, &req, sizeof(req.r) + in, rep, out,
-			       NULL, 0);
+		ret = ucma_call(f, &req.r, rep, out, src);
 		/* a stale byte (its event went with its id): wait for the next */
 		if (!(hdr.cmd == RDMA_USER_CM_CMD_GET_EVENT && ret == -EAGAIN))
 			break;
 	}
 	if (ret)
 		return ret;
+	if (!src && !f->t.dead)
+		mux_after(f, &req.r);
 	hide_ibdev_index(hdr.cmd, req.r.data, in, rep, want);
 	/* the reply says how much the kernel would copy: at most `want`
 	 * bytes (what the kernel writes; the rest of rep is zero) */
@@ -746,6 +1075,7 @@ static void file_release(struct ucma_file *f)
 
 		ctl_call(UROCE_OP_UCMA_CLOSE, &h, sizeof(h), NULL, 0, NULL, 0);
 	}
+	urv_mux_close(&f->mux);
 	file_put(f);
 	conn_drop_if_idle();
 }

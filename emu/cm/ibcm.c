@@ -228,6 +228,15 @@ static void ibcm_deliver(struct emu_ibcm *cm, struct ibcm_slot *s, const struct 
 /* transmit                                                            */
 /* ------------------------------------------------------------------ */
 
+/* by attribute, and a REJ by its reason (uroce-stat) */
+static void ibcm_count(uint64_t *attr, uint64_t *rej, uint16_t id, uint16_t reason)
+{
+	if (id >= WIRE_CM_ATTR_REQ && id < WIRE_CM_ATTR_REQ + EMU_IBCM_ATTR_SLOTS)
+		attr[id - WIRE_CM_ATTR_REQ]++;
+	if (id == WIRE_CM_ATTR_REJ)
+		rej[reason < EMU_IBCM_REJ_REASONS ? reason : 0]++;
+}
+
 /* Send one MAD along av. The frame is built into a port buffer; a MAD
  * that cannot leave now (no buffer, neighbour unresolved) is counted and
  * left to its retransmission timer, as a lost one would be. */
@@ -265,6 +274,9 @@ static int ibcm_tx(struct emu_ibcm *cm, struct emu_av *av, const uint8_t *mad)
 	}
 	emu_tx_send(d, &b, (uint32_t)len);
 	cm->cnt.tx_mads++;
+	/* the MAD header's attribute ID, a REJ's reason at its offset 10 */
+	ibcm_count(cm->cnt.tx_attr, cm->cnt.rej_tx, (uint16_t)(mad[16] << 8 | mad[17]),
+		   (uint16_t)(mad[34] << 8 | mad[35]));
 	return 0;
 }
 
@@ -1201,23 +1213,37 @@ static struct ibcm_slot *ibcm_find_pair(struct emu_ibcm *cm, const struct ibcm_r
 	return s;
 }
 
-static void ibcm_rx_rtu(struct emu_ibcm *cm, const struct ibcm_rx *r)
+/* the connection an answer (RTU, DREP) is for, in state a or b, its
+ * timer stopped; else NULL and the drop counted (a duplicate when the
+ * connection is already in state dup, where the answer took it) */
+static struct ibcm_slot *ibcm_find_answered(struct emu_ibcm *cm, const struct ibcm_rx *r,
+					    enum emu_ibcm_state a, enum emu_ibcm_state b,
+					    enum emu_ibcm_state dup)
 {
 	struct ibcm_slot *s = ibcm_find_pair(cm, r);
-	struct emu_ibcm_event ev = { .event = EMU_IBCM_RTU_RECEIVED };
 
 	if (!s) {
 		ibcm_drop(cm, EMU_IBCM_DROP_UNKNOWN_ID);
-		return;
+		return NULL;
 	}
 	if (!ibcm_from_peer(cm, s, r))
-		return;
-	if (s->id.state != EMU_IBCM_REP_SENT && s->id.state != EMU_IBCM_MRA_REP_RCVD) {
-		ibcm_drop(cm, s->id.state == EMU_IBCM_ESTABLISHED ? EMU_IBCM_DROP_DUPLICATE
-								  : EMU_IBCM_DROP_BAD_STATE);
-		return;
+		return NULL;
+	if (s->id.state != a && s->id.state != b) {
+		ibcm_drop(cm, s->id.state == dup ? EMU_IBCM_DROP_DUPLICATE : EMU_IBCM_DROP_BAD_STATE);
+		return NULL;
 	}
 	ibcm_stop_timer(s);
+	return s;
+}
+
+static void ibcm_rx_rtu(struct emu_ibcm *cm, const struct ibcm_rx *r)
+{
+	struct ibcm_slot *s = ibcm_find_answered(cm, r, EMU_IBCM_REP_SENT, EMU_IBCM_MRA_REP_RCVD,
+						 EMU_IBCM_ESTABLISHED);
+	struct emu_ibcm_event ev = { .event = EMU_IBCM_RTU_RECEIVED };
+
+	if (!s)
+		return;
 	ibcm_set_state(cm, s, EMU_IBCM_ESTABLISHED, "rx-rtu");
 	ev.private_data = r->m.pdata;
 	ev.private_data_len = WIRE_CM_RTU_PDATA;
@@ -1392,21 +1418,12 @@ static void ibcm_rx_dreq(struct emu_ibcm *cm, const struct ibcm_rx *r)
 
 static void ibcm_rx_drep(struct emu_ibcm *cm, const struct ibcm_rx *r)
 {
-	struct ibcm_slot *s = ibcm_find_pair(cm, r);
+	struct ibcm_slot *s = ibcm_find_answered(cm, r, EMU_IBCM_DREQ_SENT, EMU_IBCM_DREQ_RCVD,
+						 EMU_IBCM_TIMEWAIT);
 	struct emu_ibcm_event ev = { .event = EMU_IBCM_DREP_RECEIVED };
 
-	if (!s) {
-		ibcm_drop(cm, EMU_IBCM_DROP_UNKNOWN_ID);
+	if (!s)
 		return;
-	}
-	if (!ibcm_from_peer(cm, s, r))
-		return;
-	if (s->id.state != EMU_IBCM_DREQ_SENT && s->id.state != EMU_IBCM_DREQ_RCVD) {
-		ibcm_drop(cm, s->id.state == EMU_IBCM_TIMEWAIT ? EMU_IBCM_DROP_DUPLICATE
-							       : EMU_IBCM_DROP_BAD_STATE);
-		return;
-	}
-	ibcm_stop_timer(s);
 	ibcm_enter_timewait(cm, s, "rx-drep");
 	ev.private_data = r->m.pdata;
 	ev.private_data_len = WIRE_CM_DREP_PDATA;
@@ -1540,6 +1557,8 @@ static void ibcm_rx(struct emu_dev *d, const struct wire_pkt *pkt)
 		return;
 	}
 	r.pkt = pkt;
+	ibcm_count(cm->cnt.rx_attr, cm->cnt.rej_rx, r.h.attr_id,
+		   (uint16_t)r.m.v[WIRE_CM_F_REJ_REASON]);
 	switch (r.h.attr_id) {
 	case WIRE_CM_ATTR_REQ:      ibcm_rx_req(cm, &r); break;
 	case WIRE_CM_ATTR_MRA:      ibcm_rx_mra(cm, &r); break;

@@ -283,6 +283,11 @@ enum emu_ibcm_drop {
 	EMU_IBCM_DROP_NUM
 };
 
+/** Counter slots: attribute IDs 0x10..0x1f (REQ .. APR) by ID - 0x10, and
+ *  REJ reasons 0..35 (IBTA vol. 1 table 112; larger ones count in 0). */
+#define EMU_IBCM_ATTR_SLOTS 16
+#define EMU_IBCM_REJ_REASONS 36
+
 struct emu_ibcm_counters {
 	uint64_t rx_mads, tx_mads;
 	uint64_t retransmits;        /**< MADs resent on their timeout */
@@ -295,7 +300,16 @@ struct emu_ibcm_counters {
 	uint64_t tx_fail;            /**< MAD not sent (no buffer, no neighbour, build) */
 	uint64_t drops[EMU_IBCM_DROP_NUM];
 	uint64_t mad_reason[WIRE_MAD_R_NUM]; /**< malformed MADs by decode reason */
+	uint64_t rx_attr[EMU_IBCM_ATTR_SLOTS]; /**< well-formed MADs received, by attribute */
+	uint64_t tx_attr[EMU_IBCM_ATTR_SLOTS]; /**< MADs sent (resends too), by attribute */
+	uint64_t rej_rx[EMU_IBCM_REJ_REASONS]; /**< REJs received, by reason */
+	uint64_t rej_tx[EMU_IBCM_REJ_REASONS]; /**< REJs sent, by reason */
 };
+
+struct uroce_cm_stats_rep;
+/** The engine's counters of @p d as named values (UROCE_OP_QUERY_CM_STATS,
+ *  uroce-stat; ibcm_stats.c): 0, or -ENODEV when no engine is attached. */
+int emu_ibcm_stats_fill(struct emu_dev *d, struct uroce_cm_stats_rep *r);
 
 /** Name of a drop reason ("malformed", "unknown-id", ...). */
 const char *emu_ibcm_drop_name(enum emu_ibcm_drop r);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "cm/ibcm.h"
 #include "cm/ucma.h"
 
 #define EMU_MAX_FDS_IN 4
@@ -411,6 +412,7 @@ union emu_rep {
 	struct uroce_create_qp_rep qp;
 	struct uroce_query_qp_rep qq;
 	struct uroce_query_stats_rep stats;
+	struct uroce_cm_stats_rep cm_stats;
 	struct uroce_ucma_open_rep ucma_open;
 	uint8_t ucma_out[UROCE_UCMA_MAX_OUT];
 };
@@ -611,6 +613,14 @@ static int emu_op_query_stats(struct emu_op *k)
 	return 0;
 }
 
+static int emu_op_query_cm_stats(struct emu_op *k)
+{
+	int rc = emu_ibcm_stats_fill(&k->dm->dev, &k->rep->cm_stats);
+	if (!rc)
+		k->rlen = sizeof(k->rep->cm_stats);
+	return rc;
+}
+
 /* rdma_cm (emu/cm/ucma.c): the pipe's read end goes to the client only */
 static int emu_op_ucma_open(struct emu_op *k)
 {
@@ -673,6 +683,7 @@ static const struct {
 	[UROCE_OP_UCMA_CMD] = { sizeof(struct uroce_ucma_cmd_req) + UROCE_UCMA_MAX_IN, 0,
 				emu_op_ucma_cmd },
 	[UROCE_OP_UCMA_CLOSE] = { sizeof(struct uroce_handle_msg), 0, emu_op_ucma_close },
+	[UROCE_OP_QUERY_CM_STATS] = { 0, 0, emu_op_query_cm_stats },
 };
 
 /* validate the header against the shape table: 0 or the reply status */

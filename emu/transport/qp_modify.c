@@ -21,17 +21,29 @@ struct qp_trans {
 #define S(x) IBV_QPS_##x
 #define M(x) IBV_QP_##x
 
+/* what RESET -> INIT requires and INIT -> INIT may change */
+#define INIT_ATTRS { \
+	[T_UD] = M(PKEY_INDEX) | M(PORT) | M(QKEY), \
+	[T_UC] = M(PKEY_INDEX) | M(PORT) | M(ACCESS_FLAGS), \
+	[T_RC] = M(PKEY_INDEX) | M(PORT) | M(ACCESS_FLAGS), \
+}
+
+/* the optional attributes of every transition to RTS (from RTR, RTS and
+ * SQD: the same in the IBTA table) */
+#define TO_RTS_OPT { \
+	[T_UD] = M(CUR_STATE) | M(QKEY), \
+	[T_UC] = M(CUR_STATE) | M(ALT_PATH) | M(ACCESS_FLAGS) | M(PATH_MIG_STATE), \
+	[T_RC] = M(CUR_STATE) | M(ALT_PATH) | M(ACCESS_FLAGS) | M(MIN_RNR_TIMER) | \
+		 M(PATH_MIG_STATE), \
+}
+
 static const struct qp_trans qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 	[S(RESET)] = {
 		[S(RESET)] = { .valid = true },
 		[S(ERR)] = { .valid = true },
 		[S(INIT)] = {
 			.valid = true,
-			.req = {
-				[T_UD] = M(PKEY_INDEX) | M(PORT) | M(QKEY),
-				[T_UC] = M(PKEY_INDEX) | M(PORT) | M(ACCESS_FLAGS),
-				[T_RC] = M(PKEY_INDEX) | M(PORT) | M(ACCESS_FLAGS),
-			},
+			.req = INIT_ATTRS,
 		},
 	},
 	[S(INIT)] = {
@@ -39,11 +51,7 @@ static const struct qp_trans qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 		[S(ERR)] = { .valid = true },
 		[S(INIT)] = {
 			.valid = true,
-			.opt = {
-				[T_UD] = M(PKEY_INDEX) | M(PORT) | M(QKEY),
-				[T_UC] = M(PKEY_INDEX) | M(PORT) | M(ACCESS_FLAGS),
-				[T_RC] = M(PKEY_INDEX) | M(PORT) | M(ACCESS_FLAGS),
-			},
+			.opt = INIT_ATTRS,
 		},
 		[S(RTR)] = {
 			.valid = true,
@@ -70,12 +78,7 @@ static const struct qp_trans qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 				[T_RC] = M(TIMEOUT) | M(RETRY_CNT) | M(RNR_RETRY) | M(SQ_PSN) |
 					 M(MAX_QP_RD_ATOMIC),
 			},
-			.opt = {
-				[T_UD] = M(CUR_STATE) | M(QKEY),
-				[T_UC] = M(CUR_STATE) | M(ALT_PATH) | M(ACCESS_FLAGS) | M(PATH_MIG_STATE),
-				[T_RC] = M(CUR_STATE) | M(ALT_PATH) | M(ACCESS_FLAGS) | M(MIN_RNR_TIMER) |
-					 M(PATH_MIG_STATE),
-			},
+			.opt = TO_RTS_OPT,
 		},
 	},
 	[S(RTS)] = {
@@ -83,12 +86,7 @@ static const struct qp_trans qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 		[S(ERR)] = { .valid = true },
 		[S(RTS)] = {
 			.valid = true,
-			.opt = {
-				[T_UD] = M(CUR_STATE) | M(QKEY),
-				[T_UC] = M(CUR_STATE) | M(ACCESS_FLAGS) | M(ALT_PATH) | M(PATH_MIG_STATE),
-				[T_RC] = M(CUR_STATE) | M(ACCESS_FLAGS) | M(ALT_PATH) | M(PATH_MIG_STATE) |
-					 M(MIN_RNR_TIMER),
-			},
+			.opt = TO_RTS_OPT,
 		},
 		[S(SQD)] = {
 			.valid = true,
@@ -104,12 +102,7 @@ static const struct qp_trans qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 		[S(ERR)] = { .valid = true },
 		[S(RTS)] = {
 			.valid = true,
-			.opt = {
-				[T_UD] = M(CUR_STATE) | M(QKEY),
-				[T_UC] = M(CUR_STATE) | M(ALT_PATH) | M(ACCESS_FLAGS) | M(PATH_MIG_STATE),
-				[T_RC] = M(CUR_STATE) | M(ALT_PATH) | M(ACCESS_FLAGS) | M(MIN_RNR_TIMER) |
-					 M(PATH_MIG_STATE),
-			},
+			.opt = TO_RTS_OPT,
 		},
 		[S(SQD)] = {
 			.valid = true,

@@ -328,6 +328,7 @@ enum uroce_op {
 	UROCE_OP_UCMA_OPEN,      /**< rdma_cm file: uroce_ucma_open_rep; fds out: [0] event pipe read end */
 	UROCE_OP_UCMA_CMD,       /**< one rdma_ucm command: uroce_ucma_cmd_req, variable length */
 	UROCE_OP_UCMA_CLOSE,     /**< uroce_handle_msg: the file handle */
+	UROCE_OP_QUERY_CM_STATS, /**< the IB CM engine's counters: uroce_cm_stats_rep */
 	UROCE_OP_MAX
 };
 
@@ -562,6 +563,20 @@ struct uroce_query_stats_rep {
 	char xdrop_name[UROCE_STATS_XDROP_MAX][UROCE_STATS_NAME_LEN];
 };
 _Static_assert(sizeof(struct uroce_query_stats_rep) + 16 <= UROCE_MAX_MSG, "stats reply");
+
+/** UROCE_OP_QUERY_CM_STATS (no request body): the IB CM engine's counters
+ *  (docs/cm.md) as named values, so that a reader shows what a newer
+ *  daemon counts: totals always, per attribute, REJ reason and drop
+ *  reason when not zero. -ENODEV: the device has no engine; daemons
+ *  older than the op answer -EINVAL. */
+#define UROCE_CM_STATS_MAX 100
+struct uroce_cm_stats_rep {
+	uint32_t n;                /**< entries used */
+	uint32_t rsvd;
+	uint64_t val[UROCE_CM_STATS_MAX];
+	char name[UROCE_CM_STATS_MAX][UROCE_STATS_NAME_LEN];
+};
+_Static_assert(sizeof(struct uroce_cm_stats_rep) + 16 <= UROCE_MAX_MSG, "cm stats reply");
 
 /* ------------------------------------------------------------------ */
 /* RDMA CM: the kernel's rdma_ucm device, emulated (docs/cm.md)        */

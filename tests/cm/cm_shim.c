@@ -468,6 +468,116 @@ static int case_fork(int port)
 	return 0;
 }
 
+/* ---- DEVICE_REMOVAL when the daemon goes away ------------------------- */
+
+static struct rdma_cm_event *expect(struct rdma_event_channel *ch, enum rdma_cm_event_type t)
+{
+	struct rdma_cm_event *e = next_event(ch, 20000);
+
+	CHECK(e && e->event == t, "event %s, want %s", e ? rdma_event_str(e->event) : "none",
+	      rdma_event_str(t));
+	return e && e->event == t ? e : NULL;
+}
+
+static struct rdma_cm_event *blocked_event;
+
+/* rdma_get_cm_event() blocked in the read when the daemon stops */
+static void *removal_thread(void *arg)
+{
+	struct rdma_event_channel *ch = arg;
+
+	if (rdma_get_cm_event(ch, &blocked_event))
+		blocked_event = NULL;
+	return NULL;
+}
+
+/* a listener, both ends of a connection and an unbound id; cm.py stops the
+ * daemon after READY: every id on the device gets DEVICE_REMOVAL (with
+ * its context) through its channel, exactly once, the unbound one none;
+ * then commands on them fail with ENXIO, DESTROY_ID works */
+static int case_removal(int port)
+{
+	struct rdma_event_channel *chs = rdma_create_event_channel();
+	struct rdma_event_channel *chc = rdma_create_event_channel();
+	struct rdma_conn_param cp = { .qp_num = 0x123, .responder_resources = 1,
+				      .initiator_depth = 1, .retry_count = 7 };
+	struct sockaddr_in a = lo_addr(port);
+	struct rdma_cm_id *l, *c, *n = NULL, *idle;
+	struct rdma_cm_event *e;
+	pthread_t th;
+	int seen_l = 0, seen_n = 0;
+
+	CHECK(chs && chc, "channels: %s", strerror(errno));
+	if (!chs || !chc)
+		return 1;
+	CHECK(rdma_create_id(chs, &l, (void *)0x11, RDMA_PS_TCP) == 0 &&
+	      rdma_bind_addr(l, (struct sockaddr *)&a) == 0 && rdma_listen(l, 4) == 0,
+	      "listen: %s", strerror(errno));
+	CHECK(rdma_create_id(chs, &idle, (void *)0x33, RDMA_PS_TCP) == 0, "idle id");
+	CHECK(rdma_create_id(chc, &c, (void *)0x22, RDMA_PS_TCP) == 0 &&
+	      rdma_resolve_addr(c, NULL, (struct sockaddr *)&a, 2000) == 0, "resolve");
+	if ((e = expect(chc, RDMA_CM_EVENT_ADDR_RESOLVED)))
+		rdma_ack_cm_event(e);
+	CHECK(rdma_resolve_route(c, 2000) == 0, "resolve_route");
+	if ((e = expect(chc, RDMA_CM_EVENT_ROUTE_RESOLVED)))
+		rdma_ack_cm_event(e);
+	CHECK(rdma_connect(c, &cp) == 0, "connect: %s", strerror(errno));
+	if ((e = expect(chs, RDMA_CM_EVENT_CONNECT_REQUEST))) {
+		n = e->id;
+		n->context = (void *)0x44;
+		cp.qp_num = 0x456;
+		CHECK(rdma_accept(n, &cp) == 0, "accept: %s", strerror(errno));
+		rdma_ack_cm_event(e);
+	}
+	if ((e = expect(chc, RDMA_CM_EVENT_CONNECT_RESPONSE))) {
+		CHECK(rdma_establish(c) == 0, "establish: %s", strerror(errno));
+		rdma_ack_cm_event(e);
+	}
+	if ((e = expect(chs, RDMA_CM_EVENT_ESTABLISHED)))
+		rdma_ack_cm_event(e);
+	if (failures || !n)
+		return 1;
+	pthread_create(&th, NULL, removal_thread, chc);
+	printf("READY\n");
+	/* the listener and the accepted id, in either order, through poll */
+	for (int k = 0; k < 2; k++) {
+		e = next_event(chs, 30000);
+		CHECK(e && e->event == RDMA_CM_EVENT_DEVICE_REMOVAL, "server event %d: %s", k,
+		      e ? rdma_event_str(e->event) : strerror(errno));
+		if (!e)
+			break;
+		seen_l += e->id == l && e->id->context == (void *)0x11;
+		seen_n += e->id == n && e->id->context == (void *)0x44;
+		CHECK(e->status == 0, "status %d", e->status);
+		rdma_ack_cm_event(e);
+	}
+	CHECK(seen_l == 1 && seen_n == 1, "DEVICE_REMOVAL: listener %d, accepted id %d",
+	      seen_l, seen_n);
+	/* nothing more: not readable, EAGAIN without blocking (the idle id
+	 * is on no device) */
+	struct pollfd pf = { .fd = chs->fd, .events = POLLIN };
+	CHECK(poll(&pf, 1, 200) == 0, "server channel readable after its events (revents %#x)",
+	      pf.revents);
+	fcntl(chs->fd, F_SETFL, fcntl(chs->fd, F_GETFL) | O_NONBLOCK);
+	errno = 0;
+	CHECK(rdma_get_cm_event(chs, &e) == -1 && errno == EAGAIN, "after: errno %d", errno);
+	pthread_join(th, NULL);
+	CHECK(blocked_event && blocked_event->event == RDMA_CM_EVENT_DEVICE_REMOVAL &&
+	      blocked_event->id == c && c->context == (void *)0x22,
+	      "blocked rdma_get_cm_event: %s",
+	      blocked_event ? rdma_event_str(blocked_event->event) : "failed");
+	if (blocked_event)
+		rdma_ack_cm_event(blocked_event);
+	/* the ids are closed: ENXIO (ucma_get_ctx), as after the kernel's */
+	errno = 0;
+	CHECK(rdma_disconnect(n) == -1 && errno == ENXIO, "disconnect: errno %d", errno);
+	CHECK(rdma_destroy_id(n) == 0 && rdma_destroy_id(c) == 0 && rdma_destroy_id(l) == 0 &&
+	      rdma_destroy_id(idle) == 0, "destroy_id: %s", strerror(errno));
+	rdma_destroy_event_channel(chs);
+	rdma_destroy_event_channel(chc);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *c = argc > 1 ? argv[1] : "";
@@ -489,6 +599,8 @@ int main(int argc, char **argv)
 		r = case_close_blocked();
 	else if (!strcmp(c, "fork"))
 		r = case_fork(port);
+	else if (!strcmp(c, "removal"))
+		r = case_removal(port);
 	else {
 		fprintf(stderr, "unknown case %s\n", c);
 		return 2;

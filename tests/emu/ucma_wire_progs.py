@@ -52,7 +52,7 @@ def main():
         print(__doc__)
         return 2
     uroced, shim, prog = sys.argv[1:]
-    if not shutil.which(prog):
+    if not shutil.which(prog.split('-')[0]):
         print('%s not installed' % prog)
         return 77
     tmp = tempfile.mkdtemp(prefix='uroce-wire-')
@@ -74,7 +74,15 @@ def main():
             time.sleep(0.05)
         env0 = dict(base, LD_PRELOAD=shim, UROCE_CM_DEVICE='uroce0')
         env1 = dict(base, LD_PRELOAD=shim, UROCE_CM_DEVICE='uroce1')
-        if prog == 'rping':
+        senv = env1
+        if prog == 'rping-wild':
+            # a wildcard listener whose file is on uroce1 (the shim's
+            # primary device) hears a request that arrives on uroce0: the
+            # client, also on uroce1, connects to uroce0's address
+            scmd = ['rping', '-s', '-a', '0.0.0.0', '-p', '7000', '-C', '20', '-S', '4096', '-V', '-v']
+            ccmd = ['rping', '-c', '-a', '10.0.0.1', '-p', '7000', '-C', '20', '-S', '4096', '-V', '-v']
+            env0 = env1
+        elif prog == 'rping':
             scmd = ['rping', '-s', '-a', '10.0.0.2', '-p', '7000', '-C', '20', '-S', '4096', '-V', '-v']
             ccmd = ['rping', '-c', '-a', '10.0.0.2', '-p', '7000', '-C', '20', '-S', '4096', '-V', '-v']
         elif prog == 'ucmatose':
@@ -91,7 +99,7 @@ def main():
         # the server's output goes to a file: rping -v writes more than a
         # pipe holds before anyone would read it
         slog = open(os.path.join(tmp, 'server.log'), 'w+')
-        srv = subprocess.Popen(scmd, env=env1, stdout=slog, stderr=subprocess.STDOUT)
+        srv = subprocess.Popen(scmd, env=senv, stdout=slog, stderr=subprocess.STDOUT)
         # the server listens soon after it starts; a client that comes too
         # early is rejected (nobody listens yet) and tries again
         cout = ''
@@ -116,7 +124,7 @@ def main():
         if crc != 0 or src != 0:
             print('FAIL: %s' % prog)
             return 1
-        if prog == 'rping' and sout.count('ping data') < 20:
+        if prog.startswith('rping') and sout.count('ping data') < 20:
             print('FAIL: rping server saw %d pings' % sout.count('ping data'))
             return 1
         rc = 0
