@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Counters for the outside (UROCE_OP_QUERY_STATS, tools/uroce-stat): the
+/* Counters for the outside (UROCE_OP_QUERY_STATS, uroce-ctl counters): the
  * port's and, one page at a time, every QP's. The daemon-internal counter
  * structs may change; the ABI records are filled field by field. */
 #include <string.h>

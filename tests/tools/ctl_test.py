@@ -33,18 +33,12 @@ import sys
 import tempfile
 import time
 
+from tcheck import check, verdict
+
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'verbs'))
 import run as vrun  # noqa: E402  (wait_socket, stop, daemon_faults)
 
 NOBODY = 65534
-failures = []
-
-
-def check(cond, what):
-    print('%s %s' % ('ok  ' if cond else 'FAIL', what), flush=True)
-    if not cond:
-        failures.append(what)
-    return cond
 
 
 def ctl(a, env, *args, uid=None, timeout=30):
@@ -305,8 +299,7 @@ def main():
                 check(False, w)
         log.close()
         shutil.rmtree(tmp, ignore_errors=True)
-    print('%d failure(s)' % len(failures))
-    return 1 if failures else 0
+    return verdict()
 
 
 if __name__ == '__main__':

@@ -17,14 +17,7 @@ import subprocess
 import sys
 import tempfile
 
-failures = []
-
-
-def check(cond, what):
-    print('%s %s' % ('ok  ' if cond else 'FAIL', what), flush=True)
-    if not cond:
-        failures.append(what)
-    return cond
+from tcheck import check, verdict
 
 
 def run(cmd, **kw):
@@ -121,8 +114,7 @@ def main():
         units(dest, prefix, sbindir)
     finally:
         shutil.rmtree(dest, ignore_errors=True)
-    print('%d failure(s)' % len(failures))
-    return 1 if failures else 0
+    return verdict()
 
 
 if __name__ == '__main__':
