@@ -5,20 +5,21 @@
   ctl_test.py --uroced U --ctl C --stat S --pcap P --traffic T
 
 Errors first (no daemon, untrusted run directory, bad arguments: exit 2
-with one line), then one uroced (private run directory, --allow-uid 65534
-so another user can connect) with live traffic from ctl_traffic (an RC
-pair, every byte checked) while every command runs, JSON parsed and its
-fields asserted:
+with one line), then a default uroced (private run directory) with live
+traffic from ctl_traffic (an RC pair, every byte checked) while every
+command runs, JSON parsed and its fields asserted:
   devices    uroce0, ACTIVE, loopback, 127.0.0.1 as a RoCE v2 GID
   qps        both QPs RTS and peers of each other, PSNs advance
   counters   port and per-QP counters grow; uroce-stat still prints them
-  fault      set drop for a QPN nobody uses: nothing dropped while traffic
-             flows; set drop for a live QP (seeded): drops counted, traffic
+  fault      set drop=1 for a QPN nobody uses, then for an opcode nobody
+             sends: nothing dropped while traffic flows; set drop for a live QP (seeded): drops counted, traffic
              still verified; clear: no more drops
   capture    start FILE / stop: frames counted, `uroce-pcap check` passes,
              both QPNs in the file
-  non-owner  uid 65534 (setpriv): fault set/clear and capture start/stop
-             refused (exit 1), sees no QP of root's, devices still works
+  non-owner  uid 65534 (setpriv): exit 2 against the default daemon; with a
+             second daemon (--allow-uid 65534, its own traffic): fault
+             set/clear and capture start/stop refused (exit 1), no QP of
+             root's seen, devices and fault show still work
 Every wait is bounded (a hang, not a verdict); the daemon and the traffic
 are stopped on every path and the daemon must exit 0 without a sanitizer
 report. Exit 0 pass, 1 fail."""
@@ -134,9 +135,7 @@ def live_checks(a, env, qa, qb):
     check(A['peer_qpn'] == qb and B['peer_qpn'] == qa and A['peer'] == '127.0.0.1',
           'qps: each the peer of the other at 127.0.0.1')
     check(A['retry_cnt'] == 7 and A['counters'] is not None, 'qps: retries and counters')
-    psn0 = A['sq_psn']
-    until(lambda: (qp_by_num(ctl_json(a, env, 'qps'), qa)['sq_psn'] - psn0) % (1 << 24) >= 8,
-          'qps: sq_psn advances')
+    psn_advance(a, env, qa, 8)
     r = ctl(a, env, 'qps')
     check(r.returncode == 0 and ('0x%x' % qa) in r.stdout and 'RTS' in r.stdout,
           'qps: human table')
@@ -158,10 +157,18 @@ def live_checks(a, env, qa, qb):
           'uroce-stat: the old format')
 
 
+def sq_psn(a, env, qpn):
+    q = qp_by_num(ctl_json(a, env, 'qps'), qpn)
+    return q['sq_psn'] if q else None
+
+
 def psn_advance(a, env, qpn, n):
-    start = qp_by_num(ctl_json(a, env, 'qps'), qpn)['sq_psn']
-    return until(lambda: (qp_by_num(ctl_json(a, env, 'qps'), qpn)['sq_psn'] - start) %
-                 (1 << 24) >= n, 'traffic goes on (QP 0x%x sends %d packets)' % (qpn, n))
+    start = sq_psn(a, env, qpn)
+
+    def moved():
+        now = sq_psn(a, env, qpn)
+        return start is not None and now is not None and (now - start) % (1 << 24) >= n
+    return until(moved, 'traffic goes on (QP 0x%x sends %d packets)' % (qpn, n))
 
 
 def fault_checks(a, env, qa, qb, traffic):
@@ -174,6 +181,12 @@ def fault_checks(a, env, qa, qb, traffic):
     psn_advance(a, env, qa, 16)
     check(ctl_json(a, env, 'fault', 'show')['counters']['drop'] == d0,
           'fault limited to an unused QPN: no frame dropped')
+    # UD SEND Only (0x64): never on this RC traffic
+    f = ctl_json(a, env, 'fault', 'set', 'drop=1,opcode=0x64')
+    check(f['opcode'] == 0x64 and f['qp'] is None, 'fault set opcode: echoed')
+    psn_advance(a, env, qb, 16)
+    check(ctl_json(a, env, 'fault', 'show')['counters']['drop'] == d0,
+          'fault limited to an opcode not sent: no frame dropped')
     seed = random.SystemRandom().randrange(1, 1 << 31)
     print('fault seed', seed)
     f = ctl_json(a, env, 'fault', 'set', 'drop=0.1,qp=%d' % qb, 'seed=%d' % seed)
@@ -228,9 +241,7 @@ def capture_checks(a, env, qa, qb, tmp):
 
 
 def non_owner_checks(a, env, qa, tmp):
-    if os.geteuid() != 0 or not shutil.which('setpriv'):
-        print('SKIP non-owner checks: need root and setpriv')
-        return
+    """Against a daemon whose access rule admits uid 65534."""
     for args, text in ((['fault', 'set', 'drop=0.5'], 'only root or the daemon'),
                        (['fault', 'clear'], 'only root or the daemon'),
                        (['capture', 'start', '/dev/null'], 'only root or the daemon'),
@@ -249,36 +260,43 @@ def non_owner_checks(a, env, qa, tmp):
           'uid %d: fault show allowed' % NOBODY)
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    for k in ('uroced', 'ctl', 'stat', 'pcap', 'traffic'):
-        ap.add_argument('--' + k, required=True)
-    a = ap.parse_args()
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
-    tmp = tempfile.mkdtemp(prefix='uroce-ctl-')
-    os.chmod(tmp, 0o755)  # uid 65534 reaches the run directory inside
-    run_dir = os.path.join(tmp, 'run')
+def default_daemon(a, env, qa, qb, tmp, traffic):
+    live_checks(a, env, qa, qb)
+    fault_checks(a, env, qa, qb, traffic)
+    capture_checks(a, env, qa, qb, tmp)
+    if can_switch_uid():
+        # a user's daemon: nobody else even reaches its run directory (0700)
+        r = ctl(a, env, 'devices', uid=NOBODY)
+        one_line_error(r, 2, 'no uroced running', 'uid %d, default daemon: exit 2' % NOBODY)
+
+
+def can_switch_uid():
+    if os.geteuid() != 0 or not shutil.which('setpriv'):
+        print('SKIP checks as another uid: need root and setpriv')
+        return False
+    return True
+
+
+def session(a, tmp, name, daemon_args, body):
+    """A uroced in its own run directory and verified traffic through it
+    while body(env, qa, qb, traffic) runs; both stopped on every path."""
+    run_dir = os.path.join(tmp, name)
     env = dict(os.environ, UROCE_RUN_DIR=run_dir)
     env.pop('XDG_RUNTIME_DIR', None)
     daemon = traffic = None
-    log = open(os.path.join(tmp, 'uroced.log'), 'w+')
+    log = open(os.path.join(tmp, name + '.log'), 'w+')
     try:
-        errors_without_daemon(a, tmp)
-        daemon = subprocess.Popen([a.uroced, '--allow-uid', str(NOBODY)], env=env, stdout=log,
+        daemon = subprocess.Popen([a.uroced] + daemon_args, env=env, stdout=log,
                                   stderr=subprocess.STDOUT, start_new_session=True)
-        if not vrun.wait_socket(os.path.join(run_dir, 'uroce0.sock'), daemon):
-            check(False, 'uroced comes up')
-            return 1
+        if not check(vrun.wait_socket(os.path.join(run_dir, 'uroce0.sock'), daemon),
+                     'uroced %s comes up' % ' '.join(daemon_args)):
+            return
         traffic = subprocess.Popen([a.traffic], env=env, stdin=subprocess.PIPE,
                                    stdout=subprocess.PIPE, text=True, start_new_session=True)
         ready = traffic.stdout.readline().split()
         if not check(len(ready) == 3 and ready[0] == 'ready', 'traffic connected'):
-            return 1
-        qa, qb = int(ready[1]), int(ready[2])
-        live_checks(a, env, qa, qb)
-        fault_checks(a, env, qa, qb, traffic)
-        capture_checks(a, env, qa, qb, tmp)
-        non_owner_checks(a, env, qa, tmp)
+            return
+        body(env, int(ready[1]), int(ready[2]), traffic)
         try:  # closes its stdin: the end of the traffic
             out, _ = traffic.communicate(timeout=60)
         except subprocess.TimeoutExpired:
@@ -298,6 +316,24 @@ def main():
             for w in why:
                 check(False, w)
         log.close()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    for k in ('uroced', 'ctl', 'stat', 'pcap', 'traffic'):
+        ap.add_argument('--' + k, required=True)
+    a = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    tmp = tempfile.mkdtemp(prefix='uroce-ctl-')
+    os.chmod(tmp, 0o755)  # uid 65534 reaches the run directories inside
+    try:
+        errors_without_daemon(a, tmp)
+        session(a, tmp, 'default', [],
+                lambda env, qa, qb, t: default_daemon(a, env, qa, qb, tmp, t))
+        if can_switch_uid():
+            session(a, tmp, 'shared', ['--allow-uid', str(NOBODY)],
+                    lambda env, qa, qb, t: non_owner_checks(a, env, qa, tmp))
+    finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return verdict()
 
