@@ -116,7 +116,7 @@ int emu_admin_fault_set(struct emu_daemon *dm, const struct uroce_fault_set_req 
 	if (rc)
 		return rc;
 	emu_icrc_replan(dm); /* a corrupted frame must be caught from now on */
-	EMU_LOG(NOTICE, "%s: fault injection set: %s\n", dm->o.dev, q->spec);
+	EMU_LOG_RL(NOTICE, "%s: fault injection set: %s\n", dm->o.dev, q->spec);
 	emu_admin_fault_get(dm, r);
 	return 0;
 }
@@ -126,7 +126,7 @@ void emu_admin_fault_clear(struct emu_daemon *dm, struct uroce_fault_info *r)
 	if (dm->dev.fault) {
 		emu_dev_fault_clear(&dm->dev);
 		emu_icrc_replan(dm);
-		EMU_LOG(NOTICE, "%s: fault injection off\n", dm->o.dev);
+		EMU_LOG_RL(NOTICE, "%s: fault injection off\n", dm->o.dev);
 	}
 	emu_admin_fault_get(dm, r);
 }
@@ -156,7 +156,7 @@ int emu_admin_capture_start(struct emu_daemon *dm, int *fd)
 	dm->dev.capture = emu_capture;
 	__atomic_store_n(&dm->pcap, (void *)w, __ATOMIC_RELAXED);
 	emu_icrc_replan(dm); /* the capture wants valid ICRCs */
-	EMU_LOG(NOTICE, "%s: capture started\n", dm->o.dev);
+	EMU_LOG_RL(NOTICE, "%s: capture started\n", dm->o.dev);
 	return 0;
 }
 
@@ -173,7 +173,7 @@ int emu_admin_capture_stop(struct emu_daemon *dm, struct uroce_capture_rep *r)
 	memset(r, 0, sizeof(*r));
 	r->frames = pcapw_count(w);
 	r->error = pcapw_close(w);
-	EMU_LOG(NOTICE, "%s: capture stopped: %llu frames%s%s\n", dm->o.dev,
+	EMU_LOG_RL(NOTICE, "%s: capture stopped: %llu frames%s%s\n", dm->o.dev,
 		(unsigned long long)r->frames, r->error ? ", " : "",
 		r->error ? strerror(-r->error) : "");
 	return 0;
