@@ -5,6 +5,7 @@
  * affect every user's traffic. Run on the device's engine thread, as
  * every control request, so no frame is half through a change. */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,13 +15,47 @@
 #include "daemon.h"
 #include "pcapw.h"
 
+/* Where the ICRC of RoCE frame f sits and what it should be, when the
+ * frame carries 0 there: false for anything else. */
+static bool emu_capture_icrc(const uint8_t *f, uint32_t len, uint32_t *off, uint32_t *icrc)
+{
+	struct wire_pkt p;
+
+	if (len < 4 || wire_icrc_get(f + len - 4) ||
+	    wire_parse_ex(f, len, WIRE_PARSE_NO_ICRC, &p) != WIRE_OK)
+		return false;
+	uint32_t l3 = p.vlan ? 18 : 14;
+	uint32_t l3len = p.ip.version == 4 ? p.ip.total_len : 40u + p.ip.total_len;
+	if (l3len < 4 || l3 + l3len > len || wire_icrc_get(f + l3 + l3len - 4))
+		return false;
+	*off = l3 + l3len - 4;
+	return wire_icrc_calc(f + l3, l3len - 4, icrc);
+}
+
 void emu_capture(struct emu_dev *d, const uint8_t *f, uint32_t len, bool tx)
 {
+	struct emu_daemon *dm = (struct emu_daemon *)((char *)d - offsetof(struct emu_daemon, dev));
+	uint64_t ts = pcapw_now_ns();
+	uint32_t off, icrc;
+
 	/* on the loopback port every received frame is one we sent: record
 	 * the wire once (what was sent), not twice */
 	if (!tx && d->loopback)
 		return;
-	pcapw_write(d->capture_priv, f, len, pcapw_now_ns());
+	/* between devices of this daemon, a frame built just before the
+	 * capture started (or by the peer's engine before it saw it) skipped
+	 * its ICRC: the file gets the ICRC it stands for, so a capture is
+	 * valid from its first frame. Frames from a real wire are written as
+	 * they came. */
+	if (dm->icrc_peer && emu_capture_icrc(f, len, &off, &icrc)) {
+		uint8_t b[4];
+		wire_icrc_put(b, icrc);
+		struct iovec iov[3] = { { (void *)f, off }, { b, 4 },
+					{ (void *)(f + off + 4), len - off - 4 } };
+		pcapw_writev(d->capture_priv, iov, 3, ts);
+		return;
+	}
+	pcapw_write(d->capture_priv, f, len, ts);
 }
 
 void emu_icrc_update(struct emu_daemon *dm)

@@ -16,6 +16,9 @@ command runs, JSON parsed and its fields asserted:
              still verified; clear: no more drops
   capture    start FILE / stop: frames counted, `uroce-pcap check` passes,
              both QPNs in the file
+  link       (plain build) capture started at run time on one end of a
+             link: pair: every frame valid, the other end's too; faults set
+             there at run time: the traffic goes on
   non-owner  uid 65534 (setpriv): exit 2 against the default daemon; with a
              second daemon (--allow-uid 65534, its own traffic): fault
              set/clear and capture start/stop refused (exit 1), no QP of
@@ -157,16 +160,16 @@ def live_checks(a, env, qa, qb):
           'uroce-stat: the old format')
 
 
-def sq_psn(a, env, qpn):
-    q = qp_by_num(ctl_json(a, env, 'qps'), qpn)
+def sq_psn(a, env, qpn, dev='uroce0'):
+    q = qp_by_num(ctl_json(a, env, '-d', dev, 'qps'), qpn)
     return q['sq_psn'] if q else None
 
 
-def psn_advance(a, env, qpn, n):
-    start = sq_psn(a, env, qpn)
+def psn_advance(a, env, qpn, n, dev='uroce0'):
+    start = sq_psn(a, env, qpn, dev)
 
     def moved():
-        now = sq_psn(a, env, qpn)
+        now = sq_psn(a, env, qpn, dev)
         return start is not None and now is not None and (now - start) % (1 << 24) >= n
     return until(moved, 'traffic goes on (QP 0x%x sends %d packets)' % (qpn, n))
 
@@ -318,10 +321,82 @@ def session(a, tmp, name, daemon_args, body):
         log.close()
 
 
+def link_rts_qp(a, env, dev):
+    qs = ctl_json(a, env, '-d', dev, 'qps')['qps']
+    return next((q['qpn'] for q in qs if q['state'] == 'RTS'), None)
+
+
+def link_capture(a, tmp):
+    """A capture started at run time on uroce0 of a link: pair holds valid
+    frames only, uroce1's too (uroce1, run by another engine thread, skipped
+    ICRCs until then); fault injection set at run time on uroce0 (which then
+    checks ICRCs) leaves the traffic flowing: uroce1 computes them from then
+    on. Traffic: Debian's ibv_rc_pingpong between the two devices."""
+    run_dir = os.path.join(tmp, 'link')
+    env = dict(os.environ, UROCE_RUN_DIR=run_dir)
+    env.pop('XDG_RUNTIME_DIR', None)
+    penv = dict(env, LD_PRELOAD=os.path.abspath(a.shim))
+    port = random.SystemRandom().randrange(20000, 30000)
+    print('link: pingpong TCP port', port)
+    base = ['ibv_rc_pingpong', '-g', '1', '-n', '100000000', '-p', str(port)]
+    log = open(os.path.join(tmp, 'link.log'), 'w+')
+    daemon = subprocess.Popen([a.uroced, '--dev', 'uroce0,port=link:w,ip=10.0.0.1',
+                               '--dev', 'uroce1,port=link:w,ip=10.0.0.2'], env=env, stdout=log,
+                              stderr=subprocess.STDOUT, start_new_session=True)
+    procs = []
+    try:
+        if not check(vrun.wait_socket(os.path.join(run_dir, 'uroce1.sock'), daemon) and
+                     vrun.wait_socket(os.path.join(run_dir, 'uroce0.sock'), daemon),
+                     'link: uroced with two devices comes up'):
+            return
+        quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        procs.append(subprocess.Popen(base + ['-d', 'uroce0'], env=penv, **quiet))
+
+        def connected():
+            # the client gives up while the server is not listening yet
+            if len(procs) < 2 or procs[-1].poll() is not None:
+                procs.append(subprocess.Popen(base + ['-d', 'uroce1', '127.0.0.1'], env=penv,
+                                              **quiet))
+            return link_rts_qp(a, env, 'uroce1')
+        qpn = until(connected, 'link: pingpong connected')
+        if not qpn:
+            return
+        pcap = os.path.join(tmp, 'link.pcap')
+        ctl_json(a, env, '-d', 'uroce0', 'capture', 'start', pcap)
+        psn_advance(a, env, qpn, 32, 'uroce1')
+        c = ctl_json(a, env, '-d', 'uroce0', 'capture', 'stop')
+        r = subprocess.run([a.pcap, 'check', pcap], capture_output=True, text=True, timeout=120)
+        print(r.stdout.strip())
+        d = subprocess.run([a.pcap, 'decode', pcap], capture_output=True, text=True,
+                           timeout=120).stdout.splitlines()
+        bad = [ln for ln in d if 'icrc=ok' not in ln and 'non-RoCE' not in ln]
+        print('\n'.join(bad[:3]))
+        check(r.returncode == 0 and c['frames'] >= 32 and not bad and
+              any(ln.split()[2].startswith('10.0.0.2:') for ln in d if len(ln.split()) > 2),
+              'link: every frame of the capture, uroce1\'s too, has a valid ICRC')
+        # faults on uroce0 check ICRCs: uroce1 must compute them from now on,
+        # or every frame it sends is an ICRC drop and the traffic stops
+        ctl_json(a, env, '-d', 'uroce0', 'fault', 'set', 'drop=0.01,seed=3')
+        psn_advance(a, env, qpn, 32, 'uroce1')
+        ctl_json(a, env, '-d', 'uroce0', 'fault', 'clear')
+        psn_advance(a, env, qpn, 32, 'uroce1')
+    finally:
+        for p in procs:
+            vrun.kill_group(p)
+        st = vrun.stop(daemon)
+        log.seek(0)
+        text = log.read()
+        log.close()
+        for w in vrun.daemon_faults([st], text):
+            check(False, 'link: ' + w)
+
+
 def main():
     ap = argparse.ArgumentParser()
     for k in ('uroced', 'ctl', 'stat', 'pcap', 'traffic'):
         ap.add_argument('--' + k, required=True)
+    ap.add_argument('--shim', help='liburoce.so for Debian\'s ibv_rc_pingpong (not in the '
+                    'sanitized build: the binary is not instrumented)')
     a = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     tmp = tempfile.mkdtemp(prefix='uroce-ctl-')
@@ -333,6 +408,10 @@ def main():
         if can_switch_uid():
             session(a, tmp, 'shared', ['--allow-uid', str(NOBODY)],
                     lambda env, qa, qb, t: non_owner_checks(a, env, qa, tmp))
+        if a.shim:
+            link_capture(a, tmp)
+        else:
+            print('SKIP link: capture: no --shim (sanitized build)')
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return verdict()
