@@ -11,7 +11,8 @@ PKGS=(build-essential pkg-config meson ninja-build clang libclang-rt-14-dev
       tshark python3-scapy valgrind iproute2 procps psmisc
       qemu-system-x86 cpio kmod gzip
       ucx-utils openmpi-bin libopenmpi-dev libfabric-bin infiniband-diags
-      rdmacm-utils librdmacm-dev qperf)
+      rdmacm-utils librdmacm-dev qperf
+      dpkg-dev debhelper)  # the Debian package and its test (tests/tools/deb_test.py)
 
 install_deps() {
     local missing=()

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <pcap/pcap.h>
 
@@ -46,33 +47,31 @@ static void pcapw_free(struct pcapw *w)
 	free(w);
 }
 
-int pcapw_open(struct pcapw **out, const char *path, unsigned flags)
+/* The writer around an open stream (fp: NULL when opening it failed,
+ * errno set); the stream is the writer's from here on, even on error. */
+static int pcapw_open_fp(struct pcapw **out, FILE *fp, unsigned flags)
 {
 	struct pcapw *w;
 	int rc;
 
-	if (!out || !path || (flags & ~PCAPW_NSEC))
-		return -EINVAL;
 	*out = NULL;
+	if (!fp)
+		return pcapw_errno();
 	w = calloc(1, sizeof(*w));
-	if (!w)
+	if (!w) {
+		fclose(fp);
 		return -ENOMEM;
+	}
+	w->fp = fp;
 	w->nsec = !!(flags & PCAPW_NSEC);
 	w->gather = malloc(PCAPW_SNAPLEN);
 	w->iobuf = malloc(PCAPW_IOBUF);
 	w->dead = pcap_open_dead_with_tstamp_precision(DLT_EN10MB, (int)PCAPW_SNAPLEN,
 			w->nsec ? PCAP_TSTAMP_PRECISION_NANO : PCAP_TSTAMP_PRECISION_MICRO);
 	if (!w->gather || !w->iobuf || !w->dead) {
+		fclose(fp);
 		pcapw_free(w);
 		return -ENOMEM;
-	}
-	/* Open the FILE ourselves: fopen() leaves a reliable errno, which
-	 * pcap_dump_open() does not promise. */
-	w->fp = fopen(path, "wb");
-	if (!w->fp) {
-		rc = pcapw_errno();
-		pcapw_free(w);
-		return rc;
 	}
 	setvbuf(w->fp, w->iobuf, _IOFBF, PCAPW_IOBUF);
 	errno = 0;
@@ -86,6 +85,32 @@ int pcapw_open(struct pcapw **out, const char *path, unsigned flags)
 	}
 	*out = w;
 	return 0;
+}
+
+int pcapw_open(struct pcapw **out, const char *path, unsigned flags)
+{
+	if (!out || !path || (flags & ~PCAPW_NSEC))
+		return -EINVAL;
+	/* fopen() leaves a reliable errno, which pcap_dump_open() does not
+	 * promise */
+	return pcapw_open_fp(out, fopen(path, "wb"), flags);
+}
+
+int pcapw_open_fd(struct pcapw **out, int fd, unsigned flags)
+{
+	if (!out || fd < 0 || (flags & ~PCAPW_NSEC)) {
+		if (fd >= 0)
+			close(fd);
+		return -EINVAL;
+	}
+	FILE *fp = fdopen(fd, "wb");
+	if (!fp) {
+		int rc = pcapw_errno();
+		close(fd);
+		*out = NULL;
+		return rc;
+	}
+	return pcapw_open_fp(out, fp, flags);
 }
 
 /* One record: @caplen bytes of @data stored, @len recorded as the wire length. */

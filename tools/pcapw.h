@@ -42,6 +42,13 @@ struct pcapw;
 int pcapw_open(struct pcapw **out, const char *path, unsigned flags);
 
 /**
+ * Same on a descriptor opened for writing by someone else (the daemon's
+ * run-time capture: the client opens the file). The descriptor belongs to
+ * the writer from the call on, also when it fails.
+ */
+int pcapw_open_fd(struct pcapw **out, int fd, unsigned flags);
+
+/**
  * Append one Ethernet frame.
  * @param ts_ns  time stamp in nanoseconds since the Unix epoch
  *               (see pcapw_now_ns()); rounded down to microseconds

@@ -54,59 +54,6 @@ static void warn_once(const char *path, const char *fmt, ...)
 	fprintf(stderr, "uroce: %s: %s\n", path, line);
 }
 
-static bool owner_trusted(uid_t uid)
-{
-	return uid == 0 || uid == geteuid();
-}
-
-/* The run directory is trusted only if nobody but this user or root can
- * have put sockets in it: owned by one of them, not a symlink, not
- * writable by group or others, in a parent that is owned by one of them
- * and not writable by others unless sticky (a parent others can write
- * lets them rename the directory away and put theirs in its place).
- * Returns an open descriptor of the directory, or -1 with *why set. */
-static int run_dir_open(const char *dir, const char **why)
-{
-	char parent[512], *s;
-	struct stat st;
-	int fd;
-
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
-		*why = errno == ELOOP || errno == ENOTDIR ?
-			"a symlink or not a directory" : NULL;
-		return -1;
-	}
-	*why = NULL;
-	if (fstat(fd, &st) < 0) {
-		close(fd);
-		return -1;
-	}
-	if (!owner_trusted(st.st_uid))
-		*why = "owned by another user";
-	else if (st.st_mode & 022)
-		*why = "writable by group or others";
-	if (*why) {
-		close(fd);
-		return -1;
-	}
-	snprintf(parent, sizeof(parent), "%s", dir);
-	for (s = parent + strlen(parent); s > parent + 1 && s[-1] == '/'; )
-		*--s = 0;
-	s = strrchr(parent, '/');
-	if (!s)
-		strcpy(parent, ".");
-	else
-		s[s == parent] = 0;
-	if (stat(parent, &st) < 0 || !owner_trusted(st.st_uid) ||
-	    ((st.st_mode & 022) && !(st.st_mode & S_ISVTX))) {
-		*why = "its parent directory is writable by others";
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 /* The run directory for the system view (verbs/sysfs.c): empty when it
  * fails the same trust checks as device discovery, so nothing is
  * redirected into a directory another user could have filled. */
@@ -119,7 +66,7 @@ void urv_run_dir(char *buf, size_t len)
 		buf[0] = 0;
 		return;
 	}
-	fd = run_dir_open(buf, &why);
+	fd = urv_run_dir_open(buf, &why);
 	if (fd < 0)
 		buf[0] = 0;
 	else
@@ -215,7 +162,7 @@ static int scan_run_dir(char *dir, size_t dir_size, char **names)
 	DIR *dp = NULL;
 
 	if (uroce_run_dir(dir, dir_size) == 0)
-		dfd = run_dir_open(dir, &why);
+		dfd = urv_run_dir_open(dir, &why);
 	if (dfd < 0 && why) {
 		pthread_mutex_lock(&dev_lock);
 		warn_once(dir, "run directory ignored (%s; docs/security.md)", why);
@@ -228,14 +175,12 @@ static int scan_run_dir(char *dir, size_t dir_size, char **names)
 	}
 	while (dp && (de = readdir(dp)) && nnames < URV_MAX_DEVICES) {
 		size_t l = strlen(de->d_name), sl = strlen(UROCE_SOCK_SUFFIX);
-		struct stat st;
 
 		if (l <= sl || l - sl >= UROCE_DEV_NAME_MAX ||
 		    strcmp(de->d_name + l - sl, UROCE_SOCK_SUFFIX))
 			continue;
 		/* a socket someone else made is not our daemon's */
-		if (fstatat(dirfd(dp), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    !S_ISSOCK(st.st_mode) || !owner_trusted(st.st_uid)) {
+		if (!urv_sock_trusted(dirfd(dp), de->d_name)) {
 			pthread_mutex_lock(&dev_lock);
 			warn_once(dir, "%s ignored (not a socket of this user or root)",
 				  de->d_name);

@@ -13,6 +13,7 @@
 
 #include <infiniband/verbs.h>
 #include <uroce/abi.h>
+#include "client.h"
 
 #define URV_MAX_DEVICES 32
 
@@ -208,14 +209,11 @@ int urv_query_pkey(struct ibv_context *c, uint8_t port, int idx,
 		   __be16 *pkey);
 int urv_get_pkey_index(struct ibv_context *c, uint8_t port, __be16 pkey);
 
-/* ctl.c: one request, one reply on the control socket */
-int urv_ctl_raw(int sock, uint32_t *seq, uint32_t op, const void *req,
-		size_t req_len, void *rep, size_t rep_len, const int *fds_in,
-		int nfds_in, int *fds_out, int nfds_out);
+/* ctl.c: one request, one reply on the control socket of a context
+ * (client.h: without one) */
 int urv_ctl(struct urv_context *c, uint32_t op, const void *req,
 	    size_t req_len, void *rep, size_t rep_len, const int *fds_in,
 	    int nfds_in, int *fds_out, int nfds_out);
-int urv_connect(const char *path);
 void urv_doorbell(struct urv_context *c, uint32_t db_index);
 bool urv_daemon_gone(struct urv_context *c);
 

@@ -397,6 +397,8 @@ union emu_req {
 	struct uroce_create_ah_req ah;
 	struct uroce_mcast_req mc;
 	struct uroce_query_stats_req st;
+	struct uroce_query_qps_req qps;
+	struct uroce_fault_set_req fault;
 	uint8_t ucma[sizeof(struct uroce_ucma_cmd_req) + UROCE_UCMA_MAX_IN];
 };
 
@@ -414,6 +416,10 @@ union emu_rep {
 	struct uroce_query_stats_rep stats;
 	struct uroce_cm_stats_rep cm_stats;
 	struct uroce_ucma_open_rep ucma_open;
+	struct uroce_dev_info dev_info;
+	struct uroce_query_qps_rep qps;
+	struct uroce_fault_info fault;
+	struct uroce_capture_rep capture;
 	uint8_t ucma_out[UROCE_UCMA_MAX_OUT];
 };
 
@@ -643,6 +649,63 @@ static int emu_op_ucma_close(struct emu_op *k)
 	return emu_ucma_close(k->c, k->q->hm.handle);
 }
 
+/* uroce-ctl (admin.c) */
+static int emu_op_dev_info(struct emu_op *k)
+{
+	emu_admin_dev_info(k->dm, &k->rep->dev_info);
+	k->rlen = sizeof(k->rep->dev_info);
+	return 0;
+}
+
+static int emu_op_query_qps(struct emu_op *k)
+{
+	emu_qp_info_fill(&k->dm->dev, k->c, k->q->qps.first_qpn, &k->rep->qps);
+	k->rlen = sizeof(k->rep->qps);
+	return 0;
+}
+
+static int emu_op_fault(struct emu_op *k)
+{
+	int rc = 0;
+
+	if (k->op == UROCE_OP_FAULT_SET)
+		rc = emu_admin_fault_set(k->dm, &k->q->fault, &k->rep->fault);
+	else if (k->op == UROCE_OP_FAULT_CLEAR)
+		emu_admin_fault_clear(k->dm, &k->rep->fault);
+	else
+		emu_admin_fault_get(k->dm, &k->rep->fault);
+	k->rlen = sizeof(k->rep->fault);
+	return rc;
+}
+
+static int emu_op_capture_start(struct emu_op *k)
+{
+	int no_fd = -1;
+
+	return emu_admin_capture_start(k->dm, k->nfds >= 1 ? &k->fds[0] : &no_fd);
+}
+
+static int emu_op_capture_stop(struct emu_op *k)
+{
+	k->rlen = sizeof(k->rep->capture);
+	return emu_admin_capture_stop(k->dm, &k->rep->capture);
+}
+
+/* Requests that change what every user's traffic goes through: root and
+ * the daemon's uid only (admin.c). */
+static bool emu_op_admin(uint32_t op)
+{
+	switch (op) {
+	case UROCE_OP_FAULT_SET:
+	case UROCE_OP_FAULT_CLEAR:
+	case UROCE_OP_CAPTURE_START:
+	case UROCE_OP_CAPTURE_STOP:
+		return true;
+	default:
+		return false;
+	}
+}
+
 /* Each request: its exact body length (UCMA_CMD: at most), how many
  * descriptors it may carry, and its handler. An op without a handler is
  * refused. */
@@ -684,6 +747,13 @@ static const struct {
 				emu_op_ucma_cmd },
 	[UROCE_OP_UCMA_CLOSE] = { sizeof(struct uroce_handle_msg), 0, emu_op_ucma_close },
 	[UROCE_OP_QUERY_CM_STATS] = { 0, 0, emu_op_query_cm_stats },
+	[UROCE_OP_DEV_INFO] = { 0, 0, emu_op_dev_info },
+	[UROCE_OP_QUERY_QPS] = { sizeof(struct uroce_query_qps_req), 0, emu_op_query_qps },
+	[UROCE_OP_FAULT_GET] = { 0, 0, emu_op_fault },
+	[UROCE_OP_FAULT_SET] = { sizeof(struct uroce_fault_set_req), 0, emu_op_fault },
+	[UROCE_OP_FAULT_CLEAR] = { 0, 0, emu_op_fault },
+	[UROCE_OP_CAPTURE_START] = { 0, 1, emu_op_capture_start },
+	[UROCE_OP_CAPTURE_STOP] = { 0, 0, emu_op_capture_stop },
 };
 
 /* validate the header against the shape table: 0 or the reply status */
@@ -703,6 +773,9 @@ static int emu_req_check(const struct emu_ctx *c, const struct uroce_msg_hdr *h,
 		return -EINVAL;
 	if (!c->hello_done && h->op != UROCE_OP_HELLO)
 		return -ENOTCONN;
+	/* the uid is the kernel's (SO_PEERCRED at connect), not the client's word */
+	if (emu_op_admin(h->op) && !emu_admin_allowed(c))
+		return -EPERM;
 	return 0;
 }
 

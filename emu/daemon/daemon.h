@@ -68,6 +68,10 @@ struct emu_daemon {
 	bool port_up;
 	struct emu_port *port;    /* port_dpdk.c */
 	bool link_second;         /* link:NAME already opened by an earlier device */
+	/* the device that receives what this one sends when that never
+	 * leaves the daemon: itself (loopback ring), the other end of
+	 * link:NAME, else NULL (main.c emu_icrc_plan) */
+	struct emu_daemon *icrc_peer;
 	void *pcap;
 	uint64_t refused_log_ms;  /* last "refused" log line (rate limit) */
 	uint64_t refused_unlogged;
@@ -112,6 +116,24 @@ void emu_port_attach(struct emu_daemon *dm);
 void emu_port_thread_init(void);
 
 /* main.c */
+
+/* admin.c: what uroce-ctl asks beyond the verbs (docs/running.md) */
+/* the capture hook: frames to dm->pcap (d->capture_priv) */
+void emu_capture(struct emu_dev *d, const uint8_t *f, uint32_t len, bool tx);
+/* Whether dm may skip ICRC work (docs/performance.md), from its own and
+ * its icrc_peer's capture and fault injection: at start, and again for
+ * both ends whenever either changes. */
+void emu_icrc_update(struct emu_daemon *dm);
+/* fault injection and capture: root and the daemon's own uid only */
+bool emu_admin_allowed(const struct emu_ctx *c);
+void emu_admin_dev_info(struct emu_daemon *dm, struct uroce_dev_info *r);
+void emu_admin_fault_get(struct emu_daemon *dm, struct uroce_fault_info *r);
+int emu_admin_fault_set(struct emu_daemon *dm, const struct uroce_fault_set_req *q,
+			struct uroce_fault_info *r);
+void emu_admin_fault_clear(struct emu_daemon *dm, struct uroce_fault_info *r);
+/* *fd: the client's file, taken (set to -1) on success */
+int emu_admin_capture_start(struct emu_daemon *dm, int *fd);
+int emu_admin_capture_stop(struct emu_daemon *dm, struct uroce_capture_rep *r);
 
 /* engine.c */
 int emu_engine_run(struct emu_daemon *dm);

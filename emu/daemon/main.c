@@ -60,14 +60,16 @@ static void emu_usage(FILE *f)
 		"  --eal \"ARGS\"      extra EAL arguments\n"
 		"  --log-level L     DPDK log level (default notice)\n"
 		"  --fault SPEC      on every device's RX:\n"
-		"                    drop=P,dup=P,reorder=P,corrupt=P,delay_us=N,seed=N\n"
+		"                    drop=P,dup=P,reorder=P,corrupt=P,delay_us=N,seed=N,\n"
+		"                    qp=QPN,opcode=N (only frames to that QP / of that opcode)\n"
 		"  --limit T=N       objects one context may hold, T one of pd mr mw\n"
 		"                    channel cq srq qp ah (defaults: 1/16 of the device),\n"
 		"                    or mem=BYTES[KMG]: queue memory (default 256M)\n"
 		"  --uid-limit T=N   the same for all contexts of one uid (1/4 of the\n"
 		"                    device, mem 1G), and T=ctx: contexts per uid (128)\n"
 		"  --help\n"
-		"SIGUSR1 dumps counters to the log (tools/uroce-stat reads them live);\n"
+		"SIGUSR1 dumps counters to the log (uroce-ctl counters reads them live;\n"
+		"uroce-ctl also changes faults and capture at run time);\n"
 		"SIGINT/SIGTERM stop.\n");
 }
 
@@ -503,15 +505,6 @@ static int emu_opts_parse(struct emu_opts *os, unsigned *ndev, int argc, char **
 	return 0;
 }
 
-static void emu_capture(struct emu_dev *d, const uint8_t *f, uint32_t len, bool tx)
-{
-	/* on the loopback port every received frame is one we sent: record
-	 * the wire once (what was sent), not twice */
-	if (!tx && d->loopback)
-		return;
-	pcapw_write(d->capture_priv, f, len, pcapw_now_ns());
-}
-
 static bool emu_is_pci(const char *v)
 {
 	unsigned a, b, c2, f;
@@ -657,9 +650,10 @@ static void emu_icrc_plan(void)
 			for (unsigned k = 0; k < emu_nds; k++)
 				if (k != i && !strcmp(emu_ds[k]->o.vdev, dm->o.vdev))
 					peer = emu_ds[k];
-		dm->dev.icrc_tx_skip = peer && !dm->pcap && !peer->pcap && !peer->dev.fault;
-		dm->dev.icrc_rx_skip = peer && !dm->dev.fault;
+		dm->icrc_peer = peer;
 	}
+	for (unsigned i = 0; i < emu_nds; i++)
+		emu_icrc_update(emu_ds[i]);
 }
 
 static void emu_daemon_teardown(struct emu_daemon *dm, bool served)

@@ -68,6 +68,17 @@ int emu_fault_parse(const char *s, struct emu_fault_cfg *cfg)
 			cfg->seed = strtoull(v, &end, 0);
 			if (end == v)
 				return -EINVAL;
+		} else if (kl == 2 && !strncmp(s, "qp", 2)) {
+			unsigned long x = strtoul(v, &end, 0);
+			if (end == v || x == 0 || x > 0xffffff)
+				return -EINVAL;
+			cfg->qpn = (uint32_t)x;
+		} else if (kl == 6 && !strncmp(s, "opcode", 6)) {
+			unsigned long x = strtoul(v, &end, 0);
+			if (end == v || x > 0xff)
+				return -EINVAL;
+			cfg->opcode = (uint8_t)x;
+			cfg->by_opcode = true;
 		} else {
 			return -EINVAL;
 		}
@@ -112,6 +123,17 @@ struct emu_fault *emu_fault_new(const struct emu_fault_cfg *cfg)
 	f->cfg = *cfg;
 	f->s = cfg->seed;
 	return f;
+}
+
+void emu_fault_reconfig(struct emu_fault *f, const struct emu_fault_cfg *cfg)
+{
+	f->cfg = *cfg;
+	f->s = cfg->seed;
+}
+
+const struct emu_fault_cfg *emu_fault_cfg(const struct emu_fault *f)
+{
+	return &f->cfg;
 }
 
 void emu_fault_free(struct emu_fault *f)
@@ -168,11 +190,31 @@ static void emu_fault_release(struct emu_fault *f, struct emu_dev *d, uint64_t n
 	}
 }
 
+/* A fault limited to one QP or opcode spares every other frame (and
+ * whatever is not RoCE). The ICRC is not checked here: the receive path
+ * does that after us. */
+static bool emu_fault_spared(const struct emu_fault *f, const uint8_t *frame, uint32_t len)
+{
+	struct wire_pkt pkt;
+
+	if (!f->cfg.qpn && !f->cfg.by_opcode)
+		return false;
+	if (wire_parse_ex(frame, len, WIRE_PARSE_NO_ICRC, &pkt) != WIRE_OK)
+		return true;
+	return (f->cfg.qpn && pkt.bth.dqpn != f->cfg.qpn) ||
+	       (f->cfg.by_opcode && pkt.bth.opcode != f->cfg.opcode);
+}
+
 void emu_fault_rx(struct emu_fault *f, struct emu_dev *d, const uint8_t *frame, uint32_t len,
 		  void (*deliver)(struct emu_dev *, const uint8_t *, uint32_t))
 {
 	uint64_t now = emu_now_ns();
 
+	if (emu_fault_spared(f, frame, len)) {
+		deliver(d, frame, len);
+		emu_fault_release(f, d, now, true, deliver);
+		return;
+	}
 	if (emu_fault_coin(f, f->cfg.drop)) {
 		d->cnt.fault_drop++;
 		d->cnt.drops[EMU_DROP_FAULT]++;
@@ -209,6 +251,13 @@ void emu_fault_rx(struct emu_fault *f, struct emu_dev *d, const uint8_t *frame, 
 		deliver(d, frame, len);
 		emu_fault_release(f, d, now, true, deliver);
 	}
+}
+
+void emu_fault_flush(struct emu_fault *f, struct emu_dev *d,
+		     void (*deliver)(struct emu_dev *, const uint8_t *, uint32_t))
+{
+	if (f && f->nheld)
+		emu_fault_release(f, d, UINT64_MAX, true, deliver);
 }
 
 void emu_fault_poll(struct emu_fault *f, struct emu_dev *d, uint64_t now_ns,

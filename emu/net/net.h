@@ -52,11 +52,23 @@ struct emu_fault_cfg {
 	double drop, dup, reorder, corrupt; /* probabilities 0..1 */
 	uint32_t delay_us;                  /* fixed extra latency, 0 = none */
 	uint64_t seed;
+	/* only RoCE frames to this QPN (0: any) / with this BTH opcode
+	 * (by_opcode) are subject to faults; the others pass untouched */
+	uint32_t qpn;
+	bool by_opcode;
+	uint8_t opcode;
 };
-/* Parse "drop=0.1,dup=0.05,reorder=0.05,corrupt=0.01,delay_us=10,seed=1".
- * 0 or -EINVAL. */
+/* Parse "drop=0.1,dup=0.05,reorder=0.05,corrupt=0.01,delay_us=10,seed=1,
+ * qp=0x11,opcode=4". 0 or -EINVAL. */
 int emu_fault_parse(const char *s, struct emu_fault_cfg *cfg);
 struct emu_fault *emu_fault_new(const struct emu_fault_cfg *cfg);
+/* A new configuration at run time (uroce-ctl): the PRNG restarts from its
+ * seed; frames held back keep their release times. */
+void emu_fault_reconfig(struct emu_fault *f, const struct emu_fault_cfg *cfg);
+const struct emu_fault_cfg *emu_fault_cfg(const struct emu_fault *f);
+/* Every held frame to deliver() now (fault injection being turned off). */
+void emu_fault_flush(struct emu_fault *f, struct emu_dev *d,
+		     void (*deliver)(struct emu_dev *, const uint8_t *, uint32_t));
 void emu_fault_free(struct emu_fault *f);
 /* Run one frame through the faults; survivors go to deliver() now or later
  * (from emu_fault_poll). Counters in d->cnt. */

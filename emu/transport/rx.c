@@ -95,6 +95,28 @@ void emu_port_rx_frame(struct emu_dev *d, const uint8_t *frame, uint32_t len)
 		emu_port_rx_deliver(d, frame, len);
 }
 
+int emu_dev_fault_set(struct emu_dev *d, const struct emu_fault_cfg *cfg)
+{
+	if (d->fault) {
+		emu_fault_reconfig(d->fault, cfg);
+		return 0;
+	}
+	d->fault = emu_fault_new(cfg);
+	return d->fault ? 0 : -ENOMEM;
+}
+
+void emu_dev_fault_clear(struct emu_dev *d)
+{
+	struct emu_fault *f = d->fault;
+
+	if (!f)
+		return;
+	/* off before the held frames go: they must not meet the faults again */
+	d->fault = NULL;
+	emu_fault_flush(f, d, emu_port_rx_deliver);
+	emu_fault_free(f);
+}
+
 /* the device's timers: neighbour resolution retries, and frames fault
  * injection held back, which re-enter here */
 void emu_core_poll(struct emu_dev *d, uint64_t now)

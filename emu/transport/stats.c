@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* Counters for the outside (UROCE_OP_QUERY_STATS, tools/uroce-stat): the
+/* Counters for the outside (UROCE_OP_QUERY_STATS, uroce-ctl counters): the
  * port's and, one page at a time, every QP's. The daemon-internal counter
  * structs may change; the ABI records are filled field by field. */
 #include <string.h>
 
-#include "xport.h"
+#include "xport_int.h"
 
 /* Another user's QPs are not the viewer's business: their QPNs, pids and
  * traffic would tell it who talks to whom (docs/security.md). */
-static bool emu_stats_visible(const struct emu_ctx *viewer, const struct emu_qp *qp)
+bool xp_qp_visible(const struct emu_ctx *viewer, const struct emu_qp *qp)
 {
 	return !viewer || viewer->see_all || (qp->ctx && qp->ctx->uid == viewer->uid);
 }
@@ -65,7 +65,7 @@ void emu_stats_fill(struct emu_dev *d, const struct emu_ctx *viewer, uint32_t fi
 	uint32_t q = first_qpn < EMU_QPN_FIRST ? EMU_QPN_FIRST : first_qpn;
 	for (; q < EMU_QPN_TABLE; q++) {
 		const struct emu_qp *qp = d->qpn[q];
-		if (!qp || !emu_stats_visible(viewer, qp))
+		if (!qp || !xp_qp_visible(viewer, qp))
 			continue;
 		if (r->nqps == UROCE_STATS_QP_PER_MSG) {
 			r->next_qpn = q;

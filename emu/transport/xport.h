@@ -30,6 +30,11 @@ void emu_port_rx_frame(struct emu_dev *d, const uint8_t *frame, uint32_t len);
 /* Same, without fault injection (what the fault layer delivers to). */
 void emu_port_rx_deliver(struct emu_dev *d, const uint8_t *frame, uint32_t len);
 
+/* Fault injection changed at run time (uroce-ctl): a new configuration
+ * (0 or -ENOMEM), or off, the frames it held delivered first. */
+int emu_dev_fault_set(struct emu_dev *d, const struct emu_fault_cfg *cfg);
+void emu_dev_fault_clear(struct emu_dev *d);
+
 /* Core timers (neighbour retries, delayed fault frames). */
 void emu_core_poll(struct emu_dev *d, uint64_t now_ns);
 uint64_t emu_core_next_deadline(struct emu_dev *d);
@@ -38,6 +43,10 @@ uint64_t emu_core_next_deadline(struct emu_dev *d);
 /* viewer: only its uid's QPs unless see_all (NULL: every QP) */
 void emu_stats_fill(struct emu_dev *d, const struct emu_ctx *viewer, uint32_t first_qpn,
 		    struct uroce_query_stats_rep *r);
+/* qp_info.c: transport state of d's QPs from first_qpn on (one page), the
+ * same visibility as emu_stats_fill. */
+void emu_qp_info_fill(struct emu_dev *d, const struct emu_ctx *viewer, uint32_t first_qpn,
+		      struct uroce_query_qps_rep *r);
 
 
 void emu_xport_qp_init(struct emu_qp *qp);

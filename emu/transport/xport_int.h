@@ -92,6 +92,9 @@ void xp_pkt_init(struct emu_qp *qp, const struct emu_xport_path *path, struct wi
 void xp_path_from_av(struct emu_xport_path *p, const struct emu_av *av, uint32_t qpn);
 
 /* Push a CQE; on CQ overrun the QP gets QP_FATAL and goes to ERR. */
+/* stats.c: may viewer see qp (its uid's, or every QP for root and the
+ * daemon's uid; NULL viewer: yes)? docs/security.md */
+bool xp_qp_visible(const struct emu_ctx *viewer, const struct emu_qp *qp);
 void xp_cq_push(struct emu_qp *qp, struct emu_cq *cq, struct uroce_cqe *e);
 /* Same, with e->inl_nseg segments and e->byte_len bytes in inl (abi.h). */
 void xp_cq_push_inl(struct emu_qp *qp, struct emu_cq *cq, struct uroce_cqe *e,

@@ -329,6 +329,17 @@ enum uroce_op {
 	UROCE_OP_UCMA_CMD,       /**< one rdma_ucm command: uroce_ucma_cmd_req, variable length */
 	UROCE_OP_UCMA_CLOSE,     /**< uroce_handle_msg: the file handle */
 	UROCE_OP_QUERY_CM_STATS, /**< the IB CM engine's counters: uroce_cm_stats_rep */
+	/* uroce-ctl (docs/running.md); "admin" ops are refused (-EPERM) to
+	 * every uid but root and the daemon's own (SO_PEERCRED at connect) */
+	UROCE_OP_DEV_INFO,       /**< empty -> uroce_dev_info */
+	UROCE_OP_QUERY_QPS,      /**< uroce_query_qps_req -> uroce_query_qps_rep */
+	UROCE_OP_FAULT_GET,      /**< empty -> uroce_fault_info */
+	UROCE_OP_FAULT_SET,      /**< admin: uroce_fault_set_req -> uroce_fault_info */
+	UROCE_OP_FAULT_CLEAR,    /**< admin: empty -> uroce_fault_info (off now) */
+	UROCE_OP_CAPTURE_START,  /**< admin: fds in: [0] a regular file open for
+				  *  writing (the client opens it; the daemon never
+				  *  opens a path a client names) -> empty */
+	UROCE_OP_CAPTURE_STOP,   /**< admin: empty -> uroce_capture_rep */
 	UROCE_OP_MAX
 };
 
@@ -577,6 +588,93 @@ struct uroce_cm_stats_rep {
 	char name[UROCE_CM_STATS_MAX][UROCE_STATS_NAME_LEN];
 };
 _Static_assert(sizeof(struct uroce_cm_stats_rep) + 16 <= UROCE_MAX_MSG, "cm stats reply");
+
+/* ------------------------------------------------------------------ */
+/* uroce-ctl: device, QPs, run-time fault injection and capture        */
+/* ------------------------------------------------------------------ */
+
+/** UROCE_OP_DEV_INFO: what any connected client may know of the device. */
+#define UROCE_DEV_F_LOOPBACK 0x1   /**< the port is the built-in loopback ring */
+#define UROCE_DEV_F_CAPTURE  0x2   /**< a capture is running */
+#define UROCE_DEV_F_FAULT    0x4   /**< fault injection is on */
+struct uroce_dev_info {
+	char name[UROCE_DEV_NAME_MAX];
+	char port[128];            /**< the DPDK port as configured ("" = loopback ring) */
+	uint8_t mac[6];
+	uint16_t rsvd;
+	uint32_t mtu;              /**< Ethernet MTU */
+	uint32_t port_state;       /**< enum ibv_port_state */
+	uint32_t active_mtu;       /**< enum ibv_mtu */
+	uint32_t max_mtu;          /**< enum ibv_mtu */
+	uint32_t gid_count;
+	uint32_t flags;            /**< UROCE_DEV_F_* */
+	uint32_t nctx, nqp;
+	uint32_t daemon_pid, daemon_uid;
+	uint64_t node_guid;        /**< network order */
+	union ibv_gid gids[UROCE_MAX_GIDS];
+	uint32_t gid_type[UROCE_MAX_GIDS]; /**< enum ibv_gid_type, as QUERY_PORT */
+};
+
+/** UROCE_OP_QUERY_QPS: transport state of QPs, paged as QUERY_STATS
+ *  (first_qpn = 0, then next_qpn until 0) with the same visibility: the
+ *  caller's uid's QPs, every QP for root and the daemon's uid. */
+struct uroce_query_qps_req {
+	uint32_t first_qpn;
+	uint32_t rsvd;
+};
+struct uroce_qp_info {
+	uint32_t qpn;
+	uint32_t pid;              /**< owning process */
+	uint32_t qp_type;          /**< enum ibv_qp_type */
+	uint32_t qp_state;         /**< enum ibv_qp_state */
+	uint32_t dest_qpn;         /**< RC/UC peer QPN (0 before RTR) */
+	uint32_t path_mtu;         /**< enum ibv_mtu */
+	uint32_t sq_psn;           /**< next PSN the requester sends */
+	uint32_t acked_psn;        /**< every PSN before it is acknowledged */
+	uint32_t rq_psn;           /**< PSN the responder expects next */
+	uint32_t sq_outstanding;   /**< send WRs posted, not completed */
+	uint32_t rq_posted;        /**< receive WRs posted, not consumed (0 with an SRQ) */
+	uint32_t rd_atomic_out;    /**< READ / atomic requests in flight */
+	uint32_t retry_cnt, retry_left;         /**< as set / left for the current PSN */
+	uint32_t rnr_retry, rnr_left;
+	union ibv_gid dgid;        /**< RC/UC peer address (0 before RTR) */
+	union ibv_gid sgid;        /**< local GID of the path */
+};
+#define UROCE_QPS_PER_MSG 32
+struct uroce_query_qps_rep {
+	uint32_t info_size;        /**< sizeof(struct uroce_qp_info): readers step by it */
+	uint32_t nqps;
+	uint32_t next_qpn;         /**< 0: no more QPs */
+	uint32_t rsvd;
+	struct uroce_qp_info qps[UROCE_QPS_PER_MSG];
+};
+_Static_assert(sizeof(struct uroce_query_qps_rep) + 16 <= UROCE_MAX_MSG, "qps reply");
+
+/** UROCE_OP_FAULT_SET: the daemon's --fault syntax
+ *  ("drop=P,dup=P,reorder=P,corrupt=P,delay_us=N,seed=N,qp=N,opcode=N"),
+ *  NUL-terminated; it replaces the whole configuration. */
+#define UROCE_FAULT_SPEC_MAX 256
+struct uroce_fault_set_req {
+	char spec[UROCE_FAULT_SPEC_MAX];
+};
+#define UROCE_FAULT_ANY_OPCODE 0xffffffffu
+struct uroce_fault_info {
+	uint32_t active;           /**< 0: fault injection off */
+	uint32_t delay_us;
+	double drop, dup, reorder, corrupt; /**< probabilities per received frame */
+	uint64_t seed;
+	uint32_t qpn;              /**< only frames to this QPN (0 = every frame) */
+	uint32_t opcode;           /**< only this BTH opcode (UROCE_FAULT_ANY_OPCODE = any) */
+	/* the device's fault counters since it started */
+	uint64_t n_drop, n_dup, n_reorder, n_corrupt, n_delay;
+};
+
+/** UROCE_OP_CAPTURE_STOP */
+struct uroce_capture_rep {
+	uint64_t frames;           /**< frames written by this capture */
+	int32_t error;             /**< 0, or the first write error (negative errno) */
+	uint32_t rsvd;
+};
 
 /* ------------------------------------------------------------------ */
 /* RDMA CM: the kernel's rdma_ucm device, emulated (docs/cm.md)        */

@@ -213,6 +213,57 @@ static void test_keys(struct emu_dev *d)
 	emu_ctx_destroy(c);
 }
 
+/* A RoCE frame to qpn with opcode into buf (room for 256 bytes): its length. */
+static uint32_t fault_frame(struct emu_dev *d, uint8_t *buf, uint32_t qpn, uint8_t opcode)
+{
+	struct wire_pkt p;
+	size_t len = 0;
+
+	wire_pkt_init(&p, 4);
+	memcpy(p.dmac, d->mac, 6);
+	memcpy(p.smac, d->mac, 6);
+	memcpy(p.ip.src.raw, d->gids[1].raw, 16);
+	memcpy(p.ip.dst.raw, d->gids[1].raw, 16);
+	p.bth.opcode = opcode;
+	p.bth.dqpn = qpn;
+	CHECK(wire_build(&p, buf, 256, 0, &len) == 0, "frame built");
+	return (uint32_t)len;
+}
+
+/* qp= / opcode= (uroce-ctl fault set): only matching RoCE frames meet the
+ * faults; other frames and what is not RoCE pass untouched. */
+static void test_fault_filter(struct emu_dev *d)
+{
+	struct emu_fault_cfg cfg;
+	uint8_t a[256], b[256], c[256], zero[64] = { 0 };
+
+	CHECK(emu_fault_parse("drop=1,qp=0x12,opcode=4", &cfg) == 0 && cfg.qpn == 0x12 &&
+	      cfg.by_opcode && cfg.opcode == 4, "parse qp, opcode");
+	CHECK(emu_fault_parse("drop=1", &cfg) == 0 && !cfg.qpn && !cfg.by_opcode, "no limits");
+	CHECK(emu_fault_parse("qp=0", &cfg) == -EINVAL, "qp 0");
+	CHECK(emu_fault_parse("qp=0x1000000", &cfg) == -EINVAL, "qp > 24 bits");
+	CHECK(emu_fault_parse("opcode=256", &cfg) == -EINVAL, "opcode > 255");
+	uint32_t la = fault_frame(d, a, 0x12, 0x04), lb = fault_frame(d, b, 0x13, 0x04);
+	uint32_t lc = fault_frame(d, c, 0x12, 0x0a);
+	emu_fault_parse("drop=1,qp=0x12", &cfg);
+	struct emu_fault *fl = emu_fault_new(&cfg);
+	nframes = 0;
+	emu_fault_rx(fl, d, a, la, deliver);
+	CHECK(nframes == 0, "frame to the QP dropped");
+	emu_fault_rx(fl, d, b, lb, deliver);
+	CHECK(nframes == 1 && !memcmp(last_frame, b, lb), "frame to another QP delivered");
+	emu_fault_rx(fl, d, zero, sizeof(zero), deliver);
+	CHECK(nframes == 2, "non-RoCE frame delivered");
+	/* now by opcode: 0x0a (RDMA WRITE Only) to the same QP passes */
+	emu_fault_parse("drop=1,opcode=4", &cfg);
+	emu_fault_reconfig(fl, &cfg);
+	emu_fault_rx(fl, d, c, lc, deliver);
+	CHECK(nframes == 3, "other opcode delivered");
+	emu_fault_rx(fl, d, b, lb, deliver);
+	CHECK(nframes == 3, "SEND Only dropped, whatever its QP");
+	emu_fault_free(fl);
+}
+
 static void test_fault(struct emu_dev *d)
 {
 	struct emu_fault_cfg cfg;
@@ -267,6 +318,7 @@ static void test_fault(struct emu_dev *d)
 	CHECK(diff == 1, "one byte flipped (%d)", diff);
 	emu_fault_free(fl);
 	emu_clock_set(NULL);
+	test_fault_filter(d);
 }
 
 /* Random and mutated RoCE frames through the receive path of a device

@@ -2,7 +2,7 @@
 """pyverbs RC under injected loss (run by accept.py with LD_PRELOAD set and
 uroced --fault ...): SENDs, RDMA WRITEs, RDMA READs and atomics of seeded
 random data between two RC QPs, every byte and every atomic result checked.
-Then, while the QPs exist, tools/uroce-stat (UROCE_TEST_STAT) must show
+Then, while the QPs exist, uroce-stat (UROCE_TEST_STAT) must show
 counters that agree with the faults: retransmissions when frames are
 dropped, and the port's fault counters."""
 import os

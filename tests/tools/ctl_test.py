@@ -1,0 +1,421 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""uroce-ctl against a running daemon (docs/running.md, uroce-ctl(8)).
+
+  ctl_test.py --uroced U --ctl C --stat S --pcap P --traffic T
+
+Errors first (no daemon, untrusted run directory, bad arguments: exit 2
+with one line), then a default uroced (private run directory) with live
+traffic from ctl_traffic (an RC pair, every byte checked) while every
+command runs, JSON parsed and its fields asserted:
+  devices    uroce0, ACTIVE, loopback, 127.0.0.1 as a RoCE v2 GID
+  qps        both QPs RTS and peers of each other, PSNs advance
+  counters   port and per-QP counters grow; uroce-stat still prints them
+  fault      set drop=1 for a QPN nobody uses, then for an opcode nobody
+             sends: nothing dropped while traffic flows; set drop for a live QP (seeded): drops counted, traffic
+             still verified; clear: no more drops
+  capture    start FILE / stop: frames counted, `uroce-pcap check` passes,
+             both QPNs in the file
+  link       (plain build) capture started at run time on one end of a
+             link: pair: every frame valid, the other end's too; faults set
+             there at run time: the traffic goes on
+  non-owner  uid 65534 (setpriv): exit 2 against the default daemon; with a
+             second daemon (--allow-uid 65534, its own traffic): fault
+             set/clear and capture start/stop refused (exit 1), no QP of
+             root's seen, devices and fault show still work
+Every wait is bounded (a hang, not a verdict); the daemon and the traffic
+are stopped on every path and the daemon must exit 0 without a sanitizer
+report. Exit 0 pass, 1 fail."""
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from tcheck import check, verdict
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'verbs'))
+import run as vrun  # noqa: E402  (wait_socket, stop, daemon_faults)
+
+NOBODY = 65534
+
+
+def ctl(a, env, *args, uid=None, timeout=30):
+    cmd = [a.ctl] + list(args)
+    if uid is not None:
+        cmd = ['setpriv', '--reuid=%d' % uid, '--regid=%d' % uid, '--clear-groups'] + cmd
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    print('+ %s -> %d' % (' '.join(args), r.returncode), flush=True)
+    return r
+
+
+def ctl_json(a, env, *args, uid=None):
+    r = ctl(a, env, '--json', *args, uid=uid)
+    if r.returncode:
+        raise RuntimeError('uroce-ctl %s: %s' % (' '.join(args), r.stderr.strip()))
+    return json.loads(r.stdout)
+
+
+def until(fn, what, limit=30.0):
+    """Poll fn until it returns something true; bounded (a hang guard)."""
+    end = time.monotonic() + limit
+    while time.monotonic() < end:
+        v = fn()
+        if v:
+            return v
+        time.sleep(0.1)
+    check(False, what + ' (within %.0f s)' % limit)
+    return None
+
+
+def one_line_error(r, code, text, what):
+    lines = r.stderr.strip().splitlines()
+    ok = r.returncode == code and len(lines) == 1 and text in lines[0]
+    if not ok:
+        print('   stderr: %r' % r.stderr)
+    return check(ok, what)
+
+
+def errors_without_daemon(a, tmp):
+    env = dict(os.environ)
+    missing = os.path.join(tmp, 'none')
+    r = ctl(a, env, '-r', missing, 'devices')
+    one_line_error(r, 2, 'no uroced running', 'no daemon: devices exits 2')
+    os.mkdir(missing, 0o700)
+    r = ctl(a, env, '-r', missing, 'qps')
+    one_line_error(r, 2, 'no uroced serves uroce0', 'no daemon: qps exits 2')
+    bad = os.path.join(tmp, 'open')
+    os.mkdir(bad)
+    os.chmod(bad, 0o777)
+    r = ctl(a, env, '-r', bad, 'counters')
+    one_line_error(r, 2, 'not trusted', 'run directory writable by others: exit 2')
+    r = ctl(a, dict(env, UROCE_RUN_DIR=bad), 'fault', 'show')
+    one_line_error(r, 2, 'not trusted', 'UROCE_RUN_DIR is the one checked')
+    for args in ([], ['bogus'], ['fault'], ['fault', 'set'], ['capture'],
+                 ['capture', 'start'], ['counters', '--nope'], ['-d', 'a/b', 'qps'],
+                 ['devices', 'extra']):
+        r = ctl(a, env, '-r', missing, *args)
+        check(r.returncode == 2 and r.stderr.startswith('uroce-ctl: ') or
+              (not args and r.returncode == 2), 'bad arguments %r: exit 2' % (args,))
+    r = subprocess.run([a.stat, '-r', missing], capture_output=True, text=True, timeout=30)
+    check(r.returncode == 1 and r.stderr.startswith('uroce-stat: '),
+          'uroce-stat without a daemon: exit 1 as before')
+
+
+def qp_by_num(js, qpn):
+    for q in js['qps']:
+        if q['qpn'] == qpn:
+            return q
+    return None
+
+
+def live_checks(a, env, qa, qb):
+    dev = ctl_json(a, env, 'devices')['devices']
+    check(len(dev) == 1 and dev[0]['name'] == 'uroce0', 'devices: uroce0 only')
+    d = dev[0]
+    check(d['state'] == 'ACTIVE' and d['loopback'] and d['port'] == 'loopback',
+          'devices: ACTIVE loopback port')
+    check(d['active_mtu'] in (1024, 2048, 4096) and d['mtu'] >= 1500, 'devices: MTUs')
+    check(any(g['address'] == '127.0.0.1' and g['type'] == 'RoCE v2' for g in d['gids']),
+          'devices: 127.0.0.1 is a RoCE v2 GID')
+    check(d['contexts'] >= 2 and d['qps'] >= 2, 'devices: counts our context and QPs')
+    r = ctl(a, env, 'devices')
+    check(r.returncode == 0 and 'uroce0' in r.stdout and 'RoCE v2' in r.stdout and
+          '127.0.0.1' in r.stdout, 'devices: human table')
+
+    js = ctl_json(a, env, 'qps')
+    A, B = qp_by_num(js, qa), qp_by_num(js, qb)
+    check(A is not None and B is not None, 'qps: both QPs listed')
+    if A is None or B is None:
+        return
+    check(A['state'] == 'RTS' and B['state'] == 'RTS' and A['type'] == 'RC',
+          'qps: RC, RTS')
+    check(A['peer_qpn'] == qb and B['peer_qpn'] == qa and A['peer'] == '127.0.0.1',
+          'qps: each the peer of the other at 127.0.0.1')
+    check(A['retry_cnt'] == 7 and A['counters'] is not None, 'qps: retries and counters')
+    psn_advance(a, env, qa, 8)
+    r = ctl(a, env, 'qps')
+    check(r.returncode == 0 and ('0x%x' % qa) in r.stdout and 'RTS' in r.stdout,
+          'qps: human table')
+
+    c0 = ctl_json(a, env, 'counters')
+    check(c0['device'] == 'uroce0' and c0['port']['tx_pkts'] > 0 and
+          'drops' in c0['port'] and 'xport_drops' in c0['port'], 'counters: port')
+    check(qp_by_num(c0, qa) is not None and qp_by_num(c0, qb) is not None,
+          'counters: both QPs')
+    until(lambda: ctl_json(a, env, 'counters')['port']['tx_pkts'] > c0['port']['tx_pkts'] and
+          qp_by_num(ctl_json(a, env, 'counters'), qb)['counters']['rx_pkts'] >
+          qp_by_num(c0, qb)['counters']['rx_pkts'], 'counters: grow with traffic')
+    p = ctl_json(a, env, 'counters', '--port')
+    check('qps' not in p and p['port']['rx_pkts'] > 0, 'counters --port: port only')
+    r = subprocess.run([a.stat, '-d', 'uroce0'], env=env, capture_output=True, text=True,
+                       timeout=30)
+    check(r.returncode == 0 and r.stdout.startswith('port uroce0\n') and
+          '  tx_pkts ' in r.stdout and ('qp 0x%x ' % qa) in r.stdout,
+          'uroce-stat: the old format')
+
+
+def sq_psn(a, env, qpn, dev='uroce0'):
+    q = qp_by_num(ctl_json(a, env, '-d', dev, 'qps'), qpn)
+    return q['sq_psn'] if q else None
+
+
+def psn_advance(a, env, qpn, n, dev='uroce0'):
+    start = sq_psn(a, env, qpn, dev)
+
+    def moved():
+        now = sq_psn(a, env, qpn, dev)
+        return start is not None and now is not None and (now - start) % (1 << 24) >= n
+    return until(moved, 'traffic goes on (QP 0x%x sends %d packets)' % (qpn, n))
+
+
+def fault_checks(a, env, qa, qb, traffic):
+    f = ctl_json(a, env, 'fault', 'show')
+    check(not f['active'] and f['qp'] is None, 'fault show: off by default')
+    # a QPN nobody uses (the table starts well below): nothing may drop
+    f = ctl_json(a, env, 'fault', 'set', 'drop=1', 'qp=0xfffffe')
+    check(f['active'] and f['drop'] == 1 and f['qp'] == 0xfffffe, 'fault set: echoed')
+    d0 = f['counters']['drop']
+    psn_advance(a, env, qa, 16)
+    check(ctl_json(a, env, 'fault', 'show')['counters']['drop'] == d0,
+          'fault limited to an unused QPN: no frame dropped')
+    # UD SEND Only (0x64): never on this RC traffic
+    f = ctl_json(a, env, 'fault', 'set', 'drop=1,opcode=0x64')
+    check(f['opcode'] == 0x64 and f['qp'] is None, 'fault set opcode: echoed')
+    psn_advance(a, env, qb, 16)
+    check(ctl_json(a, env, 'fault', 'show')['counters']['drop'] == d0,
+          'fault limited to an opcode not sent: no frame dropped')
+    seed = random.SystemRandom().randrange(1, 1 << 31)
+    print('fault seed', seed)
+    f = ctl_json(a, env, 'fault', 'set', 'drop=0.1,qp=%d' % qb, 'seed=%d' % seed)
+    check(f['seed'] == seed and f['qp'] == qb and abs(f['drop'] - 0.1) < 1e-12,
+          'fault set: seed, QP, rate')
+    d = ctl(a, env, '--json', 'devices')
+    check('"fault":true' in d.stdout, 'devices: fault on')
+    until(lambda: ctl_json(a, env, 'fault', 'show')['counters']['drop'] > d0,
+          'drops counted')
+    until(lambda: ctl_json(a, env, 'counters', '--port')['port']['drops']['fault'] > d0,
+          'counters: drop.fault')
+    psn_advance(a, env, qb, 16)
+    check(traffic.poll() is None, 'traffic survives the drops (bytes checked)')
+    r = ctl(a, env, 'fault', 'set', 'drop=2')
+    one_line_error(r, 2, 'bad fault spec', 'fault set drop=2: exit 2')
+    r = ctl(a, env, 'fault', 'set', 'bogus=1')
+    one_line_error(r, 2, 'bad fault spec', 'fault set bogus=1: exit 2')
+    f = ctl_json(a, env, 'fault', 'clear')
+    check(not f['active'], 'fault clear: off')
+    n = f['counters']['drop']
+    psn_advance(a, env, qb, 16)
+    psn_advance(a, env, qa, 16)
+    check(ctl_json(a, env, 'fault', 'show')['counters']['drop'] == n,
+          'fault clear: no more drops')
+
+
+def capture_checks(a, env, qa, qb, tmp):
+    pcap = os.path.join(tmp, 'run.pcap')
+    c = ctl_json(a, env, 'capture', 'start', pcap)
+    check(c['capture'] and c['file'] == pcap, 'capture start')
+    r = ctl(a, env, 'capture', 'start', pcap + '2')
+    one_line_error(r, 1, 'already running', 'a second capture: exit 1')
+    check(ctl_json(a, env, 'devices')['devices'][0]['capture'], 'devices: capture on')
+    psn_advance(a, env, qa, 16)
+    psn_advance(a, env, qb, 16)
+    c = ctl_json(a, env, 'capture', 'stop')
+    check(not c['capture'] and c['frames'] >= 32 and c['error'] is None,
+          'capture stop: %s frames' % c['frames'])
+    r = ctl(a, env, 'capture', 'stop')
+    one_line_error(r, 1, 'none is running', 'capture stop again: exit 1')
+    r = subprocess.run([a.pcap, 'check', pcap], capture_output=True, text=True, timeout=120)
+    print(r.stdout.strip())
+    check(r.returncode == 0, 'uroce-pcap check passes the capture')
+    check(('%s: %d packets, %d RoCE valid' % (pcap, c['frames'], c['frames'])) in r.stdout,
+          'the file holds the frames counted, all RoCE')
+    r = subprocess.run([a.pcap, 'decode', pcap], capture_output=True, text=True, timeout=120)
+    lines = r.stdout.splitlines()
+    check(any('qp=0x%06x' % qa in ln for ln in lines) and
+          any('qp=0x%06x' % qb in ln for ln in lines), 'both QPs in the capture')
+    check(all('icrc=ok' in ln for ln in lines if 'non-RoCE' not in ln),
+          'every frame with a valid ICRC')
+
+
+def non_owner_checks(a, env, qa, tmp):
+    """Against a daemon whose access rule admits uid 65534."""
+    for args, text in ((['fault', 'set', 'drop=0.5'], 'only root or the daemon'),
+                       (['fault', 'clear'], 'only root or the daemon'),
+                       (['capture', 'start', '/dev/null'], 'only root or the daemon'),
+                       (['capture', 'stop'], 'only root or the daemon')):
+        r = ctl(a, env, *args, uid=NOBODY)
+        one_line_error(r, 1, text, 'uid %d: %s refused' % (NOBODY, ' '.join(args)))
+    check(not ctl_json(a, env, 'fault', 'show')['active'], 'faults unchanged by uid %d' % NOBODY)
+    js = ctl_json(a, env, 'qps', uid=NOBODY)
+    check(js['qps'] == [] and qp_by_num(ctl_json(a, env, 'qps'), qa) is not None,
+          "uid %d sees none of root's QPs" % NOBODY)
+    js = ctl_json(a, env, 'counters', uid=NOBODY)
+    check(js['qps'] == [] and js['port']['tx_pkts'] > 0, 'uid %d: port counters only' % NOBODY)
+    d = ctl_json(a, env, 'devices', uid=NOBODY)
+    check(d['devices'][0]['name'] == 'uroce0', 'uid %d: devices' % NOBODY)
+    check(not ctl_json(a, env, 'fault', 'show', uid=NOBODY)['active'],
+          'uid %d: fault show allowed' % NOBODY)
+
+
+def default_daemon(a, env, qa, qb, tmp, traffic):
+    live_checks(a, env, qa, qb)
+    fault_checks(a, env, qa, qb, traffic)
+    capture_checks(a, env, qa, qb, tmp)
+    if can_switch_uid():
+        # a user's daemon: nobody else even reaches its run directory (0700)
+        r = ctl(a, env, 'devices', uid=NOBODY)
+        one_line_error(r, 2, 'no uroced running', 'uid %d, default daemon: exit 2' % NOBODY)
+
+
+def can_switch_uid():
+    if os.geteuid() != 0 or not shutil.which('setpriv'):
+        print('SKIP checks as another uid: need root and setpriv')
+        return False
+    return True
+
+
+def session(a, tmp, name, daemon_args, body):
+    """A uroced in its own run directory and verified traffic through it
+    while body(env, qa, qb, traffic) runs; both stopped on every path."""
+    run_dir = os.path.join(tmp, name)
+    env = dict(os.environ, UROCE_RUN_DIR=run_dir)
+    env.pop('XDG_RUNTIME_DIR', None)
+    daemon = traffic = None
+    log = open(os.path.join(tmp, name + '.log'), 'w+')
+    try:
+        daemon = subprocess.Popen([a.uroced] + daemon_args, env=env, stdout=log,
+                                  stderr=subprocess.STDOUT, start_new_session=True)
+        if not check(vrun.wait_socket(os.path.join(run_dir, 'uroce0.sock'), daemon),
+                     'uroced %s comes up' % ' '.join(daemon_args)):
+            return
+        traffic = subprocess.Popen([a.traffic], env=env, stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, text=True, start_new_session=True)
+        ready = traffic.stdout.readline().split()
+        if not check(len(ready) == 3 and ready[0] == 'ready', 'traffic connected'):
+            return
+        body(env, int(ready[1]), int(ready[2]), traffic)
+        try:  # closes its stdin: the end of the traffic
+            out, _ = traffic.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            out = 'timeout'
+        check(traffic.returncode == 0 and out.startswith('done '),
+              'traffic verified every byte (%s)' % out.strip())
+    finally:
+        if traffic and traffic.poll() is None:
+            vrun.kill_group(traffic)
+        if daemon:
+            st = vrun.stop(daemon)
+            log.seek(0)
+            text = log.read()
+            why = vrun.daemon_faults([st], text)
+            if why:
+                print(text[-3000:])
+            for w in why:
+                check(False, w)
+        log.close()
+
+
+def link_rts_qp(a, env, dev):
+    qs = ctl_json(a, env, '-d', dev, 'qps')['qps']
+    return next((q['qpn'] for q in qs if q['state'] == 'RTS'), None)
+
+
+def link_capture(a, tmp):
+    """A capture started at run time on uroce0 of a link: pair holds valid
+    frames only, uroce1's too (uroce1, run by another engine thread, skipped
+    ICRCs until then); fault injection set at run time on uroce0 (which then
+    checks ICRCs) leaves the traffic flowing: uroce1 computes them from then
+    on. Traffic: Debian's ibv_rc_pingpong between the two devices."""
+    run_dir = os.path.join(tmp, 'link')
+    env = dict(os.environ, UROCE_RUN_DIR=run_dir)
+    env.pop('XDG_RUNTIME_DIR', None)
+    penv = dict(env, LD_PRELOAD=os.path.abspath(a.shim))
+    port = random.SystemRandom().randrange(20000, 30000)
+    print('link: pingpong TCP port', port)
+    base = ['ibv_rc_pingpong', '-g', '1', '-n', '100000000', '-p', str(port)]
+    log = open(os.path.join(tmp, 'link.log'), 'w+')
+    daemon = subprocess.Popen([a.uroced, '--dev', 'uroce0,port=link:w,ip=10.0.0.1',
+                               '--dev', 'uroce1,port=link:w,ip=10.0.0.2'], env=env, stdout=log,
+                              stderr=subprocess.STDOUT, start_new_session=True)
+    procs = []
+    try:
+        if not check(vrun.wait_socket(os.path.join(run_dir, 'uroce1.sock'), daemon) and
+                     vrun.wait_socket(os.path.join(run_dir, 'uroce0.sock'), daemon),
+                     'link: uroced with two devices comes up'):
+            return
+        quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        procs.append(subprocess.Popen(base + ['-d', 'uroce0'], env=penv, **quiet))
+
+        def connected():
+            # the client gives up while the server is not listening yet
+            if len(procs) < 2 or procs[-1].poll() is not None:
+                procs.append(subprocess.Popen(base + ['-d', 'uroce1', '127.0.0.1'], env=penv,
+                                              **quiet))
+            return link_rts_qp(a, env, 'uroce1')
+        qpn = until(connected, 'link: pingpong connected')
+        if not qpn:
+            return
+        pcap = os.path.join(tmp, 'link.pcap')
+        ctl_json(a, env, '-d', 'uroce0', 'capture', 'start', pcap)
+        psn_advance(a, env, qpn, 32, 'uroce1')
+        c = ctl_json(a, env, '-d', 'uroce0', 'capture', 'stop')
+        r = subprocess.run([a.pcap, 'check', pcap], capture_output=True, text=True, timeout=120)
+        print(r.stdout.strip())
+        d = subprocess.run([a.pcap, 'decode', pcap], capture_output=True, text=True,
+                           timeout=120).stdout.splitlines()
+        bad = [ln for ln in d if 'icrc=ok' not in ln and 'non-RoCE' not in ln]
+        print('\n'.join(bad[:3]))
+        check(r.returncode == 0 and c['frames'] >= 32 and not bad and
+              any(ln.split()[2].startswith('10.0.0.2:') for ln in d if len(ln.split()) > 2),
+              'link: every frame of the capture, uroce1\'s too, has a valid ICRC')
+        # faults on uroce0 check ICRCs: uroce1 must compute them from now on,
+        # or every frame it sends is an ICRC drop and the traffic stops
+        ctl_json(a, env, '-d', 'uroce0', 'fault', 'set', 'drop=0.01,seed=3')
+        psn_advance(a, env, qpn, 32, 'uroce1')
+        ctl_json(a, env, '-d', 'uroce0', 'fault', 'clear')
+        psn_advance(a, env, qpn, 32, 'uroce1')
+    finally:
+        for p in procs:
+            vrun.kill_group(p)
+        st = vrun.stop(daemon)
+        log.seek(0)
+        text = log.read()
+        log.close()
+        for w in vrun.daemon_faults([st], text):
+            check(False, 'link: ' + w)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    for k in ('uroced', 'ctl', 'stat', 'pcap', 'traffic'):
+        ap.add_argument('--' + k, required=True)
+    ap.add_argument('--shim', help='liburoce.so for Debian\'s ibv_rc_pingpong (not in the '
+                    'sanitized build: the binary is not instrumented)')
+    a = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    tmp = tempfile.mkdtemp(prefix='uroce-ctl-')
+    os.chmod(tmp, 0o755)  # uid 65534 reaches the run directories inside
+    try:
+        errors_without_daemon(a, tmp)
+        session(a, tmp, 'default', [],
+                lambda env, qa, qb, t: default_daemon(a, env, qa, qb, tmp, t))
+        if can_switch_uid():
+            session(a, tmp, 'shared', ['--allow-uid', str(NOBODY)],
+                    lambda env, qa, qb, t: non_owner_checks(a, env, qa, tmp))
+        if a.shim:
+            link_capture(a, tmp)
+        else:
+            print('SKIP link: capture: no --shim (sanitized build)')
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return verdict()
+
+
+if __name__ == '__main__':
+    sys.exit(main())
