@@ -39,22 +39,24 @@ static void comp_rearm(struct emu_qp *qp)
 		qp->x.retrans_at = 0;
 }
 
-/* Bounded go-back-N after a timeout, and an ACK made progress. If the
- * responder took a packet sent before the timeout and not resent since,
- * the timeout was spurious (the peer was slow, the packets queued, as
- * F-RTO, RFC 5682, concludes for TCP): the rest are in flight too, so the
- * requester continues after the highest PSN it ever sent. Otherwise the
- * responder is still taking the resent packets: the bound moves on. */
+/* Bounded go-back-N, and an ACK made progress. After an RNR wait it
+ * acknowledges the probe: the responder has receive WQEs again, the rest
+ * goes at once. After a timeout: if the responder took a packet sent
+ * before the timeout and not resent since, the timeout was spurious (the
+ * peer was slow, the packets queued, as F-RTO, RFC 5682, concludes for
+ * TCP): the rest are in flight too, so the requester continues after the
+ * highest PSN it ever sent. Otherwise the responder is still taking the
+ * resent packets: the bound moves on. */
 static void comp_gbn_progress(struct emu_qp *qp)
 {
 	struct emu_xport_qp *x = &qp->x;
 
-	if (!x->gbn_bound)
+	if (x->gbn_bound == XP_GBN_OFF)
 		return;
-	if (!wire_psn_before(x->acked_psn, x->sq_psn_hw)) {
-		x->gbn_bound = 0; /* all acknowledged: nothing left to resend */
+	if (x->gbn_bound == XP_GBN_RNR || !wire_psn_before(x->acked_psn, x->sq_psn_hw)) {
+		x->gbn_bound = XP_GBN_OFF; /* nothing is held back any more */
 	} else if (wire_psn_after(x->acked_psn, x->sq_psn)) {
-		x->gbn_bound = 0;
+		x->gbn_bound = XP_GBN_OFF;
 		xp_sq_rewind(qp, x->sq_psn_hw);
 	} else {
 		x->gbn_end = wire_psn_add(x->acked_psn, XP_GBN_BURST);
@@ -525,9 +527,12 @@ void xp_comp_timeout(struct emu_qp *qp, uint64_t now)
 
 	if (x->rnr_at && now >= x->rnr_at) {
 		x->rnr_at = 0;
-		/* the responder dropped everything after the RNR'd PSN:
-		 * all of it goes again */
-		x->gbn_bound = 0;
+		/* the responder dropped everything after the RNR'd PSN and
+		 * may still have no receive WQE: one packet asks first, not
+		 * the whole pipeline behind it (a receiver that keeps running
+		 * dry would take and drop it every round) */
+		x->gbn_bound = XP_GBN_RNR;
+		x->gbn_end = wire_psn_next(x->rnr_psn);
 		xp_sq_rewind(qp, x->rnr_psn);
 		comp_rearm(qp);
 		x->req_sched = 1;
@@ -559,7 +564,7 @@ void xp_comp_timeout(struct emu_qp *qp, uint64_t now)
 		 * for packets that left before the timeout, is no new loss */
 		x->rewound = 1;
 		x->rewind_psn = from;
-		x->gbn_bound = 1;
+		x->gbn_bound = XP_GBN_TIMEOUT;
 		x->gbn_end = wire_psn_add(from, XP_GBN_BURST);
 		comp_rearm(qp);
 		x->req_sched = 1;

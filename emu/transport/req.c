@@ -534,7 +534,7 @@ void xp_req_reset(struct emu_qp *qp)
 
 	x->retrans_at = 0;
 	x->rnr_at = 0;
-	x->gbn_bound = 0;
+	x->gbn_bound = XP_GBN_OFF;
 	x->rd_atomic_out = 0;
 	x->pkts_since_ackreq = 0;
 	x->req_stalled = 0;

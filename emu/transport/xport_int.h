@@ -185,6 +185,10 @@ static inline void xp_sq_rewind(struct emu_qp *qp, uint32_t psn)
  * past the bound and tells a slow peer from a loss, while an ACK for the
  * resent ones (the last asks for it) moves the bound once per round trip. */
 #define XP_GBN_BURST (EMU_XPORT_ACK_EVERY / 2)
+/* x->gbn_bound: off, after a timeout (the bound moves with the ACKs), or
+ * after an RNR wait (one packet asks whether the responder has a receive
+ * WQE again; its ACK releases the rest, which the responder dropped). */
+enum { XP_GBN_OFF, XP_GBN_TIMEOUT, XP_GBN_RNR };
 
 /* Is packet psn a retransmission the bound holds back? */
 static inline bool xp_gbn_held(const struct emu_xport_qp *x, uint32_t psn)

@@ -222,11 +222,104 @@ static int t_gbn_tail_loss(void)
 	return 0;
 }
 
+/* ---- RNR: the retry comes exactly the NAK's timer later, one packet ---- */
+#define RL_N 1024
+static struct {
+	uint64_t t;
+	uint32_t psn;
+	uint8_t to, op, syn;
+} rl[RL_N];
+static int nrl;
+
+static bool rnr_hook(struct sim *s, int to, uint8_t *frame, uint32_t len)
+{
+	struct wire_pkt p;
+
+	(void)s;
+	if (nrl < RL_N && xt_parse(frame, len, &p)) {
+		rl[nrl].t = sim_now;
+		rl[nrl].psn = p.bth.psn;
+		rl[nrl].to = (uint8_t)to;
+		rl[nrl].op = p.bth.opcode;
+		rl[nrl].syn = (p.hdrs & WIRE_HDR_AETH) ? p.aeth.syndrome : 0;
+		nrl++;
+	}
+	return true;
+}
+
+static void post_recvs(struct pair *p, unsigned from, unsigned n)
+{
+	for (unsigned k = from; k < from + n; k++) {
+		struct uroce_sge sg = xt_sge(&p->mb, k * 64, 64);
+
+		sim_post_recv(&p->b, k, &sg, 1);
+	}
+}
+
+/* ib_send_bw's settings (min_rnr_timer 12: 0.64 ms, rnr_retry 7): 64
+ * SENDs of 64 B at a receiver with 16 receives, which posts 48 more after
+ * 2 ms. Each RNR NAK is followed, exactly 0.64 ms later, by one packet (the
+ * NAK'd one); once that is acknowledged the rest goes. */
+static int t_rnr_pace(void)
+{
+	struct pair p;
+	struct ibv_qp_attr at;
+	struct uroce_cqe c[128];
+	int naks = 0, n;
+
+	if (pair_setup(&p, IBV_QPT_RC, IBV_MTU_1024, 64 * 64))
+		return 1;
+	memset(&at, 0, sizeof(at));
+	at.qp_state = IBV_QPS_RTS;
+	at.min_rnr_timer = 12;
+	CHECK_EQ(emu_qp_modify(p.b.qp, &at, IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER), 0);
+	CHECK_EQ(p.a.qp->attr.rnr_retry, 7);
+	xt_fill(p.ma.buf, 64 * 64, 3);
+	post_recvs(&p, 0, 16);
+	nrl = 0;
+	sim_hook = rnr_hook;
+	for (unsigned k = 0; k < 64; k++)
+		xt_post(&p, k, IBV_WR_SEND, k * 64, 64, 0);
+	sim_run(&p.s, 2000000ull);
+	post_recvs(&p, 16, 48);
+	sim_run(&p.s, 1000000000ull);
+	for (int i = 0; i < nrl; i++) {
+		int burst = 0, j;
+
+		if (rl[i].to != 0 || wire_aeth_type(rl[i].syn) != WIRE_AETH_RNR_NAK)
+			continue;
+		naks++;
+		CHECK_EQ(rl[i].syn, wire_aeth_rnr_nak(12));
+		/* what A sends before B answers again */
+		for (j = i + 1; j < nrl && rl[j].to == 1; j++)
+			burst++;
+		CHECK_EQ(burst, 1);
+		if (i + 1 < nrl) {
+			CHECK_EQ(rl[i + 1].t - rl[i].t, 640000);
+			CHECK_EQ(rl[i + 1].psn, rl[i].psn);
+		}
+	}
+	/* NAKs at 0, 0.64, 1.28 and 1.92 ms; the probe at 2.56 ms finds the
+	 * receives posted at 2 ms */
+	CHECK_EQ(naks, 4);
+	CHECK_EQ(p.a.qp->x.cnt.rnr_naks_rcvd, 4);
+	CHECK_EQ(p.a.qp->x.cnt.retransmits, 4 + 47);
+	n = sim_poll(p.a.scq, c, 128);
+	CHECK_EQ(n, 64);
+	for (int i = 0; i < n; i++)
+		CHECK_EQ(c[i].status, IBV_WC_SUCCESS);
+	CHECK_EQ(sim_poll(p.b.rcq, c, 128), 64);
+	CHECK(!memcmp(p.ma.buf, p.mb.buf, 64 * 64));
+	pair_fini(&p);
+	return 0;
+}
+
 static const struct xt_test tests[] = {
 	{ "gbn_slow_64k", t_gbn_slow_64k },
 	{ "gbn_slow_1m", t_gbn_slow_1m },
 	{ "gbn_nak_resent", t_gbn_nak_resent },
 	{ "gbn_tail_loss", t_gbn_tail_loss },
+	{ "rnr_pace", t_rnr_pace },
 };
 
 int main(int argc, char **argv)
