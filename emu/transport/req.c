@@ -469,7 +469,6 @@ void xp_req_progress(struct emu_qp *qp)
 	struct emu_xport_qp *x = &qp->x;
 	enum ibv_qp_state st = qp->attr.qp_state;
 	unsigned budget = REQ_BURST;
-	bool sent = false;
 
 	if (!x->sq_copy || (st != IBV_QPS_RTS && st != IBV_QPS_SQD))
 		return;
@@ -501,18 +500,13 @@ void xp_req_progress(struct emu_qp *qp)
 				continue;
 		}
 		r = req_send_wqe(qp, w, sw, &budget);
-		if (r == -EBUSY) {
-			/* the completer schedules us when an ACK moves the
-			 * bound; no polling meanwhile */
-			sent = true;
-			break;
-		}
+		if (r == -EBUSY)
+			break; /* an ACK that moves the bound schedules us: no polling */
 		if (r == -ENOBUFS || r == -EAGAIN) {
 			x->req_stalled = 1;
 			xp_act_add(qp);
 			break;
 		}
-		sent = true;
 		if (r) {
 			sw->state = EMU_SWQE_DONE;
 			sw->status = IBV_WC_LOC_PROT_ERR;
@@ -521,7 +515,10 @@ void xp_req_progress(struct emu_qp *qp)
 		}
 		req_wqe_out(qp, sw);
 	}
-	if (sent && qp->type == IBV_QPT_RC)
+	/* any packet out, also of a message the budget or the window cut
+	 * short: the timer covers the oldest unacknowledged packet from the
+	 * moment it is sent, not from the end of its message */
+	if (budget != REQ_BURST && qp->type == IBV_QPT_RC)
 		xp_retrans_start(qp, false);
 	/* local operations, failed WQEs and UC/UD sends are already decided:
 	 * xp_run runs the completer next */

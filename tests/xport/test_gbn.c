@@ -97,6 +97,84 @@ static int t_gbn_slow_1m(void)
 	return slow_stream(1 << 20, 4, 16, 0);
 }
 
+/* ---- the retransmit timer covers the oldest unacknowledged packet ---- */
+static uint32_t rt_from;        /* A->B packets from this PSN are lost, once */
+static int rt_pass;
+static uint64_t rt_first_resend; /* when the first of them came again */
+
+static bool rt_hook(struct sim *s, int to, uint8_t *frame, uint32_t len)
+{
+	struct wire_pkt p;
+
+	(void)s;
+	if (to != 1 || !xt_parse(frame, len, &p) || wire_psn_before(p.bth.psn, rt_from))
+		return true;
+	if (p.bth.psn == rt_from && rt_pass++ == 1)
+		rt_first_resend = sim_now;
+	return rt_pass > 1;
+}
+
+/* ACKs take 40 ms to come back; the last 32 packets of a 64-packet WRITE
+ * are lost. The ACK for the first 32 is progress at 40 ms and restarts
+ * the timer: the lost ones go again 67 ms after that, not 67 ms after
+ * they were sent. */
+static int t_gbn_timer_restart(void)
+{
+	struct pair p;
+	struct uroce_cqe c[4];
+	struct emu_fault_cfg f = { .delay_us = 40000 };
+	uint64_t t0, to = wire_retrans_timeout_ns(14);
+
+	if (pair_setup(&p, IBV_QPT_RC, IBV_MTU_1024, 65536))
+		return 1;
+	xt_fill(p.ma.buf, 65536, 11);
+	sim_fault(&p.s, 0, &f); /* everything A receives is 40 ms late */
+	rt_from = wire_psn_add(p.a.qp->x.sq_psn, 32);
+	rt_pass = 0;
+	rt_first_resend = 0;
+	sim_hook = rt_hook;
+	t0 = sim_now;
+	xt_post(&p, 1, IBV_WR_RDMA_WRITE, 0, 65536, 0);
+	sim_run(&p.s, 1000000000ull);
+	CHECK_EQ(rt_first_resend - t0, 40000000ull + to);
+	CHECK_EQ(p.a.qp->x.cnt.timeouts, 1);
+	CHECK_EQ(sim_poll(p.a.scq, c, 4), 1);
+	CHECK_EQ(c[0].status, IBV_WC_SUCCESS);
+	CHECK(!memcmp(p.ma.buf, p.mb.buf, 65536));
+	pair_fini(&p);
+	return 0;
+}
+
+/* A long message that the requester sends in bursts: the timer runs from
+ * the first burst, not from the last packet of the message. A requester
+ * slowed 50x needs 155 ms for 2 MB; nothing arrives. */
+static bool drop_to_b(struct sim *s, int to, uint8_t *frame, uint32_t len)
+{
+	(void)s;
+	(void)frame;
+	(void)len;
+	return to != 1;
+}
+
+static int t_gbn_timer_long_msg(void)
+{
+	struct pair p;
+	uint64_t to = wire_retrans_timeout_ns(14);
+
+	if (pair_setup(&p, IBV_QPT_RC, IBV_MTU_1024, 2 << 20))
+		return 1;
+	sim_cost_ns[0] = COST_NS * SLOW;
+	sim_cost_ns[1] = COST_NS;
+	sim_hook = drop_to_b;
+	xt_post(&p, 1, IBV_WR_RDMA_WRITE, 0, 2 << 20, 0);
+	/* the first burst (256 packets, 19 ms) arms it */
+	sim_run(&p.s, to + 256 * COST_NS * SLOW + 1000000);
+	CHECK_EQ(p.a.qp->x.cnt.timeouts, 1);
+	CHECK(wire_psn_before(p.a.qp->x.sq_psn_hw, p.a.qp->x.sq_psn_max));
+	pair_fini(&p);
+	return 0;
+}
+
 /* ---- a sequence NAK of a PSN already being resent ---- */
 static uint32_t nak_first;          /* first PSN of the WRITE */
 static uint8_t nak_frame[256];      /* the responder's sequence NAK, held */
@@ -317,6 +395,8 @@ static int t_rnr_pace(void)
 static const struct xt_test tests[] = {
 	{ "gbn_slow_64k", t_gbn_slow_64k },
 	{ "gbn_slow_1m", t_gbn_slow_1m },
+	{ "gbn_timer_restart", t_gbn_timer_restart },
+	{ "gbn_timer_long_msg", t_gbn_timer_long_msg },
 	{ "gbn_nak_resent", t_gbn_nak_resent },
 	{ "gbn_tail_loss", t_gbn_tail_loss },
 	{ "rnr_pace", t_rnr_pace },
