@@ -40,6 +40,19 @@ static unsigned write_stream(struct pair *p, uint32_t msg, unsigned depth, unsig
 	return done;
 }
 
+/* The one WRITE of the test completed, its len bytes landed; then the
+ * pair goes. Returns 0 for the test function. */
+static int one_write_done(struct pair *p, uint32_t len)
+{
+	struct uroce_cqe c[4];
+
+	CHECK_EQ(sim_poll(p->a.scq, c, 4), 1);
+	CHECK_EQ(c[0].status, IBV_WC_SUCCESS);
+	CHECK(!memcmp(p->ma.buf, p->mb.buf, len));
+	pair_fini(p);
+	return 0;
+}
+
 /* One side's engine slowed 50x: a stream of msg-byte WRITEs at the
  * default timeout (14: 67 ms) and retry_cnt 7 must complete, resending a
  * bounded number of packets. slow = which node is slowed.
@@ -121,7 +134,6 @@ static bool rt_hook(struct sim *s, int to, uint8_t *frame, uint32_t len)
 static int t_gbn_timer_restart(void)
 {
 	struct pair p;
-	struct uroce_cqe c[4];
 	struct emu_fault_cfg f = { .delay_us = 40000 };
 	uint64_t t0, to = wire_retrans_timeout_ns(14);
 
@@ -138,11 +150,7 @@ static int t_gbn_timer_restart(void)
 	sim_run(&p.s, 1000000000ull);
 	CHECK_EQ(rt_first_resend - t0, 40000000ull + to);
 	CHECK_EQ(p.a.qp->x.cnt.timeouts, 1);
-	CHECK_EQ(sim_poll(p.a.scq, c, 4), 1);
-	CHECK_EQ(c[0].status, IBV_WC_SUCCESS);
-	CHECK(!memcmp(p.ma.buf, p.mb.buf, 65536));
-	pair_fini(&p);
-	return 0;
+	return one_write_done(&p, 65536);
 }
 
 /* A long message that the requester sends in bursts: the timer runs from
@@ -211,7 +219,6 @@ static bool nak_hook(struct sim *s, int to, uint8_t *frame, uint32_t len)
 static int t_gbn_nak_resent(void)
 {
 	struct pair p;
-	struct uroce_cqe c[4];
 
 	if (pair_setup(&p, IBV_QPT_RC, IBV_MTU_1024, 8192))
 		return 1;
@@ -231,11 +238,7 @@ static int t_gbn_nak_resent(void)
 	CHECK_EQ(p.a.qp->x.cnt.seq_naks_rcvd, 1);
 	/* and the 8 packets went again once, not twice */
 	CHECK_EQ(p.a.qp->x.cnt.retransmits, 8);
-	CHECK_EQ(sim_poll(p.a.scq, c, 4), 1);
-	CHECK_EQ(c[0].status, IBV_WC_SUCCESS);
-	CHECK(!memcmp(p.ma.buf, p.mb.buf, 8192));
-	pair_fini(&p);
-	return 0;
+	return one_write_done(&p, 8192);
 }
 
 /* ---- a lost tail: bounded go-back-N moves with the ACKs ---- */
@@ -271,7 +274,6 @@ static bool tail_hook(struct sim *s, int to, uint8_t *frame, uint32_t len)
 static int t_gbn_tail_loss(void)
 {
 	struct pair p;
-	struct uroce_cqe c[4];
 	uint32_t first;
 
 	if (pair_setup(&p, IBV_QPT_RC, IBV_MTU_1024, 1 << 20))
@@ -288,16 +290,12 @@ static int t_gbn_tail_loss(void)
 	xt_post(&p, 1, IBV_WR_RDMA_WRITE, 0, 1 << 20, 0);
 	sim_run(&p.s, 2000000000ull);
 	CHECK_EQ(tail_lost, -1);
-	CHECK_EQ(sim_poll(p.a.scq, c, 4), 1);
-	CHECK_EQ(c[0].status, IBV_WC_SUCCESS);
 	CHECK_EQ(p.a.qp->x.cnt.timeouts, 1);
 	/* from the last ACK (packet 96, AckReq every 16) to the end, once,
 	 * XP_GBN_BURST packets per round trip */
 	CHECK_EQ(p.a.qp->x.cnt.retransmits, 1024 - 96);
 	CHECK_EQ(tail_run_max, XP_GBN_BURST);
-	CHECK(!memcmp(p.ma.buf, p.mb.buf, 1 << 20));
-	pair_fini(&p);
-	return 0;
+	return one_write_done(&p, 1 << 20);
 }
 
 /* ---- RNR: the retry comes exactly the NAK's timer later, one packet ---- */
