@@ -46,7 +46,7 @@ static void comp_rearm(struct emu_qp *qp)
  * peer was slow, the packets queued, as F-RTO, RFC 5682, concludes for
  * TCP): the rest are in flight too, so the requester continues after the
  * highest PSN it ever sent. Otherwise the responder is still taking the
- * resent packets: the bound moves on. */
+ * resent packets: the bound moves on, its window doubled. */
 static void comp_gbn_progress(struct emu_qp *qp)
 {
 	struct emu_xport_qp *x = &qp->x;
@@ -59,7 +59,9 @@ static void comp_gbn_progress(struct emu_qp *qp)
 		x->gbn_bound = XP_GBN_OFF;
 		xp_sq_rewind(qp, x->sq_psn_hw);
 	} else {
-		x->gbn_end = wire_psn_add(x->acked_psn, XP_GBN_BURST);
+		if (x->gbn_win < XP_GBN_WIN_MAX)
+			x->gbn_win *= 2;
+		x->gbn_end = wire_psn_add(x->acked_psn, x->gbn_win);
 	}
 }
 
@@ -565,6 +567,7 @@ void xp_comp_timeout(struct emu_qp *qp, uint64_t now)
 		x->rewound = 1;
 		x->rewind_psn = from;
 		x->gbn_bound = XP_GBN_TIMEOUT;
+		x->gbn_win = XP_GBN_BURST;
 		x->gbn_end = wire_psn_add(from, XP_GBN_BURST);
 		comp_rearm(qp);
 		x->req_sched = 1;

@@ -241,10 +241,11 @@ static int t_gbn_nak_resent(void)
 	return one_write_done(&p, 8192);
 }
 
-/* ---- a lost tail: bounded go-back-N moves with the ACKs ---- */
+/* ---- a lost tail: bounded go-back-N moves with the ACKs, doubling ---- */
 static uint32_t tail_from, tail_to;
 static int tail_lost;
-static unsigned tail_run, tail_run_max; /* resent packets between two ACKs */
+/* resent packets between two ACKs, per round trip */
+static unsigned tail_run[16], tail_nrun;
 
 static bool tail_hook(struct sim *s, int to, uint8_t *frame, uint32_t len)
 {
@@ -253,17 +254,16 @@ static bool tail_hook(struct sim *s, int to, uint8_t *frame, uint32_t len)
 	(void)s;
 	if (!xt_parse(frame, len, &p))
 		return true;
-	if (to == 0) {
-		tail_run = 0;
-		return true;
-	}
-	if (!wire_psn_in_window(p.bth.psn, tail_from, tail_to - tail_from))
-		return true;
 	if (tail_lost < 0) {
-		if (++tail_run > tail_run_max)
-			tail_run_max = tail_run;
+		/* after the first pass everything A sends is a resend */
+		if (to == 0 && tail_run[tail_nrun] && tail_nrun + 1 < 16)
+			tail_nrun++;
+		else if (to == 1)
+			tail_run[tail_nrun]++;
 		return true;
 	}
+	if (to == 0 || !wire_psn_in_window(p.bth.psn, tail_from, tail_to - tail_from))
+		return true;
 	if (p.bth.psn == wire_psn_add(tail_to, -1))
 		tail_lost = -1; /* one pass of the window only */
 	else
@@ -285,16 +285,26 @@ static int t_gbn_tail_loss(void)
 	tail_from = wire_psn_add(first, 100);
 	tail_to = wire_psn_add(first, 1024);
 	tail_lost = 0;
-	tail_run = tail_run_max = 0;
+	memset(tail_run, 0, sizeof(tail_run));
+	tail_nrun = 0;
 	sim_hook = tail_hook;
 	xt_post(&p, 1, IBV_WR_RDMA_WRITE, 0, 1 << 20, 0);
 	sim_run(&p.s, 2000000000ull);
 	CHECK_EQ(tail_lost, -1);
 	CHECK_EQ(p.a.qp->x.cnt.timeouts, 1);
 	/* from the last ACK (packet 96, AckReq every 16) to the end, once,
-	 * XP_GBN_BURST packets per round trip */
+	 * in round trips of growing size */
 	CHECK_EQ(p.a.qp->x.cnt.retransmits, 1024 - 96);
-	CHECK_EQ(tail_run_max, XP_GBN_BURST);
+	/* XP_GBN_BURST, then twice as many per round trip */
+	CHECK_EQ(tail_run[0], XP_GBN_BURST);
+	for (unsigned k = 1, sum = XP_GBN_BURST; k < 16 && sum < 1024 - 96; k++) {
+		unsigned want = XP_GBN_BURST << k;
+
+		if (want > 1024 - 96 - sum)
+			want = 1024 - 96 - sum;
+		CHECK_EQ(tail_run[k], want);
+		sum += tail_run[k];
+	}
 	return one_write_done(&p, 1 << 20);
 }
 
