@@ -177,16 +177,16 @@ static inline void xp_sq_rewind(struct emu_qp *qp, uint32_t psn)
  * XP_GBN_BURST packets beyond the last acknowledged PSN are resent; every
  * ACK that makes progress moves the bound and doubles the window, up to
  * XP_GBN_WIN_MAX, as TCP's slow start after a timeout does (comp.c), so a
- * lost tail of thousands of packets takes ~log2(n/8) round trips, not
- * n/8. The peer may be slow
- * rather than the packets lost, and each duplicate costs it as much as
- * the original: resending a whole window (up to 4096 packets) to a slow
- * peer multiplies its backlog, its ACKs come later still and the next
- * timeouts spend retry_cnt (docs/transport.md, "Timers"). Half an AckReq
- * interval: the originals asked for an ACK every EMU_XPORT_ACK_EVERY
- * packets from the same acknowledged PSN, so an ACK for one of them lands
- * past the bound and tells a slow peer from a loss, while an ACK for the
- * resent ones (the last asks for it) moves the bound once per round trip. */
+ * lost tail of n packets takes ~log2(n/8) round trips. The peer may be
+ * slow rather than the packets lost, and each duplicate costs it as much
+ * as the original: resending a whole window (up to 4096 packets) to a
+ * slow peer multiplies its backlog, its ACKs come later still and the
+ * next timeouts spend retry_cnt (docs/transport.md, "Bounded go-back-N
+ * after a timeout"). Half an AckReq interval: the originals asked for an
+ * ACK every EMU_XPORT_ACK_EVERY packets from the same acknowledged PSN,
+ * so an ACK for one of them lands past the bound and tells a slow peer
+ * from a loss, while an ACK for the resent ones (the last asks for it)
+ * lands on it. */
 #define XP_GBN_BURST (EMU_XPORT_ACK_EVERY / 2)
 #define XP_GBN_WIN_MAX 4096u /* the requester's own window (req.c) */
 /* x->gbn_bound: off, after a timeout (the bound moves with the ACKs), or
