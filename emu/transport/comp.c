@@ -39,8 +39,35 @@ static void comp_rearm(struct emu_qp *qp)
 		qp->x.retrans_at = 0;
 }
 
+/* Bounded go-back-N, and an ACK made progress. After an RNR wait it
+ * acknowledges the probe: the responder has receive WQEs again, the rest
+ * goes at once. After a timeout: if the responder took a packet sent
+ * before the timeout and not resent since, the timeout was spurious (the
+ * peer was slow, the packets queued, as F-RTO, RFC 5682, concludes for
+ * TCP): the rest are in flight too, so the requester continues after the
+ * highest PSN it ever sent. Otherwise the responder is still taking the
+ * resent packets: the bound moves on, its window doubled. */
+static void comp_gbn_progress(struct emu_qp *qp)
+{
+	struct emu_xport_qp *x = &qp->x;
+
+	if (x->gbn_bound == XP_GBN_OFF)
+		return;
+	if (x->gbn_bound == XP_GBN_RNR || !wire_psn_before(x->acked_psn, x->sq_psn_hw)) {
+		x->gbn_bound = XP_GBN_OFF; /* nothing is held back any more */
+	} else if (wire_psn_after(x->acked_psn, x->sq_psn)) {
+		x->gbn_bound = XP_GBN_OFF;
+		xp_sq_rewind(qp, x->sq_psn_hw);
+	} else {
+		if (x->gbn_win < XP_GBN_WIN_MAX)
+			x->gbn_win *= 2;
+		x->gbn_end = wire_psn_add(x->acked_psn, x->gbn_win);
+	}
+}
+
 static void comp_progress_made(struct emu_qp *qp)
 {
+	comp_gbn_progress(qp);
 	qp->x.rewound = 0;
 	qp->x.retry_left = qp->attr.retry_cnt;
 	qp->x.rnr_left = qp->attr.rnr_retry;
@@ -382,6 +409,12 @@ static enum emu_comp_state comp_nak_retry(struct comp_ctx *c, uint32_t from)
 		x->acked_psn = from;
 		c->progress = true;
 	}
+	/* After a timeout the requester is already resending from the
+	 * oldest unacknowledged PSN (bounded go-back-N) and has passed
+	 * this one or is about to send it: the NAK answers packets sent
+	 * before the timeout, which has spent its retry already. */
+	if (x->gbn_bound && !wire_psn_after(from, x->sq_psn))
+		return EMU_COMP_DONE;
 	if (!x->retry_left) {
 		x->cnt.retry_exceeded++;
 		comp_fail_head(c->qp, IBV_WC_RETRY_EXC_ERR);
@@ -496,6 +529,12 @@ void xp_comp_timeout(struct emu_qp *qp, uint64_t now)
 
 	if (x->rnr_at && now >= x->rnr_at) {
 		x->rnr_at = 0;
+		/* the responder dropped everything after the RNR'd PSN and
+		 * may still have no receive WQE: one packet asks first, not
+		 * the whole pipeline behind it (a receiver that keeps running
+		 * dry would take and drop it every round) */
+		x->gbn_bound = XP_GBN_RNR;
+		x->gbn_end = wire_psn_next(x->rnr_psn);
 		xp_sq_rewind(qp, x->rnr_psn);
 		comp_rearm(qp);
 		x->req_sched = 1;
@@ -523,6 +562,13 @@ void xp_comp_timeout(struct emu_qp *qp, uint64_t now)
 		if (!sw->need_resp && wire_psn_in_window(x->acked_psn, sw->first_psn, sw->npkts))
 			from = x->acked_psn;
 		xp_sq_rewind(qp, from);
+		/* bounded go-back-N from there; a sequence NAK for it, sent
+		 * for packets that left before the timeout, is no new loss */
+		x->rewound = 1;
+		x->rewind_psn = from;
+		x->gbn_bound = XP_GBN_TIMEOUT;
+		x->gbn_win = XP_GBN_BURST;
+		x->gbn_end = wire_psn_add(from, XP_GBN_BURST);
 		comp_rearm(qp);
 		x->req_sched = 1;
 	}

@@ -264,7 +264,8 @@ static int req_send_rd_atomic(struct emu_qp *qp, const struct emu_xport_path *pa
 	return 0;
 }
 
-/* May data packet psn go now? 0, or -EAGAIN/-ENOBUFS to stop here. */
+/* May data packet psn go now? 0, or -EAGAIN/-ENOBUFS to stop here, or
+ * -EBUSY when bounded go-back-N holds it until an ACK moves the bound. */
 static int req_may_send(struct emu_qp *qp, uint32_t psn, unsigned budget, unsigned queued)
 {
 	if (budget <= queued)
@@ -273,6 +274,8 @@ static int req_may_send(struct emu_qp *qp, uint32_t psn, unsigned budget, unsign
 		return -ENOBUFS; /* resumed by emu_xport_poll once the port drains */
 	if (qp->type == IBV_QPT_RC && wire_psn_diff(psn, qp->x.acked_psn) >= (int32_t)REQ_WINDOW)
 		return -EAGAIN;
+	if (xp_gbn_held(&qp->x, psn))
+		return -EBUSY;
 	return 0;
 }
 
@@ -306,7 +309,8 @@ static void req_build(struct emu_qp *qp, const struct emu_xport_path *path,
 								 : w->ud.remote_qkey;
 		d->deth.sqpn = qp->qpn;
 	}
-	if (qp->type == IBV_QPT_RC && (last || ++x->pkts_since_ackreq >= EMU_XPORT_ACK_EVERY)) {
+	if (qp->type == IBV_QPT_RC && (last || ++x->pkts_since_ackreq >= EMU_XPORT_ACK_EVERY ||
+				       xp_gbn_last(x, psn))) {
 		d->bth.ackreq = true;
 		x->pkts_since_ackreq = 0;
 	}
@@ -366,8 +370,9 @@ static int req_send_data(struct emu_qp *qp, const struct emu_xport_path *path,
 }
 
 /* Send packets sq_req_pkt.. of the WQE at sq_req. 0 when all are out,
- * -ENOBUFS to try again later, -EFAULT/-EINVAL for a local error, or
- * -EAGAIN when the budget ran out. */
+ * -ENOBUFS to try again later, -EFAULT/-EINVAL for a local error,
+ * -EAGAIN when the budget ran out, -EBUSY while bounded go-back-N waits
+ * for an ACK. */
 static int req_send_wqe(struct emu_qp *qp, struct uroce_send_wqe *w,
 			struct emu_xport_swqe *sw, unsigned *budget)
 {
@@ -464,7 +469,6 @@ void xp_req_progress(struct emu_qp *qp)
 	struct emu_xport_qp *x = &qp->x;
 	enum ibv_qp_state st = qp->attr.qp_state;
 	unsigned budget = REQ_BURST;
-	bool sent = false;
 
 	if (!x->sq_copy || (st != IBV_QPS_RTS && st != IBV_QPS_SQD))
 		return;
@@ -496,12 +500,13 @@ void xp_req_progress(struct emu_qp *qp)
 				continue;
 		}
 		r = req_send_wqe(qp, w, sw, &budget);
+		if (r == -EBUSY)
+			break; /* an ACK that moves the bound schedules us: no polling */
 		if (r == -ENOBUFS || r == -EAGAIN) {
 			x->req_stalled = 1;
 			xp_act_add(qp);
 			break;
 		}
-		sent = true;
 		if (r) {
 			sw->state = EMU_SWQE_DONE;
 			sw->status = IBV_WC_LOC_PROT_ERR;
@@ -510,7 +515,10 @@ void xp_req_progress(struct emu_qp *qp)
 		}
 		req_wqe_out(qp, sw);
 	}
-	if (sent && qp->type == IBV_QPT_RC)
+	/* any packet out, also of a message the budget or the window cut
+	 * short: the timer covers the oldest unacknowledged packet from the
+	 * moment it is sent, not from the end of its message */
+	if (budget != REQ_BURST && qp->type == IBV_QPT_RC)
 		xp_retrans_start(qp, false);
 	/* local operations, failed WQEs and UC/UD sends are already decided:
 	 * xp_run runs the completer next */
@@ -523,6 +531,7 @@ void xp_req_reset(struct emu_qp *qp)
 
 	x->retrans_at = 0;
 	x->rnr_at = 0;
+	x->gbn_bound = XP_GBN_OFF;
 	x->rd_atomic_out = 0;
 	x->pkts_since_ackreq = 0;
 	x->req_stalled = 0;

@@ -144,8 +144,10 @@ void xp_flush_sq(struct emu_qp *qp);
 void xp_flush_rq(struct emu_qp *qp);
 
 /* Go-back-N: move the requester's cursor (sq_req, sq_req_pkt, sq_psn) back
- * to psn inside an already numbered, unfinished WQE. The completer decides
- * where to, the requester resends from there when it runs next. */
+ * to psn inside an already numbered, unfinished WQE, or forward to
+ * sq_psn_max (every numbered packet sent: what follows is new). The
+ * completer decides where to, the requester sends from there when it runs
+ * next. */
 static inline void xp_sq_rewind(struct emu_qp *qp, uint32_t psn)
 {
 	struct emu_xport_qp *x = &qp->x;
@@ -154,7 +156,9 @@ static inline void xp_sq_rewind(struct emu_qp *qp, uint32_t psn)
 	for (idx = x->sq_comp; idx != x->sq_fetch; idx++) {
 		struct emu_xport_swqe *sw = xp_swqe(qp, idx);
 
-		if (sw->state == EMU_SWQE_NEW)
+		/* nothing after a failed WQE was ever numbered or sent */
+		if (sw->state == EMU_SWQE_NEW ||
+		    (sw->state == EMU_SWQE_DONE && sw->status != IBV_WC_SUCCESS))
 			break;
 		if (!sw->npkts || sw->state == EMU_SWQE_DONE)
 			continue;
@@ -165,6 +169,46 @@ static inline void xp_sq_rewind(struct emu_qp *qp, uint32_t psn)
 			return;
 		}
 	}
+	if (psn == x->sq_psn_max && qp->type == IBV_QPT_RC) {
+		x->sq_req = idx;
+		x->sq_req_pkt = 0;
+		x->sq_psn = psn;
+	}
+}
+
+/* Bounded go-back-N after a retransmit timeout (x->gbn_bound): at most
+ * XP_GBN_BURST packets beyond the last acknowledged PSN are resent; every
+ * ACK that makes progress moves the bound and doubles the window, up to
+ * XP_GBN_WIN_MAX, as TCP's slow start after a timeout does (comp.c), so a
+ * lost tail of n packets takes ~log2(n/8) round trips. The peer may be
+ * slow rather than the packets lost, and each duplicate costs it as much
+ * as the original: resending a whole window (up to 4096 packets) to a
+ * slow peer multiplies its backlog, its ACKs come later still and the
+ * next timeouts spend retry_cnt (docs/transport.md, "Bounded go-back-N
+ * after a timeout"). Half an AckReq interval: the originals asked for an
+ * ACK every EMU_XPORT_ACK_EVERY packets from the same acknowledged PSN,
+ * so an ACK for one of them lands past the bound and tells a slow peer
+ * from a loss, while an ACK for the resent ones (the last asks for it)
+ * lands on it. */
+#define XP_GBN_BURST (EMU_XPORT_ACK_EVERY / 2)
+#define XP_GBN_WIN_MAX 4096u /* the requester's own window (req.c) */
+/* x->gbn_bound: off, after a timeout (the bound moves with the ACKs), or
+ * after an RNR wait (one packet asks whether the responder has a receive
+ * WQE again; its ACK releases the rest, which the responder dropped). */
+enum { XP_GBN_OFF, XP_GBN_TIMEOUT, XP_GBN_RNR };
+
+/* Is packet psn a retransmission the bound holds back? */
+static inline bool xp_gbn_held(const struct emu_xport_qp *x, uint32_t psn)
+{
+	return x->gbn_bound && wire_psn_before(psn, x->sq_psn_hw) &&
+	       !wire_psn_before(psn, x->gbn_end);
+}
+
+/* The last packet the bound lets go: it asks for an ACK, which moves it. */
+static inline bool xp_gbn_last(const struct emu_xport_qp *x, uint32_t psn)
+{
+	return x->gbn_bound && wire_psn_next(psn) == x->gbn_end &&
+	       wire_psn_before(psn, x->sq_psn_hw);
 }
 
 /* xport.c: run what the requester and the completer scheduled for each

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@ int sim_failures;
 int64_t sim_psn_start = -1;
 bool (*sim_hook)(struct sim *s, int to, uint8_t *frame, uint32_t len);
 bool sim_batch;
+uint64_t sim_cost_ns[2];
 
 struct sim_frame {
 	struct sim_frame *next;
@@ -19,6 +21,36 @@ struct sim_frame {
 	uint8_t *data;
 };
 static struct sim_frame *q_head, *q_tail;
+static uint32_t q_len;
+static struct sim *q_sim;   /* whose devices the queue connects (sim_init) */
+
+/* The timed model (sim_cost_ns): frames per engine turn and the frames the
+ * loopback ring holds before the sender sees back-pressure, as
+ * port_dpdk.c's EMU_BURST and EMU_RING_SIZE. */
+#define SIM_BURST 32u
+#define SIM_RING  4096u
+
+static bool sim_timed(void)
+{
+	return sim_cost_ns[0] || sim_cost_ns[1];
+}
+
+static int sim_node_of(const struct emu_dev *d)
+{
+	return q_sim && d == &q_sim->n[1].dev;
+}
+
+/* Frames beyond the ring wait in the senders' TX backlogs: the requester
+ * pauses above EMU_TX_BACKLOG_STALL, as it does on the loopback port. */
+static void sim_set_backlog(void)
+{
+	uint32_t b = q_len > SIM_RING ? q_len - SIM_RING : 0;
+
+	if (!q_sim || !sim_timed())
+		return;
+	q_sim->n[0].dev.tx_backlog = b;
+	q_sim->n[1].dev.tx_backlog = b;
+}
 
 static uint64_t sim_clock(void)
 {
@@ -53,6 +85,9 @@ static void sim_tx_send(struct emu_dev *d, struct emu_txbuf *b, uint32_t len)
 	else
 		q_head = f;
 	q_tail = f;
+	q_len++;
+	sim_now += sim_cost_ns[sim_node_of(d)];
+	sim_set_backlog();
 }
 
 static void sim_tx_free(struct emu_dev *d, struct emu_txbuf *b)
@@ -87,6 +122,7 @@ int sim_init(struct sim *s)
 	int i;
 
 	memset(s, 0, sizeof(*s));
+	q_sim = s;
 	emu_clock_set(sim_clock);
 	for (i = 0; i < 2; i++) {
 		uint8_t mac[6] = { 0x02, 0, 0, 0, 0, (uint8_t)(i + 1) };
@@ -126,6 +162,8 @@ void sim_drop_queued(struct sim *s)
 		free(f);
 	}
 	q_tail = NULL;
+	q_len = 0;
+	sim_set_backlog();
 }
 
 void sim_fini(struct sim *s)
@@ -138,6 +176,8 @@ void sim_fini(struct sim *s)
 		close(s->n[i].async_rd);
 	}
 	emu_clock_set(NULL);
+	q_sim = NULL;
+	sim_cost_ns[0] = sim_cost_ns[1] = 0;
 }
 
 void sim_fault(struct sim *s, int i, const struct emu_fault_cfg *cfg)
@@ -148,54 +188,100 @@ void sim_fault(struct sim *s, int i, const struct emu_fault_cfg *cfg)
 	d->fault = cfg ? emu_fault_new(cfg) : NULL;
 }
 
+/* Take the frame at the head of the queue (the caller frees it). */
+static struct sim_frame *sim_pop(void)
+{
+	struct sim_frame *f = q_head;
+
+	q_head = f->next;
+	if (!q_head)
+		q_tail = NULL;
+	q_len--;
+	return f;
+}
+
+static void sim_deliver(struct sim *s, struct sim_frame *f)
+{
+	if (!sim_hook || sim_hook(s, f->to == &s->n[1].dev, f->data, f->len))
+		emu_port_rx_frame(f->to, f->data, f->len);
+	s->frames++;
+}
+
+static void sim_free_list(struct sim_frame *done)
+{
+	while (done) {
+		struct sim_frame *f = done;
+
+		done = f->next;
+		free(f->data);
+		free(f);
+	}
+}
+
+/* Timers and coalesced ACKs of both nodes, as at the end of an engine turn. */
+static void sim_poll_nodes(struct sim *s)
+{
+	for (int i = 0; i < 2; i++) {
+		emu_xport_poll(&s->n[i].dev, sim_now);
+		emu_core_poll(&s->n[i].dev, sim_now);
+	}
+}
+
+static uint64_t sim_next_deadline(struct sim *s)
+{
+	uint64_t t = UINT64_MAX, u;
+
+	for (int i = 0; i < 2; i++) {
+		u = emu_xport_next_deadline(&s->n[i].dev);
+		if (u < t)
+			t = u;
+		u = emu_core_next_deadline(&s->n[i].dev);
+		if (u < t)
+			t = u;
+	}
+	return t;
+}
+
+/* One engine turn: untimed, everything queued (and whatever it causes);
+ * timed, at most SIM_BURST frames, each costing its receiver's processing
+ * time before it is handled. */
+static void sim_turn(struct sim *s)
+{
+	struct sim_frame *done = NULL; /* payloads live until the burst ends */
+	unsigned limit = sim_timed() ? SIM_BURST : UINT_MAX;
+
+	if (sim_batch && q_head)
+		emu_xport_rx_batch(&s->n[0].dev, true);
+	for (unsigned n = 0; q_head && n < limit; n++) {
+		struct sim_frame *f = sim_pop();
+
+		sim_set_backlog();
+		sim_now += sim_cost_ns[sim_node_of(f->to)];
+		sim_deliver(s, f);
+		f->next = done;
+		done = f;
+	}
+	if (sim_batch)
+		emu_xport_rx_batch(&s->n[0].dev, false);
+	sim_free_list(done);
+}
+
 void sim_run(struct sim *s, uint64_t max_ns)
 {
 	uint64_t end = sim_now + max_ns;
 	unsigned long guard = 0;
 
 	while (guard++ < 10000000ul) {
-		uint64_t t = UINT64_MAX, u;
-		int i;
+		uint64_t t;
 
-		struct sim_frame *done = NULL; /* payloads live until the burst ends */
-
-		if (sim_batch && q_head)
-			emu_xport_rx_batch(&s->n[0].dev, true);
-		while (q_head) {
-			struct sim_frame *f = q_head;
-
-			q_head = f->next;
-			if (!q_head)
-				q_tail = NULL;
-			if (!sim_hook || sim_hook(s, f->to == &s->n[1].dev, f->data, f->len))
-				emu_port_rx_frame(f->to, f->data, f->len);
-			s->frames++;
-			f->next = done;
-			done = f;
-		}
-		if (sim_batch)
-			emu_xport_rx_batch(&s->n[0].dev, false);
-		while (done) {
-			struct sim_frame *f = done;
-
-			done = f->next;
-			free(f->data);
-			free(f);
-		}
-		for (i = 0; i < 2; i++) {
-			emu_xport_poll(&s->n[i].dev, sim_now);
-			emu_core_poll(&s->n[i].dev, sim_now);
-		}
-		if (q_head)
+		sim_turn(s);
+		sim_poll_nodes(s);
+		if (q_head) {
+			if (sim_now > end)
+				break;
 			continue;
-		for (i = 0; i < 2; i++) {
-			u = emu_xport_next_deadline(&s->n[i].dev);
-			if (u < t)
-				t = u;
-			u = emu_core_next_deadline(&s->n[i].dev);
-			if (u < t)
-				t = u;
 		}
+		t = sim_next_deadline(s);
 		if (t == UINT64_MAX || t > end)
 			break;
 		if (t > sim_now)

@@ -45,6 +45,13 @@ extern bool (*sim_hook)(struct sim *s, int to, uint8_t *frame, uint32_t len);
  * daemon does: placements become deferred writes flushed at its end,
  * before timers and coalesced ACKs run. */
 extern bool sim_batch;
+/* Processing time of each frame a node receives or sends (ns), per node;
+ * sim_fini clears it. Set, sim_run models the loopback daemon: one FIFO
+ * for both directions (its ring: a sender above SIM_RING queued frames
+ * sees TX back-pressure), one engine taking bursts of 32 frames and then
+ * running the timers, the virtual clock advanced by every frame's cost.
+ * Both 0: frames take no time and everything queued goes in one turn. */
+extern uint64_t sim_cost_ns[2];
 
 #define CHECK(c)                                                                  \
 	do {                                                                      \

@@ -1,0 +1,416 @@
+/* SPDX-License-Identifier: MIT */
+/* Retransmission under a slow peer: bounded go-back-N after a timeout, a
+ * sequence NAK of a PSN already being resent, RNR retry pacing. Virtual
+ * clock; the slow peer is sim.h's timed model (per-frame processing
+ * time). Usage: test_gbn <name>. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "pair.h"
+
+/* Per-frame processing time of the normal side and of the slowed one. */
+#define COST_NS 1500ull
+#define SLOW    50ull
+
+/* A perftest-like WRITE stream from A into one buffer of B: depth
+ * messages of msg bytes outstanding, count in all. Returns the number of
+ * successful completions; *bad is the first other status seen (-1 none). */
+static unsigned write_stream(struct pair *p, uint32_t msg, unsigned depth, unsigned count,
+			     int *bad)
+{
+	unsigned posted = 0, done = 0;
+	uint64_t t0 = sim_now;
+
+	*bad = -1;
+	while (done < count && *bad < 0 && sim_now - t0 < 60ull * 1000000000ull) {
+		struct uroce_cqe c[64];
+		int n;
+
+		while (posted < count && posted - done < depth)
+			xt_post(p, posted++, IBV_WR_RDMA_WRITE, 0, msg, 0);
+		sim_run(&p->s, 5000000ull);
+		n = sim_poll(p->a.scq, c, 64);
+		for (int i = 0; i < n; i++) {
+			if (c[i].status == IBV_WC_SUCCESS)
+				done++;
+			else if (*bad < 0)
+				*bad = c[i].status;
+		}
+	}
+	return done;
+}
+
+/* The one WRITE of the test completed, its len bytes landed; then the
+ * pair goes. Returns 0 for the test function. */
+static int one_write_done(struct pair *p, uint32_t len)
+{
+	struct uroce_cqe c[4];
+
+	CHECK_EQ(sim_poll(p->a.scq, c, 4), 1);
+	CHECK_EQ(c[0].status, IBV_WC_SUCCESS);
+	CHECK(!memcmp(p->ma.buf, p->mb.buf, len));
+	pair_fini(p);
+	return 0;
+}
+
+/* One side's engine slowed 50x: a stream of msg-byte WRITEs at the
+ * default timeout (14: 67 ms) and retry_cnt 7 must complete, resending a
+ * bounded number of packets. slow = which node is slowed.
+ *
+ * COST_NS: this machine's loaded loopback daemon moves 403 MB/s of 1 KB
+ * packets (docs/performance.md), about 1.2 us per frame; 50x that is 75
+ * us, so the 4096 packets of a full window drain in 307 ms: more than four
+ * timeouts pass before their first ACK leaves the shared FIFO. Each such
+ * timeout is spurious; before bounded go-back-N each one queued the whole
+ * window again and the stream ended in RETRY_EXC_ERR. */
+static int slow_stream(uint32_t msg, unsigned depth, unsigned count, int slow)
+{
+	uint64_t pkts = (uint64_t)msg / 1024 * count;
+
+	struct pair p;
+	struct emu_xport_counters ca;
+	unsigned ok;
+	int bad;
+
+	if (pair_setup(&p, IBV_QPT_RC, IBV_MTU_1024, msg))
+		return 1;
+	CHECK_EQ(p.a.qp->attr.timeout, 14);
+	CHECK_EQ(p.a.qp->attr.retry_cnt, 7);
+	xt_fill(p.ma.buf, msg, msg);
+	sim_cost_ns[0] = sim_cost_ns[1] = COST_NS;
+	sim_cost_ns[slow] = COST_NS * SLOW;
+	ok = write_stream(&p, msg, depth, count, &bad);
+	emu_xport_qp_counters(p.a.qp, &ca);
+	printf("msg %u depth %u slow node %d: %u/%u done, status %d, %.3f s virtual, "
+	       "timeouts %llu, retransmits %llu, seq NAKs %llu\n",
+	       msg, depth, slow, ok, count, bad, (double)sim_now / 1e9,
+	       (unsigned long long)ca.timeouts, (unsigned long long)ca.retransmits,
+	       (unsigned long long)ca.seq_naks_rcvd);
+	CHECK_EQ(bad, -1);
+	CHECK_EQ(ok, count);
+	CHECK_EQ(ca.retry_exceeded, 0);
+	/* each timeout resends one bound, and nothing else goes twice */
+	CHECK(ca.retransmits <= XP_GBN_BURST * ca.timeouts);
+	CHECK(ca.retransmits * 32 <= pkts);
+	CHECK(!memcmp(p.ma.buf, p.mb.buf, msg));
+	pair_fini(&p);
+	return 0;
+}
+
+static int t_gbn_slow_64k(void)
+{
+	/* ib_write_bw -s 65536: 128 outstanding (its tx depth) */
+	slow_stream(65536, 128, 256, 1);
+	return slow_stream(65536, 128, 256, 0);
+}
+
+static int t_gbn_slow_1m(void)
+{
+	slow_stream(1 << 20, 4, 16, 1);
+	return slow_stream(1 << 20, 4, 16, 0);
+}
+
+/* ---- the retransmit timer covers the oldest unacknowledged packet ---- */
+static uint32_t rt_from;        /* A->B packets from this PSN are lost, once */
+static int rt_pass;
+static uint64_t rt_first_resend; /* when the first of them came again */
+
+static bool rt_hook(struct sim *s, int to, uint8_t *frame, uint32_t len)
+{
+	struct wire_pkt p;
+
+	(void)s;
+	if (to != 1 || !xt_parse(frame, len, &p) || wire_psn_before(p.bth.psn, rt_from))
+		return true;
+	if (p.bth.psn == rt_from && rt_pass++ == 1)
+		rt_first_resend = sim_now;
+	return rt_pass > 1;
+}
+
+/* ACKs take 40 ms to come back; the last 32 packets of a 64-packet WRITE
+ * are lost. The ACK for the first 32 is progress at 40 ms and restarts
+ * the timer: the lost ones go again 67 ms after that, not 67 ms after
+ * they were sent. */
+static int t_gbn_timer_restart(void)
+{
+	struct pair p;
+	struct emu_fault_cfg f = { .delay_us = 40000 };
+	uint64_t t0, to = wire_retrans_timeout_ns(14);
+
+	if (pair_setup(&p, IBV_QPT_RC, IBV_MTU_1024, 65536))
+		return 1;
+	xt_fill(p.ma.buf, 65536, 11);
+	sim_fault(&p.s, 0, &f); /* everything A receives is 40 ms late */
+	rt_from = wire_psn_add(p.a.qp->x.sq_psn, 32);
+	rt_pass = 0;
+	rt_first_resend = 0;
+	sim_hook = rt_hook;
+	t0 = sim_now;
+	xt_post(&p, 1, IBV_WR_RDMA_WRITE, 0, 65536, 0);
+	sim_run(&p.s, 1000000000ull);
+	CHECK_EQ(rt_first_resend - t0, 40000000ull + to);
+	CHECK_EQ(p.a.qp->x.cnt.timeouts, 1);
+	return one_write_done(&p, 65536);
+}
+
+/* A long message that the requester sends in bursts: the timer runs from
+ * the first burst, not from the last packet of the message. A requester
+ * slowed 50x needs 155 ms for 2 MB; nothing arrives. */
+static bool drop_to_b(struct sim *s, int to, uint8_t *frame, uint32_t len)
+{
+	(void)s;
+	(void)frame;
+	(void)len;
+	return to != 1;
+}
+
+static int t_gbn_timer_long_msg(void)
+{
+	struct pair p;
+	uint64_t to = wire_retrans_timeout_ns(14);
+
+	if (pair_setup(&p, IBV_QPT_RC, IBV_MTU_1024, 2 << 20))
+		return 1;
+	sim_cost_ns[0] = COST_NS * SLOW;
+	sim_cost_ns[1] = COST_NS;
+	sim_hook = drop_to_b;
+	xt_post(&p, 1, IBV_WR_RDMA_WRITE, 0, 2 << 20, 0);
+	/* the first burst (256 packets, 19 ms) arms it */
+	sim_run(&p.s, to + 256 * COST_NS * SLOW + 1000000);
+	CHECK_EQ(p.a.qp->x.cnt.timeouts, 1);
+	CHECK(wire_psn_before(p.a.qp->x.sq_psn_hw, p.a.qp->x.sq_psn_max));
+	pair_fini(&p);
+	return 0;
+}
+
+/* ---- a sequence NAK of a PSN already being resent ---- */
+static uint32_t nak_first;          /* first PSN of the WRITE */
+static uint8_t nak_frame[256];      /* the responder's sequence NAK, held */
+static uint32_t nak_len;
+static int nak_dropped, nak_injected;
+static uint8_t nak_left_before, nak_left_after;
+static struct sim_qp *nak_req;
+
+static bool nak_hook(struct sim *s, int to, uint8_t *frame, uint32_t len)
+{
+	struct wire_pkt p;
+
+	if (!xt_parse(frame, len, &p))
+		return true;
+	if (to == 1 && p.bth.psn == nak_first && !nak_dropped++)
+		return false; /* the first packet is lost: the responder NAKs */
+	if (to == 0 && (p.hdrs & WIRE_HDR_AETH) &&
+	    wire_aeth_type(p.aeth.syndrome) == WIRE_AETH_NAK && !nak_len && len <= sizeof(nak_frame)) {
+		memcpy(nak_frame, frame, len); /* held back past the timeout */
+		nak_len = len;
+		return false;
+	}
+	if (to == 1 && p.bth.psn == nak_first && nak_len && !nak_injected &&
+	    nak_req->qp->x.cnt.timeouts == 1) {
+		/* the timeout's resend is under way: now the NAK arrives */
+		nak_left_before = nak_req->qp->x.retry_left;
+		emu_port_rx_frame(&s->n[0].dev, nak_frame, nak_len);
+		nak_left_after = nak_req->qp->x.retry_left;
+		nak_injected = 1;
+	}
+	return true;
+}
+
+static int t_gbn_nak_resent(void)
+{
+	struct pair p;
+
+	if (pair_setup(&p, IBV_QPT_RC, IBV_MTU_1024, 8192))
+		return 1;
+	xt_fill(p.ma.buf, 8192, 5);
+	nak_first = p.a.qp->x.sq_psn;
+	nak_req = &p.a;
+	sim_hook = nak_hook;
+	xt_post(&p, 1, IBV_WR_RDMA_WRITE, 0, 8192, 0);
+	sim_run(&p.s, 1000000000ull);
+	CHECK_EQ(nak_dropped, 2);
+	CHECK(nak_len > 0);
+	CHECK_EQ(nak_injected, 1);
+	/* the timeout spent one retry, the NAK none */
+	CHECK_EQ(nak_left_before, 6);
+	CHECK_EQ(nak_left_after, 6);
+	CHECK_EQ(p.a.qp->x.cnt.timeouts, 1);
+	CHECK_EQ(p.a.qp->x.cnt.seq_naks_rcvd, 1);
+	/* and the 8 packets went again once, not twice */
+	CHECK_EQ(p.a.qp->x.cnt.retransmits, 8);
+	return one_write_done(&p, 8192);
+}
+
+/* ---- a lost tail: bounded go-back-N moves with the ACKs, doubling ---- */
+static uint32_t tail_from, tail_to;
+static int tail_lost;
+/* resent packets between two ACKs, per round trip */
+static unsigned tail_run[16], tail_nrun;
+
+static bool tail_hook(struct sim *s, int to, uint8_t *frame, uint32_t len)
+{
+	struct wire_pkt p;
+
+	(void)s;
+	if (!xt_parse(frame, len, &p))
+		return true;
+	if (tail_lost < 0) {
+		/* after the first pass everything A sends is a resend */
+		if (to == 0 && tail_run[tail_nrun] && tail_nrun + 1 < 16)
+			tail_nrun++;
+		else if (to == 1)
+			tail_run[tail_nrun]++;
+		return true;
+	}
+	if (to == 0 || !wire_psn_in_window(p.bth.psn, tail_from, tail_to - tail_from))
+		return true;
+	if (p.bth.psn == wire_psn_add(tail_to, -1))
+		tail_lost = -1; /* one pass of the window only */
+	else
+		tail_lost++;
+	return false;
+}
+
+static int t_gbn_tail_loss(void)
+{
+	struct pair p;
+	uint32_t first;
+
+	if (pair_setup(&p, IBV_QPT_RC, IBV_MTU_1024, 1 << 20))
+		return 1;
+	xt_fill(p.ma.buf, 1 << 20, 9);
+	first = p.a.qp->x.sq_psn;
+	/* everything after the 100th packet of a 1024-packet WRITE is lost:
+	 * the responder sees no gap and stays silent, only the timer helps */
+	tail_from = wire_psn_add(first, 100);
+	tail_to = wire_psn_add(first, 1024);
+	tail_lost = 0;
+	memset(tail_run, 0, sizeof(tail_run));
+	tail_nrun = 0;
+	sim_hook = tail_hook;
+	xt_post(&p, 1, IBV_WR_RDMA_WRITE, 0, 1 << 20, 0);
+	sim_run(&p.s, 2000000000ull);
+	CHECK_EQ(tail_lost, -1);
+	CHECK_EQ(p.a.qp->x.cnt.timeouts, 1);
+	/* from the last ACK (packet 96, AckReq every 16) to the end, once,
+	 * in round trips of growing size */
+	CHECK_EQ(p.a.qp->x.cnt.retransmits, 1024 - 96);
+	/* XP_GBN_BURST, then twice as many per round trip */
+	CHECK_EQ(tail_run[0], XP_GBN_BURST);
+	for (unsigned k = 1, sum = XP_GBN_BURST; k < 16 && sum < 1024 - 96; k++) {
+		unsigned want = XP_GBN_BURST << k;
+
+		if (want > 1024 - 96 - sum)
+			want = 1024 - 96 - sum;
+		CHECK_EQ(tail_run[k], want);
+		sum += tail_run[k];
+	}
+	return one_write_done(&p, 1 << 20);
+}
+
+/* ---- RNR: the retry comes exactly the NAK's timer later, one packet ---- */
+#define RL_N 1024
+static struct {
+	uint64_t t;
+	uint32_t psn;
+	uint8_t to, op, syn;
+} rl[RL_N];
+static int nrl;
+
+static bool rnr_hook(struct sim *s, int to, uint8_t *frame, uint32_t len)
+{
+	struct wire_pkt p;
+
+	(void)s;
+	if (nrl < RL_N && xt_parse(frame, len, &p)) {
+		rl[nrl].t = sim_now;
+		rl[nrl].psn = p.bth.psn;
+		rl[nrl].to = (uint8_t)to;
+		rl[nrl].op = p.bth.opcode;
+		rl[nrl].syn = (p.hdrs & WIRE_HDR_AETH) ? p.aeth.syndrome : 0;
+		nrl++;
+	}
+	return true;
+}
+
+static void post_recvs(struct pair *p, unsigned from, unsigned n)
+{
+	for (unsigned k = from; k < from + n; k++) {
+		struct uroce_sge sg = xt_sge(&p->mb, k * 64, 64);
+
+		sim_post_recv(&p->b, k, &sg, 1);
+	}
+}
+
+/* ib_send_bw's settings (min_rnr_timer 12: 0.64 ms, rnr_retry 7): 64
+ * SENDs of 64 B at a receiver with 16 receives, which posts 48 more after
+ * 2 ms. Each RNR NAK is followed, exactly 0.64 ms later, by one packet (the
+ * NAK'd one); once that is acknowledged the rest goes. */
+static int t_rnr_pace(void)
+{
+	struct pair p;
+	struct ibv_qp_attr at;
+	struct uroce_cqe c[128];
+	int naks = 0, n;
+
+	if (pair_setup(&p, IBV_QPT_RC, IBV_MTU_1024, 64 * 64))
+		return 1;
+	memset(&at, 0, sizeof(at));
+	at.qp_state = IBV_QPS_RTS;
+	at.min_rnr_timer = 12;
+	CHECK_EQ(emu_qp_modify(p.b.qp, &at, IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER), 0);
+	CHECK_EQ(p.a.qp->attr.rnr_retry, 7);
+	xt_fill(p.ma.buf, 64 * 64, 3);
+	post_recvs(&p, 0, 16);
+	nrl = 0;
+	sim_hook = rnr_hook;
+	for (unsigned k = 0; k < 64; k++)
+		xt_post(&p, k, IBV_WR_SEND, k * 64, 64, 0);
+	sim_run(&p.s, 2000000ull);
+	post_recvs(&p, 16, 48);
+	sim_run(&p.s, 1000000000ull);
+	for (int i = 0; i < nrl; i++) {
+		int burst = 0, j;
+
+		if (rl[i].to != 0 || wire_aeth_type(rl[i].syn) != WIRE_AETH_RNR_NAK)
+			continue;
+		naks++;
+		CHECK_EQ(rl[i].syn, wire_aeth_rnr_nak(12));
+		/* what A sends before B answers again */
+		for (j = i + 1; j < nrl && rl[j].to == 1; j++)
+			burst++;
+		CHECK_EQ(burst, 1);
+		if (i + 1 < nrl) {
+			CHECK_EQ(rl[i + 1].t - rl[i].t, 640000);
+			CHECK_EQ(rl[i + 1].psn, rl[i].psn);
+		}
+	}
+	/* NAKs at 0, 0.64, 1.28 and 1.92 ms; the probe at 2.56 ms finds the
+	 * receives posted at 2 ms */
+	CHECK_EQ(naks, 4);
+	CHECK_EQ(p.a.qp->x.cnt.rnr_naks_rcvd, 4);
+	CHECK_EQ(p.a.qp->x.cnt.retransmits, 4 + 47);
+	n = sim_poll(p.a.scq, c, 128);
+	CHECK_EQ(n, 64);
+	for (int i = 0; i < n; i++)
+		CHECK_EQ(c[i].status, IBV_WC_SUCCESS);
+	CHECK_EQ(sim_poll(p.b.rcq, c, 128), 64);
+	CHECK(!memcmp(p.ma.buf, p.mb.buf, 64 * 64));
+	pair_fini(&p);
+	return 0;
+}
+
+static const struct xt_test tests[] = {
+	{ "gbn_slow_64k", t_gbn_slow_64k },
+	{ "gbn_slow_1m", t_gbn_slow_1m },
+	{ "gbn_timer_restart", t_gbn_timer_restart },
+	{ "gbn_timer_long_msg", t_gbn_timer_long_msg },
+	{ "gbn_nak_resent", t_gbn_nak_resent },
+	{ "gbn_tail_loss", t_gbn_tail_loss },
+	{ "rnr_pace", t_rnr_pace },
+};
+
+int main(int argc, char **argv)
+{
+	return xt_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
+}
