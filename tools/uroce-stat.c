@@ -153,6 +153,8 @@ static void st_port(const char *dev, const struct uroce_port_stats *p)
 	P("evq_lost", p->evq_lost);
 	P("cqe_inline", p->cqe_inline);
 	P("icrc_skipped", p->icrc_skipped);
+	P("mr_mapped", p->mr_mapped);
+	P("mr_syscall", p->mr_syscall);
 }
 
 /* The reply as the daemon laid it out: port record, then nqps QP

@@ -71,6 +71,7 @@ struct ibv_mr *urv_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
 		return NULL;
 	}
 	umr->iova = iova;
+	umr->access = req.access;
 	mr = &umr->ibmr;
 	mr->context = pd->context;
 	mr->pd = pd;
@@ -79,6 +80,7 @@ struct ibv_mr *urv_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
 	mr->handle = rep.handle;
 	mr->lkey = rep.lkey;
 	mr->rkey = rep.rkey;
+	urv_mr_map(to_uctx(pd->context), rep.handle, req.addr, len, req.access);
 	return mr;
 }
 
@@ -122,8 +124,12 @@ int urv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd,
 		mr->length = len;
 		umr->iova = req.iova;
 	}
+	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
+		umr->access = req.access;
 	mr->lkey = rep.lkey;
 	mr->rkey = rep.rkey;
+	/* the daemon dropped the mapping of the old registration */
+	urv_mr_map(to_uctx(mr->context), mr->handle, req.addr, req.length, umr->access);
 	return 0;
 }
 

@@ -79,6 +79,7 @@ struct urv_pd {
 struct urv_mr {
 	struct ibv_mr ibmr;
 	uint64_t iova;          /* address the peer uses (ibv_reg_mr_iova2) */
+	unsigned access;        /* as registered (what the daemon maps writable) */
 };
 
 struct urv_mw {
@@ -218,6 +219,11 @@ int urv_ctl(struct urv_context *c, uint32_t op, const void *req,
 int urv_connect(const char *path);
 void urv_doorbell(struct urv_context *c, uint32_t db_index);
 bool urv_daemon_gone(struct urv_context *c);
+
+/* mr_map.c: hand the daemon the file behind a registration, if it has one */
+bool urv_mr_map_on(void);
+void urv_mr_map(struct urv_context *c, uint32_t handle, uint64_t addr, uint64_t len,
+		unsigned access);
 
 /* registry.c */
 void urv_obj_add(struct urv_obj *o, enum urv_obj_type type);

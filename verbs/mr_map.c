@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/* Daemon-mapped memory regions, shim side: after a registration, find
+ * the file behind the registered range and hand the daemon a descriptor
+ * of it (UROCE_OP_MAP_MR), so that it places and gathers payload with
+ * memcpy instead of a system call. Only a range inside one MAP_SHARED
+ * mapping of a tmpfs or hugetlbfs file qualifies; anything else, and any
+ * refusal by the daemon, leaves the MR on the /proc/<pid>/mem path, which
+ * the application cannot tell apart except by speed (docs/verbs.md).
+ * UROCE_MAP_MR=0 turns it off. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <uroce/procmaps.h>
+
+#include "urv.h"
+
+bool urv_mr_map_on(void)
+{
+	static int on = -1;
+
+	if (on < 0) {
+		const char *e = getenv("UROCE_MAP_MR");
+		on = !(e && !strcmp(e, "0"));
+	}
+	return on;
+}
+
+static bool urv_fd_is(int fd, const struct uroce_vma *v, bool wr)
+{
+	struct stat st;
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || (fl & O_PATH) || (fl & O_ACCMODE) == O_WRONLY ||
+	    (wr && (fl & O_ACCMODE) != O_RDWR))
+		return false;
+	return !fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_ino == v->ino &&
+	       major(st.st_dev) == v->maj && minor(st.st_dev) == v->min;
+}
+
+/* A descriptor of our own for the file of v: a copy of one the process
+ * holds (a memfd has no other way in: /proc/self/map_files needs a
+ * capability), else the file opened by its path when it lives on
+ * /dev/shm or hugetlbfs. -1 if none. */
+static int urv_file_fd(const struct uroce_vma *v, bool wr)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int fd = -1;
+
+	while (d && fd < 0 && (e = readdir(d))) {
+		int n = atoi(e->d_name);
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9' || n == dirfd(d) ||
+		    !urv_fd_is(n, v, wr))
+			continue;
+		/* our own copy; checked again, the application may have
+		 * closed and reused n meanwhile */
+		fd = fcntl(n, F_DUPFD_CLOEXEC, 0);
+		if (fd >= 0 && !urv_fd_is(fd, v, wr)) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	if (d)
+		closedir(d);
+	if (fd >= 0 || v->path[0] != '/')
+		return fd;
+	struct statfs sf;
+	if (strncmp(v->path, "/dev/shm/", 9) &&
+	    (statfs(v->path, &sf) || sf.f_type != HUGETLBFS_MAGIC))
+		return -1;
+	fd = open(v->path, (wr ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	if (fd >= 0 && !urv_fd_is(fd, v, wr)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+void urv_mr_map(struct urv_context *c, uint32_t handle, uint64_t addr, uint64_t len,
+		unsigned access)
+{
+	struct uroce_vma v;
+	bool wr = access & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			    IBV_ACCESS_REMOTE_ATOMIC);
+	int mfd, fd, rc;
+
+	if (!urv_mr_map_on() || !len)
+		return;
+	mfd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (mfd < 0)
+		return;
+	rc = uroce_vma_find(mfd, addr, &v);
+	close(mfd);
+	if (rc || v.perms[3] != 's' || len > v.end - addr)
+		return;
+	fd = urv_file_fd(&v, wr);
+	if (fd < 0)
+		return;
+	struct uroce_map_mr_req req = {
+		.handle = handle, .addr = addr, .length = len,
+		.file_off = v.off + (addr - v.start),
+	};
+	/* a refusal is not an error: the MR stays on the old path */
+	(void)urv_ctl(c, UROCE_OP_MAP_MR, &req, sizeof(req), NULL, 0, &fd, 1, NULL, 0);
+	close(fd);
+}
