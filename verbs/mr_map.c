@@ -2,9 +2,11 @@
 /* Daemon-mapped memory regions, shim side: after a registration, find
  * the file behind the registered range and hand the daemon a descriptor
  * of it (UROCE_OP_MAP_MR), so that it places and gathers payload with
- * memcpy instead of a system call. Only a range inside one MAP_SHARED
- * mapping of a tmpfs or hugetlbfs file qualifies; anything else, and any
- * refusal by the daemon, leaves the MR on the /proc/<pid>/mem path, which
+ * memcpy instead of a system call. A range inside one MAP_SHARED mapping
+ * of a tmpfs or hugetlbfs file goes as it is; the whole pages of a range
+ * in private anonymous memory are moved onto a memfd first (mr_move.c).
+ * Anything else (file-backed private mappings, several mappings, a
+ * refusal by the daemon) leaves the MR on the /proc/<pid>/mem path, which
  * the application cannot tell apart except by speed (docs/verbs.md).
  * UROCE_MAP_MR=0 turns it off. */
 #include <dirent.h>
@@ -84,31 +86,87 @@ static int urv_file_fd(const struct uroce_vma *v, bool wr)
 	return fd;
 }
 
-void urv_mr_map(struct urv_context *c, uint32_t handle, uint64_t addr, uint64_t len,
-		unsigned access)
+/* Private anonymous read-write memory: what mr_move.c may move */
+static bool urv_vma_private_anon(const struct uroce_vma *v)
+{
+	return !strcmp(v->perms, "rw-p") && !v->maj && !v->min && !v->ino &&
+	       (!v->path[0] || !strcmp(v->path, "[heap]") || !strncmp(v->path, "[anon:", 6));
+}
+
+/* [v->start, e) all private anonymous memory, in adjacent mappings (a
+ * range moved back earlier is a mapping of its own) */
+static bool urv_anon_upto(int mfd, const struct uroce_vma *v, uintptr_t e)
+{
+	struct uroce_vma w = *v;
+
+	while (urv_vma_private_anon(&w) && w.end < e) {
+		uint64_t next = w.end;
+		if (lseek(mfd, 0, SEEK_SET) || uroce_vma_find(mfd, next, &w) || w.start != next)
+			return false;
+	}
+	return urv_vma_private_anon(&w);
+}
+
+/* The piece of [addr, addr + len) the daemon can map, with the file and
+ * its offset; *own: fd is ours to close. false: none. */
+static bool urv_mr_piece(struct urv_mr *umr, int mfd, const struct uroce_vma *v, bool wr,
+			 struct uroce_map_mr_req *q, int *fd, bool *own)
+{
+	uintptr_t addr = q->addr, pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+
+	if (v->perms[3] == 's') {
+		if (q->length > v->end - addr)
+			return false;
+		*fd = urv_file_fd(v, wr);
+		*own = true;
+		q->file_off = v->off + (addr - v->start);
+		/* pages an earlier registration moved: share its reference */
+		if (*fd >= 0)
+			umr->mv = urv_mv_of_file(v->maj, v->min, v->ino);
+		return *fd >= 0;
+	}
+	/* whole pages only; the partial ones at the ends keep the old path */
+	uintptr_t s = (addr + pg - 1) & ~(pg - 1), e = (addr + q->length) & ~(pg - 1);
+	if (s >= e || !urv_anon_upto(mfd, v, e))
+		return false;
+	umr->mv = urv_mv_get(s, e, fd);
+	*own = false;
+	q->addr = s;
+	q->length = e - s;
+	q->file_off = 0;
+	return umr->mv != NULL;
+}
+
+void urv_mr_map(struct urv_context *c, struct urv_mr *umr)
 {
 	struct uroce_vma v;
-	bool wr = access & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			    IBV_ACCESS_REMOTE_ATOMIC);
-	int mfd, fd, rc;
+	uint64_t addr = (uintptr_t)umr->ibmr.addr, len = umr->ibmr.length;
+	bool wr = umr->access & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				 IBV_ACCESS_REMOTE_ATOMIC);
+	struct uroce_map_mr_req req = { .handle = umr->ibmr.handle, .addr = addr, .length = len };
+	int mfd, fd = -1, rc;
+	bool own = false;
 
 	if (!urv_mr_map_on() || !len)
 		return;
+	urv_mv_setup();
 	mfd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 	if (mfd < 0)
 		return;
 	rc = uroce_vma_find(mfd, addr, &v);
+	if (rc) {
+		close(mfd);
+		return;
+	}
+	urv_mv_lock();
+	if (urv_mr_piece(umr, mfd, &v, wr, &req, &fd, &own))
+		/* a refusal is not an error: the MR stays on the old path */
+		umr->mapped = !urv_ctl(c, UROCE_OP_MAP_MR, &req, sizeof(req), NULL, 0, &fd, 1,
+				       NULL, 0);
+	if (umr->mapped || umr->mv)
+		urv_mv_track(umr);
+	urv_mv_unlock();
 	close(mfd);
-	if (rc || v.perms[3] != 's' || len > v.end - addr)
-		return;
-	fd = urv_file_fd(&v, wr);
-	if (fd < 0)
-		return;
-	struct uroce_map_mr_req req = {
-		.handle = handle, .addr = addr, .length = len,
-		.file_off = v.off + (addr - v.start),
-	};
-	/* a refusal is not an error: the MR stays on the old path */
-	(void)urv_ctl(c, UROCE_OP_MAP_MR, &req, sizeof(req), NULL, 0, &fd, 1, NULL, 0);
-	close(fd);
+	if (own && fd >= 0)
+		close(fd);
 }

@@ -80,7 +80,7 @@ struct ibv_mr *urv_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
 	mr->handle = rep.handle;
 	mr->lkey = rep.lkey;
 	mr->rkey = rep.rkey;
-	urv_mr_map(to_uctx(pd->context), rep.handle, req.addr, len, req.access);
+	urv_mr_map(to_uctx(pd->context), umr);
 	return mr;
 }
 
@@ -129,7 +129,9 @@ int urv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd,
 	mr->lkey = rep.lkey;
 	mr->rkey = rep.rkey;
 	/* the daemon dropped the mapping of the old registration */
-	urv_mr_map(to_uctx(mr->context), mr->handle, req.addr, req.length, umr->access);
+	urv_mv_release(umr);
+	umr->mapped = false;
+	urv_mr_map(to_uctx(mr->context), umr);
 	return 0;
 }
 
@@ -142,6 +144,8 @@ int urv_dereg_mr(struct ibv_mr *mr)
 		      sizeof(req), NULL, 0, NULL, 0, NULL, 0);
 	if (ret && ret != -ENODEV)
 		return -ret;
+	/* the daemon no longer maps it: moved pages go back to private memory */
+	urv_mv_release(urv_container_of(mr, struct urv_mr, ibmr));
 	free(urv_container_of(mr, struct urv_mr, ibmr));
 	return 0;
 }
