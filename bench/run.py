@@ -112,6 +112,17 @@ def build_tools(build, tmp):
     return out
 
 
+def mr_counts(build, d):
+    """The daemon's (mr_mapped, mr_syscall) port counters, or None."""
+    out = run_app([os.path.join(build, "tools/uroce-stat"), "-r", d.run], cpu=None)
+    c = {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 2 and f[0] in ("mr_mapped", "mr_syscall"):
+            c[f[0]] = int(f[1])
+    return (c["mr_mapped"], c["mr_syscall"]) if len(c) == 2 else None
+
+
 def perftest(build, d, cmd, timeout):
     """Server and client of one perftest; returns the client's result row."""
     port = str(20000 + os.getpid() % 20000)
@@ -181,6 +192,7 @@ def main():
         ub = lambda *args, **kw: run_app([t["uroce_bench"]] + [str(x) for x in args], env=env, **kw)  # noqa: E731
         lat_sizes = [8, 64, 512, 4096, 16384, 65536] if q < 2 else [8]
         bw_sizes = [4096, 16384, 65536, 262144, 1048576] if q < 2 else [65536]
+        c0 = mr_counts(build, d)
         R["lat"] = {}
         for op in ("send", "write"):
             for s in lat_sizes:
@@ -194,6 +206,21 @@ def main():
                 R["bw"]["%s_%d" % (op, s)] = r and r["MBps"]
         r = kv(ub("rate", 64, it(2000000)), "rate_send_64")
         R["rate_send_64_Mmsgps"] = r and r["Mmsgps"]
+        c1 = mr_counts(build, d)
+        if c0 and c1 and sum(c1) > sum(c0):
+            R["mr_mapped_share"] = (c1[0] - c0[0]) / (sum(c1) - sum(c0))
+        if q < 2:
+            # the same figures without daemon-mapped MRs, same daemon, same run
+            nm = dict(env, UROCE_MAP_MR="0")
+            unm = lambda *args: run_app([t["uroce_bench"]] + [str(x) for x in args], env=nm)  # noqa: E731
+            R["nomap"] = {"lat": {}, "bw": {}}
+            for op in ("send", "write", "read"):
+                R["nomap"]["lat"]["%s_8" % op] = kv(unm("lat", op, 8, it(20000)), "lat_%s_8_ns" % op)
+            for op in ("write", "read"):
+                for s in (65536, 1048576):
+                    n = max(it(200000) * 4096 // s, 200)
+                    r = kv(unm("bw", op, s, n, 16), "bw_%s_%d" % (op, s))
+                    R["nomap"]["bw"]["%s_%d" % (op, s)] = r and r["MBps"]
 
         if not a.no_perftest:
             # perftest runs two processes; with the daemon spinning on one
@@ -270,12 +297,14 @@ def report(R):
     rows.append(("RC READ 8 B round trip, p50", f(v, "%.0f ns"),
                  "%s x ring" % f(v / ring if v and ring else None, "%.1f")))
     v = g(R, "bw", "read_65536")
-    rows.append(("RDMA READ 64 KB, 1 QP", f(v, "%.0f MB/s"), ""))
+    rows.append(("RDMA READ 64 KB, 1 QP", f(v, "%.0f MB/s"),
+                 "%s x memcpy" % f(v / mc if v and mc else None, "%.3f")))
     v = g(R, "bw", "write_1048576")
     rows.append(("RDMA WRITE 1 MB, 1 QP", f(v, "%.0f MB/s"),
                  "%s x memcpy (target >= 0.6)" % f(v / mc if v and mc else None, "%.3f")))
     v = g(R, "bw", "read_1048576")
-    rows.append(("RDMA READ 1 MB, 1 QP", f(v, "%.0f MB/s"), ""))
+    rows.append(("RDMA READ 1 MB, 1 QP", f(v, "%.0f MB/s"),
+                 "%s x memcpy" % f(v / mc if v and mc else None, "%.3f")))
     v = R.get("rate_send_64_Mmsgps")
     rows.append(("SEND 64 B message rate", f(v, "%.3f M/s"), "target >= 3 M/s"))
     v = g(R, "qps")
@@ -286,6 +315,22 @@ def report(R):
         if v.get("create_connect_per_s"):
             rows.append(("%d RC QPs created + connected" % v["n"],
                          "%.0f QPs/s" % v["create_connect_per_s"], "target >= 20000"))
+    v = R.get("mr_mapped_share")
+    rows.append(("payload pieces through daemon-mapped MRs", f(v * 100 if v is not None else None,
+                                                               "%.1f %%"), "of all placements/gathers"))
+    nm = R.get("nomap") or {}
+    for k, what in (("send_8", "RC SEND 8 B RTT"), ("write_8", "RC WRITE 8 B RTT"),
+                    ("read_8", "RC READ 8 B RTT")):
+        v = g(nm, "lat", k, "p50")
+        if v:
+            rows.append(("  %s, UROCE_MAP_MR=0, p50" % what, f(v, "%.0f ns"),
+                         "%s x ring" % f(v / ring if ring else None, "%.1f")))
+    for k, what in (("write_65536", "WRITE 64 KB"), ("read_65536", "READ 64 KB"),
+                    ("write_1048576", "WRITE 1 MB"), ("read_1048576", "READ 1 MB")):
+        v = g(nm, "bw", k)
+        if v:
+            rows.append(("  %s, UROCE_MAP_MR=0" % what, f(v, "%.0f MB/s"),
+                         "%s x memcpy" % f(v / mc if mc else None, "%.3f")))
     rows.append(("idle daemon CPU", f(R.get("idle_cpu_pct"), "%.2f %%"), "target < 1 %"))
     v = g(R, "wake", "p50")
     rows.append(("round trip after 2 ms idle (wake), p50", f(v, "%.0f ns"),

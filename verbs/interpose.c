@@ -574,11 +574,13 @@ URV_EXPORT int ibv_resolve_eth_l2_from_gid(struct ibv_context *c,
 	FWD(ENOSYS, ibv_resolve_eth_l2_from_gid, c, attr, mac, vid);
 }
 
-/* uroce needs nothing for fork(): rings are MAP_SHARED and every fd is
- * close-on-exec. The real call prepares real devices' memory. */
+/* Rings are MAP_SHARED and every fd is close-on-exec; registered pages
+ * moved onto a memfd (mr_move.c) are then not inherited, the verbs
+ * semantics. The real call prepares real devices' memory. */
 URV_EXPORT int ibv_fork_init(void)
 {
 	__typeof__(&ibv_fork_init) r = REAL_PTR(ibv_fork_init);
 
+	urv_mv_fork_init();
 	return r ? r() : 0;
 }

@@ -71,6 +71,7 @@ struct ibv_mr *urv_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
 		return NULL;
 	}
 	umr->iova = iova;
+	umr->access = req.access;
 	mr = &umr->ibmr;
 	mr->context = pd->context;
 	mr->pd = pd;
@@ -79,6 +80,7 @@ struct ibv_mr *urv_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
 	mr->handle = rep.handle;
 	mr->lkey = rep.lkey;
 	mr->rkey = rep.rkey;
+	urv_mr_map(to_uctx(pd->context), umr);
 	return mr;
 }
 
@@ -122,8 +124,14 @@ int urv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd,
 		mr->length = len;
 		umr->iova = req.iova;
 	}
+	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
+		umr->access = req.access;
 	mr->lkey = rep.lkey;
 	mr->rkey = rep.rkey;
+	/* the daemon dropped the mapping of the old registration */
+	urv_mv_release(umr);
+	umr->mapped = false;
+	urv_mr_map(to_uctx(mr->context), umr);
 	return 0;
 }
 
@@ -136,6 +144,8 @@ int urv_dereg_mr(struct ibv_mr *mr)
 		      sizeof(req), NULL, 0, NULL, 0, NULL, 0);
 	if (ret && ret != -ENODEV)
 		return -ret;
+	/* the daemon no longer maps it: moved pages go back to private memory */
+	urv_mv_release(urv_container_of(mr, struct urv_mr, ibmr));
 	free(urv_container_of(mr, struct urv_mr, ibmr));
 	return 0;
 }

@@ -80,6 +80,10 @@ struct urv_pd {
 struct urv_mr {
 	struct ibv_mr ibmr;
 	uint64_t iova;          /* address the peer uses (ibv_reg_mr_iova2) */
+	unsigned access;        /* as registered (what the daemon maps writable) */
+	bool mapped;            /* the daemon maps (part of) it: mr_map.c */
+	struct urv_moved *mv;   /* its private pages moved onto a memfd: mr_move.c */
+	struct urv_mr *mv_next; /* mr_move.c's list of such MRs */
 };
 
 struct urv_mw {
@@ -216,6 +220,23 @@ int urv_ctl(struct urv_context *c, uint32_t op, const void *req,
 	    int nfds_in, int *fds_out, int nfds_out);
 void urv_doorbell(struct urv_context *c, uint32_t db_index);
 bool urv_daemon_gone(struct urv_context *c);
+
+/* mr_map.c: hand the daemon the file behind a registration, if it has one
+ * (private anonymous pages moved onto one first) */
+bool urv_mr_map_on(void);
+void urv_mr_map(struct urv_context *c, struct urv_mr *umr);
+
+/* mr_move.c: private anonymous pages moved onto a memfd while registered;
+ * munmap/mremap/fork with such pages and daemon-mapped MRs */
+struct urv_moved;
+void urv_mv_setup(void);
+void urv_mv_fork_init(void);
+void urv_mv_lock(void);
+void urv_mv_unlock(void);
+struct urv_moved *urv_mv_get(uintptr_t s, uintptr_t e, int *fd);
+struct urv_moved *urv_mv_of_file(unsigned maj, unsigned min, uint64_t ino);
+void urv_mv_track(struct urv_mr *umr);
+void urv_mv_release(struct urv_mr *umr);
 
 /* registry.c */
 void urv_obj_add(struct urv_obj *o, enum urv_obj_type type);

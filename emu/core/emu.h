@@ -137,6 +137,18 @@ struct emu_mr {
 	uint32_t lkey, rkey;
 	uint32_t mw_bound;  /* windows bound to it: dereg = -EBUSY */
 	uint64_t gen;       /* dev->mr_epoch when registered or last reregistered */
+	uint32_t nmaps;     /* its pieces in ctx->maps (mrmap.c) */
+};
+
+/* A piece of an MR mapped into the daemon (mrmap.c): client addresses
+ * [addr, addr + len) are base[0 .. len) here. */
+struct emu_mrmap {
+	uint64_t addr, len;
+	uint8_t *base;
+	void *map;          /* what to munmap */
+	size_t maplen;
+	struct emu_mr *mr;
+	bool writable;
 };
 
 enum emu_mw_state { EMU_MW_FREE, EMU_MW_VALID };
@@ -301,6 +313,9 @@ struct emu_ctx {
 	uint32_t nobj[EMU_OBJ_NTYPES];
 	int32_t uid_slot;             /* dev->uids index, -1 = not accounted (tests) */
 	uint64_t mem;                 /* daemon memory charged (queues), bytes */
+	struct emu_mrmap *maps;       /* mapped MR pieces, sorted by addr (mrmap.c) */
+	uint32_t nmaps, capmaps;
+	uint64_t mr_mapped, mr_syscall; /* payload pieces by path (mem.c) */
 };
 
 /* Resource limits (docs/running.md, --limit/--uid-limit): objects one
@@ -386,6 +401,8 @@ struct emu_port_counters {
 	uint64_t evq_lost;    /* event-pipe records dropped past the backlog (cq.c) */
 	uint64_t cqe_inline;  /* receives whose payload went in the CQ ring */
 	uint64_t icrc_skipped; /* frames whose ICRC work the internal ring skipped */
+	uint64_t mr_mapped;   /* payload pieces moved by memcpy through a mapped MR */
+	uint64_t mr_syscall;  /* ... through the client's /proc/<pid>/mem */
 };
 
 /* What the core asks of the layers above it, per device: the transport's
@@ -523,6 +540,18 @@ int emu_mem_readv(struct emu_ctx *c, const struct iovec *local, unsigned nlocal,
 		  const struct emu_rvec *remote, unsigned nremote);
 int emu_mem_writev(struct emu_ctx *c, const struct iovec *local, unsigned nlocal,
 		   const struct emu_rvec *remote, unsigned nremote);
+/* Daemon-mapped MRs (mrmap.c, docs/security.md): map a piece of an MR
+ * from the file descriptor the client sent after checking it against the
+ * client's own mapping; 0 or -errno (the piece then stays on the
+ * /proc/<pid>/mem path). emu_mr_unmap drops every piece of mr. */
+int emu_mr_map(struct emu_ctx *c, const struct uroce_map_mr_req *q, int fd);
+void emu_mr_unmap(struct emu_mr *mr);
+int emu_mr_unmap_handle(struct emu_ctx *c, uint32_t handle);
+/* the daemon address of client [addr, addr + len) if one mapped piece of
+ * c holds it (and may be written, if write), else NULL */
+uint8_t *emu_mrmap_find(const struct emu_ctx *c, uint64_t addr, uint64_t len, bool write);
+/* memcpy that turns a SIGBUS (a client shrank a mapped file) into -EFAULT */
+int emu_mrmap_copy(void *dst, const void *src, size_t n);
 /* Stall guard (mem.c, docs/security.md): an engine thread publishes each
  * access to application memory in its guard: token != 0 while a system
  * call is under way, ctx whose memory it is. A watchdog that sees the same

@@ -39,6 +39,16 @@ static __thread struct { /* per worker thread */
 static int emu_mem_xfer(struct emu_ctx *c, const struct iovec *l, unsigned nl,
 			const struct emu_rvec *r, unsigned nr, bool write);
 
+static bool emu_mem_all_mapped(const struct emu_ctx *c, const struct emu_rvec *r, unsigned nr)
+{
+	if (!c->nmaps)
+		return false;
+	for (unsigned i = 0; i < nr; i++)
+		if (!emu_mrmap_find(c, r[i].addr, r[i].len, true))
+			return false;
+	return true;
+}
+
 static __thread struct emu_mem_guard *emu_guard; /* per engine thread */
 static __thread uint64_t emu_guard_seq;
 
@@ -111,7 +121,8 @@ int emu_mem_write_deferred(struct emu_qp *qp, struct emu_ctx *c, const struct em
 {
 	struct iovec l = { (void *)(uintptr_t)src, len };
 
-	if (!emu_wb.on || !len || nr > EMU_MAX_SGE)
+	/* a mapped target costs no system call: nothing to batch */
+	if (!emu_wb.on || !len || nr > EMU_MAX_SGE || emu_mem_all_mapped(c, r, nr))
 		return emu_mem_xfer(c, &l, 1, r, nr, true);
 	if (emu_wb.nl && (emu_wb.ctx != c || emu_wb.nl == EMU_WB_MAX ||
 			  emu_wb.nr + nr > EMU_WB_MAX))
@@ -212,30 +223,12 @@ int emu_mem_attach(struct emu_ctx *c, int fd)
 	return 0;
 }
 
-static int emu_mem_xfer(struct emu_ctx *c, const struct iovec *l, unsigned nl,
-			const struct emu_rvec *r, unsigned nr, bool write)
+/* The path without a mapping: the client's /proc/<pid>/mem descriptor. */
+static int emu_mem_sys_xfer(struct emu_ctx *c, const struct iovec *l, unsigned nl,
+			    const struct emu_rvec *r, unsigned nr, bool write)
 {
-	size_t want = 0, lsum = 0;
-	unsigned i;
-
-	for (i = 0; i < nl; i++)
-		lsum += l[i].iov_len;
-	for (i = 0; i < nr; i++) {
-		if (r[i].addr + r[i].len < r[i].addr)
-			return -EFAULT;
-		want += r[i].len;
-	}
-	if (want != lsum)
-		return -EINVAL;
-	if ((c->dead && c->nh == 0) || c->mem_stalled)
-		return -EFAULT; /* the application is gone (zombie context) or quarantined */
-	if (want == 0)
-		return 0;
-	/* keep every access to one process in posting order; another
-	 * process's pending writes can wait (and a client whose memory
-	 * blocks then stalls no other client's packet half-way) */
-	if (emu_wb.nl && emu_wb.ctx == c)
-		emu_mem_flush();
+	c->mr_syscall += nr;
+	c->dev->cnt.mr_syscall += nr;
 	static __thread pid_t self;
 	if (!self)
 		self = getpid();
@@ -267,6 +260,80 @@ static int emu_mem_xfer(struct emu_ctx *c, const struct iovec *l, unsigned nl,
 	if (c->mem_fd < 0)
 		return -EFAULT;
 	return emu_mem_fd_xfer(c, l, nl, r, nr, write);
+}
+
+/* Some remote ranges lie in mapped MR pieces (mrmap.c): memcpy those, the
+ * rest through the descriptor, range by range in order. */
+static int emu_mem_map_xfer(struct emu_ctx *c, const struct iovec *l, unsigned nl,
+			    const struct emu_rvec *r, unsigned nr, bool write)
+{
+	uint8_t *mp[EMU_WB_MAX];
+	unsigned i, nm = 0, li = 0;
+	size_t lo = 0;
+
+	for (i = 0; i < nr; i++)
+		nm += (mp[i] = emu_mrmap_find(c, r[i].addr, r[i].len, write)) != NULL;
+	if (!nm)
+		return emu_mem_sys_xfer(c, l, nl, r, nr, write);
+	c->mr_mapped += nm;
+	c->dev->cnt.mr_mapped += nm;
+	for (i = 0; i < nr; i++) {
+		for (uint64_t done = 0; done < r[i].len;) {
+			if (li >= nl)
+				return -EINVAL; /* lengths were checked equal */
+			size_t n = l[li].iov_len - lo;
+			if (n > r[i].len - done)
+				n = (size_t)(r[i].len - done);
+			uint8_t *lp = (uint8_t *)l[li].iov_base + lo;
+			int rc;
+			if (mp[i]) {
+				rc = write ? emu_mrmap_copy(mp[i] + done, lp, n)
+					   : emu_mrmap_copy(lp, mp[i] + done, n);
+			} else {
+				struct iovec v = { lp, n };
+				struct emu_rvec rv = { r[i].addr + done, n };
+				rc = emu_mem_sys_xfer(c, &v, 1, &rv, 1, write);
+			}
+			if (rc)
+				return rc;
+			done += n;
+			lo += n;
+			if (lo == l[li].iov_len) {
+				li++;
+				lo = 0;
+			}
+		}
+	}
+	return 0;
+}
+
+static int emu_mem_xfer(struct emu_ctx *c, const struct iovec *l, unsigned nl,
+			const struct emu_rvec *r, unsigned nr, bool write)
+{
+	size_t want = 0, lsum = 0;
+	unsigned i;
+
+	for (i = 0; i < nl; i++)
+		lsum += l[i].iov_len;
+	for (i = 0; i < nr; i++) {
+		if (r[i].addr + r[i].len < r[i].addr)
+			return -EFAULT;
+		want += r[i].len;
+	}
+	if (want != lsum)
+		return -EINVAL;
+	if ((c->dead && c->nh == 0) || c->mem_stalled)
+		return -EFAULT; /* the application is gone (zombie context) or quarantined */
+	if (want == 0)
+		return 0;
+	/* keep every access to one process in posting order; another
+	 * process's pending writes can wait (and a client whose memory
+	 * blocks then stalls no other client's packet half-way) */
+	if (emu_wb.nl && emu_wb.ctx == c)
+		emu_mem_flush();
+	if (c->nmaps && nr <= EMU_WB_MAX)
+		return emu_mem_map_xfer(c, l, nl, r, nr, write);
+	return emu_mem_sys_xfer(c, l, nl, r, nr, write);
 }
 
 int emu_mem_readv(struct emu_ctx *c, const struct iovec *local, unsigned nlocal,

@@ -191,6 +191,7 @@ int emu_mr_rereg(struct emu_ctx *c, const struct uroce_rereg_mr_req *q, struct u
 		pd->refcnt++;
 		mr->pd = pd;
 	}
+	emu_mr_unmap(mr); /* the shim maps the new translation again */
 	mr->addr = addr;
 	mr->length = len;
 	mr->iova = iova;
@@ -211,6 +212,7 @@ int emu_mr_dereg(struct emu_ctx *c, uint32_t handle)
 		return -EINVAL;
 	if (mr->mw_bound && !c->dead)
 		return -EBUSY;
+	emu_mr_unmap(mr);
 	emu_key_free(c->dev, mr->lkey);
 	mr->pd->refcnt--;
 	emu_ctx_drop(c, handle);

@@ -386,6 +386,7 @@ union emu_req {
 	struct uroce_handle_msg hm;
 	struct uroce_reg_mr_req mr;
 	struct uroce_rereg_mr_req rereg;
+	struct uroce_map_mr_req map;
 	struct uroce_alloc_mw_req mw;
 	struct uroce_create_cq_req cq;
 	struct uroce_resize_cq_req rcq;
@@ -498,6 +499,20 @@ static int emu_op_rereg_mr(struct emu_op *k)
 static int emu_op_dereg_mr(struct emu_op *k)
 {
 	return emu_mr_dereg(k->c, k->q->hm.handle);
+}
+
+/* the file stays mapped through its own reference; the descriptor is
+ * closed with the request's */
+static int emu_op_map_mr(struct emu_op *k)
+{
+	if (k->nfds != 1)
+		return -EINVAL;
+	return emu_mr_map(k->c, &k->q->map, k->fds[0]);
+}
+
+static int emu_op_unmap_mr(struct emu_op *k)
+{
+	return emu_mr_unmap_handle(k->c, k->q->hm.handle);
 }
 
 static int emu_op_alloc_mw(struct emu_op *k)
@@ -754,6 +769,8 @@ static const struct {
 	[UROCE_OP_FAULT_CLEAR] = { 0, 0, emu_op_fault },
 	[UROCE_OP_CAPTURE_START] = { 0, 1, emu_op_capture_start },
 	[UROCE_OP_CAPTURE_STOP] = { 0, 0, emu_op_capture_stop },
+	[UROCE_OP_MAP_MR] = { sizeof(struct uroce_map_mr_req), 1, emu_op_map_mr },
+	[UROCE_OP_UNMAP_MR] = { sizeof(struct uroce_handle_msg), 0, emu_op_unmap_mr },
 };
 
 /* validate the header against the shape table: 0 or the reply status */

@@ -59,6 +59,12 @@ void emu_stats_fill(struct emu_dev *d, const struct emu_ctx *viewer, uint32_t fi
 	p->evq_lost = c->evq_lost;
 	p->cqe_inline = c->cqe_inline;
 	p->icrc_skipped = c->icrc_skipped;
+	p->mr_mapped = c->mr_mapped;
+	p->mr_syscall = c->mr_syscall;
+	if (viewer) {
+		r->self_mr_mapped = viewer->mr_mapped;
+		r->self_mr_syscall = viewer->mr_syscall;
+	}
 
 	if (!d->qpn)
 		return;

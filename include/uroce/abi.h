@@ -340,6 +340,10 @@ enum uroce_op {
 				  *  writing (the client opens it; the daemon never
 				  *  opens a path a client names) -> empty */
 	UROCE_OP_CAPTURE_STOP,   /**< admin: empty -> uroce_capture_rep */
+	UROCE_OP_MAP_MR,         /**< uroce_map_mr_req; fds in: [0] the file behind the
+				  *  piece (docs/verbs.md, "Daemon-mapped memory regions").
+				  *  Any error leaves the piece on the /proc/<pid>/mem path */
+	UROCE_OP_UNMAP_MR,       /**< uroce_handle_msg: drop every mapping of an MR */
 	UROCE_OP_MAX
 };
 
@@ -412,6 +416,19 @@ struct uroce_rereg_mr_req {
 	uint64_t iova;
 };
 /* reply: uroce_reg_mr_rep */
+
+/** A piece [addr, addr + length) of a registered MR that the client has in
+ *  a MAP_SHARED mapping of a tmpfs / hugetlbfs file: the descriptor of that
+ *  file travels with the request, file_off is the file offset of addr. The
+ *  daemon checks it against the client's own mapping before it maps it;
+ *  a reregistration or deregistration drops it. */
+struct uroce_map_mr_req {
+	uint32_t handle;
+	uint32_t rsvd;
+	uint64_t addr;
+	uint64_t length;
+	uint64_t file_off;
+};
 
 struct uroce_alloc_mw_req { uint32_t pd; uint32_t type; /**< enum ibv_mw_type */ };
 struct uroce_alloc_mw_rep { uint32_t handle; uint32_t rkey; };
@@ -545,6 +562,8 @@ struct uroce_port_stats {
 	uint64_t evq_lost;         /**< event records lost: a reader fell behind the backlog */
 	uint64_t cqe_inline;       /**< receives whose payload travelled in the CQ ring */
 	uint64_t icrc_skipped;     /**< ICRC computations + checks the internal ring skipped */
+	uint64_t mr_mapped;        /**< payload pieces placed/gathered by memcpy (mapped MR) */
+	uint64_t mr_syscall;       /**< ... through /proc/<pid>/mem (the old path) */
 };
 struct uroce_qp_stats {
 	uint32_t qpn;
@@ -572,6 +591,9 @@ struct uroce_query_stats_rep {
 	uint32_t rsvd;
 	uint64_t xdrops[UROCE_STATS_XDROP_MAX];
 	char xdrop_name[UROCE_STATS_XDROP_MAX][UROCE_STATS_NAME_LEN];
+	/* appended: the asking context's own mr_mapped / mr_syscall (0 from
+	 * older daemons: a reply shorter than this struct) */
+	uint64_t self_mr_mapped, self_mr_syscall;
 };
 _Static_assert(sizeof(struct uroce_query_stats_rep) + 16 <= UROCE_MAX_MSG, "stats reply");
 

@@ -23,6 +23,12 @@
  *             daemon keeps serving (the fetch loop ran 2^32 times)
  *   dpdkdir   no DPDK runtime directory after a clean exit; a stale one
  *             of a dead daemon removed at start, others left alone
+ *   mrmap     UROCE_OP_MAP_MR with descriptors that are not the MR's
+ *             memory (another memfd, one mapped elsewhere, a wrong
+ *             offset, read-only for a writable MR, a file on disk, a
+ *             range outside the MR): refused, and WRITEs into the MR
+ *             land in it through the old path (counted) while the other
+ *             files stay untouched; the right descriptor is mapped
  *
  * Usage: test_emu_hardening UROCED CASE [SEED] */
 #include "emu_test.h"
@@ -163,6 +169,26 @@ static int t_rc_open(struct t_rc *r, struct t_client *c, int k, int32_t channel)
 	return t_rc_up(c, &r->qp);
 }
 
+/* An inline SEND or RDMA WRITE (to raddr/rkey) of len bytes of src, signaled. */
+static void t_rc_send_op(struct t_rc *r, uint8_t op, const uint8_t *src, uint32_t len,
+			 uint64_t raddr, uint32_t rkey, uint64_t id)
+{
+	uint32_t p = __atomic_load_n(r_prod(&r->sq), __ATOMIC_RELAXED);
+	struct uroce_send_wqe *sw = r_slot(&r->sq, p);
+	memset(sw, 0, UROCE_SEND_WQE_HDR);
+	sw->wr_id = id;
+	sw->opcode = op;
+	sw->send_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED;
+	sw->inline_len = len;
+	if (op == IBV_WR_RDMA_WRITE) {
+		sw->rdma.remote_addr = raddr;
+		sw->rdma.rkey = rkey;
+	}
+	memcpy((uint8_t *)sw + UROCE_SEND_WQE_HDR, src, len);
+	__atomic_store_n(r_prod(&r->sq), p + 1, __ATOMIC_RELEASE);
+	t_ring(r->c, r->qp.db_index);
+}
+
 /* Post a receive into t_buf[k] and an inline SEND of len bytes from src. */
 static void t_rc_post(struct t_rc *r, int k, const uint8_t *src, uint32_t len, uint64_t id)
 {
@@ -176,16 +202,7 @@ static void t_rc_post(struct t_rc *r, int k, const uint8_t *src, uint32_t len, u
 	sge->lkey = r->lkey;
 	__atomic_store_n(r_prod(&r->rq), p + 1, __ATOMIC_RELEASE);
 
-	p = __atomic_load_n(r_prod(&r->sq), __ATOMIC_RELAXED);
-	struct uroce_send_wqe *sw = r_slot(&r->sq, p);
-	memset(sw, 0, UROCE_SEND_WQE_HDR);
-	sw->wr_id = id;
-	sw->opcode = IBV_WR_SEND;
-	sw->send_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED;
-	sw->inline_len = len;
-	memcpy((uint8_t *)sw + UROCE_SEND_WQE_HDR, src, len);
-	__atomic_store_n(r_prod(&r->sq), p + 1, __ATOMIC_RELEASE);
-	t_ring(r->c, r->qp.db_index);
+	t_rc_send_op(r, IBV_WR_SEND, src, len, 0, 0, id);
 }
 
 /* Take n CQEs (all successful) within ms; 0 or -1. */
@@ -706,6 +723,151 @@ static int case_dpdkdir(const char *uroced)
 	return t_failures ? 1 : 0;
 }
 
+/* ---------------- mrmap: descriptors that are not the MR's memory ---------------- */
+
+static void self_counts(struct t_client *c, uint64_t *mapped, uint64_t *sys)
+{
+	static struct uroce_query_stats_rep r;
+	struct uroce_query_stats_req q = { 0, 0 };
+	int rc = t_call(c, UROCE_OP_QUERY_STATS, &q, sizeof(q), NULL, 0, &r, sizeof(r), NULL, NULL);
+	REQUIRE(rc == 0, "query stats: %d", rc);
+	*mapped = r.self_mr_mapped;
+	*sys = r.self_mr_syscall;
+}
+
+#define MM_LEN (3 * 4096)
+
+static uint8_t *mm_file(int fd, uint8_t fill)
+{
+	REQUIRE(ftruncate(fd, MM_LEN) == 0, "ftruncate: %s", strerror(errno));
+	uint8_t *p = mmap(NULL, MM_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	REQUIRE(p != MAP_FAILED, "mmap: %s", strerror(errno));
+	memset(p, fill, MM_LEN);
+	return p;
+}
+
+struct mm_env {
+	struct t_client a;
+	struct t_rc r;
+	uint8_t *pa;          /* the MR's memory (memfd A) */
+	uint8_t *others[3];   /* memfd B (mapped elsewhere), a file on disk, memfd D */
+	uint32_t handle, rkey;
+	int round;
+};
+
+/* One WRITE of fresh bytes into the MR; they must land there and nowhere
+ * else, through the path want_mapped says. */
+static void mm_write(struct mm_env *e, bool want_mapped, const char *what)
+{
+	uint8_t msg[64];
+	uint64_t m0, s0, m1, s1;
+	uint32_t off = (uint32_t)(rnd() % (MM_LEN - sizeof(msg)));
+
+	for (size_t i = 0; i < sizeof(msg); i++)
+		msg[i] = (uint8_t)(rnd() | 1); /* never the others' fill byte 0 */
+	self_counts(&e->a, &m0, &s0);
+	t_rc_send_op(&e->r, IBV_WR_RDMA_WRITE, msg, sizeof(msg), (uintptr_t)e->pa + off, e->rkey,
+		     (uint64_t)e->round++);
+	REQUIRE(t_rc_poll(&e->r, 1, 20000) == 0, "WRITE after %s", what);
+	self_counts(&e->a, &m1, &s1);
+	CHECK(memcmp(e->pa + off, msg, sizeof(msg)) == 0, "data after %s", what);
+	for (int k = 0; k < 3; k++)
+		for (size_t i = 0; i < MM_LEN; i++)
+			if (e->others[k][i]) {
+				CHECK(0, "other file %d touched at %zu after %s", k, i, what);
+				break;
+			}
+	if (want_mapped)
+		CHECK(m1 > m0 && s1 == s0, "after %s: mapped +%llu, old path +%llu", what,
+		      (unsigned long long)(m1 - m0), (unsigned long long)(s1 - s0));
+	else
+		CHECK(m1 == m0 && s1 > s0, "after %s: mapped +%llu, old path +%llu", what,
+		      (unsigned long long)(m1 - m0), (unsigned long long)(s1 - s0));
+}
+
+static int mm_map(struct mm_env *e, uint32_t handle, uint8_t *addr, uint64_t len, uint64_t off,
+		  int fd)
+{
+	struct uroce_map_mr_req q = { .handle = handle, .addr = (uintptr_t)addr, .length = len,
+				      .file_off = off };
+	return t_call(&e->a, UROCE_OP_MAP_MR, &q, sizeof(q), &fd, fd >= 0 ? 1 : 0, NULL, 0, NULL,
+		      NULL);
+}
+
+static uint32_t mm_reg(struct mm_env *e, uint8_t *addr, uint32_t *rkey)
+{
+	struct uroce_reg_mr_req mq = { .pd = e->r.pd,
+				       .access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+				       .addr = (uintptr_t)addr, .length = MM_LEN,
+				       .iova = (uintptr_t)addr };
+	struct uroce_reg_mr_rep mr;
+	int rc = t_call(&e->a, UROCE_OP_REG_MR, &mq, sizeof(mq), NULL, 0, &mr, sizeof(mr), NULL,
+			NULL);
+	REQUIRE(rc == 0, "reg mr: %d", rc);
+	if (rkey)
+		*rkey = mr.rkey;
+	return mr.handle;
+}
+
+static void case_mrmap(struct t_daemon *d)
+{
+	static struct mm_env e;
+	char path[512];
+
+	REQUIRE(t_client_open(&e.a, d->sock) == 0, "client a");
+	REQUIRE(t_rc_open(&e.r, &e.a, 0, -1) == 0, "a's QP");
+	int fa = memfd_create("mm-a", MFD_CLOEXEC), fb = memfd_create("mm-b", MFD_CLOEXEC);
+	int fdd = memfd_create("mm-d", MFD_CLOEXEC);
+	snprintf(path, sizeof(path), "%s/disk-file", d->dir);
+	int ff = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	REQUIRE(fa >= 0 && fb >= 0 && fdd >= 0 && ff >= 0, "files: %s", strerror(errno));
+	e.pa = mm_file(fa, 0);
+	e.others[0] = mm_file(fb, 0);
+	e.others[1] = mm_file(ff, 0);
+	e.others[2] = mm_file(fdd, 0);
+	e.handle = mm_reg(&e, e.pa, &e.rkey);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fa);
+	int fa_ro = open(path, O_RDONLY | O_CLOEXEC);
+	REQUIRE(fa_ro >= 0, "read-only A: %s", strerror(errno));
+
+	mm_write(&e, false, "registration");
+	int rc = mm_map(&e, e.handle, e.pa, MM_LEN, 0, fb);
+	CHECK(rc == -EACCES, "another memfd (mapped elsewhere): %d", rc);
+	mm_write(&e, false, "another memfd");
+	rc = mm_map(&e, e.handle, e.pa, MM_LEN, 0, fdd);
+	CHECK(rc == -EACCES, "an unmapped memfd: %d", rc);
+	mm_write(&e, false, "an unmapped memfd");
+	rc = mm_map(&e, e.handle, e.pa, 4096, 4096, fa);
+	CHECK(rc == -EACCES, "wrong offset: %d", rc);
+	mm_write(&e, false, "a wrong offset");
+	rc = mm_map(&e, e.handle, e.pa, MM_LEN, 0, fa_ro);
+	CHECK(rc == -EACCES, "read-only descriptor for a writable MR: %d", rc);
+	mm_write(&e, false, "a read-only descriptor");
+	rc = mm_map(&e, e.handle, e.pa, MM_LEN, 0, ff);
+	CHECK(rc == -EOPNOTSUPP, "a file on disk: %d", rc);
+	mm_write(&e, false, "a file on disk");
+	rc = mm_map(&e, e.handle, e.pa + 4096, MM_LEN, 4096, fa);
+	CHECK(rc == -EINVAL, "past the MR: %d", rc);
+	rc = mm_map(&e, e.handle, e.pa, MM_LEN, 0, -1);
+	CHECK(rc == -EINVAL, "no descriptor: %d", rc);
+	rc = mm_map(&e, e.handle + 1000, e.pa, MM_LEN, 0, fa);
+	CHECK(rc == -EINVAL, "no such MR: %d", rc);
+	mm_write(&e, false, "bad requests");
+	/* an MR over the disk file's own mapping, with its own descriptor */
+	uint32_t h2 = mm_reg(&e, e.others[1], NULL);
+	rc = mm_map(&e, h2, e.others[1], MM_LEN, 0, ff);
+	CHECK(rc == -EOPNOTSUPP, "an MR on a disk file: %d", rc);
+	/* and the right one */
+	rc = mm_map(&e, e.handle, e.pa, MM_LEN, 0, fa);
+	CHECK(rc == 0, "the MR's own memfd: %d", rc);
+	mm_write(&e, true, "mapping");
+	mm_write(&e, true, "mapping (again)");
+	close(fa_ro);
+	t_rc_close(&e.r);
+	t_client_close(&e.a);
+	check_served(d, "mrmap");
+}
+
 int main(int argc, char **argv)
 {
 	struct t_daemon d;
@@ -734,6 +896,8 @@ int main(int argc, char **argv)
 		case_flush(&d);
 	else if (!strcmp(argv[2], "prodback"))
 		case_prodback(&d);
+	else if (!strcmp(argv[2], "mrmap"))
+		case_mrmap(&d);
 	else
 		REQUIRE(0, "unknown case %s", argv[2]);
 	return finish(&d);

@@ -132,6 +132,9 @@ static const struct { uint16_t req, rep; uint8_t fds_out; } fz_shape[UROCE_OP_MA
 	[UROCE_OP_DETACH_MCAST] = { sizeof(struct uroce_mcast_req), 0, 0 },
 	[UROCE_OP_QUERY_STATS] = { sizeof(struct uroce_query_stats_req),
 				   sizeof(struct uroce_query_stats_rep), 0 },
+	/* without the descriptor it needs (the fuzzer sends none): refused */
+	[UROCE_OP_MAP_MR] = { sizeof(struct uroce_map_mr_req), 0, 0 },
+	[UROCE_OP_UNMAP_MR] = { sizeof(struct uroce_handle_msg), 0, 0 },
 };
 
 /* The simulated port drops every frame: only the control path matters. */

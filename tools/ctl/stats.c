@@ -91,7 +91,7 @@ static const struct ctl_field port_tail[] = {
 	{ "qps", offsetof(struct uroce_port_stats, nqp) },
 	{ "contexts", offsetof(struct uroce_port_stats, nctx) },
 	{ "clients_refused", offsetof(struct uroce_port_stats, clients_refused) },
-	PF(evq_lost), PF(cqe_inline), PF(icrc_skipped),
+	PF(evq_lost), PF(cqe_inline), PF(icrc_skipped), PF(mr_mapped), PF(mr_syscall),
 };
 #define QF(n) { #n, offsetof(struct uroce_qp_stats, n) }
 static const struct ctl_field qp_fields[] = {
