@@ -132,6 +132,16 @@ static const struct { uint16_t req, rep; uint8_t fds_out; } fz_shape[UROCE_OP_MA
 	[UROCE_OP_DETACH_MCAST] = { sizeof(struct uroce_mcast_req), 0, 0 },
 	[UROCE_OP_QUERY_STATS] = { sizeof(struct uroce_query_stats_req),
 				   sizeof(struct uroce_query_stats_rep), 0 },
+	/* uroce-ctl's (the harness's uid is the daemon's: admin ops allowed) */
+	[UROCE_OP_DEV_INFO] = { 0, sizeof(struct uroce_dev_info), 0 },
+	[UROCE_OP_QUERY_QPS] = { sizeof(struct uroce_query_qps_req),
+				 sizeof(struct uroce_query_qps_rep), 0 },
+	[UROCE_OP_FAULT_GET] = { 0, sizeof(struct uroce_fault_info), 0 },
+	[UROCE_OP_FAULT_SET] = { sizeof(struct uroce_fault_set_req),
+				 sizeof(struct uroce_fault_info), 0 },
+	[UROCE_OP_FAULT_CLEAR] = { 0, sizeof(struct uroce_fault_info), 0 },
+	[UROCE_OP_CAPTURE_START] = { 0, 0, 0 },
+	[UROCE_OP_CAPTURE_STOP] = { 0, sizeof(struct uroce_capture_rep), 0 },
 	/* without the descriptor it needs (the fuzzer sends none): refused */
 	[UROCE_OP_MAP_MR] = { sizeof(struct uroce_map_mr_req), 0, 0 },
 	[UROCE_OP_UNMAP_MR] = { sizeof(struct uroce_handle_msg), 0, 0 },
@@ -638,6 +648,22 @@ static size_t fz_body(struct fz *f, struct fz_in *in, uint32_t op, uint8_t *b)
 	case UROCE_OP_QUERY_STATS:
 		((struct uroce_query_stats_req *)b)->first_qpn = fz_handle(f, in);
 		break;
+	case UROCE_OP_QUERY_QPS:
+		((struct uroce_query_qps_req *)b)->first_qpn = fz_handle(f, in);
+		break;
+	case UROCE_OP_FAULT_SET: {
+		/* a plausible spec (the keys --fault knows), or any bytes */
+		static const char *const specs[] = { "drop=0.5,seed=3", "dup=1,qp=0x11",
+						     "reorder=0.2,opcode=4", "corrupt=1",
+						     "delay_us=10", "drop=2", "qp=0", "x=1" };
+		uint8_t how = fz_u8(in);
+
+		if (how & 1)
+			fz_bytes(in, b, sizeof(struct uroce_fault_set_req));
+		else
+			snprintf((char *)b, UROCE_FAULT_SPEC_MAX, "%s", specs[(how >> 1) % 8]);
+		break;
+	}
 	case UROCE_OP_DEALLOC_PD:
 	case UROCE_OP_DEREG_MR:
 	case UROCE_OP_DEALLOC_MW:

@@ -32,6 +32,7 @@ import os
 import random
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -89,6 +90,12 @@ def errors_without_daemon(a, tmp):
     os.mkdir(missing, 0o700)
     r = ctl(a, env, '-r', missing, 'qps')
     one_line_error(r, 2, 'no uroced serves uroce0', 'no daemon: qps exits 2')
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    stale.bind(os.path.join(missing, 'uroce0.sock'))
+    stale.close()
+    r = ctl(a, env, '-r', missing, 'devices')
+    one_line_error(r, 2, 'no uroced running', 'only a stale socket: devices exits 2')
+    os.unlink(os.path.join(missing, 'uroce0.sock'))
     bad = os.path.join(tmp, 'open')
     os.mkdir(bad)
     os.chmod(bad, 0o777)
@@ -115,8 +122,14 @@ def qp_by_num(js, qpn):
 
 
 def live_checks(a, env, qa, qb):
+    # a socket nobody listens on (a dead daemon's): skipped, as the shim does
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    stale.bind(os.path.join(env['UROCE_RUN_DIR'], 'stale.sock'))
+    stale.close()
     dev = ctl_json(a, env, 'devices')['devices']
-    check(len(dev) == 1 and dev[0]['name'] == 'uroce0', 'devices: uroce0 only')
+    check(len(dev) == 1 and dev[0]['name'] == 'uroce0', 'devices: uroce0 only (stale skipped)')
+    r = ctl(a, env, '-d', 'stale', 'qps')
+    one_line_error(r, 2, 'no uroced serves stale', 'qps on a stale socket: exit 2')
     d = dev[0]
     check(d['state'] == 'ACTIVE' and d['loopback'] and d['port'] == 'loopback',
           'devices: ACTIVE loopback port')

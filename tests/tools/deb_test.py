@@ -74,6 +74,9 @@ def contents(deb):
                  '/usr/share/man/man7/liburoce.7.gz', '/usr/lib/sysusers.d/uroce.conf'):
         check(want in names, 'package holds ' + want)
     check(len(shim) == 1 and shim[0].startswith('/usr/lib/'), 'package holds liburoce.so')
+    dep = subprocess.run(['dpkg-deb', '-f', deb, 'Depends'], capture_output=True, text=True,
+                         timeout=60).stdout
+    check('libibverbs1' in dep and 'librte-eal' in dep, 'Depends: %s' % dep.strip())
     check(any(n.endswith('/systemd/system/uroced.service') for n in names) and
           any(n.endswith('/systemd/user/uroced.service') for n in names),
           'package holds the system and user units')

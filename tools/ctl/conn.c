@@ -95,6 +95,8 @@ int ctl_open(struct ctl *c, const char *dev)
 	}
 	snprintf(path, sizeof(path), "%s/%s", c->run_dir, sock);
 	c->sock = urv_connect(path);
+	if (c->sock < 0 && errno == ECONNREFUSED && c->skip_stale)
+		return CTL_STALE; /* a daemon's leftover socket */
 	if (c->sock < 0) {
 		if (errno == EPERM)
 			fprintf(stderr, "%s: %s: the daemon is not run by this user or root\n",

@@ -23,7 +23,10 @@ struct ctl {
 	int sock;
 	uint32_t seq;
 	int fail_status;           /* what a connection failure exits with */
+	bool skip_stale;           /* listing: a socket nobody listens on is
+				    * skipped quietly, as the shim skips it */
 };
+#define CTL_STALE (-1)             /* ctl_open: skipped (skip_stale) */
 
 /* conn.c */
 /* dir, or the default (NULL: UROCE_RUN_DIR, XDG_RUNTIME_DIR, /tmp): 0, or

@@ -79,6 +79,8 @@ static int dev_one(struct ctl *c, const char *name)
 	char mac[32], guid[48];
 
 	int rc = ctl_open(c, name);
+	if (rc == CTL_STALE)
+		return CTL_STALE;
 	if (rc)
 		return rc;
 	rc = ctl_call(c, UROCE_OP_DEV_INFO, NULL, 0, &d, sizeof(d), -1);
@@ -105,18 +107,22 @@ int ctl_cmd_devices(struct ctl *c, int argc, char **argv)
 	(void)argv;
 	if (argc > 1)
 		return -CTL_USAGE;
-	if (c->dev)
+	if (c->dev) {
 		snprintf(names[0], sizeof(names[0]), "%s", c->dev);
-	else
+	} else {
 		n = ctl_list_devices(c, names, CTL_MAX_DEVS);
+		c->skip_stale = true;
+	}
 	if (n < 0)
 		return -n;
 	if (c->json) {
 		js_obj(NULL);
 		js_arr("devices");
 	}
+	int shown = 0;
 	for (int i = 0; i < n; i++) {
 		int rc = dev_one(c, names[i]);
+		shown += rc != CTL_STALE;
 		if (rc > worst)
 			worst = rc;
 	}
@@ -124,6 +130,11 @@ int ctl_cmd_devices(struct ctl *c, int argc, char **argv)
 		js_end();
 		js_end();
 		js_done();
+	}
+	if (!shown) {
+		fprintf(stderr, "%s: no uroced running (only stale sockets in %s)\n", c->prog,
+			c->run_dir);
+		return c->fail_status;
 	}
 	return worst;
 }
