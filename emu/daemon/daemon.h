@@ -102,6 +102,8 @@ void emu_ctl_mark_dead(struct emu_daemon *dm);
  * room, descriptors, pool memory) before EAL starts; 0, or -1 after one
  * line when the port type cannot carry that MTU */
 int emu_port_param(struct emu_opts *o);
+/* the value of ",key=" in a port's arguments (up to the next ','), or NULL */
+const char *emu_vdev_arg(const char *vdev, const char *key);
 
 /* shared.c: --shared. opts: the interface's MTU and addresses into o,
  * the XDP program into its port arguments (0, or -1 after one line);

@@ -24,20 +24,14 @@
  * and it fits */
 static bool emu_vdev_str(const char *vdev, const char *key, char *out, size_t sz)
 {
-	size_t kl = strlen(key);
+	const char *v = emu_vdev_arg(vdev, key);
+	size_t n = v ? strcspn(v, ",") : 0;
 
-	for (const char *p = strchr(vdev, ','); p; p = strchr(p + 1, ',')) {
-		if (strncmp(p + 1, key, kl) || p[1 + kl] != '=')
-			continue;
-		const char *v = p + 2 + kl;
-		size_t n = strcspn(v, ",");
-		if (n >= sz)
-			return false; /* a cut name could be another interface's */
-		memcpy(out, v, n);
-		out[n] = 0;
-		return true;
-	}
-	return false;
+	if (!v || n >= sz)
+		return false; /* a cut name could be another interface's */
+	memcpy(out, v, n);
+	out[n] = 0;
+	return true;
 }
 
 /* The XDP object next to our executable (the build tree), else where
@@ -158,11 +152,13 @@ int emu_shared_opts(struct emu_opts *o)
 			"(--port net_af_xdp0,iface=IF)\n", o->dev);
 		return -1;
 	}
-	if (!emu_vdev_str(o->vdev, "iface", ifname, sizeof(ifname)) || !if_nametoindex(ifname)) {
-		fprintf(stderr, "uroced: %s: --shared: no interface '%s'\n", o->dev,
-			emu_vdev_str(o->vdev, "iface", ifname, sizeof(ifname)) ? ifname : "");
+	char raw[sizeof(o->vdev)] = "";
+	if (!emu_vdev_str(o->vdev, "iface", raw, sizeof(raw)) || strlen(raw) >= sizeof(ifname) ||
+	    !if_nametoindex(raw)) {
+		fprintf(stderr, "uroced: %s: --shared: no interface '%s'\n", o->dev, raw);
 		return -1;
 	}
+	strcpy(ifname, raw);
 	if (o->mac_set) {
 		fprintf(stderr, "uroced: %s: --shared uses %s's own MAC: no --mac\n", o->dev, ifname);
 		return -1;

@@ -467,7 +467,17 @@ def case_shared(rig, a):
         p = Programs(rig, a.preload_first, UIP['a'])
         # IPv6 first: nothing has resolved fd88:: yet, so the daemon makes
         # its kernel resolve it (RTM_NEWNEIGH NTF_USE)
+        for s in 'ab':
+            if sh(*rig.nsx(s, ['ip', '-6', 'neigh', 'show', 'dev', 'ud0', 'to', UIP6[other(s)]])
+                  ).stdout.strip():
+                raise Fail('[%s] the kernel knew %s before uroce asked' % (s, UIP6[other(s)]))
         p.pingpong('ibv_rc_pingpong', ['-g', '2', '-s', '4096', '-n', '20'])
+        for s in 'ab':
+            n6 = sh(*rig.nsx(s, ['ip', '-6', 'neigh', 'show', 'dev', 'ud0', 'to',
+                                 UIP6[other(s)]])).stdout.strip()
+            print('[%s] kernel neighbour after the IPv6 pingpong: %s' % (s, n6))
+            if 'lladdr' not in n6:
+                raise Fail('[%s] the kernel did not resolve %s for uroce' % (s, UIP6[other(s)]))
         p.pingpong('ibv_rc_pingpong', ['-g', '1', '-s', '65536', '-n', '20'])
         p.perftest('ib_write_bw', ['-x', '1', '-s', '16384', '-n', '200', '-q', '4', '-t', '4'])
         for addr in (UIP['a'], UIP6['a']):
@@ -517,6 +527,15 @@ def case_shared(rig, a):
             bad.append('the kernel received %d UDP datagrams (RoCE leaked to it?)' % roce_k)
         if bad:
             raise Fail('[%s] %s' % (s, ', '.join(bad)))
+    rig.stop()
+    rig.daemons.clear()
+    for s in 'ab':
+        if 'xdp' in sh(*rig.nsx(s, ['ip', 'link', 'show', 'ud0'])).stdout:
+            raise Fail('[%s] the XDP program stayed on ud0 after uroced stopped' % s)
+
+
+def other(s):
+    return 'b' if s == 'a' else 'a'
 
 
 CASES = {'xdp': (case_xdp, 1500), 'jumbo': (case_jumbo, 9000),
@@ -542,7 +561,8 @@ def main():
     t0 = time.monotonic()
     try:
         fn(rig, a)
-        rig.stop()
+        if rig.daemons:
+            rig.stop()
     except Skip as e:
         print('SKIP:', e)
         return 77
