@@ -78,15 +78,19 @@ void emu_kneigh_close(struct emu_dev *d)
 	d->kneigh = NULL;
 }
 
-static void emu_nl_addr(struct emu_nlreq *r, uint16_t type, const union ibv_gid *ip, bool v4)
+static void emu_nl_put(struct emu_nlreq *r, uint16_t type, const void *data, unsigned len)
 {
 	struct rtattr *a = (struct rtattr *)((char *)r + NLMSG_ALIGN(r->h.nlmsg_len));
-	unsigned alen = v4 ? 4 : 16;
 
 	a->rta_type = type;
-	a->rta_len = (unsigned short)RTA_LENGTH(alen);
-	memcpy(RTA_DATA(a), v4 ? ip->raw + 12 : ip->raw, alen);
+	a->rta_len = (unsigned short)RTA_LENGTH(len);
+	memcpy(RTA_DATA(a), data, len);
 	r->h.nlmsg_len = NLMSG_ALIGN(r->h.nlmsg_len) + RTA_ALIGN(a->rta_len);
+}
+
+static void emu_nl_addr(struct emu_nlreq *r, uint16_t type, const union ibv_gid *ip, bool v4)
+{
+	emu_nl_put(r, type, v4 ? ip->raw + 12 : ip->raw, v4 ? 4 : 16);
 }
 
 /* Send r and read its answer into buf: the answer's length, or -errno
@@ -138,7 +142,7 @@ static int emu_kneigh_route(struct emu_dev *d, const union ibv_gid *ip, bool v4,
 {
 	struct emu_kneigh *k = d->kneigh;
 	struct emu_nlreq r = { 0 };
-	char buf[1024];
+	char buf[4096];
 	char s[WIRE_GID_STRLEN];
 
 	r.h.nlmsg_len = NLMSG_LENGTH(sizeof(r.rt));
@@ -147,6 +151,11 @@ static int emu_kneigh_route(struct emu_dev *d, const union ibv_gid *ip, bool v4,
 	r.rt.rtm_family = v4 ? AF_INET : AF_INET6;
 	r.rt.rtm_dst_len = v4 ? 32 : 128;
 	emu_nl_addr(&r, RTA_DST, ip, v4);
+	/* a link-local peer (GID 0's fe80::) is on whichever link is named:
+	 * ours. Anything else is looked up as the kernel routes it, so a peer
+	 * behind another interface is seen as such. */
+	if (!v4 && ip->raw[0] == 0xfe && (ip->raw[1] & 0xc0) == 0x80)
+		emu_nl_put(&r, RTA_OIF, &k->ifindex, sizeof(k->ifindex));
 	int n = emu_nl_call(k, &r, buf, sizeof(buf));
 	if (n < 0) {
 		EMU_LOG_RL(WARNING, "%s: no route to %s in the kernel's table: %s\n", d->name,
@@ -172,7 +181,7 @@ static void emu_kneigh_use(struct emu_dev *d, const union ibv_gid *hop, bool v4)
 {
 	struct emu_kneigh *k = d->kneigh;
 	struct emu_nlreq r = { 0 };
-	char buf[512];
+	char buf[4096];
 
 	r.h.nlmsg_len = NLMSG_LENGTH(sizeof(r.nd));
 	r.h.nlmsg_type = RTM_NEWNEIGH;
@@ -193,7 +202,7 @@ int emu_kneigh_query(struct emu_dev *d, const union ibv_gid *ip, uint8_t mac[6])
 	bool v4 = !memcmp(ip->raw, (const uint8_t[12]){ [10] = 0xff, [11] = 0xff }, 12);
 	union ibv_gid hop;
 	struct emu_nlreq r = { 0 };
-	char buf[1024];
+	char buf[4096];
 
 	if (emu_kneigh_route(d, ip, v4, &hop))
 		return -ENETUNREACH;

@@ -19,8 +19,9 @@ CASE
   shared    af_xdp --shared, MTU 1500, ONE veth pair that the kernels keep
             using: a checked TCP echo stream runs across it for the whole
             case, ICMP echo (v4, v6) works, the programs' TCP exchange
-            uses the same link, while ib_write_bw -q 4 and rc_pingpong -c
-            (IPv4 and IPv6 GIDs) run; the daemons see only RoCE and
+            uses the same link, while ib_write_bw -q 4, rc_pingpong -c
+            (IPv4, IPv6, link-local and routed GIDs) and rping run; the
+            daemons see only RoCE and
             resolve through the kernel (no ARP/ND of their own), the
             kernels see the TCP and no RoCE. First the negative: with
             libxdp's default program (no --shared) a TCP connection over
@@ -56,6 +57,9 @@ UIP = {'a': '10.88.0.1', 'b': '10.88.0.2'}
 UIP6 = {'a': 'fd88::1', 'b': 'fd88::2'}
 MAC = {'a': '02:00:00:88:00:01', 'b': '02:00:00:88:00:02'}
 MGMT = {'a': '10.89.0.1', 'b': '10.89.0.2'}
+# shared: a second IPv4 address per side that the other reaches through a
+# gateway (the first address), not on-link
+ROUTED = {'a': '10.66.0.1', 'b': '10.67.0.2'}
 TIMEOUT = 60
 
 
@@ -437,11 +441,15 @@ def shared_negative(rig):
 
 def case_shared(rig, a):
     """--shared on both ends of one veth pair the kernels keep using."""
-    need('ibv_rc_pingpong', 'ib_write_bw')
+    need('ibv_rc_pingpong', 'ib_write_bw', 'rping')
     rig.up(mgmt=False)
     for s in 'ab':
         sh(*rig.nsx(s, ['ip', 'addr', 'add', UIP[s] + '/24', 'dev', 'ud0']))
+        sh(*rig.nsx(s, ['ip', 'addr', 'add', ROUTED[s] + '/32', 'dev', 'ud0']))
         sh(*rig.nsx(s, ['ip', 'addr', 'add', UIP6[s] + '/64', 'dev', 'ud0', 'nodad']))
+        o = other(s)
+        sh(*rig.nsx(s, ['ip', 'route', 'add', ROUTED[o].rsplit('.', 1)[0] + '.0/24',
+                        'via', UIP[o], 'dev', 'ud0']))
     shared_negative(rig)
     for s in 'ab':
         # no --ip, --mac or --mtu: the interface's own
@@ -452,7 +460,8 @@ def case_shared(rig, a):
         end = time.monotonic() + 10
         while 'mac ' not in rig.log(s) and time.monotonic() < end:
             time.sleep(0.05)
-        for g in ('gid 1 ::ffff:' + UIP[s], 'gid 2 ' + UIP6[s]):
+        # GID 1.. are the interface's IPv4 then IPv6 addresses
+        for g in ('gid 1 ::ffff:' + UIP[s], 'gid 2 ::ffff:' + ROUTED[s], 'gid 3 ' + UIP6[s]):
             if g not in rig.log(s):
                 raise Fail('[%s] %r not in the log: GIDs are not the interface\'s' % (s, g))
     k0 = {s: kernel_counters(rig, s) for s in 'ab'}
@@ -471,7 +480,7 @@ def case_shared(rig, a):
             if sh(*rig.nsx(s, ['ip', '-6', 'neigh', 'show', 'dev', 'ud0', 'to', UIP6[other(s)]])
                   ).stdout.strip():
                 raise Fail('[%s] the kernel knew %s before uroce asked' % (s, UIP6[other(s)]))
-        p.pingpong('ibv_rc_pingpong', ['-g', '2', '-s', '4096', '-n', '20'])
+        p.pingpong('ibv_rc_pingpong', ['-g', '3', '-s', '4096', '-n', '20'])
         for s in 'ab':
             n6 = sh(*rig.nsx(s, ['ip', '-6', 'neigh', 'show', 'dev', 'ud0', 'to',
                                  UIP6[other(s)]])).stdout.strip()
@@ -479,7 +488,21 @@ def case_shared(rig, a):
             if 'lladdr' not in n6:
                 raise Fail('[%s] the kernel did not resolve %s for uroce' % (s, UIP6[other(s)]))
         p.pingpong('ibv_rc_pingpong', ['-g', '1', '-s', '65536', '-n', '20'])
+        # each peer's second address is behind a gateway: the next hop's
+        # MAC comes from the kernel's route (RTM_GETROUTE's RTA_GATEWAY)
+        p.pingpong('ibv_rc_pingpong', ['-g', '2', '-s', '4096', '-n', '10'])
+        for s in 'ab':
+            # the kernel would answer ARP for it too: only the absence of a
+            # neighbour entry shows the daemon asked for the gateway's MAC
+            n = sh(*rig.nsx(s, ['ip', 'neigh', 'show', 'dev', 'ud0', 'to', ROUTED[other(s)]]))
+            if n.stdout.strip():
+                raise Fail('[%s] %s was resolved on-link, not through its gateway: %s'
+                           % (s, ROUTED[other(s)], n.stdout.strip()))
+        # GID 0, fe80:: from the MAC: the kernels' own link-local addresses
+        p.pingpong('ibv_rc_pingpong', ['-g', '0', '-s', '4096', '-n', '10'])
         p.perftest('ib_write_bw', ['-x', '1', '-s', '16384', '-n', '200', '-q', '4', '-t', '4'])
+        # rdma_cm: its MADs are RoCEv2 too (QP1), addressed by the kernel's IP
+        p.rping(4096, 10, UIP6['a'])
         for addr in (UIP['a'], UIP6['a']):
             r = subprocess.run(kside(rig, 'b', 'ping', addr, 3), capture_output=True,
                                text=True, timeout=30)
