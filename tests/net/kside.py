@@ -14,6 +14,10 @@ namespace with `ip netns exec`.
                                     within SECS, 1 if not
   kside.py ping ADDR COUNT          ICMP/ICMPv6 echo, every reply with
                                     our payload; exit 0 if all came back
+  kside.py frames IF DSTMAC SRC4 DST4 SRC6 DST6
+                                    send one raw frame of each kind in
+                                    FRAMES out of IF (what the XDP program
+                                    must steer to uroce or pass)
 """
 import hashlib
 import os
@@ -130,6 +134,47 @@ def ping(addr, count):
     return 0 if got == count else 1
 
 
+def ip4(src, dst, proto, payload, frag=0):
+    h = struct.pack('!BBHHHBBH4s4s', 0x45, 0, 20 + len(payload), 0x1234, frag, 64, proto, 0,
+                    socket.inet_aton(src), socket.inet_aton(dst))
+    return h[:10] + struct.pack('!H', csum(h)) + h[12:] + payload
+
+
+def ip6(src, dst, nxt, payload):
+    return struct.pack('!IHBB16s16s', 6 << 28, len(payload), nxt, 64,
+                       socket.inet_pton(socket.AF_INET6, src),
+                       socket.inet_pton(socket.AF_INET6, dst)) + payload
+
+
+def udp(dport, body=b'\0' * 8):
+    return struct.pack('!HHHH', 49152, dport, 8 + len(body), 0) + body
+
+
+# name: (EtherType, payload builder); the names say where each must go.
+# Fragments carry 16 bytes (a multiple of 8, as a non-last one must).
+FRAMES = {
+    'roce4': lambda a: (0x0800, ip4(a[0], a[1], 17, udp(4791))),
+    'roce6': lambda a: (0x86dd, ip6(a[2], a[3], 17, udp(4791))),
+    'roce4_vlan': lambda a: (0x8100, struct.pack('!HH', 7, 0x0800) + ip4(a[0], a[1], 17, udp(4791))),
+    'kernel_udp4792': lambda a: (0x0800, ip4(a[0], a[1], 17, udp(4792))),
+    'kernel_frag4': lambda a: (0x0800, ip4(a[0], a[1], 17, udp(4791), frag=0x2000)),
+    'kernel_frag6': lambda a: (0x86dd, ip6(a[2], a[3], 44, struct.pack('!BBHI', 17, 0, 1, 0x5678)
+                                            + udp(4791))),
+}
+
+
+def frames(ifname, dstmac, addrs):
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    s.bind((ifname, 0))
+    src = s.getsockname()[4]
+    dst = bytes.fromhex(dstmac.replace(':', ''))
+    for name, build in FRAMES.items():
+        et, body = build(addrs)
+        s.send(dst + src + struct.pack('!H', et) + body)
+        print('sent', name)
+    return 0
+
+
 def main():
     a = sys.argv[1:]
     if a[0] == 'serve':
@@ -140,6 +185,8 @@ def main():
         return connect(a[1], int(a[2]), float(a[3]))
     if a[0] == 'ping':
         return ping(a[1], int(a[2]))
+    if a[0] == 'frames':
+        return frames(a[1], a[2], a[3:7])
     print(__doc__)
     return 2
 

@@ -23,7 +23,9 @@ CASE
             (IPv4, IPv6, link-local and routed GIDs) and rping run; the
             daemons see only RoCE and
             resolve through the kernel (no ARP/ND of their own), the
-            kernels see the TCP and no RoCE. First the negative: with
+            kernels see the TCP and no RoCE; raw frames of each kind
+            (RoCEv2 v4/v6/VLAN, another UDP port, fragments) go where
+            the XDP program must send them. First the negative: with
             libxdp's default program (no --shared) a TCP connection over
             that link fails
 
@@ -550,11 +552,40 @@ def case_shared(rig, a):
             bad.append('the kernel received %d UDP datagrams (RoCE leaked to it?)' % roce_k)
         if bad:
             raise Fail('[%s] %s' % (s, ', '.join(bad)))
+    probe_steering(rig)
     rig.stop()
     rig.daemons.clear()
     for s in 'ab':
         if 'xdp' in sh(*rig.nsx(s, ['ip', 'link', 'show', 'ud0'])).stdout:
             raise Fail('[%s] the XDP program stayed on ud0 after uroced stopped' % s)
+
+
+def probe_steering(rig):
+    """One raw frame of each kind from b to a (kside.py FRAMES): uroce
+    receives exactly the three RoCEv2 ones (IPv4, IPv6, VLAN-tagged IPv4);
+    the kernel gets UDP to another port and the IPv4 and IPv6 fragments
+    of a datagram to 4791 (its reassembly counters)."""
+    mac = re.search(r'link/ether (\S+)', sh(*rig.nsx('a', ['ip', 'link', 'show', 'ud0'])).stdout)
+    port0, _ = rig.stats('a')
+    k0 = kernel_counters(rig, 'a')
+    r = subprocess.run(kside(rig, 'b', 'frames', 'ud0', mac.group(1), UIP['b'], UIP['a'],
+                             UIP6['b'], UIP6['a']), capture_output=True, text=True, timeout=30)
+    if r.returncode:
+        raise Fail('raw frames: ' + r.stdout + r.stderr)
+    want = {'IpReasmReqds': 1, 'Ip6ReasmReqds': 1, 'UdpNoPorts': 1}
+    end = time.monotonic() + 10
+    while True:
+        port1, _ = rig.stats('a')
+        k1 = kernel_counters(rig, 'a')
+        got = port1.get('rx_pkts', 0) - port0.get('rx_pkts', 0)
+        kd = {k: k1.get(k, 0) - k0.get(k, 0) for k in want}
+        if (got >= 3 and all(kd[k] >= n for k, n in want.items())) or time.monotonic() > end:
+            break
+        time.sleep(0.1)
+    print('steering probe: uroce received %d of the 6 frames, kernel %s' % (got, kd))
+    if got != 3 or any(kd[k] < n for k, n in want.items()):
+        raise Fail('XDP steering: uroce got %d frames (want the 3 RoCEv2 ones), kernel %s '
+                   '(want %s)' % (got, kd, want))
 
 
 def other(s):
