@@ -553,6 +553,7 @@ def case_shared(rig, a):
         if bad:
             raise Fail('[%s] %s' % (s, ', '.join(bad)))
     probe_steering(rig)
+    reject_other_interface(rig, a)
     rig.stop()
     rig.daemons.clear()
     for s in 'ab':
@@ -586,6 +587,43 @@ def probe_steering(rig):
     if got != 3 or any(kd[k] < n for k, n in want.items()):
         raise Fail('XDP steering: uroce got %d frames (want the 3 RoCEv2 ones), kernel %s '
                    '(want %s)' % (got, kd, want))
+
+
+AH_OTHER_IF = """
+from pyverbs.device import Context
+from pyverbs.pd import PD
+from pyverbs.addr import AH, AHAttr, GID, GlobalRoute
+ctx = Context(name='uroce0')
+pd = PD(ctx)
+gid = GID('0000:0000:0000:0000:0000:ffff:0a37:0001')  # 10.55.0.1
+AH(pd, attr=AHAttr(gr=GlobalRoute(dgid=gid, sgid_index=1), is_global=1, port_num=1))
+print('ah created')
+"""
+
+
+def reject_other_interface(rig, a):
+    """A peer the kernel routes through another interface (here lo) is
+    refused by the daemon with one clear log line, nothing sent for it."""
+    py = '/usr/bin/python3'
+    if subprocess.run([py, '-c', 'import pyverbs'], capture_output=True).returncode:
+        print('(no pyverbs for /usr/bin/python3: other-interface check not run)')
+        return
+    sh(*rig.nsx('b', ['ip', 'route', 'add', '10.55.0.0/24', 'dev', 'lo']))
+    port0, _ = rig.stats('b')
+    p = Programs(rig, a.preload_first, UIP['a'])
+    r = subprocess.run(p.cmd('b', [py, '-c', AH_OTHER_IF]), capture_output=True, text=True,
+                       timeout=30)
+    print(r.stdout.strip(), r.stderr.strip()[-500:])
+    want = '::ffff:10.55.0.1 is routed through another interface than ud0'
+    end = time.monotonic() + 10
+    while want not in rig.log('b') and time.monotonic() < end:
+        time.sleep(0.1)
+    port1, _ = rig.stats('b')
+    if r.returncode or want not in rig.log('b'):
+        raise Fail('a peer behind another interface was not refused with %r' % want)
+    if port1.get('tx_pkts', 0) != port0.get('tx_pkts', 0):
+        raise Fail('uroce sent %d frames for a peer it cannot reach'
+                   % (port1.get('tx_pkts', 0) - port0.get('tx_pkts', 0)))
 
 
 def other(s):
