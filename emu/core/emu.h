@@ -93,6 +93,7 @@ void emu_clock_set(uint64_t (*fn)(void));
 struct emu_dev;
 struct emu_ctx;
 struct emu_fault;
+struct emu_kneigh;
 
 enum emu_obj_type {
 	EMU_OBJ_NONE = 0,
@@ -494,6 +495,9 @@ struct emu_dev {
 	uint64_t mr_epoch;
 	struct emu_mcast *mcast;      /* EMU_MAX_MCAST_GRP entries */
 	struct emu_neigh neigh[EMU_NEIGH_MAX];
+	/* set: the port is shared with the host, whose kernel resolves
+	 * neighbours (net/kneigh.c); NULL: our own ARP/ND (net/neigh.c) */
+	struct emu_kneigh *kneigh;
 
 	struct emu_ctx *ctxs;         /* list of contexts */
 	struct emu_uid_use *uids;     /* per-uid usage (limits) */

@@ -5,6 +5,7 @@
 #define EMU_DAEMON_H
 
 #include <limits.h>
+#include <net/if.h>
 #include <signal.h>
 
 #include "access.h"
@@ -24,6 +25,8 @@ struct emu_opts {
 	char log_level[32];
 	uint8_t mac[6];
 	bool mac_set;
+	bool shared;              /* --shared: af_xdp next to the kernel (shared.c) */
+	char iface[IF_NAMESIZE];  /* the shared interface */
 	uint32_t mtu;
 	union ibv_gid ips[UROCE_MAX_GIDS - 1];
 	uint32_t nips;
@@ -103,6 +106,22 @@ void emu_ctl_mark_dead(struct emu_daemon *dm);
  * room, descriptors, pool memory) before EAL starts; 0, or -1 after one
  * line when the port type cannot carry that MTU */
 int emu_port_param(struct emu_opts *o);
+/* the value of ",key=" in a port's arguments (up to the next ','), or NULL */
+const char *emu_vdev_arg(const char *vdev, const char *key);
+
+/* shared.c: --shared. opts: the interface's MTU and addresses into o,
+ * the XDP program into its port arguments (0, or -1 after one line);
+ * attach/detach: the kernel's neighbour table for the device */
+int emu_shared_opts(struct emu_opts *o);
+int emu_shared_attach(struct emu_daemon *dm);
+void emu_shared_detach(struct emu_daemon *dm);
+
+/* shared.c: --shared. opts: the interface's MTU and addresses into o,
+ * the XDP program into its port arguments (0, or -1 after one line);
+ * attach/detach: the kernel's neighbour table for the device */
+int emu_shared_opts(struct emu_opts *o);
+int emu_shared_attach(struct emu_daemon *dm);
+void emu_shared_detach(struct emu_daemon *dm);
 
 /* port_dpdk.c */
 int emu_eal_init(int argc, char **argv);

@@ -28,7 +28,7 @@ static void emu_usage(FILE *f)
 		"usage: uroced [options] [--dev NAME[,key=value...] [device options]]...\n"
 		"Device options (apply to the device named by the last --dev; before any\n"
 		"--dev, to the first device):\n"
-		"  --dev NAME[,port=P][,ip=A]...[,mac=M][,mtu=N][,pcap=F][,cpu=C]\n"
+		"  --dev NAME[,port=P][,ip=A]...[,mac=M][,mtu=N][,pcap=F][,cpu=C][,shared=1]\n"
 		"                    a device (default one: uroce0); every further --dev adds\n"
 		"                    one more, each with its own port and worker thread\n"
 		"  --port PORT       DPDK port: a vdev (e.g. net_af_packet0,iface=veth0), a\n"
@@ -43,6 +43,9 @@ static void emu_usage(FILE *f)
 		"                    ports: active MTU 4096, 4x fewer packets)\n"
 		"  --pcap FILE       capture every frame sent and received\n"
 		"  --cpu N           pin the device's worker thread to CPU N\n"
+		"  --shared          share an af_xdp port's interface with the kernel: only\n"
+		"                    RoCEv2 (UDP 4791) comes to uroce, the interface's MAC,\n"
+		"                    MTU and addresses are uroce's, the kernel resolves\n"
 		"  --mem-stall-ms N  an access to a client's memory blocked this long\n"
 		"                    quarantines the client (default 2000, 0 = never)\n"
 		"Daemon options:\n"
@@ -208,7 +211,8 @@ static int emu_set_dev(struct emu_opts *o, const char *arg)
 			while (save && *save) {
 				size_t n = strcspn(save, ",=");
 				static const char *const ours[] = { "ip", "mac", "mtu", "pcap",
-								    "cpu", "port", "vdev" };
+								    "cpu", "port", "vdev",
+								    "shared" };
 				bool mine = false;
 				for (unsigned i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
 					if (strlen(ours[i]) == n && !strncmp(save, ours[i], n))
@@ -232,6 +236,9 @@ static int emu_set_dev(struct emu_opts *o, const char *arg)
 			rc = emu_set_pcap(o, v);
 		} else if (!strcmp(k, "cpu")) {
 			rc = emu_set_cpu(o, v);
+		} else if (!strcmp(k, "shared") && (!strcmp(v, "1") || !strcmp(v, "0"))) {
+			o->shared = v[0] == '1';
+			rc = 0;
 		} else {
 			fprintf(stderr, "uroced: %s: unknown device key '%s'\n", o->dev, k);
 			rc = -1;
@@ -252,7 +259,7 @@ static void emu_opts_default(struct emu_opts *o, unsigned idx)
 
 enum { O_DEV = 256, O_PORT, O_IP, O_MAC, O_MTU, O_RUNDIR, O_BUSY, O_EAL, O_PCAP,
        O_FAULT, O_SPIN, O_LOG, O_CPU, O_HELP, O_STALL,
-       O_SOCK_GROUP, O_SOCK_MODE, O_ALLOW_UID, O_ALLOW_GID, O_LIMIT, O_UID_LIMIT };
+       O_SOCK_GROUP, O_SOCK_MODE, O_ALLOW_UID, O_ALLOW_GID, O_LIMIT, O_UID_LIMIT, O_SHARED };
 
 static const struct option emu_long_opts[] = {
 	{ "dev", required_argument, NULL, O_DEV },
@@ -277,6 +284,7 @@ static const struct option emu_long_opts[] = {
 	{ "mem-stall-ms", required_argument, NULL, O_STALL },
 	{ "limit", required_argument, NULL, O_LIMIT },
 	{ "uid-limit", required_argument, NULL, O_UID_LIMIT },
+	{ "shared", no_argument, NULL, O_SHARED },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -290,6 +298,9 @@ static int emu_opt_device(struct emu_opts *o, int c, const char *v)
 	case O_MTU: return emu_set_mtu(o, v);
 	case O_PCAP: return emu_set_pcap(o, v);
 	case O_CPU: return emu_set_cpu(o, v);
+	case O_SHARED:
+		o->shared = true;
+		return 0;
 	default: return 1;
 	}
 }
@@ -382,6 +393,9 @@ static int emu_opts_complete(struct emu_opts *o, const struct emu_opts *g)
 	o->mem_stall_ms = g->mem_stall_ms;
 	o->fault_set = g->fault_set;
 	o->fault = g->fault;
+	/* before the defaults: the interface decides MTU and addresses */
+	if (o->shared && emu_shared_opts(o))
+		return -1;
 	if (!o->mtu) {
 		/* ring ports never meet a real link, so nothing limits
 		 * them to 1500: jumbo frames give active MTU 4096 and a
@@ -591,6 +605,8 @@ static int emu_daemon_setup(struct emu_daemon *dm)
 		return -1;
 	}
 	emu_port_attach(dm);
+	if (emu_shared_attach(dm))
+		return -1;
 	if (dm->o.fault_set) {
 		dm->dev.fault = emu_fault_new(&dm->o.fault);
 		if (!dm->dev.fault) {
@@ -668,6 +684,7 @@ static void emu_daemon_teardown(struct emu_daemon *dm, bool served)
 	if (dm->listen_fd >= 0)
 		emu_sysfs_remove(dm->o.run_dir, dm->o.dev);
 	emu_ctl_close(dm);
+	emu_shared_detach(dm);
 	emu_dev_fini(&dm->dev);
 	if (dm->pcap)
 		pcapw_close(dm->pcap);

@@ -42,25 +42,32 @@ static enum emu_port_kind emu_port_kind(const char *vdev)
 	return EMU_PK_OTHER;
 }
 
+const char *emu_vdev_arg(const char *vdev, const char *key)
+{
+	size_t kl = strlen(key);
+
+	for (const char *p = strchr(vdev, ','); p; p = strchr(p + 1, ','))
+		if (!strncmp(p + 1, key, kl) && p[1 + kl] == '=')
+			return p + 2 + kl;
+	return NULL;
+}
+
 /* The value of ",key=N" in a vdev string: 1 found, 0 absent, -1 not a
  * positive number (one line printed). */
 static int emu_vdev_uint(const struct emu_opts *o, const char *key, unsigned *out)
 {
-	size_t kl = strlen(key);
+	const char *a = emu_vdev_arg(o->vdev, key);
+	char *end;
 
-	for (const char *p = strchr(o->vdev, ','); p; p = strchr(p + 1, ',')) {
-		if (strncmp(p + 1, key, kl) || p[1 + kl] != '=')
-			continue;
-		char *end;
-		unsigned long v = strtoul(p + 2 + kl, &end, 10);
-		if (end == p + 2 + kl || (*end && *end != ',') || v == 0 || v > (1u << 30)) {
-			fprintf(stderr, "uroced: %s: bad %s in port '%s'\n", o->dev, key, o->vdev);
-			return -1;
-		}
-		*out = (unsigned)v;
-		return 1;
+	if (!a)
+		return 0;
+	unsigned long v = strtoul(a, &end, 10);
+	if (end == a || (*end && *end != ',') || v == 0 || v > (1u << 30)) {
+		fprintf(stderr, "uroced: %s: bad %s in port '%s'\n", o->dev, key, o->vdev);
+		return -1;
 	}
-	return 0;
+	*out = (unsigned)v;
+	return 1;
 }
 
 static int emu_vdev_append(struct emu_opts *o, const char *key, unsigned v)

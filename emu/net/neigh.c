@@ -2,7 +2,9 @@
 /* Addressing on real ports: neighbour cache (ARP for IPv4-mapped GIDs,
  * neighbour discovery for IPv6), answers to ARP, NS and ICMP/ICMPv6 echo
  * for our own addresses, and address-vector resolution. On the loopback
- * port every frame returns to us, so the MAC is always our own. */
+ * port every frame returns to us, so the MAC is always our own. On a port
+ * shared with the host the kernel answers and resolves: the cache is
+ * filled from its table instead (kneigh.c). */
 #include <errno.h>
 #include <string.h>
 
@@ -11,6 +13,10 @@
 #define EMU_NEIGH_REACHABLE_NS (300ull * 1000000000ull)
 #define EMU_NEIGH_RETRY_NS     (1000000000ull)
 #define EMU_NEIGH_TRIES        3
+/* a shared port reads the kernel's table again this often while the
+ * kernel resolves, for as long as the kernel's own 3 probes 1 s apart */
+#define EMU_KNEIGH_RETRY_NS    (20ull * 1000000)
+#define EMU_KNEIGH_TRIES       160
 
 enum { EMU_NEIGH_FREE, EMU_NEIGH_INCOMPLETE, EMU_NEIGH_REACHABLE };
 
@@ -90,8 +96,34 @@ static void emu_nd_send(struct emu_dev *d, uint8_t type, const uint8_t src[16],
 		d->cnt.tx_nd++;
 }
 
+static unsigned emu_neigh_tries(const struct emu_dev *d)
+{
+	return d->kneigh ? EMU_KNEIGH_TRIES : EMU_NEIGH_TRIES;
+}
+
+/* Shared port: one look into the kernel's table; a miss is asked again
+ * from emu_neigh_poll, a peer it cannot reach fails at the next poll. */
+static void emu_neigh_ask_kernel(struct emu_dev *d, struct emu_neigh *n)
+{
+	uint8_t mac[6];
+	int rc = emu_kneigh_query(d, &n->ip, mac);
+
+	if (rc == 0) {
+		emu_neigh_update(d, &n->ip, mac);
+		return;
+	}
+	n->tries = rc == -EAGAIN ? (uint8_t)(n->tries + 1) : EMU_KNEIGH_TRIES;
+	n->next_try_ns = emu_now_ns() + (rc == -EAGAIN ? EMU_KNEIGH_RETRY_NS : 0);
+	if (n->state == EMU_NEIGH_REACHABLE && rc != -EAGAIN)
+		n->state = EMU_NEIGH_FREE; /* no longer reachable from this port */
+}
+
 static void emu_neigh_solicit(struct emu_dev *d, struct emu_neigh *n)
 {
+	if (d->kneigh) {
+		emu_neigh_ask_kernel(d, n);
+		return;
+	}
 	if (gid_is_v4(&n->ip)) {
 		int g = emu_first_v4(d);
 		static const uint8_t zero[6];
@@ -177,6 +209,11 @@ int emu_neigh_lookup(struct emu_dev *d, const union ibv_gid *ip, uint8_t mac[6])
 		n->state = EMU_NEIGH_INCOMPLETE;
 		n->expires_ns = emu_now_ns() + EMU_NEIGH_RETRY_NS * (EMU_NEIGH_TRIES + 1);
 		emu_neigh_solicit(d, n);
+		/* the kernel's table (shared port) may know it at once */
+		if (n->state == EMU_NEIGH_REACHABLE) {
+			memcpy(mac, n->mac, 6);
+			return 0;
+		}
 	}
 	return -EAGAIN;
 }
@@ -350,7 +387,7 @@ void emu_neigh_poll(struct emu_dev *d, uint64_t now)
 		struct emu_neigh *n = &d->neigh[i];
 		if (n->state != EMU_NEIGH_INCOMPLETE || n->next_try_ns > now)
 			continue;
-		if (n->tries >= EMU_NEIGH_TRIES) {
+		if (n->tries >= emu_neigh_tries(d)) {
 			EMU_LOG_RL(INFO, "%s: neighbour resolution failed\n", d->name);
 			n->state = EMU_NEIGH_FREE;
 			continue;

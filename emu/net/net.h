@@ -42,6 +42,14 @@ void emu_neigh_update(struct emu_dev *d, const union ibv_gid *ip, const uint8_t 
 /* Index of gid in the GID table, or -1. */
 int emu_gid_find(const struct emu_dev *d, const union ibv_gid *gid);
 
+/* A port shared with the host's kernel (kneigh.c): neighbours and next
+ * hops from the kernel's tables over rtnetlink instead of our own ARP/ND.
+ * open: 0 or -errno; query: 0 and mac, -EAGAIN (the kernel is resolving:
+ * ask again), or -ENETUNREACH (no route through this interface). */
+int emu_kneigh_open(struct emu_dev *d, const char *ifname);
+void emu_kneigh_close(struct emu_dev *d);
+int emu_kneigh_query(struct emu_dev *d, const union ibv_gid *ip, uint8_t mac[6]);
+
 /* Frames that are not RoCE (ARP, ND, ICMP): answered and learnt from. */
 void emu_ip_l2_input(struct emu_dev *d, const uint8_t *frame, uint32_t len);
 /* Neighbour resolution retries (the transport's emu_core_poll runs them). */

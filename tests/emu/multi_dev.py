@@ -75,6 +75,19 @@ def badopts(uroced, run_dir):
          'framecnt=3 must be a multiple'),
         (['--port', 'net_af_packet0,iface=lo,framecnt=x'], 2, 'bad framecnt'),
         (['--dev', 'a,port=net_af_packet0,iface=lo,framesz=0'], 2, 'bad framesz'),
+        # --shared (emu/daemon/shared.c): af_xdp only, the interface's own
+        # MAC, MTU and addresses (lo: MTU 65536, 127.0.0.1 and ::1)
+        (['--shared'], 2, '--shared needs an af_xdp port'),
+        (['--port', 'net_af_packet0,iface=lo', '--shared'], 2, 'needs an af_xdp port'),
+        (['--port', 'net_af_xdp0,iface=uroce-no-such-if', '--shared'], 2,
+         "--shared: no interface 'uroce-no-such-if'"),
+        (['--port', 'net_af_xdp0,iface=lo', '--shared', '--mac', '02:00:00:00:00:09'], 2,
+         "uses lo's own MAC: no --mac"),
+        (['--port', 'net_af_xdp0,iface=lo', '--shared', '--mtu', '1500'], 2,
+         "--mtu 1500 is not lo's MTU"),
+        (['--port', 'net_af_xdp0,iface=lo', '--shared', '--ip', '10.9.9.9'], 2,
+         '::ffff:10.9.9.9 is not an address of lo'),
+        (['--dev', 'a,port=net_af_xdp0,iface=lo,shared=2'], 2, "unknown device key 'shared'"),
     ]
     failed = 0
     for args, want, text in cases:

@@ -16,14 +16,28 @@ CASE
   overload  af_packet, MTU 1500, the receiver's ring cut to 16 slots so
             the kernel drops when it falls behind: RC retransmits (seen in
             uroce-stat) and the data is verified
+  shared    af_xdp --shared, MTU 1500, ONE veth pair that the kernels keep
+            using: a checked TCP echo stream runs across it for the whole
+            case, ICMP echo (v4, v6) works, the programs' TCP exchange
+            uses the same link, while ib_write_bw -q 4, rc_pingpong -c
+            (IPv4, IPv6, link-local and routed GIDs) and rping run; the
+            daemons see only RoCE and
+            resolve through the kernel (no ARP/ND of their own), the
+            kernels see the TCP and no RoCE; raw frames of each kind
+            (RoCEv2 v4/v6/VLAN, another UDP port, fragments) go where
+            the XDP program must send them. First the negative: with
+            libxdp's default program (no --shared) a TCP connection over
+            that link fails
 
 Every daemon has an IPv4 and an IPv6 address (GID 1 and 2); the daemons
-resolve each other by ARP and ND. Namespaces are named unet-CASE-PID-{a,b}
+resolve each other by ARP and ND (shared: the kernels do, the daemons
+read their tables). Namespaces are named unet-CASE-PID-{a,b}
 and removed on the way out, also on failure, timeout (SIGTERM) or a
 signal; stale ones of dead runs are removed at start. Exit 0 pass, 77 skip
 (no root, no netns, a program missing), else fail."""
 import argparse
 import os
+import random
 import re
 import signal
 import subprocess
@@ -45,6 +59,9 @@ UIP = {'a': '10.88.0.1', 'b': '10.88.0.2'}
 UIP6 = {'a': 'fd88::1', 'b': 'fd88::2'}
 MAC = {'a': '02:00:00:88:00:01', 'b': '02:00:00:88:00:02'}
 MGMT = {'a': '10.89.0.1', 'b': '10.89.0.2'}
+# shared: a second IPv4 address per side that the other reaches through a
+# gateway (the first address), not on-link
+ROUTED = {'a': '10.66.0.1', 'b': '10.67.0.2'}
 TIMEOUT = 60
 
 
@@ -134,11 +151,12 @@ class Rig:
     def nsx(self, s, cmd):
         return ['ip', 'netns', 'exec', self.ns[s]] + cmd
 
-    def start(self, s, port, extra=()):
-        os.makedirs(self.run_dir[s], mode=0o700)
-        log = open(os.path.join(self.tmp, 'uroced-%s.log' % s), 'w+')
-        cmd = [os.path.join(self.build, 'emu', 'uroced'), '--port', port,
-               '--ip', UIP[s], '--ip', UIP6[s], '--mtu', str(self.mtu)] + list(extra)
+    def start(self, s, port, extra=(), ips=True, tag=''):
+        os.makedirs(self.run_dir[s], mode=0o700, exist_ok=True)
+        log = open(os.path.join(self.tmp, 'uroced-%s%s.log' % (s, tag)), 'w+')
+        cmd = [os.path.join(self.build, 'emu', 'uroced'), '--port', port]
+        cmd += ['--ip', UIP[s], '--ip', UIP6[s], '--mtu', str(self.mtu)] if ips else []
+        cmd += list(extra)
         print('+ [%s] %s' % (s, ' '.join(cmd)), flush=True)
         # third-party leaks only (lsan.supp); ignored by uninstrumented builds
         lsan = 'suppressions=%s:%s' % (os.path.join(HERE, 'lsan.supp'),
@@ -384,14 +402,243 @@ def case_overload(rig, a):
     check_port(rig, 'a', 1000, v6=False)
 
 
+def kernel_counters(rig, s):
+    """The namespace's kernel IP counters (/proc/net/snmp, snmp6)."""
+    out = {}
+    for f in ('snmp', 'snmp6'):
+        txt = sh(*rig.nsx(s, ['cat', '/proc/net/' + f])).stdout.splitlines()
+        if f == 'snmp':
+            for h, v in zip(txt[::2], txt[1::2]):
+                for k, x in zip(h.split()[1:], v.split()[1:]):
+                    out[h.split(':')[0] + k] = int(x)
+        else:
+            out.update({ln.split()[0]: int(ln.split()[1]) for ln in txt if ln.split()})
+    return out
+
+
+def kside(rig, s, *args):
+    return rig.nsx(s, [sys.executable, os.path.join(HERE, 'kside.py')] + [str(x) for x in args])
+
+
+def shared_negative(rig):
+    """libxdp's default program takes every frame of the link: the
+    kernels' TCP across it fails. Proves the shared case can tell."""
+    for s in 'ab':
+        rig.start(s, 'net_af_xdp0,iface=ud0', tag='-default')
+    srv = subprocess.Popen(kside(rig, 'a', 'serve', UIP['a'], 18599),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        r = subprocess.run(kside(rig, 'b', 'connect', UIP['a'], 18599, 3),
+                           capture_output=True, text=True, timeout=30)
+    finally:
+        srv.kill()
+        srv.wait()
+    print('negative (default XDP program): %s' % (r.stdout.strip() or 'connected'))
+    if r.returncode == 0:
+        raise Fail('TCP crossed the link under the default XDP program: the '
+                   'shared case could not tell whether steering works')
+    rig.stop()
+    rig.daemons.clear()
+
+
+def case_shared(rig, a):
+    """--shared on both ends of one veth pair the kernels keep using."""
+    need('ibv_rc_pingpong', 'ib_write_bw', 'rping')
+    if not os.path.exists(os.path.join(rig.build, 'emu', 'uroce_xdp.o')):
+        raise Skip('uroced was built without its XDP program (clang, libbpf-dev)')
+    rig.up(mgmt=False)
+    for s in 'ab':
+        sh(*rig.nsx(s, ['ip', 'addr', 'add', UIP[s] + '/24', 'dev', 'ud0']))
+        sh(*rig.nsx(s, ['ip', 'addr', 'add', ROUTED[s] + '/32', 'dev', 'ud0']))
+        sh(*rig.nsx(s, ['ip', 'addr', 'add', UIP6[s] + '/64', 'dev', 'ud0', 'nodad']))
+        o = other(s)
+        sh(*rig.nsx(s, ['ip', 'route', 'add', ROUTED[o].rsplit('.', 1)[0] + '.0/24',
+                        'via', UIP[o], 'dev', 'ud0']))
+    shared_negative(rig)
+    for s in 'ab':
+        # no --ip, --mac or --mtu: the interface's own
+        rig.start(s, 'net_af_xdp0,iface=ud0', ['--shared'], ips=False, tag='-shared')
+        # the GID lines follow the socket's in the log
+        end = time.monotonic() + 10
+        while 'mac ' not in rig.log(s) and time.monotonic() < end:
+            time.sleep(0.05)
+        # GID 1.. are the interface's IPv4 then IPv6 addresses
+        for g in ('gid 1 ::ffff:' + UIP[s], 'gid 2 ::ffff:' + ROUTED[s], 'gid 3 ' + UIP6[s]):
+            if g not in rig.log(s):
+                raise Fail('[%s] %r not in the log: GIDs are not the interface\'s' % (s, g))
+    k0 = {s: kernel_counters(rig, s) for s in 'ab'}
+    seed = a.seed if a.seed is not None else random.randrange(1 << 30)
+    print('TCP stream seed', seed)
+    stopfile = os.path.join(rig.tmp, 'stop-stream')
+    srv = subprocess.Popen(kside(rig, 'a', 'serve', UIP['a'], 18598),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    cli = subprocess.Popen(kside(rig, 'b', 'stream', UIP['a'], 18598, seed, stopfile),
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        p = Programs(rig, a.preload_first, UIP['a'])
+        # IPv6 first: nothing has resolved fd88:: yet, so the daemon makes
+        # its kernel resolve it (RTM_NEWNEIGH NTF_USE)
+        for s in 'ab':
+            if sh(*rig.nsx(s, ['ip', '-6', 'neigh', 'show', 'dev', 'ud0', 'to', UIP6[other(s)]])
+                  ).stdout.strip():
+                raise Fail('[%s] the kernel knew %s before uroce asked' % (s, UIP6[other(s)]))
+        p.pingpong('ibv_rc_pingpong', ['-g', '3', '-s', '4096', '-n', '20'])
+        for s in 'ab':
+            n6 = sh(*rig.nsx(s, ['ip', '-6', 'neigh', 'show', 'dev', 'ud0', 'to',
+                                 UIP6[other(s)]])).stdout.strip()
+            print('[%s] kernel neighbour after the IPv6 pingpong: %s' % (s, n6))
+            if 'lladdr' not in n6:
+                raise Fail('[%s] the kernel did not resolve %s for uroce' % (s, UIP6[other(s)]))
+        p.pingpong('ibv_rc_pingpong', ['-g', '1', '-s', '65536', '-n', '20'])
+        # each peer's second address is behind a gateway: the next hop's
+        # MAC comes from the kernel's route (RTM_GETROUTE's RTA_GATEWAY)
+        p.pingpong('ibv_rc_pingpong', ['-g', '2', '-s', '4096', '-n', '10'])
+        for s in 'ab':
+            # the kernel would answer ARP for it too: only the absence of a
+            # neighbour entry shows the daemon asked for the gateway's MAC
+            n = sh(*rig.nsx(s, ['ip', 'neigh', 'show', 'dev', 'ud0', 'to', ROUTED[other(s)]]))
+            if n.stdout.strip():
+                raise Fail('[%s] %s was resolved on-link, not through its gateway: %s'
+                           % (s, ROUTED[other(s)], n.stdout.strip()))
+        # GID 0, fe80:: from the MAC: the kernels' own link-local addresses
+        p.pingpong('ibv_rc_pingpong', ['-g', '0', '-s', '4096', '-n', '10'])
+        p.perftest('ib_write_bw', ['-x', '1', '-s', '16384', '-n', '200', '-q', '4', '-t', '4'])
+        # rdma_cm: its MADs are RoCEv2 too (QP1), addressed by the kernel's IP
+        p.rping(4096, 10, UIP6['a'])
+        for addr in (UIP['a'], UIP6['a']):
+            r = subprocess.run(kside(rig, 'b', 'ping', addr, 3), capture_output=True,
+                               text=True, timeout=30)
+            print(r.stdout.strip())
+            if r.returncode:
+                raise Fail('ping %s across the shared link failed' % addr)
+        if cli.poll() is not None:
+            raise Fail('the TCP stream ended while RDMA ran: ' + cli.stdout.read())
+    finally:
+        open(stopfile, 'w').close()
+        try:
+            out, _ = cli.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            cli.kill()
+            out, _ = cli.communicate()
+        srv.kill()
+        srv.wait()
+    print(out.strip())
+    m = re.search(r'stream ok (\d+) (\d+)', out)
+    if cli.returncode or not m or int(m.group(2)) < 20:
+        raise Fail('the TCP stream over the shared link failed: ' + out.strip())
+    k1 = {s: kernel_counters(rig, s) for s in 'ab'}
+    d = {s: {k: k1[s].get(k, 0) - k0[s].get(k, 0) for k in k1[s]} for s in 'ab'}
+    for s in 'ab':
+        port, _ = rig.stats(s)
+        print('[%s] uroce %s' % (s, {k: v for k, v in port.items() if v}))
+        print('[%s] kernel Tcp in/out %d/%d, Udp in/noports %d/%d, Udp6 in/noports %d/%d' % (
+            s, d[s]['TcpInSegs'], d[s]['TcpOutSegs'], d[s]['UdpInDatagrams'],
+            d[s]['UdpNoPorts'], d[s]['Udp6InDatagrams'], d[s]['Udp6NoPorts']))
+        bad = []
+        if port.get('rx_roce', 0) < 1000:
+            bad.append('uroce rx_roce %d < 1000' % port.get('rx_roce', 0))
+        # the kernel answers ARP/ND/ICMP; nothing but RoCE reaches uroce
+        for k in ('tx_arp', 'rx_arp', 'tx_nd', 'rx_nd', 'tx_icmp', 'rx_icmp',
+                  'drop.not-roce', 'drop.parse', 'icrc_errors'):
+            if port.get(k, 0):
+                bad.append('uroce %s %d' % (k, port[k]))
+        if d[s]['TcpInSegs'] < int(m.group(2)) or d[s]['TcpOutSegs'] < int(m.group(2)):
+            bad.append('kernel TCP segments %d/%d < %s chunks' % (
+                d[s]['TcpInSegs'], d[s]['TcpOutSegs'], m.group(2)))
+        # a RoCE frame the kernel got would be a UDP datagram to port 4791
+        roce_k = sum(d[s][k] for k in ('UdpInDatagrams', 'UdpNoPorts', 'UdpInErrors',
+                                        'Udp6InDatagrams', 'Udp6NoPorts', 'Udp6InErrors'))
+        if roce_k > 10:
+            bad.append('the kernel received %d UDP datagrams (RoCE leaked to it?)' % roce_k)
+        if bad:
+            raise Fail('[%s] %s' % (s, ', '.join(bad)))
+    probe_steering(rig)
+    reject_other_interface(rig, a)
+    rig.stop()
+    rig.daemons.clear()
+    for s in 'ab':
+        if 'xdp' in sh(*rig.nsx(s, ['ip', 'link', 'show', 'ud0'])).stdout:
+            raise Fail('[%s] the XDP program stayed on ud0 after uroced stopped' % s)
+
+
+def probe_steering(rig):
+    """One raw frame of each kind from b to a (kside.py FRAMES): uroce
+    receives exactly the three RoCEv2 ones (IPv4, IPv6, VLAN-tagged IPv4);
+    the kernel gets UDP to another port and the IPv4 and IPv6 fragments
+    of a datagram to 4791 (its reassembly counters)."""
+    mac = re.search(r'link/ether (\S+)', sh(*rig.nsx('a', ['ip', 'link', 'show', 'ud0'])).stdout)
+    port0, _ = rig.stats('a')
+    k0 = kernel_counters(rig, 'a')
+    r = subprocess.run(kside(rig, 'b', 'frames', 'ud0', mac.group(1), UIP['b'], UIP['a'],
+                             UIP6['b'], UIP6['a']), capture_output=True, text=True, timeout=30)
+    if r.returncode:
+        raise Fail('raw frames: ' + r.stdout + r.stderr)
+    want = {'IpReasmReqds': 1, 'Ip6ReasmReqds': 1, 'UdpNoPorts': 1}
+    end = time.monotonic() + 10
+    while True:
+        port1, _ = rig.stats('a')
+        k1 = kernel_counters(rig, 'a')
+        got = port1.get('rx_pkts', 0) - port0.get('rx_pkts', 0)
+        kd = {k: k1.get(k, 0) - k0.get(k, 0) for k in want}
+        if (got >= 3 and all(kd[k] >= n for k, n in want.items())) or time.monotonic() > end:
+            break
+        time.sleep(0.1)
+    print('steering probe: uroce received %d of the 6 frames, kernel %s' % (got, kd))
+    if got != 3 or any(kd[k] < n for k, n in want.items()):
+        raise Fail('XDP steering: uroce got %d frames (want the 3 RoCEv2 ones), kernel %s '
+                   '(want %s)' % (got, kd, want))
+
+
+AH_OTHER_IF = """
+from pyverbs.device import Context
+from pyverbs.pd import PD
+from pyverbs.addr import AH, AHAttr, GID, GlobalRoute
+ctx = Context(name='uroce0')
+pd = PD(ctx)
+gid = GID('0000:0000:0000:0000:0000:ffff:0a37:0001')  # 10.55.0.1
+AH(pd, attr=AHAttr(gr=GlobalRoute(dgid=gid, sgid_index=1), is_global=1, port_num=1))
+print('ah created')
+"""
+
+
+def reject_other_interface(rig, a):
+    """A peer the kernel routes through another interface (here lo) is
+    refused by the daemon with one clear log line, nothing sent for it."""
+    py = '/usr/bin/python3'
+    if subprocess.run([py, '-c', 'import pyverbs'], capture_output=True).returncode:
+        print('(no pyverbs for /usr/bin/python3: other-interface check not run)')
+        return
+    sh(*rig.nsx('b', ['ip', 'route', 'add', '10.55.0.0/24', 'dev', 'lo']))
+    port0, _ = rig.stats('b')
+    p = Programs(rig, a.preload_first, UIP['a'])
+    r = subprocess.run(p.cmd('b', [py, '-c', AH_OTHER_IF]), capture_output=True, text=True,
+                       timeout=30)
+    print(r.stdout.strip(), r.stderr.strip()[-500:])
+    want = '::ffff:10.55.0.1 is routed through another interface than ud0'
+    end = time.monotonic() + 10
+    while want not in rig.log('b') and time.monotonic() < end:
+        time.sleep(0.1)
+    port1, _ = rig.stats('b')
+    if r.returncode or want not in rig.log('b'):
+        raise Fail('a peer behind another interface was not refused with %r' % want)
+    if port1.get('tx_pkts', 0) != port0.get('tx_pkts', 0):
+        raise Fail('uroce sent %d frames for a peer it cannot reach'
+                   % (port1.get('tx_pkts', 0) - port0.get('tx_pkts', 0)))
+
+
+def other(s):
+    return 'b' if s == 'a' else 'a'
+
+
 CASES = {'xdp': (case_xdp, 1500), 'jumbo': (case_jumbo, 9000),
-         'overload': (case_overload, 1500)}
+         'overload': (case_overload, 1500), 'shared': (case_shared, 1500)}
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--build', required=True)
     ap.add_argument('--preload-first', default='')
+    ap.add_argument('--seed', type=int, default=None)
     ap.add_argument('case', choices=sorted(CASES))
     a = ap.parse_args()
     # meson's timeout (and ^C) end the run through the finally below
@@ -406,7 +653,8 @@ def main():
     t0 = time.monotonic()
     try:
         fn(rig, a)
-        rig.stop()
+        if rig.daemons:
+            rig.stop()
     except Skip as e:
         print('SKIP:', e)
         return 77
