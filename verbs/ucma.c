@@ -711,6 +711,17 @@ static struct ucma_file *file_by_handle(uint32_t h)
 	return f;
 }
 
+/* the file whose secondary k has daemon handle h (list_lock held) */
+static struct ucma_file *file_by_sec(unsigned k, uint32_t h)
+{
+	struct ucma_file *f;
+
+	for (f = files; f && (f->foreign || !f->mux.sec[k].open || f->mux.sec[k].handle != h);
+	     f = f->next)
+		;
+	return f;
+}
+
 /* A command for secondary file src went out with the daemon's handle: the
  * application sees (and the tracking keeps) the id and the handles in the
  * reply with src in their top bits. */
@@ -773,12 +784,12 @@ track:
 		ret = urv_cm_track_dead_cmd(&f->t, req->cmd, req->data, req->in, rep, &n);
 	} else if (req->cmd == RDMA_USER_CM_CMD_MIGRATE_ID) {
 		struct rdma_ucm_migrate_id m;
-		struct ucma_file *src;
+		struct ucma_file *from;
 
 		memcpy(&m, req->data, sizeof(m));
-		src = file_by_handle(m.fd);
-		if (src)
-			urv_cm_track_move(&src->t, &f->t, m.id);
+		from = src ? file_by_sec(src, m.fd) : file_by_handle(m.fd);
+		if (from)
+			urv_cm_track_move(&from->t, &f->t, m.id);
 	} else {
 		urv_cm_track_cmd(&f->t, req->cmd, req->data, req->in, rep, n);
 	}
@@ -881,7 +892,7 @@ static void mux_unlisten(struct ucma_file *f, uint32_t id)
 
 		if (sh->id != id)
 			continue;
-		for (unsigned k = 1; k <= f->mux.nsec; k++) {
+		for (unsigned k = 1; k <= URV_MUX_MAX; k++) {
 			struct rdma_ucm_destroy_id d = { .id = sh->h[k] };
 			struct rdma_ucm_destroy_id_resp dr;
 
@@ -892,6 +903,34 @@ static void mux_unlisten(struct ucma_file *f, uint32_t id)
 		*sh = f->mux.shadows[--f->mux.nshadows];
 		return;
 	}
+}
+
+/* MIGRATE_ID of an id of secondary k (a request that came on another
+ * device, to a synchronous id's own channel): it moves between the two
+ * files' secondaries on that device; the destination's is opened now. */
+static int mux_migrate(struct ucma_file *f, struct uroce_ucma_cmd_req *req, unsigned k)
+{
+	struct rdma_ucm_migrate_id m;
+	struct ucma_file *from;
+	uint32_t h = 0;
+	int ret;
+
+	if (req->in < sizeof(m) || k > URV_MUX_MAX)
+		return -EINVAL;
+	memcpy(&m, req->data, sizeof(m));
+	pthread_mutex_lock(&list_lock);
+	from = file_by_handle(m.fd); /* migrate_fd put the file's handle there */
+	if (from && from->mux.sec[k].open)
+		h = from->mux.sec[k].handle;
+	pthread_mutex_unlock(&list_lock);
+	if (!from || !h)
+		return -EINVAL;
+	ret = urv_mux_sec_k(&f->mux, f->fd, k);
+	if (ret < 0)
+		return ret;
+	m.fd = h;
+	memcpy(req->data, &m, sizeof(m));
+	return 0;
 }
 
 /* Which file a command goes to: an id with a secondary's index in its top
@@ -908,14 +947,11 @@ static int mux_route(struct ucma_file *f, struct uroce_ucma_cmd_req *req, unsign
 	if (!(h >> URV_MUX_SHIFT))
 		return 0;
 	*src = h >> URV_MUX_SHIFT;
-	if (*src > f->mux.nsec)
-		return -ENOENT;
-	/* an id of another device moved to another channel: not done */
-	if (req->cmd == RDMA_USER_CM_CMD_MIGRATE_ID)
-		return -EOPNOTSUPP;
 	h &= URV_MUX_MASK;
 	memcpy(req->data + off, &h, sizeof(h));
-	return 0;
+	if (req->cmd == RDMA_USER_CM_CMD_MIGRATE_ID)
+		return mux_migrate(f, req, *src);
+	return *src <= URV_MUX_MAX && f->mux.sec[*src].open ? 0 : -ENOENT;
 }
 
 /* after a command succeeded on the primary: wildcard listeners' copies */

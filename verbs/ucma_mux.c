@@ -18,7 +18,7 @@
 #include "urv.h"
 #include "ucma_mux.h"
 
-#define MUX_CONNS 8
+#define MUX_CONNS URV_MUX_MAX
 
 /* Connections to other devices' sockets, made on first use, kept for the
  * process (lock: one request at a time on each). */
@@ -105,25 +105,29 @@ int urv_mux_init(struct urv_mux *m, int app_fd)
 
 int urv_mux_sec_get(struct urv_mux *m, int app_fd, const char *path)
 {
-	struct uroce_ucma_open_rep rep = { 0 };
-	int c, fd = -1, ret;
+	int c;
 
 	pthread_mutex_lock(&conn_lock);
 	c = conn_of(path);
 	pthread_mutex_unlock(&conn_lock);
-	if (c < 0)
-		return c;
-	for (unsigned k = 1; k <= m->nsec; k++)
-		if (m->sec[k].conn == c)
-			return (int)k;
-	if (m->nsec >= URV_MUX_MAX)
-		return -ENOMEM;
+	return c < 0 ? c : urv_mux_sec_k(m, app_fd, (unsigned)c + 1);
+}
+
+int urv_mux_sec_k(struct urv_mux *m, int app_fd, unsigned k)
+{
+	struct uroce_ucma_open_rep rep = { 0 };
+	int c = (int)k - 1, fd = -1, ret;
+
+	if (k < 1 || k > URV_MUX_MAX)
+		return -ENOENT;
+	if (m->sec[k].open)
+		return (int)k;
 	if (m->prim_fd < 0 && (ret = urv_mux_init(m, app_fd)))
 		return ret;
 	ret = urv_mux_call(c, UROCE_OP_UCMA_OPEN, NULL, 0, &rep, sizeof(rep), &fd, 1);
 	if (ret)
 		return ret;
-	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = m->nsec + 1 };
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = k };
 	if (fcntl(fd, F_SETFL, O_NONBLOCK) < 0 || epoll_ctl(app_fd, EPOLL_CTL_ADD, fd, &ev)) {
 		struct uroce_handle_msg h = { .handle = rep.handle };
 
@@ -131,9 +135,9 @@ int urv_mux_sec_get(struct urv_mux *m, int app_fd, const char *path)
 		urv_mux_call(c, UROCE_OP_UCMA_CLOSE, &h, sizeof(h), NULL, 0, NULL, 0);
 		return -EIO;
 	}
-	m->nsec++;
-	m->sec[m->nsec] = (struct urv_mux_sec){ .conn = c, .handle = rep.handle, .rfd = fd };
-	return (int)m->nsec;
+	m->sec[k] = (struct urv_mux_sec){ .open = true, .conn = c, .handle = rep.handle,
+					  .rfd = fd };
+	return (int)k;
 }
 
 /* one byte from pipe fd: 1, 0 (none now), -1 at EOF */
@@ -155,7 +159,9 @@ int urv_mux_wait(struct urv_mux *m, int app_fd, unsigned *src)
 		}
 		if (r < 0)
 			return -ENODEV;
-		for (unsigned k = 1; k <= m->nsec; k++) {
+		for (unsigned k = 1; k <= URV_MUX_MAX; k++) {
+			if (!m->sec[k].open)
+				continue;
 			r = take_byte(m->sec[k].rfd);
 			if (r > 0) {
 				*src = k;
@@ -189,9 +195,11 @@ void urv_mux_set_primary(struct urv_mux *m, int app_fd, int rfd)
 
 void urv_mux_close(struct urv_mux *m)
 {
-	for (unsigned k = 1; k <= m->nsec; k++) {
+	for (unsigned k = 1; k <= URV_MUX_MAX; k++) {
 		struct uroce_handle_msg h = { .handle = m->sec[k].handle };
 
+		if (!m->sec[k].open)
+			continue;
 		urv_mux_call(m->sec[k].conn, UROCE_OP_UCMA_CLOSE, &h, sizeof(h), NULL, 0, NULL, 0);
 		sys_close(m->sec[k].rfd);
 	}

@@ -12,11 +12,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define URV_MUX_MAX 7          /* secondary files per application file */
-#define URV_MUX_SHIFT 28       /* handle = index << 28 | the daemon's handle */
+#define URV_MUX_MAX 8          /* other devices' connections (per process) */
+/* handle = k << 28 | the daemon's handle, k = 1 + the connection's index:
+ * the same for every file of the process, so that an id keeps its handle
+ * when it migrates to another file */
+#define URV_MUX_SHIFT 28
 #define URV_MUX_MASK ((1u << URV_MUX_SHIFT) - 1)
 
 struct urv_mux_sec {
+	bool open;
 	int conn;              /* index in the connection table */
 	uint32_t handle;       /* the daemon's file handle */
 	int rfd;               /* its event pipe (O_NONBLOCK), -1 once at EOF */
@@ -29,8 +33,7 @@ struct urv_mux_shadow {
 
 struct urv_mux {
 	int prim_fd;           /* the primary's pipe once the fd is an epoll fd; -1 */
-	struct urv_mux_sec sec[URV_MUX_MAX + 1]; /* [1..nsec] */
-	unsigned nsec;
+	struct urv_mux_sec sec[URV_MUX_MAX + 1]; /* [k], k = 1 + connection index */
 	struct urv_mux_shadow *shadows;
 	unsigned nshadows;
 };
@@ -43,9 +46,10 @@ int urv_mux_init(struct urv_mux *m, int app_fd);
 int urv_mux_call(int conn, uint32_t op, const void *req, size_t len, void *rep, size_t rep_len,
 		 int *fds_out, int nfds_out);
 /* The secondary file of m on the device whose socket is path (opened,
- * and app_fd turned into an epoll fd, at the first): its index >= 1, or
- * -errno. */
+ * and app_fd turned into an epoll fd, at the first): its index k >= 1, or
+ * -errno. urv_mux_sec_k: the same for index k of an existing connection. */
 int urv_mux_sec_get(struct urv_mux *m, int app_fd, const char *path);
+int urv_mux_sec_k(struct urv_mux *m, int app_fd, unsigned k);
 /* Wait for one event byte on app_fd in epoll mode: 0 with *src the file
  * it came from (0 primary), -EAGAIN (O_NONBLOCK), -EINTR, -ENODEV (the
  * primary's pipe at EOF: its daemon went away). */

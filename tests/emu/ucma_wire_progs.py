@@ -82,6 +82,12 @@ def main():
             scmd = ['rping', '-s', '-a', '0.0.0.0', '-p', '7000', '-C', '20', '-S', '4096', '-V', '-v']
             ccmd = ['rping', '-c', '-a', '10.0.0.1', '-p', '7000', '-C', '20', '-S', '4096', '-V', '-v']
             env0 = env1
+        elif prog == 'rdma_server-wild':
+            # the same through librdmacm's synchronous calls: the request
+            # that came on uroce0 migrates to the server's own channel
+            scmd = ['rdma_server', '-p', '7000']
+            ccmd = ['rdma_client', '-s', '10.0.0.1', '-p', '7000']
+            env0 = env1
         elif prog == 'rping':
             scmd = ['rping', '-s', '-a', '10.0.0.2', '-p', '7000', '-C', '20', '-S', '4096', '-V', '-v']
             ccmd = ['rping', '-c', '-a', '10.0.0.2', '-p', '7000', '-C', '20', '-S', '4096', '-V', '-v']
@@ -123,6 +129,9 @@ def main():
                                                                       sout[-3000:]))
         if crc != 0 or src != 0:
             print('FAIL: %s' % prog)
+            return 1
+        if prog == 'rdma_server-wild' and ('end 0' not in cout or 'end 0' not in sout):
+            print('FAIL: rdma_server/rdma_client did not end 0')
             return 1
         if prog.startswith('rping') and sout.count('ping data') < 20:
             print('FAIL: rping server saw %d pings' % sout.count('ping data'))
