@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: MIT */
+/* What rdma-core's pyverbs suite (docs/conformance.md) checks, reduced to
+ * plain verbs so a regression shows here with its cause, not only as a
+ * module of the suite that stops passing.
+ *
+ * Memory windows as the suite binds them (test_mr MWTest, test_qpex
+ * bind_mw): the MR has only LOCAL_WRITE | MW_BIND, the window is bound
+ * with REMOTE_WRITE | LOCAL_WRITE (IBTA C10-74: a writable window needs
+ * local write on the MR, not remote write), RDMA WRITEs through the
+ * window's rkey land; then the window is invalidated (type 1: rebound
+ * with length 0; type 2: LOCAL_INV, SEND with invalidate carrying no
+ * payload, or dealloc) and a WRITE through the old rkey completes with
+ * REM_ACCESS_ERR. The bind rules that must still refuse: an MR without
+ * MW_BIND, a writable window on an MR without LOCAL_WRITE, a range
+ * outside the MR. */
+#include <infiniband/verbs.h>
+
+#include "vt.h"
+
+#define MW_OFF 16384u  /* the bound MR's buffer inside t.buf */
+#define MW_LEN 4096u
+
+/* the MR the suite binds windows to: no remote access of its own */
+static struct ibv_mr *bind_mr(struct vt *t, unsigned access)
+{
+	struct ibv_mr *mr = ibv_reg_mr(t->pd, t->buf + MW_OFF, MW_LEN, access);
+
+	CHECK(mr);
+	return mr;
+}
+
+static void bind_info(struct ibv_mw_bind_info *b, struct ibv_mr *mr, uint64_t len,
+		      unsigned access)
+{
+	memset(b, 0, sizeof(*b));
+	b->mr = mr;
+	b->addr = (uintptr_t)mr->addr;
+	b->length = len;
+	b->mw_access_flags = access;
+}
+
+/* type 2: a BIND_MW WR on qp; returns the completion's status */
+static enum ibv_wc_status bind2(struct vt *t, struct ibv_qp *qp, struct ibv_mw *mw,
+				struct ibv_mr *mr, unsigned access, uint32_t *rkey)
+{
+	struct ibv_send_wr wr, *bad;
+	struct ibv_wc wc;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 0xb2;
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+	bind_info(&wr.bind_mw.bind_info, mr, MW_LEN, access);
+	CHECK(!ibv_post_send(qp, &wr, &bad));
+	vt_poll_n(t->scq, 1, &wc);
+	CHECK(wc.wr_id == 0xb2);
+	if (wc.status == IBV_WC_SUCCESS)
+		CHECK(wc.opcode == IBV_WC_BIND_MW);
+	*rkey = wr.bind_mw.rkey;
+	return wc.status;
+}
+
+/* type 1: ibv_bind_mw; returns the completion's status */
+static enum ibv_wc_status bind1(struct vt *t, struct ibv_qp *qp, struct ibv_mw *mw,
+				struct ibv_mr *mr, uint64_t len, unsigned access)
+{
+	struct ibv_mw_bind b = { .wr_id = 0xb1, .send_flags = IBV_SEND_SIGNALED };
+	struct ibv_wc wc;
+
+	bind_info(&b.bind_info, mr, len, access);
+	CHECK(!ibv_bind_mw(qp, mw, &b));
+	vt_poll_n(t->scq, 1, &wc);
+	CHECK(wc.wr_id == 0xb1);
+	return wc.status;
+}
+
+/* an 8-byte RDMA WRITE from qa into the window (rkey) at offset off;
+ * returns its completion status, and on success checks the bytes */
+static enum ibv_wc_status write_through(struct vt *t, uint32_t rkey, uint32_t off,
+					uint64_t pattern)
+{
+	struct ibv_wc wc;
+
+	memcpy(t->buf, &pattern, 8);
+	CHECK(!vt_post_send(t->qa, t->mr, IBV_WR_RDMA_WRITE, 0, 8, IBV_SEND_SIGNALED, 0,
+			    (uintptr_t)t->buf + MW_OFF + off, rkey, 0x77));
+	vt_poll_n(t->scq, 1, &wc);
+	CHECK(wc.wr_id == 0x77);
+	if (wc.status == IBV_WC_SUCCESS)
+		CHECK(!memcmp(t->buf + MW_OFF + off, &pattern, 8));
+	return wc.status;
+}
+
+static void mw_type1(void)
+{
+	struct vt t;
+	struct ibv_mr *mr;
+	struct ibv_mw *mw;
+
+	vt_init(&t, NULL);
+	mr = bind_mr(&t, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+	mw = ibv_alloc_mw(t.pd, IBV_MW_TYPE_1);
+	CHECK(mw);
+	CHECK(bind1(&t, t.qb, mw, mr, MW_LEN, IBV_ACCESS_REMOTE_WRITE |
+		    IBV_ACCESS_LOCAL_WRITE) == IBV_WC_SUCCESS);
+	for (uint32_t i = 0; i < 4; i++)
+		CHECK(write_through(&t, mw->rkey, i * 64, 0x1111000000000000ull + i) ==
+		      IBV_WC_SUCCESS);
+	/* invalidation by a zero-length bind: the window's key misses */
+	CHECK(bind1(&t, t.qb, mw, mr, 0, 0) == IBV_WC_SUCCESS);
+	CHECK(write_through(&t, mw->rkey, 0, 1) == IBV_WC_REM_ACCESS_ERR);
+	CHECK(!ibv_dealloc_mw(mw));
+	CHECK(!ibv_dereg_mr(mr));
+	vt_fini(&t);
+}
+
+enum inv_how { INV_LOCAL, INV_REMOTE, INV_DEALLOC };
+
+static void mw_type2(enum inv_how how)
+{
+	struct ibv_send_wr wr, *bad;
+	struct ibv_wc wc;
+	struct vt t;
+	struct ibv_mr *mr;
+	struct ibv_mw *mw;
+	uint32_t rkey;
+
+	vt_init(&t, NULL);
+	mr = bind_mr(&t, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+	mw = ibv_alloc_mw(t.pd, IBV_MW_TYPE_2);
+	CHECK(mw);
+	CHECK(bind2(&t, t.qb, mw, mr, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE,
+		    &rkey) == IBV_WC_SUCCESS);
+	CHECK(write_through(&t, rkey, 8, 0x2222222222222222ull) == IBV_WC_SUCCESS);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 0x1a;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.invalidate_rkey = rkey;
+	if (how == INV_LOCAL) {
+		/* through the QP the window was bound on */
+		wr.opcode = IBV_WR_LOCAL_INV;
+		CHECK(!ibv_post_send(t.qb, &wr, &bad));
+		vt_poll_n(t.scq, 1, &wc);
+		CHECK(wc.wr_id == 0x1a && wc.status == IBV_WC_SUCCESS &&
+		      wc.opcode == IBV_WC_LOCAL_INV);
+	} else if (how == INV_REMOTE) {
+		/* as the suite posts it: no SGE at all */
+		vt_post_recv(t.qb, t.mr, 4096, 64, 0x2a);
+		wr.opcode = IBV_WR_SEND_WITH_INV;
+		CHECK(!ibv_post_send(t.qa, &wr, &bad));
+		vt_poll_n(t.scq, 1, &wc);
+		CHECK(wc.wr_id == 0x1a && wc.status == IBV_WC_SUCCESS);
+		vt_poll_n(t.rcq, 1, &wc);
+		CHECK(wc.wr_id == 0x2a && wc.status == IBV_WC_SUCCESS && wc.byte_len == 0 &&
+		      (wc.wc_flags & IBV_WC_WITH_INV) && wc.invalidated_rkey == rkey);
+	} else {
+		CHECK(!ibv_dealloc_mw(mw));
+		mw = NULL;
+	}
+	CHECK(write_through(&t, rkey, 8, 3) == IBV_WC_REM_ACCESS_ERR);
+	if (mw)
+		CHECK(!ibv_dealloc_mw(mw));
+	CHECK(!ibv_dereg_mr(mr));
+	vt_fini(&t);
+}
+
+static void mw_type2_local_inv(void)
+{
+	mw_type2(INV_LOCAL);
+}
+
+static void mw_type2_remote_inv(void)
+{
+	mw_type2(INV_REMOTE);
+}
+
+static void mw_type2_dealloc(void)
+{
+	mw_type2(INV_DEALLOC);
+}
+
+/* The bind rules that refuse (IBTA C10-73, C10-74, the window inside the
+ * MR): MW_BIND_ERR, and the window stays unbound. A failed bind moves the
+ * QP to error, so each refusal gets its own pair. */
+static void mw_bind_refused(void)
+{
+	static const struct {
+		unsigned mr_access, mw_access;
+		uint64_t len;
+	} bad[] = {
+		{ IBV_ACCESS_LOCAL_WRITE, IBV_ACCESS_REMOTE_WRITE, MW_LEN },
+		{ IBV_ACCESS_MW_BIND | IBV_ACCESS_REMOTE_READ, IBV_ACCESS_REMOTE_WRITE, MW_LEN },
+		{ IBV_ACCESS_MW_BIND | IBV_ACCESS_REMOTE_READ, IBV_ACCESS_REMOTE_ATOMIC, MW_LEN },
+		{ IBV_ACCESS_MW_BIND | IBV_ACCESS_LOCAL_WRITE, IBV_ACCESS_REMOTE_WRITE, MW_LEN + 1 },
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct vt t;
+		struct ibv_mr *mr;
+		struct ibv_mw *mw;
+
+		vt_init(&t, NULL);
+		mr = bind_mr(&t, bad[i].mr_access);
+		mw = ibv_alloc_mw(t.pd, IBV_MW_TYPE_1);
+		CHECK(mw);
+		if (bind1(&t, t.qb, mw, mr, bad[i].len, bad[i].mw_access) != IBV_WC_MW_BIND_ERR) {
+			fprintf(stderr, "bind %zu was not refused\n", i);
+			exit(1);
+		}
+		CHECK(!ibv_dealloc_mw(mw));
+		CHECK(!ibv_dereg_mr(mr));
+		vt_fini(&t);
+	}
+	/* a read-only window on an MR without local write is fine */
+	{
+		struct vt t;
+		struct ibv_mr *mr;
+		struct ibv_mw *mw;
+
+		vt_init(&t, NULL);
+		mr = bind_mr(&t, IBV_ACCESS_MW_BIND);
+		mw = ibv_alloc_mw(t.pd, IBV_MW_TYPE_1);
+		CHECK(mw);
+		CHECK(bind1(&t, t.qb, mw, mr, MW_LEN, IBV_ACCESS_REMOTE_READ) == IBV_WC_SUCCESS);
+		CHECK(!ibv_dealloc_mw(mw));
+		CHECK(!ibv_dereg_mr(mr));
+		vt_fini(&t);
+	}
+}
+
+static const struct vt_case cases[] = {
+	{ "mw_type1", mw_type1 },
+	{ "mw_type2_local_inv", mw_type2_local_inv },
+	{ "mw_type2_remote_inv", mw_type2_remote_inv },
+	{ "mw_type2_dealloc", mw_type2_dealloc },
+	{ "mw_bind_refused", mw_bind_refused },
+};
+
+int main(int argc, char **argv)
+{
+	return vt_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv);
+}
