@@ -257,6 +257,12 @@ int urv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int mask)
 		return -ret;
 	if (mask & IBV_QP_STATE)
 		ibqp->state = a->qp_state;
+	if ((mask & IBV_QP_STATE) && a->qp_state == IBV_QPS_RESET) {
+		if (ibqp->recv_cq)
+			urv_cq_clean(ibqp->recv_cq, ibqp->qp_num);
+		if (ibqp->send_cq && ibqp->send_cq != ibqp->recv_cq)
+			urv_cq_clean(ibqp->send_cq, ibqp->qp_num);
+	}
 	return 0;
 }
 

@@ -254,6 +254,7 @@ struct ibv_cq_ex *urv_create_cq_ex(struct ibv_context *c,
 int urv_resize_cq(struct ibv_cq *cq, int cqe);
 int urv_destroy_cq(struct ibv_cq *cq);
 int urv_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+void urv_cq_clean(struct ibv_cq *cq, uint32_t qpn);
 int urv_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 void urv_cq_ex_init(struct urv_cq *cq);
 

@@ -230,7 +230,149 @@ static void mw_bind_refused(void)
 	}
 }
 
+/* One SEND of 8 bytes from qa into a receive posted on qb in rmr at off;
+ * returns the sender's status (the receiver's completion is polled when
+ * the sender succeeded, and its bytes checked). */
+static enum ibv_wc_status send_into(struct vt *t, struct ibv_mr *rmr, uint64_t pattern)
+{
+	struct ibv_wc wc;
+
+	memcpy(t->buf, &pattern, 8);
+	vt_post_recv(t->qb, rmr, 0, 64, 0x5e);
+	CHECK(!vt_post_send(t->qa, t->mr, IBV_WR_SEND, 0, 8, IBV_SEND_SIGNALED, 0, 0, 0,
+			    0x5d));
+	vt_poll_n(t->scq, 1, &wc);
+	CHECK(wc.wr_id == 0x5d);
+	if (wc.status == IBV_WC_SUCCESS) {
+		enum ibv_wc_status st = wc.status;
+
+		vt_poll_n(t->rcq, 1, &wc);
+		CHECK(wc.wr_id == 0x5e && wc.status == IBV_WC_SUCCESS && wc.byte_len == 8);
+		CHECK(!memcmp(rmr->addr, &pattern, 8));
+		return st;
+	}
+	return wc.status;
+}
+
+/* Both QPs from ERR back to RTS through RESET, as the suite's restate_qps. */
+static void restate(struct vt *t)
+{
+	struct ibv_qp_attr m = { .qp_state = IBV_QPS_RESET };
+
+	CHECK(!ibv_modify_qp(t->qa, &m, IBV_QP_STATE));
+	CHECK(!ibv_modify_qp(t->qb, &m, IBV_QP_STATE));
+	memset(&m, 0, sizeof(m));
+	m.qp_state = IBV_QPS_INIT;
+	m.port_num = 1;
+	m.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	CHECK(!ibv_modify_qp(t->qa, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			     IBV_QP_ACCESS_FLAGS));
+	CHECK(!ibv_modify_qp(t->qb, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			     IBV_QP_ACCESS_FLAGS));
+	vt_connect(t, t->qa, t->qb);
+}
+
+/* test_mr's rereg flows: a receive posted before ibv_rereg_mr moves the
+ * MR (new address, or another PD) fails the next SEND (the receiver
+ * NAKs it: REM_OP_ERR at the sender); both QPs are then taken through
+ * RESET back to RTS and the next SEND through the reregistered MR (its
+ * old PD again for CHANGE_PD) must succeed: what the error left in the
+ * CQs belongs to the QPs' previous life and must not show. */
+static void rereg(int flags)
+{
+	uint8_t *other = aligned_alloc(4096, 4096);
+	struct ibv_pd *pd2;
+	struct ibv_mr *rmr;
+	struct ibv_wc wc;
+	struct vt t;
+
+	CHECK(other);
+	vt_init(&t, NULL);
+	pd2 = ibv_alloc_pd(t.ctx);
+	CHECK(pd2);
+	rmr = ibv_reg_mr(t.pd, t.buf + 32768, 4096, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(rmr);
+	CHECK(send_into(&t, rmr, 0x0101010101010101ull) == IBV_WC_SUCCESS);
+	/* a receive waits on qb with the MR as it was; more wait on qa */
+	vt_post_recv(t.qb, rmr, 0, 64, 0x5f);
+	for (int i = 0; i < 3; i++)
+		vt_post_recv(t.qa, t.mr, 4096, 64, 0x60 + (uint64_t)i);
+	if (flags == IBV_REREG_MR_CHANGE_TRANSLATION)
+		CHECK(!ibv_rereg_mr(rmr, flags, NULL, other, 4096, 0));
+	else
+		CHECK(!ibv_rereg_mr(rmr, flags, pd2, NULL, 0, 0));
+	CHECK(send_into(&t, rmr, 2) == IBV_WC_REM_OP_ERR);
+	restate(&t);
+	if (flags == IBV_REREG_MR_CHANGE_PD)
+		CHECK(!ibv_rereg_mr(rmr, flags, t.pd, NULL, 0, 0));
+	CHECK(send_into(&t, rmr, 0x0303030303030303ull) == IBV_WC_SUCCESS);
+	/* nothing of the QPs' previous life is left in either CQ */
+	CHECK(ibv_poll_cq(t.scq, 1, &wc) == 0 && ibv_poll_cq(t.rcq, 1, &wc) == 0);
+	CHECK(!ibv_dereg_mr(rmr));
+	CHECK(!ibv_dealloc_pd(pd2));
+	vt_fini(&t);
+	free(other);
+}
+
+static void rereg_addr(void)
+{
+	rereg(IBV_REREG_MR_CHANGE_TRANSLATION);
+}
+
+static void rereg_pd(void)
+{
+	rereg(IBV_REREG_MR_CHANGE_PD);
+}
+
+/* RESET drops only the QP's own unpolled completions from a CQ it shares:
+ * qb and qd receive into one CQ, [qb 1, qd 2, qb 3, qd 4, qb 5] wait in it
+ * (small SENDs: their bytes ride in the CQ ring's companion slots); qd to
+ * RESET leaves qb's three, in order, with their payloads. */
+static void reset_clean(void)
+{
+	struct ibv_qp *qc, *qd, *to[5];
+	struct ibv_qp_attr m = { .qp_state = IBV_QPS_RESET };
+	struct ibv_wc wc[5];
+	struct vt t;
+
+	vt_init(&t, NULL);
+	qc = vt_qp(&t, IBV_QPT_RC, t.scq, t.rcq, NULL, 16, 16);
+	qd = vt_qp(&t, IBV_QPT_RC, t.scq, t.rcq, NULL, 16, 16);
+	vt_connect(&t, qc, qd);
+	for (uint64_t i = 1; i <= 5; i++) {
+		struct ibv_qp *src = i & 1 ? t.qa : qc;
+
+		to[i - 1] = i & 1 ? t.qb : qd;
+		vt_post_recv(to[i - 1], t.mr, 4096 + i * 64, 64, i);
+		memset(t.buf + i * 64, (int)(0x40 + i), 32);
+		CHECK(!vt_post_send(src, t.mr, IBV_WR_SEND, i * 64, 32, IBV_SEND_SIGNALED, 0,
+				    0, 0, 100 + i));
+		/* the sender's completion follows the receiver's */
+		vt_poll_n(t.scq, 1, wc);
+		CHECK(wc[0].status == IBV_WC_SUCCESS && wc[0].wr_id == 100 + i);
+	}
+	CHECK(!ibv_modify_qp(qd, &m, IBV_QP_STATE));
+	memset(t.buf + 4096, 0, 8 * 64);
+	vt_poll_n(t.rcq, 3, wc);
+	for (int k = 0; k < 3; k++) {
+		uint64_t i = 1 + 2 * (uint64_t)k;
+		uint8_t want[32];
+
+		memset(want, (int)(0x40 + i), 32);
+		CHECK(wc[k].wr_id == i && wc[k].status == IBV_WC_SUCCESS &&
+		      wc[k].qp_num == t.qb->qp_num && wc[k].byte_len == 32);
+		CHECK(!memcmp(t.buf + 4096 + i * 64, want, 32));
+	}
+	CHECK(ibv_poll_cq(t.rcq, 5, wc) == 0);
+	CHECK(!ibv_destroy_qp(qc));
+	CHECK(!ibv_destroy_qp(qd));
+	vt_fini(&t);
+}
+
 static const struct vt_case cases[] = {
+	{ "reset_clean", reset_clean },
+	{ "rereg_addr", rereg_addr },
+	{ "rereg_pd", rereg_pd },
 	{ "mw_type1", mw_type1 },
 	{ "mw_type2_local_inv", mw_type2_local_inv },
 	{ "mw_type2_remote_inv", mw_type2_remote_inv },
