@@ -369,7 +369,47 @@ static void reset_clean(void)
 	vt_fini(&t);
 }
 
+/* ibv_create_qp_ex with IBV_QP_INIT_ATTR_CREATE_FLAGS in comp_mask and no
+ * flag asked for creates the QP (rdma-core's test_qp picks that mask at
+ * random, and its RC/UD create and UC query tests skipped on EOPNOTSUPP);
+ * a flag uroce does not have is EOPNOTSUPP. Each QP created is queried. */
+static void create_qp_ex_flags(void)
+{
+	static const enum ibv_qp_type types[] = { IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD };
+	struct vt t;
+
+	vt_init(&t, NULL);
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		struct ibv_qp_init_attr_ex a;
+		struct ibv_qp_init_attr init;
+		struct ibv_qp_attr q;
+		struct ibv_qp *qp;
+
+		memset(&a, 0, sizeof(a));
+		a.qp_type = types[i];
+		a.send_cq = t.scq;
+		a.recv_cq = t.rcq;
+		a.cap.max_send_wr = 4;
+		a.cap.max_recv_wr = 4;
+		a.cap.max_send_sge = 1;
+		a.cap.max_recv_sge = 1;
+		a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS;
+		a.pd = t.pd;
+		qp = ibv_create_qp_ex(t.ctx, &a);
+		CHECK(qp);
+		CHECK(!ibv_query_qp(qp, &q, IBV_QP_STATE | IBV_QP_CAP, &init));
+		CHECK(q.qp_state == IBV_QPS_RESET && init.qp_type == types[i] &&
+		      q.cap.max_send_wr >= 4 && q.cap.max_recv_wr >= 4);
+		CHECK(!ibv_destroy_qp(qp));
+		a.create_flags = IBV_QP_CREATE_BLOCK_SELF_MCAST_LB;
+		errno = 0;
+		CHECK(!ibv_create_qp_ex(t.ctx, &a) && errno == EOPNOTSUPP);
+	}
+	vt_fini(&t);
+}
+
 static const struct vt_case cases[] = {
+	{ "create_qp_ex_flags", create_qp_ex_flags },
 	{ "reset_clean", reset_clean },
 	{ "rereg_addr", rereg_addr },
 	{ "rereg_pd", rereg_pd },
