@@ -328,6 +328,7 @@ enum uroce_op {
 	UROCE_OP_UCMA_OPEN,      /**< rdma_cm file: uroce_ucma_open_rep; fds out: [0] event pipe read end */
 	UROCE_OP_UCMA_CMD,       /**< one rdma_ucm command: uroce_ucma_cmd_req, variable length */
 	UROCE_OP_UCMA_CLOSE,     /**< uroce_handle_msg: the file handle */
+	UROCE_OP_IMPORT,         /**< ibv_import_pd / ibv_import_mr: uroce_import_req */
 	UROCE_OP_MAX
 };
 
@@ -400,6 +401,26 @@ struct uroce_rereg_mr_req {
 	uint64_t iova;
 };
 /* reply: uroce_reg_mr_rep */
+
+/** UROCE_OP_IMPORT: a second ibv_context of the same connection
+ *  (ibv_import_device on its control socket, in the process that opened
+ *  it) names a PD or MR of the connection by handle; the daemon says
+ *  whether that object exists (an MR: in that PD) and what an MR is. */
+enum uroce_import_type { UROCE_IMPORT_PD = 1, UROCE_IMPORT_MR = 2 };
+struct uroce_import_req {
+	uint32_t type;    /**< enum uroce_import_type */
+	uint32_t handle;
+	uint32_t pd;      /**< UROCE_IMPORT_MR: the PD it is imported into */
+	uint32_t rsvd;
+};
+struct uroce_import_rep {
+	uint32_t lkey;
+	uint32_t rkey;
+	uint64_t length;
+	uint64_t iova;
+	uint32_t access;
+	uint32_t rsvd;
+};
 
 struct uroce_alloc_mw_req { uint32_t pd; uint32_t type; /**< enum ibv_mw_type */ };
 struct uroce_alloc_mw_rep { uint32_t handle; uint32_t rkey; };

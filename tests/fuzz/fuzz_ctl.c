@@ -132,6 +132,7 @@ static const struct { uint16_t req, rep; uint8_t fds_out; } fz_shape[UROCE_OP_MA
 	[UROCE_OP_DETACH_MCAST] = { sizeof(struct uroce_mcast_req), 0, 0 },
 	[UROCE_OP_QUERY_STATS] = { sizeof(struct uroce_query_stats_req),
 				   sizeof(struct uroce_query_stats_rep), 0 },
+	[UROCE_OP_IMPORT] = { sizeof(struct uroce_import_req), sizeof(struct uroce_import_rep), 0 },
 };
 
 /* The simulated port drops every frame: only the control path matters. */

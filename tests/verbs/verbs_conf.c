@@ -12,8 +12,14 @@
  * payload, or dealloc) and a WRITE through the old rkey completes with
  * REM_ACCESS_ERR. The bind rules that must still refuse: an MR without
  * MW_BIND, a writable window on an MR without LOCAL_WRITE, a range
- * outside the MR. */
+ * outside the MR.
+ *
+ * test_shared_pd: ibv_import_device on a dup of a context's cmd_fd, then
+ * ibv_import_pd / ibv_import_mr by handle, traffic through the imports;
+ * and what must stay refused (docs/verbs.md, "Shared PD"). */
 #include <infiniband/verbs.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 
 #include "vt.h"
 
@@ -408,7 +414,163 @@ static void create_qp_ex_flags(void)
 	vt_fini(&t);
 }
 
+/* A context imported from a dup of t.ctx's cmd_fd: the PD and MR of t
+ * imported by handle carry an RDMA WRITE from a QP created on the
+ * imported context into t.qb's side; the imported context outlives
+ * ibv_close_device of the one it came from. */
+static void import_shared(void)
+{
+	struct ibv_context *c2;
+	struct ibv_pd *pd2;
+	struct ibv_mr *mr2;
+	struct ibv_cq *cq2;
+	struct ibv_qp *q2;
+	struct ibv_wc wc;
+	struct vt t, t2;
+	uint64_t v = 0x5a5a000011112222ull;
+
+	vt_init(&t, NULL);
+	c2 = ibv_import_device(dup(t.ctx->cmd_fd));
+	CHECK(c2 && c2->device == t.ctx->device);
+	pd2 = ibv_import_pd(c2, t.pd->handle);
+	CHECK(pd2 && pd2->handle == t.pd->handle && pd2->context == c2);
+	mr2 = ibv_import_mr(pd2, t.mr->handle);
+	CHECK(mr2 && mr2->lkey == t.mr->lkey && mr2->rkey == t.mr->rkey &&
+	      mr2->length == t.mr->length && !mr2->addr && mr2->pd == pd2);
+	/* what is not there, or not in that PD, is not imported */
+	errno = 0;
+	CHECK(!ibv_import_pd(c2, t.pd->handle + 1000) && errno == EINVAL);
+	{
+		struct ibv_pd *other = ibv_alloc_pd(c2);
+
+		CHECK(other);
+		errno = 0;
+		CHECK(!ibv_import_mr(other, t.mr->handle) && errno == EINVAL);
+		CHECK(!ibv_dealloc_pd(other));
+	}
+	/* a QP of the imported context, on the imported PD, to t.qa's peer
+	 * role: t2 borrows t's fields with the imported objects */
+	cq2 = ibv_create_cq(c2, 16, NULL, NULL, 0);
+	CHECK(cq2);
+	t2 = t;
+	t2.ctx = c2;
+	t2.pd = pd2;
+	q2 = vt_qp(&t2, IBV_QPT_RC, cq2, cq2, NULL, 8, 8);
+	{
+		struct ibv_qp *peer = vt_qp(&t, IBV_QPT_RC, t.scq, t.rcq, NULL, 8, 8);
+		/* mr2->addr is NULL: the SGE names the memory by t's address,
+		 * with the imported lkey */
+		struct ibv_mr sge_mr = *mr2;
+
+		sge_mr.addr = t.buf;
+		vt_connect(&t, q2, peer);
+		memcpy(t.buf, &v, 8);
+		CHECK(!vt_post_send(q2, &sge_mr, IBV_WR_RDMA_WRITE, 0, 8, IBV_SEND_SIGNALED, 0,
+				    (uintptr_t)t.buf + 512, t.mr->rkey, 9));
+		vt_poll_n(cq2, 1, &wc);
+		CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 9);
+		CHECK(!memcmp(t.buf + 512, &v, 8));
+		CHECK(!ibv_destroy_qp(peer));
+	}
+	CHECK(!ibv_destroy_qp(q2));
+	CHECK(!ibv_destroy_cq(cq2));
+	ibv_unimport_mr(mr2);
+	ibv_unimport_pd(pd2);
+	/* unimport released nothing of the daemon's: t's objects still work */
+	CHECK(write_through(&t, t.mr->rkey, 0, 0x77) == IBV_WC_SUCCESS);
+	/* the imported context outlives its origin's close */
+	{
+		struct ibv_context *c3 = ibv_import_device(dup(t.ctx->cmd_fd));
+		struct ibv_pd *p3;
+
+		CHECK(c3);
+		CHECK(!ibv_close_device(c2));
+		vt_fini(&t);
+		p3 = ibv_alloc_pd(c3);
+		CHECK(p3);
+		CHECK(!ibv_dealloc_pd(p3));
+		CHECK(!ibv_close_device(c3));
+	}
+}
+
+static int send_fd(int sock, int fd)
+{
+	char c = 'f', cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { &c, 1 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			    .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+
+	h->cmsg_level = SOL_SOCKET;
+	h->cmsg_type = SCM_RIGHTS;
+	h->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(h), &fd, sizeof(int));
+	return sendmsg(sock, &m, 0) == 1 ? 0 : -1;
+}
+
+static int recv_fd(int sock)
+{
+	char c, cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { &c, 1 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			    .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *h;
+	int fd = -1;
+
+	if (recvmsg(sock, &m, 0) != 1)
+		return -1;
+	h = CMSG_FIRSTHDR(&m);
+	if (h && h->cmsg_type == SCM_RIGHTS)
+		memcpy(&fd, CMSG_DATA(h), sizeof(int));
+	return fd;
+}
+
+/* Another process holding the descriptor may not import: one that got it
+ * over a socket (it has no context of its own on it) and a fork() child
+ * (it inherited the opener's context): EOPNOTSUPP, and the opener's
+ * context is untouched. */
+static void import_refused(void)
+{
+	int sv[2], st;
+	pid_t got, fork_child;
+	struct vt t;
+
+	CHECK(!socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
+	got = fork();
+	CHECK(got >= 0);
+	if (got == 0) {
+		int fd = recv_fd(sv[1]);
+		struct ibv_context *c;
+
+		if (fd < 0)
+			_exit(2);
+		errno = 0;
+		c = ibv_import_device(fd);
+		_exit(!c && errno == EOPNOTSUPP ? 0 : 3);
+	}
+	vt_init(&t, NULL);
+	CHECK(!send_fd(sv[0], t.ctx->cmd_fd));
+	CHECK(waitpid(got, &st, 0) == got && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	fork_child = fork();
+	CHECK(fork_child >= 0);
+	if (fork_child == 0) {
+		struct ibv_context *c;
+
+		errno = 0;
+		c = ibv_import_device(dup(t.ctx->cmd_fd));
+		_exit(!c && errno == EOPNOTSUPP ? 0 : 3);
+	}
+	CHECK(waitpid(fork_child, &st, 0) == fork_child && WIFEXITED(st) &&
+	      WEXITSTATUS(st) == 0);
+	CHECK(write_through(&t, t.mr->rkey, 0, 0x99) == IBV_WC_SUCCESS);
+	close(sv[0]);
+	close(sv[1]);
+	vt_fini(&t);
+}
+
 static const struct vt_case cases[] = {
+	{ "import_shared", import_shared },
+	{ "import_refused", import_refused },
 	{ "create_qp_ex_flags", create_qp_ex_flags },
 	{ "reset_clean", reset_clean },
 	{ "rereg_addr", rereg_addr },
