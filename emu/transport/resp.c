@@ -173,7 +173,7 @@ static void recv_cqe(struct emu_qp *qp, uint8_t status, uint32_t opcode, uint32_
 static int resp_get_rwqe(struct emu_qp *qp)
 {
 	struct emu_xport_qp *x = &qp->x;
-	struct emu_pd *pd = qp->srq ? qp->srq->pd : qp->pd;
+	struct emu_pd *pd = xp_recv_pd(qp);
 	uint64_t total = 0;
 	unsigned i;
 	int n;
@@ -863,9 +863,7 @@ static enum emu_resp_state resp_complete(struct resp_ctx *c)
 		len = x->wr_len;
 	}
 	if (f & WIRE_OPF_INV) {
-		struct emu_pd *pd = c->qp->srq ? c->qp->srq->pd : c->qp->pd;
-
-		if (emu_key_invalidate(pd, pkt->ieth_rkey))
+		if (emu_key_invalidate(xp_recv_pd(c->qp), pkt->ieth_rkey))
 			return resp_fail(c, EMU_RESP_ERR_INVALIDATE_RKEY, IBV_WC_REM_INV_REQ_ERR,
 					 IBV_EVENT_QP_REQ_ERR, RESP_UC_CQE);
 		flags |= IBV_WC_WITH_INV;

@@ -16,7 +16,9 @@
  *
  * test_shared_pd: ibv_import_device on a dup of a context's cmd_fd, then
  * ibv_import_pd / ibv_import_mr by handle, traffic through the imports;
- * and what must stay refused (docs/verbs.md, "Shared PD"). */
+ * and what must stay refused (docs/verbs.md, "Shared PD").
+ *
+ * An SRQ whose PD is not its QP's: receive keys are the SRQ's PD's. */
 #include <infiniband/verbs.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -568,7 +570,73 @@ static void import_refused(void)
 	vt_fini(&t);
 }
 
+/* A QP on one PD with an SRQ on another: the receive WQE's lkeys belong
+ * to the SRQ's PD (IBTA: the SRQ's PD, not the QP's). Messages of 4 KB
+ * (placed by the daemon) and 16 bytes (carried in the CQ ring) land in an
+ * MR of the SRQ's PD; a receive naming an MR of the QP's PD fails with
+ * LOC_PROT_ERR. */
+static void srq_pd(void)
+{
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 8, .max_sge = 1 } };
+	uint8_t *rbuf = aligned_alloc(4096, 8192);
+	struct ibv_recv_wr rwr, *bad;
+	struct ibv_sge sge;
+	struct ibv_qp *qc, *qd;
+	struct ibv_pd *pd2;
+	struct ibv_srq *srq;
+	struct ibv_mr *rmr;
+	struct ibv_wc wc;
+	struct vt t;
+	const uint32_t lens[] = { 4096, 16 };
+
+	CHECK(rbuf);
+	vt_init(&t, NULL);
+	pd2 = ibv_alloc_pd(t.ctx);
+	CHECK(pd2);
+	srq = ibv_create_srq(pd2, &sa);
+	CHECK(srq);
+	rmr = ibv_reg_mr(pd2, rbuf, 8192, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(rmr);
+	qc = vt_qp(&t, IBV_QPT_RC, t.scq, t.rcq, srq, 8, 0);
+	qd = vt_qp(&t, IBV_QPT_RC, t.scq, t.rcq, NULL, 8, 8);
+	vt_connect(&t, qd, qc);
+	for (int k = 0; k < 2; k++) {
+		memset(rbuf, 0, 8192);
+		for (uint32_t i = 0; i < lens[k]; i++)
+			t.buf[i] = (uint8_t)(i * 7 + (uint32_t)k);
+		sge = (struct ibv_sge){ (uintptr_t)rbuf, 8192, rmr->lkey };
+		rwr = (struct ibv_recv_wr){ .wr_id = 0x50 + (uint64_t)k, .sg_list = &sge,
+					    .num_sge = 1 };
+		CHECK(!ibv_post_srq_recv(srq, &rwr, &bad));
+		CHECK(!vt_post_send(qd, t.mr, IBV_WR_SEND, 0, lens[k], IBV_SEND_SIGNALED, 0,
+				    0, 0, 0x60 + (uint64_t)k));
+		vt_poll_n(t.scq, 1, &wc);
+		CHECK(wc.wr_id == 0x60 + (uint64_t)k && wc.status == IBV_WC_SUCCESS);
+		vt_poll_n(t.rcq, 1, &wc);
+		CHECK(wc.wr_id == 0x50 + (uint64_t)k && wc.status == IBV_WC_SUCCESS &&
+		      wc.byte_len == lens[k] && wc.qp_num == qc->qp_num);
+		CHECK(!memcmp(rbuf, t.buf, lens[k]));
+	}
+	/* an lkey of the QP's PD in the SRQ's receive: refused */
+	sge = (struct ibv_sge){ (uintptr_t)t.buf + 8192, 4096, t.mr->lkey };
+	rwr = (struct ibv_recv_wr){ .wr_id = 0x5f, .sg_list = &sge, .num_sge = 1 };
+	CHECK(!ibv_post_srq_recv(srq, &rwr, &bad));
+	CHECK(!vt_post_send(qd, t.mr, IBV_WR_SEND, 0, 4096, IBV_SEND_SIGNALED, 0, 0, 0, 0x6f));
+	vt_poll_n(t.rcq, 1, &wc);
+	CHECK(wc.wr_id == 0x5f && wc.status == IBV_WC_LOC_PROT_ERR);
+	vt_poll_n(t.scq, 1, &wc);
+	CHECK(wc.wr_id == 0x6f && wc.status != IBV_WC_SUCCESS);
+	CHECK(!ibv_destroy_qp(qc));
+	CHECK(!ibv_destroy_qp(qd));
+	CHECK(!ibv_destroy_srq(srq));
+	CHECK(!ibv_dereg_mr(rmr));
+	CHECK(!ibv_dealloc_pd(pd2));
+	vt_fini(&t);
+	free(rbuf);
+}
+
 static const struct vt_case cases[] = {
+	{ "srq_pd", srq_pd },
 	{ "import_shared", import_shared },
 	{ "import_refused", import_refused },
 	{ "create_qp_ex_flags", create_qp_ex_flags },
