@@ -470,6 +470,10 @@ int urv_query_device(struct ibv_context *ibctx, struct ibv_device_attr *a)
 	return 0;
 }
 
+/* IB_UVERBS_DEVICE_ATOMIC_WRITE (Linux 6.2 uapi; Debian 12's headers are
+ * older): ibv_wr_atomic_write is served */
+#define URV_DEVICE_ATOMIC_WRITE (1ULL << 40)
+
 int urv_query_device_ex(struct ibv_context *ibctx,
 			const struct ibv_query_device_ex_input *in,
 			struct ibv_device_attr_ex *a, size_t len)
@@ -486,6 +490,7 @@ int urv_query_device_ex(struct ibv_context *ibctx,
 	ex.completion_timestamp_mask = UINT64_MAX;
 	ex.hca_core_clock = 1000000;    /* kHz */
 	ex.phys_port_cnt_ex = ex.orig_attr.phys_port_cnt;
+	ex.device_cap_flags_ex = URV_DEVICE_ATOMIC_WRITE;
 	memcpy(a, &ex, len < sizeof(ex) ? len : sizeof(ex));
 	return 0;
 }

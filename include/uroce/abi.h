@@ -157,6 +157,8 @@ struct uroce_send_wqe {
 			uint32_t rkey;
 			uint32_t rsvd;
 		} rdma;
+		/* IBV_WR_ATOMIC_WRITE: rdma.remote_addr and rdma.rkey,
+		 * its 8 bytes in atomic.swap (no SGE) */
 		struct {
 			uint64_t remote_addr;
 			uint64_t compare_add;

@@ -18,7 +18,8 @@
  * ibv_import_pd / ibv_import_mr by handle, traffic through the imports;
  * and what must stay refused (docs/verbs.md, "Shared PD").
  *
- * An SRQ whose PD is not its QP's: receive keys are the SRQ's PD's. */
+ * An SRQ whose PD is not its QP's: receive keys are the SRQ's PD's.
+ * IBTA 1.5 RDMA ATOMIC WRITE through both posting APIs. */
 #include <infiniband/verbs.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -393,16 +394,7 @@ static void create_qp_ex_flags(void)
 		struct ibv_qp_attr q;
 		struct ibv_qp *qp;
 
-		memset(&a, 0, sizeof(a));
-		a.qp_type = types[i];
-		a.send_cq = t.scq;
-		a.recv_cq = t.rcq;
-		a.cap.max_send_wr = 4;
-		a.cap.max_recv_wr = 4;
-		a.cap.max_send_sge = 1;
-		a.cap.max_recv_sge = 1;
-		a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS;
-		a.pd = t.pd;
+		vt_qp_ex_attr(&t, &a, types[i], 4, IBV_QP_INIT_ATTR_CREATE_FLAGS);
 		qp = ibv_create_qp_ex(t.ctx, &a);
 		CHECK(qp);
 		CHECK(!ibv_query_qp(qp, &q, IBV_QP_STATE | IBV_QP_CAP, &init));
@@ -635,7 +627,97 @@ static void srq_pd(void)
 	free(rbuf);
 }
 
+/* IBTA 1.5 RDMA ATOMIC WRITE (test_qpex's test_qp_ex_rc_atomic_write):
+ * the device says so (IB_UVERBS_DEVICE_ATOMIC_WRITE, bit 40 of
+ * device_cap_flags_ex); ibv_wr_atomic_write and ibv_post_send with
+ * IBV_WR_ATOMIC_WRITE (its 8 bytes from the SGE) land 8 bytes at an MR
+ * with only REMOTE_WRITE, completing as IBV_WC_ATOMIC_WRITE; a misaligned
+ * address or a length other than 8 is EINVAL; an MR without REMOTE_WRITE
+ * is REM_ACCESS_ERR. */
+static void atomic_write(void)
+{
+	struct ibv_device_attr_ex dx;
+	struct ibv_qp_init_attr_ex a;
+	struct ibv_send_wr wr, *bad;
+	struct ibv_qp *qx, *peer;
+	struct ibv_qp_ex *ex;
+	struct ibv_mr *wmr, *romr;
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+	uint64_t v = 0x0102030405060708ull;
+	struct vt t;
+
+	vt_init(&t, NULL);
+	CHECK(!ibv_query_device_ex(t.ctx, NULL, &dx));
+	CHECK(dx.device_cap_flags_ex & (1ULL << 40));
+	wmr = ibv_reg_mr(t.pd, t.buf + 16384, 4096, IBV_ACCESS_LOCAL_WRITE |
+			 IBV_ACCESS_REMOTE_WRITE);
+	romr = ibv_reg_mr(t.pd, t.buf + 20480, 4096, IBV_ACCESS_LOCAL_WRITE |
+			  IBV_ACCESS_REMOTE_READ);
+	CHECK(wmr && romr);
+	vt_qp_ex_attr(&t, &a, IBV_QPT_RC, 8, IBV_QP_INIT_ATTR_SEND_OPS_FLAGS);
+	a.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_WRITE;
+	qx = ibv_create_qp_ex(t.ctx, &a);
+	CHECK(qx);
+	{
+		struct ibv_qp_attr m = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+					 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
+
+		CHECK(!ibv_modify_qp(qx, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				     IBV_QP_ACCESS_FLAGS));
+	}
+	peer = vt_qp(&t, IBV_QPT_RC, t.scq, t.rcq, NULL, 8, 8);
+	vt_connect(&t, qx, peer);
+	ex = ibv_qp_to_qp_ex(qx);
+	CHECK(ex);
+	/* through ibv_wr_atomic_write */
+	ibv_wr_start(ex);
+	ex->wr_id = 0xa1;
+	ex->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_atomic_write(ex, wmr->rkey, (uintptr_t)t.buf + 16384 + 64, &v);
+	CHECK(!ibv_wr_complete(ex));
+	vt_poll_n(t.scq, 1, &wc);
+	CHECK(wc.wr_id == 0xa1 && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_ATOMIC_WRITE);
+	CHECK(!memcmp(t.buf + 16384 + 64, &v, 8));
+	/* misaligned: EINVAL at ibv_wr_complete, the QP still usable */
+	ibv_wr_start(ex);
+	ibv_wr_atomic_write(ex, wmr->rkey, (uintptr_t)t.buf + 16384 + 3, &v);
+	CHECK(ibv_wr_complete(ex) == EINVAL);
+	/* through ibv_post_send: the 8 bytes of the SGE */
+	v = ~v;
+	memcpy(t.buf, &v, 8);
+	sge = (struct ibv_sge){ (uintptr_t)t.buf, 8, t.mr->lkey };
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 0xa2;
+	wr.opcode = IBV_WR_ATOMIC_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.wr.rdma.remote_addr = (uintptr_t)t.buf + 16384 + 128;
+	wr.wr.rdma.rkey = wmr->rkey;
+	CHECK(!ibv_post_send(qx, &wr, &bad));
+	vt_poll_n(t.scq, 1, &wc);
+	CHECK(wc.wr_id == 0xa2 && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_ATOMIC_WRITE);
+	CHECK(!memcmp(t.buf + 16384 + 128, &v, 8));
+	sge.length = 4;
+	CHECK(ibv_post_send(qx, &wr, &bad) == EINVAL && bad == &wr);
+	sge.length = 8;
+	/* an MR without REMOTE_WRITE */
+	wr.wr_id = 0xa3;
+	wr.wr.rdma.remote_addr = (uintptr_t)t.buf + 20480;
+	wr.wr.rdma.rkey = romr->rkey;
+	CHECK(!ibv_post_send(qx, &wr, &bad));
+	vt_poll_n(t.scq, 1, &wc);
+	CHECK(wc.wr_id == 0xa3 && wc.status == IBV_WC_REM_ACCESS_ERR);
+	CHECK(!ibv_destroy_qp(qx));
+	CHECK(!ibv_destroy_qp(peer));
+	CHECK(!ibv_dereg_mr(wmr));
+	CHECK(!ibv_dereg_mr(romr));
+	vt_fini(&t);
+}
+
 static const struct vt_case cases[] = {
+	{ "atomic_write", atomic_write },
 	{ "srq_pd", srq_pd },
 	{ "import_shared", import_shared },
 	{ "import_refused", import_refused },
