@@ -309,6 +309,41 @@ int urv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	return n;
 }
 
+/* A QP moved to RESET takes its unpolled completions with it, as mlx4 and
+ * mlx5 clean their CQs: the QP's next life must not poll the flushes of
+ * its last one (rdma-core's test_mr restates QPs after an error). The
+ * daemon published every CQE of the QP before it answered the modify;
+ * only [cons, prod) is moved, which the producer never writes, the
+ * survivors keep their order and move up by the number dropped. */
+void urv_cq_clean(struct ibv_cq *ibcq, uint32_t qpn)
+{
+	struct urv_cq *cq = to_ucq(ibcq);
+	struct uroce_ring_hdr *r = cq->ring;
+	uint32_t cons, prod, mask = cq->entries - 1, drop = 0;
+
+	urv_spin_lock(&cq->lock);
+	cons = r->cons;
+	prod = __atomic_load_n(&r->prod, __ATOMIC_ACQUIRE);
+	if (prod - cons > cq->entries) { /* overrun: the CQ is unusable anyway */
+		urv_spin_unlock(&cq->lock);
+		return;
+	}
+	for (uint32_t i = prod; i != cons; i--) {
+		uint32_t from = (i - 1) & mask, to = (i - 1 + drop) & mask;
+
+		if (cq->cqes[from].qp_num == qpn) {
+			drop++;
+		} else if (drop) {
+			cq->cqes[to] = cq->cqes[from];
+			if (cq->cqes[from].inl_nseg)
+				cq->inl[to] = cq->inl[from];
+		}
+	}
+	if (drop)
+		__atomic_store_n(&r->cons, cons + drop, __ATOMIC_RELEASE);
+	urv_spin_unlock(&cq->lock);
+}
+
 int urv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
 	struct urv_cq *cq = to_ucq(ibcq);

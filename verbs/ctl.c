@@ -17,6 +17,8 @@ int urv_ctl(struct urv_context *c, uint32_t op, const void *req,
 {
 	int ret;
 
+	if (c->origin)
+		c = c->origin; /* an imported context speaks on its origin's connection */
 	pthread_mutex_lock(&c->ctl_lock);
 	if (__atomic_load_n(&c->dead, __ATOMIC_RELAXED)) {
 		pthread_mutex_unlock(&c->ctl_lock);
@@ -54,8 +56,12 @@ void urv_doorbell(struct urv_context *c, uint32_t db_index)
  * control socket closing is what remains. */
 bool urv_daemon_gone(struct urv_context *c)
 {
-	struct pollfd p = { .fd = c->sock, .events = POLLRDHUP };
+	struct pollfd p;
 
+	if (c->origin)
+		c = c->origin;
+	p.fd = c->sock;
+	p.events = POLLRDHUP;
 	if (__atomic_load_n(&c->dead, __ATOMIC_RELAXED))
 		return true;
 	if (poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR))) {

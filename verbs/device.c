@@ -22,6 +22,8 @@
 static struct urv_device *devices[URV_MAX_DEVICES];
 static int ndevices;
 static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
+/* the contexts this process opened, for ibv_import_device (dev_lock) */
+static struct urv_context *contexts;
 
 bool urv_dev_ours(const struct ibv_device *d)
 {
@@ -271,6 +273,22 @@ struct ibv_device **urv_get_device_list(struct ibv_device **real, int nreal,
 	return list;
 }
 
+static void ctx_register(struct urv_context *c)
+{
+	struct stat st;
+
+	c->refs = 1;
+	c->pid = getpid();
+	if (fstat(c->sock, &st) == 0) {
+		c->sock_dev = st.st_dev;
+		c->sock_ino = st.st_ino;
+	}
+	pthread_mutex_lock(&dev_lock);
+	c->next = contexts;
+	contexts = c;
+	pthread_mutex_unlock(&dev_lock);
+}
+
 struct ibv_context *urv_open_device(struct ibv_device *ibdev)
 {
 	struct urv_device *d = urv_container_of(ibdev, struct urv_device, ibdev);
@@ -324,21 +342,70 @@ struct ibv_context *urv_open_device(struct ibv_device *ibdev)
 	pthread_mutex_init(&c->vctx.context.mutex, NULL);
 	c->vctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
 	urv_set_ops(c);
+	ctx_register(c);
 	return &c->vctx.context;
+}
+
+/* The context's connection outlives ibv_close_device while contexts
+ * imported from it are open (as the kernel's uverbs file does). */
+void urv_ctx_put(struct urv_context *c)
+{
+	struct urv_context **pp;
+
+	pthread_mutex_lock(&dev_lock);
+	if (--c->refs) {
+		pthread_mutex_unlock(&dev_lock);
+		return;
+	}
+	for (pp = &contexts; *pp; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&dev_lock);
+	munmap(c->db, UROCE_DB_PAGE_SIZE);
+	close(c->wake_fd);
+	close(c->vctx.context.async_fd);
+	close(c->sock);
+	pthread_mutex_destroy(&c->ctl_lock);
+	pthread_mutex_destroy(&c->async_lock);
+	pthread_mutex_destroy(&c->vctx.context.mutex);
+	free(c);
+}
+
+/* The open context of this process whose control socket is (dev, ino),
+ * with a reference taken, or NULL. */
+struct urv_context *urv_ctx_by_sock(dev_t dev, ino_t ino)
+{
+	struct urv_context *c;
+
+	pthread_mutex_lock(&dev_lock);
+	for (c = contexts; c; c = c->next)
+		if (c->sock_dev == dev && c->sock_ino == ino)
+			break;
+	if (c)
+		c->refs++;
+	pthread_mutex_unlock(&dev_lock);
+	return c;
 }
 
 int urv_close_device(struct ibv_context *ibctx)
 {
 	struct urv_context *c = to_uctx(ibctx);
 
-	munmap(c->db, UROCE_DB_PAGE_SIZE);
-	close(c->wake_fd);
-	close(ibctx->async_fd);
-	close(c->sock);
-	pthread_mutex_destroy(&c->ctl_lock);
-	pthread_mutex_destroy(&c->async_lock);
-	pthread_mutex_destroy(&ibctx->mutex);
-	free(c);
+	if (c->origin) {
+		struct urv_context *o = c->origin;
+
+		close(c->sock);
+		pthread_mutex_destroy(&c->ctl_lock);
+		pthread_mutex_destroy(&c->async_lock);
+		pthread_mutex_destroy(&ibctx->mutex);
+		free(c);
+		urv_ctx_put(o);
+		return 0;
+	}
+	urv_ctx_put(c);
 	return 0;
 }
 
@@ -347,6 +414,10 @@ int urv_query_device(struct ibv_context *ibctx, struct ibv_device_attr *a)
 	*a = to_uctx(ibctx)->info.dev_attr;
 	return 0;
 }
+
+/* IB_UVERBS_DEVICE_ATOMIC_WRITE (Linux 6.2 uapi; Debian 12's headers are
+ * older): ibv_wr_atomic_write is served */
+#define URV_DEVICE_ATOMIC_WRITE (1ULL << 40)
 
 int urv_query_device_ex(struct ibv_context *ibctx,
 			const struct ibv_query_device_ex_input *in,
@@ -364,6 +435,7 @@ int urv_query_device_ex(struct ibv_context *ibctx,
 	ex.completion_timestamp_mask = UINT64_MAX;
 	ex.hca_core_clock = 1000000;    /* kHz */
 	ex.phys_port_cnt_ex = ex.orig_attr.phys_port_cnt;
+	ex.device_cap_flags_ex = URV_DEVICE_ATOMIC_WRITE;
 	memcpy(a, &ex, len < sizeof(ex) ? len : sizeof(ex));
 	return 0;
 }

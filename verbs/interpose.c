@@ -132,35 +132,45 @@ URV_EXPORT int ibv_close_device(struct ibv_context *c)
 	FWD(-1, ibv_close_device, c);
 }
 
+URV_EXPORT struct ibv_context *ibv_import_device(int fd)
+{
+	struct ibv_context *c;
+
+	if (urv_import_device(fd, &c))
+		return c;
+	FWD(NULL, ibv_import_device, fd);
+}
+
 URV_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *c, uint32_t h)
 {
-	if (urv_ctx_ours(c)) {
-		errno = EOPNOTSUPP;
-		return NULL;
-	}
+	if (urv_ctx_ours(c))
+		return urv_import_pd(c, h);
 	FWD(NULL, ibv_import_pd, c, h);
 }
 
+/* unimport frees what the import made, never the daemon's object */
 URV_EXPORT void ibv_unimport_pd(struct ibv_pd *pd)
 {
-	if (OURS(pd))
+	if (OURS(pd)) {
+		free(urv_container_of(pd, struct urv_pd, ibpd));
 		return;
+	}
 	FWD_VOID(ibv_unimport_pd, pd);
 }
 
 URV_EXPORT struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t h)
 {
-	if (OURS(pd)) {
-		errno = EOPNOTSUPP;
-		return NULL;
-	}
+	if (OURS(pd))
+		return urv_import_mr(pd, h);
 	FWD(NULL, ibv_import_mr, pd, h);
 }
 
 URV_EXPORT void ibv_unimport_mr(struct ibv_mr *mr)
 {
-	if (OURS(mr))
+	if (OURS(mr)) {
+		free(urv_container_of(mr, struct urv_mr, ibmr));
 		return;
+	}
 	FWD_VOID(ibv_unimport_mr, mr);
 }
 

@@ -60,6 +60,28 @@ static int wqe_put_sges(struct urv_qp *qp, struct uroce_send_wqe *w,
 	return 0;
 }
 
+/* ATOMIC WRITE through ibv_post_send: its 8 bytes are what the SGEs
+ * hold now (ibv_wr_atomic_write passes them by pointer); they travel in
+ * the WQE. */
+static bool awrite_ok(const struct ibv_send_wr *wr)
+{
+	uint64_t len = 0;
+
+	for (int i = 0; i < wr->num_sge; i++)
+		len += wr->sg_list[i].length;
+	return !(wr->wr.rdma.remote_addr & 7) && len == 8;
+}
+
+static void awrite_value(const struct ibv_send_wr *wr, struct uroce_send_wqe *w)
+{
+	uint8_t *dst = (uint8_t *)&w->atomic.swap;
+
+	for (int i = 0; i < wr->num_sge; i++) {
+		memcpy(dst, (const void *)(uintptr_t)wr->sg_list[i].addr, wr->sg_list[i].length);
+		dst += wr->sg_list[i].length;
+	}
+}
+
 /* Validate: what the table and the opcode's operands allow, before any
  * byte of the slot is written. */
 static int send_validate(struct urv_qp *qp, const struct ibv_send_wr *wr)
@@ -73,6 +95,8 @@ static int send_validate(struct urv_qp *qp, const struct ibv_send_wr *wr)
 		return EINVAL;
 	needs = uroce_wr_info(wr->opcode)->needs;
 	if ((needs & UROCE_WR_ATOMIC) && (wr->wr.atomic.remote_addr & 7))
+		return EINVAL;
+	if ((needs & UROCE_WR_AWRITE) && !awrite_ok(wr))
 		return EINVAL;
 	if ((needs & UROCE_WR_BIND) &&
 	    (!wr->bind_mw.mw || wr->bind_mw.mw->context != q->context ||
@@ -105,6 +129,8 @@ static void send_operands(struct urv_qp *qp, const struct ibv_send_wr *wr,
 		w->atomic.swap = wr->wr.atomic.swap;
 		w->atomic.rkey = wr->wr.atomic.rkey;
 	}
+	if (needs & UROCE_WR_AWRITE)
+		awrite_value(wr, w);
 	if (needs & UROCE_WR_BIND) {
 		w->bind.mw = wr->bind_mw.mw->handle;
 		w->bind.rkey = wr->bind_mw.rkey;
@@ -153,7 +179,7 @@ static int build_send(struct urv_qp *qp, struct ibv_send_wr *wr,
 		return ret;
 	wqe_init(qp, w, wr->wr_id, wr->opcode, wr->send_flags);
 	send_operands(qp, wr, w);
-	if (uroce_wr_info(wr->opcode)->needs & UROCE_WR_BIND)
+	if (uroce_wr_info(wr->opcode)->needs & (UROCE_WR_BIND | UROCE_WR_AWRITE))
 		return 0;  /* no payload */
 	if (wr->send_flags & IBV_SEND_INLINE)
 		return send_inline(qp, wr, w);
@@ -413,8 +439,17 @@ static void ex_send_tso(struct ibv_qp_ex *ex, void *hdr, uint16_t sz,
 static void ex_atomic_write(struct ibv_qp_ex *ex, uint32_t rkey, uint64_t addr,
 			    const void *v)
 {
-	(void)rkey; (void)addr; (void)v;
-	ex_qp(ex)->ex_err = EOPNOTSUPP;
+	struct uroce_send_wqe *w = ex_new(ex, IBV_WR_ATOMIC_WRITE);
+
+	if (!w)
+		return;
+	if (addr & 7) {
+		ex_qp(ex)->ex_err = EINVAL;
+		return;
+	}
+	w->rdma.rkey = rkey;
+	w->rdma.remote_addr = addr;
+	memcpy(&w->atomic.swap, v, 8);
 }
 static void ex_set_xrc_srqn(struct ibv_qp_ex *ex, uint32_t n)
 {

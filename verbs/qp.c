@@ -32,11 +32,16 @@ static int qp_create_check(struct ibv_context *ibctx,
 {
 	const struct ibv_device_attr *da = &to_uctx(ibctx)->info.dev_attr;
 	uint32_t unknown = a->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD |
-						      IBV_QP_INIT_ATTR_SEND_OPS_FLAGS);
+						      IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
+						      IBV_QP_INIT_ATTR_CREATE_FLAGS);
 
 	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd ||
 	    a->pd->context != ibctx || unknown)
 		return unknown ? EOPNOTSUPP : EINVAL;
+	/* the mask may name create_flags as long as none is asked for (as
+	 * rxe answers): rdma-core's suite sets it at random with 0 flags */
+	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags)
+		return EOPNOTSUPP;
 	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC &&
 	    a->qp_type != IBV_QPT_UD)
 		return EOPNOTSUPP;
@@ -257,6 +262,12 @@ int urv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int mask)
 		return -ret;
 	if (mask & IBV_QP_STATE)
 		ibqp->state = a->qp_state;
+	if ((mask & IBV_QP_STATE) && a->qp_state == IBV_QPS_RESET) {
+		if (ibqp->recv_cq)
+			urv_cq_clean(ibqp->recv_cq, ibqp->qp_num);
+		if (ibqp->send_cq && ibqp->send_cq != ibqp->recv_cq)
+			urv_cq_clean(ibqp->send_cq, ibqp->qp_num);
+	}
 	return 0;
 }
 

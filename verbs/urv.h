@@ -51,6 +51,15 @@ struct urv_device {
 struct urv_context {
 	struct verbs_context vctx;
 	struct urv_device *dev;
+	/* ibv_import_device: a second context on the connection of origin
+	 * (its socket, lock and seq carry every control call; sock is then
+	 * the descriptor the import was given, closed with this context) */
+	struct urv_context *origin;
+	struct urv_context *next; /* contexts opened here (device.c) */
+	unsigned refs;          /* the context itself and its imports */
+	pid_t pid;              /* the process that opened it */
+	dev_t sock_dev;         /* the control socket's identity (fstat) */
+	ino_t sock_ino;
 	int sock;
 	pthread_mutex_t ctl_lock;
 	uint32_t seq;
@@ -194,6 +203,11 @@ static inline bool urv_ctx_ours(const struct ibv_context *c)
 struct ibv_device **urv_get_device_list(struct ibv_device **real, int nreal,
 					int *num);
 struct ibv_context *urv_open_device(struct ibv_device *d);
+void urv_ctx_put(struct urv_context *c);
+struct urv_context *urv_ctx_by_sock(dev_t dev, ino_t ino);
+bool urv_import_device(int fd, struct ibv_context **out);
+struct ibv_pd *urv_import_pd(struct ibv_context *c, uint32_t handle);
+struct ibv_mr *urv_import_mr(struct ibv_pd *pd, uint32_t handle);
 int urv_close_device(struct ibv_context *c);
 int urv_query_device(struct ibv_context *c, struct ibv_device_attr *a);
 int urv_query_device_ex(struct ibv_context *c,
@@ -273,6 +287,7 @@ struct ibv_cq_ex *urv_create_cq_ex(struct ibv_context *c,
 int urv_resize_cq(struct ibv_cq *cq, int cqe);
 int urv_destroy_cq(struct ibv_cq *cq);
 int urv_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+void urv_cq_clean(struct ibv_cq *cq, uint32_t qpn);
 int urv_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 void urv_cq_ex_init(struct urv_cq *cq);
 

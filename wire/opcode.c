@@ -95,6 +95,10 @@ const struct wire_opcode_info wire_opcode_table[256] = {
 	      SEND_FL(LAST) | F(COMP) | F(INV) | PL, H(IETH), SEND),
 	ENTRY(0x17, "RC SEND Only with Invalidate", "RC Send Only Invalidate",
 	      SEND_FL(ONLY) | F(COMP) | F(INV) | PL, H(IETH), SEND),
+	/* IBTA 1.5 RDMA ATOMIC WRITE (rxe since Linux 6.2): placed as a
+	 * WRITE of exactly 8 aligned bytes, acknowledged by an RC ACK */
+	ENTRY(0x1d, "RC RDMA ATOMIC WRITE", "Unknown OpCode" /* tshark 4.0 has no name for it */,
+	      RQ | ONLY | PL, H(RETH), WRITE),
 
 	SEND_WRITE_FAMILY(WIRE_TR_UC, "UC", "UC"),
 

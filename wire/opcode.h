@@ -41,6 +41,7 @@ enum wire_opcode {
 	WIRE_OP_RC_FETCH_ADD             = 0x14,
 	WIRE_OP_RC_SEND_LAST_INV         = 0x16,
 	WIRE_OP_RC_SEND_ONLY_INV         = 0x17,
+	WIRE_OP_RC_ATOMIC_WRITE          = 0x1d, /**< IBTA 1.5: RETH + 8 bytes */
 
 	WIRE_OP_UC_SEND_FIRST            = 0x20,
 	WIRE_OP_UC_SEND_MIDDLE           = 0x21,

@@ -716,6 +716,8 @@ int emu_pd_dealloc(struct emu_ctx *c, uint32_t handle);
 int emu_mr_reg(struct emu_ctx *c, const struct uroce_reg_mr_req *q, struct uroce_reg_mr_rep *r);
 int emu_mr_rereg(struct emu_ctx *c, const struct uroce_rereg_mr_req *q, struct uroce_reg_mr_rep *r);
 int emu_mr_dereg(struct emu_ctx *c, uint32_t handle);
+int emu_obj_import(struct emu_ctx *c, const struct uroce_import_req *q,
+		   struct uroce_import_rep *r);
 int emu_mw_alloc(struct emu_ctx *c, const struct uroce_alloc_mw_req *q, struct uroce_alloc_mw_rep *r);
 int emu_mw_dealloc(struct emu_ctx *c, uint32_t handle);
 int emu_channel_create(struct emu_ctx *c, int wfd, uint32_t *handle); /* takes wfd */

@@ -186,8 +186,11 @@ int emu_mw_bind(struct emu_qp *qp, uint32_t mw_handle, uint32_t new_rkey,
 		return -EINVAL;
 	if (mw->type == IBV_MW_TYPE_2 && mw->state == EMU_MW_VALID)
 		return -EINVAL;
-	if (access & ~(unsigned)(IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE |
-				 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_ZERO_BASED))
+	/* LOCAL_WRITE is accepted and means nothing for a window, as rxe and
+	 * mlx5 take it (rdma-core's suite binds with it) */
+	if (access & ~(unsigned)(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
+				 IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC |
+				 IBV_ACCESS_ZERO_BASED))
 		return -EINVAL;
 	if (access & IBV_ACCESS_ZERO_BASED)
 		return -EINVAL; /* not supported */

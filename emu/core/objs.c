@@ -220,6 +220,31 @@ int emu_mr_dereg(struct emu_ctx *c, uint32_t handle)
 	return 0;
 }
 
+/* ibv_import_pd / ibv_import_mr through a second ibv_context of the same
+ * connection: the object must be this context's (handles are per context,
+ * so nothing of another context can be named), an MR in the PD given. */
+int emu_obj_import(struct emu_ctx *c, const struct uroce_import_req *q,
+		   struct uroce_import_rep *r)
+{
+	memset(r, 0, sizeof(*r));
+	if (q->rsvd)
+		return -EINVAL;
+	if (q->type == UROCE_IMPORT_PD)
+		return emu_ctx_get(c, q->handle, EMU_OBJ_PD) ? 0 : -EINVAL;
+	if (q->type != UROCE_IMPORT_MR)
+		return -EINVAL;
+	struct emu_mr *mr = emu_ctx_get(c, q->handle, EMU_OBJ_MR);
+	struct emu_pd *pd = emu_ctx_get(c, q->pd, EMU_OBJ_PD);
+	if (!mr || !pd || mr->pd != pd)
+		return -EINVAL;
+	r->lkey = mr->lkey;
+	r->rkey = mr->rkey;
+	r->length = mr->length;
+	r->iova = mr->iova;
+	r->access = mr->access;
+	return 0;
+}
+
 /* ---------------- MW ---------------- */
 
 int emu_mw_alloc(struct emu_ctx *c, const struct uroce_alloc_mw_req *q, struct uroce_alloc_mw_rep *r)

@@ -388,6 +388,7 @@ union emu_req {
 	struct uroce_rereg_mr_req rereg;
 	struct uroce_map_mr_req map;
 	struct uroce_alloc_mw_req mw;
+	struct uroce_import_req imp;
 	struct uroce_create_cq_req cq;
 	struct uroce_resize_cq_req rcq;
 	struct uroce_create_srq_req srq;
@@ -409,6 +410,7 @@ union emu_rep {
 	struct uroce_handle_msg hm;
 	struct uroce_reg_mr_rep mr;
 	struct uroce_alloc_mw_rep mw;
+	struct uroce_import_rep imp;
 	struct uroce_create_cq_rep cq;
 	struct uroce_create_srq_rep srq;
 	struct ibv_srq_attr srq_attr;
@@ -513,6 +515,12 @@ static int emu_op_map_mr(struct emu_op *k)
 static int emu_op_unmap_mr(struct emu_op *k)
 {
 	return emu_mr_unmap_handle(k->c, k->q->hm.handle);
+}
+
+static int emu_op_import(struct emu_op *k)
+{
+	k->rlen = sizeof(k->rep->imp);
+	return emu_obj_import(k->c, &k->q->imp, &k->rep->imp);
 }
 
 static int emu_op_alloc_mw(struct emu_op *k)
@@ -771,6 +779,7 @@ static const struct {
 	[UROCE_OP_CAPTURE_STOP] = { 0, 0, emu_op_capture_stop },
 	[UROCE_OP_MAP_MR] = { sizeof(struct uroce_map_mr_req), 1, emu_op_map_mr },
 	[UROCE_OP_UNMAP_MR] = { sizeof(struct uroce_handle_msg), 0, emu_op_unmap_mr },
+	[UROCE_OP_IMPORT] = { sizeof(struct uroce_import_req), 0, emu_op_import },
 };
 
 /* validate the header against the shape table: 0 or the reply status */

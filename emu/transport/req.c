@@ -77,6 +77,16 @@ static void req_validate(struct emu_qp *qp, const struct uroce_send_wqe *w,
 		sw->total_len = 8;
 		sw->npkts = 1;
 		return;
+	case IBV_WR_ATOMIC_WRITE:
+		/* its 8 bytes are in the WQE (atomic.swap), never an SGE */
+		if ((w->rdma.remote_addr & 7) || w->num_sge || (w->send_flags & IBV_SEND_INLINE)) {
+			sw->state = EMU_SWQE_DONE;
+			sw->status = IBV_WC_LOC_QP_OP_ERR;
+			return;
+		}
+		sw->total_len = 8;
+		sw->npkts = 1;
+		return;
 	default:
 		break;
 	}
@@ -152,6 +162,8 @@ static uint8_t req_opcode(struct emu_qp *qp, uint8_t wr_op, enum xp_pos pos)
 		return base | write[imm][pos];
 	case IBV_WR_SEND_WITH_INV:
 		return send_inv[pos];
+	case IBV_WR_ATOMIC_WRITE:
+		return WIRE_OP_RC_ATOMIC_WRITE;
 	default:
 		return base | send[imm][pos];
 	}
@@ -292,7 +304,8 @@ static void req_build(struct emu_qp *qp, const struct emu_xport_path *path,
 
 	xp_pkt_init(qp, path, d, req_opcode(qp, w->opcode, pos), dqpn, psn);
 	d->payload_len = sw->total_len - off < mtu ? sw->total_len - off : mtu;
-	if (first && (w->opcode == IBV_WR_RDMA_WRITE || w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)) {
+	if (first && (w->opcode == IBV_WR_RDMA_WRITE || w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
+		      w->opcode == IBV_WR_ATOMIC_WRITE)) {
 		d->reth.va = w->rdma.remote_addr;
 		d->reth.rkey = w->rdma.rkey;
 		d->reth.dma_len = sw->total_len;
@@ -324,7 +337,10 @@ static int req_send_data(struct emu_qp *qp, const struct emu_xport_path *path,
 {
 	struct emu_xport_qp *x = &qp->x;
 	uint32_t mtu = xp_mtu(qp);
-	bool gather = !(w->send_flags & IBV_SEND_INLINE);
+	/* ATOMIC WRITE: the 8 bytes the WQE carries */
+	const uint8_t *inl = w->opcode == IBV_WR_ATOMIC_WRITE ? (const uint8_t *)&w->atomic.swap
+							       : emu_wqe_inline(w);
+	bool gather = !(w->send_flags & IBV_SEND_INLINE) && w->opcode != IBV_WR_ATOMIC_WRITE;
 	struct xp_txf fr[REQ_CHUNK];
 	unsigned nf = 0;
 	uint32_t chunk_off = 0;
@@ -340,7 +356,7 @@ static int req_send_data(struct emu_qp *qp, const struct emu_xport_path *path,
 			break;
 		req_build(qp, path, w, sw, k, psn, &d);
 		if (!gather) {
-			r = xp_tx(qp, path, &d, emu_wqe_inline(w) + off, NULL, NULL);
+			r = xp_tx(qp, path, &d, inl + off, NULL, NULL);
 			if (r)
 				break;
 			(*budget)--;

@@ -173,7 +173,7 @@ static void recv_cqe(struct emu_qp *qp, uint8_t status, uint32_t opcode, uint32_
 static int resp_get_rwqe(struct emu_qp *qp)
 {
 	struct emu_xport_qp *x = &qp->x;
-	struct emu_pd *pd = qp->srq ? qp->srq->pd : qp->pd;
+	struct emu_pd *pd = xp_recv_pd(qp);
 	uint64_t total = 0;
 	unsigned i;
 	int n;
@@ -643,6 +643,10 @@ static enum emu_resp_state resp_chk_length(struct resp_ctx *c)
 	     pkt->reth.dma_len > EMU_XPORT_MAX_MSG) ||
 	    (c->cls == WIRE_OPC_ATOMIC && (pkt->atomiceth.va & 7)))
 		return resp_malformed(c, EMU_RESP_ERR_MALFORMED);
+	/* ATOMIC WRITE: exactly 8 bytes to an 8-aligned address */
+	if (pkt->bth.opcode == WIRE_OP_RC_ATOMIC_WRITE &&
+	    (pkt->payload_len != 8 || pkt->reth.dma_len != 8 || (pkt->reth.va & 7)))
+		return resp_malformed(c, EMU_RESP_ERR_MALFORMED);
 	return EMU_RESP_CHK_RESOURCE;
 }
 
@@ -768,6 +772,28 @@ static enum emu_resp_state resp_exec_write(struct resp_ctx *c)
 	return EMU_RESP_NONE;
 }
 
+/* IBTA 1.5 ATOMIC WRITE: once every earlier placement of the QP has
+ * landed, its 8 bytes in one write, serialised with the daemon's atomics
+ * (one engine thread, IBV_ATOMIC_HCA), as rxe stores them with release
+ * order. Its key was checked at chk_rkey; again here, as for any WRITE. */
+static enum emu_resp_state resp_exec_atomic_write(struct resp_ctx *c)
+{
+	struct emu_xport_qp *x = &c->qp->x;
+	struct emu_mr *mr;
+
+	if (!resp_settle(c->qp))
+		return EMU_RESP_EXIT; /* an earlier write failed: the QP is dead */
+	mr = emu_mr_check_rkey(c->qp, x->wr_rkey, x->wr_va, 8, IBV_ACCESS_REMOTE_WRITE,
+			       &c->proc, &c->owner, &c->err);
+	if (!mr || mr->gen > x->wr_epoch || c->owner != x->wr_owner)
+		return resp_rkey_violation(c);
+	if (emu_mem_write(c->owner, c->proc, c->pkt->payload, 8))
+		return resp_fail(c, EMU_RESP_ERR_REM_ACCESS, 0, IBV_EVENT_QP_ACCESS_ERR, 0);
+	x->wr_va += 8;
+	x->wr_left = 0;
+	return EMU_RESP_NONE;
+}
+
 static enum emu_resp_state resp_execute(struct resp_ctx *c)
 {
 	struct emu_xport_qp *x = &c->qp->x;
@@ -775,6 +801,8 @@ static enum emu_resp_state resp_execute(struct resp_ctx *c)
 
 	if (c->cls == WIRE_OPC_SEND)
 		st = resp_exec_send(c);
+	else if (c->pkt->bth.opcode == WIRE_OP_RC_ATOMIC_WRITE)
+		st = resp_exec_atomic_write(c);
 	else if (c->cls == WIRE_OPC_WRITE)
 		st = resp_exec_write(c);
 	else if (c->cls == WIRE_OPC_READ)
@@ -863,9 +891,7 @@ static enum emu_resp_state resp_complete(struct resp_ctx *c)
 		len = x->wr_len;
 	}
 	if (f & WIRE_OPF_INV) {
-		struct emu_pd *pd = c->qp->srq ? c->qp->srq->pd : c->qp->pd;
-
-		if (emu_key_invalidate(pd, pkt->ieth_rkey))
+		if (emu_key_invalidate(xp_recv_pd(c->qp), pkt->ieth_rkey))
 			return resp_fail(c, EMU_RESP_ERR_INVALIDATE_RKEY, IBV_WC_REM_INV_REQ_ERR,
 					 IBV_EVENT_QP_REQ_ERR, RESP_UC_CQE);
 		flags |= IBV_WC_WITH_INV;

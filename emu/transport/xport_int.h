@@ -105,9 +105,18 @@ void xp_event(struct emu_qp *qp, enum ibv_event_type ev);
 /* Active list: QPs with timers or pending ACKs. */
 void xp_act_add(struct emu_qp *qp);
 void xp_act_del(struct emu_qp *qp);
+/* The PD a receive WQE's lkeys belong to: an SRQ's own PD, which may
+ * differ from the QP's (IBTA: an SRQ's receive WQEs are checked against
+ * the SRQ's PD). */
+static inline struct emu_pd *xp_recv_pd(const struct emu_qp *qp)
+{
+	return qp->srq ? qp->srq->pd : qp->pd;
+}
+
 /* Gather/scatter between qp's application memory and a buffer, across SGEs
  * starting at byte off. Every piece is checked again, for every packet,
- * against its lkey (qp's PD, bounds, access) and must go through an MR no
+ * against its lkey (qp's PD; the receive WQE's: xp_recv_pd), bounds,
+ * access) and must go through an MR no
  * newer than epoch (dev->mr_epoch when the message's keys were first
  * checked): after a deregistration or a reregistration nothing moves
  * through the old registration (-EACCES). 0 or -errno. */

@@ -310,6 +310,8 @@ static int xp_sge_ranges(struct emu_qp *qp, const struct uroce_sge *sge, unsigne
 {
 	unsigned n = 0, i;
 	uint64_t left = len;
+	/* the responder scatters through the receive WQE it took */
+	struct emu_pd *pd = qp->x.rwqe && sge == qp->x.rwqe->sge ? xp_recv_pd(qp) : qp->pd;
 
 	for (i = 0; i < nsge && left && n < EMU_MAX_SGE; i++) {
 		uint32_t l = sge[i].length;
@@ -324,7 +326,7 @@ static int xp_sge_ranges(struct emu_qp *qp, const struct uroce_sge *sge, unsigne
 			l = (uint32_t)left;
 		rv[n].addr = sge[i].addr + off;
 		rv[n].len = l;
-		struct emu_mr *mr = emu_mr_check_lkey(qp->pd, sge[i].lkey, rv[n].addr, l,
+		struct emu_mr *mr = emu_mr_check_lkey(pd, sge[i].lkey, rv[n].addr, l,
 						      access, &err);
 		if (!mr || mr->gen > epoch)
 			return -EACCES;
@@ -412,6 +414,8 @@ enum ibv_wc_opcode xp_wc_opcode(uint8_t op)
 		return IBV_WC_COMP_SWAP;
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		return IBV_WC_FETCH_ADD;
+	case IBV_WR_ATOMIC_WRITE:
+		return IBV_WC_ATOMIC_WRITE;
 	case IBV_WR_LOCAL_INV:
 		return IBV_WC_LOCAL_INV;
 	case IBV_WR_BIND_MW:

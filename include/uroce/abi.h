@@ -157,6 +157,8 @@ struct uroce_send_wqe {
 			uint32_t rkey;
 			uint32_t rsvd;
 		} rdma;
+		/* IBV_WR_ATOMIC_WRITE: rdma.remote_addr and rdma.rkey,
+		 * its 8 bytes in atomic.swap (no SGE) */
 		struct {
 			uint64_t remote_addr;
 			uint64_t compare_add;
@@ -344,6 +346,7 @@ enum uroce_op {
 				  *  piece (docs/verbs.md, "Daemon-mapped memory regions").
 				  *  Any error leaves the piece on the /proc/<pid>/mem path */
 	UROCE_OP_UNMAP_MR,       /**< uroce_handle_msg: drop every mapping of an MR */
+	UROCE_OP_IMPORT,         /**< ibv_import_pd / ibv_import_mr: uroce_import_req */
 	UROCE_OP_MAX
 };
 
@@ -428,6 +431,26 @@ struct uroce_map_mr_req {
 	uint64_t addr;
 	uint64_t length;
 	uint64_t file_off;
+};
+
+/** UROCE_OP_IMPORT: a second ibv_context of the same connection
+ *  (ibv_import_device on its control socket, in the process that opened
+ *  it) names a PD or MR of the connection by handle; the daemon says
+ *  whether that object exists (an MR: in that PD) and what an MR is. */
+enum uroce_import_type { UROCE_IMPORT_PD = 1, UROCE_IMPORT_MR = 2 };
+struct uroce_import_req {
+	uint32_t type;    /**< enum uroce_import_type */
+	uint32_t handle;
+	uint32_t pd;      /**< UROCE_IMPORT_MR: the PD it is imported into */
+	uint32_t rsvd;
+};
+struct uroce_import_rep {
+	uint32_t lkey;
+	uint32_t rkey;
+	uint64_t length;
+	uint64_t iova;
+	uint32_t access;
+	uint32_t rsvd;
 };
 
 struct uroce_alloc_mw_req { uint32_t pd; uint32_t type; /**< enum ibv_mw_type */ };

@@ -42,6 +42,8 @@ enum uroce_wr_need {
 	UROCE_WR_INLINE = 1u << 4,  /**< IBV_SEND_INLINE allowed (payload out) */
 	UROCE_WR_BIND   = 1u << 5,  /**< bind_mw */
 	UROCE_WR_LOCAL  = 1u << 6,  /**< no packet: acts on local keys only */
+	UROCE_WR_AWRITE = 1u << 7,  /**< ATOMIC WRITE: its 8 bytes travel in the WQE
+				     *  (atomic.swap), remote address 8-aligned */
 };
 
 struct uroce_wr_info {
@@ -66,6 +68,7 @@ static const struct uroce_wr_info uroce_wr_table[] = {
 	[IBV_WR_BIND_MW] = { UROCE_QPT_RC | UROCE_QPT_UC,
 				UROCE_WR_BIND | UROCE_WR_LOCAL },
 	[IBV_WR_SEND_WITH_INV] = { UROCE_QPT_RC, UROCE_WR_INV | UROCE_WR_INLINE },
+	[IBV_WR_ATOMIC_WRITE] = { UROCE_QPT_RC, UROCE_WR_REMOTE | UROCE_WR_AWRITE },
 };
 
 #define UROCE_WR_NOPS (sizeof(uroce_wr_table) / sizeof(uroce_wr_table[0]))

@@ -145,6 +145,7 @@ static const struct { uint16_t req, rep; uint8_t fds_out; } fz_shape[UROCE_OP_MA
 	/* without the descriptor it needs (the fuzzer sends none): refused */
 	[UROCE_OP_MAP_MR] = { sizeof(struct uroce_map_mr_req), 0, 0 },
 	[UROCE_OP_UNMAP_MR] = { sizeof(struct uroce_handle_msg), 0, 0 },
+	[UROCE_OP_IMPORT] = { sizeof(struct uroce_import_req), sizeof(struct uroce_import_rep), 0 },
 };
 
 /* The simulated port drops every frame: only the control path matters. */

@@ -319,7 +319,8 @@ def interop_negative(t, gen_pcap, gen_expect, checker, tshark):
                    "RC SEND Only with Invalidate (0x17)", " inv_rkey=0x00abc",
                    "UD SEND Only with Immediate (0x65)", " aeth=RNR-NAK timer=14 (1280 us) ",
                    " aeth=NAK code=4 (invalid RD request) ", " aeth=ACK credits=10 ",
-                   "RC ATOMIC Acknowledge (0x12)", " orig=0xdeadbeef"):
+                   "RC ATOMIC Acknowledge (0x12)", " orig=0xdeadbeef",
+                   "RC RDMA ATOMIC WRITE (0x1d)"):
         expect_in(needle, o, "decode of generated frames")
     base = [sys.executable, checker, "--tshark", tshark]
     rc, o, e = run(*base, gen_pcap, gen_expect)

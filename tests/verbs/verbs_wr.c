@@ -144,16 +144,7 @@ static void ex_bad_state(void)
 	struct vt t;
 
 	vt_init(&t, NULL);
-	memset(&qa, 0, sizeof(qa));
-	qa.send_cq = t.scq;
-	qa.recv_cq = t.rcq;
-	qa.qp_type = IBV_QPT_RC;
-	qa.cap.max_send_wr = 16;
-	qa.cap.max_recv_wr = 16;
-	qa.cap.max_send_sge = 1;
-	qa.cap.max_recv_sge = 1;
-	qa.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-	qa.pd = t.pd;
+	vt_qp_ex_attr(&t, &qa, IBV_QPT_RC, 16, IBV_QP_INIT_ATTR_SEND_OPS_FLAGS);
 	qa.send_ops_flags = IBV_QP_EX_WITH_SEND;
 	a = ibv_create_qp_ex(t.ctx, &qa);
 	CHECK(a);

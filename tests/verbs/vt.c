@@ -86,6 +86,21 @@ struct ibv_qp *vt_qp(struct vt *t, enum ibv_qp_type type, struct ibv_cq *scq,
 	return qp;
 }
 
+void vt_qp_ex_attr(struct vt *t, struct ibv_qp_init_attr_ex *a, enum ibv_qp_type type,
+		   uint32_t nwr, uint32_t extra)
+{
+	memset(a, 0, sizeof(*a));
+	a->qp_type = type;
+	a->send_cq = t->scq;
+	a->recv_cq = t->rcq;
+	a->cap.max_send_wr = nwr;
+	a->cap.max_recv_wr = nwr;
+	a->cap.max_send_sge = 1;
+	a->cap.max_recv_sge = 1;
+	a->comp_mask = IBV_QP_INIT_ATTR_PD | extra;
+	a->pd = t->pd;
+}
+
 void vt_connect(struct vt *t, struct ibv_qp *a, struct ibv_qp *b)
 {
 	struct ibv_qp *qs[2] = { a, b };

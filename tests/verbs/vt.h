@@ -63,6 +63,10 @@ void vt_init(struct vt *t, const struct vt_opts *o);
 struct ibv_qp *vt_qp(struct vt *t, enum ibv_qp_type type, struct ibv_cq *scq,
 		     struct ibv_cq *rcq, struct ibv_srq *srq, int swr, int rwr);
 void vt_connect(struct vt *t, struct ibv_qp *a, struct ibv_qp *b);
+/* ibv_create_qp_ex attributes on t's PD and CQs: nwr WRs and 1 SGE each
+ * way, comp_mask IBV_QP_INIT_ATTR_PD | extra */
+void vt_qp_ex_attr(struct vt *t, struct ibv_qp_init_attr_ex *a, enum ibv_qp_type type,
+		   uint32_t nwr, uint32_t extra);
 void vt_fini(struct vt *t);
 void vt_post_recv(struct ibv_qp *qp, struct ibv_mr *mr, size_t off,
 		  uint32_t len, uint64_t wr_id);

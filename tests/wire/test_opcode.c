@@ -7,7 +7,7 @@
 
 static const uint8_t defined[] = {
 	0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b,
-	0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12, 0x13, 0x14, 0x16, 0x17,
+	0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12, 0x13, 0x14, 0x16, 0x17, 0x1d,
 	0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28, 0x29, 0x2a, 0x2b,
 	0x64, 0x65, 0x81,
 };
@@ -60,7 +60,7 @@ int main(void)
 		      pos == WIRE_OPF_ONLY, "0x%02x position %x", opc, pos);
 		CHECK(((pos == WIRE_OPF_ONLY) == (strstr(op->name, "Only") != NULL)) ||
 		      opc == 0x0c || opc == 0x11 || opc == 0x12 || opc == 0x13 || opc == 0x14 ||
-		      opc == 0x81, "0x%02x only vs name", opc);
+		      opc == 0x1d || opc == 0x81, "0x%02x only vs name", opc);
 		CHECK((pos == WIRE_OPF_FIRST) == (strstr(op->name, "First") != NULL), "first name");
 		CHECK((pos == WIRE_OPF_MIDDLE) == (strstr(op->name, "Middle") != NULL), "middle name");
 		CHECK((pos == WIRE_OPF_LAST) == (strstr(op->name, "Last") != NULL), "last name");
@@ -147,6 +147,12 @@ int main(void)
 	CHECK_EQ(wire_opcode_info(WIRE_OP_RC_WRITE_ONLY_IMM)->hdr_len, 32);
 	CHECK_EQ(wire_opcode_info(WIRE_OP_UD_SEND_ONLY_IMM)->off[WIRE_HI_IMMDT], 20);
 	CHECK_EQ(wire_opcode_info(WIRE_OP_RC_ATOMIC_ACK)->off[WIRE_HI_ATOMICACKETH], 16);
+	/* IBTA 1.5 ATOMIC WRITE: an RC request, RETH then its 8 bytes */
+	CHECK(!strcmp(wire_opcode_name(0x1d), "RC RDMA ATOMIC WRITE"), "0x1d");
+	CHECK(wire_opcode_info(WIRE_OP_RC_ATOMIC_WRITE)->hdrs == (WIRE_HDR_BTH | WIRE_HDR_RETH) &&
+	      wire_opcode_info(WIRE_OP_RC_ATOMIC_WRITE)->cls == WIRE_OPC_WRITE &&
+	      (wire_opcode_info(WIRE_OP_RC_ATOMIC_WRITE)->flags & WIRE_OPF_REQ), "0x1d shape");
+	CHECK_EQ(wire_opcode_info(WIRE_OP_RC_ATOMIC_WRITE)->hdr_len, 28);
 	CHECK_EQ(wire_opcode_transport(0x65), WIRE_TR_UD);
 	CHECK(!strcmp(wire_op_class_str(WIRE_OPC_READ_RESP), "read-resp") &&
 	      !strcmp(wire_op_class_str(200), "invalid"), "class names");
