@@ -114,7 +114,7 @@ def build_tools(build, tmp):
 
 def mr_counts(build, d):
     """The daemon's (mr_mapped, mr_syscall) port counters, or None."""
-    out = run_app([os.path.join(build, "tools/uroce-stat"), "-r", d.run], cpu=None)
+    out = run_app([os.path.join(build, "tools/ctl/uroce-stat"), "-r", d.run], cpu=None)
     c = {}
     for line in out.splitlines():
         f = line.split()

@@ -182,7 +182,7 @@ class Rig:
             raise Fail('; '.join(why))
 
     def stats(self, s):
-        r = subprocess.run([os.path.join(self.build, 'tools', 'uroce-stat')],
+        r = subprocess.run([os.path.join(self.build, 'tools', 'ctl', 'uroce-stat')],
                            env=dict(os.environ, UROCE_RUN_DIR=self.run_dir[s]),
                            capture_output=True, text=True, timeout=30)
         port, qps, cur = {}, [], None
