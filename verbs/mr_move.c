@@ -371,7 +371,14 @@ static void mv_forget(uintptr_t a, uintptr_t b)
 				      NULL, 0, NULL, 0, NULL, 0);
 			u->mapped = false;
 		}
-		u->mv = NULL;
+		/* its moved pages are forgotten below if they go too; else it
+		 * keeps its reference, to put them back at deregistration */
+		if (u->mv && mv_overlaps(u->mv->start, u->mv->end, a, b))
+			u->mv = NULL;
+		if (u->mv) {
+			p = &u->mv_next;
+			continue;
+		}
 		*p = u->mv_next;
 		u->mv_next = NULL;
 		__atomic_sub_fetch(&mv_nmapped, 1, __ATOMIC_RELEASE);

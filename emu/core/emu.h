@@ -493,6 +493,7 @@ struct emu_dev {
 	 * newer than that (xp_sge_copyv, the responder's WRITE), so nothing
 	 * lands through a translation that changed mid-message */
 	uint64_t mr_epoch;
+	uint32_t nmrmaps;   /* daemon-mapped MR pieces of all contexts (mrmap.c) */
 	struct emu_mcast *mcast;      /* EMU_MAX_MCAST_GRP entries */
 	struct emu_neigh neigh[EMU_NEIGH_MAX];
 	/* set: the port is shared with the host, whose kernel resolves

@@ -29,7 +29,12 @@
 
 #include "emu.h"
 
-#define EMU_MRMAP_MAX (EMU_MAX_MR * 3) /* per context: up to three pieces per MR */
+/* Every mapping counts against the daemon's vm.max_map_count (65530 by
+ * default), which its rings need too: at most three pieces per MR (the
+ * shim sends one, or one per moved range), and a bound per device; past
+ * either the piece stays on the old path. */
+#define EMU_MRMAP_PER_MR 3
+#define EMU_MRMAP_PER_DEV 16384
 
 /* ---------------- SIGBUS recovery ---------------- */
 
@@ -205,7 +210,7 @@ static int emu_mrmap_insert(struct emu_ctx *c, const struct emu_mrmap *m)
 {
 	uint32_t i;
 
-	if (c->nmaps >= EMU_MRMAP_MAX)
+	if (c->dev->nmrmaps >= EMU_MRMAP_PER_DEV)
 		return -ENOMEM;
 	if (c->nmaps == c->capmaps) {
 		uint32_t n = c->capmaps ? c->capmaps * 2 : 8;
@@ -231,6 +236,8 @@ int emu_mr_map(struct emu_ctx *c, const struct uroce_map_mr_req *q, int fd)
 
 	if (!mr)
 		return -EINVAL;
+	if (mr->nmaps >= EMU_MRMAP_PER_MR)
+		return -ENOMEM;
 	bool wr = emu_mr_writes(mr);
 	if ((rc = emu_mrmap_check(c, mr, q->addr, q->length, q->file_off, fd, wr, &align)))
 		return rc;
@@ -250,6 +257,7 @@ int emu_mr_map(struct emu_ctx *c, const struct uroce_map_mr_req *q, int fd)
 		return rc;
 	}
 	mr->nmaps++;
+	c->dev->nmrmaps++;
 	return 0;
 }
 
@@ -263,6 +271,7 @@ void emu_mr_unmap(struct emu_mr *mr)
 	for (i = 0; i < c->nmaps; i++) {
 		if (c->maps[i].mr == mr) {
 			munmap(c->maps[i].map, c->maps[i].maplen);
+			c->dev->nmrmaps--;
 			continue;
 		}
 		c->maps[j++] = c->maps[i];

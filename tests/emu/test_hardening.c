@@ -861,6 +861,12 @@ static void case_mrmap(struct t_daemon *d)
 	rc = mm_map(&e, e.handle, e.pa, MM_LEN, 0, fa);
 	CHECK(rc == 0, "the MR's own memfd: %d", rc);
 	mm_write(&e, true, "mapping");
+	/* at most three pieces per MR: the daemon's mappings are a shared,
+	 * bounded resource (vm.max_map_count) */
+	CHECK(mm_map(&e, e.handle, e.pa, 4096, 0, fa) == 0, "second piece");
+	CHECK(mm_map(&e, e.handle, e.pa + 4096, 4096, 4096, fa) == 0, "third piece");
+	rc = mm_map(&e, e.handle, e.pa, MM_LEN, 0, fa);
+	CHECK(rc == -ENOMEM, "a fourth piece of one MR: %d", rc);
 	mm_write(&e, true, "mapping (again)");
 	close(fa_ro);
 	t_rc_close(&e.r);

@@ -474,6 +474,34 @@ static void case_munmap(void)
 	vt_fini(&t);
 }
 
+/* Two MRs over the same pages share one move: the first deregistration
+ * leaves them on the memfd (still mapped for the second), the last puts
+ * them back. */
+static void case_shared_move(void)
+{
+	struct vt t;
+	uint8_t *p = anon(4 * PG);
+	uint64_t m0, s0, m1, s1;
+
+	vt_init(&t, NULL);
+	struct ibv_mr *a = reg_all(&t, p, 4 * PG), *b = reg_all(&t, p, 4 * PG);
+	CHECK(moved(p));
+	CHECK(!ibv_dereg_mr(a));
+	CHECK(moved(p));
+	memset(t.buf, 'J', 4 * PG);
+	counts(&m0, &s0);
+	run_one(&t, t.qa, IBV_WR_RDMA_WRITE, t.mr, 0, 4 * PG, (uintptr_t)p, b->rkey, 0,
+		IBV_WC_SUCCESS);
+	counts(&m1, &s1);
+	CHECK(p[0] == 'J' && p[4 * PG - 1] == 'J');
+	CHECK(m1 > m0 && s1 == s0);
+	CHECK(!ibv_dereg_mr(b));
+	CHECK(!moved(p));
+	CHECK(p[0] == 'J' && p[4 * PG - 1] == 'J');
+	munmap(p, 4 * PG);
+	vt_fini(&t);
+}
+
 /* What cannot be mapped takes the old path, counted: a file-backed
  * private mapping, and a range inside one page. */
 static void case_fallback(void)
@@ -521,6 +549,7 @@ int main(int argc, char **argv)
 		{ "dereg", case_dereg },
 		{ "munmap", case_munmap },
 		{ "fallback", case_fallback },
+		{ "shared_move", case_shared_move },
 		{ "memfd", case_memfd },
 		{ "shm", case_shm },
 		{ "off", case_off },
