@@ -184,16 +184,21 @@ struct emu_dcqcn_cfg {
 	uint32_t dce_tcp_rtt;            /* us: alpha update period */
 };
 
-/* Reaction point of one QP (transport/dcqcn.c): idle (never paced) until
- * a CNP arrives, then its requester is paced to rc until rc is back at
- * the line rate. Times in the daemon's clock (ns), rates in kb/s. */
+/* Reaction point of one QP (transport/dcqcn.c): none (never paced) until
+ * a CNP arrives, then its requester is paced to rc; back at the line rate
+ * it stays paced there (recovered) and the next CNP starts afresh. Times
+ * in the daemon's clock (ns), rates in kb/s. */
 struct emu_dcqcn_rp {
-	uint8_t active;            /* rate-limited */
+	uint8_t active;            /* the requester is paced */
+	uint8_t recovered;         /* ... at the line rate, no timer running */
 	uint8_t cnp_alpha;         /* a CNP arrived in the current alpha period */
 	uint8_t cut_pending;       /* a CNP waits for the monitor period to end */
 	uint8_t pace_wait;         /* requester stopped by the pacer until pace_next */
-	uint16_t alpha;            /* 1/1024 */
-	uint16_t rsvd;
+	uint8_t rsvd[3];
+	/* 1/2^20: mlx5's 10-bit alpha with 10 more bits, or truncation in
+	 * alpha * g / 1024 every 1 us eats what a CNP every few us adds and
+	 * alpha never rises above a few 1/1024 */
+	uint32_t alpha;
 	uint32_t t_stage, b_stage; /* increase events by timer / by bytes since the last cut */
 	uint32_t pace_ps;          /* picoseconds after pace_next */
 	uint64_t rc, rt;           /* current and target rate */

@@ -4,7 +4,7 @@
  * arrives; then its rate rc is cut (alpha), recovers towards the target rt
  * by timer and byte-counter events (fast recovery, additive, hyper
  * increase) and the requester is paced to rc until rc is back at the line
- * rate, when the QP leaves the rate limiter.
+ * rate (where it stays paced, at the line rate).
  *
  * The algorithm's timers are not engine timers: the 1 us alpha period, the
  * deferred cut and the 300 us increase timer are caught up, in time order,
@@ -25,6 +25,9 @@
  * may catch up this much at once, no more: coarse engine turns do not
  * lower the rate, an idle QP does not burst. */
 #define DCQCN_BURST_NS 10000ull
+/* rp->alpha: 1/1024 as mlx5's, with this many more fraction bits */
+#define DCQCN_ALPHA_FRAC 10
+#define DCQCN_ALPHA_MAX ((1023u << DCQCN_ALPHA_FRAC) | ((1u << DCQCN_ALPHA_FRAC) - 1))
 /* Timer events one catch-up handles before it gives up and lets the QP go
  * at line rate (only after hours of idleness). */
 #define DCQCN_CATCHUP_MAX 100000u
@@ -178,7 +181,7 @@ static enum emu_dcqcn_stage rp_stage(const struct emu_dcqcn_cfg *c, const struct
 	uint32_t lo = rp->t_stage < rp->b_stage ? rp->t_stage : rp->b_stage;
 	uint32_t hi = rp->t_stage < rp->b_stage ? rp->b_stage : rp->t_stage;
 
-	if (!rp->active)
+	if (!rp->active || rp->recovered)
 		return EMU_DCQCN_LINE_RATE;
 	if (lo > c->rpg_threshold)
 		return EMU_DCQCN_HYPER;
@@ -197,23 +200,40 @@ uint64_t emu_dcqcn_rate_kbps(const struct emu_qp *qp)
 	return xp_rp_active(&qp->x) ? qp->x.rp->rc : rp_max(&qp->dev->dcqcn);
 }
 
-/* Back at line rate: out of the rate limiter, the next CNP starts afresh. */
-static void rp_release(struct emu_dcqcn_rp *rp)
+/* Back at line rate: the next CNP starts afresh (alpha at its initial
+ * value), as ConnectX releases the QP from its rate limiter. The QP stays
+ * paced at the line rate: unpaced, it would put everything it has
+ * outstanding into the port's TX ring at once, a burst no CNP can stop
+ * (ConnectX's scheduler never runs a QP faster than the wire). */
+static void rp_release(const struct emu_dcqcn_cfg *c, struct emu_dcqcn_rp *rp)
 {
-	rp->active = 0;
+	rp->recovered = 1;
+	rp->rc = rp->rt = rp_max(c);
 	rp->cut_pending = 0;
 	rp->cnp_alpha = 0;
-	rp->pace_wait = 0;
+	rp->alpha_at = UINT64_MAX;
+	rp->inc_at = UINT64_MAX;
+}
+
+/* The rate changed from old to rp->rc at t: a packet held back at the old
+ * rate waits what is left of its time at the new one (from 1 Mb/s, one
+ * frame's wait is milliseconds; a recovery must not sit it out). */
+static void rp_rescale(struct emu_dcqcn_rp *rp, uint64_t t, uint64_t old)
+{
+	if (rp->pace_next > t && old != rp->rc) {
+		rp->pace_next = t + (rp->pace_next - t) * old / rp->rc;
+		rp->pace_ps = 0;
+	}
 }
 
 /* End of an alpha period: up if a CNP came during it, else down. */
 static void rp_alpha_tick(const struct emu_dcqcn_cfg *c, struct emu_dcqcn_rp *rp)
 {
-	uint32_t a = (uint32_t)rp->alpha * c->dce_tcp_g / 1024;
+	uint64_t a = (uint64_t)rp->alpha * c->dce_tcp_g / 1024;
 
 	if (rp->cnp_alpha)
-		a += 1024 - c->dce_tcp_g;
-	rp->alpha = (uint16_t)(a > 1023 ? 1023 : a);
+		a += (uint64_t)(1024 - c->dce_tcp_g) << DCQCN_ALPHA_FRAC;
+	rp->alpha = (uint32_t)(a > DCQCN_ALPHA_MAX ? DCQCN_ALPHA_MAX : a);
 	rp->cnp_alpha = 0;
 	if (rp->alpha)
 		rp->alpha_at += (uint64_t)c->dce_tcp_rtt * NS_PER_US;
@@ -225,8 +245,9 @@ static void rp_alpha_tick(const struct emu_dcqcn_cfg *c, struct emu_dcqcn_rp *rp
  * rpg_min_rate; the target keeps the rate before a run of cuts. */
 static void rp_cut(const struct emu_dcqcn_cfg *c, struct emu_dcqcn_rp *rp, uint64_t t)
 {
-	uint64_t dec = (rp->rc * rp->alpha) >> c->rpg_gd;
+	uint64_t dec = (rp->rc * rp->alpha) >> (c->rpg_gd + DCQCN_ALPHA_FRAC);
 	uint64_t most = rp->rc * (100 - c->rpg_min_dec_fac) / 100;
+	uint64_t old = rp->rc;
 
 	if (c->clamp_tgt_rate || rp->b_stage ||
 	    (c->clamp_tgt_rate_after_time_inc && rp->t_stage))
@@ -234,6 +255,7 @@ static void rp_cut(const struct emu_dcqcn_cfg *c, struct emu_dcqcn_rp *rp, uint6
 	rp->rc -= dec < most ? dec : most;
 	if (rp->rc < (uint64_t)c->rpg_min_rate * 1000)
 		rp->rc = (uint64_t)c->rpg_min_rate * 1000;
+	rp_rescale(rp, t, old);
 	rp->t_stage = rp->b_stage = 0;
 	rp->bytes = 0;
 	rp->inc_at = t + (uint64_t)c->rpg_time_reset * NS_PER_US;
@@ -245,9 +267,9 @@ static void rp_cut(const struct emu_dcqcn_cfg *c, struct emu_dcqcn_rp *rp, uint6
 /* An increase event (timer or byte counter): the target grows by the
  * stage's step, the rate halves its distance to it (rounded up, so it
  * reaches it). */
-static void rp_increase(const struct emu_dcqcn_cfg *c, struct emu_dcqcn_rp *rp)
+static void rp_increase(const struct emu_dcqcn_cfg *c, struct emu_dcqcn_rp *rp, uint64_t t)
 {
-	uint64_t max = rp_max(c);
+	uint64_t max = rp_max(c), old = rp->rc;
 
 	switch (rp_stage(c, rp)) {
 	case EMU_DCQCN_HYPER:
@@ -263,7 +285,9 @@ static void rp_increase(const struct emu_dcqcn_cfg *c, struct emu_dcqcn_rp *rp)
 		rp->rt = max;
 	rp->rc = (rp->rc + rp->rt + 1) / 2;
 	if (rp->rc >= max)
-		rp_release(rp);
+		rp_release(c, rp);
+	else
+		rp_rescale(rp, t, old);
 }
 
 void xp_rp_advance(struct emu_qp *qp, uint64_t now)
@@ -282,7 +306,7 @@ void xp_rp_advance(struct emu_qp *qp, uint64_t now)
 		if (t > now)
 			return;
 		if (n == DCQCN_CATCHUP_MAX) {
-			rp_release(rp);
+			rp_release(c, rp);
 			return;
 		}
 		if (t == rp->alpha_at) {
@@ -291,7 +315,7 @@ void xp_rp_advance(struct emu_qp *qp, uint64_t now)
 			rp_cut(c, rp, t);
 		} else {
 			rp->inc_at = t + (uint64_t)c->rpg_time_reset * NS_PER_US;
-			rp_increase(c, rp);
+			rp_increase(c, rp, t);
 			rp->t_stage++;
 		}
 	}
@@ -314,17 +338,20 @@ void xp_rp_cnp(struct emu_qp *qp, uint64_t now)
 	}
 	rp = qp->x.rp;
 	xp_rp_advance(qp, now);
-	if (!rp->active) {
+	if (!rp->active || rp->recovered) {
 		/* the first CNP: into the rate limiter at line rate, alpha at
 		 * its initial value (this CNP does not raise it again) */
 		rp->active = 1;
+		rp->recovered = 0;
 		rp->rc = rp->rt = rp_max(c);
-		rp->alpha = (uint16_t)c->initial_alpha_value;
+		rp->alpha = c->initial_alpha_value << DCQCN_ALPHA_FRAC;
 		rp->alpha_at = rp->alpha ? now + (uint64_t)c->dce_tcp_rtt * NS_PER_US : UINT64_MAX;
 		rp->t_stage = rp->b_stage = 0;
 		rp->bytes = 0;
-		rp->pace_next = now;
-		rp->pace_ps = 0;
+		if (rp->pace_next < now) {
+			rp->pace_next = now;
+			rp->pace_ps = 0;
+		}
 		if (c->rate_to_set_on_first_cnp) {
 			uint64_t r = (uint64_t)c->rate_to_set_on_first_cnp * 1000;
 
@@ -380,12 +407,13 @@ void xp_rp_sent(struct emu_qp *qp, uint64_t bytes)
 	ps = rp->pace_ps + bytes * 8000000000ull / rp->rc;
 	rp->pace_next += ps / 1000;
 	rp->pace_ps = (uint32_t)(ps % 1000);
-	if (!c->rpg_byte_reset)
+	if (!c->rpg_byte_reset || rp->recovered)
 		return;
 	rp->bytes += bytes;
 	if (rp->bytes >= (uint64_t)c->rpg_byte_reset * 64) {
 		rp->bytes -= (uint64_t)c->rpg_byte_reset * 64;
-		rp_increase(c, rp);
+		/* the byte event counts from the packet's own slot */
+		rp_increase(c, rp, rp->pace_next);
 		rp->b_stage++;
 	}
 }

@@ -211,10 +211,7 @@ static int req_gather_chunk(struct emu_qp *qp, const struct uroce_send_wqe *w,
 		return -EFAULT;
 	}
 	for (i = 0; i < n; i++) {
-		uint64_t before = x->cnt.tx_bytes;
-
-		xp_tx_end(qp, &fr[i]);
-		req_paced(qp, t, before);
+		xp_tx_end(qp, &fr[i]); /* paced when begun (req_send_data) */
 		t->budget--;
 		x->sq_req_pkt++;
 		req_sent(qp, fr[i].psn);
@@ -298,9 +295,7 @@ static int req_may_send(struct emu_qp *qp, uint32_t psn, const struct req_turn *
 		return -ENOBUFS; /* resumed by emu_xport_poll once the port drains */
 	if (qp->type == IBV_QPT_RC && wire_psn_diff(psn, qp->x.acked_psn) >= (int32_t)REQ_WINDOW)
 		return -EAGAIN;
-	/* begun frames are not yet charged: one chunk may run past
-	 * pace_next by at most REQ_CHUNK packets, and pays for it after */
-	if (t->paced && !queued && xp_rp_pace(qp, t->now))
+	if (t->paced && xp_rp_pace(qp, t->now))
 		return -EBUSY;
 	return 0;
 }
@@ -379,6 +374,10 @@ static int req_send_data(struct emu_qp *qp, const struct emu_xport_path *path,
 		r = xp_tx_begin(qp, path, &d, &fr[nf]);
 		if (r)
 			break;
+		/* charged now, so a paced chunk ends where the pacer says */
+		if (t->paced)
+			xp_rp_sent(qp, fr[nf].hl + fr[nf].len + wire_pad(fr[nf].len) +
+					       WIRE_ICRC_LEN);
 		if (!nf)
 			chunk_off = off;
 		fr[nf++].psn = psn;
@@ -538,7 +537,7 @@ void xp_req_progress(struct emu_qp *qp)
 		}
 		r = req_send_wqe(qp, w, sw, &t);
 		if (r == -EBUSY) {
-			xp_act_add(qp); /* emu_xport_poll kicks it at rp.pace_next */
+			xp_act_add(qp); /* emu_xport_poll kicks it at xp_rp_wake */
 			break;
 		}
 		if (r == -ENOBUFS || r == -EAGAIN) {

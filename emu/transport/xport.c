@@ -337,7 +337,7 @@ void emu_xport_poll(struct emu_dev *d, uint64_t now_ns)
 			any = true;
 		}
 		if ((x->req_stalled && !x->rnr_at) ||
-		    (xp_rp_waiting(x) && now_ns >= x->rp->pace_next)) {
+		    (xp_rp_waiting(x) && now_ns >= xp_rp_wake(x->rp))) {
 			xp_req_kick(qp);
 			any = true;
 		}
@@ -360,8 +360,8 @@ uint64_t emu_xport_next_deadline(struct emu_dev *d)
 			t = x->retrans_at;
 		if (x->rnr_at && x->rnr_at < t)
 			t = x->rnr_at;
-		if (xp_rp_waiting(x) && x->rp->pace_next < t)
-			t = x->rp->pace_next;
+		if (xp_rp_waiting(x) && xp_rp_wake(x->rp) < t)
+			t = xp_rp_wake(x->rp);
 		/* out of TX buffers or neighbour pending: retry soon, don't spin */
 		if (x->req_stalled && !x->rnr_at) {
 			uint64_t soon = emu_now_ns() + 10000;

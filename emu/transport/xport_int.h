@@ -150,10 +150,23 @@ static inline bool xp_rp_active(const struct emu_xport_qp *x)
 {
 	return x->rp && x->rp->active;
 }
-/* the requester waits for the pacer: the engine kicks it at pace_next */
+/* the requester waits for the pacer: the engine kicks it at xp_rp_wake */
 static inline bool xp_rp_waiting(const struct emu_xport_qp *x)
 {
 	return x->rp && x->rp->pace_wait;
+}
+/* When a waiting requester runs again: its next packet's time, or sooner
+ * the next rate change (a packet held back at 1 Mb/s waits milliseconds;
+ * a timer increase meanwhile shortens that) */
+static inline uint64_t xp_rp_wake(const struct emu_dcqcn_rp *rp)
+{
+	uint64_t t = rp->pace_next;
+
+	if (rp->inc_at < t)
+		t = rp->inc_at;
+	if (rp->cut_pending && rp->cut_at < t)
+		t = rp->cut_at;
+	return t;
 }
 
 /* (Re)start the retransmit timer: restart = after forward progress, else

@@ -11,6 +11,8 @@ int sim_failures;
 int64_t sim_psn_start = -1;
 bool (*sim_hook)(struct sim *s, int to, uint8_t *frame, uint32_t len);
 bool sim_batch;
+const struct sim_wire *sim_wire;
+static struct sim *sim_cur; /* the one sim_init set up */
 
 struct sim_frame {
 	struct sim_frame *next;
@@ -36,23 +38,37 @@ static int sim_tx_alloc(struct emu_dev *d, struct emu_txbuf *b)
 	return b->data ? 0 : -ENOBUFS;
 }
 
-static void sim_tx_send(struct emu_dev *d, struct emu_txbuf *b, uint32_t len)
+static void sim_enqueue(struct emu_dev *to, uint8_t *data, uint32_t len)
 {
 	struct sim_frame *f = malloc(sizeof(*f));
 
 	if (!f) {
-		free(b->data);
+		free(data);
 		return;
 	}
 	f->next = NULL;
-	f->to = d->port_priv;
+	f->to = to;
 	f->len = len;
-	f->data = b->data;
+	f->data = data;
 	if (q_tail)
 		q_tail->next = f;
 	else
 		q_head = f;
 	q_tail = f;
+}
+
+static void sim_tx_send(struct emu_dev *d, struct emu_txbuf *b, uint32_t len)
+{
+	struct emu_dev *to = d->port_priv;
+
+	if (sim_wire && sim_wire->take(to == &sim_cur->n[1].dev, b->data, len))
+		return;
+	sim_enqueue(to, b->data, len);
+}
+
+void sim_deliver(int to, uint8_t *frame, uint32_t len)
+{
+	sim_enqueue(&sim_cur->n[to ? 1 : 0].dev, frame, len);
 }
 
 static void sim_tx_free(struct emu_dev *d, struct emu_txbuf *b)
@@ -87,6 +103,7 @@ int sim_init(struct sim *s)
 	int i;
 
 	memset(s, 0, sizeof(*s));
+	sim_cur = s;
 	emu_clock_set(sim_clock);
 	for (i = 0; i < 2; i++) {
 		uint8_t mac[6] = { 0x02, 0, 0, 0, 0, (uint8_t)(i + 1) };
@@ -159,6 +176,8 @@ void sim_run(struct sim *s, uint64_t max_ns)
 
 		struct sim_frame *done = NULL; /* payloads live until the burst ends */
 
+		if (sim_wire)
+			sim_wire->run(sim_now);
 		if (sim_batch && q_head)
 			emu_xport_rx_batch(&s->n[0].dev, true);
 		while (q_head) {
@@ -196,6 +215,8 @@ void sim_run(struct sim *s, uint64_t max_ns)
 			if (u < t)
 				t = u;
 		}
+		if (sim_wire && (u = sim_wire->next()) < t)
+			t = u;
 		if (t == UINT64_MAX || t > end)
 			break;
 		if (t > sim_now)
