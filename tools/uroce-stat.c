@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* uroce-stat: print the counters of a running uroced device (port, drops by
- * reason, fault injection, and per QP) through UROCE_OP_QUERY_STATS.
+ * reason, fault injection, and per QP) through UROCE_OP_QUERY_STATS, and
+ * its DCQCN settings and per-QP rates through UROCE_OP_QUERY_CC.
  *
  *   uroce-stat [-d DEV] [-r RUN_DIR] [-q]
  *
@@ -193,6 +194,107 @@ static void st_xdrops(const struct uroce_query_stats_rep *r)
 	}
 }
 
+/* ---- DCQCN (UROCE_OP_QUERY_CC, docs/dcqcn.md) ---- */
+static struct uroce_cc_dev st_ccdev;
+static struct uroce_cc_qp *st_ccqp;  /* by ascending QPN, as the daemon pages them */
+static uint32_t st_nccqp;
+static bool st_cc;                   /* the daemon answered */
+
+/* Every page of the DCQCN reply, at the sizes it states. A daemon without
+ * the request leaves st_cc false. */
+static void st_cc_load(void)
+{
+	struct uroce_query_stats_req q = { 0, 0 };
+	static uint8_t raw[UROCE_MAX_MSG];
+	const size_t hdr = offsetof(struct uroce_query_cc_rep, dev);
+
+	do {
+		struct uroce_query_cc_rep r;
+		int n = st_call(UROCE_OP_QUERY_CC, &q, sizeof(q), raw, sizeof(raw));
+
+		if (n < (int)hdr)
+			return;
+		memcpy(&r, raw, hdr);
+		if (r.nqps > UROCE_CC_QP_PER_MSG || hdr + r.dev_size + (size_t)r.nqps * r.qp_size >
+							    (size_t)n)
+			return;
+		memcpy(&st_ccdev, raw + hdr, r.dev_size < sizeof(st_ccdev) ? r.dev_size
+									  : sizeof(st_ccdev));
+		struct uroce_cc_qp *m = realloc(st_ccqp, (st_nccqp + r.nqps) * sizeof(*m));
+		if (!m)
+			return;
+		st_ccqp = m;
+		for (uint32_t i = 0; i < r.nqps; i++) {
+			memset(&m[st_nccqp], 0, sizeof(*m));
+			memcpy(&m[st_nccqp++], raw + hdr + r.dev_size + (size_t)i * r.qp_size,
+			       r.qp_size < sizeof(*m) ? r.qp_size : sizeof(*m));
+		}
+		st_cc = true;
+		if (r.next_qpn && r.next_qpn <= q.first_qpn)
+			return;
+		q.first_qpn = r.next_qpn;
+	} while (q.first_qpn);
+}
+
+static void st_cc_port(void)
+{
+	const struct uroce_cc_dev *c = &st_ccdev;
+
+	if (!st_cc)
+		return;
+	P("dcqcn.ect", c->ect);
+	P("dcqcn.np", c->np);
+	P("dcqcn.rp", c->rp);
+	P("dcqcn.line_rate_mbps", c->line_rate_mbps);
+	P("dcqcn.min_time_between_cnps", c->min_time_between_cnps);
+	P("dcqcn.cnp_dscp", c->cnp_dscp);
+	P("dcqcn.rpg_time_reset", c->rpg_time_reset);
+	P("dcqcn.rpg_byte_reset", c->rpg_byte_reset);
+	P("dcqcn.rpg_threshold", c->rpg_threshold);
+	P("dcqcn.rpg_ai_rate", c->rpg_ai_rate);
+	P("dcqcn.rpg_hai_rate", c->rpg_hai_rate);
+	P("dcqcn.rpg_min_rate", c->rpg_min_rate);
+	P("dcqcn.rpg_min_dec_fac", c->rpg_min_dec_fac);
+	P("dcqcn.rpg_gd", c->rpg_gd);
+	P("dcqcn.rate_reduce_monitor_period", c->rate_reduce_monitor_period);
+	P("dcqcn.rate_to_set_on_first_cnp", c->rate_to_set_on_first_cnp);
+	P("dcqcn.initial_alpha_value", c->initial_alpha_value);
+	P("dcqcn.dce_tcp_g", c->dce_tcp_g);
+	P("dcqcn.dce_tcp_rtt", c->dce_tcp_rtt);
+	P("dcqcn.clamp_tgt_rate", c->clamp_tgt_rate);
+	P("dcqcn.clamp_tgt_rate_after_time_inc", c->clamp_tgt_rate_after_time_inc);
+	P("dcqcn.ce_rcvd", c->ce_rcvd);
+	P("dcqcn.cnp_sent", c->cnp_sent);
+	P("dcqcn.cnp_rcvd", c->cnp_rcvd);
+	P("dcqcn.rate_cuts", c->rate_cuts);
+}
+
+static int st_cc_cmp(const void *k, const void *e)
+{
+	uint32_t a = *(const uint32_t *)k, b = ((const struct uroce_cc_qp *)e)->qpn;
+
+	return a < b ? -1 : a > b;
+}
+
+/* The QP's reaction point: rate, target, alpha (1/1024), stage (0 line
+ * rate, 1 fast recovery, 2 additive, 3 hyper), cuts, pacer waits. */
+static void st_cc_qp(uint32_t qpn)
+{
+	const struct uroce_cc_qp *c = st_nccqp ? bsearch(&qpn, st_ccqp, st_nccqp, sizeof(*c),
+							 st_cc_cmp) : NULL;
+
+	if (!c)
+		return;
+	P("rate_mbps", c->rate_mbps);
+	P("target_mbps", c->target_mbps);
+	P("alpha", c->alpha);
+	P("dcqcn_stage", c->stage);
+	P("paced", c->paced);
+	P("rate_cuts", c->rate_cuts);
+	P("pacer_waits", c->pacer_waits);
+}
+/* ---- end DCQCN ---- */
+
 static void st_qp(const struct uroce_qp_stats *s)
 {
 	printf("qp 0x%x pid %u %s %s\n", s->qpn, s->pid, st_type(s->qp_type),
@@ -218,7 +320,9 @@ static void st_qp(const struct uroce_qp_stats *s)
 	P("ce_rcvd", s->ce_rcvd);
 	P("cnp_sent", s->cnp_sent);
 	P("cnp_rcvd", s->cnp_rcvd);
+	st_cc_qp(s->qpn);
 }
+
 
 static void st_usage(FILE *f)
 {
@@ -294,6 +398,8 @@ int main(int argc, char **argv)
 	static struct uroce_query_stats_rep rep;
 	struct uroce_query_stats_req q = { 0, 0 };
 	bool first = true;
+
+	st_cc_load();
 	do {
 		static uint8_t raw[UROCE_MAX_MSG];
 		r = st_call(UROCE_OP_QUERY_STATS, &q, sizeof(q), raw, sizeof(raw));
@@ -308,6 +414,7 @@ int main(int argc, char **argv)
 		if (first) {
 			st_port(dev, &rep.port);
 			st_xdrops(&rep);
+			st_cc_port();
 		}
 		first = false;
 		if (port_only)
@@ -319,5 +426,6 @@ int main(int argc, char **argv)
 		q.first_qpn = rep.next_qpn;
 	} while (q.first_qpn);
 	close(st_sock);
+	free(st_ccqp);
 	return 0;
 }

@@ -411,6 +411,7 @@ union emu_rep {
 	struct uroce_create_qp_rep qp;
 	struct uroce_query_qp_rep qq;
 	struct uroce_query_stats_rep stats;
+	struct uroce_query_cc_rep cc;
 	struct uroce_ucma_open_rep ucma_open;
 	uint8_t ucma_out[UROCE_UCMA_MAX_OUT];
 };
@@ -611,6 +612,13 @@ static int emu_op_query_stats(struct emu_op *k)
 	return 0;
 }
 
+static int emu_op_query_cc(struct emu_op *k)
+{
+	emu_cc_fill(&k->dm->dev, k->c, k->q->st.first_qpn, &k->rep->cc);
+	k->rlen = sizeof(k->rep->cc);
+	return 0;
+}
+
 /* rdma_cm (emu/cm/ucma.c): the pipe's read end goes to the client only */
 static int emu_op_ucma_open(struct emu_op *k)
 {
@@ -673,6 +681,7 @@ static const struct {
 	[UROCE_OP_UCMA_CMD] = { sizeof(struct uroce_ucma_cmd_req) + UROCE_UCMA_MAX_IN, 0,
 				emu_op_ucma_cmd },
 	[UROCE_OP_UCMA_CLOSE] = { sizeof(struct uroce_handle_msg), 0, emu_op_ucma_close },
+	[UROCE_OP_QUERY_CC] = { sizeof(struct uroce_query_stats_req), 0, emu_op_query_cc },
 };
 
 /* validate the header against the shape table: 0 or the reply status */

@@ -33,6 +33,7 @@ struct emu_opts {
 	struct emu_access acc;    /* who may connect (access.c) */
 	uint32_t mem_stall_ms;    /* an access to application memory blocked this
 				   * long: quarantine its client (0 = never) */
+	struct emu_dcqcn_cfg dcqcn; /* --dcqcn / dcqcn= (docs/dcqcn.md) */
 };
 
 struct emu_port;

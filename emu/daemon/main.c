@@ -28,7 +28,7 @@ static void emu_usage(FILE *f)
 		"usage: uroced [options] [--dev NAME[,key=value...] [device options]]...\n"
 		"Device options (apply to the device named by the last --dev; before any\n"
 		"--dev, to the first device):\n"
-		"  --dev NAME[,port=P][,ip=A]...[,mac=M][,mtu=N][,pcap=F][,cpu=C]\n"
+		"  --dev NAME[,port=P][,ip=A]...[,mac=M][,mtu=N][,pcap=F][,cpu=C][,dcqcn=on|off]\n"
 		"                    a device (default one: uroce0); every further --dev adds\n"
 		"                    one more, each with its own port and worker thread\n"
 		"  --port PORT       DPDK port: a vdev (e.g. net_af_packet0,iface=veth0), a\n"
@@ -45,6 +45,10 @@ static void emu_usage(FILE *f)
 		"  --cpu N           pin the device's worker thread to CPU N\n"
 		"  --mem-stall-ms N  an access to a client's memory blocked this long\n"
 		"                    quarantines the client (default 2000, 0 = never)\n"
+		"  --dcqcn SPEC      congestion control (docs/dcqcn.md): on | off, or\n"
+		"                    key=value,...: ect|np|rp=on|off and mlx5's parameters\n"
+		"                    (rpg_time_reset=300,rpg_ai_rate=5,...); in --dev:\n"
+		"                    dcqcn=on|off\n"
 		"Daemon options:\n"
 		"  --run-dir DIR     control socket directory (default $UROCE_RUN_DIR, else\n"
 		"                    $XDG_RUNTIME_DIR/uroce, else /tmp/uroce-<euid>); it must be\n"
@@ -60,7 +64,8 @@ static void emu_usage(FILE *f)
 		"  --eal \"ARGS\"      extra EAL arguments\n"
 		"  --log-level L     DPDK log level (default notice)\n"
 		"  --fault SPEC      on every device's RX:\n"
-		"                    drop=P,dup=P,reorder=P,corrupt=P,delay_us=N,seed=N\n"
+		"                    drop=P,dup=P,reorder=P,corrupt=P,ce=P,delay_us=N,seed=N\n"
+		"                    (ce: mark ECN-capable frames CE, as a congested switch)\n"
 		"  --limit T=N       objects one context may hold, T one of pd mr mw\n"
 		"                    channel cq srq qp ah (defaults: 1/16 of the device),\n"
 		"                    or mem=BYTES[KMG]: queue memory (default 256M)\n"
@@ -154,6 +159,17 @@ static int emu_set_pcap(struct emu_opts *o, const char *v)
 	return 0;
 }
 
+static int emu_set_dcqcn(struct emu_opts *o, const char *v)
+{
+	char err[128];
+
+	if (emu_dcqcn_parse(&o->dcqcn, v, err, sizeof(err))) {
+		fprintf(stderr, "uroced: %s: bad --dcqcn '%s': %s\n", o->dev, v, err);
+		return -1;
+	}
+	return 0;
+}
+
 static int emu_set_cpu(struct emu_opts *o, const char *v)
 {
 	char *end;
@@ -206,7 +222,8 @@ static int emu_set_dev(struct emu_opts *o, const char *arg)
 			while (save && *save) {
 				size_t n = strcspn(save, ",=");
 				static const char *const ours[] = { "ip", "mac", "mtu", "pcap",
-								    "cpu", "port", "vdev" };
+								    "cpu", "port", "vdev",
+								    "dcqcn" };
 				bool mine = false;
 				for (unsigned i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
 					if (strlen(ours[i]) == n && !strncmp(save, ours[i], n))
@@ -230,6 +247,12 @@ static int emu_set_dev(struct emu_opts *o, const char *arg)
 			rc = emu_set_pcap(o, v);
 		} else if (!strcmp(k, "cpu")) {
 			rc = emu_set_cpu(o, v);
+		} else if (!strcmp(k, "dcqcn") && (!strcmp(v, "on") || !strcmp(v, "off"))) {
+			rc = emu_set_dcqcn(o, v); /* key=value lists need --dcqcn */
+		} else if (!strcmp(k, "dcqcn")) {
+			fprintf(stderr, "uroced: %s: bad dcqcn '%s' (on, off; or --dcqcn)\n",
+				o->dev, v);
+			rc = -1;
 		} else {
 			fprintf(stderr, "uroced: %s: unknown device key '%s'\n", o->dev, k);
 			rc = -1;
@@ -246,11 +269,12 @@ static void emu_opts_default(struct emu_opts *o, unsigned idx)
 	snprintf(o->dev, sizeof(o->dev), "uroce%u", idx);
 	o->cpu = -1;
 	memcpy(o->mac, (uint8_t[6]){ 0x02, 0, 0, 0, 0, (uint8_t)(idx + 1) }, 6);
+	emu_dcqcn_defaults(&o->dcqcn);
 }
 
 enum { O_DEV = 256, O_PORT, O_IP, O_MAC, O_MTU, O_RUNDIR, O_BUSY, O_EAL, O_PCAP,
        O_FAULT, O_SPIN, O_LOG, O_CPU, O_HELP, O_STALL,
-       O_SOCK_GROUP, O_SOCK_MODE, O_ALLOW_UID, O_ALLOW_GID, O_LIMIT, O_UID_LIMIT };
+       O_SOCK_GROUP, O_SOCK_MODE, O_ALLOW_UID, O_ALLOW_GID, O_LIMIT, O_UID_LIMIT, O_DCQCN };
 
 static const struct option emu_long_opts[] = {
 	{ "dev", required_argument, NULL, O_DEV },
@@ -275,6 +299,7 @@ static const struct option emu_long_opts[] = {
 	{ "mem-stall-ms", required_argument, NULL, O_STALL },
 	{ "limit", required_argument, NULL, O_LIMIT },
 	{ "uid-limit", required_argument, NULL, O_UID_LIMIT },
+	{ "dcqcn", required_argument, NULL, O_DCQCN },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -288,6 +313,7 @@ static int emu_opt_device(struct emu_opts *o, int c, const char *v)
 	case O_MTU: return emu_set_mtu(o, v);
 	case O_PCAP: return emu_set_pcap(o, v);
 	case O_CPU: return emu_set_cpu(o, v);
+	case O_DCQCN: return emu_set_dcqcn(o, v);
 	default: return 1;
 	}
 }
@@ -594,6 +620,7 @@ static int emu_daemon_setup(struct emu_daemon *dm)
 		return -1;
 	}
 	emu_port_attach(dm);
+	dm->dev.dcqcn = dm->o.dcqcn;
 	if (dm->o.fault_set) {
 		dm->dev.fault = emu_fault_new(&dm->o.fault);
 		if (!dm->dev.fault) {
@@ -634,6 +661,9 @@ static int emu_daemon_setup(struct emu_daemon *dm)
 		dm->dev.name, dm->dev.mac[0], dm->dev.mac[1], dm->dev.mac[2], dm->dev.mac[3],
 		dm->dev.mac[4], dm->dev.mac[5], dm->o.mtu, 128u << dm->dev.active_mtu,
 		dm->dev.loopback ? " (loopback)" : "");
+	EMU_LOG(NOTICE, "%s: dcqcn ect %s np %s rp %s, line rate %u Mb/s\n", dm->dev.name,
+		dm->dev.dcqcn.ect ? "on" : "off", dm->dev.dcqcn.np ? "on" : "off",
+		dm->dev.dcqcn.rp ? "on" : "off", emu_dcqcn_line_mbps(&dm->dev.dcqcn));
 	return 0;
 }
 

@@ -154,17 +154,22 @@ int emu_dcqcn_parse(struct emu_dcqcn_cfg *c, const char *spec, char *err, size_t
 	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
 		if (dcqcn_item(c, t, err, errlen))
 			return -EINVAL;
-	if (c->rpg_min_rate > (c->rpg_max_rate ? c->rpg_max_rate : DCQCN_PORT_MBPS)) {
+	if (c->rpg_min_rate > emu_dcqcn_line_mbps(c)) {
 		snprintf(err, errlen, "rpg_min_rate above the line rate");
 		return -EINVAL;
 	}
 	return 0;
 }
 
+uint32_t emu_dcqcn_line_mbps(const struct emu_dcqcn_cfg *c)
+{
+	return c->rpg_max_rate ? c->rpg_max_rate : DCQCN_PORT_MBPS;
+}
+
 /* Line rate, kb/s. */
 static uint64_t rp_max(const struct emu_dcqcn_cfg *c)
 {
-	return (uint64_t)(c->rpg_max_rate ? c->rpg_max_rate : DCQCN_PORT_MBPS) * 1000;
+	return (uint64_t)emu_dcqcn_line_mbps(c) * 1000;
 }
 
 const char *const emu_dcqcn_stage_name[EMU_DCQCN_NSTAGES] = {
@@ -290,12 +295,25 @@ static void rp_increase(const struct emu_dcqcn_cfg *c, struct emu_dcqcn_rp *rp, 
 		rp_rescale(rp, t, old);
 }
 
+static void rp_catch_up(const struct emu_dcqcn_cfg *c, struct emu_dcqcn_rp *rp, uint64_t now);
+
 void xp_rp_advance(struct emu_qp *qp, uint64_t now)
 {
-	const struct emu_dcqcn_cfg *c = &qp->dev->dcqcn;
 	struct emu_dcqcn_rp *rp = qp->x.rp;
 
-	for (unsigned n = 0; rp && rp->active; n++) {
+	if (rp) {
+		uint64_t cuts = rp->cuts;
+
+		rp_catch_up(&qp->dev->dcqcn, rp, now);
+		qp->dev->dcqcn_cnt.rate_cuts += rp->cuts - cuts;
+	}
+}
+
+/* xp_rp_advance: every event due by now, in time order. */
+static void rp_catch_up(const struct emu_dcqcn_cfg *c, struct emu_dcqcn_rp *rp, uint64_t now)
+{
+
+	for (unsigned n = 0; rp->active; n++) {
 		uint64_t tc = rp->cut_pending ? rp->cut_at : UINT64_MAX;
 		uint64_t t = rp->alpha_at;
 
@@ -321,10 +339,39 @@ void xp_rp_advance(struct emu_qp *qp, uint64_t now)
 	}
 }
 
+/* The first CNP (or the first since the rate recovered): into the rate
+ * limiter at line rate, alpha at its initial value (this CNP does not
+ * raise it again), cut at once. */
+static void rp_start(const struct emu_dcqcn_cfg *c, struct emu_dcqcn_rp *rp, uint64_t now)
+{
+	rp->active = 1;
+	rp->recovered = 0;
+	rp->rc = rp->rt = rp_max(c);
+	rp->alpha = c->initial_alpha_value << DCQCN_ALPHA_FRAC;
+	rp->alpha_at = rp->alpha ? now + (uint64_t)c->dce_tcp_rtt * NS_PER_US : UINT64_MAX;
+	rp->t_stage = rp->b_stage = 0;
+	rp->bytes = 0;
+	if (rp->pace_next < now) {
+		rp->pace_next = now;
+		rp->pace_ps = 0;
+	}
+	if (c->rate_to_set_on_first_cnp) {
+		uint64_t r = (uint64_t)c->rate_to_set_on_first_cnp * 1000;
+
+		rp->rc = rp->rt = r < rp->rc ? r : rp->rc;
+		rp->inc_at = now + (uint64_t)c->rpg_time_reset * NS_PER_US;
+		rp->cut_at = now + (uint64_t)c->rate_reduce_monitor_period * NS_PER_US;
+		rp->cuts++;
+	} else {
+		rp_cut(c, rp, now);
+	}
+}
+
 void xp_rp_cnp(struct emu_qp *qp, uint64_t now)
 {
 	const struct emu_dcqcn_cfg *c = &qp->dev->dcqcn;
 	struct emu_dcqcn_rp *rp;
+	uint64_t cuts;
 
 	if (!c->rp)
 		return;
@@ -338,39 +385,19 @@ void xp_rp_cnp(struct emu_qp *qp, uint64_t now)
 	}
 	rp = qp->x.rp;
 	xp_rp_advance(qp, now);
+	cuts = rp->cuts;
 	if (!rp->active || rp->recovered) {
-		/* the first CNP: into the rate limiter at line rate, alpha at
-		 * its initial value (this CNP does not raise it again) */
-		rp->active = 1;
-		rp->recovered = 0;
-		rp->rc = rp->rt = rp_max(c);
-		rp->alpha = c->initial_alpha_value << DCQCN_ALPHA_FRAC;
-		rp->alpha_at = rp->alpha ? now + (uint64_t)c->dce_tcp_rtt * NS_PER_US : UINT64_MAX;
-		rp->t_stage = rp->b_stage = 0;
-		rp->bytes = 0;
-		if (rp->pace_next < now) {
-			rp->pace_next = now;
-			rp->pace_ps = 0;
-		}
-		if (c->rate_to_set_on_first_cnp) {
-			uint64_t r = (uint64_t)c->rate_to_set_on_first_cnp * 1000;
-
-			rp->rc = rp->rt = r < rp->rc ? r : rp->rc;
-			rp->inc_at = now + (uint64_t)c->rpg_time_reset * NS_PER_US;
-			rp->cut_at = now + (uint64_t)c->rate_reduce_monitor_period * NS_PER_US;
-			rp->cuts++;
-		} else {
+		rp_start(c, rp, now);
+	} else {
+		rp->cnp_alpha = 1;
+		if (rp->alpha_at == UINT64_MAX)
+			rp->alpha_at = now + (uint64_t)c->dce_tcp_rtt * NS_PER_US;
+		if (now >= rp->cut_at)
 			rp_cut(c, rp, now);
-		}
-		return;
+		else
+			rp->cut_pending = 1; /* at most one cut per monitor period */
 	}
-	rp->cnp_alpha = 1;
-	if (rp->alpha_at == UINT64_MAX)
-		rp->alpha_at = now + (uint64_t)c->dce_tcp_rtt * NS_PER_US;
-	if (now >= rp->cut_at)
-		rp_cut(c, rp, now);
-	else
-		rp->cut_pending = 1; /* at most one cut per monitor period */
+	qp->dev->dcqcn_cnt.rate_cuts += rp->cuts - cuts;
 }
 
 int xp_rp_pace(struct emu_qp *qp, uint64_t now)

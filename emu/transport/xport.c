@@ -213,6 +213,7 @@ static bool cnp_path(struct emu_qp *qp, const struct wire_pkt *pkt,
 void xp_cnp_rx(struct emu_qp *qp)
 {
 	qp->x.cnt.cnp_rcvd++;
+	qp->dev->dcqcn_cnt.cnp_rcvd++;
 	if (qp->dev->dcqcn.rp && qp->attr.qp_state >= IBV_QPS_RTS &&
 	    qp->attr.qp_state != IBV_QPS_ERR)
 		xp_rp_cnp(qp, emu_now_ns());
@@ -227,6 +228,7 @@ void xp_ce_rx(struct emu_qp *qp, const struct wire_pkt *pkt)
 	uint64_t now;
 
 	x->cnt.ce_rcvd++;
+	qp->dev->dcqcn_cnt.ce_rcvd++;
 	if (!qp->dev->dcqcn.np || qp->attr.qp_state < IBV_QPS_RTR ||
 	    qp->attr.qp_state == IBV_QPS_ERR)
 		return;
@@ -245,6 +247,7 @@ void xp_ce_rx(struct emu_qp *qp, const struct wire_pkt *pkt)
 		return;
 	x->cnp_last = now;
 	x->cnt.cnp_sent++;
+	qp->dev->dcqcn_cnt.cnp_sent++;
 }
 
 /* A connected QP takes packets only from its peer: the source IP must be

@@ -38,6 +38,9 @@ uint64_t emu_core_next_deadline(struct emu_dev *d);
 /* viewer: only its uid's QPs unless see_all (NULL: every QP) */
 void emu_stats_fill(struct emu_dev *d, const struct emu_ctx *viewer, uint32_t first_qpn,
 		    struct uroce_query_stats_rep *r);
+/* The same for DCQCN: the device's settings, its QPs' reaction points. */
+void emu_cc_fill(struct emu_dev *d, const struct emu_ctx *viewer, uint32_t first_qpn,
+		 struct uroce_query_cc_rep *r);
 
 
 void emu_xport_qp_init(struct emu_qp *qp);
@@ -92,6 +95,8 @@ void emu_dcqcn_defaults(struct emu_dcqcn_cfg *c);
  * ect, np, rp (on/off) and every field of struct emu_dcqcn_cfg by name.
  * 0, or -EINVAL with the offending item in err. */
 int emu_dcqcn_parse(struct emu_dcqcn_cfg *c, const char *spec, char *err, size_t errlen);
+/* The line rate the reaction point starts from and returns to (Mb/s). */
+uint32_t emu_dcqcn_line_mbps(const struct emu_dcqcn_cfg *c);
 /* The reaction point of qp: stage and current rate (line rate when idle). */
 enum emu_dcqcn_stage emu_dcqcn_stage(const struct emu_qp *qp);
 uint64_t emu_dcqcn_rate_kbps(const struct emu_qp *qp);
