@@ -288,6 +288,13 @@ void emu_xport_rx(struct emu_dev *d, struct emu_qp *qp, const struct wire_pkt *p
 	}
 	tr = wire_opcode_transport(pkt->bth.opcode);
 	if (tr == WIRE_TR_CNP && pkt->bth.opcode == WIRE_OP_CNP) {
+		/* a CNP slows the QP down: only its peer may send one (UD
+		 * talks to anyone, and anyone may answer) */
+		if (qp->type != IBV_QPT_UD && !xp_src_ok(qp, pkt)) {
+			d->cnt.drops[EMU_DROP_SRC_MISMATCH]++;
+			xp_drop(qp, EMU_XDROP_SRC);
+			return;
+		}
 		xp_cnp_rx(qp);
 		return;
 	}

@@ -177,6 +177,55 @@ static int t_np_off(void)
 	return 0;
 }
 
+/* A CNP for A's RC QP from src (node B's address, or another one). */
+static void cnp_to_a(struct pair *p, const union ibv_gid *src)
+{
+	struct wire_pkt k;
+	uint8_t fr[256];
+	size_t len;
+
+	wire_pkt_init(&k, 4);
+	memcpy(k.dmac, p->s.n[0].dev.mac, 6);
+	memcpy(k.smac, p->s.n[1].dev.mac, 6);
+	memcpy(k.ip.src.raw, src->raw, 16);
+	memcpy(k.ip.dst.raw, p->s.n[0].dev.gids[1].raw, 16);
+	k.ip.ttl = 64;
+	k.bth.opcode = WIRE_OP_CNP;
+	k.bth.becn = true;
+	k.bth.pkey = 0xffff;
+	k.bth.dqpn = p->a.qp->qpn;
+	if (wire_build(&k, fr, sizeof(fr), 0, &len) == 0)
+		emu_port_rx_frame(&p->s.n[0].dev, fr, (uint32_t)len);
+	else
+		CHECK(!"build");
+}
+
+/* A CNP slows a connected QP down only when its peer sent it: a forged
+ * one from another address is dropped (src-mismatch), no rate cut. */
+static int t_cnp_source(void)
+{
+	struct pair p;
+	struct emu_xport_counters c;
+	union ibv_gid other;
+
+	if (pair_setup(&p, IBV_QPT_RC, IBV_MTU_1024, 1 << 16))
+		return 1;
+	other = p.s.n[1].dev.gids[1];
+	other.raw[15] ^= 0x40;
+	cnp_to_a(&p, &other);
+	emu_xport_qp_counters(p.a.qp, &c);
+	CHECK_EQ(c.cnp_rcvd, 0);
+	CHECK_EQ(c.drops[EMU_XDROP_SRC], 1);
+	CHECK(!p.a.qp->x.rp);
+	cnp_to_a(&p, &p.s.n[1].dev.gids[1]);
+	emu_xport_qp_counters(p.a.qp, &c);
+	CHECK_EQ(c.cnp_rcvd, 1);
+	CHECK(xp_rp_active(&p.a.qp->x));
+	CHECK_EQ(p.s.n[0].dev.dcqcn_cnt.rate_cuts, 1);
+	pair_fini(&p);
+	return 0;
+}
+
 /* ---- the reaction point, step by step (virtual times, direct calls) ---- */
 #define US 1000ull
 #define MAX_KBPS 25000000ull /* the port's 25 Gb/s */
@@ -724,6 +773,7 @@ static const struct xt_test tests[] = {
 	{ "ect_uc", t_ect_uc },
 	{ "ect_ud", t_ect_ud },
 	{ "np_off", t_np_off },
+	{ "cnp_source", t_cnp_source },
 };
 
 int main(int argc, char **argv)
