@@ -511,6 +511,10 @@ struct emu_dev {
 	struct emu_xport_qp *xport_act; /* head of the transport's active-QP list */
 	struct emu_xport_tomb xport_tomb[EMU_XPORT_TOMB_MAX];
 	uint32_t xport_tomb_next;
+	struct emu_dcqcn_cfg dcqcn;   /* congestion control (emu_dev_init: defaults) */
+	struct {                      /* ... what it did, for every QP ever */
+		uint64_t ce_rcvd, cnp_sent, cnp_rcvd, rate_cuts;
+	} dcqcn_cnt;
 	/* QP1: the CM engine (struct emu_gsi_ops above) */
 	const struct emu_gsi_ops *gsi;
 	void *gsi_priv;

@@ -20,8 +20,8 @@ struct emu_recv_wqe;
 #define EMU_XPORT_ACK_EVERY     16   /* requester asks for an ACK at least this often */
 #define EMU_XPORT_ACK_DELAY_NS  20000 /* responder ACK coalescing bound */
 #define EMU_XPORT_MAX_MSG       (1u << 31) /* max_msg_sz: longer -> LOC_LEN_ERR */
-/* Fewest ns between two CNPs one QP sends (ConnectX's default
- * min_time_between_cnps is 4 us). */
+/* Fewest ns between two CNPs one QP sends by default (ConnectX's default
+ * min_time_between_cnps is 4 us; per device: emu_dcqcn_cfg). */
 #define EMU_XPORT_CNP_INTERVAL_NS 4000
 
 /* Responder states (rxe_resp.c style); names in emu_resp_state_name[]. */
@@ -150,10 +150,65 @@ struct emu_xport_counters {
 	uint64_t tx_no_buf;        /* transmit buffer allocation failed */
 	uint64_t ce_rcvd;          /* packets that arrived ECN CE-marked */
 	uint64_t cnp_sent;         /* CNPs sent for them (rate-limited) */
-	uint64_t cnp_rcvd;         /* CNPs received (counted; no rate control yet) */
+	uint64_t cnp_rcvd;         /* CNPs received (the reaction point's input) */
 	/* received packets dropped, by reason: 32 bits to keep emu_qp within
 	 * its memory budget (xport_qp_memory); rx_dropped is the 64-bit sum */
 	uint32_t drops[EMU_XDROP_NUM];
+};
+
+/* DCQCN of a device (docs/dcqcn.md): what it marks and answers, and the
+ * reaction point's parameters, with mlx5's names, units and defaults
+ * (emu_dcqcn_defaults). Rates in Mb/s, times in us, alpha and g in
+ * 1/1024. */
+struct emu_dcqcn_cfg {
+	uint8_t ect;                     /* data packets leave ECT(0) */
+	uint8_t np;                      /* notification point: CNP on CE */
+	uint8_t rp;                      /* reaction point: rate control on CNP */
+	uint8_t clamp_tgt_rate;          /* every cut sets the target to the rate */
+	uint8_t clamp_tgt_rate_after_time_inc; /* ... after a timer increase */
+	uint32_t min_time_between_cnps;  /* np: us between two CNPs of a QP */
+	uint32_t cnp_dscp;               /* np: DSCP of CNPs */
+	uint32_t rpg_max_rate;           /* line rate (0 = the port's) */
+	uint32_t rpg_time_reset;         /* us between timer increases */
+	uint32_t rpg_byte_reset;         /* 64-byte units between byte increases */
+	uint32_t rpg_threshold;          /* increase events before additive */
+	uint32_t rpg_ai_rate;            /* additive increase step */
+	uint32_t rpg_hai_rate;           /* hyper increase step */
+	uint32_t rpg_min_rate;
+	uint32_t rpg_min_dec_fac;        /* %: a cut keeps at least this much */
+	uint32_t rpg_gd;                 /* cut = rate * alpha / 2^rpg_gd */
+	uint32_t rate_reduce_monitor_period; /* us: at most one cut per period */
+	uint32_t rate_to_set_on_first_cnp;   /* 0: the first CNP cuts as any */
+	uint32_t initial_alpha_value;
+	uint32_t dce_tcp_g;              /* alpha <- alpha * g (+ 1 - g on CNP) */
+	uint32_t dce_tcp_rtt;            /* us: alpha update period */
+};
+
+/* Reaction point of one QP (transport/dcqcn.c): none (never paced) until
+ * a CNP arrives, then its requester is paced to rc; back at the line rate
+ * it stays paced there (recovered) and the next CNP starts afresh. Times
+ * in the daemon's clock (ns), rates in kb/s. */
+struct emu_dcqcn_rp {
+	uint8_t active;            /* the requester is paced */
+	uint8_t recovered;         /* ... at the line rate, no timer running */
+	uint8_t cnp_alpha;         /* a CNP arrived in the current alpha period */
+	uint8_t cut_pending;       /* a CNP waits for the monitor period to end */
+	uint8_t pace_wait;         /* requester stopped by the pacer until pace_next */
+	uint8_t rsvd[3];
+	/* 1/2^20: mlx5's 10-bit alpha with 10 more bits, or truncation in
+	 * alpha * g / 1024 every 1 us eats what a CNP every few us adds and
+	 * alpha never rises above a few 1/1024 */
+	uint32_t alpha;
+	uint32_t t_stage, b_stage; /* increase events by timer / by bytes since the last cut */
+	uint32_t pace_ps;          /* picoseconds after pace_next */
+	uint64_t rc, rt;           /* current and target rate */
+	uint64_t bytes;            /* sent since the last byte-counter event */
+	uint64_t alpha_at;         /* end of the alpha period (UINT64_MAX: alpha is 0) */
+	uint64_t inc_at;           /* next timer increase */
+	uint64_t cut_at;           /* no cut before (last cut + monitor period) */
+	uint64_t pace_next;        /* the next packet leaves no earlier */
+	uint64_t cuts;             /* rate cuts (counter) */
+	uint64_t paced;            /* requester waits for the pacer (counter) */
 };
 
 struct emu_xport_qp {
@@ -217,6 +272,9 @@ struct emu_xport_qp {
 	struct emu_xport_res *res; /* res_n entries (max_dest_rd_atomic, at least 1) */
 	uint32_t res_n, res_next;
 	uint64_t cnp_last;         /* when the last CNP left (rate limit) */
+	/* DCQCN reaction point, allocated at the QP's first CNP: most QPs
+	 * never see one, and 16k QPs must fit ~2 KB each */
+	struct emu_dcqcn_rp *rp;
 
 	struct emu_xport_path path;
 	struct emu_xport_counters cnt;

@@ -418,6 +418,7 @@ union emu_rep {
 	struct uroce_query_qp_rep qq;
 	struct uroce_query_stats_rep stats;
 	struct uroce_cm_stats_rep cm_stats;
+	struct uroce_query_cc_rep cc;
 	struct uroce_ucma_open_rep ucma_open;
 	struct uroce_dev_info dev_info;
 	struct uroce_query_qps_rep qps;
@@ -650,6 +651,13 @@ static int emu_op_query_cm_stats(struct emu_op *k)
 	return rc;
 }
 
+static int emu_op_query_cc(struct emu_op *k)
+{
+	emu_cc_fill(&k->dm->dev, k->c, k->q->st.first_qpn, &k->rep->cc);
+	k->rlen = sizeof(k->rep->cc);
+	return 0;
+}
+
 /* rdma_cm (emu/cm/ucma.c): the pipe's read end goes to the client only */
 static int emu_op_ucma_open(struct emu_op *k)
 {
@@ -780,6 +788,7 @@ static const struct {
 	[UROCE_OP_MAP_MR] = { sizeof(struct uroce_map_mr_req), 1, emu_op_map_mr },
 	[UROCE_OP_UNMAP_MR] = { sizeof(struct uroce_handle_msg), 0, emu_op_unmap_mr },
 	[UROCE_OP_IMPORT] = { sizeof(struct uroce_import_req), 0, emu_op_import },
+	[UROCE_OP_QUERY_CC] = { sizeof(struct uroce_query_stats_req), 0, emu_op_query_cc },
 };
 
 /* validate the header against the shape table: 0 or the reply status */

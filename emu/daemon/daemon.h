@@ -43,6 +43,7 @@ struct emu_opts {
 	uint32_t nb_desc;         /* RX and TX descriptors asked of the port */
 	uint32_t pool_mb;         /* EAL memory the mbuf pool needs */
 	char port_info[96];       /* the derived ring geometry, for the log */
+	struct emu_dcqcn_cfg dcqcn; /* --dcqcn / dcqcn= (docs/dcqcn.md) */
 };
 
 struct emu_port;

@@ -92,6 +92,10 @@ void emu_stats_dump(struct emu_dev *d)
 		EMU_LOG(NOTICE, "%s: fault drop %lu dup %lu reorder %lu corrupt %lu delay %lu\n",
 			d->name, c->fault_drop, c->fault_dup, c->fault_reorder, c->fault_corrupt,
 			c->fault_delay);
+	if (d->dcqcn_cnt.ce_rcvd + d->dcqcn_cnt.cnp_rcvd)
+		EMU_LOG(NOTICE, "%s: dcqcn ce %lu, cnp sent %lu rcvd %lu, rate cuts %lu\n", d->name,
+			d->dcqcn_cnt.ce_rcvd, d->dcqcn_cnt.cnp_sent, d->dcqcn_cnt.cnp_rcvd,
+			d->dcqcn_cnt.rate_cuts);
 	emu_ibcm_dump(d);
 	for (uint32_t q = 0; q < EMU_QPN_TABLE; q++) {
 		struct emu_qp *qp = d->qpn[q];

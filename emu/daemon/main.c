@@ -29,6 +29,7 @@ static void emu_usage(FILE *f)
 		"Device options (apply to the device named by the last --dev; before any\n"
 		"--dev, to the first device):\n"
 		"  --dev NAME[,port=P][,ip=A]...[,mac=M][,mtu=N][,pcap=F][,cpu=C][,shared=1]\n"
+		"            [,dcqcn=on|off]\n"
 		"                    a device (default one: uroce0); every further --dev adds\n"
 		"                    one more, each with its own port and worker thread\n"
 		"  --port PORT       DPDK port: a vdev (e.g. net_af_packet0,iface=veth0), a\n"
@@ -45,9 +46,14 @@ static void emu_usage(FILE *f)
 		"  --cpu N           pin the device's worker thread to CPU N\n"
 		"  --shared          share an af_xdp port's interface with the kernel: only\n"
 		"                    RoCEv2 (UDP 4791) comes to uroce, the interface's MAC,\n"
-		"                    MTU and addresses are uroce's, the kernel resolves\n"
+		"                    MTU and addresses are uroce's, the kernel keeps ARP,\n"
+		"                    ND, ICMP and resolves neighbours (docs/running.md)\n"
 		"  --mem-stall-ms N  an access to a client's memory blocked this long\n"
 		"                    quarantines the client (default 2000, 0 = never)\n"
+		"  --dcqcn SPEC      congestion control (docs/dcqcn.md): on | off, or\n"
+		"                    key=value,...: ect|np|rp=on|off and mlx5's parameters\n"
+		"                    (rpg_time_reset=300,rpg_ai_rate=5,...); in --dev:\n"
+		"                    dcqcn=on|off\n"
 		"Daemon options:\n"
 		"  --run-dir DIR     control socket directory (default $UROCE_RUN_DIR, else\n"
 		"                    $XDG_RUNTIME_DIR/uroce, else /tmp/uroce-<euid>); it must be\n"
@@ -63,8 +69,9 @@ static void emu_usage(FILE *f)
 		"  --eal \"ARGS\"      extra EAL arguments\n"
 		"  --log-level L     DPDK log level (default notice)\n"
 		"  --fault SPEC      on every device's RX:\n"
-		"                    drop=P,dup=P,reorder=P,corrupt=P,delay_us=N,seed=N,\n"
-		"                    qp=QPN,opcode=N (only frames to that QP / of that opcode)\n"
+		"                    drop=P,dup=P,reorder=P,corrupt=P,ce=P,delay_us=N,seed=N,\n"
+		"                    qp=QPN,opcode=N (only frames to that QP / of that opcode;\n"
+		"                    ce: mark ECN-capable frames CE, as a congested switch)\n"
 		"  --limit T=N       objects one context may hold, T one of pd mr mw\n"
 		"                    channel cq srq qp ah (defaults: 1/16 of the device),\n"
 		"                    or mem=BYTES[KMG]: queue memory (default 256M)\n"
@@ -159,6 +166,17 @@ static int emu_set_pcap(struct emu_opts *o, const char *v)
 	return 0;
 }
 
+static int emu_set_dcqcn(struct emu_opts *o, const char *v)
+{
+	char err[128];
+
+	if (emu_dcqcn_parse(&o->dcqcn, v, err, sizeof(err))) {
+		fprintf(stderr, "uroced: %s: bad --dcqcn '%s': %s\n", o->dev, v, err);
+		return -1;
+	}
+	return 0;
+}
+
 static int emu_set_cpu(struct emu_opts *o, const char *v)
 {
 	char *end;
@@ -212,7 +230,7 @@ static int emu_set_dev(struct emu_opts *o, const char *arg)
 				size_t n = strcspn(save, ",=");
 				static const char *const ours[] = { "ip", "mac", "mtu", "pcap",
 								    "cpu", "port", "vdev",
-								    "shared" };
+								    "shared", "dcqcn" };
 				bool mine = false;
 				for (unsigned i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
 					if (strlen(ours[i]) == n && !strncmp(save, ours[i], n))
@@ -239,6 +257,12 @@ static int emu_set_dev(struct emu_opts *o, const char *arg)
 		} else if (!strcmp(k, "shared") && (!strcmp(v, "1") || !strcmp(v, "0"))) {
 			o->shared = v[0] == '1';
 			rc = 0;
+		} else if (!strcmp(k, "dcqcn") && (!strcmp(v, "on") || !strcmp(v, "off"))) {
+			rc = emu_set_dcqcn(o, v); /* key=value lists need --dcqcn */
+		} else if (!strcmp(k, "dcqcn")) {
+			fprintf(stderr, "uroced: %s: bad dcqcn '%s' (on, off; or --dcqcn)\n",
+				o->dev, v);
+			rc = -1;
 		} else {
 			fprintf(stderr, "uroced: %s: unknown device key '%s'\n", o->dev, k);
 			rc = -1;
@@ -255,11 +279,13 @@ static void emu_opts_default(struct emu_opts *o, unsigned idx)
 	snprintf(o->dev, sizeof(o->dev), "uroce%u", idx);
 	o->cpu = -1;
 	memcpy(o->mac, (uint8_t[6]){ 0x02, 0, 0, 0, 0, (uint8_t)(idx + 1) }, 6);
+	emu_dcqcn_defaults(&o->dcqcn);
 }
 
 enum { O_DEV = 256, O_PORT, O_IP, O_MAC, O_MTU, O_RUNDIR, O_BUSY, O_EAL, O_PCAP,
        O_FAULT, O_SPIN, O_LOG, O_CPU, O_HELP, O_STALL,
-       O_SOCK_GROUP, O_SOCK_MODE, O_ALLOW_UID, O_ALLOW_GID, O_LIMIT, O_UID_LIMIT, O_SHARED };
+       O_SOCK_GROUP, O_SOCK_MODE, O_ALLOW_UID, O_ALLOW_GID, O_LIMIT, O_UID_LIMIT, O_SHARED,
+       O_DCQCN };
 
 static const struct option emu_long_opts[] = {
 	{ "dev", required_argument, NULL, O_DEV },
@@ -285,6 +311,7 @@ static const struct option emu_long_opts[] = {
 	{ "limit", required_argument, NULL, O_LIMIT },
 	{ "uid-limit", required_argument, NULL, O_UID_LIMIT },
 	{ "shared", no_argument, NULL, O_SHARED },
+	{ "dcqcn", required_argument, NULL, O_DCQCN },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -301,6 +328,7 @@ static int emu_opt_device(struct emu_opts *o, int c, const char *v)
 	case O_SHARED:
 		o->shared = true;
 		return 0;
+	case O_DCQCN: return emu_set_dcqcn(o, v);
 	default: return 1;
 	}
 }
@@ -607,6 +635,7 @@ static int emu_daemon_setup(struct emu_daemon *dm)
 	emu_port_attach(dm);
 	if (emu_shared_attach(dm))
 		return -1;
+	dm->dev.dcqcn = dm->o.dcqcn;
 	if (dm->o.fault_set) {
 		dm->dev.fault = emu_fault_new(&dm->o.fault);
 		if (!dm->dev.fault) {
@@ -647,6 +676,9 @@ static int emu_daemon_setup(struct emu_daemon *dm)
 		dm->dev.name, dm->dev.mac[0], dm->dev.mac[1], dm->dev.mac[2], dm->dev.mac[3],
 		dm->dev.mac[4], dm->dev.mac[5], dm->o.mtu, 128u << dm->dev.active_mtu,
 		dm->dev.loopback ? " (loopback)" : "");
+	EMU_LOG(NOTICE, "%s: dcqcn ect %s np %s rp %s, line rate %u Mb/s\n", dm->dev.name,
+		dm->dev.dcqcn.ect ? "on" : "off", dm->dev.dcqcn.np ? "on" : "off",
+		dm->dev.dcqcn.rp ? "on" : "off", emu_dcqcn_line_mbps(&dm->dev.dcqcn));
 	return 0;
 }
 

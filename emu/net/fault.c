@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Fault injection on received frames: drop, duplicate, reorder, corrupt and
- * delay, driven by a seeded PRNG so a run is reproducible. DPDK-free: the
+/* Fault injection on received frames: drop, duplicate, reorder, corrupt,
+ * delay and ECN CE marks, driven by a seeded PRNG so a run is reproducible. DPDK-free: the
  * transport tests put it on their simulated wire. Held frames live in a
  * pool allocated up front (no allocation per frame). */
 #include <errno.h>
@@ -55,6 +55,8 @@ int emu_fault_parse(const char *s, struct emu_fault_cfg *cfg)
 			p = &cfg->reorder;
 		else if (kl == 7 && !strncmp(s, "corrupt", 7))
 			p = &cfg->corrupt;
+		else if (kl == 2 && !strncmp(s, "ce", 2))
+			p = &cfg->ce;
 		if (p) {
 			*p = strtod(v, &end);
 			if (end == v || *p < 0 || *p > 1)
@@ -205,6 +207,35 @@ static bool emu_fault_spared(const struct emu_fault *f, const uint8_t *frame, ui
 	       (f->cfg.by_opcode && pkt.bth.opcode != f->cfg.opcode);
 }
 
+/* A congested switch on the way: an ECN-capable IPv4 or IPv6 frame (no
+ * VLAN tag) marked CE with probability ce, in scratch. The ICRC does not
+ * cover the ECN bits; the IPv4 checksum does. */
+static bool emu_fault_ecn_ce(struct emu_fault *f, const uint8_t *frame, uint32_t len)
+{
+	uint16_t et = len >= 14 + 40 ? (uint16_t)(frame[12] << 8 | frame[13]) : 0;
+	size_t ihl = (size_t)(frame[14] & 0xf) * 4;
+	uint8_t *ip = f->scratch + 14;
+
+	/* IPv6: the traffic class is bits 4-11, its ECN bits 4-5 of byte 1 */
+	bool v4 = et == 0x0800 && (frame[15] & WIRE_ECN_MASK) && ihl >= 20 && 14 + ihl <= len;
+	bool v6 = et == 0x86dd && (frame[15] & (WIRE_ECN_MASK << 4));
+
+	if (!(v4 || v6) || !emu_fault_coin(f, f->cfg.ce))
+		return false;
+	if (frame != f->scratch)
+		memcpy(f->scratch, frame, len);
+	if (v6) {
+		ip[1] |= WIRE_ECN_CE << 4;
+		return true;
+	}
+	ip[1] |= WIRE_ECN_CE;
+	ip[10] = ip[11] = 0;
+	uint16_t c = wire_ipv4_csum(ip, ihl);
+	ip[10] = (uint8_t)(c >> 8);
+	ip[11] = (uint8_t)c;
+	return true;
+}
+
 void emu_fault_rx(struct emu_fault *f, struct emu_dev *d, const uint8_t *frame, uint32_t len,
 		  void (*deliver)(struct emu_dev *, const uint8_t *, uint32_t))
 {
@@ -230,6 +261,8 @@ void emu_fault_rx(struct emu_fault *f, struct emu_dev *d, const uint8_t *frame, 
 		frame = f->scratch;
 		d->cnt.fault_corrupt++;
 	}
+	if (f->cfg.ce > 0 && len <= EMU_FAULT_FRAME && emu_fault_ecn_ce(f, frame, len))
+		frame = f->scratch; /* counted as the receiving QP's ce_rcvd */
 	unsigned copies = 1;
 	if (emu_fault_coin(f, f->cfg.dup)) {
 		copies = 2;

@@ -58,6 +58,7 @@ uint64_t emu_neigh_next_deadline(struct emu_dev *d);
 
 struct emu_fault_cfg {
 	double drop, dup, reorder, corrupt; /* probabilities 0..1 */
+	double ce;                          /* ECN-capable IP frames marked CE */
 	uint32_t delay_us;                  /* fixed extra latency, 0 = none */
 	uint64_t seed;
 	/* only RoCE frames to this QPN (0: any) / with this BTH opcode
@@ -66,7 +67,7 @@ struct emu_fault_cfg {
 	bool by_opcode;
 	uint8_t opcode;
 };
-/* Parse "drop=0.1,dup=0.05,reorder=0.05,corrupt=0.01,delay_us=10,seed=1,
+/* Parse "drop=0.1,dup=0.05,reorder=0.05,corrupt=0.01,ce=0.01,delay_us=10,seed=1,
  * qp=0x11,opcode=4". 0 or -EINVAL. */
 int emu_fault_parse(const char *s, struct emu_fault_cfg *cfg);
 struct emu_fault *emu_fault_new(const struct emu_fault_cfg *cfg);

@@ -240,6 +240,7 @@ static void to_reset(struct emu_qp *qp)
 	x->rwqe_valid = 0;
 	memset(&x->path, 0, sizeof(x->path));
 	memset(&x->cnt, 0, sizeof(x->cnt));
+	xp_rp_reset(qp);
 }
 
 /* Validate a modify and allocate what it needs (path, responder

@@ -14,6 +14,22 @@
 /* Frames whose payloads one process_vm_readv gathers (32 x 4 KB). */
 #define REQ_CHUNK  32u
 
+/* One requester turn: packets it may still send, and for a rate-limited
+ * QP (DCQCN) the clock, read once per turn. */
+struct req_turn {
+	unsigned budget;
+	bool paced;
+	uint64_t now;
+};
+
+/* A request packet of bytes left (tx_bytes moved since before): the
+ * pacer and the byte counter of a rate-limited QP count it. */
+static inline void req_paced(struct emu_qp *qp, const struct req_turn *t, uint64_t before)
+{
+	if (t->paced)
+		xp_rp_sent(qp, qp->x.cnt.tx_bytes - before);
+}
+
 static unsigned req_access(uint8_t op)
 {
 	return xp_is_rd_atomic(op) ? IBV_ACCESS_LOCAL_WRITE : 0;
@@ -187,7 +203,7 @@ static inline void req_sent(struct emu_qp *qp, uint32_t psn)
  * byte off) with one read of application memory, then send them and
  * account them as transmitted. -EFAULT drops them all. */
 static int req_gather_chunk(struct emu_qp *qp, const struct uroce_send_wqe *w,
-			    struct xp_txf *fr, unsigned *nf, uint32_t off, unsigned *budget)
+			    struct xp_txf *fr, unsigned *nf, uint32_t off, struct req_turn *t)
 {
 	struct emu_xport_qp *x = &qp->x;
 	struct iovec lv[REQ_CHUNK];
@@ -207,8 +223,8 @@ static int req_gather_chunk(struct emu_qp *qp, const struct uroce_send_wqe *w,
 		return -EFAULT;
 	}
 	for (i = 0; i < n; i++) {
-		xp_tx_end(qp, &fr[i]);
-		(*budget)--;
+		xp_tx_end(qp, &fr[i]); /* paced when begun (req_send_data) */
+		t->budget--;
 		x->sq_req_pkt++;
 		req_sent(qp, fr[i].psn);
 	}
@@ -233,15 +249,18 @@ static int req_ud_path(struct emu_qp *qp, const struct uroce_send_wqe *w,
  * sq_req_pkt of a READ re-issued in the middle). */
 static int req_send_rd_atomic(struct emu_qp *qp, const struct emu_xport_path *path,
 			      const struct uroce_send_wqe *w, struct emu_xport_swqe *sw,
-			      unsigned *budget)
+			      struct req_turn *t)
 {
 	struct emu_xport_qp *x = &qp->x;
 	uint32_t k = x->sq_req_pkt, mtu = xp_mtu(qp);
+	uint64_t before = x->cnt.tx_bytes;
 	struct wire_pkt d;
 	int r;
 
 	if (emu_tx_congested(qp->dev))
 		return -ENOBUFS;
+	if (t->paced && xp_rp_pace(qp, t->now))
+		return -EBUSY;
 	uint32_t psn = wire_psn_add(sw->first_psn, k);
 
 	if (w->opcode == IBV_WR_RDMA_READ) {
@@ -269,24 +288,29 @@ static int req_send_rd_atomic(struct emu_qp *qp, const struct emu_xport_path *pa
 	r = xp_tx(qp, path, &d, NULL, NULL, NULL);
 	if (r)
 		return r;
-	(*budget)--;
+	req_paced(qp, t, before);
+	t->budget--;
 	x->pkts_since_ackreq = 0;
 	x->sq_req_pkt = sw->npkts;
 	req_sent(qp, sw->last_psn);
 	return 0;
 }
 
-/* May data packet psn go now? 0, or -EAGAIN/-ENOBUFS to stop here, or
- * -EBUSY when bounded go-back-N holds it until an ACK moves the bound. */
-static int req_may_send(struct emu_qp *qp, uint32_t psn, unsigned budget, unsigned queued)
+/* May data packet psn go now (queued begun before it in this chunk)? 0,
+ * or -EAGAIN/-ENOBUFS to stop here, or -EBUSY when bounded go-back-N holds
+ * it until an ACK moves the bound or the pacer says wait. */
+static int req_may_send(struct emu_qp *qp, uint32_t psn, const struct req_turn *t,
+			unsigned queued)
 {
-	if (budget <= queued)
+	if (t->budget <= queued)
 		return -EAGAIN;
 	if (emu_tx_congested(qp->dev))
 		return -ENOBUFS; /* resumed by emu_xport_poll once the port drains */
 	if (qp->type == IBV_QPT_RC && wire_psn_diff(psn, qp->x.acked_psn) >= (int32_t)REQ_WINDOW)
 		return -EAGAIN;
 	if (xp_gbn_held(&qp->x, psn))
+		return -EBUSY;
+	if (t->paced && xp_rp_pace(qp, t->now))
 		return -EBUSY;
 	return 0;
 }
@@ -333,7 +357,7 @@ static void req_build(struct emu_qp *qp, const struct emu_xport_path *path,
  * packet by packet, SGE data is gathered REQ_CHUNK frames per read. */
 static int req_send_data(struct emu_qp *qp, const struct emu_xport_path *path,
 			 const struct uroce_send_wqe *w, struct emu_xport_swqe *sw,
-			 unsigned *budget)
+			 struct req_turn *t)
 {
 	struct emu_xport_qp *x = &qp->x;
 	uint32_t mtu = xp_mtu(qp);
@@ -351,15 +375,18 @@ static int req_send_data(struct emu_qp *qp, const struct emu_xport_path *path,
 		uint32_t k = x->sq_req_pkt + nf, off = k * mtu;
 		uint32_t psn = qp->type == IBV_QPT_UD ? x->sq_psn : wire_psn_add(sw->first_psn, k);
 
-		r = req_may_send(qp, psn, *budget, nf);
+		r = req_may_send(qp, psn, t, nf);
 		if (r)
 			break;
 		req_build(qp, path, w, sw, k, psn, &d);
 		if (!gather) {
+			uint64_t before = x->cnt.tx_bytes;
+
 			r = xp_tx(qp, path, &d, inl + off, NULL, NULL);
 			if (r)
 				break;
-			(*budget)--;
+			req_paced(qp, t, before);
+			t->budget--;
 			x->sq_req_pkt = k + 1;
 			req_sent(qp, psn);
 			continue;
@@ -367,17 +394,21 @@ static int req_send_data(struct emu_qp *qp, const struct emu_xport_path *path,
 		r = xp_tx_begin(qp, path, &d, &fr[nf]);
 		if (r)
 			break;
+		/* charged now, so a paced chunk ends where the pacer says */
+		if (t->paced)
+			xp_rp_sent(qp, fr[nf].hl + fr[nf].len + wire_pad(fr[nf].len) +
+					       WIRE_ICRC_LEN);
 		if (!nf)
 			chunk_off = off;
 		fr[nf++].psn = psn;
 		if (nf == REQ_CHUNK) {
-			r = req_gather_chunk(qp, w, fr, &nf, chunk_off, budget);
+			r = req_gather_chunk(qp, w, fr, &nf, chunk_off, t);
 			if (r)
 				return r;
 		}
 	}
 	if (nf) {
-		int r2 = req_gather_chunk(qp, w, fr, &nf, chunk_off, budget);
+		int r2 = req_gather_chunk(qp, w, fr, &nf, chunk_off, t);
 
 		if (r2)
 			return r2;
@@ -388,9 +419,9 @@ static int req_send_data(struct emu_qp *qp, const struct emu_xport_path *path,
 /* Send packets sq_req_pkt.. of the WQE at sq_req. 0 when all are out,
  * -ENOBUFS to try again later, -EFAULT/-EINVAL for a local error,
  * -EAGAIN when the budget ran out, -EBUSY while bounded go-back-N waits
- * for an ACK. */
+ * for an ACK or the pacer says wait. */
 static int req_send_wqe(struct emu_qp *qp, struct uroce_send_wqe *w,
-			struct emu_xport_swqe *sw, unsigned *budget)
+			struct emu_xport_swqe *sw, struct req_turn *t)
 {
 	struct emu_xport_path udp_path;
 	const struct emu_xport_path *path = &qp->x.path;
@@ -403,8 +434,8 @@ static int req_send_wqe(struct emu_qp *qp, struct uroce_send_wqe *w,
 		path = &udp_path;
 	}
 	if (xp_is_rd_atomic(w->opcode))
-		return req_send_rd_atomic(qp, path, w, sw, budget);
-	return req_send_data(qp, path, w, sw, budget);
+		return req_send_rd_atomic(qp, path, w, sw, t);
+	return req_send_data(qp, path, w, sw, t);
 }
 
 /* Local operations run when they reach the head of transmission. */
@@ -484,14 +515,23 @@ void xp_req_progress(struct emu_qp *qp)
 {
 	struct emu_xport_qp *x = &qp->x;
 	enum ibv_qp_state st = qp->attr.qp_state;
-	unsigned budget = REQ_BURST;
+	struct req_turn t = { .budget = REQ_BURST, .paced = xp_rp_active(x) };
 
+	if (x->rp)
+		x->rp->pace_wait = 0; /* set again below if the pacer still says wait */
 	if (!x->sq_copy || (st != IBV_QPS_RTS && st != IBV_QPS_SQD))
 		return;
 	req_fetch(qp);
 	if (qp->attr.qp_state == IBV_QPS_ERR)
 		return;
 	x->req_stalled = 0;
+	if (t.paced) {
+		/* the only clock read of a turn, and none for a QP that
+		 * never saw a CNP */
+		t.now = emu_now_ns();
+		xp_rp_turn(qp, t.now);
+		t.paced = xp_rp_active(x); /* may have recovered to line rate */
+	}
 	/* each WQE takes at most two turns (a local op: decide, then pass):
 	 * the guard bounds the loop even if a nested error flush moved the
 	 * indices under it */
@@ -515,9 +555,14 @@ void xp_req_progress(struct emu_qp *qp)
 			if (!r)
 				continue;
 		}
-		r = req_send_wqe(qp, w, sw, &budget);
-		if (r == -EBUSY)
-			break; /* an ACK that moves the bound schedules us: no polling */
+		r = req_send_wqe(qp, w, sw, &t);
+		if (r == -EBUSY) {
+			/* the pacer: emu_xport_poll kicks it at xp_rp_wake; a
+			 * go-back-N bound: the ACK that moves it schedules us */
+			if (t.paced)
+				xp_act_add(qp);
+			break;
+		}
 		if (r == -ENOBUFS || r == -EAGAIN) {
 			x->req_stalled = 1;
 			xp_act_add(qp);
@@ -531,10 +576,10 @@ void xp_req_progress(struct emu_qp *qp)
 		}
 		req_wqe_out(qp, sw);
 	}
-	/* any packet out, also of a message the budget or the window cut
-	 * short: the timer covers the oldest unacknowledged packet from the
-	 * moment it is sent, not from the end of its message */
-	if (budget != REQ_BURST && qp->type == IBV_QPT_RC)
+	/* any packet out, also of a message the budget, the window or the
+	 * pacer cut short: the timer covers the oldest unacknowledged packet
+	 * from the moment it is sent, not from the end of its message */
+	if (t.budget != REQ_BURST && qp->type == IBV_QPT_RC)
 		xp_retrans_start(qp, false);
 	/* local operations, failed WQEs and UC/UD sends are already decided:
 	 * xp_run runs the completer next */
@@ -551,4 +596,6 @@ void xp_req_reset(struct emu_qp *qp)
 	x->rd_atomic_out = 0;
 	x->pkts_since_ackreq = 0;
 	x->req_stalled = 0;
+	if (x->rp)
+		x->rp->pace_wait = 0;
 }

@@ -13,6 +13,21 @@ bool xp_qp_visible(const struct emu_ctx *viewer, const struct emu_qp *qp)
 	return !viewer || viewer->see_all || (qp->ctx && qp->ctx->uid == viewer->uid);
 }
 
+/* The first QP at or after *q (from EMU_QPN_FIRST) the viewer may see,
+ * *q at its QPN; NULL past the table. Pages of QPs start from here. */
+static const struct emu_qp *emu_stats_next(const struct emu_dev *d, const struct emu_ctx *viewer,
+					   uint32_t *q)
+{
+	if (!d->qpn)
+		return NULL;
+	if (*q < EMU_QPN_FIRST)
+		*q = EMU_QPN_FIRST;
+	for (; *q < EMU_QPN_TABLE; (*q)++)
+		if (d->qpn[*q] && xp_qp_visible(viewer, d->qpn[*q]))
+			return d->qpn[*q];
+	return NULL;
+}
+
 void emu_stats_fill(struct emu_dev *d, const struct emu_ctx *viewer, uint32_t first_qpn,
 		    struct uroce_query_stats_rep *r)
 {
@@ -66,13 +81,8 @@ void emu_stats_fill(struct emu_dev *d, const struct emu_ctx *viewer, uint32_t fi
 		r->self_mr_syscall = viewer->mr_syscall;
 	}
 
-	if (!d->qpn)
-		return;
-	uint32_t q = first_qpn < EMU_QPN_FIRST ? EMU_QPN_FIRST : first_qpn;
-	for (; q < EMU_QPN_TABLE; q++) {
-		const struct emu_qp *qp = d->qpn[q];
-		if (!qp || !xp_qp_visible(viewer, qp))
-			continue;
+	uint32_t q = first_qpn;
+	for (const struct emu_qp *qp; (qp = emu_stats_next(d, viewer, &q)); q++) {
 		if (r->nqps == UROCE_STATS_QP_PER_MSG) {
 			r->next_qpn = q;
 			return;
@@ -106,5 +116,61 @@ void emu_stats_fill(struct emu_dev *d, const struct emu_ctx *viewer, uint32_t fi
 		s->ce_rcvd = x.ce_rcvd;
 		s->cnp_sent = x.cnp_sent;
 		s->cnp_rcvd = x.cnp_rcvd;
+	}
+}
+
+static void emu_cc_dev_fill(const struct emu_dcqcn_cfg *c, struct uroce_cc_dev *o)
+{
+	o->ect = c->ect;
+	o->np = c->np;
+	o->rp = c->rp;
+	o->line_rate_mbps = emu_dcqcn_line_mbps(c);
+	o->min_time_between_cnps = c->min_time_between_cnps;
+	o->cnp_dscp = c->cnp_dscp;
+	o->rpg_time_reset = c->rpg_time_reset;
+	o->rpg_byte_reset = c->rpg_byte_reset;
+	o->rpg_threshold = c->rpg_threshold;
+	o->rpg_ai_rate = c->rpg_ai_rate;
+	o->rpg_hai_rate = c->rpg_hai_rate;
+	o->rpg_min_rate = c->rpg_min_rate;
+	o->rpg_min_dec_fac = c->rpg_min_dec_fac;
+	o->rpg_gd = c->rpg_gd;
+	o->rate_reduce_monitor_period = c->rate_reduce_monitor_period;
+	o->rate_to_set_on_first_cnp = c->rate_to_set_on_first_cnp;
+	o->initial_alpha_value = c->initial_alpha_value;
+	o->dce_tcp_g = c->dce_tcp_g;
+	o->dce_tcp_rtt = c->dce_tcp_rtt;
+	o->clamp_tgt_rate = c->clamp_tgt_rate;
+	o->clamp_tgt_rate_after_time_inc = c->clamp_tgt_rate_after_time_inc;
+}
+
+void emu_cc_fill(struct emu_dev *d, const struct emu_ctx *viewer, uint32_t first_qpn,
+		 struct uroce_query_cc_rep *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->dev_size = sizeof(r->dev);
+	r->qp_size = sizeof(r->qps[0]);
+	emu_cc_dev_fill(&d->dcqcn, &r->dev);
+	r->dev.ce_rcvd = d->dcqcn_cnt.ce_rcvd;
+	r->dev.cnp_sent = d->dcqcn_cnt.cnp_sent;
+	r->dev.cnp_rcvd = d->dcqcn_cnt.cnp_rcvd;
+	r->dev.rate_cuts = d->dcqcn_cnt.rate_cuts;
+	uint32_t q = first_qpn;
+	for (const struct emu_qp *qp; (qp = emu_stats_next(d, viewer, &q)); q++) {
+		if (r->nqps == UROCE_CC_QP_PER_MSG) {
+			r->next_qpn = q;
+			return;
+		}
+		struct uroce_cc_qp *s = &r->qps[r->nqps++];
+		const struct emu_dcqcn_rp *rp = qp->x.rp;
+
+		s->qpn = qp->qpn;
+		s->stage = emu_dcqcn_stage(qp);
+		s->rate_mbps = (uint32_t)(emu_dcqcn_rate_kbps(qp) / 1000);
+		s->target_mbps = rp && rp->active ? (uint32_t)(rp->rt / 1000) : s->rate_mbps;
+		s->alpha = rp ? rp->alpha >> 10 : 0;
+		s->paced = rp && rp->active;
+		s->rate_cuts = rp ? rp->cuts : 0;
+		s->pacer_waits = rp ? rp->paced : 0;
 	}
 }

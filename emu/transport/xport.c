@@ -126,6 +126,7 @@ void emu_xport_qp_fini(struct emu_qp *qp)
 	free(x->swqe);
 	free(x->rwqe);
 	free(x->res);
+	xp_rp_reset(qp);
 	memset(x, 0, sizeof(*x));
 }
 
@@ -183,9 +184,8 @@ void emu_xport_srq_kick(struct emu_srq *srq)
 
 /* Congestion notification (RoCEv2 Annex A17.9): the notification-point half
  * of DCQCN. A CE-marked packet makes its receiver send a CNP to the sending
- * QP, at most one per EMU_XPORT_CNP_INTERVAL_NS per QP; a received CNP is
- * counted. There is no reaction point (rate control) yet: CNPs only show in
- * the counters. */
+ * QP, at most one per min_time_between_cnps per QP; a received CNP is
+ * counted and goes to the reaction point (dcqcn.c). */
 /* Where a CNP for pkt goes: connected QPs answer their peer; UD answers
  * the datagram's source (reversed addresses). */
 static bool cnp_path(struct emu_qp *qp, const struct wire_pkt *pkt,
@@ -213,6 +213,10 @@ static bool cnp_path(struct emu_qp *qp, const struct wire_pkt *pkt,
 void xp_cnp_rx(struct emu_qp *qp)
 {
 	qp->x.cnt.cnp_rcvd++;
+	qp->dev->dcqcn_cnt.cnp_rcvd++;
+	if (qp->dev->dcqcn.rp && qp->attr.qp_state >= IBV_QPS_RTS &&
+	    qp->attr.qp_state != IBV_QPS_ERR)
+		xp_rp_cnp(qp, emu_now_ns());
 }
 
 void xp_ce_rx(struct emu_qp *qp, const struct wire_pkt *pkt)
@@ -224,21 +228,26 @@ void xp_ce_rx(struct emu_qp *qp, const struct wire_pkt *pkt)
 	uint64_t now;
 
 	x->cnt.ce_rcvd++;
-	if (qp->attr.qp_state < IBV_QPS_RTR || qp->attr.qp_state == IBV_QPS_ERR)
+	qp->dev->dcqcn_cnt.ce_rcvd++;
+	if (!qp->dev->dcqcn.np || qp->attr.qp_state < IBV_QPS_RTR ||
+	    qp->attr.qp_state == IBV_QPS_ERR)
 		return;
 	now = emu_now_ns();
-	if (x->cnt.cnp_sent && now - x->cnp_last < EMU_XPORT_CNP_INTERVAL_NS)
+	if (x->cnt.cnp_sent &&
+	    now - x->cnp_last < (uint64_t)qp->dev->dcqcn.min_time_between_cnps * 1000)
 		return;
 	if (!cnp_path(qp, pkt, &path, &dqpn))
 		return;
 	xp_pkt_init(qp, &path, &d, WIRE_OP_CNP, dqpn, 0);
 	d.bth.becn = true;
-	/* the CNP must not itself be marked ECN-capable and echo forever */
-	d.ip.tos = (uint8_t)(path.tclass & ~WIRE_ECN_MASK);
+	/* ConnectX's cnp_dscp; the CNP must not itself be marked
+	 * ECN-capable and echo forever */
+	d.ip.tos = (uint8_t)(qp->dev->dcqcn.cnp_dscp << 2);
 	if (xp_tx(qp, &path, &d, NULL, NULL, NULL))
 		return;
 	x->cnp_last = now;
 	x->cnt.cnp_sent++;
+	qp->dev->dcqcn_cnt.cnp_sent++;
 }
 
 /* A connected QP takes packets only from its peer: the source IP must be
@@ -279,6 +288,13 @@ void emu_xport_rx(struct emu_dev *d, struct emu_qp *qp, const struct wire_pkt *p
 	}
 	tr = wire_opcode_transport(pkt->bth.opcode);
 	if (tr == WIRE_TR_CNP && pkt->bth.opcode == WIRE_OP_CNP) {
+		/* a CNP slows the QP down: only its peer may send one (UD
+		 * talks to anyone, and anyone may answer) */
+		if (qp->type != IBV_QPT_UD && !xp_src_ok(qp, pkt)) {
+			d->cnt.drops[EMU_DROP_SRC_MISMATCH]++;
+			xp_drop(qp, EMU_XDROP_SRC);
+			return;
+		}
 		xp_cnp_rx(qp);
 		return;
 	}
@@ -308,7 +324,8 @@ void emu_xport_rx(struct emu_dev *d, struct emu_qp *qp, const struct wire_pkt *p
 
 static bool xp_qp_idle(const struct emu_xport_qp *x)
 {
-	return !x->ack_pending && !x->retrans_at && !x->rnr_at && !x->req_stalled;
+	return !x->ack_pending && !x->retrans_at && !x->rnr_at && !x->req_stalled &&
+	       !xp_rp_waiting(x);
 }
 
 void emu_xport_poll(struct emu_dev *d, uint64_t now_ns)
@@ -329,7 +346,8 @@ void emu_xport_poll(struct emu_dev *d, uint64_t now_ns)
 			xp_run(qp);
 			any = true;
 		}
-		if (x->req_stalled && !x->rnr_at) {
+		if ((x->req_stalled && !x->rnr_at) ||
+		    (xp_rp_waiting(x) && now_ns >= xp_rp_wake(x->rp))) {
 			xp_req_kick(qp);
 			any = true;
 		}
@@ -352,6 +370,8 @@ uint64_t emu_xport_next_deadline(struct emu_dev *d)
 			t = x->retrans_at;
 		if (x->rnr_at && x->rnr_at < t)
 			t = x->rnr_at;
+		if (xp_rp_waiting(x) && xp_rp_wake(x->rp) < t)
+			t = xp_rp_wake(x->rp);
 		/* out of TX buffers or neighbour pending: retry soon, don't spin */
 		if (x->req_stalled && !x->rnr_at) {
 			uint64_t soon = emu_now_ns() + 10000;

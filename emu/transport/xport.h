@@ -47,6 +47,9 @@ void emu_stats_fill(struct emu_dev *d, const struct emu_ctx *viewer, uint32_t fi
  * same visibility as emu_stats_fill. */
 void emu_qp_info_fill(struct emu_dev *d, const struct emu_ctx *viewer, uint32_t first_qpn,
 		      struct uroce_query_qps_rep *r);
+/* The same for DCQCN: the device's settings, its QPs' reaction points. */
+void emu_cc_fill(struct emu_dev *d, const struct emu_ctx *viewer, uint32_t first_qpn,
+		 struct uroce_query_cc_rep *r);
 
 
 void emu_xport_qp_init(struct emu_qp *qp);
@@ -85,6 +88,27 @@ void emu_xport_mem_fault(struct emu_qp *qp);
 
 /* Complete all outstanding and later WRs with IBV_WC_WR_FLUSH_ERR, in order. */
 void emu_xport_flush(struct emu_qp *qp);
+
+/* dcqcn.c: congestion control (docs/dcqcn.md). emu_dev_init sets the
+ * defaults into d->dcqcn; the daemon may change them before traffic. */
+enum emu_dcqcn_stage {
+	EMU_DCQCN_LINE_RATE,     /* not rate-limited (no CNP, or recovered) */
+	EMU_DCQCN_FAST_RECOVERY, /* rc halves its distance to rt */
+	EMU_DCQCN_ADDITIVE,      /* ... and rt grows by rpg_ai_rate */
+	EMU_DCQCN_HYPER,         /* ... and rt grows by rpg_hai_rate */
+	EMU_DCQCN_NSTAGES
+};
+extern const char *const emu_dcqcn_stage_name[EMU_DCQCN_NSTAGES];
+void emu_dcqcn_defaults(struct emu_dcqcn_cfg *c);
+/* "on", "off" (ECT, NP and RP together) or key=value,... with the keys
+ * ect, np, rp (on/off) and every field of struct emu_dcqcn_cfg by name.
+ * 0, or -EINVAL with the offending item in err. */
+int emu_dcqcn_parse(struct emu_dcqcn_cfg *c, const char *spec, char *err, size_t errlen);
+/* The line rate the reaction point starts from and returns to (Mb/s). */
+uint32_t emu_dcqcn_line_mbps(const struct emu_dcqcn_cfg *c);
+/* The reaction point of qp: stage and current rate (line rate when idle). */
+enum emu_dcqcn_stage emu_dcqcn_stage(const struct emu_qp *qp);
+uint64_t emu_dcqcn_rate_kbps(const struct emu_qp *qp);
 
 /* Snapshot of qp's transport counters (for the core's stats/control side).
  * Counters start at zero when the QP is created or moved to RESET. */

@@ -28,6 +28,7 @@ int emu_dev_init(struct emu_dev *d, const char *name, const uint8_t mac[6],
 	if (rc)
 		return rc;
 	d->xops = &emu_xport_dev_ops;
+	emu_dcqcn_defaults(&d->dcqcn);
 	return 0;
 }
 

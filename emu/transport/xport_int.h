@@ -146,6 +146,41 @@ enum ibv_wc_opcode xp_wc_opcode(uint8_t wr_opcode);
 void xp_ce_rx(struct emu_qp *qp, const struct wire_pkt *pkt);
 void xp_cnp_rx(struct emu_qp *qp);
 
+/* dcqcn.c: the reaction point. A CNP arrived (rate cut, alpha); catch up
+ * its timers to now; a requester turn begins (catch up, burst bound);
+ * may the next packet leave (0, or -EBUSY: pace_wait set, the engine
+ * kicks the requester at pace_next); a requester packet of bytes left.
+ * Only for QPs with xp_rp_active, except xp_rp_cnp; xp_rp_reset frees
+ * the state (RESET, destroy). */
+void xp_rp_cnp(struct emu_qp *qp, uint64_t now);
+void xp_rp_advance(struct emu_qp *qp, uint64_t now);
+void xp_rp_turn(struct emu_qp *qp, uint64_t now);
+int xp_rp_pace(struct emu_qp *qp, uint64_t now);
+void xp_rp_sent(struct emu_qp *qp, uint64_t bytes);
+void xp_rp_reset(struct emu_qp *qp);
+static inline bool xp_rp_active(const struct emu_xport_qp *x)
+{
+	return x->rp && x->rp->active;
+}
+/* the requester waits for the pacer: the engine kicks it at xp_rp_wake */
+static inline bool xp_rp_waiting(const struct emu_xport_qp *x)
+{
+	return x->rp && x->rp->pace_wait;
+}
+/* When a waiting requester runs again: its next packet's time, or sooner
+ * the next rate change (a packet held back at 1 Mb/s waits milliseconds;
+ * a timer increase meanwhile shortens that) */
+static inline uint64_t xp_rp_wake(const struct emu_dcqcn_rp *rp)
+{
+	uint64_t t = rp->pace_next;
+
+	if (rp->inc_at < t)
+		t = rp->inc_at;
+	if (rp->cut_pending && rp->cut_at < t)
+		t = rp->cut_at;
+	return t;
+}
+
 /* (Re)start the retransmit timer: restart = after forward progress, else
  * only if it is not running. Never while an RNR wait is pending. */
 void xp_retrans_start(struct emu_qp *qp, bool restart);

@@ -31,6 +31,16 @@ void xp_pkt_init(struct emu_qp *qp, const struct emu_xport_path *path, struct wi
 	memcpy(d->ip.src.raw, path->sgid.raw, 16);
 	memcpy(d->ip.dst.raw, path->dgid.raw, 16);
 	d->ip.tos = path->tclass;
+	/* DCQCN: the daemon owns the ECN bits. Data packets are ECN-capable,
+	 * as ConnectX's with congestion control on; ACKs and CNPs (xp_ce_rx)
+	 * are not: a CE mark on them would slow nothing down */
+	if (dev->dcqcn.ect) {
+		bool data = opcode != WIRE_OP_RC_ACK && opcode != WIRE_OP_RC_ATOMIC_ACK &&
+			    opcode != WIRE_OP_CNP;
+
+		d->ip.tos = (uint8_t)((path->tclass & ~WIRE_ECN_MASK) |
+				      (data ? WIRE_ECN_ECT0 : WIRE_ECN_NOT_ECT));
+	}
 	d->ip.ttl = path->hop_limit;
 	if (path->ipv6)
 		d->ip.flow_label = path->flow_label;

@@ -347,6 +347,7 @@ enum uroce_op {
 				  *  Any error leaves the piece on the /proc/<pid>/mem path */
 	UROCE_OP_UNMAP_MR,       /**< uroce_handle_msg: drop every mapping of an MR */
 	UROCE_OP_IMPORT,         /**< ibv_import_pd / ibv_import_mr: uroce_import_req */
+	UROCE_OP_QUERY_CC,       /**< DCQCN of the device and its QPs (uroce-stat) */
 	UROCE_OP_MAX
 };
 
@@ -720,6 +721,46 @@ struct uroce_capture_rep {
 	int32_t error;             /**< 0, or the first write error (negative errno) */
 	uint32_t rsvd;
 };
+
+/* ---- DCQCN (docs/dcqcn.md) ------------------------------------------ */
+/** UROCE_OP_QUERY_CC: the device's congestion control settings and, one
+ *  page at a time as UROCE_OP_QUERY_STATS (same request, same visibility),
+ *  each QP's reaction point. Fields may be appended to each struct; a
+ *  reader uses the sizes the reply gives. */
+struct uroce_cc_dev {
+	uint32_t ect, np, rp;      /**< 1 = on */
+	uint32_t line_rate_mbps;   /**< where the reaction point starts and returns */
+	/* mlx5's parameters, its names and units (Mb/s, us, 1/1024) */
+	uint32_t min_time_between_cnps, cnp_dscp;
+	uint32_t rpg_time_reset, rpg_byte_reset, rpg_threshold;
+	uint32_t rpg_ai_rate, rpg_hai_rate, rpg_min_rate, rpg_min_dec_fac, rpg_gd;
+	uint32_t rate_reduce_monitor_period, rate_to_set_on_first_cnp;
+	uint32_t initial_alpha_value, dce_tcp_g, dce_tcp_rtt;
+	uint32_t clamp_tgt_rate, clamp_tgt_rate_after_time_inc;
+	uint32_t rsvd;
+	/* what it did, every QP the device ever had */
+	uint64_t ce_rcvd, cnp_sent, cnp_rcvd, rate_cuts;
+};
+struct uroce_cc_qp {
+	uint32_t qpn;
+	uint32_t stage;            /**< 0 line rate, 1 fast recovery, 2 additive, 3 hyper */
+	uint32_t rate_mbps;        /**< current rate (line rate: not limited) */
+	uint32_t target_mbps;
+	uint32_t alpha;            /**< 1/1024 */
+	uint32_t paced;            /**< 1: the requester is paced */
+	uint64_t rate_cuts;
+	uint64_t pacer_waits;      /**< requester turns that waited for the pacer */
+};
+#define UROCE_CC_QP_PER_MSG 48
+struct uroce_query_cc_rep {
+	uint32_t dev_size;         /**< sizeof(struct uroce_cc_dev) */
+	uint32_t qp_size;          /**< sizeof(struct uroce_cc_qp) */
+	uint32_t nqps;             /**< entries in qps[] */
+	uint32_t next_qpn;         /**< 0: no more QPs */
+	struct uroce_cc_dev dev;
+	struct uroce_cc_qp qps[UROCE_CC_QP_PER_MSG];
+};
+_Static_assert(sizeof(struct uroce_query_cc_rep) + 16 <= UROCE_MAX_MSG, "cc reply");
 
 /* ------------------------------------------------------------------ */
 /* RDMA CM: the kernel's rdma_ucm device, emulated (docs/cm.md)        */

@@ -10,6 +10,9 @@ stopped on the way out).
       each: ibv_rc_pingpong -c from uroce1 to uroce0 over ARP-resolved
       10.0.0.x addresses, counters of both read with uroce-stat, SIGTERM
       exits 0 and removes both sockets.
+  multi_dev.py UROCED dcqcn SHIM STAT
+      the same with CE marks from --fault ce=P: CNPs and rate cuts in
+      uroce-stat; per-device --dcqcn / dcqcn=off settings.
 Exit 0 pass, 77 skip, 1 fail."""
 import os
 import shutil
@@ -88,6 +91,13 @@ def badopts(uroced, run_dir):
         (['--port', 'net_af_xdp0,iface=lo', '--shared', '--ip', '10.9.9.9'], 2,
          '::ffff:10.9.9.9 is not an address of lo'),
         (['--dev', 'a,port=net_af_xdp0,iface=lo,shared=2'], 2, "unknown device key 'shared'"),
+        # congestion control (docs/dcqcn.md)
+        (['--dcqcn', 'rpg_ai_rate=0'], 2, 'bad --dcqcn'),
+        (['--dcqcn', 'no_such_key=1'], 2, 'bad --dcqcn'),
+        (['--dcqcn', 'rp=maybe'], 2, 'bad --dcqcn'),
+        (['--dcqcn', 'rpg_min_rate=30000'], 2, 'above the line rate'),
+        (['--dev', 'a,dcqcn=rp=off'], 2, 'bad dcqcn'),
+        (['--fault', 'ce=2'], 2, 'bad --fault'),
     ]
     failed = 0
     for args, want, text in cases:
@@ -106,24 +116,23 @@ def badopts(uroced, run_dir):
     return 1 if failed else 0
 
 
-def link(uroced, run_dir, shim, stat):
-    for prog in ('ibv_rc_pingpong',):
-        if not shutil.which(prog):
-            print('not installed:', prog)
-            return 77
+def run_link(uroced, run_dir, shim, stat, dev0, dev1, extra, size=3000, iters=100):
+    """Two devices wired back to back, ibv_rc_pingpong -c across; the
+    counters of both (uroce-stat -q) or None. Stops the daemon (SIGTERM
+    must exit 0 and remove both sockets)."""
     env = dict(os.environ, UROCE_RUN_DIR=run_dir)
     log = open(os.path.join(run_dir, 'uroced.log'), 'w+')
-    d = subprocess.Popen([uroced, '--dev', 'uroce0,port=link:wire,ip=10.0.0.1',
-                          '--dev', 'uroce1,port=link:wire,ip=10.0.0.2,mtu=1500'],
+    d = subprocess.Popen([uroced] + extra + ['--dev', dev0] + ['--dev'] + dev1,
                          env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     socks = [os.path.join(run_dir, 'uroce%d.sock' % i) for i in range(2)]
     srv = None
     try:
         if not wait_sockets(socks, d):
             print('daemon did not come up')
-            return 1
+            return None
         penv = dict(env, LD_PRELOAD=os.path.abspath(shim))
-        base = ['ibv_rc_pingpong', '-g', '1', '-c', '-n', '100', '-s', '3000', '-p', '19931']
+        base = ['ibv_rc_pingpong', '-g', '1', '-c', '-n', str(iters), '-s', str(size),
+                '-p', '19931']
         srv = subprocess.Popen(base + ['-d', 'uroce0', '-e'], env=penv, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + 20
@@ -137,24 +146,24 @@ def link(uroced, run_dir, shim, stat):
         print(cli.stdout + cli.stderr + '--- server ---\n' + sout)
         if cli.returncode or srv.returncode:
             print('pingpong failed: client %d server %d' % (cli.returncode, srv.returncode))
-            return 1
+            return None
+        cnts = []
         for i in range(2):
             r = subprocess.run([stat, '-d', 'uroce%d' % i, '-q'], env=env, capture_output=True,
                                text=True, timeout=30)
+            if r.returncode:
+                print('uroce-stat uroce%d failed' % i)
+                return None
             cnt = dict((ln.split()[0], int(ln.split()[1])) for ln in r.stdout.splitlines()
                        if ln.startswith(' '))
             print('uroce%d' % i, {k: v for k, v in cnt.items() if v})
-            # the path was learned with ARP, and the traffic crossed the link
-            if r.returncode or cnt['rx_arp'] == 0 or cnt['tx_arp'] == 0 or \
-               cnt['rx_roce'] < 200 or cnt['icrc_errors']:
-                print('uroce%d counters wrong' % i)
-                return 1
+            cnts.append(cnt)
         d.send_signal(signal.SIGTERM)
         rc = d.wait(20)
         if rc != 0 or any(os.path.exists(s) for s in socks):
             print('shutdown: rc %d, sockets %r' % (rc, [os.path.exists(s) for s in socks]))
-            return 1
-        return 0
+            return None
+        return cnts
     finally:
         if srv and srv.poll() is None:
             os.killpg(srv.pid, signal.SIGKILL)
@@ -167,6 +176,53 @@ def link(uroced, run_dir, shim, stat):
         log.close()
 
 
+def link(uroced, run_dir, shim, stat):
+    cnts = run_link(uroced, run_dir, shim, stat, 'uroce0,port=link:wire,ip=10.0.0.1',
+                    ['uroce1,port=link:wire,ip=10.0.0.2,mtu=1500'], [])
+    if cnts is None:
+        return 1
+    for i, cnt in enumerate(cnts):
+        # the path was learned with ARP, and the traffic crossed the link
+        if cnt['rx_arp'] == 0 or cnt['tx_arp'] == 0 or cnt['rx_roce'] < 200 or \
+           cnt['icrc_errors']:
+            print('uroce%d counters wrong' % i)
+            return 1
+    return 0
+
+
+def dcqcn(uroced, run_dir, shim, stat):
+    """The fault injector marks a share of the ECN-capable frames CE (a
+    congested switch): the receivers send CNPs, the senders cut their
+    rates; per-device settings reach the device; rp=off keeps the CNPs and
+    drops the cuts, np=off sends none."""
+    dev0 = 'uroce0,port=link:wire,ip=10.0.0.1'
+    dev1 = 'uroce1,port=link:wire,ip=10.0.0.2'
+    fault = ['--fault', 'ce=0.05,seed=3']
+    cnts = run_link(uroced, run_dir, shim, stat, dev0, [dev1, '--dcqcn', 'rpg_time_reset=55'],
+                    fault, size=30000, iters=200)
+    if cnts is None:
+        return 1
+    ok = all(c['dcqcn.ce_rcvd'] > 0 and c['dcqcn.cnp_sent'] > 0 and c['dcqcn.cnp_rcvd'] > 0
+             and c['dcqcn.rate_cuts'] > 0 and c['dcqcn.ect'] == 1 for c in cnts)
+    ok &= cnts[0]['dcqcn.rpg_time_reset'] == 300 and cnts[1]['dcqcn.rpg_time_reset'] == 55
+    if not ok:
+        print('dcqcn on: counters or settings wrong')
+        return 1
+    cnts = run_link(uroced, run_dir, shim, stat, dev0 + ',dcqcn=off',
+                    [dev1, '--dcqcn', 'rp=off'], fault, size=30000, iters=50)
+    if cnts is None:
+        return 1
+    # uroce0 neither marks ECT nor answers CE; uroce1 answers and does not react
+    ok = cnts[0]['dcqcn.ect'] == 0 and cnts[0]['dcqcn.cnp_sent'] == 0
+    ok &= cnts[0]['dcqcn.ce_rcvd'] > 0 and cnts[1]['dcqcn.ce_rcvd'] == 0
+    ok &= cnts[1]['dcqcn.cnp_rcvd'] == 0 and cnts[1]['dcqcn.rate_cuts'] == 0
+    ok &= cnts[1]['dcqcn.rp'] == 0 and cnts[0]['dcqcn.rate_cuts'] == 0
+    if not ok:
+        print('dcqcn off: counters or settings wrong')
+        return 1
+    return 0
+
+
 def main():
     uroced, mode = sys.argv[1], sys.argv[2]
     if not os.access(uroced, os.X_OK):
@@ -175,6 +231,12 @@ def main():
     try:
         if mode == 'badopts':
             return badopts(uroced, run_dir)
+        for prog in ('ibv_rc_pingpong',):
+            if not shutil.which(prog):
+                print('not installed:', prog)
+                return 77
+        if mode == 'dcqcn':
+            return dcqcn(uroced, run_dir, sys.argv[3], sys.argv[4])
         return link(uroced, run_dir, sys.argv[3], sys.argv[4])
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)

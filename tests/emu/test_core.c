@@ -317,6 +317,35 @@ static void test_fault(struct emu_dev *d)
 		diff += last_frame[i] != 0;
 	CHECK(diff == 1, "one byte flipped (%d)", diff);
 	emu_fault_free(fl);
+	/* ce: an ECN-capable frame arrives CE-marked, still valid (IPv4
+	 * checksum redone, ICRC unaffected); a Not-ECT one is left alone */
+	CHECK(emu_fault_parse("ce=1,seed=5", &cfg) == 0 && cfg.ce == 1, "parse ce");
+	fl = emu_fault_new(&cfg);
+	for (int v = 4; v <= 6; v += 2) {
+		for (int ect = 0; ect < 2; ect++) {
+			struct wire_pkt pk, got;
+			uint8_t fr[256];
+			size_t fl_len;
+
+			wire_pkt_init(&pk, (uint8_t)v);
+			pk.bth.opcode = WIRE_OP_RC_SEND_ONLY;
+			pk.ip.tos = (uint8_t)(0xb8 | (ect ? WIRE_ECN_ECT0 : 0));
+			pk.ip.ttl = 64;
+			pk.bth.pkey = 0xffff;
+			if (v == 4) { /* IPv4-mapped addresses */
+				pk.ip.src.raw[10] = pk.ip.src.raw[11] = 0xff;
+				pk.ip.dst.raw[10] = pk.ip.dst.raw[11] = 0xff;
+			}
+			CHECK(wire_build(&pk, fr, sizeof(fr), 0, &fl_len) == 0, "build");
+			nframes = 0;
+			emu_fault_rx(fl, d, fr, (uint32_t)fl_len, deliver);
+			CHECK(nframes == 1, "delivered");
+			CHECK(wire_parse(last_frame, (uint32_t)fl_len, &got) == WIRE_OK, "valid v%d", v);
+			CHECK(got.ip.tos == (ect ? 0xbb : 0xb8), "v%d ect %d: tos %#x", v, ect,
+			      got.ip.tos);
+		}
+	}
+	emu_fault_free(fl);
 	emu_clock_set(NULL);
 	test_fault_filter(d);
 }

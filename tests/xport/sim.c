@@ -13,6 +13,7 @@ int64_t sim_psn_start = -1;
 bool (*sim_hook)(struct sim *s, int to, uint8_t *frame, uint32_t len);
 bool sim_batch;
 uint64_t sim_cost_ns[2];
+const struct sim_wire *sim_wire;
 
 struct sim_frame {
 	struct sim_frame *next;
@@ -68,26 +69,41 @@ static int sim_tx_alloc(struct emu_dev *d, struct emu_txbuf *b)
 	return b->data ? 0 : -ENOBUFS;
 }
 
-static void sim_tx_send(struct emu_dev *d, struct emu_txbuf *b, uint32_t len)
+/* Queue a frame for delivery to node to (ownership passes). */
+static void sim_enqueue(struct emu_dev *to, uint8_t *data, uint32_t len)
 {
 	struct sim_frame *f = malloc(sizeof(*f));
 
 	if (!f) {
-		free(b->data);
+		free(data);
 		return;
 	}
 	f->next = NULL;
-	f->to = d->port_priv;
+	f->to = to;
 	f->len = len;
-	f->data = b->data;
+	f->data = data;
 	if (q_tail)
 		q_tail->next = f;
 	else
 		q_head = f;
 	q_tail = f;
 	q_len++;
-	sim_now += sim_cost_ns[sim_node_of(d)];
 	sim_set_backlog();
+}
+
+static void sim_tx_send(struct emu_dev *d, struct emu_txbuf *b, uint32_t len)
+{
+	struct emu_dev *to = d->port_priv;
+
+	sim_now += sim_cost_ns[sim_node_of(d)];
+	if (sim_wire && sim_wire->take(to == &q_sim->n[1].dev, b->data, len))
+		return;
+	sim_enqueue(to, b->data, len);
+}
+
+void sim_deliver(int to, uint8_t *frame, uint32_t len)
+{
+	sim_enqueue(&q_sim->n[to ? 1 : 0].dev, frame, len);
 }
 
 static void sim_tx_free(struct emu_dev *d, struct emu_txbuf *b)
@@ -200,7 +216,7 @@ static struct sim_frame *sim_pop(void)
 	return f;
 }
 
-static void sim_deliver(struct sim *s, struct sim_frame *f)
+static void sim_rx_frame(struct sim *s, struct sim_frame *f)
 {
 	if (!sim_hook || sim_hook(s, f->to == &s->n[1].dev, f->data, f->len))
 		emu_port_rx_frame(f->to, f->data, f->len);
@@ -231,6 +247,8 @@ static uint64_t sim_next_deadline(struct sim *s)
 {
 	uint64_t t = UINT64_MAX, u;
 
+	if (sim_wire && (u = sim_wire->next()) < t)
+		t = u;
 	for (int i = 0; i < 2; i++) {
 		u = emu_xport_next_deadline(&s->n[i].dev);
 		if (u < t)
@@ -250,6 +268,8 @@ static void sim_turn(struct sim *s)
 	struct sim_frame *done = NULL; /* payloads live until the burst ends */
 	unsigned limit = sim_timed() ? SIM_BURST : UINT_MAX;
 
+	if (sim_wire)
+		sim_wire->run(sim_now);
 	if (sim_batch && q_head)
 		emu_xport_rx_batch(&s->n[0].dev, true);
 	for (unsigned n = 0; q_head && n < limit; n++) {
@@ -257,7 +277,7 @@ static void sim_turn(struct sim *s)
 
 		sim_set_backlog();
 		sim_now += sim_cost_ns[sim_node_of(f->to)];
-		sim_deliver(s, f);
+		sim_rx_frame(s, f);
 		f->next = done;
 		done = f;
 	}

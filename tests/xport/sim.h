@@ -53,6 +53,20 @@ extern bool sim_batch;
  * Both 0: frames take no time and everything queued goes in one turn. */
 extern uint64_t sim_cost_ns[2];
 
+/* A model of the wire between the nodes (a switch and its queue): take
+ * sees every frame sent (to = receiving node) and returns true to keep
+ * it (then it owns the malloc'd frame and hands it on with sim_deliver);
+ * sim_run calls run with the time at every step and wakes at next
+ * (UINT64_MAX: nothing to do). NULL: frames go straight through. */
+struct sim_wire {
+	bool (*take)(int to, uint8_t *frame, uint32_t len);
+	void (*run)(uint64_t now);
+	uint64_t (*next)(void);
+};
+extern const struct sim_wire *sim_wire;
+/* Queue a frame for delivery to node to, now (ownership passes). */
+void sim_deliver(int to, uint8_t *frame, uint32_t len);
+
 #define CHECK(c)                                                                  \
 	do {                                                                      \
 		if (!(c)) {                                                       \

@@ -280,6 +280,9 @@ static int t_cnp(void)
 	if (pair_setup(&p, IBV_QPT_RC, IBV_MTU_1024, 1 << 16))
 		return 1;
 	cnp_dqpn = p.a.qp->qpn;
+	/* the notification point alone: a paced sender would spread each
+	 * burst past the CNP interval (test_dcqcn has the reaction point) */
+	p.s.n[0].dev.dcqcn.rp = 0;
 	sim_hook = cnp_hook;
 	for (i = 0; i < 20; i++) {
 		xt_post(&p, (uint64_t)i, IBV_WR_RDMA_WRITE, 0, 3000, 0);
@@ -342,7 +345,7 @@ static int t_counters(void)
 	/* once more, every packet twice (a duplicating link) */
 	sim_hook = NULL;
 	{
-		struct emu_fault_cfg dup = { 0, 1.0, 0, 0, 0, 1, 0, false, 0 };
+		struct emu_fault_cfg dup = { .dup = 1.0, .seed = 1 };
 
 		sim_fault(&p.s, 1, &dup);
 	}

@@ -56,6 +56,18 @@ void ctl_stats_free(struct ctl_stats *s);
 /* counters of one QP in human ("  name value" lines) or JSON form */
 void ctl_qp_counters_print(const struct ctl *c, const struct uroce_qp_stats *q);
 
+/* cc.c: DCQCN settings and per-QP reaction points (UROCE_OP_QUERY_CC) */
+struct ctl_cc {
+	bool ok;                   /* the daemon answered */
+	struct uroce_cc_dev dev;
+	struct uroce_cc_qp *qps;
+	uint32_t nqps;
+};
+void ctl_cc_get(struct ctl *c, struct ctl_cc *cc);
+void ctl_cc_free(struct ctl_cc *cc);
+void ctl_cc_port_print(const struct ctl *c, const struct ctl_cc *cc);
+void ctl_cc_qp_print(const struct ctl *c, const struct ctl_cc *cc, uint32_t qpn);
+
 /* json.c: a streaming writer to stdout (keys NULL inside arrays) */
 void js_obj(const char *key);
 void js_arr(const char *key);

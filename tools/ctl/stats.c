@@ -206,9 +206,12 @@ int ctl_cmd_counters(struct ctl *c, int argc, char **argv)
 	if (rc)
 		return rc;
 	struct ctl_stats s;
+	struct ctl_cc cc;
+	ctl_cc_get(c, &cc);
 	rc = ctl_stats_get(c, &s, port_only);
 	if (rc) {
 		ctl_stats_free(&s);
+		ctl_cc_free(&cc);
 		return ctl_fail(c, "query stats", rc);
 	}
 	if (c->json) {
@@ -216,6 +219,7 @@ int ctl_cmd_counters(struct ctl *c, int argc, char **argv)
 		js_str("device", c->dev);
 	}
 	port_print(c, &s.first);
+	ctl_cc_port_print(c, &cc);
 	cm_print(c);
 	if (c->json && !port_only)
 		js_arr("qps");
@@ -232,6 +236,7 @@ int ctl_cmd_counters(struct ctl *c, int argc, char **argv)
 			       ctl_qp_state(q->qp_state));
 		}
 		ctl_qp_counters_print(c, q);
+		ctl_cc_qp_print(c, &cc, q->qpn);
 		if (c->json)
 			js_end();
 	}
@@ -242,5 +247,6 @@ int ctl_cmd_counters(struct ctl *c, int argc, char **argv)
 		js_done();
 	}
 	ctl_stats_free(&s);
+	ctl_cc_free(&cc);
 	return CTL_OK;
 }
