@@ -253,6 +253,7 @@ struct emu_xport_qp {
 	uint8_t uc_drop;           /* UC: discard until next FIRST/ONLY */
 	uint8_t wr_unsettled;      /* RC: deferred writes since the last response */
 	uint8_t wr_failed;         /* one of them failed: no more ACKs */
+	uint8_t on_act;           /* on the device's active list (act_next/prev) */
 	uint32_t wr_unsettled_psn; /* PSN of the first of them */
 	uint32_t ack_psn;          /* PSN to acknowledge */
 	uint64_t ack_at;
@@ -281,7 +282,6 @@ struct emu_xport_qp {
 
 	/* device-wide list of QPs with armed timers or pending ACKs */
 	struct emu_xport_qp *act_next, *act_prev;
-	uint8_t on_act;
 };
 
 /* A destroyed RC QP's responder, remembered for a while (TCP's TIME_WAIT):
