@@ -139,7 +139,8 @@ struct ucma_id {
 	/* connection */
 	struct ucma_id *peer;
 	enum ucma_cp cp;
-	uint32_t seq_num;         /* our starting PSN (rq_psn at RTR, as the kernel) */
+	uint32_t seq_num;         /* our starting PSN: sent in REQ/REP, rq_psn at RTR */
+	uint32_t sq_psn;          /* the peer's (REQ/REP starting PSN): sq_psn at RTS */
 	uint32_t rqpn, qkey;
 	uint8_t resp_res, init_depth, retry, rnr_retry, srq, flow_control;
 	uint8_t path_mtu, hop_limit, tclass;
@@ -973,8 +974,9 @@ static void ucma_send_req(struct ucma_dev *u, struct ucma_id *a, const struct rd
 	n->timeout = a->timeout_set ? a->timeout : UCMA_DEF_ACK_TIMEOUT;
 	n->timeout_set = true; /* the REQ's local ACK timeout */
 	n->rqpn = q->qp_num;
-	/* both directions start at the active side's PSN (docs/cm.md) */
-	n->seq_num = a->seq_num;
+	/* each side receives from its own PSN and sends from the peer's
+	 * (cm_req_handler / cm_rep_handler with rdma_init_qp_attr) */
+	n->sq_psn = a->seq_num;
 	n->resp_res = a->init_depth;
 	n->init_depth = a->resp_res;
 	n->retry = q->retry_count;
@@ -1067,6 +1069,7 @@ static int ucma_send_rep(struct ucma_dev *u, struct ucma_id *n, const struct rdm
 		return 0;
 	a->cp = CP_REP_RCVD;
 	a->rqpn = q->qp_num;
+	a->sq_psn = n->seq_num;
 	a->resp_res = q->initiator_depth;
 	a->init_depth = q->responder_resources;
 	a->rnr_retry = q->rnr_retry_count;
@@ -1339,7 +1342,7 @@ static int ucma_wire_req_rcvd(struct ucma_dev *u, struct emu_ibcm_id *c,
 	n->timeout_set = true;
 	n->afonly = l->afonly;
 	n->rqpn = p->remote_qpn;
-	n->seq_num = p->starting_psn;
+	n->sq_psn = p->starting_psn; /* cm_req_handler; seq_num stays our own */
 	/* the engine reports the REQ's fields as sent; rdma_cm sees them
 	 * from the receiving side (cm_format_req_event swaps them) */
 	n->resp_res = p->initiator_depth;
@@ -1370,6 +1373,7 @@ static void ucma_wire_rep_rcvd(struct ucma_dev *u, struct ucma_id *a, const stru
 
 	a->cp = CP_REP_RCVD;
 	a->rqpn = p->remote_qpn;
+	a->sq_psn = p->starting_psn; /* cm_rep_handler */
 	/* the REP's fields as sent, seen from the receiving side (as
 	 * cm_rep_handler / cm_format_rep_event) */
 	a->resp_res = p->initiator_depth;
@@ -2224,7 +2228,7 @@ static int c_init_qp_attr(struct ucma_call *k)
 			if (!ok)
 				return -EINVAL;
 			r.qp_attr_mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-			r.sq_psn = id->seq_num;
+			r.sq_psn = id->sq_psn;
 			if (rc_qp) {
 				r.qp_attr_mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 						  IBV_QP_MAX_QP_RD_ATOMIC;

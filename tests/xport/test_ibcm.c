@@ -155,10 +155,13 @@ static void tracer(struct emu_ibcm_id *id, enum emu_ibcm_state from, enum emu_ib
 		 emu_ibcm_state_name(to), why);
 }
 
+static double loss_a;          /* A's configured MAD loss (cfg.loss), with this seed */
+static uint64_t loss_seed_a;
+
 static void setup(uint32_t max_ids_a, uint32_t backlog_a)
 {
 	struct emu_ibcm_cfg ca = { .max_ids = max_ids_a, .default_backlog = backlog_a, .seed = SEED,
-				   .trace = tracer };
+				   .trace = tracer, .loss = loss_a, .loss_seed = loss_seed_a };
 	struct emu_ibcm_cfg cb = { .seed = SEED + 1 };
 
 	printf("seed %u\n", SEED);
@@ -395,6 +398,68 @@ static int t_lose(uint16_t attr)
 	if (attr == WIRE_CM_ATTR_DREP)
 		CHECK_EQ(emu_ibcm_counters(CA)->drep_unknown, 1);
 	return teardown();
+}
+
+/* A loses a seeded fraction of the MADs it receives and sends (uroced's
+ * --fault cm_drop): every connection still comes up and down through the
+ * retransmissions, the losses are counted on the side they happened, what A
+ * lost was never sent (B received exactly A's tx_mads) or never processed
+ * (A's rx_mads + loss_rx = what the wire delivered to A), and the same seed
+ * loses the same MADs. */
+static int loss_run(uint64_t seed, uint64_t out[2])
+{
+	enum { CONNS = 12 };
+	unsigned to_a = 0;
+
+	loss_a = 0.3;
+	loss_seed_a = seed;
+	setup(0, 0);
+	printf("loss seed %llu\n", (unsigned long long)seed);
+	listen_a(SID);
+	for (int i = 0; i < CONNS; i++) {
+		struct emu_ibcm_id *b = connect_auto();
+
+		advance(300000 * MS);
+		CHECK_EQ(b->state, EMU_IBCM_ESTABLISHED);
+		CHECK_EQ(last_new ? (int)last_new->state : -1, EMU_IBCM_ESTABLISHED);
+		CHECK_EQ(emu_ibcm_send_dreq(b, NULL, 0), 0);
+		advance(300000 * MS);
+		CHECK_EQ(count(&SB, EMU_IBCM_DREP_RECEIVED), (unsigned)i + 1);
+		emu_ibcm_destroy_id(b);
+	}
+	CHECK_EQ(count(&SA, EMU_IBCM_REQ_RECEIVED), CONNS);
+	CHECK_EQ(count(&SB, EMU_IBCM_REP_RECEIVED), CONNS);
+	CHECK_EQ(count(&SB, EMU_IBCM_REQ_ERROR) + count(&SB, EMU_IBCM_DREQ_ERROR), 0);
+	const struct emu_ibcm_counters *a = emu_ibcm_counters(CA), *bc = emu_ibcm_counters(CB);
+	for (unsigned k = 0; k < 0x20; k++)
+		to_a += seen[0][k];
+	printf("A lost rx %llu tx %llu; retransmits A %llu B %llu; duplicates answered A %llu B %llu\n",
+	       (unsigned long long)a->loss_rx, (unsigned long long)a->loss_tx,
+	       (unsigned long long)a->retransmits, (unsigned long long)bc->retransmits,
+	       (unsigned long long)a->dup_answered, (unsigned long long)bc->dup_answered);
+	CHECK(a->loss_rx > 0);
+	CHECK(a->loss_tx > 0);
+	CHECK_EQ(bc->loss_rx + bc->loss_tx, 0);
+	CHECK_EQ(a->rx_mads + a->loss_rx, to_a);
+	CHECK_EQ(bc->rx_mads, a->tx_mads);
+	CHECK(a->retransmits > 0 && bc->retransmits > 0);
+	CHECK(a->dup_answered + bc->dup_answered > 0);
+	out[0] = a->loss_rx;
+	out[1] = a->loss_tx;
+	memset(seen, 0, sizeof(seen));
+	last_new = NULL;
+	loss_a = 0;
+	return teardown();
+}
+
+static int t_loss(void)
+{
+	uint64_t r1[2], r2[2];
+	int rc = loss_run(77, r1) | loss_run(77, r2);
+
+	CHECK_EQ(r1[0], r2[0]);
+	CHECK_EQ(r1[1], r2[1]);
+	return rc | (sim_failures ? 1 : 0);
 }
 
 static int t_no_listener(void)
@@ -1448,6 +1513,7 @@ static const struct {
 	{ "self_destroy", t_self_destroy },
 	{ "detach", t_detach },
 	{ "listen_mask", t_listen_mask },
+	{ "loss", t_loss },
 };
 
 static const struct {

@@ -342,7 +342,7 @@ static int t_counters(void)
 	/* once more, every packet twice (a duplicating link) */
 	sim_hook = NULL;
 	{
-		struct emu_fault_cfg dup = { 0, 1.0, 0, 0, 0, 1 };
+		struct emu_fault_cfg dup = { .dup = 1.0, .seed = 1 };
 
 		sim_fault(&p.s, 1, &dup);
 	}

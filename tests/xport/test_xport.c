@@ -146,12 +146,12 @@ struct fault_case {
 };
 
 static const struct fault_case fault_cases[] = {
-	{ "none", { 0, 0, 0, 0, 0, 1 } },
-	{ "drop", { 0.10, 0, 0, 0, 0, 1 } },
-	{ "dup", { 0, 0.10, 0, 0, 0, 1 } },
-	{ "reorder", { 0, 0, 0.10, 0, 0, 1 } },
-	{ "corrupt", { 0, 0, 0, 0.10, 0, 1 } },
-	{ "all", { 0.05, 0.05, 0.05, 0.05, 0, 1 } },
+	{ "none", { .seed = 1 } },
+	{ "drop", { .drop = 0.10, .seed = 1 } },
+	{ "dup", { .dup = 0.10, .seed = 1 } },
+	{ "reorder", { .reorder = 0.10, .seed = 1 } },
+	{ "corrupt", { .corrupt = 0.10, .seed = 1 } },
+	{ "all", { .drop = 0.05, .dup = 0.05, .reorder = 0.05, .corrupt = 0.05, .seed = 1 } },
 };
 
 static uint32_t rnd(uint64_t *st)
@@ -612,7 +612,7 @@ static int t_rnr_recover(void)
 static int t_err_retry(void)
 {
 	struct pair p;
-	struct emu_fault_cfg cfg = { 1.0, 0, 0, 0, 0, 1 };
+	struct emu_fault_cfg cfg = { .drop = 1.0, .seed = 1 };
 
 	if (pair_setup(&p, IBV_QPT_RC, IBV_MTU_1024, 1 << 16))
 		return 1;
