@@ -1683,7 +1683,7 @@ void emu_ibcm_dump(struct emu_dev *d)
 	c = &cm->cnt;
 	EMU_LOG(NOTICE, "%s: cm: ids %u, mads rx %lu tx %lu, retrans %lu, timeouts %lu, "
 		"dup-answered %lu, rej no-listener %lu no-resources %lu stale %lu, "
-		"drep-unknown %lu, tx-fail %lu, lost rx %lu tx %lu\n", d->name, cm->nused,
+		"drep-unknown %lu, tx-fail %lu, lost rx %lu, lost tx %lu\n", d->name, cm->nused,
 		(unsigned long)c->rx_mads, (unsigned long)c->tx_mads,
 		(unsigned long)c->retransmits, (unsigned long)c->timeouts,
 		(unsigned long)c->dup_answered, (unsigned long)c->rej_no_listener,
