@@ -61,6 +61,8 @@ struct emu_ibcm {
 	uint32_t default_backlog;
 	uint32_t psn;
 	uint64_t next_deadline;      /* lower bound of every armed timer */
+	double loss;                 /* cfg.loss, and its PRNG */
+	uint64_t loss_state;
 	void (*trace)(struct emu_ibcm_id *id, enum emu_ibcm_state from,
 		      enum emu_ibcm_state to, const char *why);
 	struct emu_ibcm_counters cnt;
@@ -247,6 +249,10 @@ static int ibcm_tx(struct emu_ibcm *cm, struct emu_av *av, const uint8_t *mad)
 	struct wire_pkt p;
 	size_t len;
 
+	if (emu_rand_coin(&cm->loss_state, cm->loss)) {
+		cm->cnt.loss_tx++;
+		return 0;
+	}
 	if (!emu_av_refresh(d, av)) {
 		cm->cnt.tx_fail++;
 		return -EAGAIN;
@@ -1536,6 +1542,10 @@ static void ibcm_rx(struct emu_dev *d, const struct wire_pkt *pkt)
 	enum wire_mad_reason why;
 	union ibv_gid dst;
 
+	if (emu_rand_coin(&cm->loss_state, cm->loss)) {
+		cm->cnt.loss_rx++;
+		return;
+	}
 	cm->cnt.rx_mads++;
 	if (!wire_pkt_is_gsi(pkt)) {
 		/* QP1 takes only UD SEND ONLY: anything else is no MAD */
@@ -1596,10 +1606,7 @@ static uint64_t ibcm_seed(uint64_t seed)
 	if (!seed && getrandom(&seed, sizeof(seed), 0) != sizeof(seed))
 		seed = emu_now_ns() ^ (uint64_t)(uintptr_t)&seed;
 	/* splitmix64: any seed gives a well-mixed operand */
-	seed += 0x9E3779B97F4A7C15ull;
-	seed = (seed ^ (seed >> 30)) * 0xBF58476D1CE4E5B9ull;
-	seed = (seed ^ (seed >> 27)) * 0x94D049BB133111EBull;
-	return seed ^ (seed >> 31);
+	return emu_rand_next(&seed);
 }
 
 int emu_ibcm_attach(struct emu_dev *d, const struct emu_ibcm_cfg *cfg)
@@ -1628,6 +1635,11 @@ int emu_ibcm_attach(struct emu_dev *d, const struct emu_ibcm_cfg *cfg)
 	cm->default_backlog = cfg->default_backlog ? cfg->default_backlog : IBCM_DEF_BACKLOG;
 	cm->trace = cfg->trace;
 	cm->next_deadline = UINT64_MAX;
+	cm->loss = cfg->loss;
+	cm->loss_state = cfg->loss_seed;
+	if (cm->loss > 0)
+		EMU_LOG(NOTICE, "%s: cm: losing %.3f of the CM MADs each way (seed %llu)\n",
+			d->name, cm->loss, (unsigned long long)cfg->loss_seed);
 	/* generations start at a random point too: ids of a restarted
 	 * daemon do not repeat those of the last run */
 	for (uint32_t i = 0; i < cm->nslots; i++)
@@ -1690,13 +1702,14 @@ void emu_ibcm_dump(struct emu_dev *d)
 	c = &cm->cnt;
 	EMU_LOG(NOTICE, "%s: cm: ids %u, mads rx %lu tx %lu, retrans %lu, timeouts %lu, "
 		"dup-answered %lu, rej no-listener %lu no-resources %lu stale %lu, "
-		"drep-unknown %lu, tx-fail %lu\n", d->name, cm->nused,
+		"drep-unknown %lu, tx-fail %lu, lost rx %lu, lost tx %lu\n", d->name, cm->nused,
 		(unsigned long)c->rx_mads, (unsigned long)c->tx_mads,
 		(unsigned long)c->retransmits, (unsigned long)c->timeouts,
 		(unsigned long)c->dup_answered, (unsigned long)c->rej_no_listener,
 		(unsigned long)c->rej_no_resources, (unsigned long)c->rej_stale,
 		(unsigned long)c->drep_unknown,
-		(unsigned long)c->tx_fail);
+		(unsigned long)c->tx_fail, (unsigned long)c->loss_rx,
+		(unsigned long)c->loss_tx);
 	for (int i = 0; i < EMU_IBCM_DROP_NUM; i++)
 		if (c->drops[i])
 			EMU_LOG(NOTICE, "%s: cm drop %s %lu\n", d->name, ibcm_drop_names[i],

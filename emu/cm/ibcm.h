@@ -298,6 +298,7 @@ struct emu_ibcm_counters {
 	uint64_t rej_stale;          /**< REJ stale connection sent */
 	uint64_t drep_unknown;       /**< DREP sent for a DREQ to no id */
 	uint64_t tx_fail;            /**< MAD not sent (no buffer, no neighbour, build) */
+	uint64_t loss_rx, loss_tx;   /**< MADs the configured loss dropped (cfg.loss) */
 	uint64_t drops[EMU_IBCM_DROP_NUM];
 	uint64_t mad_reason[WIRE_MAD_R_NUM]; /**< malformed MADs by decode reason */
 	uint64_t rx_attr[EMU_IBCM_ATTR_SLOTS]; /**< well-formed MADs received, by attribute */
@@ -319,6 +320,12 @@ struct emu_ibcm_cfg {
 	uint32_t max_ids;            /**< id table size (ids + TIMEWAIT); 0 = 1024 */
 	uint32_t default_backlog;    /**< listener backlog when listen() gives 0; 0 = 128 */
 	uint64_t seed;               /**< comm ID randomness; 0 = getrandom() */
+	/** fault injection: this fraction (0..1) of the MADs received and of
+	 *  those sent is lost (counted loss_rx / loss_tx), so that both sides'
+	 *  retransmissions and duplicate handling run; a lost send is left to
+	 *  its retransmission timer as a MAD lost on the wire would be */
+	double loss;
+	uint64_t loss_seed;          /**< the loss's PRNG seed (reproducible runs) */
 	/** trace of every state change (tests); NULL = none */
 	void (*trace)(struct emu_ibcm_id *id, enum emu_ibcm_state from,
 		      enum emu_ibcm_state to, const char *why);

@@ -226,8 +226,9 @@ void ucma_send_req(struct ucma_dev *u, struct ucma_id *a, const struct rdma_ucm_
 	n->timeout = a->timeout_set ? a->timeout : UCMA_DEF_ACK_TIMEOUT;
 	n->timeout_set = true; /* the REQ's local ACK timeout */
 	n->rqpn = q->qp_num;
-	/* both directions start at the active side's PSN (docs/cm.md) */
-	n->seq_num = a->seq_num;
+	/* each side receives from its own PSN and sends from the peer's
+	 * (cm_req_handler / cm_rep_handler with rdma_init_qp_attr) */
+	n->sq_psn = a->seq_num;
 	n->resp_res = a->init_depth;
 	n->init_depth = a->resp_res;
 	n->retry = q->retry_count;
@@ -320,6 +321,7 @@ int ucma_send_rep(struct ucma_dev *u, struct ucma_id *n, const struct rdma_ucm_c
 		return 0;
 	a->cp = CP_REP_RCVD;
 	a->rqpn = q->qp_num;
+	a->sq_psn = n->seq_num;
 	a->resp_res = q->initiator_depth;
 	a->init_depth = q->responder_resources;
 	a->rnr_retry = q->rnr_retry_count;

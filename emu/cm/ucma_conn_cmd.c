@@ -220,7 +220,7 @@ int ucma_cmd_init_qp_attr(struct ucma_call *k)
 			if (!ok)
 				return -EINVAL;
 			r.qp_attr_mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-			r.sq_psn = id->seq_num;
+			r.sq_psn = id->sq_psn;
 			if (rc_qp) {
 				r.qp_attr_mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 						  IBV_QP_MAX_QP_RD_ATOMIC;

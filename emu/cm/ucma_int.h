@@ -131,7 +131,8 @@ struct ucma_id {
 	/* connection */
 	struct ucma_id *peer;
 	enum ucma_cp cp;
-	uint32_t seq_num;         /* our starting PSN (rq_psn at RTR, as the kernel) */
+	uint32_t seq_num;         /* our starting PSN: sent in REQ/REP, rq_psn at RTR */
+	uint32_t sq_psn;          /* the peer's (REQ/REP starting PSN): sq_psn at RTS */
 	uint32_t rqpn, qkey;
 	uint8_t resp_res, init_depth, retry, rnr_retry, srq, flow_control;
 	uint8_t path_mtu, hop_limit, tclass;

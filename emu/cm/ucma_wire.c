@@ -178,7 +178,7 @@ static int ucma_wire_req_rcvd(struct ucma_dev *u, struct emu_ibcm_id *c,
 	n->timeout_set = true;
 	n->afonly = l->afonly;
 	n->rqpn = p->remote_qpn;
-	n->seq_num = p->starting_psn;
+	n->sq_psn = p->starting_psn; /* cm_req_handler; seq_num stays our own */
 	/* the engine reports the REQ's fields as sent; rdma_cm sees them
 	 * from the receiving side (cm_format_req_event swaps them) */
 	n->resp_res = p->initiator_depth;
@@ -199,6 +199,7 @@ static void ucma_wire_rep_rcvd(struct ucma_dev *u, struct ucma_id *a, const stru
 
 	a->cp = CP_REP_RCVD;
 	a->rqpn = p->remote_qpn;
+	a->sq_psn = p->starting_psn; /* cm_rep_handler */
 	/* the REP's fields as sent, seen from the receiving side (as
 	 * cm_rep_handler / cm_format_rep_event) */
 	a->resp_res = p->initiator_depth;

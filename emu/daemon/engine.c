@@ -166,7 +166,9 @@ int emu_engine_run(struct emu_daemon *dm)
 
 	/* QP1: the IB CM engine (rdma_cm's wire protocol); a thread that
 	 * adopts the device (emu_engine_adopt) keeps the one it has */
-	if (!emu_ibcm_get(d) && emu_ibcm_attach(d, NULL))
+	struct emu_ibcm_cfg cmc = { .loss = dm->o.fault.cm_drop, .loss_seed = dm->o.fault.seed };
+
+	if (!emu_ibcm_get(d) && emu_ibcm_attach(d, &cmc))
 		EMU_LOG(WARNING, "%s: no CM engine: QP1 MADs are dropped\n", d->name);
 
 	while (!dm->stop) {

@@ -72,6 +72,7 @@ static void emu_usage(FILE *f)
 		"                    drop=P,dup=P,reorder=P,corrupt=P,ce=P,delay_us=N,seed=N,\n"
 		"                    qp=QPN,opcode=N (only frames to that QP / of that opcode;\n"
 		"                    ce: mark ECN-capable frames CE, as a congested switch)\n"
+		"                    cm_drop=P: that fraction of CM MADs (QP1) lost each way\n"
 		"  --limit T=N       objects one context may hold, T one of pd mr mw\n"
 		"                    channel cq srq qp ah (defaults: 1/16 of the device),\n"
 		"                    or mem=BYTES[KMG]: queue memory (default 256M)\n"

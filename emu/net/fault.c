@@ -57,6 +57,8 @@ int emu_fault_parse(const char *s, struct emu_fault_cfg *cfg)
 			p = &cfg->corrupt;
 		else if (kl == 2 && !strncmp(s, "ce", 2))
 			p = &cfg->ce;
+		else if (kl == 7 && !strncmp(s, "cm_drop", 7))
+			p = &cfg->cm_drop;
 		if (p) {
 			*p = strtod(v, &end);
 			if (end == v || *p < 0 || *p > 1)
@@ -93,20 +95,30 @@ int emu_fault_parse(const char *s, struct emu_fault_cfg *cfg)
 	return 0;
 }
 
-uint64_t emu_fault_rand(struct emu_fault *f)
+uint64_t emu_rand_next(uint64_t *state)
 {
 	/* splitmix64: tiny, seedable, good enough for coin flips */
-	uint64_t z = (f->s += 0x9e3779b97f4a7c15ull);
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
 	return z ^ (z >> 31);
 }
 
-static bool emu_fault_coin(struct emu_fault *f, double p)
+bool emu_rand_coin(uint64_t *state, double p)
 {
 	if (p <= 0)
 		return false;
-	return (double)(emu_fault_rand(f) >> 11) * 0x1.0p-53 < p;
+	return (double)(emu_rand_next(state) >> 11) * 0x1.0p-53 < p;
+}
+
+uint64_t emu_fault_rand(struct emu_fault *f)
+{
+	return emu_rand_next(&f->s);
+}
+
+static bool emu_fault_coin(struct emu_fault *f, double p)
+{
+	return emu_rand_coin(&f->s, p);
 }
 
 struct emu_fault *emu_fault_new(const struct emu_fault_cfg *cfg)

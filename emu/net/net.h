@@ -66,9 +66,13 @@ struct emu_fault_cfg {
 	uint32_t qpn;
 	bool by_opcode;
 	uint8_t opcode;
+	/* CM MADs (QP1) lost in each direction, applied by the IB CM engine
+	 * (emu/cm/ibcm.c) with its own PRNG seeded from seed: the frame
+	 * faults above do not know MADs, and lost sends are not frames */
+	double cm_drop;
 };
 /* Parse "drop=0.1,dup=0.05,reorder=0.05,corrupt=0.01,ce=0.01,delay_us=10,seed=1,
- * qp=0x11,opcode=4". 0 or -EINVAL. */
+ * qp=0x11,opcode=4,cm_drop=0.2". 0 or -EINVAL. */
 int emu_fault_parse(const char *s, struct emu_fault_cfg *cfg);
 struct emu_fault *emu_fault_new(const struct emu_fault_cfg *cfg);
 /* A new configuration at run time (uroce-ctl): the PRNG restarts from its
@@ -88,5 +92,9 @@ void emu_fault_poll(struct emu_fault *f, struct emu_dev *d, uint64_t now_ns,
 uint64_t emu_fault_next_deadline(const struct emu_fault *f);
 /* Deterministic PRNG (splitmix64/xorshift) for tests too. */
 uint64_t emu_fault_rand(struct emu_fault *f);
+/* The same generator on a bare state (*state advances), and a coin that
+ * is true with probability p (never for p <= 0). */
+uint64_t emu_rand_next(uint64_t *state);
+bool emu_rand_coin(uint64_t *state, double p);
 
 #endif /* EMU_NET_H */

@@ -454,6 +454,12 @@ static int case_conn(void)
 	CHECK(sa.qp_attr_mask == rts && sb.qp_attr_mask == rts, "rts masks");
 	CHECK(qa.rq_psn == sb.sq_psn && qb.rq_psn == sa.sq_psn, "psn a rq %x b sq %x, b rq %x a sq %x",
 	      qa.rq_psn, sb.sq_psn, qb.rq_psn, sa.sq_psn);
+	/* as the kernel's rdma_cm: each side receives from its own random
+	 * PSN (REQ's / REP's) and sends from the other's; a passive side
+	 * that took the REQ's PSN hid an active side ignoring the REP's,
+	 * which the kernel's passive side does not forgive (rping from
+	 * uroce to rxe: "retry exceeded") */
+	CHECK(qa.rq_psn != qb.rq_psn, "both sides receive from PSN %x", qa.rq_psn);
 	CHECK(sa.timeout == 19 && sb.timeout == 19, "timeout %u %u", sa.timeout, sb.timeout);
 	CHECK(sa.retry_cnt == 5 && sb.retry_cnt == 5, "retry %u %u", sa.retry_cnt, sb.retry_cnt);
 	/* the RNR retry count each side uses is the one its peer asked for */
@@ -1096,7 +1102,7 @@ static int case_wire(void)
 	static const uint8_t g2[16] = { [10] = 0xff, [11] = 0xff, 10, 0, 0, 2 };
 	CHECK(qa.dest_qp_num == 0x654 && qb.dest_qp_num == 0x321, "dest qpn %x %x", qa.dest_qp_num,
 	      qb.dest_qp_num);
-	CHECK(qa.rq_psn == sb.sq_psn && qb.rq_psn == sa.sq_psn, "psn");
+	CHECK(qa.rq_psn == sb.sq_psn && qb.rq_psn == sa.sq_psn && qa.rq_psn != qb.rq_psn, "psn");
 	CHECK(!memcmp(qa.ah_attr.grh.dgid, g2, 16) && !memcmp(qb.ah_attr.grh.dgid, g1, 16),
 	      "path gids");
 	CHECK(qa.max_dest_rd_atomic == 4 && qb.max_dest_rd_atomic == 2 && sa.max_rd_atomic == 2 &&

@@ -33,7 +33,7 @@ NS=iop-$GROUP-$$
 UROCE_IP=10.77.0.1 VM_IP=10.77.0.2 HOST_IP=10.77.0.3
 # IPv6 (group basic): both sides then have the same GID order, 0 = fe80:: (EUI-64 of the
 # MAC), 1 = ::ffff:IPv4, 2 = the global IPv6 address below
-UROCE_IP6=fd77::1 VM_IP6=fd77::2
+UROCE_IP6=fd77::1 VM_IP6=fd77::2 HOST_IP6=
 UROCE_LL=fe80::ff:fe4d:1 VM_LL=fe80::5054:ff:fe4d:2   # EUI-64 of the MACs
 UROCE_MAC=02:00:00:4d:00:01
 TAP=iop0
@@ -89,20 +89,93 @@ cases_loss() {
 	both write_bw ib_write_bw -x "-F -n 50 -s 65536"
 	both read_bw ib_read_bw -x "-F -n 50 -s 65536 -o 16"
 }
+# RDMA CM programs (runcases.sh: NAME|SERVER|PROG|cm|SARGS|CARGS|COUNT|REGEX): no TCP
+# side channel, the connection is made by the two CM protocol engines (uroce's
+# emu/cm/ibcm.c, the VM kernel's ib_cm) with MADs on QP1. @S4@/@S6@ = the server side's
+# RoCE address. Each case runs twice, with each side as the server.
+cm_both() {  # NAME PROG SARGS CARGS COUNT REGEX
+	echo "$1_us|uroce|$2|cm|$3|$4|$5|$6"
+	echo "$1_rs|rxe|$2|cm|$3|$4|$5|$6"
+}
+# rping -V checks every ping's payload; -v prints each one (COUNT of them on each side)
+cm_rping() {  # NAME ADDR SIZE COUNT
+	cm_both "$1" rping "-s -a $2 -p @P@ -v -V -S $3 -C $4" "-c -a $2 -p @P@ -v -V -S $3 -C $4" \
+		"$4" 'ping data: rdma-ping-[0-9]+: '
+}
+# perftest 4.5's -R resolves its server address as IPv4 only (getaddrinfo AF_INET:
+# "Address family for hostname not supported" for an IPv6 one), so no IPv6 perftest
+cm_perf() {  # NAME PROG
+	cm_both "$1" "$2" "-R -d @D@ -p @P@ -F -n 50 -s 65536" "-R -d @D@ -p @P@ -F -n 50 -s 65536 @S4@" \
+		c1 '^ *65536 +50 +[0-9.]+ +[0-9.]+'
+}
+cases_cm() {
+	cm_rping rping_1k @S4@ 1024 10
+	cm_rping rping_64k @S4@ 65535 5
+	cm_both ucmatose_c4 ucmatose "-b @S4@ -p @P@ -c 4 -C 10 -S 1000" "-s @S4@ -p @P@ -c 4 -C 10 -S 1000" \
+		1 'return status 0'
+	cm_both udaddy_c2 udaddy "-b @S4@ -c 2 -C 10" "-s @S4@ -c 2 -C 10" 1 'return status 0'
+	cm_perf send_bw ib_send_bw
+	cm_perf write_bw ib_write_bw
+	# IPv6: the global ULA GIDs (fd77::1 uroce, fd77::2 rxe)
+	cm_rping rping_1k_v6 @S6@ 1024 10
+	cm_both ucmatose_c4_v6 ucmatose "-b @S6@ -p @P@ -c 4 -C 10 -S 1000" "-s @S6@ -p @P@ -c 4 -C 10 -S 1000" \
+		1 'return status 0'
+	cm_both udaddy_c2_v6 udaddy "-b @S6@ -c 2 -C 10" "-s @S6@ -c 2 -C 10" 1 'return status 0'
+}
+cases_cmloss() {
+	# Programs whose both sides wait for the other's MADs to the end: ucmatose waits for
+	# every DISCONNECTED before it destroys its ids, so a lost DREQ is retransmitted.
+	# Not rping: its client destroys its id right after rdma_disconnect(), which stops
+	# the DREQ's retransmission (the kernel's cm_destroy_id does the same), so a lost
+	# DREQ leaves the rping server waiting for DISCONNECTED forever, whoever the server
+	# is. Not udaddy: SIDR keeps no state once answered (the kernel's
+	# cm_send_sidr_rep_locked forgets the request, uroce too), so a lost SIDR_REP turns
+	# the retransmitted SIDR_REQ into a new request udaddy's server never answers.
+	cm_both ucmatose_c4 ucmatose "-b @S4@ -p @P@ -c 4 -C 10 -S 1000" "-s @S4@ -p @P@ -c 4 -C 10 -S 1000" \
+		1 'return status 0'
+	# perftest -R makes two connections to one port (its handshake, then the test QP);
+	# the rxe server, slow under TCG, may reject the second one (REJ 8, not listening
+	# again yet), and perftest's retry after that leaves the server's QP without
+	# receive buffers (RNR NAKs until the timeout) whatever the CM does: uroce server only
+	cm_perf send_bw ib_send_bw | grep '_us|'
+	cm_both ucmatose_c4_v6 ucmatose "-b @S6@ -p @P@ -c 4 -C 10 -S 1000" "-s @S6@ -p @P@ -c 4 -C 10 -S 1000" \
+		1 'return status 0'
+}
 # seconds per program run: a healthy case takes 1-3 s even under TCG
 CASE_TIMEOUT=30
+# CM seed of the cmloss group (uroced --fault cm_drop): printed, UROCE_CM_LOSS_SEED replays
+CM_SEED=${UROCE_CM_LOSS_SEED:-9}
+CM_LOSS=0.2
 VM_MTU= UROCED_ARGS=() VM_PRE= VM_IP6ARG=() VM_SETUP=
+# IPv6 in the VM: while eth0's fe80:: address is still tentative (DAD, ~1 s after link
+# up) the VM kernel sends no neighbour solicitation at all, so rxe's RTR (which resolves
+# the peer's MAC through the kernel with a 1 s limit) fails with "Failed to modify QP
+# to RTR" for an IPv6 GID whose neighbour is not cached yet. Start once DAD is done.
+V6_SETUP='i=0; while [ $i -lt 100 ] && [ -n "$(ip -6 addr show dev eth0 tentative)" ]; do sleep 0.1; i=$((i + 1)); done; '
 case "$GROUP" in
 basic)
 	# IPv6 rides along with the IPv4 cases (one boot): uroced's GID 2 = fd77::1, rxe's
 	# GID 2 = fd77::2; GID 0 on both = fe80:: link-local
 	UROCED_ARGS=(--ip "$UROCE_IP6")
 	VM_IP6ARG=(--ip6 "$VM_IP6/64")
-	# While eth0's fe80:: address is still tentative (DAD, ~1 s after link up) the VM
-	# kernel sends no neighbour solicitation at all, so rxe's RTR (which resolves the
-	# peer's MAC through the kernel with a 1 s limit) fails with "Failed to modify QP
-	# to RTR" for an IPv6 GID whose neighbour is not cached yet. Start once DAD is done.
-	VM_SETUP='i=0; while [ $i -lt 100 ] && [ -n "$(ip -6 addr show dev eth0 tentative)" ]; do sleep 0.1; i=$((i + 1)); done; '
+	VM_SETUP=$V6_SETUP
+	;;
+cm)
+	HOST_IP6=fd77::3
+	UROCED_ARGS=(--ip "$UROCE_IP6")
+	VM_IP6ARG=(--ip6 "$VM_IP6/64")
+	VM_SETUP=$V6_SETUP
+	;;
+cmloss)
+	# The uroce side loses CM_LOSS of the CM MADs it receives and of those it sends
+	# (seeded): the kernel's and uroce's REQ/REP/DREQ/SIDR_REQ retransmissions and both
+	# sides' answers to duplicates (REP, RTU, DREP resent) must carry every connection.
+	# Each lost MAD costs a CM response timeout (~4-6 s on both sides).
+	HOST_IP6=fd77::3
+	UROCED_ARGS=(--ip "$UROCE_IP6" --fault "cm_drop=$CM_LOSS,seed=$CM_SEED")
+	VM_IP6ARG=(--ip6 "$VM_IP6/64")
+	VM_SETUP=$V6_SETUP
+	CASE_TIMEOUT=120
 	;;
 perftest) ;;
 mtu4096)
@@ -126,8 +199,53 @@ loss)
 		VM_PRE+="tc filter add dev eth0 $dir prio 3 protocol ip u32 match ip dport 4791 0xffff action ok random netrand drop 20 && "
 	done
 	;;
-*) echo "interop.sh: unknown group $GROUP (basic, mtu4096, perftest, loss)" >&2; exit 2 ;;
+*) echo "interop.sh: unknown group $GROUP (basic, mtu4096, perftest, loss, cm, cmloss)" >&2; exit 2 ;;
 esac
+
+# ------------------------------------------------------------------ CM verdict
+# The CM groups: MADs both ways (IPv4 and IPv6), every MAD either side sent dissected
+# by tshark's InfiniBand CM dissector with no malformed flag or expert warning, and for
+# cmloss: MADs lost both ways (uroced's counters), uroce's retransmissions, and the
+# kernel's retransmissions (the same MAD - attribute and
+# transaction ID - sent twice by the VM, in the capture: uroced records a frame before
+# its loss, so a lost received MAD and its retransmission are both there).
+check_cm() {
+	local ok=0 cmline v mads_out mads_in mads6 kdup
+	mads_out=$(grep -c " $UROCE_IP:[0-9]* > $VM_IP:4791 .* CM " "$OUT/pcap-decode.log")
+	mads_in=$(grep -c " $VM_IP:[0-9]* > $UROCE_IP:4791 .* CM " "$OUT/pcap-decode.log")
+	mads6=$(grep -c " \\[$VM_IP6\\]:[0-9]* > \\[$UROCE_IP6\\]:4791 .* CM " "$OUT/pcap-decode.log")
+	say "CM: $mads_out MADs uroce->rxe, $mads_in rxe->uroce over IPv4, $mads6 rxe->uroce over IPv6;" \
+		"by attribute: $(grep -o ' CM [A-Z_]*' "$OUT/pcap-decode.log" | sort | uniq -c | tr -s ' ' | tr '\n' ',')"
+	if [ "$mads_out" = 0 ] || [ "$mads_in" = 0 ] || [ "$mads6" = 0 ]; then
+		say "FAIL: no CM MADs in one direction or over IPv6"; ok=1
+	fi
+	if command -v tshark >/dev/null; then
+		if python3 "$HERE/../tools/cm_tshark_check.py" --all "$OUT/uroce.pcap" >"$OUT/tshark-cm.log" 2>&1; then
+			say "tshark: $(tail -1 "$OUT/tshark-cm.log")"
+		else
+			say "FAIL: tshark's CM dissector:"; sed 's/^/    /' "$OUT/tshark-cm.log" | tail -20; ok=1
+		fi
+	else
+		say "FAIL: no tshark to dissect the CM MADs (tools/bootstrap.sh installs it)"; ok=1
+	fi
+	cmline=$(grep -m1 ': cm: ids' "$OUT/uroced.log")
+	say "uroced${cmline#*uroce0}"
+	if [ "$GROUP" = cmloss ]; then
+		# the same MAD (sender, attribute, transaction ID) more than once from the VM
+		kdup=$(grep -E " \\[?($VM_IP|$VM_IP6)\\]?:[0-9]+ > .* CM [A-Z_]+ tid=" "$OUT/pcap-decode.log" |
+			sed -E 's/^ *[0-9]+ +[0-9.]+ +([^ ]+):[0-9]+ .* CM ([A-Z_]+) (tid=[0-9a-fx]+).*/\1 \2 \3/' |
+			sort | uniq -d | wc -l)
+		say "loss (seed $CM_SEED, UROCE_CM_LOSS_SEED replays): MADs the kernel sent again: $kdup"
+		# (answers to duplicates - dup-answered - need one of our answers lost AND the
+		# kernel's retransmission in time: too rare in one run to require; shown above)
+		for v in "lost rx" "lost tx" "retrans"; do
+			n=$(printf '%s' "$cmline" | grep -o "$v [0-9]*" | awk '{print $NF}')
+			[ "${n:-0}" -gt 0 ] || { say "FAIL: uroced counted no '$v'"; ok=1; }
+		done
+		[ "$kdup" -gt 0 ] || { say "FAIL: the kernel retransmitted no MAD"; ok=1; }
+	fi
+	return $ok
+}
 
 # ------------------------------------------------------------------ prerequisites
 [ "$(id -u)" = 0 ] || skip "needs root (network namespace, tap)"
@@ -180,6 +298,12 @@ ip -n "$NS" tuntap add dev "$TAP" mode tap
 [ -n "$VM_MTU" ] && ip -n "$NS" link set "$TAP" mtu "$VM_MTU"
 ip -n "$NS" link set "$TAP" up
 ip -n "$NS" addr add "$HOST_IP/24" dev "$TAP"
+if [ -n "$HOST_IP6" ]; then
+	# getaddrinfo() (AI_ADDRCONFIG) refuses IPv6 literals on a host without a non-loopback
+	# IPv6 address: the CM programs' fd77:: addresses need one (TCP-only, like HOST_IP)
+	"${NSX[@]}" sysctl -qw net.ipv6.conf.all.disable_ipv6=0 net.ipv6.conf."$TAP".disable_ipv6=0
+	ip -n "$NS" addr add "$HOST_IP6/64" dev "$TAP" nodad
+fi
 
 # uroced sizes af_packet's ring slots and its mbufs from --mtu (docs/running.md,
 # "Port parameters")
@@ -201,7 +325,9 @@ sed 's/^/  uroced: /' "$OUT/uroced.log"
 "cases_$GROUP" | grep -E "^(${UROCE_INTEROP_ONLY:-.*})\|" >"$OUT/share/cases.txt"
 cp "$HERE/runcases.sh" "$OUT/share/"
 NCASES=$(grep -c . "$OUT/share/cases.txt")
-echo "${VM_SETUP}${VM_PRE}DEV=rxe0 GID=1 PEER=$HOST_IP CASE_TIMEOUT=$CASE_TIMEOUT CONNECT_TRIES=200 sh /mnt/host/runcases.sh rxe /mnt/host/cases.txt /mnt/host/res${VM_PRE:+; r=\$?; tc -s filter show dev eth0 ingress; tc -s filter show dev eth0 egress; exit \$r}" \
+# both sides' RoCE addresses, for the CM cases' @S4@ / @S6@
+ADDRS="ADDR4_uroce=$UROCE_IP ADDR4_rxe=$VM_IP ADDR6_uroce=$UROCE_IP6 ADDR6_rxe=$VM_IP6"
+echo "${VM_SETUP}${VM_PRE}$ADDRS DEV=rxe0 GID=1 PEER=$HOST_IP CASE_TIMEOUT=$CASE_TIMEOUT CONNECT_TRIES=200 sh /mnt/host/runcases.sh rxe /mnt/host/cases.txt /mnt/host/res${VM_PRE:+; r=\$?; tc -s filter show dev eth0 ingress; tc -s filter show dev eth0 egress; exit \$r}" \
 	>"$OUT/share/cmd.sh"
 
 T0=$SECONDS
@@ -220,7 +346,8 @@ for _ in $(seq 1200); do
 done
 say "rxe ready after $((SECONDS - T0)) s"
 OUT_ABS=$(realpath "$OUT")
-setsid "${NSX[@]}" env DEV=uroce0 GID=1 PEER="$VM_IP" CASE_TIMEOUT=$CASE_TIMEOUT CONNECT_TRIES=300 \
+# shellcheck disable=SC2086
+setsid "${NSX[@]}" env $ADDRS DEV=uroce0 GID=1 PEER="$VM_IP" CASE_TIMEOUT=$CASE_TIMEOUT CONNECT_TRIES=300 \
 	WRAP="env UROCE_RUN_DIR=$OUT_ABS/run LD_PRELOAD=$SHIM" \
 	sh "$HERE/runcases.sh" uroce "$OUT/share/cases.txt" "$OUT/res" >"$OUT/host-cases.log" 2>&1 &
 HPID=$!
@@ -265,7 +392,7 @@ say "capture: $(cat "$OUT/pcap-check.log")"
 n_out=$(grep -c " $UROCE_IP:[0-9]* > $VM_IP:4791 " "$OUT/pcap-decode.log")
 n_in=$(grep -c " $VM_IP:[0-9]* > $UROCE_IP:4791 " "$OUT/pcap-decode.log")
 n_nak=$(grep -c 'NAK' "$OUT/pcap-decode.log")
-if [ ${#VM_IP6ARG[@]} -gt 0 ]; then
+if [ "$GROUP" = basic ]; then
 	# IPv6: global (GID 2) and link-local (GID 0) RoCE frames, each direction
 	v6=$(grep -c " \\[$UROCE_IP6\\]:[0-9]* > \\[$VM_IP6\\]:4791 " "$OUT/pcap-decode.log")
 	v6in=$(grep -c " \\[$VM_IP6\\]:[0-9]* > \\[$UROCE_IP6\\]:4791 " "$OUT/pcap-decode.log")
@@ -289,6 +416,7 @@ fi
 if [ "$n_out" = 0 ] || [ "$n_in" = 0 ]; then
 	say "FAIL: no RoCE traffic in one direction"; fail=1
 fi
+case "$GROUP" in cm*) check_cm || fail=1 ;; esac
 grep -E 'counters|drop|retrans|nak' "$OUT/uroced.log" | sed 's/^/  uroced: /' | head -40
 [ "$fail" = 0 ] && say "all $NCASES cases passed" || say "FAILED (logs in $OUT)"
 exit "$fail"

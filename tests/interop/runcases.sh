@@ -14,6 +14,12 @@
 #     GIDFLAG -g (ibv_*_pingpong) or -x (perftest)
 #     GIDX    GID index for this case on both sides (default: $GID); the rig gives
 #             both sides the same GID order (0 fe80::, 1 ::ffff:IPv4, 2 global IPv6)
+#   NAME|SERVER|PROG|cm|SARGS|CARGS|COUNT|REGEX   an RDMA CM program (no TCP side channel):
+#     the server runs PROG SARGS, the client PROG CARGS, after substituting @S4@ / @S6@
+#     (the server side's RoCE IPv4 / IPv6 address: $ADDR4_uroce, $ADDR4_rxe, $ADDR6_...),
+#     @P@ (the case's port) and @D@ ($DEV); both sides' output must hold exactly COUNT
+#     lines matching REGEX (grep -E; COUNT empty: at least one; cN: N, the client only),
+#     or the case fails.
 # Environment: DEV (verbs device), GID (GID index), PEER (the other side's TCP
 # address), PORT0 (first TCP port), WRAP (command prefix, e.g. env LD_PRELOAD=..),
 # CASE_TIMEOUT (seconds per command), CONNECT_TRIES.
@@ -29,22 +35,42 @@ while IFS='|' read -r name server prog gidflag args gidx; do
 	port=$((port + 1))
 	log=$out/$name.$side.log
 	cmd="$WRAP $prog -d $DEV $gidflag ${gidx:-$GID} -p $port $args"
+	want= regex=
+	if [ "$gidflag" = cm ]; then
+		# the rest of the line: SARGS|CARGS|COUNT|REGEX (REGEX may hold '|': last field)
+		cargs=${gidx%%|*} rest=${gidx#*|}
+		want=${rest%%|*} regex=${rest#*|}
+		[ "$server" = "$side" ] || args=$cargs
+		eval "s4=\$ADDR4_$server s6=\$ADDR6_$server"
+		args=$(printf '%s' "$args" | sed -e "s/@S4@/$s4/g" -e "s/@S6@/$s6/g" \
+			-e "s/@P@/$port/g" -e "s/@D@/$DEV/g")
+		cmd="$WRAP $prog $args"
+		[ -n "$regex" ] || regex=.
+		case $want in
+		c*) want=${want#c}; [ "$server" = "$side" ] && regex= ;;  # the client's output only
+		esac
+		peer=
+	else
+		peer=$PEER
+	fi
 	if [ "$server" = "$side" ]; then
 		echo "== $name: server: $cmd" > "$log"
 		# shellcheck disable=SC2086
 		timeout "$CASE_TIMEOUT" $cmd >> "$log" 2>&1 </dev/null
 		rc=$?
 	else
-		echo "== $name: client: $cmd $PEER" > "$log"
+		echo "== $name: client: $cmd $peer" > "$log"
 		try=0
 		while :; do
 			# shellcheck disable=SC2086
-			timeout "$CASE_TIMEOUT" $cmd "$PEER" > "$log.try" 2>&1 </dev/null
+			timeout "$CASE_TIMEOUT" $cmd $peer > "$log.try" 2>&1 </dev/null
 			rc=$?
 			try=$((try + 1))
 			# the server is not listening yet: the connect() failed, nothing else ran
+			# (RDMA CM: the server's CM answered REJECTED / UNREACHABLE: no listener yet)
 			if [ $rc -ne 0 ] && [ $try -lt "$CONNECT_TRIES" ] &&
-			   grep -q -e "onnect to" -e "Unable to init the socket connection" "$log.try"; then
+			   grep -q -e "onnect to" -e "Unable to init the socket connection" \
+				-e "_REJECTED" -e "_UNREACHABLE" -e "Unable to perform rdma_client" "$log.try"; then
 				sleep 0.3
 				continue
 			fi
@@ -53,6 +79,13 @@ while IFS='|' read -r name server prog gidflag args gidx; do
 		echo "(connect attempts: $try)" >> "$log"
 		cat "$log.try" >> "$log"
 		rm -f "$log.try"
+	fi
+	if [ -n "$regex" ] && [ "$rc" = 0 ]; then
+		n=$(grep -c -E "$regex" "$log")
+		if { [ -n "$want" ] && [ "$n" != "$want" ]; } || [ "$n" = 0 ]; then
+			echo "(expected ${want:-some} lines matching '$regex', found $n)" >> "$log"
+			rc=99
+		fi
 	fi
 	echo "$rc" > "$out/$name.$side.rc"
 	echo "CASE $name $side rc=$rc"

@@ -155,10 +155,13 @@ static void tracer(struct emu_ibcm_id *id, enum emu_ibcm_state from, enum emu_ib
 		 emu_ibcm_state_name(to), why);
 }
 
+static double loss_a;          /* A's configured MAD loss (cfg.loss), with this seed */
+static uint64_t loss_seed_a;
+
 static void setup(uint32_t max_ids_a, uint32_t backlog_a)
 {
 	struct emu_ibcm_cfg ca = { .max_ids = max_ids_a, .default_backlog = backlog_a, .seed = SEED,
-				   .trace = tracer };
+				   .trace = tracer, .loss = loss_a, .loss_seed = loss_seed_a };
 	struct emu_ibcm_cfg cb = { .seed = SEED + 1 };
 
 	printf("seed %u\n", SEED);
@@ -395,6 +398,68 @@ static int t_lose(uint16_t attr)
 	if (attr == WIRE_CM_ATTR_DREP)
 		CHECK_EQ(emu_ibcm_counters(CA)->drep_unknown, 1);
 	return teardown();
+}
+
+/* A loses a seeded fraction of the MADs it receives and sends (uroced's
+ * --fault cm_drop): every connection still comes up and down through the
+ * retransmissions, the losses are counted on the side they happened, what A
+ * lost was never sent (B received exactly A's tx_mads) or never processed
+ * (A's rx_mads + loss_rx = what the wire delivered to A), and the same seed
+ * loses the same MADs. */
+static int loss_run(uint64_t seed, uint64_t out[2])
+{
+	enum { CONNS = 12 };
+	unsigned to_a = 0;
+
+	loss_a = 0.3;
+	loss_seed_a = seed;
+	setup(0, 0);
+	printf("loss seed %llu\n", (unsigned long long)seed);
+	listen_a(SID);
+	for (int i = 0; i < CONNS; i++) {
+		struct emu_ibcm_id *b = connect_auto();
+
+		advance(300000 * MS);
+		CHECK_EQ(b->state, EMU_IBCM_ESTABLISHED);
+		CHECK_EQ(last_new ? (int)last_new->state : -1, EMU_IBCM_ESTABLISHED);
+		CHECK_EQ(emu_ibcm_send_dreq(b, NULL, 0), 0);
+		advance(300000 * MS);
+		CHECK_EQ(count(&SB, EMU_IBCM_DREP_RECEIVED), (unsigned)i + 1);
+		emu_ibcm_destroy_id(b);
+	}
+	CHECK_EQ(count(&SA, EMU_IBCM_REQ_RECEIVED), CONNS);
+	CHECK_EQ(count(&SB, EMU_IBCM_REP_RECEIVED), CONNS);
+	CHECK_EQ(count(&SB, EMU_IBCM_REQ_ERROR) + count(&SB, EMU_IBCM_DREQ_ERROR), 0);
+	const struct emu_ibcm_counters *a = emu_ibcm_counters(CA), *bc = emu_ibcm_counters(CB);
+	for (unsigned k = 0; k < 0x20; k++)
+		to_a += seen[0][k];
+	printf("A lost rx %llu tx %llu; retransmits A %llu B %llu; duplicates answered A %llu B %llu\n",
+	       (unsigned long long)a->loss_rx, (unsigned long long)a->loss_tx,
+	       (unsigned long long)a->retransmits, (unsigned long long)bc->retransmits,
+	       (unsigned long long)a->dup_answered, (unsigned long long)bc->dup_answered);
+	CHECK(a->loss_rx > 0);
+	CHECK(a->loss_tx > 0);
+	CHECK_EQ(bc->loss_rx + bc->loss_tx, 0);
+	CHECK_EQ(a->rx_mads + a->loss_rx, to_a);
+	CHECK_EQ(bc->rx_mads, a->tx_mads);
+	CHECK(a->retransmits > 0 && bc->retransmits > 0);
+	CHECK(a->dup_answered + bc->dup_answered > 0);
+	out[0] = a->loss_rx;
+	out[1] = a->loss_tx;
+	memset(seen, 0, sizeof(seen));
+	last_new = NULL;
+	loss_a = 0;
+	return teardown();
+}
+
+static int t_loss(void)
+{
+	uint64_t r1[2], r2[2];
+	int rc = loss_run(77, r1) | loss_run(77, r2);
+
+	CHECK_EQ(r1[0], r2[0]);
+	CHECK_EQ(r1[1], r2[1]);
+	return rc | (sim_failures ? 1 : 0);
 }
 
 static int t_no_listener(void)
@@ -1248,6 +1313,80 @@ static int t_kernel_req(void)
 	return teardown();
 }
 
+/* Every MAD the Linux kernel's rdma_cm (rdma_rxe, tests/interop cmloss)
+ * sent, from tests/data/rdmacm_rxe_loss.pcap (IPv4 and IPv6, REQ, REP, RTU,
+ * REJ, DREQ, DREP, SIDR_REQ, SIDR_REP, retransmissions included): each
+ * decodes strictly, and the engine, in the address of the uroce side but
+ * with none of its ids, takes them all without a malformed drop and
+ * answers what has an answer for nobody (REQ: REJ, DREQ: DREP, SIDR_REQ:
+ * SIDR_REP), as the kernel would. */
+static const char *kmads_pcap;
+
+static int t_kernel_mads(void)
+{
+	static const uint8_t vm4[16] = { [10] = 0xff, [11] = 0xff, 10, 77, 0, 2 };
+	static const uint8_t vm6[16] = { 0xfd, 0x77, [15] = 2 };
+	static const uint8_t us4[16] = { [10] = 0xff, [11] = 0xff, 10, 77, 0, 1 };
+	static const uint8_t us6[16] = { 0xfd, 0x77, [15] = 1 };
+	static const uint8_t us_mac[6] = { 2, 0, 0, 0x4d, 0, 1 };
+	static uint8_t frames[128][400];
+	static uint32_t lens[128];
+	unsigned n = 0, by_attr[0x20] = { 0 }, v6 = 0;
+	char err[PCAP_ERRBUF_SIZE];
+	struct pcap_pkthdr *ph;
+	const u_char *data;
+
+	pcap_t *pc = pcap_open_offline(kmads_pcap, err);
+	if (!pc) {
+		fprintf(stderr, "%s: %s\n", kmads_pcap, err);
+		return 1;
+	}
+	while (n < 128 && pcap_next_ex(pc, &ph, &data) == 1) {
+		struct wire_pkt kp;
+		struct wire_mad_hdr kh;
+		struct wire_cm_msg km;
+		int a = frame_attr(data, ph->caplen);
+
+		if (a < 0 || ph->caplen > sizeof(frames[0]) || wire_parse(data, ph->caplen, &kp) != WIRE_OK)
+			continue;
+		if (memcmp(kp.ip.src.raw, vm4, 16) && memcmp(kp.ip.src.raw, vm6, 16))
+			continue; /* uroce's own */
+		CHECK_EQ(wire_gsi_pkt_decode(&kp, WIRE_MAD_STRICT, &kh, &km), WIRE_MAD_OK);
+		memcpy(frames[n], data, ph->caplen);
+		lens[n++] = ph->caplen;
+		by_attr[a & 0x1f]++;
+		v6 += !memcmp(kp.ip.src.raw, vm6, 16);
+	}
+	pcap_close(pc);
+	printf("%u kernel MADs, %u over IPv6\n", n, v6);
+	CHECK(v6 > 0 && v6 < n);
+	static const uint16_t want[] = { WIRE_CM_ATTR_REQ, WIRE_CM_ATTR_REP, WIRE_CM_ATTR_RTU,
+					 WIRE_CM_ATTR_DREQ, WIRE_CM_ATTR_DREP, WIRE_CM_ATTR_SIDR_REQ,
+					 WIRE_CM_ATTR_SIDR_REP };
+	for (unsigned i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		CHECK(by_attr[want[i] & 0x1f] > 0);
+
+	setup(0, 0);
+	struct emu_dev *a = &S.n[0].dev;
+	memcpy(a->gids[a->gid_count++].raw, us4, 16);
+	memcpy(a->gids[a->gid_count++].raw, us6, 16);
+	memcpy(a->mac, us_mac, 6);
+	for (unsigned i = 0; i < n; i++)
+		emu_port_rx_frame(a, frames[i], lens[i]);
+	advance(10 * MS);
+	const struct emu_ibcm_counters *c = emu_ibcm_counters(CA);
+	CHECK_EQ(c->rx_mads, n);
+	CHECK_EQ(c->drops[EMU_IBCM_DROP_MALFORMED], 0);
+	CHECK_EQ(c->drops[EMU_IBCM_DROP_BAD_SRC], 0);
+	/* REJ 8 for a REQ, SIDR_REP "unsupported" for a SIDR_REQ */
+	CHECK_EQ(c->rej_no_listener,
+		 by_attr[WIRE_CM_ATTR_REQ & 0x1f] + by_attr[WIRE_CM_ATTR_SIDR_REQ & 0x1f]);
+	CHECK_EQ(c->drep_unknown, by_attr[WIRE_CM_ATTR_DREQ & 0x1f]);
+	CHECK_EQ(seen[1][WIRE_CM_ATTR_SIDR_REP & 0x1f], by_attr[WIRE_CM_ATTR_SIDR_REQ & 0x1f]);
+	CHECK_EQ(emu_ibcm_ids_in_use(CA), 0);
+	return teardown();
+}
+
 /* The RTU is lost but data arrives: COMM_EST through notify establishes
  * the passive side and stops its REP retransmission. */
 static int t_notify(void)
@@ -1448,6 +1587,7 @@ static const struct {
 	{ "self_destroy", t_self_destroy },
 	{ "detach", t_detach },
 	{ "listen_mask", t_listen_mask },
+	{ "loss", t_loss },
 };
 
 static const struct {
@@ -1465,6 +1605,10 @@ int main(int argc, char **argv)
 {
 	if (argc == 4 && !strcmp(argv[1], "pcap"))
 		return t_pcap(argv[2], argv[3]);
+	if (argc == 3 && !strcmp(argv[1], "kernel_mads")) {
+		kmads_pcap = argv[2];
+		return t_kernel_mads();
+	}
 	if (argc == 3 && !strcmp(argv[1], "kernel_req")) {
 		kreq_pcap = argv[2];
 		return t_kernel_req();
