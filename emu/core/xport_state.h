@@ -226,10 +226,11 @@ struct emu_xport_qp {
 	uint32_t acked_psn;        /* everything before this PSN is acknowledged */
 	uint32_t rnr_psn;          /* resume point after an RNR wait */
 	uint32_t rewind_psn;       /* last go-back-N point, until progress */
-	uint8_t rewound;
+	uint8_t rewound;           /* XP_REWOUND_*: how rewind_psn was reached */
 	uint8_t gbn_bound;         /* XP_GBN_*: resend only PSNs before gbn_end */
 	uint16_t gbn_win;          /* timeout: acked_psn + gbn_win = gbn_end */
 	uint32_t gbn_end;
+	uint32_t gbn_stop;         /* sq_psn_hw when it began: what it resends ends there */
 	uint32_t rd_atomic_out;    /* READ/atomic outstanding */
 	uint32_t pkts_since_ackreq;
 	uint8_t retry_left;

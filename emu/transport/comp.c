@@ -53,8 +53,10 @@ static void comp_gbn_progress(struct emu_qp *qp)
 
 	if (x->gbn_bound == XP_GBN_OFF)
 		return;
-	if (x->gbn_bound == XP_GBN_RNR || !wire_psn_before(x->acked_psn, x->sq_psn_hw)) {
-		x->gbn_bound = XP_GBN_OFF; /* nothing is held back any more */
+	if (x->gbn_bound == XP_GBN_RNR || !wire_psn_before(x->acked_psn, x->gbn_stop)) {
+		/* nothing is held back any more: all that was outstanding
+		 * when it began is acknowledged */
+		x->gbn_bound = XP_GBN_OFF;
 	} else if (wire_psn_after(x->acked_psn, x->sq_psn)) {
 		x->gbn_bound = XP_GBN_OFF;
 		xp_sq_rewind(qp, x->sq_psn_hw);
@@ -68,7 +70,7 @@ static void comp_gbn_progress(struct emu_qp *qp)
 static void comp_progress_made(struct emu_qp *qp)
 {
 	comp_gbn_progress(qp);
-	qp->x.rewound = 0;
+	qp->x.rewound = XP_REWOUND_NO;
 	qp->x.retry_left = qp->attr.retry_cnt;
 	qp->x.rnr_left = qp->attr.rnr_retry;
 	comp_rearm(qp);
@@ -176,10 +178,10 @@ static void comp_rewind(struct emu_qp *qp, uint32_t psn)
 {
 	/* Every duplicate ACK of a go-back-N burst would rewind again and
 	 * multiply the burst: one rewind per PSN until something progresses. */
-	if (qp->x.rewound && qp->x.rewind_psn == psn)
+	if (qp->x.rewound == XP_REWOUND_NAK && qp->x.rewind_psn == psn)
 		return;
 	if (wire_psn_before(psn, qp->x.sq_psn)) {
-		qp->x.rewound = 1;
+		qp->x.rewound = XP_REWOUND_NAK;
 		qp->x.rewind_psn = psn;
 		xp_sq_rewind(qp, psn);
 		qp->x.req_stalled = 1;
@@ -409,12 +411,6 @@ static enum emu_comp_state comp_nak_retry(struct comp_ctx *c, uint32_t from)
 		x->acked_psn = from;
 		c->progress = true;
 	}
-	/* After a timeout the requester is already resending from the
-	 * oldest unacknowledged PSN (bounded go-back-N) and has passed
-	 * this one or is about to send it: the NAK answers packets sent
-	 * before the timeout, which has spent its retry already. */
-	if (x->gbn_bound && !wire_psn_after(from, x->sq_psn))
-		return EMU_COMP_DONE;
 	if (!x->retry_left) {
 		x->cnt.retry_exceeded++;
 		comp_fail_head(c->qp, IBV_WC_RETRY_EXC_ERR);
@@ -461,7 +457,7 @@ static enum emu_comp_state comp_rnr_retry(struct comp_ctx *c)
 	/* everything after rnr_psn is un-acked and goes again when the timer
 	 * fires: a sequence NAK for rnr_psn until then (or until progress) is
 	 * a consequence, not a loss */
-	x->rewound = 1;
+	x->rewound = XP_REWOUND_NAK;
 	x->rewind_psn = x->rnr_psn;
 	x->rnr_at = emu_now_ns() + (wait ? wait : 1);
 	x->retrans_at = 0;
@@ -535,6 +531,7 @@ void xp_comp_timeout(struct emu_qp *qp, uint64_t now)
 		 * dry would take and drop it every round) */
 		x->gbn_bound = XP_GBN_RNR;
 		x->gbn_end = wire_psn_next(x->rnr_psn);
+		x->gbn_stop = x->sq_psn_hw;
 		xp_sq_rewind(qp, x->rnr_psn);
 		comp_rearm(qp);
 		x->req_sched = 1;
@@ -564,11 +561,12 @@ void xp_comp_timeout(struct emu_qp *qp, uint64_t now)
 		xp_sq_rewind(qp, from);
 		/* bounded go-back-N from there; a sequence NAK for it, sent
 		 * for packets that left before the timeout, is no new loss */
-		x->rewound = 1;
+		x->rewound = XP_REWOUND_TIMEOUT;
 		x->rewind_psn = from;
 		x->gbn_bound = XP_GBN_TIMEOUT;
 		x->gbn_win = XP_GBN_BURST;
 		x->gbn_end = wire_psn_add(from, XP_GBN_BURST);
+		x->gbn_stop = x->sq_psn_hw;
 		comp_rearm(qp);
 		x->req_sched = 1;
 	}

@@ -240,11 +240,18 @@ static inline void xp_sq_rewind(struct emu_qp *qp, uint32_t psn)
  * after an RNR wait (one packet asks whether the responder has a receive
  * WQE again; its ACK releases the rest, which the responder dropped). */
 enum { XP_GBN_OFF, XP_GBN_TIMEOUT, XP_GBN_RNR };
+/* x->rewound: not since the last progress; by a NAK, an implicit NAK or
+ * an RNR wait (the same go-back-N is not repeated); by a timeout (a
+ * sequence NAK for it spends no retry, but a READ response past a gap
+ * still re-issues the READ at once, as before the timeout marked it). */
+enum { XP_REWOUND_NO, XP_REWOUND_NAK, XP_REWOUND_TIMEOUT };
 
-/* Is packet psn a retransmission the bound holds back? */
+/* Is packet psn a retransmission the bound holds back? Only what was
+ * sent before the bound began: new packets, and a later go-back-N past
+ * that point, are not its business. */
 static inline bool xp_gbn_held(const struct emu_xport_qp *x, uint32_t psn)
 {
-	return x->gbn_bound && wire_psn_before(psn, x->sq_psn_hw) &&
+	return x->gbn_bound && wire_psn_before(psn, x->gbn_stop) &&
 	       !wire_psn_before(psn, x->gbn_end);
 }
 
@@ -252,7 +259,7 @@ static inline bool xp_gbn_held(const struct emu_xport_qp *x, uint32_t psn)
 static inline bool xp_gbn_last(const struct emu_xport_qp *x, uint32_t psn)
 {
 	return x->gbn_bound && wire_psn_next(psn) == x->gbn_end &&
-	       wire_psn_before(psn, x->sq_psn_hw);
+	       wire_psn_before(psn, x->gbn_stop);
 }
 
 /* xport.c: run what the requester and the completer scheduled for each

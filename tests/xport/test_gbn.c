@@ -183,6 +183,57 @@ static int t_gbn_timer_long_msg(void)
 	return 0;
 }
 
+/* A stream of 64 KB READs and WRITEs over a link losing 3% of the frames
+ * both ways (seeded, XP_SEED): timeouts come and go between NAK-driven
+ * go-back-N rounds, and nothing fails. Once a bound's packets are all
+ * acknowledged it must end, or it would keep holding (and keep NAKs from
+ * acting) for the rest of the stream. */
+static int t_gbn_lossy_stream(void)
+{
+	uint64_t seed = getenv("XP_SEED") ? strtoull(getenv("XP_SEED"), 0, 0) : 1;
+	struct emu_fault_cfg f = { .drop = 0.03, .seed = seed };
+	struct pair p;
+	unsigned posted = 0, done = 0;
+	int bad = -1;
+
+	printf("seed %llu (XP_SEED=%llu replays)\n", (unsigned long long)seed,
+	       (unsigned long long)seed);
+	if (pair_setup(&p, IBV_QPT_RC, IBV_MTU_1024, 65536))
+		return 1;
+	xt_fill(p.mb.buf, 65536, 13);
+	sim_fault(&p.s, 0, &f);
+	f.seed = seed + 1;
+	sim_fault(&p.s, 1, &f);
+	while (done < 96 && bad < 0 && sim_now < 600ull * 1000000000ull) {
+		struct uroce_cqe c[16];
+		int n;
+
+		while (posted < 96 && posted - done < 8) {
+			xt_post(&p, posted, posted % 3 ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE, 0,
+				65536, 0);
+			posted++;
+		}
+		sim_run(&p.s, 100000000ull);
+		n = sim_poll(p.a.scq, c, 16);
+		for (int i = 0; i < n; i++) {
+			if (c[i].status == IBV_WC_SUCCESS)
+				done++;
+			else if (bad < 0)
+				bad = c[i].status;
+		}
+	}
+	printf("%u done, timeouts %llu, retransmits %llu, seq NAKs %llu\n", done,
+	       (unsigned long long)p.a.qp->x.cnt.timeouts,
+	       (unsigned long long)p.a.qp->x.cnt.retransmits,
+	       (unsigned long long)p.a.qp->x.cnt.seq_naks_rcvd);
+	CHECK_EQ(bad, -1);
+	CHECK_EQ(done, 96);
+	CHECK(p.a.qp->x.cnt.timeouts > 0);
+	CHECK_EQ(p.a.qp->x.gbn_bound, XP_GBN_OFF);
+	pair_fini(&p);
+	return 0;
+}
+
 /* ---- a sequence NAK of a PSN already being resent ---- */
 static uint32_t nak_first;          /* first PSN of the WRITE */
 static uint8_t nak_frame[256];      /* the responder's sequence NAK, held */
@@ -405,6 +456,7 @@ static const struct xt_test tests[] = {
 	{ "gbn_slow_1m", t_gbn_slow_1m },
 	{ "gbn_timer_restart", t_gbn_timer_restart },
 	{ "gbn_timer_long_msg", t_gbn_timer_long_msg },
+	{ "gbn_lossy_stream", t_gbn_lossy_stream },
 	{ "gbn_nak_resent", t_gbn_nak_resent },
 	{ "gbn_tail_loss", t_gbn_tail_loss },
 	{ "rnr_pace", t_rnr_pace },
