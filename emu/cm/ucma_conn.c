@@ -319,21 +319,35 @@ int ucma_send_rep(struct ucma_dev *u, struct ucma_id *n, const struct rdma_ucm_c
 	n->cp = CP_REP_SENT;
 	if (!a)
 		return 0;
+	struct ucma_rep r = {
+		.qpn = q->qp_num, .psn = n->seq_num, .initiator_depth = q->initiator_depth,
+		.responder_resources = q->responder_resources, .rnr_retry = q->rnr_retry_count,
+		.flow_control = q->flow_control, .srq = q->srq,
+		.pdata = q->private_data, .pdata_len = q->private_data_len,
+	};
+	ucma_rep_rcvd(u, a, &r);
+	return 0;
+}
+
+/* The active side takes the REP's fields as sent, seen from the receiving
+ * side (cm_rep_handler / cm_format_rep_event: the peer's initiator depth
+ * is our responder resources; we send from the peer's PSN), then
+ * CONNECT_RESPONSE. */
+void ucma_rep_rcvd(struct ucma_dev *u, struct ucma_id *a, const struct ucma_rep *r)
+{
 	a->cp = CP_REP_RCVD;
-	a->rqpn = q->qp_num;
-	a->sq_psn = n->seq_num;
-	a->resp_res = q->initiator_depth;
-	a->init_depth = q->responder_resources;
-	a->rnr_retry = q->rnr_retry_count;
-	a->flow_control = q->flow_control;
-	a->srq = q->srq;
+	a->rqpn = r->qpn;
+	a->sq_psn = r->psn;
+	a->resp_res = r->initiator_depth;
+	a->init_depth = r->responder_resources;
+	a->rnr_retry = r->rnr_retry;
+	a->flow_control = r->flow_control;
+	a->srq = r->srq;
 	struct ucma_ev *e = ucma_ev_new(a, RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
 	if (!e)
-		return 0;
-	ucma_conn_event_param(&e->resp.param.conn, a, false, q->private_data,
-			      q->private_data_len);
+		return;
+	ucma_conn_event_param(&e->resp.param.conn, a, false, r->pdata, r->pdata_len);
 	ucma_ev_post(u, e);
-	return 0;
 }
 
 /* the active side's RTU after its CONNECT_RESPONSE, or NOTIFY(COMM_EST) */

@@ -256,6 +256,15 @@ void ucma_rej_rcvd(struct ucma_dev *u, struct ucma_id *id, int reason,
 		   const uint8_t *pd, unsigned plen);
 void ucma_dreq_rcvd(struct ucma_dev *u, struct ucma_id *id);
 void ucma_conn_abort(struct ucma_dev *u, struct ucma_id *id);
+/* a REP (direct or from the wire) as the active side receives it */
+struct ucma_rep {
+	uint32_t qpn, psn;
+	uint8_t initiator_depth, responder_resources, rnr_retry;
+	bool flow_control, srq;
+	const void *pdata;
+	uint8_t pdata_len;
+};
+void ucma_rep_rcvd(struct ucma_dev *u, struct ucma_id *a, const struct ucma_rep *r);
 void ucma_conn_event_param(struct rdma_ucm_conn_param *cp, const struct ucma_id *id, bool req,
 			   const uint8_t *pd, unsigned plen);
 void ucma_send_req(struct ucma_dev *u, struct ucma_id *a, const struct rdma_ucm_conn_param *q);

@@ -197,22 +197,14 @@ static void ucma_wire_rep_rcvd(struct ucma_dev *u, struct ucma_id *a, const stru
 {
 	const struct emu_ibcm_rep_event_param *p = &ev->param.rep_rcvd;
 
-	a->cp = CP_REP_RCVD;
-	a->rqpn = p->remote_qpn;
-	a->sq_psn = p->starting_psn; /* cm_rep_handler */
-	/* the REP's fields as sent, seen from the receiving side (as
-	 * cm_rep_handler / cm_format_rep_event) */
-	a->resp_res = p->initiator_depth;
-	a->init_depth = p->responder_resources;
-	a->rnr_retry = p->rnr_retry_count;
-	a->flow_control = p->flow_control;
-	a->srq = p->srq;
-	struct ucma_ev *e = ucma_ev_new(a, RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
-	if (!e)
-		return;
-	ucma_conn_event_param(&e->resp.param.conn, a, false, ev->private_data,
-			      ev->private_data_len);
-	ucma_ev_post(u, e);
+	struct ucma_rep r = {
+		.qpn = p->remote_qpn, .psn = p->starting_psn,
+		.initiator_depth = p->initiator_depth,
+		.responder_resources = p->responder_resources, .rnr_retry = p->rnr_retry_count,
+		.flow_control = p->flow_control, .srq = p->srq,
+		.pdata = ev->private_data, .pdata_len = ev->private_data_len,
+	};
+	ucma_rep_rcvd(u, a, &r);
 }
 
 /* the SIDR_REP: the UD peer's QPN and Q_Key, or why not */
