@@ -146,6 +146,12 @@ static const struct { uint16_t req, rep; uint8_t fds_out; } fz_shape[UROCE_OP_MA
 	[UROCE_OP_MAP_MR] = { sizeof(struct uroce_map_mr_req), 0, 0 },
 	[UROCE_OP_UNMAP_MR] = { sizeof(struct uroce_handle_msg), 0, 0 },
 	[UROCE_OP_IMPORT] = { sizeof(struct uroce_import_req), sizeof(struct uroce_import_rep), 0 },
+	[UROCE_OP_UCMA_OPEN] = { 0, sizeof(struct uroce_ucma_open_rep), 1 },
+	[UROCE_OP_UCMA_CMD] = { sizeof(struct uroce_ucma_cmd_req), 0, 0 }, /* see fz_reply */
+	[UROCE_OP_UCMA_CLOSE] = { sizeof(struct uroce_handle_msg), 0, 0 },
+	[UROCE_OP_QUERY_CM_STATS] = { 0, sizeof(struct uroce_cm_stats_rep), 0 },
+	[UROCE_OP_QUERY_CC] = { sizeof(struct uroce_query_stats_req),
+				sizeof(struct uroce_query_cc_rep), 0 },
 };
 
 /* The simulated port drops every frame: only the control path matters. */
@@ -196,6 +202,7 @@ static char fz_dir[64];
 struct fz {
 	struct emu_daemon *dm;
 	int cl;                         /* client socket */
+	int peer_mem;                   /* the helper's /proc/self/mem: HELLO's */
 	uint32_t h[FZ_MAX_HANDLES];     /* handles (and QPNs) replies returned */
 	unsigned nh;
 	int keep[64];                   /* read ends of pipes we passed, etc. */
@@ -283,10 +290,10 @@ static void fz_helper_main(int s)
 		struct sockaddr_un sa = { .sun_family = AF_UNIX };
 		union {
 			struct cmsghdr c;
-			uint8_t b[CMSG_SPACE(sizeof(int))];
+			uint8_t b[CMSG_SPACE(sizeof(int) * 2)];
 		} cb;
 		ssize_t n = recv(s, path, sizeof(path) - 1, 0);
-		int c;
+		int c, fds[2];
 
 		if (n <= 0)
 			_exit(0);
@@ -302,13 +309,20 @@ static void fz_helper_main(int s)
 
 		cm->cmsg_level = SOL_SOCKET;
 		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &c, sizeof(int));
+		/* with the socket, the descriptor HELLO needs: this process's
+		 * own /proc/self/mem (the peer the daemon sees is us) */
+		fds[0] = c;
+		fds[1] = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+		if (fds[1] < 0)
+			_exit(1);
+		cm->cmsg_len = CMSG_LEN(sizeof(fds));
+		memcpy(CMSG_DATA(cm), fds, sizeof(fds));
 		if (sendmsg(s, &mh, MSG_NOSIGNAL) < 0)
 			_exit(1);
 		/* our copy must be gone before the fuzzer goes on, or its
 		 * close would not be the end of the connection */
 		close(c);
+		close(fds[1]);
 		if (send(s, "k", 1, MSG_NOSIGNAL) != 1)
 			_exit(1);
 	}
@@ -318,8 +332,9 @@ static int fz_connect(struct fz *f)
 {
 	union {
 		struct cmsghdr c;
-		uint8_t b[CMSG_SPACE(sizeof(int))];
+		uint8_t b[CMSG_SPACE(sizeof(int) * 2)];
 	} cb;
+	int fds[2];
 	char x;
 	struct iovec iov = { &x, 1 };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
@@ -337,8 +352,10 @@ static int fz_connect(struct fz *f)
 		;
 	fz_assert(n == 1);
 	cm = CMSG_FIRSTHDR(&mh);
-	fz_assert(cm && cm->cmsg_type == SCM_RIGHTS);
-	memcpy(&f->cl, CMSG_DATA(cm), sizeof(int));
+	fz_assert(cm && cm->cmsg_type == SCM_RIGHTS && cm->cmsg_len == CMSG_LEN(sizeof(fds)));
+	memcpy(fds, CMSG_DATA(cm), sizeof(fds));
+	f->cl = fds[0];
+	f->peer_mem = fds[1];
 	while ((n = recv(fz_helper, &x, 1, 0)) < 0 && errno == EINTR)
 		;
 	fz_assert(n == 1 && x == 'k');
@@ -351,14 +368,14 @@ static int fz_make_fd(struct fz *f, uint8_t kind)
 {
 	int p[2], fd = -1;
 
-	switch (kind % 14) {
+	switch (kind % 15) {
 	case 0: /* sealed memfd, a page */
 	case 1: /* unsealed memfd, odd size */
 	case 2: /* empty memfd */
 		fd = memfd_create("fz", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-		if (fd >= 0 && ftruncate(fd, kind % 14 == 0 ? 4096 : kind % 14 == 1 ? 4097 : 0))
+		if (fd >= 0 && ftruncate(fd, kind % 15 == 0 ? 4096 : kind % 15 == 1 ? 4097 : 0))
 			break;
-		if (fd >= 0 && kind % 14 == 0)
+		if (fd >= 0 && kind % 15 == 0)
 			fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
 		break;
 	case 3: /* pipe read end */
@@ -408,7 +425,10 @@ static int fz_make_fd(struct fz *f, uint8_t kind)
 	case 11: /* a regular file */
 		fd = open(fz_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 		break;
-	case 12:
+	case 12: /* the client's own /proc/self/mem: what HELLO wants */
+		fd = fcntl(f->peer_mem, F_DUPFD_CLOEXEC, 0);
+		break;
+	case 13: /* another process's /proc/self/mem (ours): refused */
 		fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
 		break;
 	default: /* a stream socket */
@@ -736,11 +756,14 @@ static bool fz_reply(struct fz *f, uint32_t op, uint32_t seq, size_t sent, uint3
 			want = sizeof(struct uroce_create_srq_rep);
 			wfds = 1;
 		}
+		if (op == UROCE_OP_UCMA_CMD) /* the command's own response, if any */
+			want = h.len - sizeof(h) <= UROCE_UCMA_MAX_OUT ? h.len - sizeof(h) : ~(size_t)0;
 		fz_assert(h.len == sizeof(h) + want && nfds == wfds);
 		/* Remember what it created, for later messages. */
 		if (want >= 4 && f->nh < FZ_MAX_HANDLES && op != UROCE_OP_HELLO &&
 		    op != UROCE_OP_QUERY_PORT && op != UROCE_OP_QUERY_SRQ &&
-		    op != UROCE_OP_QUERY_QP && op != UROCE_OP_QUERY_STATS)
+		    op != UROCE_OP_QUERY_QP && op != UROCE_OP_QUERY_STATS &&
+		    op != UROCE_OP_UCMA_CMD && op < UROCE_OP_QUERY_CM_STATS)
 			memcpy(&f->h[f->nh++], buf + sizeof(h), 4);
 		if (op == UROCE_OP_CREATE_QP && f->nh < FZ_MAX_HANDLES)
 			memcpy(&f->h[f->nh++], buf + sizeof(h) + 4, 4); /* the QPN */
@@ -758,7 +781,9 @@ static void fz_message(struct fz *f, struct fz_in *in)
 		uint8_t b[CMSG_SPACE(sizeof(int) * FZ_MAX_FDS_OUT)];
 	} cb;
 	uint8_t kind = fz_u8(in), fk = fz_u8(in);
-	uint32_t op = kind & 0x1f, mask = 0;
+	/* op from the kind's low 5 bits plus the descriptor byte's 0x20 bit, so
+	 * every op up to 63 is reachable without a raw 32-bit op */
+	uint32_t op = (kind & 0x1fu) | (fk & 0x20u), mask = 0;
 	struct uroce_msg_hdr h;
 	size_t blen, len;
 	int fds[FZ_MAX_FDS_OUT];
@@ -927,6 +952,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* The client goes away: everything it had must go with it. */
 	close(f.cl);
+	close(f.peer_mem);
 	fz_pump(&f);
 	fz_pump(&f);
 	if (fz_trace)
@@ -939,6 +965,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fz_assert(f.dm->dev.nqp == nqp0 && fz_dev_objs(&f.dm->dev) == nobj0);
 	for (unsigned i = 0; i < f.nkeep; i++)
 		close(f.keep[i]);
+	/* a capture started at run time outlives its client by design (it is
+	 * the device's); stop it as the daemon's teardown closes it */
+	if (f.dm->pcap) {
+		struct uroce_capture_rep cr;
+
+		fz_assert(emu_admin_capture_stop(f.dm, &cr) == 0);
+	}
 	emu_ctl_close(f.dm);
 	emu_dev_fini(&f.dm->dev);
 	close(f.dm->epfd);

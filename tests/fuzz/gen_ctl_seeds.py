@@ -3,7 +3,7 @@
 
 Each seed is a script in fuzz_ctl.c's input format: per message a kind byte (op in the
 low 5 bits, length mode in the top 2), a descriptor byte (0x40: one descriptor, 0x80|n:
-n descriptors), the op's template bytes (see fz_body), a raw-patch count, then one byte
+n descriptors; 0x20 adds 32 to the op), the op's template bytes (see fz_body), a raw-patch count, then one byte
 per descriptor naming its kind (fz_make_fd). Handle bytes index the handles earlier
 replies returned, in order. The seeds walk create -> modify -> destroy chains of every
 object, pass every descriptor kind, and send runts and oversized messages.
@@ -18,19 +18,27 @@ U16 = lambda v: struct.pack("<H", v & 0xffff)
 HELLO, QUERY_PORT, ALLOC_PD, DEALLOC_PD, REG_MR, REREG_MR, DEREG_MR, ALLOC_MW, DEALLOC_MW, \
     CREATE_CH, DESTROY_CH, CREATE_CQ, RESIZE_CQ, DESTROY_CQ, CREATE_SRQ, MODIFY_SRQ, QUERY_SRQ, \
     DESTROY_SRQ, CREATE_QP, MODIFY_QP, QUERY_QP, DESTROY_QP, CREATE_AH, DESTROY_AH, \
-    ATTACH_MC, DETACH_MC, QUERY_STATS = range(1, 28)
+    ATTACH_MC, DETACH_MC, QUERY_STATS, UCMA_OPEN, UCMA_CMD, UCMA_CLOSE, QUERY_CM_STATS, \
+    DEV_INFO, QUERY_QPS, FAULT_GET, FAULT_SET, FAULT_CLEAR, CAPTURE_START, CAPTURE_STOP, \
+    MAP_MR, UNMAP_MR, IMPORT, QUERY_CC = range(1, 43)
 
 
 def msg(op, body=b"", fds=(), mode=0, extra=b"", status=0):
     """mode 0: exact length; 1: exact, status field set; 2: length from extra (U16);
     3: extra = b"\\x01" + runt length byte, or b"\\x00" (+ U32 len field if fds byte odd)."""
     fk = 0 if not fds else (0x40 if len(fds) == 1 else 0x80 | len(fds))
+    fk |= op & 0x20
     st = U32(status) if mode & 1 else b""
-    return bytes([op | mode << 6, fk]) + body + b"\x00" + st + extra + bytes(fds)
+    return bytes([op & 0x1f | mode << 6, fk]) + body + b"\x00" + st + extra + bytes(fds)
 
 
-def hello(fd=None):
-    """HELLO takes no descriptor since the daemon creates its pipes: one passed is refused."""
+PEER_MEM, OWN_MEM = 12, 13  # fz_make_fd kinds: the client's /proc/self/mem, another's
+FD_KINDS = 15
+
+
+def hello(fd=PEER_MEM):
+    """HELLO takes exactly one descriptor, the client's own /proc/self/mem; any other
+    (or none) is refused."""
     return msg(HELLO, b"\x00" + U32(1234), fds=() if fd is None else (fd,))
 
 
@@ -102,9 +110,9 @@ def chain_ud_mcast():
 
 
 def every_fd_kind():
-    s = hello(0)  # a descriptor with HELLO: refused, and closed
+    s = hello(0)  # another descriptor with HELLO: refused, and closed
     s += hello()
-    for k in range(14):
+    for k in range(FD_KINDS):
         s += msg(CREATE_CH, fds=(k,))  # refused, closed
     s += msg(CREATE_CH)                                           # h0 channel
     s += msg(ALLOC_PD)                                            # h1 pd
@@ -115,11 +123,12 @@ def every_fd_kind():
 
 def every_hello_fd():
     s = b""
-    for k in range(14):
+    s = hello(None)
+    for k in range(FD_KINDS):
         s += hello(k)
     s += hello()
-    for op in range(2, 28):  # a descriptor on every op: refused, closed
-        s += bytes([op, 0x40]) + bytes(8) + b"\x00" + bytes([op % 14])
+    for op in range(2, QUERY_CC + 1):  # a descriptor on every op: refused (most), closed
+        s += bytes([op & 0x1f, 0x40 | op & 0x20]) + bytes(8) + b"\x00" + bytes([op % FD_KINDS])
     return s
 
 
@@ -132,11 +141,24 @@ def malformed():
     s += msg(ALLOC_PD, mode=2, extra=U16(17))                     # one byte too long
     s += msg(CREATE_QP, bytes(12), mode=3, extra=b"\x00", status=5)  # status field set
     s += bytes([0x20 | 0, 0]) + U32(0x7fffffff) + b"\x00"          # unknown op
-    s += bytes([0x20 | 31, 0]) + U32(28) + b"\x00"                 # UROCE_OP_MAX
+    s += bytes([0x20 | 0, 0]) + U32(43) + b"\x00"                 # UROCE_OP_MAX
     s += msg(QUERY_PORT, bytes([0]))
     s += msg(QUERY_PORT, bytes([2]))
     s += msg(MODIFY_QP, bytes([1]) + handle(0) + bytes(range(200)))  # raw attr
     s += msg(HELLO, b"\x01" + U32(99) + U32(0))                   # wrong ABI
+    return s
+
+
+def every_late_op():
+    """The ops after QUERY_STATS (rdma_cm file, statistics, uroce-ctl, mapping,
+    import, CC): empty and template bodies, with and without a descriptor."""
+    s = hello()
+    s += msg(ALLOC_PD)                                            # h0 pd
+    s += msg(REG_MR, bytes([0]) + handle(0) + bytes([0x0f]) + U16(0) + U16(4096))  # h1 mr
+    for op in range(UCMA_OPEN, QUERY_CC + 1):
+        s += msg(op)
+        s += msg(op, fds=(op % FD_KINDS,))
+    s += msg(UCMA_CLOSE, handle(2))
     return s
 
 
@@ -146,7 +168,7 @@ def main():
     seeds = {
         "chain-rc": chain_rc(), "chain-ud-mcast": chain_ud_mcast(),
         "every-fd-kind": every_fd_kind(), "every-hello-fd": every_hello_fd(),
-        "malformed": malformed(),
+        "malformed": malformed(), "every-late-op": every_late_op(),
     }
     for name, data in seeds.items():
         with open(os.path.join(out, name), "wb") as f:
