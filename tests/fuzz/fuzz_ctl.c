@@ -18,7 +18,8 @@
  *   - every message gets exactly one well-formed reply: op and seq echoed,
  *     status 0 or a negative errno, on success the reply size and
  *     descriptor count of the op, on error an empty body and no descriptor
- *     (no request takes a descriptor any more: every one passed must be
+ *     (HELLO takes the client's /proc/self/mem, CAPTURE_START a regular
+ *     file, MAP_MR a mapping's file; any other descriptor passed must be
  *     refused, which the reply shows, and closed, which the descriptor
  *     count at the end shows);
  *   - after the client closes its socket the context is gone: no context,
