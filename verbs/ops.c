@@ -34,12 +34,6 @@ static struct ibv_counters *no_create_counters(struct ibv_context *c,
 { (void)c; (void)a; errno = EOPNOTSUPP; return NULL; }
 static int no_destroy_counters(struct ibv_counters *c)
 { (void)c; return EOPNOTSUPP; }
-static struct ibv_mr *no_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm,
-				   uint64_t o, size_t l, unsigned int a)
-{ (void)pd; (void)dm; (void)o; (void)l; (void)a; errno = EOPNOTSUPP; return NULL; }
-static struct ibv_dm *no_alloc_dm(struct ibv_context *c, struct ibv_alloc_dm_attr *a)
-{ (void)c; (void)a; errno = EOPNOTSUPP; return NULL; }
-static int no_free_dm(struct ibv_dm *dm) { (void)dm; return EOPNOTSUPP; }
 static int no_modify_esp(struct ibv_flow_action *a, struct ibv_flow_action_esp_attr *e)
 { (void)a; (void)e; return EOPNOTSUPP; }
 static int no_destroy_action(struct ibv_flow_action *a) { (void)a; return EOPNOTSUPP; }
@@ -137,9 +131,9 @@ void urv_set_ops(struct urv_context *c)
 	v->attach_counters_point_flow = no_attach_counters;
 	v->create_counters = no_create_counters;
 	v->destroy_counters = no_destroy_counters;
-	v->reg_dm_mr = no_reg_dm_mr;
-	v->alloc_dm = no_alloc_dm;
-	v->free_dm = no_free_dm;
+	v->reg_dm_mr = urv_reg_dm_mr;
+	v->alloc_dm = urv_alloc_dm;
+	v->free_dm = urv_free_dm;
 	v->modify_flow_action_esp = no_modify_esp;
 	v->destroy_flow_action = no_destroy_action;
 	v->create_flow_action_esp = no_create_esp;

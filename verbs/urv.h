@@ -272,6 +272,14 @@ int urv_dealloc_mw(struct ibv_mw *mw);
 int urv_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
 		struct ibv_mw_bind *bind);
 
+/* dm.c: device memory */
+struct ibv_dm *urv_alloc_dm(struct ibv_context *c, struct ibv_alloc_dm_attr *attr);
+int urv_free_dm(struct ibv_dm *dm);
+struct ibv_mr *urv_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm, uint64_t off,
+			     size_t len, unsigned int access);
+struct ibv_dm *urv_import_dm(struct ibv_context *c, uint32_t handle);
+void urv_unimport_dm(struct ibv_dm *dm);
+
 struct ibv_comp_channel *urv_create_comp_channel(struct ibv_context *c);
 int urv_destroy_comp_channel(struct ibv_comp_channel *ch);
 int urv_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq,
