@@ -133,6 +133,13 @@ struct ibv_cq_ex *urv_create_cq_ex(struct ibv_context *ibctx,
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
+	/* as mlx5: the PD mask names a parent domain of this context */
+	if ((a->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
+	    (!a->parent_domain || a->parent_domain->context != ibctx ||
+	     !to_upd(a->parent_domain)->inner)) {
+		errno = EINVAL;
+		return NULL;
+	}
 	/* SINGLE_THREADED is only a hint; IGNORE_OVERRUN would need the
 	 * daemon to keep writing over unread CQEs, which it never does */
 	if ((a->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&

@@ -42,12 +42,6 @@ static struct ibv_flow_action *no_create_esp(struct ibv_context *c,
 { (void)c; (void)a; errno = EOPNOTSUPP; return NULL; }
 static int no_rate_limit(struct ibv_qp *qp, struct ibv_qp_rate_limit_attr *a)
 { (void)qp; (void)a; return EOPNOTSUPP; }
-static struct ibv_pd *no_parent_domain(struct ibv_context *c,
-				       struct ibv_parent_domain_init_attr *a)
-{ (void)c; (void)a; errno = EOPNOTSUPP; return NULL; }
-static int no_dealloc_td(struct ibv_td *td) { (void)td; return EOPNOTSUPP; }
-static struct ibv_td *no_alloc_td(struct ibv_context *c, struct ibv_td_init_attr *a)
-{ (void)c; (void)a; errno = EOPNOTSUPP; return NULL; }
 static int no_modify_cq(struct ibv_cq *cq, struct ibv_modify_cq_attr *a)
 { (void)cq; (void)a; return EOPNOTSUPP; }
 static int no_post_srq_ops(struct ibv_srq *s, struct ibv_ops_wr *o, struct ibv_ops_wr **b)
@@ -138,9 +132,9 @@ void urv_set_ops(struct urv_context *c)
 	v->destroy_flow_action = no_destroy_action;
 	v->create_flow_action_esp = no_create_esp;
 	v->modify_qp_rate_limit = no_rate_limit;
-	v->alloc_parent_domain = no_parent_domain;
-	v->dealloc_td = no_dealloc_td;
-	v->alloc_td = no_alloc_td;
+	v->alloc_parent_domain = urv_alloc_parent_domain;
+	v->dealloc_td = urv_dealloc_td;
+	v->alloc_td = urv_alloc_td;
 	v->modify_cq = no_modify_cq;
 	v->post_srq_ops = no_post_srq_ops;
 	v->destroy_rwq_ind_table = no_destroy_rwq;

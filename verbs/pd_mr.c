@@ -34,6 +34,11 @@ int urv_dealloc_pd(struct ibv_pd *ibpd)
 	struct uroce_handle_msg req = { .handle = ibpd->handle };
 	int ret;
 
+	if (to_upd(ibpd)->inner)
+		return urv_dealloc_parent_domain(to_upd(ibpd));
+	if (__atomic_load_n(&to_upd(ibpd)->parents, __ATOMIC_ACQUIRE))
+		return EBUSY; /* a parent domain stands for it */
+
 	ret = urv_ctl(to_uctx(ibpd->context), UROCE_OP_DEALLOC_PD, &req,
 		      sizeof(req), NULL, 0, NULL, 0, NULL, 0);
 	/* a dead daemon has released everything already */

@@ -82,9 +82,21 @@ struct urv_obj {
 	uint32_t events_got;    /* async or completion events handed out */
 };
 
+struct urv_td;
 struct urv_pd {
 	struct ibv_pd ibpd;
+	/* a parent domain (pdomain.c) has the handle of the PD it was made
+	 * from, so every call that takes a PD serves it as that PD */
+	struct urv_pd *inner;   /* parent domain: that PD; NULL: a PD */
+	struct urv_td *td;      /* its thread domain, or NULL */
+	void *pd_context;       /* IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT */
+	unsigned parents;       /* a PD: parent domains made from it (atomic) */
 };
+
+static inline struct urv_pd *to_upd(struct ibv_pd *pd)
+{
+	return urv_container_of(pd, struct urv_pd, ibpd);
+}
 
 struct urv_mr {
 	struct ibv_mr ibmr;
@@ -271,6 +283,13 @@ struct ibv_mw *urv_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
 int urv_dealloc_mw(struct ibv_mw *mw);
 int urv_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
 		struct ibv_mw_bind *bind);
+
+/* pdomain.c: thread domains and parent domains */
+struct ibv_td *urv_alloc_td(struct ibv_context *c, struct ibv_td_init_attr *attr);
+int urv_dealloc_td(struct ibv_td *td);
+struct ibv_pd *urv_alloc_parent_domain(struct ibv_context *c,
+				       struct ibv_parent_domain_init_attr *attr);
+int urv_dealloc_parent_domain(struct urv_pd *pd);
 
 /* dm.c: device memory */
 struct ibv_dm *urv_alloc_dm(struct ibv_context *c, struct ibv_alloc_dm_attr *attr);
