@@ -149,7 +149,13 @@ struct ibv_cq_ex *urv_create_cq_ex(struct ibv_context *ibctx,
 	}
 	cq = cq_create(ibctx, (int)a->cqe, a->cq_context, a->channel,
 		       (int)a->comp_vector, a->wc_flags);
-	return cq ? &cq->ex : NULL;
+	if (!cq)
+		return NULL;
+	if (a->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) {
+		cq->pdom = a->parent_domain;
+		urv_pdom_get(cq->pdom);
+	}
+	return &cq->ex;
 }
 
 int urv_resize_cq(struct ibv_cq *ibcq, int cqe)
@@ -203,6 +209,7 @@ int urv_destroy_cq(struct ibv_cq *ibcq)
 		pthread_cond_wait(&ibcq->cond, &ibcq->mutex);
 	pthread_mutex_unlock(&ibcq->mutex);
 	munmap(cq->ring, cq->map_size);
+	urv_pdom_put(cq->pdom);
 	pthread_mutex_destroy(&ibcq->mutex);
 	pthread_cond_destroy(&ibcq->cond);
 	free(cq);

@@ -95,7 +95,9 @@ int urv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd,
 	struct uroce_rereg_mr_req req = {
 		.handle = mr->handle,
 		.flags = (uint32_t)flags,
-		.pd = (flags & IBV_REREG_MR_CHANGE_PD) ? pd->handle : mr->pd->handle,
+		/* the daemon reads it only with CHANGE_PD (mr->pd may be a
+		 * parent domain gone since) */
+		.pd = (flags & IBV_REREG_MR_CHANGE_PD) ? pd->handle : 0,
 		.access = (uint32_t)access & ~(uint32_t)IBV_ACCESS_OPTIONAL_RANGE,
 		.addr = (uintptr_t)((flags & IBV_REREG_MR_CHANGE_TRANSLATION) ?
 				    addr : mr->addr),

@@ -87,9 +87,24 @@ struct ibv_pd *urv_alloc_parent_domain(struct ibv_context *ibctx,
 	return &pd->ibpd;
 }
 
-/* ibv_dealloc_pd of a parent domain: nothing of the daemon's goes */
+void urv_pdom_get(struct ibv_pd *ibpd)
+{
+	if (ibpd && to_upd(ibpd)->inner)
+		__atomic_add_fetch(&to_upd(ibpd)->users, 1, __ATOMIC_RELEASE);
+}
+
+void urv_pdom_put(struct ibv_pd *ibpd)
+{
+	if (ibpd && to_upd(ibpd)->inner)
+		__atomic_sub_fetch(&to_upd(ibpd)->users, 1, __ATOMIC_RELEASE);
+}
+
+/* ibv_dealloc_pd of a parent domain: nothing of the daemon's goes; EBUSY
+ * while QPs or CQs made on it exist (mlx5) */
 int urv_dealloc_parent_domain(struct urv_pd *pd)
 {
+	if (__atomic_load_n(&pd->users, __ATOMIC_ACQUIRE))
+		return EBUSY;
 	__atomic_sub_fetch(&pd->inner->parents, 1, __ATOMIC_RELEASE);
 	if (pd->td)
 		__atomic_sub_fetch(&pd->td->refs, 1, __ATOMIC_RELEASE);

@@ -91,6 +91,7 @@ struct urv_pd {
 	struct urv_td *td;      /* its thread domain, or NULL */
 	void *pd_context;       /* IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT */
 	unsigned parents;       /* a PD: parent domains made from it (atomic) */
+	unsigned users;         /* a parent domain: its QPs and CQs (atomic), as mlx5 counts */
 };
 
 static inline struct urv_pd *to_upd(struct ibv_pd *pd)
@@ -131,6 +132,7 @@ struct urv_cq {
 	uint64_t gone_check_ns; /* last daemon liveness check (CLOCK_MONOTONIC) */
 	uint64_t empty_since_ns; /* start of the current empty streak, 0 = none */
 	uint64_t wc_flags_ex;   /* ibv_create_cq_ex wc_flags */
+	struct ibv_pd *pdom;    /* IBV_CQ_INIT_ATTR_MASK_PD: its parent domain */
 	struct uroce_cqe *cur;  /* ibv_cq_ex: the entry being read */
 	uint32_t cur_idx;
 };
@@ -290,6 +292,9 @@ int urv_dealloc_td(struct ibv_td *td);
 struct ibv_pd *urv_alloc_parent_domain(struct ibv_context *c,
 				       struct ibv_parent_domain_init_attr *attr);
 int urv_dealloc_parent_domain(struct urv_pd *pd);
+/* a QP or CQ made on pd, or gone (nothing for a plain PD or NULL) */
+void urv_pdom_get(struct ibv_pd *pd);
+void urv_pdom_put(struct ibv_pd *pd);
 
 /* dm.c: device memory */
 struct ibv_dm *urv_alloc_dm(struct ibv_context *c, struct ibv_alloc_dm_attr *attr);

@@ -399,14 +399,20 @@ static void parent_domain(void)
 			    (uintptr_t)t.buf + 32768, mr->rkey, 1));
 	vt_poll_n(ibv_cq_ex_to_cq(cq), 1, &wc);
 	CHECK(wc.status == IBV_WC_SUCCESS && !memcmp(t.buf, t.buf + 32768, 64));
-	/* in use: the PD under a parent domain, the TD of one */
+	/* in use: the PD under a parent domain, the TD of one, the parent
+	 * domain with QPs and a CQ on it (mlx5 counts those two) */
 	CHECK(ibv_dealloc_pd(t.pd) == EBUSY);
 	CHECK(ibv_dealloc_td(td) == EBUSY);
 	CHECK(pd_allocs == 0); /* uroce takes no queue memory from the process */
+	CHECK(ibv_dealloc_pd(par) == EBUSY);
 	CHECK(!ibv_destroy_qp(qa) && !ibv_destroy_qp(qb));
-	CHECK(!ibv_dereg_mr(mr));
+	CHECK(ibv_dealloc_pd(par) == EBUSY);
 	CHECK(!ibv_destroy_cq(ibv_cq_ex_to_cq(cq)));
+	/* an MR on it is not counted, and lives on as the PD's */
 	CHECK(!ibv_dealloc_pd(par));
+	CHECK(!ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			    IBV_ACCESS_LOCAL_WRITE));
+	CHECK(!ibv_dereg_mr(mr));
 	CHECK(!ibv_dealloc_td(td));
 	vt_fini(&t); /* deallocates the PD: no longer busy */
 }
