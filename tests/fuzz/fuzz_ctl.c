@@ -130,6 +130,13 @@ static const struct { uint16_t req, rep; uint8_t fds_out; } fz_shape[UROCE_OP_MA
 	[UROCE_OP_DESTROY_AH] = { sizeof(struct uroce_handle_msg), 0, 0 },
 	[UROCE_OP_ATTACH_MCAST] = { sizeof(struct uroce_mcast_req), 0, 0 },
 	[UROCE_OP_DETACH_MCAST] = { sizeof(struct uroce_mcast_req), 0, 0 },
+	[UROCE_OP_UCMA_OPEN] = { 0, sizeof(struct uroce_ucma_open_rep), 1 },
+	/* an rdma_ucm command's reply is as long as the command's output: see fz_reply */
+	[UROCE_OP_UCMA_CMD] = { sizeof(struct uroce_ucma_cmd_req), 0, 0 },
+	[UROCE_OP_UCMA_CLOSE] = { sizeof(struct uroce_handle_msg), 0, 0 },
+	[UROCE_OP_QUERY_CM_STATS] = { 0, sizeof(struct uroce_cm_stats_rep), 0 },
+	[UROCE_OP_QUERY_CC] = { sizeof(struct uroce_query_stats_req),
+				sizeof(struct uroce_query_cc_rep), 0 },
 	[UROCE_OP_QUERY_STATS] = { sizeof(struct uroce_query_stats_req),
 				   sizeof(struct uroce_query_stats_rep), 0 },
 	/* uroce-ctl's (the harness's uid is the daemon's: admin ops allowed) */
@@ -278,6 +285,7 @@ static void fz_pump(struct fz *f)
  * its ordinary cross-process path, never through the in-process shortcut
  * tests use. */
 static int fz_helper = -1;
+static pid_t fz_helper_pid; /* the client process: its /proc/<pid>/mem is what HELLO takes */
 
 static void fz_helper_main(int s)
 {
@@ -413,9 +421,13 @@ static int fz_make_fd(struct fz *f, uint8_t kind)
 	case 11: /* a regular file */
 		fd = open(fz_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 		break;
-	case 12:
-		fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	case 12: { /* the client's own memory, as the shim sends it: HELLO succeeds */
+		char path[32];
+
+		snprintf(path, sizeof(path), "/proc/%d/mem", (int)fz_helper_pid);
+		fd = open(path, O_RDWR | O_CLOEXEC);
 		break;
+	}
 	default: /* a stream socket */
 		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) == 0) {
 			fz_keep(f, p[1]);
@@ -772,6 +784,8 @@ static bool fz_reply(struct fz *f, uint32_t op, uint32_t seq, size_t sent, uint3
 		}
 		if (op == UROCE_OP_IMPORT && mask == UROCE_IMPORT_DM)
 			wfds = 1; /* the device memory's memfd */
+		if (op == UROCE_OP_UCMA_CMD)
+			want = h.len - sizeof(h) <= UROCE_UCMA_MAX_OUT ? h.len - sizeof(h) : ~(size_t)0;
 		fz_assert(h.len == sizeof(h) + want && nfds == wfds);
 		/* Remember what it created, for later messages. */
 		if (want >= 4 && f->nh < FZ_MAX_HANDLES && op != UROCE_OP_HELLO &&
@@ -907,6 +921,7 @@ static pid_t fz_helper_start(void)
 	}
 	close(sp[1]);
 	fz_helper = sp[0];
+	fz_helper_pid = pid;
 	return pid;
 }
 
@@ -982,6 +997,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fz_assert(f.dm->dev.nqp == nqp0 && fz_dev_objs(&f.dm->dev) == nobj0);
 	for (unsigned i = 0; i < f.nkeep; i++)
 		close(f.keep[i]);
+	/* a capture an input started (root may) outlives its client, as in
+	 * the daemon; here it ends with the run */
+	struct uroce_capture_rep cr;
+	emu_admin_capture_stop(f.dm, &cr);
 	emu_ctl_close(f.dm);
 	emu_dev_fini(&f.dm->dev);
 	close(f.dm->epfd);
