@@ -152,8 +152,7 @@ struct ibv_cq_ex *urv_create_cq_ex(struct ibv_context *ibctx,
 	if (!cq)
 		return NULL;
 	if (a->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) {
-		cq->pdom = a->parent_domain;
-		urv_pdom_get(cq->pdom);
+		cq->pdom = urv_pdom_get(a->parent_domain);
 	}
 	return &cq->ex;
 }

@@ -87,16 +87,18 @@ struct ibv_pd *urv_alloc_parent_domain(struct ibv_context *ibctx,
 	return &pd->ibpd;
 }
 
-void urv_pdom_get(struct ibv_pd *ibpd)
+struct urv_pd *urv_pdom_get(struct ibv_pd *ibpd)
 {
-	if (ibpd && to_upd(ibpd)->inner)
-		__atomic_add_fetch(&to_upd(ibpd)->users, 1, __ATOMIC_RELEASE);
+	if (!ibpd || !to_upd(ibpd)->inner)
+		return NULL;
+	__atomic_add_fetch(&to_upd(ibpd)->users, 1, __ATOMIC_RELEASE);
+	return to_upd(ibpd);
 }
 
-void urv_pdom_put(struct ibv_pd *ibpd)
+void urv_pdom_put(struct urv_pd *pdom)
 {
-	if (ibpd && to_upd(ibpd)->inner)
-		__atomic_sub_fetch(&to_upd(ibpd)->users, 1, __ATOMIC_RELEASE);
+	if (pdom)
+		__atomic_sub_fetch(&pdom->users, 1, __ATOMIC_RELEASE);
 }
 
 /* ibv_dealloc_pd of a parent domain: nothing of the daemon's goes; EBUSY

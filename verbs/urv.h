@@ -132,7 +132,7 @@ struct urv_cq {
 	uint64_t gone_check_ns; /* last daemon liveness check (CLOCK_MONOTONIC) */
 	uint64_t empty_since_ns; /* start of the current empty streak, 0 = none */
 	uint64_t wc_flags_ex;   /* ibv_create_cq_ex wc_flags */
-	struct ibv_pd *pdom;    /* IBV_CQ_INIT_ATTR_MASK_PD: its parent domain */
+	struct urv_pd *pdom;    /* IBV_CQ_INIT_ATTR_MASK_PD: its parent domain */
 	struct uroce_cqe *cur;  /* ibv_cq_ex: the entry being read */
 	uint32_t cur_idx;
 };
@@ -168,6 +168,7 @@ struct urv_qp {
 	struct urv_wq rq;
 	struct ibv_qp_cap cap;
 	uint32_t sq_sig_all;
+	struct urv_pd *pdom;    /* made on a parent domain: that one */
 	void *map;
 	size_t map_size;
 	/* ibv_qp_ex batch */
@@ -292,9 +293,11 @@ int urv_dealloc_td(struct ibv_td *td);
 struct ibv_pd *urv_alloc_parent_domain(struct ibv_context *c,
 				       struct ibv_parent_domain_init_attr *attr);
 int urv_dealloc_parent_domain(struct urv_pd *pd);
-/* a QP or CQ made on pd, or gone (nothing for a plain PD or NULL) */
-void urv_pdom_get(struct ibv_pd *pd);
-void urv_pdom_put(struct ibv_pd *pd);
+/* a QP or CQ made on pd: its parent domain, held (NULL: a plain PD);
+ * put when the object goes (never read the object's pd then: a PD may
+ * be an imported one unimported since) */
+struct urv_pd *urv_pdom_get(struct ibv_pd *pd);
+void urv_pdom_put(struct urv_pd *pdom);
 
 /* dm.c: device memory */
 struct ibv_dm *urv_alloc_dm(struct ibv_context *c, struct ibv_alloc_dm_attr *attr);
