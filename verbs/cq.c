@@ -133,6 +133,13 @@ struct ibv_cq_ex *urv_create_cq_ex(struct ibv_context *ibctx,
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
+	/* as mlx5: the PD mask names a parent domain of this context */
+	if ((a->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
+	    (!a->parent_domain || a->parent_domain->context != ibctx ||
+	     !to_upd(a->parent_domain)->inner)) {
+		errno = EINVAL;
+		return NULL;
+	}
 	/* SINGLE_THREADED is only a hint; IGNORE_OVERRUN would need the
 	 * daemon to keep writing over unread CQEs, which it never does */
 	if ((a->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
@@ -142,7 +149,12 @@ struct ibv_cq_ex *urv_create_cq_ex(struct ibv_context *ibctx,
 	}
 	cq = cq_create(ibctx, (int)a->cqe, a->cq_context, a->channel,
 		       (int)a->comp_vector, a->wc_flags);
-	return cq ? &cq->ex : NULL;
+	if (!cq)
+		return NULL;
+	if (a->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) {
+		cq->pdom = urv_pdom_get(a->parent_domain);
+	}
+	return &cq->ex;
 }
 
 int urv_resize_cq(struct ibv_cq *ibcq, int cqe)
@@ -196,6 +208,7 @@ int urv_destroy_cq(struct ibv_cq *ibcq)
 		pthread_cond_wait(&ibcq->cond, &ibcq->mutex);
 	pthread_mutex_unlock(&ibcq->mutex);
 	munmap(cq->ring, cq->map_size);
+	urv_pdom_put(cq->pdom);
 	pthread_mutex_destroy(&ibcq->mutex);
 	pthread_cond_destroy(&ibcq->cond);
 	free(cq);

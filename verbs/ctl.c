@@ -11,6 +11,33 @@
 
 #include "urv.h"
 
+/* After a fork, parent and children hold the same control socket (a
+ * kernel uverbs fd is shared the same way, and rdma-core's
+ * test_multi_process_alloc_dm allocates device memory from five children
+ * at once): a request and its reply must then be one exchange across
+ * processes too, which the per-process mutex cannot give. A POSIX record
+ * lock on the socket is per process and goes away with a holder that
+ * dies; only a process that has forked, or was forked, pays for it. */
+static bool urv_forked;
+
+static void urv_ctl_forked(void)
+{
+	urv_forked = true;
+}
+
+__attribute__((constructor)) static void urv_ctl_init(void)
+{
+	pthread_atfork(NULL, urv_ctl_forked, urv_ctl_forked);
+}
+
+static void urv_ctl_xlock(int sock, short type)
+{
+	struct flock fl = { .l_type = type, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1 };
+
+	while (fcntl(sock, F_SETLKW, &fl) < 0 && errno == EINTR)
+		;
+}
+
 int urv_ctl(struct urv_context *c, uint32_t op, const void *req,
 	    size_t req_len, void *rep, size_t rep_len, const int *fds_in,
 	    int nfds_in, int *fds_out, int nfds_out)
@@ -24,8 +51,13 @@ int urv_ctl(struct urv_context *c, uint32_t op, const void *req,
 		pthread_mutex_unlock(&c->ctl_lock);
 		return -ENODEV;
 	}
+	bool x = __atomic_load_n(&urv_forked, __ATOMIC_RELAXED);
+	if (x)
+		urv_ctl_xlock(c->sock, F_WRLCK);
 	ret = urv_ctl_raw(c->sock, &c->seq, op, req, req_len, rep, rep_len,
 			  fds_in, nfds_in, fds_out, nfds_out);
+	if (x)
+		urv_ctl_xlock(c->sock, F_UNLCK);
 	if (ret == -ENODEV)
 		__atomic_store_n(&c->dead, true, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&c->ctl_lock);

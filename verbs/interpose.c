@@ -176,17 +176,17 @@ URV_EXPORT void ibv_unimport_mr(struct ibv_mr *mr)
 
 URV_EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *c, uint32_t h)
 {
-	if (urv_ctx_ours(c)) {
-		errno = EOPNOTSUPP;
-		return NULL;
-	}
+	if (urv_ctx_ours(c))
+		return urv_import_dm(c, h);
 	FWD(NULL, ibv_import_dm, c, h);
 }
 
 URV_EXPORT void ibv_unimport_dm(struct ibv_dm *dm)
 {
-	if (OURS(dm))
+	if (OURS(dm)) {
+		urv_unimport_dm(dm);
 		return;
+	}
 	FWD_VOID(ibv_unimport_dm, dm);
 }
 

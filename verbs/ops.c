@@ -34,12 +34,6 @@ static struct ibv_counters *no_create_counters(struct ibv_context *c,
 { (void)c; (void)a; errno = EOPNOTSUPP; return NULL; }
 static int no_destroy_counters(struct ibv_counters *c)
 { (void)c; return EOPNOTSUPP; }
-static struct ibv_mr *no_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm,
-				   uint64_t o, size_t l, unsigned int a)
-{ (void)pd; (void)dm; (void)o; (void)l; (void)a; errno = EOPNOTSUPP; return NULL; }
-static struct ibv_dm *no_alloc_dm(struct ibv_context *c, struct ibv_alloc_dm_attr *a)
-{ (void)c; (void)a; errno = EOPNOTSUPP; return NULL; }
-static int no_free_dm(struct ibv_dm *dm) { (void)dm; return EOPNOTSUPP; }
 static int no_modify_esp(struct ibv_flow_action *a, struct ibv_flow_action_esp_attr *e)
 { (void)a; (void)e; return EOPNOTSUPP; }
 static int no_destroy_action(struct ibv_flow_action *a) { (void)a; return EOPNOTSUPP; }
@@ -48,12 +42,6 @@ static struct ibv_flow_action *no_create_esp(struct ibv_context *c,
 { (void)c; (void)a; errno = EOPNOTSUPP; return NULL; }
 static int no_rate_limit(struct ibv_qp *qp, struct ibv_qp_rate_limit_attr *a)
 { (void)qp; (void)a; return EOPNOTSUPP; }
-static struct ibv_pd *no_parent_domain(struct ibv_context *c,
-				       struct ibv_parent_domain_init_attr *a)
-{ (void)c; (void)a; errno = EOPNOTSUPP; return NULL; }
-static int no_dealloc_td(struct ibv_td *td) { (void)td; return EOPNOTSUPP; }
-static struct ibv_td *no_alloc_td(struct ibv_context *c, struct ibv_td_init_attr *a)
-{ (void)c; (void)a; errno = EOPNOTSUPP; return NULL; }
 static int no_modify_cq(struct ibv_cq *cq, struct ibv_modify_cq_attr *a)
 { (void)cq; (void)a; return EOPNOTSUPP; }
 static int no_post_srq_ops(struct ibv_srq *s, struct ibv_ops_wr *o, struct ibv_ops_wr **b)
@@ -137,16 +125,16 @@ void urv_set_ops(struct urv_context *c)
 	v->attach_counters_point_flow = no_attach_counters;
 	v->create_counters = no_create_counters;
 	v->destroy_counters = no_destroy_counters;
-	v->reg_dm_mr = no_reg_dm_mr;
-	v->alloc_dm = no_alloc_dm;
-	v->free_dm = no_free_dm;
+	v->reg_dm_mr = urv_reg_dm_mr;
+	v->alloc_dm = urv_alloc_dm;
+	v->free_dm = urv_free_dm;
 	v->modify_flow_action_esp = no_modify_esp;
 	v->destroy_flow_action = no_destroy_action;
 	v->create_flow_action_esp = no_create_esp;
 	v->modify_qp_rate_limit = no_rate_limit;
-	v->alloc_parent_domain = no_parent_domain;
-	v->dealloc_td = no_dealloc_td;
-	v->alloc_td = no_alloc_td;
+	v->alloc_parent_domain = urv_alloc_parent_domain;
+	v->dealloc_td = urv_dealloc_td;
+	v->alloc_td = urv_alloc_td;
 	v->modify_cq = no_modify_cq;
 	v->post_srq_ops = no_post_srq_ops;
 	v->destroy_rwq_ind_table = no_destroy_rwq;

@@ -34,6 +34,11 @@ int urv_dealloc_pd(struct ibv_pd *ibpd)
 	struct uroce_handle_msg req = { .handle = ibpd->handle };
 	int ret;
 
+	if (to_upd(ibpd)->inner)
+		return urv_dealloc_parent_domain(to_upd(ibpd));
+	if (__atomic_load_n(&to_upd(ibpd)->parents, __ATOMIC_ACQUIRE))
+		return EBUSY; /* a parent domain stands for it */
+
 	ret = urv_ctl(to_uctx(ibpd->context), UROCE_OP_DEALLOC_PD, &req,
 		      sizeof(req), NULL, 0, NULL, 0, NULL, 0);
 	/* a dead daemon has released everything already */
@@ -90,7 +95,9 @@ int urv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd,
 	struct uroce_rereg_mr_req req = {
 		.handle = mr->handle,
 		.flags = (uint32_t)flags,
-		.pd = (flags & IBV_REREG_MR_CHANGE_PD) ? pd->handle : mr->pd->handle,
+		/* the daemon reads it only with CHANGE_PD (mr->pd may be a
+		 * parent domain gone since) */
+		.pd = (flags & IBV_REREG_MR_CHANGE_PD) ? pd->handle : 0,
 		.access = (uint32_t)access & ~(uint32_t)IBV_ACCESS_OPTIONAL_RANGE,
 		.addr = (uintptr_t)((flags & IBV_REREG_MR_CHANGE_TRANSLATION) ?
 				    addr : mr->addr),

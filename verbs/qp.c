@@ -99,6 +99,7 @@ static void qp_fill(struct urv_qp *qp, struct ibv_context *ibctx,
 	q->context = ibctx;
 	q->qp_context = a->qp_context;
 	q->pd = a->pd;
+	qp->pdom = urv_pdom_get(a->pd);
 	q->send_cq = a->send_cq;
 	q->recv_cq = a->recv_cq;
 	q->srq = a->srq;
@@ -318,6 +319,7 @@ int urv_destroy_qp(struct ibv_qp *ibqp)
 		pthread_cond_wait(&ibqp->cond, &ibqp->mutex);
 	pthread_mutex_unlock(&ibqp->mutex);
 	munmap(qp->map, qp->map_size);
+	urv_pdom_put(qp->pdom);
 	pthread_mutex_destroy(&ibqp->mutex);
 	pthread_cond_destroy(&ibqp->cond);
 	free(qp);

@@ -82,9 +82,22 @@ struct urv_obj {
 	uint32_t events_got;    /* async or completion events handed out */
 };
 
+struct urv_td;
 struct urv_pd {
 	struct ibv_pd ibpd;
+	/* a parent domain (pdomain.c) has the handle of the PD it was made
+	 * from, so every call that takes a PD serves it as that PD */
+	struct urv_pd *inner;   /* parent domain: that PD; NULL: a PD */
+	struct urv_td *td;      /* its thread domain, or NULL */
+	void *pd_context;       /* IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT */
+	unsigned parents;       /* a PD: parent domains made from it (atomic) */
+	unsigned users;         /* a parent domain: its QPs and CQs (atomic), as mlx5 counts */
 };
+
+static inline struct urv_pd *to_upd(struct ibv_pd *pd)
+{
+	return urv_container_of(pd, struct urv_pd, ibpd);
+}
 
 struct urv_mr {
 	struct ibv_mr ibmr;
@@ -119,6 +132,7 @@ struct urv_cq {
 	uint64_t gone_check_ns; /* last daemon liveness check (CLOCK_MONOTONIC) */
 	uint64_t empty_since_ns; /* start of the current empty streak, 0 = none */
 	uint64_t wc_flags_ex;   /* ibv_create_cq_ex wc_flags */
+	struct urv_pd *pdom;    /* IBV_CQ_INIT_ATTR_MASK_PD: its parent domain */
 	struct uroce_cqe *cur;  /* ibv_cq_ex: the entry being read */
 	uint32_t cur_idx;
 };
@@ -154,6 +168,7 @@ struct urv_qp {
 	struct urv_wq rq;
 	struct ibv_qp_cap cap;
 	uint32_t sq_sig_all;
+	struct urv_pd *pdom;    /* made on a parent domain: that one */
 	void *map;
 	size_t map_size;
 	/* ibv_qp_ex batch */
@@ -271,6 +286,26 @@ struct ibv_mw *urv_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
 int urv_dealloc_mw(struct ibv_mw *mw);
 int urv_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
 		struct ibv_mw_bind *bind);
+
+/* pdomain.c: thread domains and parent domains */
+struct ibv_td *urv_alloc_td(struct ibv_context *c, struct ibv_td_init_attr *attr);
+int urv_dealloc_td(struct ibv_td *td);
+struct ibv_pd *urv_alloc_parent_domain(struct ibv_context *c,
+				       struct ibv_parent_domain_init_attr *attr);
+int urv_dealloc_parent_domain(struct urv_pd *pd);
+/* a QP or CQ made on pd: its parent domain, held (NULL: a plain PD);
+ * put when the object goes (never read the object's pd then: a PD may
+ * be an imported one unimported since) */
+struct urv_pd *urv_pdom_get(struct ibv_pd *pd);
+void urv_pdom_put(struct urv_pd *pdom);
+
+/* dm.c: device memory */
+struct ibv_dm *urv_alloc_dm(struct ibv_context *c, struct ibv_alloc_dm_attr *attr);
+int urv_free_dm(struct ibv_dm *dm);
+struct ibv_mr *urv_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm, uint64_t off,
+			     size_t len, unsigned int access);
+struct ibv_dm *urv_import_dm(struct ibv_context *c, uint32_t handle);
+void urv_unimport_dm(struct ibv_dm *dm);
 
 struct ibv_comp_channel *urv_create_comp_channel(struct ibv_context *c);
 int urv_destroy_comp_channel(struct ibv_comp_channel *ch);

@@ -215,6 +215,7 @@ void emu_dev_hello(const struct emu_dev *d, struct uroce_hello_rep *r)
 	r->port_attr = d->port_attr;
 	r->port_attr.state = d->port_state;
 	r->gid_count = d->gid_count;
+	r->max_dm_size = emu_dm_max_size();
 	for (uint32_t i = 0; i < d->gid_count; i++) {
 		r->gids[i] = d->gids[i];
 		r->gid_type[i] = IBV_GID_TYPE_ROCE_V2;
@@ -232,6 +233,7 @@ uint32_t emu_lim_ctx[EMU_OBJ_NTYPES] = {
 	[EMU_OBJ_MW] = EMU_MAX_MW / 16, [EMU_OBJ_CHANNEL] = 256,
 	[EMU_OBJ_CQ] = EMU_MAX_CQ / 16, [EMU_OBJ_SRQ] = EMU_MAX_SRQ / 16,
 	[EMU_OBJ_QP] = EMU_MAX_QP / 16, [EMU_OBJ_AH] = EMU_MAX_AH / 16,
+	[EMU_OBJ_DM] = EMU_MAX_DM / 16,
 };
 uint32_t emu_lim_uid[EMU_OBJ_NTYPES] = {
 	[EMU_OBJ_NONE] = 128,
@@ -239,15 +241,29 @@ uint32_t emu_lim_uid[EMU_OBJ_NTYPES] = {
 	[EMU_OBJ_MW] = EMU_MAX_MW / 4, [EMU_OBJ_CHANNEL] = 1024,
 	[EMU_OBJ_CQ] = EMU_MAX_CQ / 4, [EMU_OBJ_SRQ] = EMU_MAX_SRQ / 4,
 	[EMU_OBJ_QP] = EMU_MAX_QP / 4, [EMU_OBJ_AH] = EMU_MAX_AH / 4,
+	[EMU_OBJ_DM] = EMU_MAX_DM / 4,
 };
 static const char *const emu_lim_name[EMU_OBJ_NTYPES] = {
 	[EMU_OBJ_NONE] = "ctx", [EMU_OBJ_PD] = "pd", [EMU_OBJ_MR] = "mr",
 	[EMU_OBJ_MW] = "mw", [EMU_OBJ_CHANNEL] = "channel", [EMU_OBJ_CQ] = "cq",
 	[EMU_OBJ_SRQ] = "srq", [EMU_OBJ_QP] = "qp", [EMU_OBJ_AH] = "ah",
+	[EMU_OBJ_DM] = "dm",
 };
 
 uint64_t emu_lim_ctx_mem = 256ull << 20;
 uint64_t emu_lim_uid_mem = 1ull << 30;
+
+/* device memory is daemon memory charged to the context (dm.c) */
+uint32_t emu_dm_max_size(void)
+{
+	uint64_t m = emu_lim_ctx_mem < emu_lim_uid_mem ? emu_lim_ctx_mem : emu_lim_uid_mem;
+
+	if (emu_lim_ctx[EMU_OBJ_DM] == 0 || emu_lim_uid[EMU_OBJ_DM] == 0)
+		return 0;
+	m &= ~(uint64_t)4095;
+	return m < EMU_DM_MAX_SIZE ? (uint32_t)m : EMU_DM_MAX_SIZE;
+}
+
 
 /* "mem=N[KMG]" */
 static int emu_limit_mem(const char *v, bool per_uid)

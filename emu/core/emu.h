@@ -42,6 +42,11 @@
 #define EMU_MAX_SRQ       8192
 #define EMU_MAX_SRQ_WR    16384
 #define EMU_MAX_SRQ_SGE   32
+#define EMU_MAX_DM        4096
+/* ibv_alloc_dm's largest allocation (max_dm_size), less when the
+ * context's memory limit is lower: it is daemon memory, charged as
+ * queue memory is (--limit mem=) */
+#define EMU_DM_MAX_SIZE   (256u << 10)
 #define EMU_MAX_MCAST_GRP 256
 #define EMU_MAX_MCAST_ATT 64     /* QPs per group */
 #define EMU_MAX_MR_SIZE   (1ull << 40)
@@ -105,6 +110,7 @@ enum emu_obj_type {
 	EMU_OBJ_SRQ,
 	EMU_OBJ_QP,
 	EMU_OBJ_AH,
+	EMU_OBJ_DM,
 	EMU_OBJ_NTYPES
 };
 
@@ -139,7 +145,34 @@ struct emu_mr {
 	uint32_t mw_bound;  /* windows bound to it: dereg = -EBUSY */
 	uint64_t gen;       /* dev->mr_epoch when registered or last reregistered */
 	uint32_t nmaps;     /* its pieces in ctx->maps (mrmap.c) */
+	struct emu_dm *dm;  /* ibv_reg_dm_mr: the device memory it covers */
 };
+
+/* Device memory (dm.c): a sealed memfd the daemon maps and the shim maps
+ * too. It has no address in the client's process, so each one gets a
+ * range of addresses no process can have (the kernel half), and an MR
+ * over it is a daemon-mapped piece at those addresses (mrmap.c): every
+ * placement and gather is a memcpy, and an address that misses the piece
+ * can only fail. */
+#define EMU_DM_VA_BASE  0xffff800000000000ull
+#define EMU_DM_VA_SHIFT 24 /* per handle: above EMU_DM_MAX_SIZE */
+struct emu_dm {
+	struct emu_ctx *ctx;
+	uint32_t handle;
+	uint64_t length;    /* as allocated (ibv_alloc_dm_attr.length) */
+	size_t size;        /* of the memfd: whole pages, charged to ctx */
+	int memfd;
+	uint8_t *map;
+	uint64_t va;        /* the address its byte 0 has in MRs over it */
+	uint32_t mrs;       /* MRs over it: free = -EBUSY */
+};
+
+/* The address local SGEs give byte 0 of mr: its process address, or for
+ * device memory (zero-based, nothing to point at) its iova */
+static inline uint64_t emu_mr_lbase(const struct emu_mr *mr)
+{
+	return mr->dm ? mr->iova : mr->addr;
+}
 
 /* A piece of an MR mapped into the daemon (mrmap.c): client addresses
  * [addr, addr + len) are base[0 .. len) here. */
@@ -556,6 +589,8 @@ int emu_mem_writev(struct emu_ctx *c, const struct iovec *local, unsigned nlocal
 int emu_mr_map(struct emu_ctx *c, const struct uroce_map_mr_req *q, int fd);
 void emu_mr_unmap(struct emu_mr *mr);
 int emu_mr_unmap_handle(struct emu_ctx *c, uint32_t handle);
+/* mr over device memory: its one piece is the DM's own mapping */
+int emu_mr_map_dm(struct emu_mr *mr, uint8_t *base);
 /* the daemon address of client [addr, addr + len) if one mapped piece of
  * c holds it (and may be written, if write), else NULL */
 uint8_t *emu_mrmap_find(const struct emu_ctx *c, uint64_t addr, uint64_t len, bool write);
@@ -723,6 +758,17 @@ int emu_mr_rereg(struct emu_ctx *c, const struct uroce_rereg_mr_req *q, struct u
 int emu_mr_dereg(struct emu_ctx *c, uint32_t handle);
 int emu_obj_import(struct emu_ctx *c, const struct uroce_import_req *q,
 		   struct uroce_import_rep *r);
+/* Device memory (dm.c; its MRs: objs.c). *memfd_out: still owned by the
+ * DM (send it). */
+int emu_dm_alloc(struct emu_ctx *c, const struct uroce_alloc_dm_req *q,
+		 struct uroce_alloc_dm_rep *r, int *memfd_out);
+int emu_dm_free(struct emu_ctx *c, uint32_t handle);
+int emu_dm_reg_mr(struct emu_ctx *c, const struct uroce_reg_dm_mr_req *q,
+		  struct uroce_reg_mr_rep *r);
+int emu_dm_import(struct emu_ctx *c, uint32_t handle, uint64_t *length, int *memfd_out);
+/* largest allocation the limits allow (ibv_query_device_ex max_dm_size;
+ * ctx.c, with the limits) */
+uint32_t emu_dm_max_size(void);
 int emu_mw_alloc(struct emu_ctx *c, const struct uroce_alloc_mw_req *q, struct uroce_alloc_mw_rep *r);
 int emu_mw_dealloc(struct emu_ctx *c, uint32_t handle);
 int emu_channel_create(struct emu_ctx *c, int wfd, uint32_t *handle); /* takes wfd */

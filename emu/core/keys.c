@@ -99,7 +99,7 @@ struct emu_mr *emu_mr_check_lkey(struct emu_pd *pd, uint32_t lkey, uint64_t addr
 		*err = -EINVAL;
 		return NULL;
 	}
-	if (!emu_range_ok(addr, len, mr->addr, mr->length)) {
+	if (!emu_range_ok(addr, len, emu_mr_lbase(mr), mr->length)) {
 		*err = -ERANGE;
 		return NULL;
 	}

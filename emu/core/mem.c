@@ -227,6 +227,9 @@ int emu_mem_attach(struct emu_ctx *c, int fd)
 static int emu_mem_sys_xfer(struct emu_ctx *c, const struct iovec *l, unsigned nl,
 			    const struct emu_rvec *r, unsigned nr, bool write)
 {
+	for (unsigned i = 0; i < nr; i++)
+		if (r[i].addr + r[i].len > EMU_DM_VA_BASE)
+			return -EFAULT; /* device memory is reached only through its piece */
 	c->mr_syscall += nr;
 	c->dev->cnt.mr_syscall += nr;
 	static __thread pid_t self;

@@ -261,6 +261,19 @@ int emu_mr_map(struct emu_ctx *c, const struct uroce_map_mr_req *q, int fd)
 	return 0;
 }
 
+int emu_mr_map_dm(struct emu_mr *mr, uint8_t *base)
+{
+	struct emu_mrmap m = { .mr = mr, .addr = mr->addr, .len = mr->length, .base = base,
+			       .writable = emu_mr_writes(mr) };
+	int rc = emu_mrmap_insert(mr->ctx, &m);
+
+	if (rc)
+		return rc;
+	mr->nmaps++;
+	mr->ctx->dev->nmrmaps++;
+	return 0;
+}
+
 void emu_mr_unmap(struct emu_mr *mr)
 {
 	struct emu_ctx *c = mr->ctx;
@@ -270,7 +283,8 @@ void emu_mr_unmap(struct emu_mr *mr)
 		return;
 	for (i = 0; i < c->nmaps; i++) {
 		if (c->maps[i].mr == mr) {
-			munmap(c->maps[i].map, c->maps[i].maplen);
+			if (c->maps[i].map) /* none: device memory, the DM's own */
+				munmap(c->maps[i].map, c->maps[i].maplen);
 			c->dev->nmrmaps--;
 			continue;
 		}

@@ -111,17 +111,19 @@ static int emu_mr_args(struct emu_ctx *c, uint64_t addr, uint64_t len, unsigned 
 	return 0;
 }
 
-int emu_mr_reg(struct emu_ctx *c, const struct uroce_reg_mr_req *q, struct uroce_reg_mr_rep *r)
+static int emu_mr_rep(const struct emu_mr *mr, struct uroce_reg_mr_rep *r)
 {
-	struct emu_pd *pd = emu_ctx_get(c, q->pd, EMU_OBJ_PD);
-	int rc;
+	r->handle = mr->handle;
+	r->lkey = mr->lkey;
+	r->rkey = mr->rkey;
+	r->rsvd = 0;
+	return 0;
+}
 
-	if (!pd)
-		return -EINVAL;
-	if ((rc = emu_mr_args(c, q->addr, q->length, q->access)))
-		return rc;
-	if (q->iova + q->length < q->iova)
-		return -EINVAL;
+/* an MR of pd with keys and a handle; the caller checked the arguments */
+static int emu_mr_new(struct emu_ctx *c, struct emu_pd *pd, uint64_t addr, uint64_t len,
+		      uint64_t iova, unsigned access, struct emu_mr **out)
+{
 	if (c->nobj[EMU_OBJ_MR] >= EMU_MAX_MR || emu_ctx_quota(c, EMU_OBJ_MR))
 		return -ENOMEM;
 	struct emu_mr *mr = calloc(1, sizeof(*mr));
@@ -129,12 +131,12 @@ int emu_mr_reg(struct emu_ctx *c, const struct uroce_reg_mr_req *q, struct uroce
 		return -ENOMEM;
 	mr->ctx = c;
 	mr->pd = pd;
-	mr->addr = q->addr;
-	mr->length = q->length;
-	mr->iova = q->iova;
-	mr->access = q->access;
+	mr->addr = addr;
+	mr->length = len;
+	mr->iova = iova;
+	mr->access = access;
 	mr->gen = ++c->dev->mr_epoch;
-	rc = emu_key_alloc(c->dev, EMU_OBJ_MR, mr, &mr->lkey);
+	int rc = emu_key_alloc(c->dev, EMU_OBJ_MR, mr, &mr->lkey);
 	if (rc) {
 		free(mr);
 		return rc;
@@ -147,11 +149,25 @@ int emu_mr_reg(struct emu_ctx *c, const struct uroce_reg_mr_req *q, struct uroce
 		return rc;
 	}
 	pd->refcnt++;
-	r->handle = mr->handle;
-	r->lkey = mr->lkey;
-	r->rkey = mr->rkey;
-	r->rsvd = 0;
+	*out = mr;
 	return 0;
+}
+
+int emu_mr_reg(struct emu_ctx *c, const struct uroce_reg_mr_req *q, struct uroce_reg_mr_rep *r)
+{
+	struct emu_pd *pd = emu_ctx_get(c, q->pd, EMU_OBJ_PD);
+	struct emu_mr *mr;
+	int rc;
+
+	if (!pd)
+		return -EINVAL;
+	if ((rc = emu_mr_args(c, q->addr, q->length, q->access)))
+		return rc;
+	if (q->iova + q->length < q->iova)
+		return -EINVAL;
+	if ((rc = emu_mr_new(c, pd, q->addr, q->length, q->iova, q->access, &mr)))
+		return rc;
+	return emu_mr_rep(mr, r);
 }
 
 int emu_mr_rereg(struct emu_ctx *c, const struct uroce_rereg_mr_req *q, struct uroce_reg_mr_rep *r)
@@ -168,6 +184,8 @@ int emu_mr_rereg(struct emu_ctx *c, const struct uroce_rereg_mr_req *q, struct u
 		return -EINVAL;
 	if (mr->mw_bound)
 		return -EBUSY;
+	if (mr->dm)
+		return -EINVAL; /* device memory has no translation to change */
 	if (q->flags & IBV_REREG_MR_CHANGE_PD) {
 		pd = emu_ctx_get(c, q->pd, EMU_OBJ_PD);
 		if (!pd)
@@ -197,11 +215,7 @@ int emu_mr_rereg(struct emu_ctx *c, const struct uroce_rereg_mr_req *q, struct u
 	mr->iova = iova;
 	mr->access = access;
 	mr->gen = ++c->dev->mr_epoch; /* messages in flight through it fail */
-	r->handle = mr->handle;
-	r->lkey = mr->lkey;
-	r->rkey = mr->rkey;
-	r->rsvd = 0;
-	return 0;
+	return emu_mr_rep(mr, r);
 }
 
 int emu_mr_dereg(struct emu_ctx *c, uint32_t handle)
@@ -214,10 +228,49 @@ int emu_mr_dereg(struct emu_ctx *c, uint32_t handle)
 		return -EBUSY;
 	emu_mr_unmap(mr);
 	emu_key_free(c->dev, mr->lkey);
+	if (mr->dm)
+		mr->dm->mrs--;
 	mr->pd->refcnt--;
 	emu_ctx_drop(c, handle);
 	free(mr);
 	return 0;
+}
+
+/* what mlx5 lets a DM MR have (its MLX5_DM_ALLOWED_ACCESS, without the
+ * optional range, which the shim drops) */
+#define EMU_DM_ACCESS_OK (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+			  IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | \
+			  IBV_ACCESS_ZERO_BASED)
+/* The kernel's checks for UVERBS_METHOD_DM_MR_REG (zero-based, local
+ * write with remote write or atomic, range inside the allocation) and
+ * mlx5's access set. */
+int emu_dm_reg_mr(struct emu_ctx *c, const struct uroce_reg_dm_mr_req *q,
+		  struct uroce_reg_mr_rep *r)
+{
+	struct emu_pd *pd = emu_ctx_get(c, q->pd, EMU_OBJ_PD);
+	struct emu_dm *dm = emu_ctx_get(c, q->dm, EMU_OBJ_DM);
+	struct emu_mr *mr;
+	int rc;
+
+	if (!pd || !dm || q->rsvd)
+		return -EINVAL;
+	if (!(q->access & IBV_ACCESS_ZERO_BASED) || (q->access & ~(unsigned)EMU_DM_ACCESS_OK))
+		return -EINVAL;
+	if ((q->access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	    !(q->access & IBV_ACCESS_LOCAL_WRITE))
+		return -EINVAL;
+	if (q->offset > dm->length || q->length > dm->length - q->offset)
+		return -EINVAL;
+	rc = emu_mr_new(c, pd, dm->va + q->offset, q->length, 0, q->access, &mr);
+	if (rc)
+		return rc;
+	mr->dm = dm;
+	dm->mrs++;
+	if (q->length && (rc = emu_mr_map_dm(mr, dm->map + q->offset))) {
+		emu_mr_dereg(c, mr->handle);
+		return rc;
+	}
+	return emu_mr_rep(mr, r);
 }
 
 /* ibv_import_pd / ibv_import_mr through a second ibv_context of the same
@@ -1060,13 +1113,13 @@ void emu_mcast_detach_all(struct emu_qp *qp)
 	}
 }
 
-/* Destroy order: QPs (they reference everything), SRQs, AHs, MWs, MRs, CQs,
- * channels, PDs. */
+/* Destroy order: QPs (they reference everything), SRQs, AHs, MWs, MRs,
+ * device memory, CQs, channels, PDs. */
 void emu_ctx_destroy(struct emu_ctx *c)
 {
 	static const enum emu_obj_type order[] = {
 		EMU_OBJ_QP, EMU_OBJ_SRQ, EMU_OBJ_AH, EMU_OBJ_MW, EMU_OBJ_MR,
-		EMU_OBJ_CQ, EMU_OBJ_CHANNEL, EMU_OBJ_PD,
+		EMU_OBJ_DM, EMU_OBJ_CQ, EMU_OBJ_CHANNEL, EMU_OBJ_PD,
 	};
 	struct emu_dev *d = c->dev;
 
@@ -1082,6 +1135,7 @@ void emu_ctx_destroy(struct emu_ctx *c)
 			case EMU_OBJ_AH: rc = emu_ah_destroy(c, i); break;
 			case EMU_OBJ_MW: rc = emu_mw_dealloc(c, i); break;
 			case EMU_OBJ_MR: rc = emu_mr_dereg(c, i); break;
+			case EMU_OBJ_DM: rc = emu_dm_free(c, i); break;
 			case EMU_OBJ_CQ: rc = emu_cq_destroy(c, i); break;
 			case EMU_OBJ_CHANNEL: rc = emu_channel_destroy(c, i); break;
 			case EMU_OBJ_PD: rc = emu_pd_dealloc(c, i); break;

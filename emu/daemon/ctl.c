@@ -389,6 +389,8 @@ union emu_req {
 	struct uroce_map_mr_req map;
 	struct uroce_alloc_mw_req mw;
 	struct uroce_import_req imp;
+	struct uroce_alloc_dm_req dm;
+	struct uroce_reg_dm_mr_req dmmr;
 	struct uroce_create_cq_req cq;
 	struct uroce_resize_cq_req rcq;
 	struct uroce_create_srq_req srq;
@@ -411,6 +413,7 @@ union emu_rep {
 	struct uroce_reg_mr_rep mr;
 	struct uroce_alloc_mw_rep mw;
 	struct uroce_import_rep imp;
+	struct uroce_alloc_dm_rep dm;
 	struct uroce_create_cq_rep cq;
 	struct uroce_create_srq_rep srq;
 	struct ibv_srq_attr srq_attr;
@@ -520,8 +523,32 @@ static int emu_op_unmap_mr(struct emu_op *k)
 
 static int emu_op_import(struct emu_op *k)
 {
+	const struct uroce_import_req *q = &k->q->imp;
+
 	k->rlen = sizeof(k->rep->imp);
-	return emu_obj_import(k->c, &k->q->imp, &k->rep->imp);
+	if (q->type != UROCE_IMPORT_DM)
+		return emu_obj_import(k->c, q, &k->rep->imp);
+	memset(&k->rep->imp, 0, sizeof(k->rep->imp));
+	if (q->pd || q->rsvd)
+		return -EINVAL;
+	return emu_dm_import(k->c, q->handle, &k->rep->imp.length, &k->mfd);
+}
+
+static int emu_op_alloc_dm(struct emu_op *k)
+{
+	k->rlen = sizeof(k->rep->dm);
+	return emu_dm_alloc(k->c, &k->q->dm, &k->rep->dm, &k->mfd);
+}
+
+static int emu_op_free_dm(struct emu_op *k)
+{
+	return emu_dm_free(k->c, k->q->hm.handle);
+}
+
+static int emu_op_reg_dm_mr(struct emu_op *k)
+{
+	k->rlen = sizeof(k->rep->mr);
+	return emu_dm_reg_mr(k->c, &k->q->dmmr, &k->rep->mr);
 }
 
 static int emu_op_alloc_mw(struct emu_op *k)
@@ -789,6 +816,9 @@ static const struct {
 	[UROCE_OP_UNMAP_MR] = { sizeof(struct uroce_handle_msg), 0, emu_op_unmap_mr },
 	[UROCE_OP_IMPORT] = { sizeof(struct uroce_import_req), 0, emu_op_import },
 	[UROCE_OP_QUERY_CC] = { sizeof(struct uroce_query_stats_req), 0, emu_op_query_cc },
+	[UROCE_OP_ALLOC_DM] = { sizeof(struct uroce_alloc_dm_req), 0, emu_op_alloc_dm },
+	[UROCE_OP_FREE_DM] = { sizeof(struct uroce_handle_msg), 0, emu_op_free_dm },
+	[UROCE_OP_REG_DM_MR] = { sizeof(struct uroce_reg_dm_mr_req), 0, emu_op_reg_dm_mr },
 };
 
 /* validate the header against the shape table: 0 or the reply status */

@@ -340,6 +340,7 @@ static int xp_sge_ranges(struct emu_qp *qp, const struct uroce_sge *sge, unsigne
 						      access, &err);
 		if (!mr || mr->gen > epoch)
 			return -EACCES;
+		rv[n].addr = mr->addr + (rv[n].addr - emu_mr_lbase(mr)); /* DM: its piece */
 		n++;
 		left -= l;
 		off = 0;
@@ -394,6 +395,9 @@ unsigned xp_sge_inline(struct emu_qp *qp, const struct uroce_sge *sge, unsigned 
 	n = xp_sge_ranges(qp, sge, nsge, 0, len, IBV_ACCESS_LOCAL_WRITE, epoch, rv);
 	if (n <= 0 || n > UROCE_CQE_INL_SEGS)
 		return 0;
+	for (int i = 0; i < n; i++)
+		if (rv[i].addr >= EMU_DM_VA_BASE)
+			return 0; /* device memory: the shim has no address to copy to */
 	for (int i = 0; i < n; i++) {
 		inl->seg[i].addr = rv[i].addr;
 		inl->seg[i].len = (uint32_t)rv[i].len;

@@ -348,6 +348,10 @@ enum uroce_op {
 	UROCE_OP_UNMAP_MR,       /**< uroce_handle_msg: drop every mapping of an MR */
 	UROCE_OP_IMPORT,         /**< ibv_import_pd / ibv_import_mr: uroce_import_req */
 	UROCE_OP_QUERY_CC,       /**< DCQCN of the device and its QPs (uroce-stat) */
+	UROCE_OP_ALLOC_DM,       /**< ibv_alloc_dm: uroce_alloc_dm_req -> uroce_alloc_dm_rep;
+				  *  fds out: [0] the device memory's memfd (sealed size) */
+	UROCE_OP_FREE_DM,        /**< uroce_handle_msg; -EBUSY while an MR uses it */
+	UROCE_OP_REG_DM_MR,      /**< ibv_reg_dm_mr: uroce_reg_dm_mr_req -> uroce_reg_mr_rep */
 	UROCE_OP_MAX
 };
 
@@ -380,7 +384,7 @@ struct uroce_hello_rep {
 	struct ibv_device_attr dev_attr;
 	struct ibv_port_attr port_attr;   /**< port 1; uroce devices have one port */
 	uint32_t gid_count;
-	uint32_t rsvd;
+	uint32_t max_dm_size;              /**< largest ibv_alloc_dm this context may make */
 	union ibv_gid gids[UROCE_MAX_GIDS];
 	uint32_t gid_type[UROCE_MAX_GIDS]; /**< enum ibv_gid_type (IBV_GID_TYPE_ROCE_V2) */
 	uint16_t pkeys[1];                 /**< P_Key table: 0xffff */
@@ -438,7 +442,8 @@ struct uroce_map_mr_req {
  *  (ibv_import_device on its control socket, in the process that opened
  *  it) names a PD or MR of the connection by handle; the daemon says
  *  whether that object exists (an MR: in that PD) and what an MR is. */
-enum uroce_import_type { UROCE_IMPORT_PD = 1, UROCE_IMPORT_MR = 2 };
+enum uroce_import_type { UROCE_IMPORT_PD = 1, UROCE_IMPORT_MR = 2,
+			 UROCE_IMPORT_DM = 3 /**< length in the reply; fds out: [0] its memfd */ };
 struct uroce_import_req {
 	uint32_t type;    /**< enum uroce_import_type */
 	uint32_t handle;
@@ -451,6 +456,23 @@ struct uroce_import_rep {
 	uint64_t length;
 	uint64_t iova;
 	uint32_t access;
+	uint32_t rsvd;
+};
+
+/** Device memory (ibv_alloc_dm): daemon memory the shim maps; an MR over
+ *  it (ibv_reg_dm_mr) is zero-based and reached by the daemon with memcpy. */
+struct uroce_alloc_dm_req {
+	uint64_t length;
+	uint32_t log_align_req;
+	uint32_t comp_mask;   /**< must be 0 */
+};
+struct uroce_alloc_dm_rep { uint32_t handle; uint32_t rsvd; uint64_t length; };
+struct uroce_reg_dm_mr_req {
+	uint32_t pd;
+	uint32_t dm;          /**< handle from UROCE_OP_ALLOC_DM */
+	uint64_t offset;      /**< into the device memory */
+	uint64_t length;
+	uint32_t access;      /**< enum ibv_access_flags, IBV_ACCESS_ZERO_BASED set */
 	uint32_t rsvd;
 };
 

@@ -131,6 +131,13 @@ static const struct { uint16_t req, rep; uint8_t fds_out; } fz_shape[UROCE_OP_MA
 	[UROCE_OP_DESTROY_AH] = { sizeof(struct uroce_handle_msg), 0, 0 },
 	[UROCE_OP_ATTACH_MCAST] = { sizeof(struct uroce_mcast_req), 0, 0 },
 	[UROCE_OP_DETACH_MCAST] = { sizeof(struct uroce_mcast_req), 0, 0 },
+	[UROCE_OP_UCMA_OPEN] = { 0, sizeof(struct uroce_ucma_open_rep), 1 },
+	/* an rdma_ucm command's reply is as long as the command's output: see fz_reply */
+	[UROCE_OP_UCMA_CMD] = { sizeof(struct uroce_ucma_cmd_req), 0, 0 },
+	[UROCE_OP_UCMA_CLOSE] = { sizeof(struct uroce_handle_msg), 0, 0 },
+	[UROCE_OP_QUERY_CM_STATS] = { 0, sizeof(struct uroce_cm_stats_rep), 0 },
+	[UROCE_OP_QUERY_CC] = { sizeof(struct uroce_query_stats_req),
+				sizeof(struct uroce_query_cc_rep), 0 },
 	[UROCE_OP_QUERY_STATS] = { sizeof(struct uroce_query_stats_req),
 				   sizeof(struct uroce_query_stats_rep), 0 },
 	/* uroce-ctl's (the harness's uid is the daemon's: admin ops allowed) */
@@ -153,6 +160,11 @@ static const struct { uint16_t req, rep; uint8_t fds_out; } fz_shape[UROCE_OP_MA
 	[UROCE_OP_QUERY_CM_STATS] = { 0, sizeof(struct uroce_cm_stats_rep), 0 },
 	[UROCE_OP_QUERY_CC] = { sizeof(struct uroce_query_stats_req),
 				sizeof(struct uroce_query_cc_rep), 0 },
+	[UROCE_OP_ALLOC_DM] = { sizeof(struct uroce_alloc_dm_req),
+				sizeof(struct uroce_alloc_dm_rep), 1 },
+	[UROCE_OP_FREE_DM] = { sizeof(struct uroce_handle_msg), 0, 0 },
+	[UROCE_OP_REG_DM_MR] = { sizeof(struct uroce_reg_dm_mr_req),
+				 sizeof(struct uroce_reg_mr_rep), 0 },
 };
 
 /* The simulated port drops every frame: only the control path matters. */
@@ -686,6 +698,35 @@ static size_t fz_body(struct fz *f, struct fz_in *in, uint32_t op, uint8_t *b)
 			snprintf((char *)b, UROCE_FAULT_SPEC_MAX, "%s", specs[(how >> 1) % 8]);
 		break;
 	}
+	case UROCE_OP_ALLOC_DM: {
+		struct uroce_alloc_dm_req *q = (void *)b;
+		uint8_t how = fz_u8(in);
+
+		q->length = how & 1 ? fz_u64(in) : fz_u32(in) % (EMU_DM_MAX_SIZE + 8192);
+		q->log_align_req = how & 2 ? fz_u32(in) : fz_u8(in) % 16;
+		q->comp_mask = how & 4 ? fz_u32(in) : 0;
+		break;
+	}
+	case UROCE_OP_REG_DM_MR: {
+		struct uroce_reg_dm_mr_req *q = (void *)b;
+		uint8_t how = fz_u8(in);
+
+		q->pd = fz_handle(f, in);
+		q->dm = fz_handle(f, in);
+		q->offset = how & 1 ? fz_u64(in) : fz_u16(in);
+		q->length = how & 2 ? fz_u64(in) : fz_u16(in);
+		q->access = fz_access(in) | (how & 4 ? 0 : IBV_ACCESS_ZERO_BASED);
+		break;
+	}
+	case UROCE_OP_IMPORT: {
+		struct uroce_import_req *q = (void *)b;
+
+		q->type = fz_u8(in) % 5;
+		q->handle = fz_handle(f, in);
+		q->pd = fz_handle(f, in);
+		break;
+	}
+	case UROCE_OP_FREE_DM:
 	case UROCE_OP_DEALLOC_PD:
 	case UROCE_OP_DEREG_MR:
 	case UROCE_OP_DEALLOC_MW:
@@ -757,6 +798,8 @@ static bool fz_reply(struct fz *f, uint32_t op, uint32_t seq, size_t sent, uint3
 			want = sizeof(struct uroce_create_srq_rep);
 			wfds = 1;
 		}
+		if (op == UROCE_OP_IMPORT && mask == UROCE_IMPORT_DM)
+			wfds = 1; /* the device memory's memfd */
 		if (op == UROCE_OP_UCMA_CMD) /* the command's own response, if any */
 			want = h.len - sizeof(h) <= UROCE_UCMA_MAX_OUT ? h.len - sizeof(h) : ~(size_t)0;
 		fz_assert(h.len == sizeof(h) + want && nfds == wfds);
@@ -782,8 +825,8 @@ static void fz_message(struct fz *f, struct fz_in *in)
 		uint8_t b[CMSG_SPACE(sizeof(int) * FZ_MAX_FDS_OUT)];
 	} cb;
 	uint8_t kind = fz_u8(in), fk = fz_u8(in);
-	/* op from the kind's low 5 bits plus the descriptor byte's 0x20 bit, so
-	 * every op up to 63 is reachable without a raw 32-bit op */
+	/* op from the kind's low 5 bits plus the descriptor byte's 0x20 bit
+	 * (ops up to 63, whether they exist or not) */
 	uint32_t op = (kind & 0x1fu) | (fk & 0x20u), mask = 0;
 	struct uroce_msg_hdr h;
 	size_t blen, len;
@@ -791,11 +834,18 @@ static void fz_message(struct fz *f, struct fz_in *in)
 	unsigned nfds = fk & 0x80 ? fk % (FZ_MAX_FDS_OUT + 1) : (fk & 0x40 ? 1 : 0);
 	ssize_t sent;
 
-	if (op == 0 || op >= UROCE_OP_MAX)
-		op = kind & 0x20 ? fz_u32(in) : op;
+	/* ops past 31 (those appended since): from the next word, or any
+	 * number at all */
+	if (op == 0 && (kind & 0x20)) {
+		uint32_t v = fz_u32(in);
+
+		op = v & 1 ? v >> 1 : 32 + (v >> 1) % (UROCE_OP_MAX - 31);
+	}
 	blen = fz_body(f, in, op, msg + sizeof(h));
 	if (op == UROCE_OP_MODIFY_SRQ)
 		mask = ((struct uroce_modify_srq_req *)(msg + sizeof(h)))->attr_mask;
+	if (op == UROCE_OP_IMPORT)
+		mask = ((struct uroce_import_req *)(msg + sizeof(h)))->type;
 	len = sizeof(h) + blen;
 	h.op = op;
 	h.seq = ++f->seq;

@@ -141,7 +141,7 @@ def malformed():
     s += msg(ALLOC_PD, mode=2, extra=U16(17))                     # one byte too long
     s += msg(CREATE_QP, bytes(12), mode=3, extra=b"\x00", status=5)  # status field set
     s += bytes([0x20 | 0, 0]) + U32(0x7fffffff) + b"\x00"          # unknown op
-    s += bytes([0x20 | 0, 0]) + U32(43) + b"\x00"                 # UROCE_OP_MAX
+    s += bytes([0x20 | 0, 0]) + U32(2 * abi_op("MAX") + 1) + b"\x00"  # UROCE_OP_MAX
     s += msg(QUERY_PORT, bytes([0]))
     s += msg(QUERY_PORT, bytes([2]))
     s += msg(MODIFY_QP, bytes([1]) + handle(0) + bytes(range(200)))  # raw attr
@@ -162,6 +162,50 @@ def every_late_op():
     return s
 
 
+def abi_op(name):
+    """The number of UROCE_OP_<name> in include/uroce/abi.h (ops are appended there)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../include/uroce/abi.h")
+    text = open(path).read()
+    body = text[text.index("enum uroce_op {"):]
+    body = body[:body.index("};")]
+    n = 0
+    for line in body.split("\n"):
+        line = line.split("/*")[0].split("*")[0].strip()
+        if not line.startswith("UROCE_OP_"):
+            continue
+        sym = line.split(",")[0].split("=")[0].strip()
+        if "=" in line:
+            n = int(line.split("=")[1].split(",")[0])
+        if sym == "UROCE_OP_" + name:
+            return n
+        n += 1
+    raise KeyError(name)
+
+
+def ext(op, body=b"", fds=()):
+    """An op past 31: kind 0x20 with op 0, then the word fz_message maps to 32 + word / 2."""
+    fk = 0 if not fds else (0x40 if len(fds) == 1 else 0x80 | len(fds))
+    return bytes([0x20, fk]) + U32((op - 32) << 1) + body + b"\x00" + bytes(fds)
+
+
+def chain_dm():
+    """Device memory: allocate, register (zero-based), free while registered (EBUSY),
+    import, deregister, free; refusals for a comp_mask and a registration without
+    IBV_ACCESS_ZERO_BASED."""
+    alloc, free, reg, imp = (abi_op(n) for n in ("ALLOC_DM", "FREE_DM", "REG_DM_MR", "IMPORT"))
+    s = hello(fd=12)  # fz_make_fd kind 12: /proc/self/mem, as the shim sends
+    s += msg(ALLOC_PD)                                                 # h0 pd
+    s += ext(alloc, bytes([0]) + U32(8192) + bytes([3]))               # h1 dm (+ memfd)
+    s += ext(reg, bytes([0]) + handle(0) + handle(1) + U16(4096) + U16(4096) + bytes([0x0f]))  # h2
+    s += ext(free, handle(1))                                          # EBUSY
+    s += ext(imp, bytes([3]) + handle(1) + bytes([0xf0]))              # h3 (+ memfd); pd 0
+    s += ext(alloc, bytes([4]) + U32(64) + bytes([0]) + U32(1))        # comp_mask: EINVAL
+    s += ext(reg, bytes([4]) + handle(0) + handle(1) + U16(0) + U16(64) + bytes([0x01]))  # EINVAL
+    s += msg(DEREG_MR, handle(2))
+    s += ext(free, handle(1))
+    return s
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -169,6 +213,7 @@ def main():
         "chain-rc": chain_rc(), "chain-ud-mcast": chain_ud_mcast(),
         "every-fd-kind": every_fd_kind(), "every-hello-fd": every_hello_fd(),
         "malformed": malformed(), "every-late-op": every_late_op(),
+        "chain-dm": chain_dm(),
     }
     for name, data in seeds.items():
         with open(os.path.join(out, name), "wb") as f:
