@@ -154,12 +154,6 @@ static const struct { uint16_t req, rep; uint8_t fds_out; } fz_shape[UROCE_OP_MA
 	[UROCE_OP_MAP_MR] = { sizeof(struct uroce_map_mr_req), 0, 0 },
 	[UROCE_OP_UNMAP_MR] = { sizeof(struct uroce_handle_msg), 0, 0 },
 	[UROCE_OP_IMPORT] = { sizeof(struct uroce_import_req), sizeof(struct uroce_import_rep), 0 },
-	[UROCE_OP_UCMA_OPEN] = { 0, sizeof(struct uroce_ucma_open_rep), 1 },
-	[UROCE_OP_UCMA_CMD] = { sizeof(struct uroce_ucma_cmd_req), 0, 0 }, /* see fz_reply */
-	[UROCE_OP_UCMA_CLOSE] = { sizeof(struct uroce_handle_msg), 0, 0 },
-	[UROCE_OP_QUERY_CM_STATS] = { 0, sizeof(struct uroce_cm_stats_rep), 0 },
-	[UROCE_OP_QUERY_CC] = { sizeof(struct uroce_query_stats_req),
-				sizeof(struct uroce_query_cc_rep), 0 },
 	[UROCE_OP_ALLOC_DM] = { sizeof(struct uroce_alloc_dm_req),
 				sizeof(struct uroce_alloc_dm_rep), 1 },
 	[UROCE_OP_FREE_DM] = { sizeof(struct uroce_handle_msg), 0, 0 },
