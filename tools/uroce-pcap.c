@@ -230,6 +230,23 @@ static void tool_aeth(struct tool_line *l, const struct wire_aeth *a)
 }
 
 /* Everything the parser decoded, as far as it got. */
+/* FLUSH: placement type and selectivity level by name; values a
+ * responder refuses (no type, reserved bits, level 2/3) are marked. */
+static void tool_feth(struct tool_line *l, const struct wire_feth *f)
+{
+	static const char *const lvl[4] = { "range", "mr", "reserved2", "reserved3" };
+
+	tool_put(l, " feth[type=%s%s%s", f->plt & WIRE_FLUSH_GLOBAL ? "global" : "",
+		 (f->plt & WIRE_FLUSH_TYPES) == WIRE_FLUSH_TYPES ? "|" : "",
+		 f->plt & WIRE_FLUSH_PERSISTENT ? "persistent" : "");
+	if (f->plt & ~WIRE_FLUSH_TYPES || !f->plt)
+		tool_put(l, "%s0x%x", f->plt & WIRE_FLUSH_TYPES ? "|" : "", f->plt & ~WIRE_FLUSH_TYPES);
+	tool_put(l, " level=%s", lvl[f->sel & 3]);
+	if (f->resv)
+		tool_put(l, " resv=0x%07" PRIx32, f->resv);
+	tool_put(l, "%s]", wire_feth_valid(f) ? "" : " NOT-EXECUTABLE");
+}
+
 static void tool_describe(struct tool_line *l, const struct wire_pkt *p, enum wire_reason r)
 {
 	const struct wire_bth *b = &p->bth;
@@ -274,6 +291,8 @@ static void tool_describe(struct tool_line *l, const struct wire_pkt *p, enum wi
 		tool_put(l, " tver=%u", b->tver);
 	if (r != WIRE_OK && r != WIRE_R_PAD && r != WIRE_R_PAYLOAD_MISSING)
 		return; /* extension headers are not decoded yet or not trustworthy */
+	if (p->hdrs & WIRE_HDR_FETH)
+		tool_feth(l, &p->feth);
 	if (p->hdrs & WIRE_HDR_RETH)
 		tool_put(l, " reth[va=0x%" PRIx64 " rkey=0x%08" PRIx32 " len=%" PRIu32 "]",
 			 p->reth.va, p->reth.rkey, p->reth.dma_len);

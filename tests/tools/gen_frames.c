@@ -62,6 +62,8 @@ static void tool_emit(struct tool_gen *g, const struct wire_pkt *d, unsigned fla
 	tool_check(p.payload_len == d->payload_len);
 	tool_check(!d->payload_len || !memcmp(p.payload, d->payload, d->payload_len));
 	tool_check(p.icrc_ok);
+	tool_check(!(op->hdrs & WIRE_HDR_FETH) ||
+		   (p.feth.plt == d->feth.plt && p.feth.sel == d->feth.sel && !p.feth.resv));
 
 	rc = pcapw_write(g->w, tool_frame, len, g->ts);
 	if (rc)
@@ -221,6 +223,10 @@ int main(int argc, char **argv)
 				d.deth.sqpn = (0x12 + variant) & 0xffffff;
 				d.imm = 0xcafe0000u | variant;
 				d.ieth_rkey = 0x00abc000u | variant;
+				d.feth.plt = (uint8_t)(1 + (variant + ver) % 3);
+				d.feth.sel = (uint8_t)(ver == 4);
+				if (opc == WIRE_OP_RC_FLUSH)
+					d.reth.dma_len = 0x10000u + variant;
 				d.payload = tool_payload;
 				d.payload_len = sizes[s];
 				/* IPv6 needs a UDP checksum (RFC 8200); IPv4 sends 0 like
