@@ -131,6 +131,8 @@ static unsigned tool_sizes(const struct wire_opcode_info *op, uint32_t *out)
 
 	if (!(op->flags & WIRE_OPF_PAYLOAD)) {
 		out[n++] = 0;
+	} else if (op == wire_opcode_info(WIRE_OP_RC_ATOMIC_WRITE)) {
+		out[n++] = 8; /* what a responder executes (uroce-pcap check) */
 	} else if (op->flags & WIRE_OPF_PAYLOAD_REQUIRED) {
 		/* FIRST/MIDDLE: whole MTU chunks, never padded */
 		for (unsigned i = 0; i < sizeof(mid) / sizeof(mid[0]); i++)
@@ -227,6 +229,8 @@ int main(int argc, char **argv)
 				d.feth.sel = (uint8_t)(ver == 4);
 				if (opc == WIRE_OP_RC_FLUSH)
 					d.reth.dma_len = 0x10000u + variant;
+				if (opc == WIRE_OP_RC_ATOMIC_WRITE)
+					d.reth.dma_len = 8;
 				d.payload = tool_payload;
 				d.payload_len = sizes[s];
 				/* IPv6 needs a UDP checksum (RFC 8200); IPv4 sends 0 like

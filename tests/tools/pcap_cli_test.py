@@ -326,6 +326,24 @@ def interop_negative(t, gen_pcap, gen_expect, checker, tshark):
     expect(any(ln.split()[2:5] == ["[fd00:77::12]:57236", ">", "[fe80::5054:ff:fe4d:b]:4791"] and
                ln.endswith(" CNP (0x81) qp=0x000011 psn=0 BECN icrc=ok") for ln in body),
            "decode of the generated IPv6 CNP")
+    # IBTA 1.5 requests that parse but no responder executes: check fails on them
+    # (frame 108: an IPv4 FLUSH of type global; byte 57 = FETH low byte)
+    c = t.corrupt(gen_pcap, "--packet", "108", "--flip", "57:0", "--fix-icrc")
+    rc, o, e = t("check", c)
+    expect(rc == 1, "check of a FLUSH with no placement type: rc %d\n%s" % (rc, o))
+    expect_in("not executable flush-feth-not-executable: 1 (first at frame 108)", o, "check FLUSH rule")
+    rc, o, e = t("decode", c)
+    expect_in(" feth[type=0x0 level=mr] reth[", o, "decode of FLUSH type 0")
+    expect_in(" NOT-EXECUTABLE flush-feth-not-executable icrc=ok", o, "decode of FLUSH type 0")
+    aw = [ln for ln in body if "RC RDMA ATOMIC WRITE (0x1d)" in ln and "[" not in ln.split()[2]]
+    expect(aw, "an IPv4 ATOMIC WRITE in the generated frames")
+    n = int(aw[0].split()[0])
+    # the low byte of its RETH length (frame bytes 66..69, 4 more with a VLAN tag) from 8 to 9
+    off = 69 + (4 if " vlan=" in aw[0] else 0)
+    c = t.corrupt(gen_pcap, "--packet", str(n), "--set", "%d:9" % off, "--fix-icrc")
+    rc, o, e = t("check", c)
+    expect(rc == 1 and ("not executable atomic-write-not-8-aligned-bytes: 1 (first at frame %d)" % n) in o,
+           "check of an ATOMIC WRITE of RETH length 9: rc %d\n%s" % (rc, o))
     base = [sys.executable, checker, "--tshark", tshark]
     rc, o, e = run(*base, gen_pcap, gen_expect)
     expect(rc == 0 and "; 0 problems" in o, "interop check of good frames: rc %d\n%s" % (rc, o[-2000:]))
