@@ -3,8 +3,9 @@
  * uroce-pcap: decode and check RoCEv2 captures with the wire/ parser.
  *
  *   uroce-pcap decode FILE            one line per frame
- *   uroce-pcap check FILE...          summary; exit 0 only if every RoCEv2 frame is valid
- *                                     and every CM MAD (UD SEND to QP1) is well formed
+ *   uroce-pcap check FILE...          summary; exit 0 only if every RoCEv2 frame is valid,
+ *                                     every CM MAD (UD SEND to QP1) is well formed and
+ *                                     every ATOMIC WRITE / FLUSH is one a responder executes
  *   uroce-pcap corrupt IN OUT ...     write a damaged copy (for tests)
  *
  * Exit status: 0 ok, 1 invalid RoCEv2 frames found (check), 2 usage, file or
@@ -230,6 +231,23 @@ static void tool_aeth(struct tool_line *l, const struct wire_aeth *a)
 }
 
 /* Everything the parser decoded, as far as it got. */
+/* FLUSH: placement type and selectivity level by name (reserved values
+ * in hex); tool_rule says whether a responder executes it. */
+static void tool_feth(struct tool_line *l, const struct wire_feth *f)
+{
+	static const char *const lvl[4] = { "range", "mr", "reserved2", "reserved3" };
+
+	tool_put(l, " feth[type=%s%s%s", f->plt & WIRE_FLUSH_GLOBAL ? "global" : "",
+		 (f->plt & WIRE_FLUSH_TYPES) == WIRE_FLUSH_TYPES ? "|" : "",
+		 f->plt & WIRE_FLUSH_PERSISTENT ? "persistent" : "");
+	if (f->plt & ~WIRE_FLUSH_TYPES || !f->plt)
+		tool_put(l, "%s0x%x", f->plt & WIRE_FLUSH_TYPES ? "|" : "", f->plt & ~WIRE_FLUSH_TYPES);
+	tool_put(l, " level=%s", lvl[f->sel & 3]);
+	if (f->resv)
+		tool_put(l, " resv=0x%07" PRIx32, f->resv);
+	tool_put(l, "]");
+}
+
 static void tool_describe(struct tool_line *l, const struct wire_pkt *p, enum wire_reason r)
 {
 	const struct wire_bth *b = &p->bth;
@@ -274,6 +292,8 @@ static void tool_describe(struct tool_line *l, const struct wire_pkt *p, enum wi
 		tool_put(l, " tver=%u", b->tver);
 	if (r != WIRE_OK && r != WIRE_R_PAD && r != WIRE_R_PAYLOAD_MISSING)
 		return; /* extension headers are not decoded yet or not trustworthy */
+	if (p->hdrs & WIRE_HDR_FETH)
+		tool_feth(l, &p->feth);
 	if (p->hdrs & WIRE_HDR_RETH)
 		tool_put(l, " reth[va=0x%" PRIx64 " rkey=0x%08" PRIx32 " len=%" PRIu32 "]",
 			 p->reth.va, p->reth.rkey, p->reth.dma_len);
@@ -352,8 +372,30 @@ static enum wire_mad_reason tool_cm(const struct wire_pkt *p, struct tool_line *
 
 /* ---- decode / check --------------------------------------------------- */
 
+/* IBTA 1.5 requests that parse but no responder executes: an ATOMIC
+ * WRITE that is not 8 bytes (payload and RETH length) to an 8-aligned
+ * address, a FLUSH whose FETH has no type, a reserved type bit or a
+ * reserved level (docs/transport.md). */
+enum tool_rule { TOOL_RULE_OK, TOOL_RULE_AWRITE, TOOL_RULE_FLUSH, TOOL_RULE_NUM };
+
+static const char *const tool_rule_desc[TOOL_RULE_NUM] = {
+	[TOOL_RULE_AWRITE] = "atomic-write-not-8-aligned-bytes",
+	[TOOL_RULE_FLUSH] = "flush-feth-not-executable",
+};
+
+static enum tool_rule tool_rule(const struct wire_pkt *p)
+{
+	if (p->bth.opcode == WIRE_OP_RC_ATOMIC_WRITE &&
+	    (p->payload_len != 8 || p->reth.dma_len != 8 || (p->reth.va & 7)))
+		return TOOL_RULE_AWRITE;
+	if (p->bth.opcode == WIRE_OP_RC_FLUSH && !wire_feth_valid(&p->feth))
+		return TOOL_RULE_FLUSH;
+	return TOOL_RULE_OK;
+}
+
 struct tool_stats {
 	uint64_t packets, valid, invalid, non_roce, short_caps;
+	uint64_t by_rule[TOOL_RULE_NUM], rule_first_at[TOOL_RULE_NUM];
 	uint64_t by_reason[WIRE_R_NUM];
 	uint64_t first_at[WIRE_R_NUM]; /* frame number of the first occurrence */
 	uint64_t mads, mad_invalid;
@@ -400,6 +442,11 @@ static void tool_add(struct tool_stats *t, const struct tool_stats *s)
 			t->first_at[i] = s->first_at[i];
 		t->by_reason[i] += s->by_reason[i];
 	}
+	for (unsigned i = 1; i < TOOL_RULE_NUM; i++) {
+		if (s->by_rule[i] && !t->by_rule[i])
+			t->rule_first_at[i] = s->rule_first_at[i];
+		t->by_rule[i] += s->by_rule[i];
+	}
 	t->mads += s->mads;
 	t->mad_invalid += s->mad_invalid;
 	for (unsigned i = 0; i < WIRE_MAD_R_NUM; i++) {
@@ -432,6 +479,9 @@ static bool tool_walk(struct tool_in *in, bool print, struct tool_stats *st)
 			st->short_caps++;
 		if (r == WIRE_OK && wire_pkt_is_gsi(&pkt))
 			tool_count_mad(st, tool_cm(&pkt, NULL), frame);
+		enum tool_rule rule = r == WIRE_OK ? tool_rule(&pkt) : TOOL_RULE_OK;
+		if (rule != TOOL_RULE_OK && !st->by_rule[rule]++)
+			st->rule_first_at[rule] = frame;
 		if (!print)
 			continue;
 
@@ -467,6 +517,8 @@ static bool tool_walk(struct tool_in *in, bool print, struct tool_stats *st)
 			tool_describe(&l, &pkt, r);
 			if (r == WIRE_OK && wire_pkt_is_gsi(&pkt))
 				(void)tool_cm(&pkt, &l);
+			if (rule != TOOL_RULE_OK)
+				tool_put(&l, " NOT-EXECUTABLE %s", tool_rule_desc[rule]);
 			if (r == WIRE_OK)
 				tool_put(&l, " icrc=ok");
 			else
@@ -496,6 +548,10 @@ static void tool_summary(const char *label, const struct tool_stats *s)
 		       wire_reason_str((enum wire_reason)r), s->by_reason[r],
 		       wire_reason_desc((enum wire_reason)r), s->first_at[r]);
 	}
+	for (unsigned i = 1; i < TOOL_RULE_NUM; i++)
+		if (s->by_rule[i])
+			printf("  not executable %s: %" PRIu64 " (first at frame %" PRIu64 ")\n",
+			       tool_rule_desc[i], s->by_rule[i], s->rule_first_at[i]);
 	if (s->mads)
 		printf("  CM MADs: %" PRIu64 " (%" PRIu64 " malformed)\n", s->mads, s->mad_invalid);
 	for (unsigned r = 1; r < WIRE_MAD_R_NUM; r++)
@@ -552,7 +608,11 @@ static int tool_cmd_check(int argc, char **argv)
 		tool_summary("total", &total);
 	if (err)
 		return TOOL_EXIT_ERROR;
-	return total.invalid || total.mad_invalid ? TOOL_EXIT_INVALID : TOOL_EXIT_OK;
+	bool rules = false;
+
+	for (unsigned i = 1; i < TOOL_RULE_NUM; i++)
+		rules |= total.by_rule[i] != 0;
+	return total.invalid || total.mad_invalid || rules ? TOOL_EXIT_INVALID : TOOL_EXIT_OK;
 }
 
 /* ---- corrupt ---------------------------------------------------------- */

@@ -435,7 +435,10 @@ int urv_query_device_ex(struct ibv_context *ibctx,
 	ex.completion_timestamp_mask = UINT64_MAX;
 	ex.hca_core_clock = 1000000;    /* kHz */
 	ex.phys_port_cnt_ex = ex.orig_attr.phys_port_cnt;
-	ex.device_cap_flags_ex = URV_DEVICE_ATOMIC_WRITE;
+	/* FLUSH of both placement types (docs/verbs.md: what persistent
+	 * means here) */
+	ex.device_cap_flags_ex = URV_DEVICE_ATOMIC_WRITE | UROCE_DEVICE_FLUSH_GLOBAL |
+				 UROCE_DEVICE_FLUSH_PERSISTENT;
 	ex.max_dm_size = to_uctx(ibctx)->info.max_dm_size;
 	memcpy(a, &ex, len < sizeof(ex) ? len : sizeof(ex));
 	return 0;

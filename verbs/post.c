@@ -93,6 +93,8 @@ static int send_validate(struct urv_qp *qp, const struct ibv_send_wr *wr)
 	if (!uroce_wr_allowed(q->qp_type, wr->opcode, wr->send_flags) ||
 	    wr->num_sge < 0)
 		return EINVAL;
+	if (wr->opcode == UROCE_WR_OP_FLUSH)
+		return EINVAL; /* ibv_qp_ex only: ibv_send_wr has no field for it */
 	needs = uroce_wr_info(wr->opcode)->needs;
 	if ((needs & UROCE_WR_ATOMIC) && (wr->wr.atomic.remote_addr & 7))
 		return EINVAL;
@@ -451,6 +453,25 @@ static void ex_atomic_write(struct ibv_qp_ex *ex, uint32_t rkey, uint64_t addr,
 	w->rdma.remote_addr = addr;
 	memcpy(&w->atomic.swap, v, 8);
 }
+/* IBTA 1.5 FLUSH: no payload, one packet; its operands in the WQE */
+static void ex_flush(struct ibv_qp_ex *ex, uint32_t rkey, uint64_t addr, size_t len,
+		     uint8_t type, uint8_t level)
+{
+	struct uroce_send_wqe *w = ex_new(ex, UROCE_WR_OP_FLUSH);
+
+	if (!w)
+		return;
+	if (!type || (type & ~(unsigned)(UROCE_FLUSH_GLOBAL | UROCE_FLUSH_PERSISTENT)) ||
+	    level > UROCE_FLUSH_MR || len > UINT32_MAX) {
+		ex_qp(ex)->ex_err = EINVAL;
+		return;
+	}
+	w->flush.rkey = rkey;
+	w->flush.remote_addr = addr;
+	w->flush.length = (uint32_t)len;
+	w->flush.type = type;
+	w->flush.level = level;
+}
 static void ex_set_xrc_srqn(struct ibv_qp_ex *ex, uint32_t n)
 {
 	(void)n;
@@ -546,4 +567,5 @@ void urv_qp_ex_init(struct urv_qp *qp)
 	ex->wr_complete = ex_wr_complete;
 	ex->wr_abort = ex_wr_abort;
 	ex->wr_atomic_write = ex_atomic_write;
+	qp->wr_flush = ex_flush;
 }

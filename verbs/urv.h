@@ -13,6 +13,7 @@
 
 #include <infiniband/verbs.h>
 #include <uroce/abi.h>
+#include <uroce/flush.h>
 #include "client.h"
 
 #define URV_MAX_DEVICES 32
@@ -159,6 +160,9 @@ struct urv_srq {
 
 struct urv_qp {
 	struct ibv_qp_ex ex;    /* starts with struct ibv_qp */
+	/* newer rdma-core's struct ibv_qp_ex goes on here (uroce/flush.h):
+	 * programs built against it call wr_flush at this offset */
+	uroce_wr_flush_fn wr_flush;
 	struct urv_obj obj;
 	struct urv_context *ctx;
 	urv_spin_t sq_lock;

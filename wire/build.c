@@ -146,6 +146,8 @@ static void build_transport(const struct wire_pkt *d, const struct wire_opcode_i
 		wire_put_be32(p + op->off[WIRE_HI_IETH], d->ieth_rkey);
 	if (op->hdrs & WIRE_HDR_CNP)
 		memcpy(p + op->off[WIRE_HI_CNP], d->cnp_resv, WIRE_CNP_RESV_LEN);
+	if (op->hdrs & WIRE_HDR_FETH)
+		wire_feth_encode(p + op->off[WIRE_HI_FETH], &d->feth);
 }
 
 /* validate -> L2 -> L3 -> UDP -> transport headers. */

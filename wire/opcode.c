@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /* The opcode table. Header order inside a packet is fixed by IBTA
- * (BTH, DETH, RETH, AtomicETH, AETH, AtomicAckETH, ImmDt, IETH), so every
+ * (BTH, FETH or DETH, RETH, AtomicETH, AETH, AtomicAckETH, ImmDt, IETH), so every
  * offset is a constant expression of the header mask and the table needs no
  * run-time initialisation. */
 #include "opcode.h"
+#include "feth.h"
 #include "hdr.h"
 
 #define H(x) WIRE_HDR_##x
 #define HAS(m, x) (((m) & H(x)) ? 1 : 0)
 
-#define O_DETH(m)   WIRE_BTH_LEN
+#define O_FETH(m)   WIRE_BTH_LEN
+#define O_DETH(m)   (O_FETH(m) + HAS(m, FETH) * WIRE_FETH_LEN)
 #define O_RETH(m)   (O_DETH(m) + HAS(m, DETH) * WIRE_DETH_LEN)
 #define O_ATOM(m)   (O_RETH(m) + HAS(m, RETH) * WIRE_RETH_LEN)
 #define O_AETH(m)   (O_ATOM(m) + HAS(m, ATOMICETH) * WIRE_ATOMICETH_LEN)
@@ -38,6 +40,7 @@
 			[WIRE_HI_IMMDT] = OFF(m, IMMDT, O_IMM(m)),           \
 			[WIRE_HI_IETH] = OFF(m, IETH, O_IETH(m)),            \
 			[WIRE_HI_CNP] = OFF(m, CNP, O_CNP(m)),               \
+			[WIRE_HI_FETH] = OFF(m, FETH, O_FETH(m)),            \
 			[WIRE_HI_PAYLOAD] = O_END(H(BTH) | (m)),             \
 		},                                                           \
 	}
@@ -95,6 +98,10 @@ const struct wire_opcode_info wire_opcode_table[256] = {
 	      SEND_FL(LAST) | F(COMP) | F(INV) | PL, H(IETH), SEND),
 	ENTRY(0x17, "RC SEND Only with Invalidate", "RC Send Only Invalidate",
 	      SEND_FL(ONLY) | F(COMP) | F(INV) | PL, H(IETH), SEND),
+	/* IBTA 1.5 RDMA FLUSH (rxe since Linux 6.2): no payload; answered
+	 * by a zero-length READ Response Only */
+	ENTRY(0x1c, "RC RDMA FLUSH", "Unknown OpCode" /* tshark 4.0 has no name for it */,
+	      RQ | ONLY, H(FETH) | H(RETH), FLUSH),
 	/* IBTA 1.5 RDMA ATOMIC WRITE (rxe since Linux 6.2): placed as a
 	 * WRITE of exactly 8 aligned bytes, acknowledged by an RC ACK */
 	ENTRY(0x1d, "RC RDMA ATOMIC WRITE", "Unknown OpCode" /* tshark 4.0 has no name for it */,
@@ -136,6 +143,7 @@ const char *wire_op_class_str(uint8_t cls)
 		[WIRE_OPC_ACK] = "ack",
 		[WIRE_OPC_ATOMIC_ACK] = "atomic-ack",
 		[WIRE_OPC_CNP] = "cnp",
+		[WIRE_OPC_FLUSH] = "flush",
 	};
 
 	if (cls >= sizeof(names) / sizeof(names[0]))

@@ -41,6 +41,7 @@ enum wire_opcode {
 	WIRE_OP_RC_FETCH_ADD             = 0x14,
 	WIRE_OP_RC_SEND_LAST_INV         = 0x16,
 	WIRE_OP_RC_SEND_ONLY_INV         = 0x17,
+	WIRE_OP_RC_FLUSH                 = 0x1c, /**< IBTA 1.5: FETH + RETH (feth.h) */
 	WIRE_OP_RC_ATOMIC_WRITE          = 0x1d, /**< IBTA 1.5: RETH + 8 bytes */
 
 	WIRE_OP_UC_SEND_FIRST            = 0x20,
@@ -83,13 +84,14 @@ enum wire_hdr_bit {
 	WIRE_HDR_IMMDT        = 1u << 6,
 	WIRE_HDR_IETH         = 1u << 7,
 	WIRE_HDR_CNP          = 1u << 8, /**< the 16 reserved bytes of a CNP */
+	WIRE_HDR_FETH         = 1u << 9, /**< FLUSH extended transport header */
 };
 
 /** Index of each header in wire_opcode_info::off[]. */
 enum wire_hdr_idx {
 	WIRE_HI_BTH, WIRE_HI_RETH, WIRE_HI_AETH, WIRE_HI_ATOMICETH,
 	WIRE_HI_ATOMICACKETH, WIRE_HI_DETH, WIRE_HI_IMMDT, WIRE_HI_IETH,
-	WIRE_HI_CNP, WIRE_HI_PAYLOAD, WIRE_HI_NUM
+	WIRE_HI_CNP, WIRE_HI_FETH, WIRE_HI_PAYLOAD, WIRE_HI_NUM
 };
 
 /** Property flags (wire_opcode_info::flags). */
@@ -120,6 +122,7 @@ enum wire_op_class {
 	WIRE_OPC_ACK,        /**< Acknowledge (completer) */
 	WIRE_OPC_ATOMIC_ACK, /**< ATOMIC Acknowledge (completer) */
 	WIRE_OPC_CNP,        /**< congestion notification (rate limiter) */
+	WIRE_OPC_FLUSH,      /**< RDMA FLUSH request: answer with a zero-length READ response */
 };
 
 /** One opcode table entry. Offsets are from the first byte of the BTH. */

@@ -183,6 +183,8 @@ static void parse_ext_hdrs(const uint8_t *bth, const struct wire_opcode_info *op
 		p->ieth_rkey = wire_get_be32(bth + op->off[WIRE_HI_IETH]);
 	if (op->hdrs & WIRE_HDR_CNP)
 		memcpy(p->cnp_resv, bth + op->off[WIRE_HI_CNP], WIRE_CNP_RESV_LEN);
+	if (op->hdrs & WIRE_HDR_FETH)
+		wire_feth_decode(bth + op->off[WIRE_HI_FETH], &p->feth);
 }
 
 /* Payload and pad; body = payload + pad bytes after the headers. */

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "feth.h"
 #include "gid.h"
 #include "hdr.h"
 #include "opcode.h"
@@ -129,6 +130,7 @@ struct wire_pkt {
 	                                        htobe32(imm)) */
 	uint32_t ieth_rkey;                /**< IETH: R_Key to invalidate */
 	uint8_t  cnp_resv[WIRE_CNP_RESV_LEN]; /**< CNP reserved bytes (zero on send) */
+	struct wire_feth feth;             /**< FLUSH: placement type and level */
 
 	/* payload */
 	const uint8_t *payload;  /**< into the frame (parser) / source bytes (builder) */

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "ucma_int.h"
+#include <uroce/flush.h>
 
 int ucma_cmd_connect(struct ucma_call *k)
 {
@@ -197,8 +198,11 @@ int ucma_cmd_init_qp_attr(struct ucma_call *k)
 			r.qp_attr_mask = IBV_QP_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX |
 					 IBV_QP_PORT;
 			r.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+			/* and FLUSH of both types: the device has them (Linux
+			 * 6.2+ cm_init_qp_init_attr) */
 			if (id->resp_res)
-				r.qp_access_flags |= IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+				r.qp_access_flags |= IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+						     UROCE_ACCESS_FLUSH;
 			break;
 		case IBV_QPS_RTR:
 			ok = id->cp >= CP_REQ_RCVD && id->cp <= CP_ESTABLISHED;

@@ -594,6 +594,10 @@ int emu_mr_map_dm(struct emu_mr *mr, uint8_t *base);
 /* the daemon address of client [addr, addr + len) if one mapped piece of
  * c holds it (and may be written, if write), else NULL */
 uint8_t *emu_mrmap_find(const struct emu_ctx *c, uint64_t addr, uint64_t len, bool write);
+/* Write back what the daemon's mappings of c hold of client [addr, addr +
+ * len) to the files behind them (msync MS_SYNC): a persistent FLUSH.
+ * Memory it does not map has no file of its own to write back. 0 or -errno. */
+int emu_mrmap_persist(const struct emu_ctx *c, uint64_t addr, uint64_t len);
 /* memcpy that turns a SIGBUS (a client shrank a mapped file) into -EFAULT */
 int emu_mrmap_copy(void *dst, const void *src, size_t n);
 /* Stall guard (mem.c, docs/security.md): an engine thread publishes each
@@ -645,6 +649,10 @@ struct emu_mr *emu_mr_check_lkey(struct emu_pd *pd, uint32_t lkey, uint64_t addr
 struct emu_mr *emu_mr_check_rkey(struct emu_qp *qp, uint32_t rkey, uint64_t va,
 				 uint64_t len, unsigned access_needed,
 				 uint64_t *proc_addr, struct emu_ctx **owner, int *err);
+/* The whole range rkey names for the peer (an MR's iova and length, a
+ * valid window's), for an operation on "the region" (FLUSH level MR); the
+ * key is then checked by emu_mr_check_rkey like any other. 0 or -EINVAL. */
+int emu_rkey_extent(struct emu_qp *qp, uint32_t rkey, uint64_t *va, uint64_t *len);
 /* Bind a window (BIND_MW WQE or ibv_bind_mw): mw_handle in qp's context,
  * new_rkey (type 2: the application's key byte; type 1: ignored, the
  * daemon bumps the key byte), MR by lkey, range within the MR's iova

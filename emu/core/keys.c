@@ -161,6 +161,24 @@ struct emu_mr *emu_mr_check_rkey(struct emu_qp *qp, uint32_t rkey, uint64_t va,
 	return mr;
 }
 
+int emu_rkey_extent(struct emu_qp *qp, uint32_t rkey, uint64_t *va, uint64_t *len)
+{
+	struct emu_mr *mr = emu_key_get(qp->dev, rkey, EMU_OBJ_MR);
+	struct emu_mw *mw;
+
+	if (mr) {
+		*va = mr->iova;
+		*len = mr->length;
+		return 0;
+	}
+	mw = emu_key_get(qp->dev, rkey, EMU_OBJ_MW);
+	if (!mw || mw->state != EMU_MW_VALID)
+		return -EINVAL;
+	*va = mw->va;
+	*len = mw->length;
+	return 0;
+}
+
 static void emu_mw_unbind(struct emu_mw *mw)
 {
 	if (mw->mr)

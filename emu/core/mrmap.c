@@ -120,6 +120,27 @@ uint8_t *emu_mrmap_find(const struct emu_ctx *c, uint64_t addr, uint64_t len, bo
 	return NULL;
 }
 
+int emu_mrmap_persist(const struct emu_ctx *c, uint64_t addr, uint64_t len)
+{
+	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+
+	for (uint32_t i = 0; i < c->nmaps && len; i++) {
+		const struct emu_mrmap *m = &c->maps[i];
+		uint64_t lo = addr > m->addr ? addr : m->addr;
+		uint64_t hi = addr + len < m->addr + m->len ? addr + len : m->addr + m->len;
+
+		if (lo >= hi)
+			continue;
+		/* msync wants a page-aligned start; m->map is one */
+		uintptr_t s = (uintptr_t)(m->base + (lo - m->addr)) & ~(uintptr_t)(pg - 1);
+		uintptr_t e = (uintptr_t)(m->base + (hi - m->addr));
+
+		if (msync((void *)s, e - s, MS_SYNC))
+			return -errno;
+	}
+	return 0;
+}
+
 /* ---------------- validation ---------------- */
 
 /* The client's own mapping at addr, read from the maps of the process its

@@ -13,6 +13,7 @@
 
 #include "emu.h"
 #include "emu_int.h"
+#include <uroce/flush.h>
 
 static uint32_t pow2_at_least(uint32_t x)
 {
@@ -90,7 +91,8 @@ int emu_pd_dealloc(struct emu_ctx *c, uint32_t handle)
 #define EMU_MR_ACCESS_OK (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
 			  IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | \
 			  IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND | \
-			  IBV_ACCESS_HUGETLB | IBV_ACCESS_RELAXED_ORDERING)
+			  IBV_ACCESS_HUGETLB | IBV_ACCESS_RELAXED_ORDERING | \
+			  UROCE_ACCESS_FLUSH)
 
 static int emu_mr_args(struct emu_ctx *c, uint64_t addr, uint64_t len, unsigned access)
 {

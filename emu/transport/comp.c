@@ -299,9 +299,23 @@ static enum emu_comp_state comp_get_wqe(struct comp_ctx *c)
 	return c->sw->state == EMU_SWQE_DONE ? EMU_COMP_COMP_WQE : EMU_COMP_CHECK_PSN;
 }
 
+/* IBTA 1.5 answers a FLUSH or an ATOMIC WRITE with a READ Response Only
+ * of no payload; rxe (Linux 6.2+) answers both so. For a head that waits
+ * for no response data it is an ACK of its PSN, read as one. */
+static void comp_zero_read_ack(struct comp_ctx *c)
+{
+	if (c->pkt->bth.opcode == WIRE_OP_RC_READ_RESP_ONLY && !c->pkt->payload_len &&
+	    !c->sw->need_resp && c->type == WIRE_AETH_ACK) {
+		c->cls = WIRE_OPC_ACK;
+		c->is_ack = true;
+	}
+}
+
 static enum emu_comp_state comp_check_psn(struct comp_ctx *c)
 {
 	struct emu_xport_swqe *sw = c->sw;
+
+	comp_zero_read_ack(c);
 
 	/* WQEs wholly before the packet's PSN are implicitly acknowledged (a
 	 * plain ACK also covers its own PSN). */

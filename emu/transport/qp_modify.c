@@ -198,7 +198,7 @@ static int check_values(struct emu_qp *qp, const struct ibv_qp_attr *a, int mask
 	if ((mask & IBV_QP_ACCESS_FLAGS) &&
 	    (a->qp_access_flags & ~(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 				    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
-				    IBV_ACCESS_MW_BIND)))
+				    IBV_ACCESS_MW_BIND | UROCE_ACCESS_FLUSH)))
 		return -EINVAL;
 	if ((mask & IBV_QP_DEST_QPN) && a->dest_qp_num > WIRE_QPN_MASK)
 		return -EINVAL;

@@ -93,6 +93,18 @@ static void req_validate(struct emu_qp *qp, const struct uroce_send_wqe *w,
 		sw->total_len = 8;
 		sw->npkts = 1;
 		return;
+	case UROCE_WR_OP_FLUSH:
+		/* one packet, no payload; type and level as the shim checked
+		 * them (the ring is application memory: again here) */
+		if (w->num_sge || (w->send_flags & IBV_SEND_INLINE) || !w->flush.type ||
+		    (w->flush.type & ~(unsigned)WIRE_FLUSH_TYPES) || w->flush.level > WIRE_FLUSH_MR) {
+			sw->state = EMU_SWQE_DONE;
+			sw->status = IBV_WC_LOC_QP_OP_ERR;
+			return;
+		}
+		sw->total_len = 0;
+		sw->npkts = 1;
+		return;
 	case IBV_WR_ATOMIC_WRITE:
 		/* its 8 bytes are in the WQE (atomic.swap), never an SGE */
 		if ((w->rdma.remote_addr & 7) || w->num_sge || (w->send_flags & IBV_SEND_INLINE)) {
@@ -180,6 +192,8 @@ static uint8_t req_opcode(struct emu_qp *qp, uint8_t wr_op, enum xp_pos pos)
 		return send_inv[pos];
 	case IBV_WR_ATOMIC_WRITE:
 		return WIRE_OP_RC_ATOMIC_WRITE;
+	case UROCE_WR_OP_FLUSH:
+		return WIRE_OP_RC_FLUSH;
 	default:
 		return base | send[imm][pos];
 	}
@@ -334,12 +348,20 @@ static void req_build(struct emu_qp *qp, const struct emu_xport_path *path,
 		d->reth.rkey = w->rdma.rkey;
 		d->reth.dma_len = sw->total_len;
 	}
+	if (w->opcode == UROCE_WR_OP_FLUSH) {
+		d->reth.va = w->flush.remote_addr;
+		d->reth.rkey = w->flush.rkey;
+		d->reth.dma_len = w->flush.length;
+		d->feth.plt = w->flush.type;
+		d->feth.sel = w->flush.level;
+	}
 	if (last) {
 		if (w->opcode == IBV_WR_SEND_WITH_IMM || w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
 			d->imm = be32toh(w->imm_or_inv);
 		if (w->opcode == IBV_WR_SEND_WITH_INV)
 			d->ieth_rkey = w->imm_or_inv;
-		d->bth.se = (w->send_flags & IBV_SEND_SOLICITED) != 0;
+		/* a FLUSH reaches no receive queue: SE 0, as rxe sends it */
+		d->bth.se = (w->send_flags & IBV_SEND_SOLICITED) && w->opcode != UROCE_WR_OP_FLUSH;
 	}
 	if (qp->type == IBV_QPT_UD) {
 		d->deth.qkey = (w->ud.remote_qkey & 0x80000000u) ? qp->attr.qkey
@@ -364,7 +386,8 @@ static int req_send_data(struct emu_qp *qp, const struct emu_xport_path *path,
 	/* ATOMIC WRITE: the 8 bytes the WQE carries */
 	const uint8_t *inl = w->opcode == IBV_WR_ATOMIC_WRITE ? (const uint8_t *)&w->atomic.swap
 							       : emu_wqe_inline(w);
-	bool gather = !(w->send_flags & IBV_SEND_INLINE) && w->opcode != IBV_WR_ATOMIC_WRITE;
+	bool gather = !(w->send_flags & IBV_SEND_INLINE) && w->opcode != IBV_WR_ATOMIC_WRITE &&
+		      w->opcode != UROCE_WR_OP_FLUSH;
 	struct xp_txf fr[REQ_CHUNK];
 	unsigned nf = 0;
 	uint32_t chunk_off = 0;

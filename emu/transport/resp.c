@@ -311,6 +311,12 @@ static void resp_duplicate(struct emu_qp *qp, const struct wire_pkt *pkt)
 		resp_ack_later(qp, wire_psn_add(x->epsn, WIRE_PSN_MASK));
 		return;
 	}
+	if (cls == WIRE_OPC_FLUSH) {
+		/* executed when it came first (every packet after it is, in
+		 * order): its answer again, as rxe replays it */
+		resp_read_reply(qp, NULL, 0, 0, psn);
+		return;
+	}
 	for (i = 0; i < x->res_n; i++) {
 		struct emu_xport_res *r = &x->res[i];
 
@@ -354,6 +360,8 @@ static bool resp_op_allowed(struct emu_qp *qp, uint8_t cls)
 		return qp->type == IBV_QPT_RC && (a & IBV_ACCESS_REMOTE_READ);
 	case WIRE_OPC_ATOMIC:
 		return qp->type == IBV_QPT_RC && (a & IBV_ACCESS_REMOTE_ATOMIC);
+	case WIRE_OPC_FLUSH: /* and the flag of its type: resp_chk_op_valid */
+		return qp->type == IBV_QPT_RC;
 	default:
 		return false;
 	}
@@ -441,6 +449,7 @@ struct resp_ctx {
 	uint8_t wc;             /* receive completion status of the error (0 none) */
 	uint8_t uc;             /* RESP_UC_* */
 	int ev;                 /* async event of the error (0 none) */
+	uint64_t flen;          /* FLUSH: bytes at proc it covers */
 	struct uroce_cqe_inl *inl; /* a small SEND's payload for the CQ ring */
 	unsigned inl_nseg;      /* its segments (0: placed, or none) */
 };
@@ -624,10 +633,27 @@ static enum emu_resp_state resp_chk_op_seq(struct resp_ctx *c)
 			  resp_malformed(c, EMU_RESP_ERR_MISSING_OPCODE_FIRST);
 }
 
+/* The MR (and QP) access flag each placement type of a FLUSH needs. */
+static unsigned resp_flush_access(const struct wire_feth *f)
+{
+	return ((f->plt & WIRE_FLUSH_GLOBAL) ? UROCE_ACCESS_FLUSH_GLOBAL : 0) |
+	       ((f->plt & WIRE_FLUSH_PERSISTENT) ? UROCE_ACCESS_FLUSH_PERSISTENT : 0);
+}
+
 static enum emu_resp_state resp_chk_op_valid(struct resp_ctx *c)
 {
+	unsigned need;
+
 	if (!resp_op_allowed(c->qp, c->cls))
 		return resp_malformed(c, EMU_RESP_ERR_MALFORMED);
+	/* FLUSH: a type and level it can execute, and the QP's flag for each
+	 * type (rxe: check_qp_attr_access), else invalid request */
+	if (c->cls == WIRE_OPC_FLUSH) {
+		need = resp_flush_access(&c->pkt->feth);
+		if (!wire_feth_valid(&c->pkt->feth) ||
+		    (c->qp->attr.qp_access_flags & need) != need)
+			return resp_malformed(c, EMU_RESP_ERR_MALFORMED);
+	}
 	return EMU_RESP_CHK_LENGTH;
 }
 
@@ -685,6 +711,21 @@ static enum emu_resp_state resp_rkey_violation(struct resp_ctx *c)
 			 IBV_EVENT_QP_ACCESS_ERR, RESP_UC_COUNT | RESP_UC_REST);
 }
 
+/* FLUSH: the RETH's range, or the whole region of its R_Key (level MR:
+ * VA and length ignored, as rxe does), with the MR flag of each type. */
+static enum emu_resp_state resp_chk_rkey_flush(struct resp_ctx *c)
+{
+	const struct wire_pkt *pkt = c->pkt;
+	uint64_t va = pkt->reth.va, len = pkt->reth.dma_len;
+
+	if (pkt->feth.sel == WIRE_FLUSH_MR && emu_rkey_extent(c->qp, pkt->reth.rkey, &va, &len))
+		return resp_rkey_violation(c);
+	if (!resp_rkey_ok(c, pkt->reth.rkey, va, len, resp_flush_access(&pkt->feth)))
+		return resp_rkey_violation(c);
+	c->flen = len;
+	return EMU_RESP_EXECUTE;
+}
+
 static enum emu_resp_state resp_chk_rkey(struct resp_ctx *c)
 {
 	const struct wire_pkt *pkt = c->pkt;
@@ -710,6 +751,8 @@ static enum emu_resp_state resp_chk_rkey(struct resp_ctx *c)
 		if (!resp_rkey_ok(c, pkt->atomiceth.rkey, pkt->atomiceth.va, 8,
 				  IBV_ACCESS_REMOTE_ATOMIC))
 			return resp_rkey_violation(c);
+	} else if (c->cls == WIRE_OPC_FLUSH) {
+		return resp_chk_rkey_flush(c);
 	}
 	return EMU_RESP_EXECUTE;
 }
@@ -794,6 +837,29 @@ static enum emu_resp_state resp_exec_atomic_write(struct resp_ctx *c)
 	return EMU_RESP_NONE;
 }
 
+/* IBTA 1.5 FLUSH. Global visibility: every earlier placement of the QP
+ * has landed (the daemon's writes are complete when they return, so that
+ * is writing out the deferred ones). Persistence: then the daemon's
+ * mappings of the range are written back to their files; memory on the
+ * /proc/<pid>/mem path has no file of its own (docs/transport.md). The
+ * answer is a READ Response Only of no payload, as rxe sends. */
+static enum emu_resp_state resp_exec_flush(struct resp_ctx *c)
+{
+	struct emu_xport_qp *x = &c->qp->x;
+
+	if (!resp_settle(c->qp))
+		return EMU_RESP_EXIT; /* an earlier write failed: the QP is dead */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if ((c->pkt->feth.plt & WIRE_FLUSH_PERSISTENT) &&
+	    emu_mrmap_persist(c->owner, c->proc, c->flen))
+		return resp_fail(c, EMU_RESP_ERR_REM_ACCESS, 0, IBV_EVENT_QP_ACCESS_ERR, 0);
+	x->msn = wire_msn_next(x->msn);
+	x->epsn = wire_psn_next(c->psn);
+	x->resp_opseq = 0;
+	resp_read_reply(c->qp, NULL, 0, 0, c->psn);
+	return EMU_RESP_CLEANUP;
+}
+
 static enum emu_resp_state resp_execute(struct resp_ctx *c)
 {
 	struct emu_xport_qp *x = &c->qp->x;
@@ -809,6 +875,8 @@ static enum emu_resp_state resp_execute(struct resp_ctx *c)
 		return EMU_RESP_READ_REPLY;
 	else if (c->cls == WIRE_OPC_ATOMIC)
 		return EMU_RESP_ATOMIC_REPLY;
+	else if (c->cls == WIRE_OPC_FLUSH)
+		return resp_exec_flush(c);
 	if (st != EMU_RESP_NONE)
 		return st;
 	x->resp_opseq = c->last ? 0 : c->cls;

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <sys/uio.h>
 #include "xport.h"
+#include <uroce/flush.h>
 
 #define XQP(x) ((struct emu_qp *)((char *)(x) - offsetof(struct emu_qp, x)))
 

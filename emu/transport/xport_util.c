@@ -430,6 +430,8 @@ enum ibv_wc_opcode xp_wc_opcode(uint8_t op)
 		return IBV_WC_FETCH_ADD;
 	case IBV_WR_ATOMIC_WRITE:
 		return IBV_WC_ATOMIC_WRITE;
+	case UROCE_WR_OP_FLUSH:
+		return (enum ibv_wc_opcode)UROCE_WC_FLUSH;
 	case IBV_WR_LOCAL_INV:
 		return IBV_WC_LOCAL_INV;
 	case IBV_WR_BIND_MW:

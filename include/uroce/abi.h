@@ -172,6 +172,14 @@ struct uroce_send_wqe {
 			uint32_t remote_qkey;
 			uint32_t rsvd;
 		} ud;
+		struct {                      /* UROCE_WR_OP_FLUSH (uroce/flush.h) */
+			uint64_t remote_addr;
+			uint32_t rkey;
+			uint32_t length;      /**< RETH DMA length (level RANGE) */
+			uint8_t type;         /**< placement type bits */
+			uint8_t level;        /**< selectivity level */
+			uint8_t rsvd[6];
+		} flush;
 		struct {
 			uint32_t mw;          /**< MW handle */
 			uint32_t rkey;        /**< new rkey for the window */

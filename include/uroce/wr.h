@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <infiniband/verbs.h>
+#include <uroce/flush.h>
 
 /** Send flags a WR may carry; anything else is refused. */
 #define UROCE_SEND_FLAGS (IBV_SEND_FENCE | IBV_SEND_SIGNALED | \
@@ -45,6 +46,8 @@ enum uroce_wr_need {
 	UROCE_WR_AWRITE = 1u << 7,  /**< ATOMIC WRITE: its 8 bytes travel in the WQE
 				     *  (atomic.swap), remote address 8-aligned */
 };
+/* IBTA 1.5 FLUSH: ibv_qp_ex only (ibv_send_wr has no field for it);
+ * needs 0, operands in the WQE's flush member (uroce/flush.h) */
 
 struct uroce_wr_info {
 	uint8_t qpt;    /**< UROCE_QPT_* allowed to post it */
@@ -69,6 +72,7 @@ static const struct uroce_wr_info uroce_wr_table[] = {
 				UROCE_WR_BIND | UROCE_WR_LOCAL },
 	[IBV_WR_SEND_WITH_INV] = { UROCE_QPT_RC, UROCE_WR_INV | UROCE_WR_INLINE },
 	[IBV_WR_ATOMIC_WRITE] = { UROCE_QPT_RC, UROCE_WR_REMOTE | UROCE_WR_AWRITE },
+	[UROCE_WR_OP_FLUSH] = { UROCE_QPT_RC, 0 },
 };
 
 #define UROCE_WR_NOPS (sizeof(uroce_wr_table) / sizeof(uroce_wr_table[0]))

@@ -28,6 +28,7 @@
 #include <rdma/rdma_user_cm.h>
 
 #include "emu_test.h"
+#include <uroce/flush.h>
 
 enum {
 	EV_ADDR_RESOLVED, EV_ADDR_ERROR, EV_ROUTE_RESOLVED, EV_ROUTE_ERROR, EV_CONNECT_REQUEST,
@@ -398,7 +399,8 @@ static int case_conn(void)
 	CHECK(cm_connect(&fb, cid, 0x123, "again") == -EINVAL, "connect twice");
 	REQUIRE(cm_qp_attr(&fb, cid, IBV_QPS_INIT, &qb) == 0, "init attr");
 	CHECK(qb.qp_access_flags == (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-				     IBV_ACCESS_REMOTE_ATOMIC), "access %x", qb.qp_access_flags);
+				     IBV_ACCESS_REMOTE_ATOMIC | UROCE_ACCESS_FLUSH),
+	      "access %x", qb.qp_access_flags);
 	CHECK(cm_qp_attr(&fb, cid, IBV_QPS_RTR, &qb) == -EINVAL, "RTR before the REP");
 
 	EXPECT(&fa, EV_CONNECT_REQUEST, &e);

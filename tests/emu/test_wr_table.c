@@ -34,6 +34,7 @@ static bool ibta_allows(enum ibv_qp_type t, unsigned op)
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 	case IBV_WR_SEND_WITH_INV:
 	case IBV_WR_ATOMIC_WRITE: /* IBTA 1.5: RC only */
+	case UROCE_WR_OP_FLUSH:   /* IBTA 1.5: RC only */
 		return t == IBV_QPT_RC;
 	default:
 		return false;

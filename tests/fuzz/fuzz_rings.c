@@ -93,7 +93,7 @@ static int fz_connect(struct sim_qp *a, struct sim_qp *b)
 	at.qp_state = IBV_QPS_INIT;
 	at.port_num = 1;
 	at.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-			     IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE;
+			     IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE | UROCE_ACCESS_FLUSH;
 	at.qkey = 0x11111111;
 	r = emu_qp_modify(qp, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 				   (qp->type == IBV_QPT_UD ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS));
@@ -174,7 +174,8 @@ static int fz_setup(struct fz *f)
 			return -1;
 		f->s.n[i].ctx->db = f->db[i];
 		if (sim_mr(&f->s.n[i], FZ_MRLEN, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-				IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC, &f->m[i]))
+				IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+				UROCE_ACCESS_FLUSH_GLOBAL, &f->m[i]))
 			return -1;
 		if (fz_ah(&f->s.n[i], &f->s.n[1 - i], &f->ah[i]))
 			return -1;
@@ -277,6 +278,7 @@ static void fz_post_send(struct fz *f, struct fz_in *in)
 		IBV_WR_SEND, IBV_WR_SEND_WITH_IMM, IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM,
 		IBV_WR_RDMA_READ, IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD,
 		IBV_WR_SEND_WITH_INV, IBV_WR_LOCAL_INV, IBV_WR_BIND_MW,
+		IBV_WR_ATOMIC_WRITE, UROCE_WR_OP_FLUSH,
 	};
 	uint8_t qs = fz_u8(in), mode = fz_u8(in);
 	struct sim_qp *q = &f->q[qs % FZ_NQP];
@@ -312,6 +314,13 @@ static void fz_post_send(struct fz *f, struct fz_in *in)
 	} else {
 		w.rdma.remote_addr = (uintptr_t)theirs->buf + fz_u16(in);
 		w.rdma.rkey = mode & 64 ? fz_u32(in) : theirs->rkey;
+		if (w.opcode == UROCE_WR_OP_FLUSH) {
+			/* mostly executable (global), sometimes persistent (the
+			 * MR lacks that flag) or a type/level nobody executes */
+			w.flush.length = fz_u16(in);
+			w.flush.type = fz_u8(in) % 5;
+			w.flush.level = fz_u8(in) % 3;
+		}
 	}
 	slot = emu_ring_slot(r, __atomic_load_n(&r->hdr->prod, __ATOMIC_RELAXED));
 	room = r->stride - UROCE_SEND_WQE_HDR;

@@ -68,6 +68,8 @@ static void fuzz_same_fields(const struct wire_pkt *x, const struct wire_pkt *y)
 		    x->deth.sqpn == y->deth.sqpn);
 	fuzz_assert(x->imm == y->imm && x->ieth_rkey == y->ieth_rkey);
 	fuzz_assert(!memcmp(x->cnp_resv, y->cnp_resv, sizeof(x->cnp_resv)));
+	fuzz_assert(x->feth.plt == y->feth.plt && x->feth.sel == y->feth.sel &&
+		    x->feth.resv == y->feth.resv);
 	fuzz_assert(x->payload_len == y->payload_len);
 	fuzz_assert(!x->payload_len || !memcmp(x->payload, y->payload, x->payload_len));
 	fuzz_assert(x->l3_off == y->l3_off && x->l4_off == y->l4_off && x->bth_off == y->bth_off);

@@ -62,6 +62,8 @@ static void tool_emit(struct tool_gen *g, const struct wire_pkt *d, unsigned fla
 	tool_check(p.payload_len == d->payload_len);
 	tool_check(!d->payload_len || !memcmp(p.payload, d->payload, d->payload_len));
 	tool_check(p.icrc_ok);
+	tool_check(!(op->hdrs & WIRE_HDR_FETH) ||
+		   (p.feth.plt == d->feth.plt && p.feth.sel == d->feth.sel && !p.feth.resv));
 
 	rc = pcapw_write(g->w, tool_frame, len, g->ts);
 	if (rc)
@@ -129,6 +131,8 @@ static unsigned tool_sizes(const struct wire_opcode_info *op, uint32_t *out)
 
 	if (!(op->flags & WIRE_OPF_PAYLOAD)) {
 		out[n++] = 0;
+	} else if (op == wire_opcode_info(WIRE_OP_RC_ATOMIC_WRITE)) {
+		out[n++] = 8; /* what a responder executes (uroce-pcap check) */
 	} else if (op->flags & WIRE_OPF_PAYLOAD_REQUIRED) {
 		/* FIRST/MIDDLE: whole MTU chunks, never padded */
 		for (unsigned i = 0; i < sizeof(mid) / sizeof(mid[0]); i++)
@@ -221,6 +225,12 @@ int main(int argc, char **argv)
 				d.deth.sqpn = (0x12 + variant) & 0xffffff;
 				d.imm = 0xcafe0000u | variant;
 				d.ieth_rkey = 0x00abc000u | variant;
+				d.feth.plt = (uint8_t)(1 + (variant + ver) % 3);
+				d.feth.sel = (uint8_t)(ver == 4);
+				if (opc == WIRE_OP_RC_FLUSH)
+					d.reth.dma_len = 0x10000u + variant;
+				if (opc == WIRE_OP_RC_ATOMIC_WRITE)
+					d.reth.dma_len = 8;
 				d.payload = tool_payload;
 				d.payload_len = sizes[s];
 				/* IPv6 needs a UDP checksum (RFC 8200); IPv4 sends 0 like

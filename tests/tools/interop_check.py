@@ -13,7 +13,7 @@ Checks, for every frame:
     packet and no expert warning or error, with its IPv4 and UDP checksum validation on;
     tshark 4.0 runs with --disable-protocol rpcordma and --disable-protocol
     infiniband.eoib (see tshark_decode; the old infiniband.dissect_eoib preference is
-    obsolete), and calls CNP and ATOMIC WRITE (0x1D) "Unknown OpCode";
+    obsolete), and calls CNP, ATOMIC WRITE (0x1D) and FLUSH (0x1C) "Unknown OpCode";
   * the ICRC in the frame equals the one wire/ reported, the one scapy's
     BTH.compute_icrc computes (IPv4; scapy 2.5 cannot do IPv6), and the one a small
     zlib-based implementation of IBTA Annex A17 computes (IPv4 and IPv6);
@@ -145,10 +145,10 @@ def main():
                 errors.append("%s: tshark expert %s: %s" % (where, "error" if s > SEV_WARN else "warning", m))
         info = row["_ws.col.Info"]
         want_info = d.get("info", "").replace("_", " ")
-        if d.get("infiniband.bth.opcode") in ("129", "29"):
+        if d.get("infiniband.bth.opcode") in ("129", "29", "28"):
             # tshark 4.0 knows neither CNP (0x81) nor IBTA 1.5's RDMA
-            # ATOMIC WRITE (0x1D): "Unknown OpCode", and it stops there:
-            # no RETH, no ICRC field
+            # ATOMIC WRITE (0x1D) and FLUSH (0x1C): "Unknown OpCode", and
+            # it stops there: no FETH, no RETH, no ICRC field
             want_info = "Unknown OpCode"
             d = {k: v for k, v in d.items()
                  if k != "infiniband.invariant.crc" and not k.startswith("infiniband.reth.")}

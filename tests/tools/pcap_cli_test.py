@@ -314,14 +314,36 @@ def interop_negative(t, gen_pcap, gen_expect, checker, tshark):
     expect(rc == 0 and body and all(ln.endswith(" icrc=ok") for ln in body),
            "decode of generated frames rc %d:\n%s" % (rc, o[:3000]))
     for needle in ("10.77.0.12:57236 > 10.77.0.11:4791 CNP (0x81) qp=0x000011 psn=0 BECN icrc=ok",
-                   "[fd00:77::12]:57236 > [fe80::5054:ff:fe4d:b]:4791 CNP (0x81) qp=0x000011 psn=0 BECN icrc=ok",
                    " vlan=", " ECN-CE ", " FECN ", " pkey=0x8001 ", " pad=3 ",
                    "RC SEND Only with Invalidate (0x17)", " inv_rkey=0x00abc",
                    "UD SEND Only with Immediate (0x65)", " aeth=RNR-NAK timer=14 (1280 us) ",
                    " aeth=NAK code=4 (invalid RD request) ", " aeth=ACK credits=10 ",
                    "RC ATOMIC Acknowledge (0x12)", " orig=0xdeadbeef",
-                   "RC RDMA ATOMIC WRITE (0x1d)"):
+                   "RC RDMA ATOMIC WRITE (0x1d)", "RC RDMA FLUSH (0x1c)", " feth[type=",
+                   " level=mr] reth[va="):
         expect_in(needle, o, "decode of generated frames")
+    # the IPv6 CNP: its VLAN and ECN depend on how many opcodes come before it
+    expect(any(ln.split()[2:5] == ["[fd00:77::12]:57236", ">", "[fe80::5054:ff:fe4d:b]:4791"] and
+               ln.endswith(" CNP (0x81) qp=0x000011 psn=0 BECN icrc=ok") for ln in body),
+           "decode of the generated IPv6 CNP")
+    # IBTA 1.5 requests that parse but no responder executes: check fails on them
+    # (frame 108: an IPv4 FLUSH of type global; byte 57 = FETH low byte)
+    c = t.corrupt(gen_pcap, "--packet", "108", "--flip", "57:0", "--fix-icrc")
+    rc, o, e = t("check", c)
+    expect(rc == 1, "check of a FLUSH with no placement type: rc %d\n%s" % (rc, o))
+    expect_in("not executable flush-feth-not-executable: 1 (first at frame 108)", o, "check FLUSH rule")
+    rc, o, e = t("decode", c)
+    expect_in(" feth[type=0x0 level=mr] reth[", o, "decode of FLUSH type 0")
+    expect_in(" NOT-EXECUTABLE flush-feth-not-executable icrc=ok", o, "decode of FLUSH type 0")
+    aw = [ln for ln in body if "RC RDMA ATOMIC WRITE (0x1d)" in ln and "[" not in ln.split()[2]]
+    expect(aw, "an IPv4 ATOMIC WRITE in the generated frames")
+    n = int(aw[0].split()[0])
+    # the low byte of its RETH length (frame bytes 66..69, 4 more with a VLAN tag) from 8 to 9
+    off = 69 + (4 if " vlan=" in aw[0] else 0)
+    c = t.corrupt(gen_pcap, "--packet", str(n), "--set", "%d:9" % off, "--fix-icrc")
+    rc, o, e = t("check", c)
+    expect(rc == 1 and ("not executable atomic-write-not-8-aligned-bytes: 1 (first at frame %d)" % n) in o,
+           "check of an ATOMIC WRITE of RETH length 9: rc %d\n%s" % (rc, o))
     base = [sys.executable, checker, "--tshark", tshark]
     rc, o, e = run(*base, gen_pcap, gen_expect)
     expect(rc == 0 and "; 0 problems" in o, "interop check of good frames: rc %d\n%s" % (rc, o[-2000:]))

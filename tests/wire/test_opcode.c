@@ -7,7 +7,7 @@
 
 static const uint8_t defined[] = {
 	0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b,
-	0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12, 0x13, 0x14, 0x16, 0x17, 0x1d,
+	0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12, 0x13, 0x14, 0x16, 0x17, 0x1c, 0x1d,
 	0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28, 0x29, 0x2a, 0x2b,
 	0x64, 0x65, 0x81,
 };
@@ -24,6 +24,7 @@ static unsigned hlen(uint16_t bit)
 	case WIRE_HDR_IMMDT: return WIRE_IMMDT_LEN;
 	case WIRE_HDR_IETH: return WIRE_IETH_LEN;
 	case WIRE_HDR_CNP: return WIRE_CNP_RESV_LEN;
+	case WIRE_HDR_FETH: return WIRE_FETH_LEN;
 	}
 	return 0;
 }
@@ -60,7 +61,7 @@ int main(void)
 		      pos == WIRE_OPF_ONLY, "0x%02x position %x", opc, pos);
 		CHECK(((pos == WIRE_OPF_ONLY) == (strstr(op->name, "Only") != NULL)) ||
 		      opc == 0x0c || opc == 0x11 || opc == 0x12 || opc == 0x13 || opc == 0x14 ||
-		      opc == 0x1d || opc == 0x81, "0x%02x only vs name", opc);
+		      opc == 0x1c || opc == 0x1d || opc == 0x81, "0x%02x only vs name", opc);
 		CHECK((pos == WIRE_OPF_FIRST) == (strstr(op->name, "First") != NULL), "first name");
 		CHECK((pos == WIRE_OPF_MIDDLE) == (strstr(op->name, "Middle") != NULL), "middle name");
 		CHECK((pos == WIRE_OPF_LAST) == (strstr(op->name, "Last") != NULL), "last name");
@@ -99,6 +100,7 @@ int main(void)
 			CHECK(op->hdrs == (WIRE_HDR_BTH | WIRE_HDR_AETH | WIRE_HDR_ATOMICACKETH), "aack");
 		if (op->cls == WIRE_OPC_ATOMIC)
 			CHECK(op->hdrs == (WIRE_HDR_BTH | WIRE_HDR_ATOMICETH), "atomic");
+		CHECK(!!(op->hdrs & WIRE_HDR_FETH) == (op->cls == WIRE_OPC_FLUSH), "feth iff flush");
 		if (op->cls == WIRE_OPC_SEND)
 			CHECK(f & WIRE_OPF_RECV, "send needs a receive WQE");
 		if (f & WIRE_OPF_COMP)
@@ -106,11 +108,11 @@ int main(void)
 
 		/* Offsets: headers are contiguous after the BTH in IBTA order. */
 		static const uint16_t order[] = {
-			WIRE_HDR_DETH, WIRE_HDR_RETH, WIRE_HDR_ATOMICETH, WIRE_HDR_AETH,
+			WIRE_HDR_FETH, WIRE_HDR_DETH, WIRE_HDR_RETH, WIRE_HDR_ATOMICETH, WIRE_HDR_AETH,
 			WIRE_HDR_ATOMICACKETH, WIRE_HDR_IMMDT, WIRE_HDR_IETH, WIRE_HDR_CNP,
 		};
 		static const int idx[] = {
-			WIRE_HI_DETH, WIRE_HI_RETH, WIRE_HI_ATOMICETH, WIRE_HI_AETH,
+			WIRE_HI_FETH, WIRE_HI_DETH, WIRE_HI_RETH, WIRE_HI_ATOMICETH, WIRE_HI_AETH,
 			WIRE_HI_ATOMICACKETH, WIRE_HI_IMMDT, WIRE_HI_IETH, WIRE_HI_CNP,
 		};
 		unsigned at = WIRE_BTH_LEN;
@@ -153,6 +155,17 @@ int main(void)
 	      wire_opcode_info(WIRE_OP_RC_ATOMIC_WRITE)->cls == WIRE_OPC_WRITE &&
 	      (wire_opcode_info(WIRE_OP_RC_ATOMIC_WRITE)->flags & WIRE_OPF_REQ), "0x1d shape");
 	CHECK_EQ(wire_opcode_info(WIRE_OP_RC_ATOMIC_WRITE)->hdr_len, 28);
+	/* IBTA 1.5 FLUSH: BTH, FETH, RETH as rxe lays them out; no payload */
+	CHECK(!strcmp(wire_opcode_name(0x1c), "RC RDMA FLUSH"), "0x1c");
+	CHECK(wire_opcode_info(WIRE_OP_RC_FLUSH)->hdrs ==
+	      (WIRE_HDR_BTH | WIRE_HDR_FETH | WIRE_HDR_RETH) &&
+	      wire_opcode_info(WIRE_OP_RC_FLUSH)->cls == WIRE_OPC_FLUSH &&
+	      (wire_opcode_info(WIRE_OP_RC_FLUSH)->flags & WIRE_OPF_REQ) &&
+	      !(wire_opcode_info(WIRE_OP_RC_FLUSH)->flags & WIRE_OPF_PAYLOAD), "0x1c shape");
+	CHECK_EQ(wire_opcode_info(WIRE_OP_RC_FLUSH)->off[WIRE_HI_FETH], 12);
+	CHECK_EQ(wire_opcode_info(WIRE_OP_RC_FLUSH)->off[WIRE_HI_RETH], 16);
+	CHECK_EQ(wire_opcode_info(WIRE_OP_RC_FLUSH)->hdr_len, 32);
+	CHECK(!strcmp(wire_op_class_str(WIRE_OPC_FLUSH), "flush"), "flush class name");
 	CHECK_EQ(wire_opcode_transport(0x65), WIRE_TR_UD);
 	CHECK(!strcmp(wire_op_class_str(WIRE_OPC_READ_RESP), "read-resp") &&
 	      !strcmp(wire_op_class_str(200), "invalid"), "class names");
