@@ -221,6 +221,7 @@ int main(int argc, char **argv)
 				d.deth.sqpn = (0x12 + variant) & 0xffffff;
 				d.imm = 0xcafe0000u | variant;
 				d.ieth_rkey = 0x00abc000u | variant;
+				d.xrc_srqn = (0x00c000u + variant) & 0xffffff;
 				d.payload = tool_payload;
 				d.payload_len = sizes[s];
 				/* IPv6 needs a UDP checksum (RFC 8200); IPv4 sends 0 like
