@@ -146,6 +146,20 @@ static const struct { uint16_t req, rep; uint8_t fds_out; } fz_shape[UROCE_OP_MA
 	[UROCE_OP_MAP_MR] = { sizeof(struct uroce_map_mr_req), 0, 0 },
 	[UROCE_OP_UNMAP_MR] = { sizeof(struct uroce_handle_msg), 0, 0 },
 	[UROCE_OP_IMPORT] = { sizeof(struct uroce_import_req), sizeof(struct uroce_import_rep), 0 },
+	/* rdma_cm: the command's reply length is the command's (rep 0xffff: any) */
+	[UROCE_OP_UCMA_OPEN] = { 0, sizeof(struct uroce_ucma_open_rep), 1 },
+	[UROCE_OP_UCMA_CMD] = { sizeof(struct uroce_ucma_cmd_req) + 64, 0xffff, 0 },
+	[UROCE_OP_UCMA_CLOSE] = { sizeof(struct uroce_handle_msg), 0, 0 },
+	[UROCE_OP_QUERY_CM_STATS] = { 0, sizeof(struct uroce_cm_stats_rep), 0 },
+	/* XRC: a domain's file is any descriptor kind fz_make_fd makes, or none */
+	[UROCE_OP_OPEN_XRCD] = { sizeof(struct uroce_open_xrcd_req),
+				 sizeof(struct uroce_open_xrcd_rep), 0 },
+	[UROCE_OP_CLOSE_XRCD] = { sizeof(struct uroce_handle_msg), 0, 0 },
+	[UROCE_OP_CREATE_XSRQ] = { sizeof(struct uroce_create_xsrq_req),
+				   sizeof(struct uroce_create_xsrq_rep), 1 },
+	[UROCE_OP_CREATE_XTGT] = { sizeof(struct uroce_xrc_qp_req),
+				   sizeof(struct uroce_xrc_qp_rep), 0 },
+	[UROCE_OP_OPEN_QP] = { sizeof(struct uroce_xrc_qp_req), sizeof(struct uroce_xrc_qp_rep), 0 },
 };
 
 /* The simulated port drops every frame: only the control path matters. */
@@ -273,6 +287,7 @@ static void fz_pump(struct fz *f)
  * its ordinary cross-process path, never through the in-process shortcut
  * tests use. */
 static int fz_helper = -1;
+static pid_t fz_helper_pid;
 
 static void fz_helper_main(int s)
 {
@@ -351,6 +366,12 @@ static int fz_make_fd(struct fz *f, uint8_t kind)
 {
 	int p[2], fd = -1;
 
+	if (kind == 0xff) { /* the client's own memory: the HELLO that succeeds */
+		char path[48];
+
+		snprintf(path, sizeof(path), "/proc/%d/mem", (int)fz_helper_pid);
+		return open(path, O_RDWR | O_CLOEXEC);
+	}
 	switch (kind % 14) {
 	case 0: /* sealed memfd, a page */
 	case 1: /* unsealed memfd, odd size */
@@ -521,14 +542,36 @@ static size_t fz_body(struct fz *f, struct fz_in *in, uint32_t op, uint8_t *b)
 		q->cqe = how & 1 ? fz_u32(in) : fz_u8(in);
 		break;
 	}
-	case UROCE_OP_CREATE_SRQ: {
-		struct uroce_create_srq_req *q = (void *)b;
+	case UROCE_OP_CREATE_SRQ:
+	case UROCE_OP_CREATE_XSRQ: { /* an XRC SRQ: the same, then a domain and a CQ */
+		struct uroce_create_xsrq_req *x = (void *)b;
+		struct uroce_create_srq_req *q = &x->srq;
 		uint8_t how = fz_u8(in);
 
 		q->pd = fz_handle(f, in);
 		q->max_wr = how & 1 ? fz_u32(in) : fz_u8(in);
 		q->max_sge = how & 2 ? fz_u32(in) : fz_u8(in) % 8;
 		q->srq_limit = fz_u8(in);
+		q->user_handle = fz_u8(in);
+		if (op == UROCE_OP_CREATE_XSRQ) {
+			x->xrcd = fz_handle(f, in);
+			x->cq = fz_handle(f, in);
+		}
+		break;
+	}
+	case UROCE_OP_OPEN_XRCD: {
+		static const uint32_t oflags[] = { 0, O_CREAT, O_EXCL, O_CREAT | O_EXCL };
+		uint8_t how = fz_u8(in);
+
+		((struct uroce_open_xrcd_req *)b)->oflags = how & 0x80 ? fz_u32(in) : oflags[how % 4];
+		break;
+	}
+	case UROCE_OP_CREATE_XTGT:
+	case UROCE_OP_OPEN_QP: {
+		struct uroce_xrc_qp_req *q = (void *)b;
+
+		q->xrcd = fz_handle(f, in);
+		q->qpn = fz_handle(f, in); /* the QPNs replies returned are handles too */
 		q->user_handle = fz_u8(in);
 		break;
 	}
@@ -674,6 +717,7 @@ static size_t fz_body(struct fz *f, struct fz_in *in, uint32_t op, uint8_t *b)
 	case UROCE_OP_DESTROY_SRQ:
 	case UROCE_OP_DESTROY_QP:
 	case UROCE_OP_DESTROY_AH:
+	case UROCE_OP_CLOSE_XRCD:
 		((struct uroce_handle_msg *)b)->handle = fz_handle(f, in);
 		break;
 	default:
@@ -736,13 +780,15 @@ static bool fz_reply(struct fz *f, uint32_t op, uint32_t seq, size_t sent, uint3
 			want = sizeof(struct uroce_create_srq_rep);
 			wfds = 1;
 		}
-		fz_assert(h.len == sizeof(h) + want && nfds == wfds);
+		fz_assert((want == 0xffff ? h.len <= UROCE_MAX_MSG : h.len == sizeof(h) + want) &&
+			  nfds == wfds);
 		/* Remember what it created, for later messages. */
 		if (want >= 4 && f->nh < FZ_MAX_HANDLES && op != UROCE_OP_HELLO &&
 		    op != UROCE_OP_QUERY_PORT && op != UROCE_OP_QUERY_SRQ &&
 		    op != UROCE_OP_QUERY_QP && op != UROCE_OP_QUERY_STATS)
 			memcpy(&f->h[f->nh++], buf + sizeof(h), 4);
-		if (op == UROCE_OP_CREATE_QP && f->nh < FZ_MAX_HANDLES)
+		if ((op == UROCE_OP_CREATE_QP || op == UROCE_OP_CREATE_XTGT ||
+		     op == UROCE_OP_OPEN_QP) && f->nh < FZ_MAX_HANDLES)
 			memcpy(&f->h[f->nh++], buf + sizeof(h) + 4, 4); /* the QPN */
 	}
 	for (unsigned i = 0; i < nfds; i++)
@@ -864,6 +910,7 @@ static pid_t fz_helper_start(void)
 	}
 	close(sp[1]);
 	fz_helper = sp[0];
+	fz_helper_pid = pid;
 	return pid;
 }
 

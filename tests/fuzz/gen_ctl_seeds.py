@@ -101,6 +101,42 @@ def chain_ud_mcast():
     return s
 
 
+# XRC ops, appended after the ucma, uroce-ctl, MAP_MR, IMPORT and QUERY_CC ops:
+# sent as op 0 with the number in a U32 (the kind byte holds 5 bits)
+OPEN_XRCD, CLOSE_XRCD, CREATE_XSRQ, CREATE_XTGT, OPEN_QP = range(43, 48)
+
+
+def xmsg(op, body=b"", fds=()):
+    fk = 0 if not fds else (0x40 if len(fds) == 1 else 0x80 | len(fds))
+    return bytes([0x20, fk]) + U32(op) + body + b"\x00" + bytes(fds)
+
+
+def chain_xrc():
+    """Domains by a regular file and by none, an XRC SRQ, a TGT QP,
+    ibv_open_qp (another domain's: EACCES), modify, teardown in the wrong
+    order first (EBUSY), then domains by every descriptor kind."""
+    s = hello(0xff)  # the client process's own /proc/<pid>/mem (fz_make_fd)
+    s += msg(ALLOC_PD)                                            # h0 pd
+    s += msg(CREATE_CQ, bytes([0, 8, 0]))                         # h1 cq
+    s += xmsg(OPEN_XRCD, bytes([1]), fds=(11,))                   # h2 xrcd (file, O_CREAT)
+    s += xmsg(OPEN_XRCD, bytes([0]))                              # h3 private xrcd
+    s += xmsg(CREATE_XSRQ, bytes([0]) + handle(0) + bytes([8, 2, 0, 0]) + handle(2) +
+              handle(1))                                          # h4 srq
+    s += xmsg(CREATE_XTGT, handle(2) + handle(0) + bytes([5]))    # h5 tgt, h6 qpn
+    s += xmsg(OPEN_QP, handle(3) + handle(6) + bytes([6]))        # another domain: EACCES
+    s += xmsg(OPEN_QP, handle(2) + handle(6) + bytes([6]))        # h7 opened, h8 qpn
+    s += modify_qp(7, 0, 1, 6)
+    s += msg(QUERY_QP, handle(5) + U32(0xffffffff))
+    s += xmsg(CLOSE_XRCD, handle(2))                              # busy
+    s += msg(DESTROY_CQ, handle(1))                               # busy: the SRQ's
+    s += msg(DESTROY_QP, handle(7))
+    s += msg(DESTROY_QP, handle(5))
+    s += xmsg(CLOSE_XRCD, handle(3))
+    for k in range(14):
+        s += xmsg(OPEN_XRCD, bytes([1]), fds=(k,))                # every kind: some refused
+    return s
+
+
 def every_fd_kind():
     s = hello(0)  # a descriptor with HELLO: refused, and closed
     s += hello()
@@ -146,7 +182,7 @@ def main():
     seeds = {
         "chain-rc": chain_rc(), "chain-ud-mcast": chain_ud_mcast(),
         "every-fd-kind": every_fd_kind(), "every-hello-fd": every_hello_fd(),
-        "malformed": malformed(),
+        "malformed": malformed(), "chain-xrc": chain_xrc(),
     }
     for name, data in seeds.items():
         with open(os.path.join(out, name), "wb") as f:
