@@ -934,6 +934,8 @@ int emu_qp_destroy(struct emu_ctx *c, uint32_t handle)
 		return emu_xrc_qp_close(c, handle);
 	if (!qp)
 		return -EINVAL;
+	if (qp->xref && emu_xrc_tgt_handover(c, handle, qp))
+		return 0; /* another context has it open: it lives on there */
 	if (qp->mcast_groups && !c->dead)
 		return -EBUSY; /* rxe: detach multicast groups first */
 	/* WRs posted before the destroy call are on the wire with a NIC (its

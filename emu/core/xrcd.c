@@ -178,6 +178,42 @@ int emu_xrc_qp_close(struct emu_ctx *c, uint32_t handle)
 	return 0;
 }
 
+/* The creator's handle on a TGT QP goes (ibv_destroy_qp or its process
+ * exits) while another context has it open: as the kernel's, the QP lives
+ * on, now owned by that context under the handle number it already holds
+ * (its opened-QP handle becomes the QP's). true if handed over. */
+bool emu_xrc_tgt_handover(struct emu_ctx *c, uint32_t handle, struct emu_qp *qp)
+{
+	for (struct emu_ctx *o = c->dev->ctxs; o; o = o->next) {
+		for (uint32_t i = 0; !o->dead && i < o->nh; i++) {
+			struct emu_xqp *xq = o->h[i].type == EMU_OBJ_XQP ? o->h[i].obj : NULL;
+
+			if (!xq || xq->qpn != qp->qpn || xq->ref->x != qp->xref->x)
+				continue;
+			qp->xref->users--;
+			qp->xref = xq->ref; /* keeps the user count the opened handle held */
+			emu_ctx_uncharge(c, qp->charged);
+			if (emu_ctx_charge(o, qp->charged))
+				qp->charged = 0; /* over o's limit: kept uncharged rather than lost */
+			emu_ctx_drop(c, handle);
+			o->nobj[EMU_OBJ_XQP]--;
+			o->nobj[EMU_OBJ_QP]++;
+			if (o->uid_slot >= 0) {
+				o->dev->uids[o->uid_slot].nobj[EMU_OBJ_XQP]--;
+				o->dev->uids[o->uid_slot].nobj[EMU_OBJ_QP]++;
+			}
+			o->h[i].type = EMU_OBJ_QP;
+			o->h[i].obj = qp;
+			qp->ctx = o;
+			qp->handle = i;
+			qp->user_handle = xq->user_handle;
+			free(xq);
+			return true;
+		}
+	}
+	return false;
+}
+
 struct emu_qp *emu_qp_of_handle(struct emu_ctx *c, uint32_t handle)
 {
 	struct emu_qp *qp = emu_ctx_get(c, handle, EMU_OBJ_QP);

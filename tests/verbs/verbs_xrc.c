@@ -378,18 +378,23 @@ static void t_bad_srqn(void)
 	xs_fini(&s);
 }
 
-/* ibv_open_qp refuses what is not a TGT QP of the caller's domain; a
- * handle on a TGT QP destroyed since answers EINVAL, and still closes. */
+/* ibv_open_qp refuses what is not a TGT QP of the caller's domain. A TGT
+ * QP opened by another context outlives its creator's handle (the
+ * kernel's semantics): the opener then owns it, its domain handle holds
+ * it, the creator's domain handle is free to close. */
 static void t_open_qp(void)
 {
-	struct ibv_xrcd *a, *b;
+	int fd = domain_file();
+	struct ibv_xrcd *a, *b, *a2;
 	struct ibv_qp *tgt, *ini, *opened;
+	struct ibv_context *ctx2 = vt_open();
 	struct ibv_qp_attr qa;
 	struct ibv_qp_init_attr qi;
 	struct xs s;
 
 	xs_init(&s);
-	CHECK((a = xrcd_open(s.ctx, -1, 0)) && (b = xrcd_open(s.ctx, -1, 0)));
+	CHECK((a = xrcd_open(s.ctx, fd, O_CREAT)) && (b = xrcd_open(s.ctx, -1, 0)));
+	CHECK((a2 = xrcd_open(ctx2, fd, 0)));
 	CHECK((tgt = tgt_qp(s.ctx, a)));
 	ini = ini_qp(&s);
 	struct ibv_qp_open_attr oa = {
@@ -409,23 +414,37 @@ static void t_open_qp(void)
 	errno = 0;
 	CHECK(!ibv_open_qp(s.ctx, &oa) && errno == EINVAL);
 	oa.qp_type = IBV_QPT_XRC_RECV;
-	oa.xrcd = a;
-	CHECK((opened = ibv_open_qp(s.ctx, &oa)));
+	oa.xrcd = a2;
+	CHECK((opened = ibv_open_qp(ctx2, &oa)));
 	/* the opened handle modifies the one QP: its state is the creator's */
 	struct ibv_qp_attr m = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
 	CHECK(!ibv_modify_qp(opened, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 			     IBV_QP_ACCESS_FLAGS));
 	CHECK(!ibv_query_qp(tgt, &qa, IBV_QP_STATE, &qi) && qa.qp_state == IBV_QPS_INIT);
+	/* the creator lets go: the QP lives on in ctx2 */
 	CHECK(!ibv_destroy_qp(tgt));
-	CHECK(ibv_query_qp(opened, &qa, IBV_QP_STATE, &qi) == EINVAL);
+	CHECK(!ibv_close_xrcd(a));
+	CHECK(!ibv_query_qp(opened, &qa, IBV_QP_STATE, &qi) && qa.qp_state == IBV_QPS_INIT);
+	CHECK(ibv_close_xrcd(a2) == EBUSY);
 	CHECK(!ibv_destroy_qp(opened));
+	CHECK(!ibv_close_xrcd(a2));
+	/* gone with its last handle: nothing left to open */
+	struct ibv_xrcd *a3;
+	CHECK((a3 = xrcd_open(s.ctx, fd, O_CREAT)));
+	oa.xrcd = a3;
+	errno = 0;
+	CHECK(!ibv_open_qp(s.ctx, &oa) && errno == EINVAL);
+	CHECK(!ibv_close_xrcd(a3));
 	CHECK(!ibv_destroy_qp(ini));
 	/* what an XRC QP cannot do */
 	struct ibv_recv_wr rw = { .wr_id = 1 }, *bad;
 	CHECK(ibv_post_recv(ini = ini_qp(&s), &rw, &bad) == EINVAL);
 	CHECK(!ibv_destroy_qp(ini));
-	CHECK(!ibv_close_xrcd(a) && !ibv_close_xrcd(b));
+	CHECK(!ibv_close_xrcd(b));
+	CHECK(!ibv_close_device(ctx2));
 	xs_fini(&s);
+	close(fd);
+	unlink(tmpl);
 }
 
 /* The file naming a domain must be open for reading: an O_PATH
