@@ -474,6 +474,22 @@ static void t_file_access(void)
 	unlink(tmpl);
 }
 
+/* Run with --limit xrcd=2 (meson): a third domain handle is ENOMEM, a
+ * closed one makes room again; the limit counts handles, not domains. */
+static void t_limit(void)
+{
+	struct ibv_context *ctx = vt_open();
+	struct ibv_xrcd *a, *b, *c;
+
+	CHECK((a = xrcd_open(ctx, -1, 0)) && (b = xrcd_open(ctx, -1, 0)));
+	errno = 0;
+	CHECK(!xrcd_open(ctx, -1, 0) && errno == ENOMEM);
+	CHECK(!ibv_close_xrcd(a));
+	CHECK((c = xrcd_open(ctx, -1, 0)));
+	CHECK(!ibv_close_xrcd(b) && !ibv_close_xrcd(c));
+	CHECK(!ibv_close_device(ctx));
+}
+
 int main(int argc, char **argv)
 {
 	static const struct vt_case cases[] = {
@@ -482,6 +498,7 @@ int main(int argc, char **argv)
 		{ "bad_srqn", t_bad_srqn },
 		{ "open_qp", t_open_qp },
 		{ "file_access", t_file_access },
+		{ "limit", t_limit },
 	};
 
 	return vt_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv);
