@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """XRC on the wire, from real traffic (docs/wire.md, "XRC").
 
-  xrc_pcap.py UROCED SHIM UROCE_PCAP TSHARK PORT
+  xrc_pcap.py [--preload-first RUNTIME] UROCED SHIM UROCE_PCAP TSHARK PORT
 
 One uroced with --pcap (private UROCE_RUN_DIR, stopped with SIGTERM and
 checked as run.py checks it) serves ibv_xsrq_pingpong, unmodified, with two
@@ -27,7 +27,13 @@ spec.loader.exec_module(vt)
 
 
 def main():
-    uroced, shim, pcap_tool, tshark, port = sys.argv[1:6]
+    args = sys.argv[1:]
+    first = ''
+    if args[:1] == ['--preload-first']:
+        # an instrumented liburoce in an uninstrumented program: the
+        # sanitizer runtime first, the program's own leaks are not ours
+        first, args = args[1], args[2:]
+    uroced, shim, pcap_tool, tshark, port = args[:5]
     if not shutil.which('ibv_xsrq_pingpong') or not os.access(tshark, os.X_OK):
         print('ibv_xsrq_pingpong or tshark not installed')
         return 77
@@ -43,6 +49,9 @@ def main():
             print('uroced did not come up')
             return 1
         penv = dict(env, LD_PRELOAD=os.path.abspath(shim))
+        if first:
+            penv['LD_PRELOAD'] = first + ':' + penv['LD_PRELOAD']
+            penv['ASAN_OPTIONS'] = 'detect_leaks=0:' + penv.get('ASAN_OPTIONS', '')
         rc = vt.mode_clients(2, ['ibv_xsrq_pingpong', '-d', 'uroce0', '-g', '1', '-p', port,
                                  '-n', '4', '-s', '3000'], penv)
         if rc:
