@@ -5,6 +5,7 @@
  * domain of a file opened without read access or a TGT QP of another
  * domain is refused. Run one case per process (vt_main). */
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -474,6 +475,71 @@ static void t_file_access(void)
 	unlink(tmpl);
 }
 
+#define XRC_NOBODY 65534
+
+/* The other uid's side of t_other_uid: it cannot open the file, gets a
+ * descriptor anyway (O_PATH needs no permission on it) and is refused the
+ * domain; its own domain does not open root's TGT QP. */
+static int other_uid_child(const char *path, uint32_t tgt_qpn)
+{
+	if (setgroups(0, NULL) || setresgid(XRC_NOBODY, XRC_NOBODY, XRC_NOBODY) ||
+	    setresuid(XRC_NOBODY, XRC_NOBODY, XRC_NOBODY))
+		return 10;
+	prctl(PR_SET_DUMPABLE, 1); /* its own /proc/self/mem, for HELLO */
+	errno = 0;
+	CHECK(open(path, O_RDONLY) < 0 && errno == EACCES);
+	int po = open(path, O_PATH);
+	CHECK(po >= 0);
+	struct ibv_context *ctx = vt_open();
+	struct ibv_xrcd *y;
+	errno = 0;
+	CHECK(!xrcd_open(ctx, po, O_CREAT) && errno == EACCES);
+	CHECK((y = xrcd_open(ctx, -1, 0)));
+	struct ibv_qp_open_attr oa = {
+		.comp_mask = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD | IBV_QP_OPEN_ATTR_TYPE,
+		.qp_num = tgt_qpn, .xrcd = y, .qp_type = IBV_QPT_XRC_RECV,
+	};
+	errno = 0;
+	CHECK(!ibv_open_qp(ctx, &oa) && errno == EACCES);
+	CHECK(!ibv_close_xrcd(y));
+	CHECK(!ibv_close_device(ctx));
+	return 0;
+}
+
+/* Run as root with --allow-uid 65534 (meson): a client of another uid
+ * that may use the daemon still cannot join root's domain by a file it
+ * cannot read, nor open root's TGT QP from a domain of its own. */
+static void t_other_uid(void)
+{
+	const char *rd = getenv("UROCE_RUN_DIR");
+	struct ibv_xrcd *x;
+	struct ibv_qp *tgt;
+	int fd, st;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "needs root (to be another uid)\n");
+		exit(1);
+	}
+	CHECK(rd && !chmod(rd, 0755)); /* the other uid reaches the socket */
+	fd = domain_file();
+	CHECK(!fchmod(fd, 0600));
+	struct ibv_context *ctx = vt_open();
+	CHECK((x = xrcd_open(ctx, fd, O_CREAT)));
+	CHECK((tgt = tgt_qp(ctx, x)));
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		_exit(other_uid_child(tmpl, tgt->qp_num));
+	}
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(!ibv_destroy_qp(tgt));
+	CHECK(!ibv_close_xrcd(x));
+	CHECK(!ibv_close_device(ctx));
+	close(fd);
+	unlink(tmpl);
+}
+
 /* Run with --limit xrcd=2 (meson): a third domain handle is ENOMEM, a
  * closed one makes room again; the limit counts handles, not domains. */
 static void t_limit(void)
@@ -499,6 +565,7 @@ int main(int argc, char **argv)
 		{ "open_qp", t_open_qp },
 		{ "file_access", t_file_access },
 		{ "limit", t_limit },
+		{ "other_uid", t_other_uid },
 	};
 
 	return vt_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv);
