@@ -310,6 +310,8 @@ static void tool_describe(struct tool_line *l, const struct wire_pkt *p, enum wi
 	}
 	if (p->hdrs & WIRE_HDR_ATOMICACKETH)
 		tool_put(l, " orig=0x%" PRIx64, p->atomicacketh.orig);
+	if (p->hdrs & WIRE_HDR_XRCETH)
+		tool_put(l, " xrceth[srqn=0x%06" PRIx32 "]", p->xrc_srqn);
 	if (p->hdrs & WIRE_HDR_DETH)
 		tool_put(l, " deth[qkey=0x%08" PRIx32 " srcqp=0x%06" PRIx32 "]",
 			 p->deth.qkey, p->deth.sqpn);

@@ -59,13 +59,6 @@ static int no_destroy_flow(struct ibv_flow *f) { (void)f; return EOPNOTSUPP; }
 static struct ibv_flow *no_create_flow(struct ibv_qp *qp, struct ibv_flow_attr *a)
 { (void)qp; (void)a; errno = EOPNOTSUPP; return NULL; }
 static void no_placeholder(void) { }
-static struct ibv_qp *no_open_qp(struct ibv_context *c, struct ibv_qp_open_attr *a)
-{ (void)c; (void)a; errno = EOPNOTSUPP; return NULL; }
-static int no_get_srq_num(struct ibv_srq *s, uint32_t *n)
-{ (void)s; (void)n; return EOPNOTSUPP; }
-static struct ibv_xrcd *no_open_xrcd(struct ibv_context *c, struct ibv_xrcd_init_attr *a)
-{ (void)c; (void)a; errno = EOPNOTSUPP; return NULL; }
-static int no_close_xrcd(struct ibv_xrcd *x) { (void)x; return EOPNOTSUPP; }
 
 static int query_rt_values(struct ibv_context *c, struct ibv_values_ex *v)
 {
@@ -150,10 +143,10 @@ void urv_set_ops(struct urv_context *c)
 	v->ABI_placeholder2 = no_placeholder;
 	v->ibv_create_flow = no_create_flow;
 	v->ABI_placeholder1 = no_placeholder;
-	v->open_qp = no_open_qp;
+	v->open_qp = urv_open_qp;
 	v->create_qp_ex = urv_create_qp_ex;
-	v->get_srq_num = no_get_srq_num;
+	v->get_srq_num = urv_get_srq_num;
 	v->create_srq_ex = urv_create_srq_ex;
-	v->open_xrcd = no_open_xrcd;
-	v->close_xrcd = no_close_xrcd;
+	v->open_xrcd = urv_open_xrcd;
+	v->close_xrcd = urv_close_xrcd;
 }

@@ -141,6 +141,8 @@ static void send_operands(struct urv_qp *qp, const struct ibv_send_wr *wr,
 		w->bind.mr_lkey = b->mr ? b->mr->lkey : 0;
 		w->bind.access = b->mw_access_flags;
 	}
+	if (qp->ex.qp_base.qp_type == IBV_QPT_XRC_SEND)
+		w->xrc_srqn = wr->qp_type.xrc.remote_srqn;
 	if (qp->ex.qp_base.qp_type == IBV_QPT_UD && !(needs & UROCE_WR_LOCAL)) {
 		w->ud.ah = wr->wr.ud.ah->handle;
 		w->ud.remote_qpn = wr->wr.ud.remote_qpn;
@@ -474,8 +476,10 @@ static void ex_flush(struct ibv_qp_ex *ex, uint32_t rkey, uint64_t addr, size_t 
 }
 static void ex_set_xrc_srqn(struct ibv_qp_ex *ex, uint32_t n)
 {
-	(void)n;
-	ex_qp(ex)->ex_err = EOPNOTSUPP;
+	struct uroce_send_wqe *w = ex_qp(ex)->ex_cur;
+
+	if (w)
+		w->xrc_srqn = n;
 }
 
 static void ex_set_ud_addr(struct ibv_qp_ex *ex, struct ibv_ah *ah,

@@ -33,20 +33,29 @@ static int qp_create_check(struct ibv_context *ibctx,
 	const struct ibv_device_attr *da = &to_uctx(ibctx)->info.dev_attr;
 	uint32_t unknown = a->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD |
 						      IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
-						      IBV_QP_INIT_ATTR_CREATE_FLAGS);
+						      IBV_QP_INIT_ATTR_CREATE_FLAGS |
+						      IBV_QP_INIT_ATTR_XRCD);
 
-	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd ||
-	    a->pd->context != ibctx || unknown)
-		return unknown ? EOPNOTSUPP : EINVAL;
+	if (unknown)
+		return EOPNOTSUPP;
+	/* an XRC TGT QP has a domain and nothing else of its own */
+	if (a->qp_type == IBV_QPT_XRC_RECV)
+		return (a->comp_mask & IBV_QP_INIT_ATTR_XRCD) && a->xrcd &&
+		       a->xrcd->context == ibctx && !a->srq ? 0 : EINVAL;
+	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd || a->pd->context != ibctx)
+		return EINVAL;
 	/* the mask may name create_flags as long as none is asked for (as
 	 * rxe answers): rdma-core's suite sets it at random with 0 flags */
 	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags)
 		return EOPNOTSUPP;
 	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC &&
-	    a->qp_type != IBV_QPT_UD)
+	    a->qp_type != IBV_QPT_UD && a->qp_type != IBV_QPT_XRC_SEND)
 		return EOPNOTSUPP;
-	if (!a->send_cq || !a->recv_cq || a->send_cq->context != ibctx ||
-	    a->recv_cq->context != ibctx ||
+	/* an XRC INI QP only sends: no receive CQ needed, no SRQ */
+	if (a->qp_type == IBV_QPT_XRC_SEND && (a->srq || a->cap.max_recv_wr))
+		return EINVAL;
+	if (!a->send_cq || (!a->recv_cq && a->qp_type != IBV_QPT_XRC_SEND) ||
+	    a->send_cq->context != ibctx || (a->recv_cq && a->recv_cq->context != ibctx) ||
 	    (a->srq && a->srq->context != ibctx) ||
 	    a->cap.max_send_wr > (uint32_t)da->max_qp_wr ||
 	    a->cap.max_recv_wr > (uint32_t)da->max_qp_wr ||
@@ -84,9 +93,8 @@ static int qp_map_rings(struct urv_qp *qp, const struct uroce_create_qp_rep *rep
 }
 
 /* The ibv_qp the application sees, in RESET. */
-static void qp_fill(struct urv_qp *qp, struct ibv_context *ibctx,
-		    const struct ibv_qp_init_attr_ex *a,
-		    const struct uroce_create_qp_rep *rep)
+void urv_qp_fill(struct urv_qp *qp, struct ibv_context *ibctx,
+		 const struct ibv_qp_init_attr_ex *a, const struct uroce_create_qp_rep *rep)
 {
 	struct ibv_qp *q = &qp->ex.qp_base;
 
@@ -127,6 +135,8 @@ struct ibv_qp *urv_create_qp_ex(struct ibv_context *ibctx,
 		errno = ret;
 		return NULL;
 	}
+	if (a->qp_type == IBV_QPT_XRC_RECV)
+		return urv_xrc_qp_new(ibctx, UROCE_OP_CREATE_XTGT, a->xrcd, 0, a);
 	qp = calloc(1, sizeof(*qp));
 	if (!qp) {
 		errno = ENOMEM;
@@ -136,7 +146,8 @@ struct ibv_qp *urv_create_qp_ex(struct ibv_context *ibctx,
 	memset(&req, 0, sizeof(req));
 	req.pd = a->pd->handle;
 	req.send_cq = a->send_cq->handle;
-	req.recv_cq = a->recv_cq->handle;
+	/* the daemon's INI QP names a receive CQ it never uses */
+	req.recv_cq = (a->recv_cq ? a->recv_cq : a->send_cq)->handle;
 	req.srq = a->srq ? (int32_t)a->srq->handle : -1;
 	req.qp_type = a->qp_type;
 	req.sq_sig_all = (uint32_t)!!a->sq_sig_all;
@@ -150,10 +161,10 @@ struct ibv_qp *urv_create_qp_ex(struct ibv_context *ibctx,
 		      sizeof(rep), NULL, 0, &fd, 1);
 	if (ret)
 		goto err;
-	ret = qp_map_rings(qp, &rep, fd, a->srq != NULL);
+	ret = qp_map_rings(qp, &rep, fd, a->srq || a->qp_type == IBV_QPT_XRC_SEND);
 	if (ret)
 		goto err_destroy;
-	qp_fill(qp, ibctx, a, &rep);
+	urv_qp_fill(qp, ibctx, a, &rep);
 	a->cap = rep.cap;
 	return &qp->ex.qp_base;
 
@@ -318,7 +329,8 @@ int urv_destroy_qp(struct ibv_qp *ibqp)
 	while (ibqp->events_completed != qp->obj.events_got)
 		pthread_cond_wait(&ibqp->cond, &ibqp->mutex);
 	pthread_mutex_unlock(&ibqp->mutex);
-	munmap(qp->map, qp->map_size);
+	if (qp->map)
+		munmap(qp->map, qp->map_size);
 	urv_pdom_put(qp->pdom);
 	pthread_mutex_destroy(&ibqp->mutex);
 	pthread_cond_destroy(&ibqp->cond);

@@ -8,11 +8,15 @@
 
 #include "urv.h"
 
-struct ibv_srq *urv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *a)
+/* xq: an XRC SRQ of that domain and CQ (xq->srq is filled here) */
+struct ibv_srq *urv_srq_create_x(struct ibv_pd *pd, struct ibv_srq_init_attr *a,
+				 struct uroce_create_xsrq_req *xq)
 {
 	struct urv_context *c = to_uctx(pd->context);
-	struct uroce_create_srq_req req;
-	struct uroce_create_srq_rep rep;
+	struct uroce_create_xsrq_req xreq;
+	struct uroce_create_xsrq_rep xrep;
+	struct uroce_create_srq_req *req = xq ? &xq->srq : &xreq.srq;
+	struct uroce_create_srq_rep *rep = &xrep.srq;
 	struct urv_srq *srq;
 	void *map;
 	int fd, ret;
@@ -28,48 +32,53 @@ struct ibv_srq *urv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *a)
 		return NULL;
 	}
 	urv_obj_add(&srq->obj, URV_OBJ_SRQ);
-	memset(&req, 0, sizeof(req));
-	req.pd = pd->handle;
-	req.max_wr = a->attr.max_wr;
-	req.max_sge = a->attr.max_sge;
-	req.srq_limit = a->attr.srq_limit;
-	req.user_handle = srq->obj.id;
-	ret = urv_ctl(c, UROCE_OP_CREATE_SRQ, &req, sizeof(req), &rep,
-		      sizeof(rep), NULL, 0, &fd, 1);
+	memset(req, 0, sizeof(*req));
+	memset(&xrep, 0, sizeof(xrep));
+	req->pd = pd->handle;
+	req->max_wr = a->attr.max_wr;
+	req->max_sge = a->attr.max_sge;
+	req->srq_limit = a->attr.srq_limit;
+	req->user_handle = srq->obj.id;
+	ret = xq ? urv_ctl(c, UROCE_OP_CREATE_XSRQ, xq, sizeof(*xq), &xrep, sizeof(xrep),
+			   NULL, 0, &fd, 1)
+		 : urv_ctl(c, UROCE_OP_CREATE_SRQ, req, sizeof(*req), rep, sizeof(*rep),
+			   NULL, 0, &fd, 1);
 	if (ret)
 		goto err;
-	map = mmap(NULL, rep.map_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	srq->srqn = xrep.srqn;
+	srq->xrc = xq != NULL;
+	map = mmap(NULL, rep->map_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
-	if (map == MAP_FAILED || !rep.entries || (rep.entries & (rep.entries - 1)) ||
-	    UROCE_RING_HDR_SIZE + (uint64_t)rep.entries * rep.stride > rep.map_size) {
-		struct uroce_handle_msg d = { .handle = rep.handle };
+	if (map == MAP_FAILED || !rep->entries || (rep->entries & (rep->entries - 1)) ||
+	    UROCE_RING_HDR_SIZE + (uint64_t)rep->entries * rep->stride > rep->map_size) {
+		struct uroce_handle_msg d = { .handle = rep->handle };
 
 		ret = map == MAP_FAILED ? -errno : -EPROTO;
 		if (map != MAP_FAILED)
-			munmap(map, rep.map_size);
+			munmap(map, rep->map_size);
 		urv_ctl(c, UROCE_OP_DESTROY_SRQ, &d, sizeof(d), NULL, 0, NULL, 0,
 			NULL, 0);
 		goto err;
 	}
 	srq->map = map;
-	srq->map_size = rep.map_size;
+	srq->map_size = rep->map_size;
 	srq->rq.hdr = map;
 	srq->rq.slots = (uint8_t *)map + UROCE_RING_HDR_SIZE;
-	srq->rq.entries = rep.entries;
-	srq->rq.stride = rep.stride;
-	srq->rq.max_wr = rep.max_wr < rep.entries ? rep.max_wr : rep.entries;
-	srq->rq.max_sge = rep.max_sge;
+	srq->rq.entries = rep->entries;
+	srq->rq.stride = rep->stride;
+	srq->rq.max_wr = rep->max_wr < rep->entries ? rep->max_wr : rep->entries;
+	srq->rq.max_sge = rep->max_sge;
 	srq->ctx = c;
-	srq->db_index = rep.db_index;
+	srq->db_index = rep->db_index;
 	urv_spin_init(&srq->lock);
 	srq->ibsrq.context = pd->context;
 	srq->ibsrq.srq_context = a->srq_context;
 	srq->ibsrq.pd = pd;
-	srq->ibsrq.handle = rep.handle;
+	srq->ibsrq.handle = rep->handle;
 	pthread_mutex_init(&srq->ibsrq.mutex, NULL);
 	pthread_cond_init(&srq->ibsrq.cond, NULL);
-	a->attr.max_wr = rep.max_wr;
-	a->attr.max_sge = rep.max_sge;
+	a->attr.max_wr = rep->max_wr;
+	a->attr.max_sge = rep->max_sge;
 	return &srq->ibsrq;
 err:
 	urv_obj_del(&srq->obj);
@@ -78,12 +87,19 @@ err:
 	return NULL;
 }
 
+struct ibv_srq *urv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *a)
+{
+	return urv_srq_create_x(pd, a, NULL);
+}
+
 struct ibv_srq *urv_create_srq_ex(struct ibv_context *ibctx,
 				  struct ibv_srq_init_attr_ex *a)
 {
 	struct ibv_srq_init_attr in;
 	struct ibv_srq *srq;
 
+	if ((a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && a->srq_type == IBV_SRQT_XRC)
+		return urv_create_xsrq(ibctx, a);
 	if (!(a->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !a->pd ||
 	    a->pd->context != ibctx ||
 	    ((a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&

@@ -156,6 +156,16 @@ struct urv_srq {
 	struct urv_wq rq;
 	void *map;
 	size_t map_size;
+	bool xrc;               /* an XRC SRQ: srqn is its number (ibv_get_srq_num) */
+	uint32_t srqn;
+};
+
+/* ibv_open_xrcd (xrc.c) */
+struct urv_xrcd {
+	struct ibv_xrcd ibxrcd;
+	struct urv_context *ctx;
+	uint32_t handle;
+	uint32_t num;
 };
 
 struct urv_qp {
@@ -339,6 +349,19 @@ int urv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr);
 int urv_destroy_srq(struct ibv_srq *srq);
 int urv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 		      struct ibv_recv_wr **bad);
+struct ibv_srq *urv_srq_create_x(struct ibv_pd *pd, struct ibv_srq_init_attr *a,
+				 struct uroce_create_xsrq_req *xq);
+
+/* xrc.c */
+struct ibv_xrcd *urv_open_xrcd(struct ibv_context *c, struct ibv_xrcd_init_attr *a);
+int urv_close_xrcd(struct ibv_xrcd *x);
+struct ibv_srq *urv_create_xsrq(struct ibv_context *c, struct ibv_srq_init_attr_ex *a);
+int urv_get_srq_num(struct ibv_srq *srq, uint32_t *num);
+struct ibv_qp *urv_open_qp(struct ibv_context *c, struct ibv_qp_open_attr *a);
+/* an XRC TGT QP (UROCE_OP_CREATE_XTGT) or a handle on one (OPEN_QP),
+ * a QP without rings */
+struct ibv_qp *urv_xrc_qp_new(struct ibv_context *ibctx, uint32_t op, struct ibv_xrcd *xrcd,
+			      uint32_t qpn, const struct ibv_qp_init_attr_ex *ia);
 
 struct ibv_qp *urv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a);
 struct ibv_qp *urv_create_qp_ex(struct ibv_context *c,
@@ -352,6 +375,8 @@ int urv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 int urv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		  struct ibv_recv_wr **bad);
 void urv_qp_ex_init(struct urv_qp *qp);
+void urv_qp_fill(struct urv_qp *qp, struct ibv_context *ibctx,
+		 const struct ibv_qp_init_attr_ex *a, const struct uroce_create_qp_rep *rep);
 int urv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
 		     uint16_t lid);
 int urv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,

@@ -138,6 +138,9 @@ static void build_transport(const struct wire_pkt *d, const struct wire_opcode_i
 		wire_atomiceth_encode(p + op->off[WIRE_HI_ATOMICETH], &d->atomiceth);
 	if (op->hdrs & WIRE_HDR_ATOMICACKETH)
 		wire_atomicacketh_encode(p + op->off[WIRE_HI_ATOMICACKETH], &d->atomicacketh);
+	if (op->hdrs & WIRE_HDR_XRCETH)
+		wire_put_be32(p + op->off[WIRE_HI_XRCETH],
+			      (uint32_t)d->xrceth_resv << 24 | (d->xrc_srqn & WIRE_QPN_MASK));
 	if (op->hdrs & WIRE_HDR_DETH)
 		wire_deth_encode(p + op->off[WIRE_HI_DETH], &d->deth);
 	if (op->hdrs & WIRE_HDR_IMMDT)

@@ -29,6 +29,7 @@
 #define WIRE_DETH_LEN        8
 #define WIRE_IMMDT_LEN       4
 #define WIRE_IETH_LEN        4
+#define WIRE_XRCETH_LEN      4  /**< reserved 8 bits, XRC SRQ number 24 */
 #define WIRE_CNP_RESV_LEN   16  /**< reserved zero bytes after a CNP's BTH */
 #define WIRE_ICRC_LEN        4
 /**@}*/

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The opcode table. Header order inside a packet is fixed by IBTA
- * (BTH, FETH or DETH, RETH, AtomicETH, AETH, AtomicAckETH, ImmDt, IETH), so every
+ * (BTH, XRCETH or FETH, DETH, RETH, AtomicETH, AETH, AtomicAckETH, ImmDt, IETH;
+ * XRCETH is annex A14's and never meets a DETH or FETH), so every
  * offset is a constant expression of the header mask and the table needs no
  * run-time initialisation. */
 #include "opcode.h"
@@ -10,7 +11,8 @@
 #define H(x) WIRE_HDR_##x
 #define HAS(m, x) (((m) & H(x)) ? 1 : 0)
 
-#define O_FETH(m)   WIRE_BTH_LEN
+#define O_XRC(m)    WIRE_BTH_LEN
+#define O_FETH(m)   (O_XRC(m) + HAS(m, XRCETH) * WIRE_XRCETH_LEN)
 #define O_DETH(m)   (O_FETH(m) + HAS(m, FETH) * WIRE_FETH_LEN)
 #define O_RETH(m)   (O_DETH(m) + HAS(m, DETH) * WIRE_DETH_LEN)
 #define O_ATOM(m)   (O_RETH(m) + HAS(m, RETH) * WIRE_RETH_LEN)
@@ -41,6 +43,7 @@
 			[WIRE_HI_IETH] = OFF(m, IETH, O_IETH(m)),            \
 			[WIRE_HI_CNP] = OFF(m, CNP, O_CNP(m)),               \
 			[WIRE_HI_FETH] = OFF(m, FETH, O_FETH(m)),            \
+			[WIRE_HI_XRCETH] = OFF(m, XRCETH, O_XRC(m)),         \
 			[WIRE_HI_PAYLOAD] = O_END(H(BTH) | (m)),             \
 		},                                                           \
 	}
@@ -58,46 +61,60 @@
 #define ONLY   (F(FIRST) | F(LAST))
 #define SEND_FL(pos) (RQ | F(RECV) | (pos))
 
-/* Send and write families are identical for RC and UC apart from the
- * transport bits, so generate both from one list. */
-#define SEND_WRITE_FAMILY(tr, T, TT)                                                   \
-	ENTRY(tr | 0x00, T " SEND First", TT " Send First", SEND_FL(FIRST) | PLR, 0, SEND),  \
-	ENTRY(tr | 0x01, T " SEND Middle", TT " Send Middle", SEND_FL(MIDDLE) | PLR, 0, SEND), \
-	ENTRY(tr | 0x02, T " SEND Last", TT " Send Last", SEND_FL(LAST) | F(COMP) | PL, 0, SEND), \
-	ENTRY(tr | 0x03, T " SEND Last with Immediate", TT " Send Last Immediate",     \
-	      SEND_FL(LAST) | F(COMP) | F(IMM) | PL, H(IMMDT), SEND),                   \
-	ENTRY(tr | 0x04, T " SEND Only", TT " Send Only", SEND_FL(ONLY) | F(COMP) | PL, 0, SEND), \
-	ENTRY(tr | 0x05, T " SEND Only with Immediate", TT " Send Only Immediate",     \
-	      SEND_FL(ONLY) | F(COMP) | F(IMM) | PL, H(IMMDT), SEND),                   \
-	ENTRY(tr | 0x06, T " RDMA WRITE First", TT " RDMA Write First", RQ | FIRST | PLR, H(RETH), WRITE), \
-	ENTRY(tr | 0x07, T " RDMA WRITE Middle", TT " RDMA Write Middle", RQ | MIDDLE | PLR, 0, WRITE), \
-	ENTRY(tr | 0x08, T " RDMA WRITE Last", TT " RDMA Write Last", RQ | LAST | PL, 0, WRITE), \
-	ENTRY(tr | 0x09, T " RDMA WRITE Last with Immediate", TT " RDMA Write Last Immediate", \
-	      RQ | LAST | F(RECV) | F(COMP) | F(IMM) | PL, H(IMMDT), WRITE),            \
-	ENTRY(tr | 0x0a, T " RDMA WRITE Only", TT " RDMA Write Only", RQ | ONLY | PL, H(RETH), WRITE), \
-	ENTRY(tr | 0x0b, T " RDMA WRITE Only with Immediate", TT " RDMA Write Only Immediate", \
-	      RQ | ONLY | F(RECV) | F(COMP) | F(IMM) | PL, H(RETH) | H(IMMDT), WRITE)
+/* tshark 4.0's Info-column names by transport: it lists the XRC opcodes
+ * but dissects none of them ("Unknown OpCode", nothing after the BTH) */
+#define TS_RC(s)  "RC" s
+#define TS_UC(s)  "UC" s
+#define TS_XRC(s) "Unknown OpCode"
+
+/* Send and write families are identical for RC, UC and XRC apart from the
+ * transport bits and XRC's XRCETH (X: the headers every request of the
+ * transport adds), so generate all three from one list. */
+#define SEND_WRITE_FAMILY(tr, T, TT, X)                                                   \
+	ENTRY(tr | 0x00, T " SEND First", TT(" Send First"), SEND_FL(FIRST) | PLR, X, SEND),  \
+	ENTRY(tr | 0x01, T " SEND Middle", TT(" Send Middle"), SEND_FL(MIDDLE) | PLR, X, SEND), \
+	ENTRY(tr | 0x02, T " SEND Last", TT(" Send Last"), SEND_FL(LAST) | F(COMP) | PL, X, SEND), \
+	ENTRY(tr | 0x03, T " SEND Last with Immediate", TT(" Send Last Immediate"),     \
+	      SEND_FL(LAST) | F(COMP) | F(IMM) | PL, (X) | H(IMMDT), SEND),                   \
+	ENTRY(tr | 0x04, T " SEND Only", TT(" Send Only"), SEND_FL(ONLY) | F(COMP) | PL, X, SEND), \
+	ENTRY(tr | 0x05, T " SEND Only with Immediate", TT(" Send Only Immediate"),     \
+	      SEND_FL(ONLY) | F(COMP) | F(IMM) | PL, (X) | H(IMMDT), SEND),                   \
+	ENTRY(tr | 0x06, T " RDMA WRITE First", TT(" RDMA Write First"), RQ | FIRST | PLR, (X) | H(RETH), WRITE), \
+	ENTRY(tr | 0x07, T " RDMA WRITE Middle", TT(" RDMA Write Middle"), RQ | MIDDLE | PLR, X, WRITE), \
+	ENTRY(tr | 0x08, T " RDMA WRITE Last", TT(" RDMA Write Last"), RQ | LAST | PL, X, WRITE), \
+	ENTRY(tr | 0x09, T " RDMA WRITE Last with Immediate", TT(" RDMA Write Last Immediate"), \
+	      RQ | LAST | F(RECV) | F(COMP) | F(IMM) | PL, (X) | H(IMMDT), WRITE),            \
+	ENTRY(tr | 0x0a, T " RDMA WRITE Only", TT(" RDMA Write Only"), RQ | ONLY | PL, (X) | H(RETH), WRITE), \
+	ENTRY(tr | 0x0b, T " RDMA WRITE Only with Immediate", TT(" RDMA Write Only Immediate"), \
+	      RQ | ONLY | F(RECV) | F(COMP) | F(IMM) | PL, (X) | H(RETH) | H(IMMDT), WRITE)
+
+/* READ, the responses, atomics and SEND with invalidate: RC and XRC. */
+#define READ_ATOMIC_FAMILY(tr, T, TT, X)                                                 \
+	ENTRY(tr | 0x0c, T " RDMA READ Request", TT(" RDMA Read Request"), RQ | ONLY,     \
+	      (X) | H(RETH), READ),                                                      \
+	ENTRY(tr | 0x0d, T " RDMA READ Response First", TT(" RDMA Read Response First"),  \
+	      RS | FIRST | PLR, H(AETH), READ_RESP),                                     \
+	ENTRY(tr | 0x0e, T " RDMA READ Response Middle", TT(" RDMA Read Response Middle"), \
+	      RS | MIDDLE | PLR, 0, READ_RESP),                                          \
+	ENTRY(tr | 0x0f, T " RDMA READ Response Last", TT(" RDMA Read Response Last"),    \
+	      RS | LAST | PL, H(AETH), READ_RESP),                                       \
+	ENTRY(tr | 0x10, T " RDMA READ Response Only", TT(" RDMA Read Response Only"),    \
+	      RS | ONLY | PL, H(AETH), READ_RESP),                                       \
+	ENTRY(tr | 0x11, T " Acknowledge", TT(" Acknowledge"), RS | ONLY, H(AETH), ACK),  \
+	ENTRY(tr | 0x12, T " ATOMIC Acknowledge", TT(" Atomic Acknowledge"), RS | ONLY,   \
+	      H(AETH) | H(ATOMICACKETH), ATOMIC_ACK),                                    \
+	ENTRY(tr | 0x13, T " CmpSwap", TT(" Compare Swap"), RQ | ONLY,                    \
+	      (X) | H(ATOMICETH), ATOMIC),                                               \
+	ENTRY(tr | 0x14, T " FetchAdd", TT(" Fetch Add"), RQ | ONLY,                      \
+	      (X) | H(ATOMICETH), ATOMIC),                                               \
+	ENTRY(tr | 0x16, T " SEND Last with Invalidate", TT(" Send Last Invalidate"),    \
+	      SEND_FL(LAST) | F(COMP) | F(INV) | PL, (X) | H(IETH), SEND),               \
+	ENTRY(tr | 0x17, T " SEND Only with Invalidate", TT(" Send Only Invalidate"),    \
+	      SEND_FL(ONLY) | F(COMP) | F(INV) | PL, (X) | H(IETH), SEND)
 
 const struct wire_opcode_info wire_opcode_table[256] = {
-	SEND_WRITE_FAMILY(WIRE_TR_RC, "RC", "RC"),
-	ENTRY(0x0c, "RC RDMA READ Request", "RC RDMA Read Request", RQ | ONLY, H(RETH), READ),
-	ENTRY(0x0d, "RC RDMA READ Response First", "RC RDMA Read Response First",
-	      RS | FIRST | PLR, H(AETH), READ_RESP),
-	ENTRY(0x0e, "RC RDMA READ Response Middle", "RC RDMA Read Response Middle",
-	      RS | MIDDLE | PLR, 0, READ_RESP),
-	ENTRY(0x0f, "RC RDMA READ Response Last", "RC RDMA Read Response Last",
-	      RS | LAST | PL, H(AETH), READ_RESP),
-	ENTRY(0x10, "RC RDMA READ Response Only", "RC RDMA Read Response Only",
-	      RS | ONLY | PL, H(AETH), READ_RESP),
-	ENTRY(0x11, "RC Acknowledge", "RC Acknowledge", RS | ONLY, H(AETH), ACK),
-	ENTRY(0x12, "RC ATOMIC Acknowledge", "RC Atomic Acknowledge", RS | ONLY,
-	      H(AETH) | H(ATOMICACKETH), ATOMIC_ACK),
-	ENTRY(0x13, "RC CmpSwap", "RC Compare Swap", RQ | ONLY, H(ATOMICETH), ATOMIC),
-	ENTRY(0x14, "RC FetchAdd", "RC Fetch Add", RQ | ONLY, H(ATOMICETH), ATOMIC),
-	ENTRY(0x16, "RC SEND Last with Invalidate", "RC Send Last Invalidate",
-	      SEND_FL(LAST) | F(COMP) | F(INV) | PL, H(IETH), SEND),
-	ENTRY(0x17, "RC SEND Only with Invalidate", "RC Send Only Invalidate",
-	      SEND_FL(ONLY) | F(COMP) | F(INV) | PL, H(IETH), SEND),
+	SEND_WRITE_FAMILY(WIRE_TR_RC, "RC", TS_RC, 0),
+	READ_ATOMIC_FAMILY(WIRE_TR_RC, "RC", TS_RC, 0),
 	/* IBTA 1.5 RDMA FLUSH (rxe since Linux 6.2): no payload; answered
 	 * by a zero-length READ Response Only */
 	ENTRY(0x1c, "RC RDMA FLUSH", "Unknown OpCode" /* tshark 4.0 has no name for it */,
@@ -107,7 +124,7 @@ const struct wire_opcode_info wire_opcode_table[256] = {
 	ENTRY(0x1d, "RC RDMA ATOMIC WRITE", "Unknown OpCode" /* tshark 4.0 has no name for it */,
 	      RQ | ONLY | PL, H(RETH), WRITE),
 
-	SEND_WRITE_FAMILY(WIRE_TR_UC, "UC", "UC"),
+	SEND_WRITE_FAMILY(WIRE_TR_UC, "UC", TS_UC, 0),
 
 	ENTRY(0x64, "UD SEND Only", "UD Send Only", SEND_FL(ONLY) | F(COMP) | PL, H(DETH), SEND),
 	ENTRY(0x65, "UD SEND Only with Immediate", "UD Send Only Immediate",
@@ -117,6 +134,11 @@ const struct wire_opcode_info wire_opcode_table[256] = {
 	 * sender's QP and only throttles it. */
 	ENTRY(0x81, "CNP", "Unknown OpCode" /* tshark 4.0 has no name for it */,
 	      ONLY, H(CNP), CNP),
+
+	/* XRC (annex A14): RC's operations; requests carry an XRCETH,
+	 * responses are RC's (no XRCETH) */
+	SEND_WRITE_FAMILY(WIRE_TR_XRC, "XRC", TS_XRC, H(XRCETH)),
+	READ_ATOMIC_FAMILY(WIRE_TR_XRC, "XRC", TS_XRC, H(XRCETH)),
 };
 
 const struct wire_opcode_info *wire_opcode_info(uint8_t opcode)

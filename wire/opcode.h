@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /**
  * @file opcode.h
- * @brief The 256-entry BTH opcode table (RC, UC, UD, CNP).
+ * @brief The 256-entry BTH opcode table (RC, UC, UD, CNP, XRC).
  *
  * Opcode = transport (bits 7-5) | operation (bits 4-0). For each defined
  * opcode the table gives the extension headers present and their offsets
@@ -61,6 +61,18 @@ enum wire_opcode {
 	WIRE_OP_UD_SEND_ONLY_IMM         = 0x65,
 
 	WIRE_OP_CNP                      = 0x81,
+
+	/* XRC (IBTA annex A14): the RC operations | WIRE_TR_XRC; every
+	 * request carries an XRCETH naming the target's XRC SRQ */
+	WIRE_OP_XRC_SEND_FIRST           = 0xa0,
+	WIRE_OP_XRC_SEND_ONLY            = 0xa4,
+	WIRE_OP_XRC_WRITE_ONLY           = 0xaa,
+	WIRE_OP_XRC_READ_REQ             = 0xac,
+	WIRE_OP_XRC_ACK                  = 0xb1,
+	WIRE_OP_XRC_ATOMIC_ACK           = 0xb2,
+	WIRE_OP_XRC_CMP_SWAP             = 0xb3,
+	WIRE_OP_XRC_FETCH_ADD            = 0xb4,
+	WIRE_OP_XRC_SEND_ONLY_INV        = 0xb7,
 };
 
 /** Transport of an opcode (bits 7-5). */
@@ -85,13 +97,14 @@ enum wire_hdr_bit {
 	WIRE_HDR_IETH         = 1u << 7,
 	WIRE_HDR_CNP          = 1u << 8, /**< the 16 reserved bytes of a CNP */
 	WIRE_HDR_FETH         = 1u << 9, /**< FLUSH extended transport header */
+	WIRE_HDR_XRCETH       = 1u << 10, /**< XRC requests: reserved 8 | XRC SRQ number 24 */
 };
 
 /** Index of each header in wire_opcode_info::off[]. */
 enum wire_hdr_idx {
 	WIRE_HI_BTH, WIRE_HI_RETH, WIRE_HI_AETH, WIRE_HI_ATOMICETH,
 	WIRE_HI_ATOMICACKETH, WIRE_HI_DETH, WIRE_HI_IMMDT, WIRE_HI_IETH,
-	WIRE_HI_CNP, WIRE_HI_FETH, WIRE_HI_PAYLOAD, WIRE_HI_NUM
+	WIRE_HI_CNP, WIRE_HI_FETH, WIRE_HI_XRCETH, WIRE_HI_PAYLOAD, WIRE_HI_NUM
 };
 
 /** Property flags (wire_opcode_info::flags). */

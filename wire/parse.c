@@ -175,6 +175,12 @@ static void parse_ext_hdrs(const uint8_t *bth, const struct wire_opcode_info *op
 		wire_atomiceth_decode(bth + op->off[WIRE_HI_ATOMICETH], &p->atomiceth);
 	if (op->hdrs & WIRE_HDR_ATOMICACKETH)
 		wire_atomicacketh_decode(bth + op->off[WIRE_HI_ATOMICACKETH], &p->atomicacketh);
+	if (op->hdrs & WIRE_HDR_XRCETH) {
+		uint32_t x = wire_get_be32(bth + op->off[WIRE_HI_XRCETH]);
+
+		p->xrc_srqn = x & WIRE_QPN_MASK;
+		p->xrceth_resv = (uint8_t)(x >> 24);
+	}
 	if (op->hdrs & WIRE_HDR_DETH)
 		wire_deth_decode(bth + op->off[WIRE_HI_DETH], &p->deth);
 	if (op->hdrs & WIRE_HDR_IMMDT)

@@ -48,7 +48,7 @@ enum wire_reason {
 	WIRE_R_UDP_CSUM,        /**< bad non-zero UDP checksum (only with WIRE_PARSE_UDP_CSUM) */
 	/* malformed transport */
 	WIRE_R_BTH_TVER,        /**< BTH transport version != 0 */
-	WIRE_R_OPCODE,          /**< reserved / unsupported opcode (RD, XRC, ...) */
+	WIRE_R_OPCODE,          /**< reserved / unsupported opcode (RD, ...) */
 	WIRE_R_PAD,             /**< pad on a FIRST/MIDDLE packet or an opcode without payload,
 	                             payload shorter than the pad, or payload + pad not a
 	                             multiple of 4 */
@@ -129,6 +129,8 @@ struct wire_pkt {
 	uint32_t imm;                      /**< ImmDt as a big-endian number (verbs imm_data is
 	                                        htobe32(imm)) */
 	uint32_t ieth_rkey;                /**< IETH: R_Key to invalidate */
+	uint32_t xrc_srqn;                 /**< XRCETH: the target's XRC SRQ number (24 bits) */
+	uint8_t  xrceth_resv;              /**< XRCETH: its reserved byte as found (zero on send) */
 	uint8_t  cnp_resv[WIRE_CNP_RESV_LEN]; /**< CNP reserved bytes (zero on send) */
 	struct wire_feth feth;             /**< FLUSH: placement type and level */
 

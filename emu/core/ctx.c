@@ -115,7 +115,8 @@ static void emu_dev_attrs(struct emu_dev *d)
 			      IBV_DEVICE_UD_AV_PORT_ENFORCE | IBV_DEVICE_PORT_ACTIVE_EVENT |
 			      IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_RC_RNR_NAK_GEN |
 			      IBV_DEVICE_SRQ_RESIZE | IBV_DEVICE_MEM_WINDOW |
-			      IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_MEM_MGT_EXTENSIONS;
+			      IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_MEM_MGT_EXTENSIONS |
+			      IBV_DEVICE_XRC;
 	a->max_sge = EMU_MAX_SGE;
 	a->max_sge_rd = EMU_MAX_SGE;
 	a->max_cq = EMU_MAX_CQ;
@@ -234,6 +235,7 @@ uint32_t emu_lim_ctx[EMU_OBJ_NTYPES] = {
 	[EMU_OBJ_CQ] = EMU_MAX_CQ / 16, [EMU_OBJ_SRQ] = EMU_MAX_SRQ / 16,
 	[EMU_OBJ_QP] = EMU_MAX_QP / 16, [EMU_OBJ_AH] = EMU_MAX_AH / 16,
 	[EMU_OBJ_DM] = EMU_MAX_DM / 16,
+	[EMU_OBJ_XRCD] = 256, [EMU_OBJ_XQP] = EMU_MAX_QP / 16,
 };
 uint32_t emu_lim_uid[EMU_OBJ_NTYPES] = {
 	[EMU_OBJ_NONE] = 128,
@@ -242,12 +244,14 @@ uint32_t emu_lim_uid[EMU_OBJ_NTYPES] = {
 	[EMU_OBJ_CQ] = EMU_MAX_CQ / 4, [EMU_OBJ_SRQ] = EMU_MAX_SRQ / 4,
 	[EMU_OBJ_QP] = EMU_MAX_QP / 4, [EMU_OBJ_AH] = EMU_MAX_AH / 4,
 	[EMU_OBJ_DM] = EMU_MAX_DM / 4,
+	[EMU_OBJ_XRCD] = 1024, [EMU_OBJ_XQP] = EMU_MAX_QP / 4,
 };
 static const char *const emu_lim_name[EMU_OBJ_NTYPES] = {
 	[EMU_OBJ_NONE] = "ctx", [EMU_OBJ_PD] = "pd", [EMU_OBJ_MR] = "mr",
 	[EMU_OBJ_MW] = "mw", [EMU_OBJ_CHANNEL] = "channel", [EMU_OBJ_CQ] = "cq",
 	[EMU_OBJ_SRQ] = "srq", [EMU_OBJ_QP] = "qp", [EMU_OBJ_AH] = "ah",
 	[EMU_OBJ_DM] = "dm",
+	[EMU_OBJ_XRCD] = "xrcd", [EMU_OBJ_XQP] = "xqp",
 };
 
 uint64_t emu_lim_ctx_mem = 256ull << 20;

@@ -111,6 +111,8 @@ enum emu_obj_type {
 	EMU_OBJ_QP,
 	EMU_OBJ_AH,
 	EMU_OBJ_DM,
+	EMU_OBJ_XRCD,       /* a context's handle on an XRC domain (xrcd.c) */
+	EMU_OBJ_XQP,        /* a handle from ibv_open_qp on an XRC TGT QP */
 	EMU_OBJ_NTYPES
 };
 
@@ -246,6 +248,36 @@ struct emu_cq {
 	size_t map_size;
 };
 
+/* XRC domains (xrcd.c, docs/verbs.md "XRC"). A domain is the device's:
+ * processes opening the same file share one (the file identified by the
+ * dev/ino of a descriptor the client passed, never by a path), no file
+ * makes a private one. Each ibv_open_xrcd is a handle of its context
+ * (emu_xrcd_ref) counting what was made through it. */
+struct emu_xrcd {
+	struct emu_xrcd *next;    /* dev->xrcds */
+	uint32_t num;             /* xrcdn, unique on the device */
+	bool by_file;
+	dev_t fdev;
+	ino_t fino;
+	uint32_t refs;            /* handles, in every context */
+};
+
+struct emu_xrcd_ref {
+	struct emu_ctx *ctx;
+	uint32_t handle;
+	struct emu_xrcd *x;
+	uint32_t users;           /* XRC SRQs, TGT QPs, opened QPs: close is -EBUSY */
+};
+
+/* ibv_open_qp: names its TGT QP by number and domain, looked up at each
+ * use, so a TGT QP destroyed meanwhile leaves nothing dangling */
+struct emu_xqp {
+	struct emu_xrcd_ref *ref;
+	uint32_t handle;
+	uint32_t qpn;
+	uint64_t user_handle;
+};
+
 struct emu_srq {
 	struct emu_ctx *ctx;
 	uint32_t handle;
@@ -257,6 +289,11 @@ struct emu_srq {
 	uint32_t srq_limit; /* 0 = not armed */
 	bool error;
 	uint32_t refcnt;    /* QPs */
+	/* XRC SRQ: its domain, the CQ of its receive completions, its number
+	 * on the device (the XRCETH's); NULL / 0 for a basic SRQ */
+	struct emu_xrcd_ref *xref;
+	struct emu_cq *cq;
+	uint32_t srqn;
 	int memfd;
 	void *map;
 	size_t map_size;
@@ -296,14 +333,18 @@ struct emu_qp {
 	bool sq_sig_all;
 	struct ibv_qp_attr attr;  /* as last set (the transport keeps it current) */
 	uint32_t qpn;
+	uint32_t db_index;        /* beside qpn: no padding (test_robust qp_memory) */
 	uint64_t user_handle;
-	uint32_t db_index;
 	struct emu_ring sq, rq;   /* rq.entries == 0 with an SRQ */
 	uint32_t mcast_groups;    /* groups attached (UD) */
 	int memfd;
 	void *map;
 	size_t map_size;
 	uint64_t charged;         /* daemon memory charged to ctx (limits) */
+	/* XRC TGT QP (IBV_QPT_XRC_RECV): its domain; it owns no PD, CQ or
+	 * SRQ: pd, recv_cq and srq are those of the XRC SRQ the request
+	 * being served names (emu_xrc_tgt_bind), NULL between */
+	struct emu_xrcd_ref *xref;
 	struct emu_xport_qp x;
 };
 
@@ -548,6 +589,12 @@ struct emu_dev {
 	struct {                      /* ... what it did, for every QP ever */
 		uint64_t ce_rcvd, cnp_sent, cnp_rcvd, rate_cuts;
 	} dcqcn_cnt;
+	/* XRC (xrcd.c): domains, and XRC SRQs by number (EMU_SRQN_TABLE
+	 * entries, allocated with the first) */
+	struct emu_xrcd *xrcds;
+	uint32_t next_xrcdn;
+	struct emu_srq **srqn;
+	uint32_t next_srqn;
 	/* QP1: the CM engine (struct emu_gsi_ops above) */
 	const struct emu_gsi_ops *gsi;
 	void *gsi_priv;
@@ -805,6 +852,29 @@ int emu_qp_destroy(struct emu_ctx *c, uint32_t handle);
 int emu_ah_create(struct emu_ctx *c, const struct uroce_create_ah_req *q, uint32_t *handle);
 int emu_ah_destroy(struct emu_ctx *c, uint32_t handle);
 int emu_mcast_op(struct emu_ctx *c, const struct uroce_mcast_req *q, bool attach);
+
+/* XRC (xrcd.c). fd: the file naming a shared domain, or -1. */
+#define EMU_SRQN_TABLE 65536u
+int emu_xrcd_open(struct emu_ctx *c, const struct uroce_open_xrcd_req *q, int fd,
+		  struct uroce_open_xrcd_rep *r);
+int emu_xrcd_close(struct emu_ctx *c, uint32_t handle);
+int emu_xsrq_create(struct emu_ctx *c, const struct uroce_create_xsrq_req *q,
+		    struct uroce_create_xsrq_rep *r, int *memfd_out);
+int emu_xrc_tgt_create(struct emu_ctx *c, const struct uroce_xrc_qp_req *q,
+		       struct uroce_xrc_qp_rep *r);
+int emu_xrc_qp_open(struct emu_ctx *c, const struct uroce_xrc_qp_req *q,
+		    struct uroce_xrc_qp_rep *r);
+/* the QP a QP handle or an opened-QP handle of c names, or NULL */
+struct emu_qp *emu_qp_of_handle(struct emu_ctx *c, uint32_t handle);
+/* The XRC SRQ of number srqn on d, or NULL. */
+static inline struct emu_srq *emu_xrc_srq_find(const struct emu_dev *d, uint32_t srqn)
+{
+	return d->srqn && srqn < EMU_SRQN_TABLE ? d->srqn[srqn] : NULL;
+}
+/* A request for XRC TGT QP qp names XRC SRQ srqn: serve it from that SRQ
+ * (its PD, CQ, receive WQEs) if it is in qp's domain; false (qp unbound,
+ * unless a message in progress still holds its SRQ) otherwise. */
+bool emu_xrc_tgt_bind(struct emu_qp *qp, uint32_t srqn);
 
 /* Multicast group membership for UD QPs. */
 int emu_mcast_attach(struct emu_qp *qp, const union ibv_gid *gid);

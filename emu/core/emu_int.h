@@ -16,6 +16,17 @@ void emu_mw_release(struct emu_mw *mw);
 int emu_ctx_put(struct emu_ctx *c, enum emu_obj_type type, void *obj, uint32_t *handle);
 void emu_ctx_drop(struct emu_ctx *c, uint32_t handle);
 /* doorbell index allocation */
+/* XRC (xrcd.c, objs.c) */
+static inline bool emu_qp_no_rq(uint32_t qp_type)
+{
+	return qp_type == IBV_QPT_XRC_SEND || qp_type == IBV_QPT_XRC_RECV;
+}
+int emu_qp_create_x(struct emu_ctx *c, const struct uroce_create_qp_req *q,
+		    struct emu_xrcd_ref *xref, struct uroce_create_qp_rep *r, int *memfd_out);
+int emu_xrc_qp_close(struct emu_ctx *c, uint32_t handle);
+bool emu_xrc_tgt_handover(struct emu_ctx *c, uint32_t handle, struct emu_qp *qp);
+void emu_xsrq_fini(struct emu_srq *srq);
+void emu_xrc_dev_fini(struct emu_dev *d);
 int emu_db_alloc(struct emu_ctx *c, enum emu_obj_type type, void *obj, uint32_t *idx);
 void emu_db_free(struct emu_ctx *c, uint32_t idx);
 

@@ -722,6 +722,8 @@ int emu_srq_destroy(struct emu_ctx *c, uint32_t handle)
 		return -EINVAL;
 	if (srq->refcnt)
 		return -EBUSY;
+	if (srq->xref)
+		emu_xsrq_fini(srq);
 	emu_db_free(c, srq->db_index);
 	srq->pd->refcnt--;
 	emu_shm_destroy(srq->memfd, srq->map, srq->map_size);
@@ -767,8 +769,17 @@ static int emu_qp_check(struct emu_ctx *c, const struct uroce_create_qp_req *q,
 {
 	struct emu_srq *srq = NULL;
 
-	if (q->qp_type != IBV_QPT_RC && q->qp_type != IBV_QPT_UC && q->qp_type != IBV_QPT_UD)
+	if (q->qp_type != IBV_QPT_RC && q->qp_type != IBV_QPT_UC && q->qp_type != IBV_QPT_UD &&
+	    q->qp_type != IBV_QPT_XRC_SEND && q->qp_type != IBV_QPT_XRC_RECV)
 		return -EOPNOTSUPP;
+	/* XRC QPs have no receive queue: INI QPs only send, TGT QPs take
+	 * the XRC SRQ each request names */
+	if (q->qp_type == IBV_QPT_XRC_SEND || q->qp_type == IBV_QPT_XRC_RECV) {
+		if (q->srq != -1)
+			return -EINVAL;
+		cap->max_recv_wr = 0;
+		cap->max_recv_sge = 0;
+	}
 	if (q->srq != -1) {
 		srq = emu_ctx_get(c, (uint32_t)q->srq, EMU_OBJ_SRQ);
 		if (!srq)
@@ -780,7 +791,8 @@ static int emu_qp_check(struct emu_ctx *c, const struct uroce_create_qp_req *q,
 	if (srq) {
 		cap->max_recv_wr = 0;
 		cap->max_recv_sge = 0;
-	} else if (cap->max_recv_wr > EMU_MAX_QP_WR || cap->max_recv_sge > EMU_MAX_SGE) {
+	} else if (cap->max_recv_wr > EMU_MAX_QP_WR || cap->max_recv_sge > EMU_MAX_SGE ||
+		   (emu_qp_no_rq(q->qp_type) && cap->max_recv_wr)) {
 		return -EINVAL;
 	}
 	*srqp = srq;
@@ -815,7 +827,7 @@ static void emu_qp_real_caps(struct emu_qp *qp, const struct emu_qp_layout *l)
 	if (qp->cap.max_inline_data > EMU_MAX_INLINE)
 		qp->cap.max_inline_data = EMU_MAX_INLINE;
 	qp->cap.max_recv_wr = l->rq_entries;
-	qp->cap.max_recv_sge = qp->srq ? 0 :
+	qp->cap.max_recv_sge = !l->rq_entries ? 0 :
 		(l->rq_stride - UROCE_RECV_WQE_HDR) / (uint32_t)sizeof(struct uroce_sge);
 	if (qp->cap.max_recv_sge > EMU_MAX_SGE)
 		qp->cap.max_recv_sge = EMU_MAX_SGE;
@@ -838,19 +850,21 @@ static void emu_qp_reply(const struct emu_qp *qp, const struct emu_qp_layout *l,
 	r->map_size = l->size;
 }
 
-int emu_qp_create(struct emu_ctx *c, const struct uroce_create_qp_req *q,
-		  struct uroce_create_qp_rep *r, int *memfd_out)
+/* xref: an XRC TGT QP of that domain, which has no PD, CQ or doorbell
+ * of its own (q names none) */
+int emu_qp_create_x(struct emu_ctx *c, const struct uroce_create_qp_req *q,
+		    struct emu_xrcd_ref *xref, struct uroce_create_qp_rep *r, int *memfd_out)
 {
 	struct emu_dev *d = c->dev;
-	struct emu_pd *pd = emu_ctx_get(c, q->pd, EMU_OBJ_PD);
-	struct emu_cq *scq = emu_ctx_get(c, q->send_cq, EMU_OBJ_CQ);
-	struct emu_cq *rcq = emu_ctx_get(c, q->recv_cq, EMU_OBJ_CQ);
+	struct emu_pd *pd = xref ? NULL : emu_ctx_get(c, q->pd, EMU_OBJ_PD);
+	struct emu_cq *scq = xref ? NULL : emu_ctx_get(c, q->send_cq, EMU_OBJ_CQ);
+	struct emu_cq *rcq = xref ? NULL : emu_ctx_get(c, q->recv_cq, EMU_OBJ_CQ);
 	struct emu_srq *srq = NULL;
 	struct ibv_qp_cap cap = q->cap;
 	struct emu_qp_layout l;
 	int rc;
 
-	if (!pd || !scq || !rcq)
+	if ((!pd || !scq || !rcq) != !!xref || (q->qp_type == IBV_QPT_XRC_RECV) != !!xref)
 		return -EINVAL;
 	if (emu_ctx_quota(c, EMU_OBJ_QP))
 		return -ENOMEM; /* before the queue memory is made */
@@ -861,7 +875,7 @@ int emu_qp_create(struct emu_ctx *c, const struct uroce_create_qp_req *q,
 	struct emu_qp *qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return -ENOMEM;
-	emu_qp_layout(&cap, srq != NULL, &l);
+	emu_qp_layout(&cap, srq || emu_qp_no_rq(q->qp_type), &l);
 	/* the rings plus the transport's private copy of the send queue */
 	uint64_t charge = l.size + (uint64_t)l.sq_entries *
 			  (l.sq_stride + sizeof(struct emu_xport_swqe));
@@ -901,18 +915,26 @@ int emu_qp_create(struct emu_ctx *c, const struct uroce_create_qp_req *q,
 	rc = emu_ctx_put(c, EMU_OBJ_QP, qp, &qp->handle);
 	if (rc)
 		goto err_qpn;
-	rc = emu_db_alloc(c, EMU_OBJ_QP, qp, &qp->db_index);
+	/* a TGT QP has nothing the client posts to: no doorbell, and its
+	 * rings never leave the daemon */
+	qp->db_index = UINT32_MAX;
+	rc = xref ? 0 : emu_db_alloc(c, EMU_OBJ_QP, qp, &qp->db_index);
 	if (rc)
 		goto err_handle;
-	pd->refcnt++;
-	scq->refcnt++;
-	rcq->refcnt++;
+	if (xref) {
+		qp->xref = xref;
+		xref->users++;
+	} else {
+		pd->refcnt++;
+		scq->refcnt++;
+		rcq->refcnt++;
+	}
 	if (srq)
 		srq->refcnt++;
 	c->dev->xops->qp_init(qp);
 
 	emu_qp_reply(qp, &l, r);
-	*memfd_out = qp->memfd;
+	*memfd_out = xref ? -1 : qp->memfd;
 	return 0;
 
 err_handle:
@@ -927,9 +949,15 @@ err_shm:
 	return rc;
 }
 
+int emu_qp_create(struct emu_ctx *c, const struct uroce_create_qp_req *q,
+		  struct uroce_create_qp_rep *r, int *memfd_out)
+{
+	return emu_qp_create_x(c, q, NULL, r, memfd_out);
+}
+
 int emu_qp_modify_op(struct emu_ctx *c, const struct uroce_modify_qp_req *q)
 {
-	struct emu_qp *qp = emu_ctx_get(c, q->handle, EMU_OBJ_QP);
+	struct emu_qp *qp = emu_qp_of_handle(c, q->handle);
 
 	if (!qp)
 		return -EINVAL;
@@ -939,7 +967,7 @@ int emu_qp_modify_op(struct emu_ctx *c, const struct uroce_modify_qp_req *q)
 int emu_qp_query_op(struct emu_ctx *c, const struct uroce_query_qp_req *q,
 		    struct uroce_query_qp_rep *r)
 {
-	struct emu_qp *qp = emu_ctx_get(c, q->handle, EMU_OBJ_QP);
+	struct emu_qp *qp = emu_qp_of_handle(c, q->handle);
 
 	if (!qp)
 		return -EINVAL;
@@ -957,8 +985,12 @@ int emu_qp_destroy(struct emu_ctx *c, uint32_t handle)
 	struct emu_qp *qp = emu_ctx_get(c, handle, EMU_OBJ_QP);
 	struct emu_dev *d = c->dev;
 
+	if (emu_ctx_get(c, handle, EMU_OBJ_XQP))
+		return emu_xrc_qp_close(c, handle);
 	if (!qp)
 		return -EINVAL;
+	if (qp->xref && emu_xrc_tgt_handover(c, handle, qp))
+		return 0; /* another context has it open: it lives on there */
 	if (qp->mcast_groups && !c->dead)
 		return -EBUSY; /* rxe: detach multicast groups first */
 	/* WRs posted before the destroy call are on the wire with a NIC (its
@@ -982,11 +1014,15 @@ int emu_qp_destroy(struct emu_ctx *c, uint32_t handle)
 	if (d->nqp == 0)
 		emu_ctx_reap(d); /* no transport state can point at a zombie now */
 	emu_db_free(c, qp->db_index);
-	qp->pd->refcnt--;
-	qp->send_cq->refcnt--;
-	qp->recv_cq->refcnt--;
-	if (qp->srq)
-		qp->srq->refcnt--;
+	if (qp->xref) {
+		qp->xref->users--; /* pd, recv_cq, srq: an XRC SRQ's, borrowed */
+	} else {
+		qp->pd->refcnt--;
+		qp->send_cq->refcnt--;
+		qp->recv_cq->refcnt--;
+		if (qp->srq)
+			qp->srq->refcnt--;
+	}
 	__atomic_fetch_or(&qp->sq.hdr->flags, UROCE_RING_F_ERROR, __ATOMIC_RELEASE);
 	emu_shm_destroy(qp->memfd, qp->map, qp->map_size);
 	emu_ctx_uncharge(c, qp->charged);
@@ -1120,8 +1156,8 @@ void emu_mcast_detach_all(struct emu_qp *qp)
 void emu_ctx_destroy(struct emu_ctx *c)
 {
 	static const enum emu_obj_type order[] = {
-		EMU_OBJ_QP, EMU_OBJ_SRQ, EMU_OBJ_AH, EMU_OBJ_MW, EMU_OBJ_MR,
-		EMU_OBJ_DM, EMU_OBJ_CQ, EMU_OBJ_CHANNEL, EMU_OBJ_PD,
+		EMU_OBJ_XQP, EMU_OBJ_QP, EMU_OBJ_SRQ, EMU_OBJ_XRCD, EMU_OBJ_AH, EMU_OBJ_MW,
+		EMU_OBJ_MR, EMU_OBJ_DM, EMU_OBJ_CQ, EMU_OBJ_CHANNEL, EMU_OBJ_PD,
 	};
 	struct emu_dev *d = c->dev;
 
@@ -1132,7 +1168,9 @@ void emu_ctx_destroy(struct emu_ctx *c)
 				continue;
 			int rc;
 			switch (order[k]) {
+			case EMU_OBJ_XQP: /* fall through: emu_qp_destroy closes it */
 			case EMU_OBJ_QP: rc = emu_qp_destroy(c, i); break;
+			case EMU_OBJ_XRCD: rc = emu_xrcd_close(c, i); break;
 			case EMU_OBJ_SRQ: rc = emu_srq_destroy(c, i); break;
 			case EMU_OBJ_AH: rc = emu_ah_destroy(c, i); break;
 			case EMU_OBJ_MW: rc = emu_mw_dealloc(c, i); break;
@@ -1195,6 +1233,7 @@ void emu_dev_core_fini(struct emu_dev *d)
 	while (d->ctxs)
 		emu_ctx_destroy(d->ctxs);
 	emu_ctx_reap(d);
+	emu_xrc_dev_fini(d);
 	free(d->qpn);
 	free(d->mcast);
 	free(d->keys);

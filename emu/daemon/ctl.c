@@ -403,6 +403,9 @@ union emu_req {
 	struct uroce_query_stats_req st;
 	struct uroce_query_qps_req qps;
 	struct uroce_fault_set_req fault;
+	struct uroce_open_xrcd_req xrcd;
+	struct uroce_create_xsrq_req xsrq;
+	struct uroce_xrc_qp_req xqp;
 	uint8_t ucma[sizeof(struct uroce_ucma_cmd_req) + UROCE_UCMA_MAX_IN];
 };
 
@@ -427,6 +430,9 @@ union emu_rep {
 	struct uroce_query_qps_rep qps;
 	struct uroce_fault_info fault;
 	struct uroce_capture_rep capture;
+	struct uroce_open_xrcd_rep xrcd;
+	struct uroce_create_xsrq_rep xsrq;
+	struct uroce_xrc_qp_rep xqp;
 	uint8_t ucma_out[UROCE_UCMA_MAX_OUT];
 };
 
@@ -514,6 +520,37 @@ static int emu_op_map_mr(struct emu_op *k)
 	if (k->nfds != 1)
 		return -EINVAL;
 	return emu_mr_map(k->c, &k->q->map, k->fds[0]);
+}
+
+/* XRC (core/xrcd.c); the domain's file descriptor is closed with the
+ * request's: the daemon keeps only its dev/ino */
+static int emu_op_open_xrcd(struct emu_op *k)
+{
+	k->rlen = sizeof(k->rep->xrcd);
+	return emu_xrcd_open(k->c, &k->q->xrcd, k->nfds ? k->fds[0] : -1, &k->rep->xrcd);
+}
+
+static int emu_op_close_xrcd(struct emu_op *k)
+{
+	return emu_xrcd_close(k->c, k->q->hm.handle);
+}
+
+static int emu_op_create_xsrq(struct emu_op *k)
+{
+	k->rlen = sizeof(k->rep->xsrq);
+	return emu_xsrq_create(k->c, &k->q->xsrq, &k->rep->xsrq, &k->mfd);
+}
+
+static int emu_op_create_xtgt(struct emu_op *k)
+{
+	k->rlen = sizeof(k->rep->xqp);
+	return emu_xrc_tgt_create(k->c, &k->q->xqp, &k->rep->xqp);
+}
+
+static int emu_op_open_qp(struct emu_op *k)
+{
+	k->rlen = sizeof(k->rep->xqp);
+	return emu_xrc_qp_open(k->c, &k->q->xqp, &k->rep->xqp);
 }
 
 static int emu_op_unmap_mr(struct emu_op *k)
@@ -819,6 +856,11 @@ static const struct {
 	[UROCE_OP_ALLOC_DM] = { sizeof(struct uroce_alloc_dm_req), 0, emu_op_alloc_dm },
 	[UROCE_OP_FREE_DM] = { sizeof(struct uroce_handle_msg), 0, emu_op_free_dm },
 	[UROCE_OP_REG_DM_MR] = { sizeof(struct uroce_reg_dm_mr_req), 0, emu_op_reg_dm_mr },
+	[UROCE_OP_OPEN_XRCD] = { sizeof(struct uroce_open_xrcd_req), 1, emu_op_open_xrcd },
+	[UROCE_OP_CLOSE_XRCD] = { sizeof(struct uroce_handle_msg), 0, emu_op_close_xrcd },
+	[UROCE_OP_CREATE_XSRQ] = { sizeof(struct uroce_create_xsrq_req), 0, emu_op_create_xsrq },
+	[UROCE_OP_CREATE_XTGT] = { sizeof(struct uroce_xrc_qp_req), 0, emu_op_create_xtgt },
+	[UROCE_OP_OPEN_QP] = { sizeof(struct uroce_xrc_qp_req), 0, emu_op_open_qp },
 };
 
 /* validate the header against the shape table: 0 or the reply status */

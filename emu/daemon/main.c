@@ -74,7 +74,7 @@ static void emu_usage(FILE *f)
 		"                    ce: mark ECN-capable frames CE, as a congested switch)\n"
 		"                    cm_drop=P: that fraction of CM MADs (QP1) lost each way\n"
 		"  --limit T=N       objects one context may hold, T one of pd mr mw\n"
-		"                    channel cq srq qp ah dm (defaults: 1/16 of the device),\n"
+		"                    channel cq srq qp ah dm xrcd xqp (defaults: 1/16 of the device),\n"
 		"                    or mem=BYTES[KMG]: queue and device memory (default 256M)\n"
 		"  --uid-limit T=N   the same for all contexts of one uid (1/4 of the\n"
 		"                    device, mem 1G), and T=ctx: contexts per uid (128)\n"

@@ -107,7 +107,7 @@ static void comp_wqe(struct emu_qp *qp)
 	if (cqe)
 		xp_cq_push(qp, qp->send_cq, &e); /* overrun: QP to ERR, the rest flushed */
 	if (status != IBV_WC_SUCCESS && qp->attr.qp_state != IBV_QPS_ERR) {
-		if (qp->type == IBV_QPT_RC) {
+		if (xp_rc_like(qp)) {
 			xp_qp_error(qp, 0);
 		} else {
 			/* UC/UD send errors stop the send queue only (SQE). */
@@ -197,7 +197,7 @@ static void comp_read_resp(struct emu_qp *qp, struct emu_xport_swqe *sw,
 	uint32_t k = wire_psn_dist(sw->first_psn, psn);
 	uint32_t off = k * mtu;
 	uint32_t want = sw->total_len - off < mtu ? sw->total_len - off : mtu;
-	uint8_t op = pkt->bth.opcode;
+	uint8_t op = xp_rc_op(pkt->bth.opcode);
 	bool ok;
 
 	if (psn != sw->resp_psn) {
@@ -274,7 +274,7 @@ static enum emu_comp_state comp_get_ack(struct comp_ctx *c)
 
 	enum emu_xport_drop why;
 
-	if (qp->type != IBV_QPT_RC ||
+	if (!xp_rc_like(qp) ||
 	    (qp->attr.qp_state != IBV_QPS_RTS && qp->attr.qp_state != IBV_QPS_SQD))
 		why = EMU_XDROP_QP_STATE;
 	else if (!wire_psn_before(c->psn, qp->x.sq_psn_max))

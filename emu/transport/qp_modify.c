@@ -10,7 +10,9 @@
 
 int xp_qp_alloc(struct emu_qp *qp);
 
-enum { T_UD, T_UC, T_RC, T_N };
+/* XI / XT: XRC INI (send side) and TGT (receive side) QPs, whose columns
+ * are the kernel's IB_QPT_XRC_INI / IB_QPT_XRC_TGT */
+enum { T_UD, T_UC, T_RC, T_XI, T_XT, T_N };
 
 struct qp_trans {
 	bool valid;
@@ -26,6 +28,8 @@ struct qp_trans {
 	[T_UD] = M(PKEY_INDEX) | M(PORT) | M(QKEY), \
 	[T_UC] = M(PKEY_INDEX) | M(PORT) | M(ACCESS_FLAGS), \
 	[T_RC] = M(PKEY_INDEX) | M(PORT) | M(ACCESS_FLAGS), \
+	[T_XI] = M(PKEY_INDEX) | M(PORT) | M(ACCESS_FLAGS), \
+	[T_XT] = M(PKEY_INDEX) | M(PORT) | M(ACCESS_FLAGS), \
 }
 
 /* the optional attributes of every transition to RTS (from RTR, RTS and
@@ -34,6 +38,9 @@ struct qp_trans {
 	[T_UD] = M(CUR_STATE) | M(QKEY), \
 	[T_UC] = M(CUR_STATE) | M(ALT_PATH) | M(ACCESS_FLAGS) | M(PATH_MIG_STATE), \
 	[T_RC] = M(CUR_STATE) | M(ALT_PATH) | M(ACCESS_FLAGS) | M(MIN_RNR_TIMER) | \
+		 M(PATH_MIG_STATE), \
+	[T_XI] = M(CUR_STATE) | M(ALT_PATH) | M(ACCESS_FLAGS) | M(PATH_MIG_STATE), \
+	[T_XT] = M(CUR_STATE) | M(ALT_PATH) | M(ACCESS_FLAGS) | M(MIN_RNR_TIMER) | \
 		 M(PATH_MIG_STATE), \
 }
 
@@ -59,11 +66,16 @@ static const struct qp_trans qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 				[T_UC] = M(AV) | M(PATH_MTU) | M(DEST_QPN) | M(RQ_PSN),
 				[T_RC] = M(AV) | M(PATH_MTU) | M(DEST_QPN) | M(RQ_PSN) |
 					 M(MAX_DEST_RD_ATOMIC) | M(MIN_RNR_TIMER),
+				[T_XI] = M(AV) | M(PATH_MTU) | M(DEST_QPN) | M(RQ_PSN),
+				[T_XT] = M(AV) | M(PATH_MTU) | M(DEST_QPN) | M(RQ_PSN) |
+					 M(MAX_DEST_RD_ATOMIC) | M(MIN_RNR_TIMER),
 			},
 			.opt = {
 				[T_UD] = M(PKEY_INDEX) | M(QKEY),
 				[T_UC] = M(ALT_PATH) | M(ACCESS_FLAGS) | M(PKEY_INDEX),
 				[T_RC] = M(ALT_PATH) | M(ACCESS_FLAGS) | M(PKEY_INDEX),
+				[T_XI] = M(ALT_PATH) | M(ACCESS_FLAGS) | M(PKEY_INDEX),
+				[T_XT] = M(ALT_PATH) | M(ACCESS_FLAGS) | M(PKEY_INDEX),
 			},
 		},
 	},
@@ -77,6 +89,9 @@ static const struct qp_trans qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 				[T_UC] = M(SQ_PSN),
 				[T_RC] = M(TIMEOUT) | M(RETRY_CNT) | M(RNR_RETRY) | M(SQ_PSN) |
 					 M(MAX_QP_RD_ATOMIC),
+				[T_XI] = M(TIMEOUT) | M(RETRY_CNT) | M(RNR_RETRY) | M(SQ_PSN) |
+					 M(MAX_QP_RD_ATOMIC),
+				[T_XT] = M(TIMEOUT) | M(SQ_PSN),
 			},
 			.opt = TO_RTS_OPT,
 		},
@@ -94,6 +109,8 @@ static const struct qp_trans qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 				[T_UD] = M(EN_SQD_ASYNC_NOTIFY),
 				[T_UC] = M(EN_SQD_ASYNC_NOTIFY),
 				[T_RC] = M(EN_SQD_ASYNC_NOTIFY),
+				[T_XI] = M(EN_SQD_ASYNC_NOTIFY),
+				[T_XT] = M(EN_SQD_ASYNC_NOTIFY),
 			},
 		},
 	},
@@ -114,6 +131,12 @@ static const struct qp_trans qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 					 M(MAX_QP_RD_ATOMIC) | M(MAX_DEST_RD_ATOMIC) | M(ALT_PATH) |
 					 M(ACCESS_FLAGS) | M(PKEY_INDEX) | M(MIN_RNR_TIMER) |
 					 M(PATH_MIG_STATE),
+				[T_XI] = M(PORT) | M(AV) | M(TIMEOUT) | M(RETRY_CNT) | M(RNR_RETRY) |
+					 M(MAX_QP_RD_ATOMIC) | M(ALT_PATH) | M(ACCESS_FLAGS) |
+					 M(PKEY_INDEX) | M(PATH_MIG_STATE),
+				[T_XT] = M(PORT) | M(AV) | M(TIMEOUT) | M(MAX_DEST_RD_ATOMIC) |
+					 M(ALT_PATH) | M(ACCESS_FLAGS) | M(PKEY_INDEX) |
+					 M(MIN_RNR_TIMER) | M(PATH_MIG_STATE),
 			},
 		},
 	},
@@ -143,6 +166,10 @@ static int qp_tidx(enum ibv_qp_type t)
 		return T_UC;
 	case IBV_QPT_RC:
 		return T_RC;
+	case IBV_QPT_XRC_SEND:
+		return T_XI;
+	case IBV_QPT_XRC_RECV:
+		return T_XT;
 	default:
 		return -1;
 	}
@@ -273,7 +300,7 @@ static int modify_prepare(struct emu_qp *qp, const struct ibv_qp_attr *attr, int
 		if (r)
 			return r;
 	}
-	if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && qp->type == IBV_QPT_RC) {
+	if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && xp_rc_like(qp)) {
 		/* one resource even for 0: the slot is never used then (such
 		 * requests are NAKed), but keeps the responder branch-free */
 		uint32_t n = attr->max_dest_rd_atomic ? attr->max_dest_rd_atomic : 1;

@@ -43,7 +43,7 @@ static void req_validate(struct emu_qp *qp, const struct uroce_send_wqe *w,
 	uint32_t mtu = xp_mtu(qp);
 	unsigned i;
 
-	sw->need_resp = qp->type == IBV_QPT_RC && xp_is_rd_atomic(w->opcode);
+	sw->need_resp = xp_rc_like(qp) && xp_is_rd_atomic(w->opcode);
 	if (w->opcode == IBV_WR_LOCAL_INV || w->opcode == IBV_WR_BIND_MW) {
 		sw->npkts = 0;
 		return;
@@ -204,7 +204,7 @@ static inline void req_sent(struct emu_qp *qp, uint32_t psn)
 {
 	struct emu_xport_qp *x = &qp->x;
 
-	if (qp->type == IBV_QPT_RC) {
+	if (xp_rc_like(qp)) {
 		if (wire_psn_before(psn, x->sq_psn_hw))
 			x->cnt.retransmits++;
 		else
@@ -298,6 +298,7 @@ static int req_send_rd_atomic(struct emu_qp *qp, const struct emu_xport_path *pa
 			d.atomiceth.swap_add = w->atomic.compare_add;
 		}
 	}
+	d.xrc_srqn = w->xrc_srqn; /* sent by XRC INI QPs only (the opcode's XRCETH) */
 	d.bth.ackreq = true;
 	r = xp_tx(qp, path, &d, NULL, NULL, NULL);
 	if (r)
@@ -320,7 +321,7 @@ static int req_may_send(struct emu_qp *qp, uint32_t psn, const struct req_turn *
 		return -EAGAIN;
 	if (emu_tx_congested(qp->dev))
 		return -ENOBUFS; /* resumed by emu_xport_poll once the port drains */
-	if (qp->type == IBV_QPT_RC && wire_psn_diff(psn, qp->x.acked_psn) >= (int32_t)REQ_WINDOW)
+	if (xp_rc_like(qp) && wire_psn_diff(psn, qp->x.acked_psn) >= (int32_t)REQ_WINDOW)
 		return -EAGAIN;
 	if (xp_gbn_held(&qp->x, psn))
 		return -EBUSY;
@@ -341,6 +342,7 @@ static void req_build(struct emu_qp *qp, const struct emu_xport_path *path,
 	uint32_t dqpn = qp->type == IBV_QPT_UD ? w->ud.remote_qpn : qp->attr.dest_qp_num;
 
 	xp_pkt_init(qp, path, d, req_opcode(qp, w->opcode, pos), dqpn, psn);
+	d->xrc_srqn = w->xrc_srqn; /* sent by XRC INI QPs only (the opcode's XRCETH) */
 	d->payload_len = sw->total_len - off < mtu ? sw->total_len - off : mtu;
 	if (first && (w->opcode == IBV_WR_RDMA_WRITE || w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
 		      w->opcode == IBV_WR_ATOMIC_WRITE)) {
@@ -368,7 +370,7 @@ static void req_build(struct emu_qp *qp, const struct emu_xport_path *path,
 								 : w->ud.remote_qkey;
 		d->deth.sqpn = qp->qpn;
 	}
-	if (qp->type == IBV_QPT_RC && (last || ++x->pkts_since_ackreq >= EMU_XPORT_ACK_EVERY ||
+	if (xp_rc_like(qp) && (last || ++x->pkts_since_ackreq >= EMU_XPORT_ACK_EVERY ||
 				       xp_gbn_last(x, psn))) {
 		d->bth.ackreq = true;
 		x->pkts_since_ackreq = 0;
@@ -602,7 +604,7 @@ void xp_req_progress(struct emu_qp *qp)
 	/* any packet out, also of a message the budget, the window or the
 	 * pacer cut short: the timer covers the oldest unacknowledged packet
 	 * from the moment it is sent, not from the end of its message */
-	if (t.budget != REQ_BURST && qp->type == IBV_QPT_RC)
+	if (t.budget != REQ_BURST && xp_rc_like(qp))
 		xp_retrans_start(qp, false);
 	/* local operations, failed WQEs and UC/UD sends are already decided:
 	 * xp_run runs the completer next */

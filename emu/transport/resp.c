@@ -82,7 +82,7 @@ void xp_resp_mem_fault(struct emu_qp *qp)
 {
 	struct emu_xport_qp *x = &qp->x;
 
-	if (qp->type != IBV_QPT_RC || !x->wr_unsettled || x->wr_failed)
+	if (!xp_rc_like(qp) || !x->wr_unsettled || x->wr_failed)
 		return;
 	/* NAK the first unsettled write: everything before it was written
 	 * (and may have been ACKed), nothing from it on is acknowledged */
@@ -357,9 +357,9 @@ static bool resp_op_allowed(struct emu_qp *qp, uint8_t cls)
 	case WIRE_OPC_WRITE:
 		return a & IBV_ACCESS_REMOTE_WRITE;
 	case WIRE_OPC_READ:
-		return qp->type == IBV_QPT_RC && (a & IBV_ACCESS_REMOTE_READ);
+		return xp_rc_like(qp) && (a & IBV_ACCESS_REMOTE_READ);
 	case WIRE_OPC_ATOMIC:
-		return qp->type == IBV_QPT_RC && (a & IBV_ACCESS_REMOTE_ATOMIC);
+		return xp_rc_like(qp) && (a & IBV_ACCESS_REMOTE_ATOMIC);
 	case WIRE_OPC_FLUSH: /* and the flag of its type: resp_chk_op_valid */
 		return qp->type == IBV_QPT_RC;
 	default:
@@ -450,6 +450,7 @@ struct resp_ctx {
 	uint8_t uc;             /* RESP_UC_* */
 	int ev;                 /* async event of the error (0 none) */
 	uint64_t flen;          /* FLUSH: bytes at proc it covers */
+	bool xrc_bad;           /* XRC TGT: the XRCETH names no SRQ of its domain */
 	struct uroce_cqe_inl *inl; /* a small SEND's payload for the CQ ring */
 	unsigned inl_nseg;      /* its segments (0: placed, or none) */
 };
@@ -472,7 +473,7 @@ static void resp_fatal(struct emu_qp *qp, const struct wire_pkt *pkt, uint8_t na
 {
 	struct emu_xport_qp *x = &qp->x;
 
-	if (qp->type == IBV_QPT_RC) {
+	if (xp_rc_like(qp)) {
 		x->cnt.naks_sent++;
 		resp_ack(qp, wire_aeth_nak(nak), pkt->bth.psn);
 	}
@@ -644,7 +645,7 @@ static enum emu_resp_state resp_chk_op_valid(struct resp_ctx *c)
 {
 	unsigned need;
 
-	if (!resp_op_allowed(c->qp, c->cls))
+	if (c->xrc_bad || !resp_op_allowed(c->qp, c->cls))
 		return resp_malformed(c, EMU_RESP_ERR_MALFORMED);
 	/* FLUSH: a type and level it can execute, and the QP's flag for each
 	 * type (rxe: check_qp_attr_access), else invalid request */
@@ -918,7 +919,7 @@ static enum emu_resp_state resp_atomic_reply(struct resp_ctx *c)
 	 * daemon (IBV_ATOMIC_HCA) */
 	if (emu_mem_read(c->owner, &old, c->proc, 8))
 		return resp_fail(c, EMU_RESP_ERR_REM_ACCESS, 0, IBV_EVENT_QP_ACCESS_ERR, 0);
-	if (pkt->bth.opcode == WIRE_OP_RC_CMP_SWAP)
+	if (xp_rc_op(pkt->bth.opcode) == WIRE_OP_RC_CMP_SWAP)
 		val = old == pkt->atomiceth.compare ? pkt->atomiceth.swap_add : old;
 	else
 		val = old + pkt->atomiceth.swap_add;
@@ -1045,7 +1046,10 @@ void xp_resp_rx(struct emu_qp *qp, const struct wire_pkt *pkt)
 	c.qp = qp;
 	c.pkt = pkt;
 	c.cls = pkt->op->cls;
-	c.rc = qp->type == IBV_QPT_RC;
+	c.rc = xp_rc_like(qp);
+	/* XRC TGT: the request names the SRQ (and so the PD and CQ) that
+	 * serves it; one of another domain, or none, is an invalid request */
+	c.xrc_bad = qp->type == IBV_QPT_XRC_RECV && !emu_xrc_tgt_bind(qp, pkt->xrc_srqn);
 	c.first = pkt->op->flags & WIRE_OPF_FIRST;
 	c.last = pkt->op->flags & WIRE_OPF_LAST;
 	c.psn = pkt->bth.psn;

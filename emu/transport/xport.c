@@ -35,6 +35,9 @@ int xp_qp_alloc(struct emu_qp *qp)
 		 * each (emu_recv_take never writes past max_sge) */
 		uint32_t n = qp->srq ? qp->srq->max_sge : qp->cap.max_recv_sge;
 
+		if (qp->type == IBV_QPT_XRC_RECV)
+			n = EMU_MAX_SGE; /* whichever XRC SRQ a request names */
+
 		if (n < 1)
 			n = 1;
 		if (n > EMU_MAX_SGE)
@@ -300,7 +303,12 @@ void emu_xport_rx(struct emu_dev *d, struct emu_qp *qp, const struct wire_pkt *p
 	}
 	ok = (tr == WIRE_TR_RC && qp->type == IBV_QPT_RC) ||
 	     (tr == WIRE_TR_UC && qp->type == IBV_QPT_UC) ||
-	     (tr == WIRE_TR_UD && qp->type == IBV_QPT_UD);
+	     (tr == WIRE_TR_UD && qp->type == IBV_QPT_UD) ||
+	     /* XRC: an INI QP only sends requests, a TGT QP only answers */
+	     (tr == WIRE_TR_XRC && pkt->op && (pkt->op->flags & WIRE_OPF_RESP) &&
+	      qp->type == IBV_QPT_XRC_SEND) ||
+	     (tr == WIRE_TR_XRC && pkt->op && (pkt->op->flags & WIRE_OPF_REQ) &&
+	      qp->type == IBV_QPT_XRC_RECV);
 	if (!ok || !pkt->op || !(pkt->op->flags & WIRE_OPF_VALID)) {
 		xp_drop(qp, EMU_XDROP_OPCODE);
 		return;

@@ -113,6 +113,23 @@ static inline struct emu_pd *xp_recv_pd(const struct emu_qp *qp)
 {
 	return qp->srq ? qp->srq->pd : qp->pd;
 }
+/* Whose memory a receive WQE scatters into: an XRC SRQ may belong to
+ * another process of the TGT QP's domain. */
+static inline struct emu_ctx *xp_recv_ctx(const struct emu_qp *qp)
+{
+	return qp->srq ? qp->srq->ctx : qp->ctx;
+}
+/* RC and both halves of XRC: reliable, acknowledged, READ and atomics */
+static inline bool xp_rc_like(const struct emu_qp *qp)
+{
+	return qp->type == IBV_QPT_RC || qp->type == IBV_QPT_XRC_SEND ||
+	       qp->type == IBV_QPT_XRC_RECV;
+}
+/* An opcode with the transport bits taken off (XRC's are RC's | 0xa0). */
+static inline uint8_t xp_rc_op(uint8_t opcode)
+{
+	return wire_opcode_transport(opcode) == WIRE_TR_XRC ? opcode & 0x1f : opcode;
+}
 
 /* Gather/scatter between qp's application memory and a buffer, across SGEs
  * starting at byte off. Every piece is checked again, for every packet,

@@ -35,7 +35,8 @@ void xp_pkt_init(struct emu_qp *qp, const struct emu_xport_path *path, struct wi
 	 * as ConnectX's with congestion control on; ACKs and CNPs (xp_ce_rx)
 	 * are not: a CE mark on them would slow nothing down */
 	if (dev->dcqcn.ect) {
-		bool data = opcode != WIRE_OP_RC_ACK && opcode != WIRE_OP_RC_ATOMIC_ACK &&
+		bool data = xp_rc_op(opcode) != WIRE_OP_RC_ACK &&
+			    xp_rc_op(opcode) != WIRE_OP_RC_ATOMIC_ACK &&
 			    opcode != WIRE_OP_CNP;
 
 		d->ip.tos = (uint8_t)((path->tclass & ~WIRE_ECN_MASK) |
@@ -47,6 +48,10 @@ void xp_pkt_init(struct emu_qp *qp, const struct emu_xport_path *path, struct wi
 	else
 		d->ip.id = dev->ip_id++;
 	d->udp.sport = path->sport;
+	/* XRC QPs speak RC's operations under XRC's transport bits */
+	if ((qp->type == IBV_QPT_XRC_SEND || qp->type == IBV_QPT_XRC_RECV) &&
+	    wire_opcode_transport(opcode) == WIRE_TR_RC)
+		opcode |= WIRE_TR_XRC;
 	d->bth.opcode = opcode;
 	d->bth.dqpn = dqpn & WIRE_QPN_MASK;
 	d->bth.psn = psn & WIRE_PSN_MASK;
@@ -312,6 +317,13 @@ void xp_act_del(struct emu_qp *qp)
 	x->on_act = 0;
 }
 
+/* Whose memory an SGE list is in: the responder's receive WQE may be an
+ * XRC SRQ's, of another process of the TGT QP's domain. */
+static struct emu_ctx *xp_sge_owner(const struct emu_qp *qp, const struct uroce_sge *sge)
+{
+	return qp->x.rwqe && sge == qp->x.rwqe->sge ? xp_recv_ctx(qp) : qp->ctx;
+}
+
 /* Remote ranges of [off, off + len) of an SGE list, each piece checked
  * (see xp_sge_copyv). n ranges or -errno. */
 static int xp_sge_ranges(struct emu_qp *qp, const struct uroce_sge *sge, unsigned nsge,
@@ -365,8 +377,8 @@ int xp_sge_copyv(struct emu_qp *qp, const struct uroce_sge *sge, unsigned nsge,
 	n = xp_sge_ranges(qp, sge, nsge, off, len, access, epoch, rv);
 	if (n < 0)
 		return n;
-	return to_app ? emu_mem_writev(qp->ctx, lv, nl, rv, (unsigned)n)
-		      : emu_mem_readv(qp->ctx, lv, nl, rv, (unsigned)n);
+	return to_app ? emu_mem_writev(xp_sge_owner(qp, sge), lv, nl, rv, (unsigned)n)
+		      : emu_mem_readv(xp_sge_owner(qp, sge), lv, nl, rv, (unsigned)n);
 }
 
 int xp_sge_write_deferred(struct emu_qp *qp, const struct uroce_sge *sge, unsigned nsge,
@@ -380,7 +392,7 @@ int xp_sge_write_deferred(struct emu_qp *qp, const struct uroce_sge *sge, unsign
 	n = xp_sge_ranges(qp, sge, nsge, off, len, IBV_ACCESS_LOCAL_WRITE, epoch, rv);
 	if (n < 0)
 		return n;
-	return emu_mem_write_deferred(qp, qp->ctx, rv, (unsigned)n, src, len);
+	return emu_mem_write_deferred(qp, xp_sge_owner(qp, sge), rv, (unsigned)n, src, len);
 }
 
 unsigned xp_sge_inline(struct emu_qp *qp, const struct uroce_sge *sge, unsigned nsge,

@@ -150,7 +150,7 @@ struct uroce_send_wqe {
 	uint16_t send_flags; /**< enum ibv_send_flags */
 	uint32_t inline_len;
 	uint32_t imm_or_inv; /**< imm_data (network order, as posted) or invalidate_rkey */
-	uint32_t rsvd0;
+	uint32_t xrc_srqn;   /**< XRC INI QP: the remote XRC SRQ (qp_type.xrc.remote_srqn) */
 	union {
 		struct {
 			uint64_t remote_addr;
@@ -360,6 +360,18 @@ enum uroce_op {
 				  *  fds out: [0] the device memory's memfd (sealed size) */
 	UROCE_OP_FREE_DM,        /**< uroce_handle_msg; -EBUSY while an MR uses it */
 	UROCE_OP_REG_DM_MR,      /**< ibv_reg_dm_mr: uroce_reg_dm_mr_req -> uroce_reg_mr_rep */
+	/* XRC (docs/verbs.md, "XRC") */
+	UROCE_OP_OPEN_XRCD,      /**< uroce_open_xrcd_req -> uroce_open_xrcd_rep; fds in:
+				  *  [0] optional: the file naming a shared domain (the
+				  *  daemon identifies it by dev/ino; no fd = private) */
+	UROCE_OP_CLOSE_XRCD,     /**< uroce_handle_msg -> empty; -EBUSY while SRQs or
+				  *  QPs made through this handle exist */
+	UROCE_OP_CREATE_XSRQ,    /**< uroce_create_xsrq_req -> uroce_create_xsrq_rep;
+				  *  fds out: [0] ring memfd (as UROCE_OP_CREATE_SRQ) */
+	UROCE_OP_CREATE_XTGT,    /**< uroce_xrc_qp_req -> uroce_xrc_qp_rep: an XRC TGT
+				  *  QP (no rings, no CQ; modify/query/destroy as any QP) */
+	UROCE_OP_OPEN_QP,        /**< uroce_xrc_qp_req -> uroce_xrc_qp_rep: a handle on
+				  *  the TGT QP qpn of the same XRC domain */
 	UROCE_OP_MAX
 };
 
@@ -536,6 +548,34 @@ struct uroce_modify_srq_req {
  * continues on it, as for UROCE_OP_RESIZE_CQ; otherwise the same ring.
  * max_wr below the WQEs outstanding is -EINVAL. */
 /* query reply: struct ibv_srq_attr */
+
+/** UROCE_OP_OPEN_XRCD. oflags as ibv_open_xrcd's: with a file, O_CREAT
+ *  makes its domain if none exists yet (-EAGAIN without), O_EXCL refuses
+ *  an existing one (-EINVAL); a file opened neither for reading nor at
+ *  all (O_PATH) is -EACCES. */
+struct uroce_open_xrcd_req { uint32_t oflags; uint32_t rsvd; };
+struct uroce_open_xrcd_rep { uint32_t handle; uint32_t xrcdn; };
+
+/** UROCE_OP_CREATE_XSRQ: an XRC SRQ of domain xrcd (a handle of the
+ *  context), its receive completions on cq. */
+struct uroce_create_xsrq_req {
+	struct uroce_create_srq_req srq;
+	uint32_t xrcd;
+	uint32_t cq;
+};
+struct uroce_create_xsrq_rep {
+	struct uroce_create_srq_rep srq;
+	uint32_t srqn;        /**< ibv_get_srq_num: what INI QPs name in XRCETH */
+	uint32_t rsvd;
+};
+
+/** UROCE_OP_CREATE_XTGT (qpn ignored) and UROCE_OP_OPEN_QP. */
+struct uroce_xrc_qp_req {
+	uint32_t xrcd;        /**< handle of the context's domain */
+	uint32_t qpn;         /**< OPEN_QP: the TGT QP */
+	uint64_t user_handle; /**< async events of the QP name it */
+};
+struct uroce_xrc_qp_rep { uint32_t handle; uint32_t qpn; };
 
 struct uroce_create_qp_req {
 	uint32_t pd;

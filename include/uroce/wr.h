@@ -11,7 +11,8 @@
  * every opcode; UC has SEND, SEND with immediate, RDMA WRITE and RDMA WRITE
  * with immediate on the wire (no SEND with invalidate, no READ, no atomics)
  * plus the local LOCAL_INV and BIND_MW (type 2 windows are bound through
- * the send queue of any connected QP); UD has SEND and SEND with immediate.
+ * the send queue of any connected QP); UD has SEND and SEND with immediate;
+ * an XRC INI QP (IBV_QPT_XRC_SEND) has RC's but ATOMIC WRITE.
  * A WR outside the table is refused by ibv_post_send with EINVAL and
  * *bad_wr set, as rdma-core's providers do.
  */
@@ -33,6 +34,10 @@
 #define UROCE_QPT_RC UROCE_QPT_BIT(IBV_QPT_RC)
 #define UROCE_QPT_UC UROCE_QPT_BIT(IBV_QPT_UC)
 #define UROCE_QPT_UD UROCE_QPT_BIT(IBV_QPT_UD)
+/* XRC INI QPs send what RC sends, but ATOMIC WRITE (IBTA 1.5 defines
+ * it for RC only) */
+#define UROCE_QPT_XRC UROCE_QPT_BIT(IBV_QPT_XRC_SEND)
+#define UROCE_QPT_RCX (UROCE_QPT_RC | UROCE_QPT_XRC)
 
 /** What a WR of an opcode carries (uroce_wr_info.needs). */
 enum uroce_wr_need {
@@ -50,27 +55,27 @@ enum uroce_wr_need {
  * needs 0, operands in the WQE's flush member (uroce/flush.h) */
 
 struct uroce_wr_info {
-	uint8_t qpt;    /**< UROCE_QPT_* allowed to post it */
+	uint16_t qpt;   /**< UROCE_QPT_* allowed to post it */
 	uint8_t needs;  /**< enum uroce_wr_need */
 };
 
 static const struct uroce_wr_info uroce_wr_table[] = {
-	[IBV_WR_RDMA_WRITE] = { UROCE_QPT_RC | UROCE_QPT_UC,
+	[IBV_WR_RDMA_WRITE] = { UROCE_QPT_RCX | UROCE_QPT_UC,
 				UROCE_WR_REMOTE | UROCE_WR_INLINE },
-	[IBV_WR_RDMA_WRITE_WITH_IMM] = { UROCE_QPT_RC | UROCE_QPT_UC,
+	[IBV_WR_RDMA_WRITE_WITH_IMM] = { UROCE_QPT_RCX | UROCE_QPT_UC,
 				UROCE_WR_REMOTE | UROCE_WR_IMM | UROCE_WR_INLINE },
-	[IBV_WR_SEND] = { UROCE_QPT_RC | UROCE_QPT_UC | UROCE_QPT_UD,
+	[IBV_WR_SEND] = { UROCE_QPT_RCX | UROCE_QPT_UC | UROCE_QPT_UD,
 				UROCE_WR_INLINE },
-	[IBV_WR_SEND_WITH_IMM] = { UROCE_QPT_RC | UROCE_QPT_UC | UROCE_QPT_UD,
+	[IBV_WR_SEND_WITH_IMM] = { UROCE_QPT_RCX | UROCE_QPT_UC | UROCE_QPT_UD,
 				UROCE_WR_IMM | UROCE_WR_INLINE },
-	[IBV_WR_RDMA_READ] = { UROCE_QPT_RC, UROCE_WR_REMOTE },
-	[IBV_WR_ATOMIC_CMP_AND_SWP] = { UROCE_QPT_RC, UROCE_WR_ATOMIC },
-	[IBV_WR_ATOMIC_FETCH_AND_ADD] = { UROCE_QPT_RC, UROCE_WR_ATOMIC },
-	[IBV_WR_LOCAL_INV] = { UROCE_QPT_RC | UROCE_QPT_UC,
+	[IBV_WR_RDMA_READ] = { UROCE_QPT_RCX, UROCE_WR_REMOTE },
+	[IBV_WR_ATOMIC_CMP_AND_SWP] = { UROCE_QPT_RCX, UROCE_WR_ATOMIC },
+	[IBV_WR_ATOMIC_FETCH_AND_ADD] = { UROCE_QPT_RCX, UROCE_WR_ATOMIC },
+	[IBV_WR_LOCAL_INV] = { UROCE_QPT_RCX | UROCE_QPT_UC,
 				UROCE_WR_INV | UROCE_WR_LOCAL },
-	[IBV_WR_BIND_MW] = { UROCE_QPT_RC | UROCE_QPT_UC,
+	[IBV_WR_BIND_MW] = { UROCE_QPT_RCX | UROCE_QPT_UC,
 				UROCE_WR_BIND | UROCE_WR_LOCAL },
-	[IBV_WR_SEND_WITH_INV] = { UROCE_QPT_RC, UROCE_WR_INV | UROCE_WR_INLINE },
+	[IBV_WR_SEND_WITH_INV] = { UROCE_QPT_RCX, UROCE_WR_INV | UROCE_WR_INLINE },
 	[IBV_WR_ATOMIC_WRITE] = { UROCE_QPT_RC, UROCE_WR_REMOTE | UROCE_WR_AWRITE },
 	[UROCE_WR_OP_FLUSH] = { UROCE_QPT_RC, 0 },
 };
@@ -90,7 +95,7 @@ static inline bool uroce_wr_allowed(unsigned qpt, unsigned op, unsigned flags)
 {
 	const struct uroce_wr_info *i = uroce_wr_info(op);
 
-	if (!i || qpt >= 8 || !(i->qpt & UROCE_QPT_BIT(qpt)))
+	if (!i || qpt >= 16 || !(i->qpt & UROCE_QPT_BIT(qpt)))
 		return false;
 	if (flags & ~(unsigned)UROCE_SEND_FLAGS)
 		return false;

@@ -159,6 +159,15 @@ static const struct { uint16_t req, rep; uint8_t fds_out; } fz_shape[UROCE_OP_MA
 	[UROCE_OP_FREE_DM] = { sizeof(struct uroce_handle_msg), 0, 0 },
 	[UROCE_OP_REG_DM_MR] = { sizeof(struct uroce_reg_dm_mr_req),
 				 sizeof(struct uroce_reg_mr_rep), 0 },
+	/* XRC: a domain's file is any descriptor kind fz_make_fd makes, or none */
+	[UROCE_OP_OPEN_XRCD] = { sizeof(struct uroce_open_xrcd_req),
+				 sizeof(struct uroce_open_xrcd_rep), 0 },
+	[UROCE_OP_CLOSE_XRCD] = { sizeof(struct uroce_handle_msg), 0, 0 },
+	[UROCE_OP_CREATE_XSRQ] = { sizeof(struct uroce_create_xsrq_req),
+				   sizeof(struct uroce_create_xsrq_rep), 1 },
+	[UROCE_OP_CREATE_XTGT] = { sizeof(struct uroce_xrc_qp_req),
+				   sizeof(struct uroce_xrc_qp_rep), 0 },
+	[UROCE_OP_OPEN_QP] = { sizeof(struct uroce_xrc_qp_req), sizeof(struct uroce_xrc_qp_rep), 0 },
 };
 
 /* The simulated port drops every frame: only the control path matters. */
@@ -548,14 +557,36 @@ static size_t fz_body(struct fz *f, struct fz_in *in, uint32_t op, uint8_t *b)
 		q->cqe = how & 1 ? fz_u32(in) : fz_u8(in);
 		break;
 	}
-	case UROCE_OP_CREATE_SRQ: {
-		struct uroce_create_srq_req *q = (void *)b;
+	case UROCE_OP_CREATE_SRQ:
+	case UROCE_OP_CREATE_XSRQ: { /* an XRC SRQ: the same, then a domain and a CQ */
+		struct uroce_create_xsrq_req *x = (void *)b;
+		struct uroce_create_srq_req *q = &x->srq;
 		uint8_t how = fz_u8(in);
 
 		q->pd = fz_handle(f, in);
 		q->max_wr = how & 1 ? fz_u32(in) : fz_u8(in);
 		q->max_sge = how & 2 ? fz_u32(in) : fz_u8(in) % 8;
 		q->srq_limit = fz_u8(in);
+		q->user_handle = fz_u8(in);
+		if (op == UROCE_OP_CREATE_XSRQ) {
+			x->xrcd = fz_handle(f, in);
+			x->cq = fz_handle(f, in);
+		}
+		break;
+	}
+	case UROCE_OP_OPEN_XRCD: {
+		static const uint32_t oflags[] = { 0, O_CREAT, O_EXCL, O_CREAT | O_EXCL };
+		uint8_t how = fz_u8(in);
+
+		((struct uroce_open_xrcd_req *)b)->oflags = how & 0x80 ? fz_u32(in) : oflags[how % 4];
+		break;
+	}
+	case UROCE_OP_CREATE_XTGT:
+	case UROCE_OP_OPEN_QP: {
+		struct uroce_xrc_qp_req *q = (void *)b;
+
+		q->xrcd = fz_handle(f, in);
+		q->qpn = fz_handle(f, in); /* the QPNs replies returned are handles too */
 		q->user_handle = fz_u8(in);
 		break;
 	}
@@ -730,6 +761,7 @@ static size_t fz_body(struct fz *f, struct fz_in *in, uint32_t op, uint8_t *b)
 	case UROCE_OP_DESTROY_SRQ:
 	case UROCE_OP_DESTROY_QP:
 	case UROCE_OP_DESTROY_AH:
+	case UROCE_OP_CLOSE_XRCD:
 		((struct uroce_handle_msg *)b)->handle = fz_handle(f, in);
 		break;
 	default:
@@ -803,7 +835,8 @@ static bool fz_reply(struct fz *f, uint32_t op, uint32_t seq, size_t sent, uint3
 		    op != UROCE_OP_QUERY_QP && op != UROCE_OP_QUERY_STATS &&
 		    op != UROCE_OP_UCMA_CMD && op < UROCE_OP_QUERY_CM_STATS)
 			memcpy(&f->h[f->nh++], buf + sizeof(h), 4);
-		if (op == UROCE_OP_CREATE_QP && f->nh < FZ_MAX_HANDLES)
+		if ((op == UROCE_OP_CREATE_QP || op == UROCE_OP_CREATE_XTGT ||
+		     op == UROCE_OP_OPEN_QP) && f->nh < FZ_MAX_HANDLES)
 			memcpy(&f->h[f->nh++], buf + sizeof(h) + 4, 4); /* the QPN */
 	}
 	for (unsigned i = 0; i < nfds; i++)

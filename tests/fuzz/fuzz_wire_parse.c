@@ -67,6 +67,7 @@ static void fuzz_same_fields(const struct wire_pkt *x, const struct wire_pkt *y)
 	fuzz_assert(x->deth.qkey == y->deth.qkey && x->deth.resv8 == y->deth.resv8 &&
 		    x->deth.sqpn == y->deth.sqpn);
 	fuzz_assert(x->imm == y->imm && x->ieth_rkey == y->ieth_rkey);
+	fuzz_assert(x->xrc_srqn == y->xrc_srqn && x->xrceth_resv == y->xrceth_resv);
 	fuzz_assert(!memcmp(x->cnp_resv, y->cnp_resv, sizeof(x->cnp_resv)));
 	fuzz_assert(x->feth.plt == y->feth.plt && x->feth.sel == y->feth.sel &&
 		    x->feth.resv == y->feth.resv);

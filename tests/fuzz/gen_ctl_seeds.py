@@ -109,6 +109,37 @@ def chain_ud_mcast():
     return s
 
 
+def xmsg(op, body=b"", fds=()):
+    """An XRC op by its name in abi.h (appended after the others)."""
+    return msg(abi_op(op), body, fds)
+
+
+def chain_xrc():
+    """Domains by a regular file and by none, an XRC SRQ, a TGT QP,
+    ibv_open_qp (another domain's: EACCES), modify, teardown in the wrong
+    order first (EBUSY), then domains by every descriptor kind."""
+    s = hello()
+    s += msg(ALLOC_PD)                                            # h0 pd
+    s += msg(CREATE_CQ, bytes([0, 8, 0]))                         # h1 cq
+    s += xmsg("OPEN_XRCD", bytes([1]), fds=(11,))                   # h2 xrcd (file, O_CREAT)
+    s += xmsg("OPEN_XRCD", bytes([0]))                              # h3 private xrcd
+    s += xmsg("CREATE_XSRQ", bytes([0]) + handle(0) + bytes([8, 2, 0, 0]) + handle(2) +
+              handle(1))                                          # h4 srq
+    s += xmsg("CREATE_XTGT", handle(2) + handle(0) + bytes([5]))    # h5 tgt, h6 qpn
+    s += xmsg("OPEN_QP", handle(3) + handle(6) + bytes([6]))        # another domain: EACCES
+    s += xmsg("OPEN_QP", handle(2) + handle(6) + bytes([6]))        # h7 opened, h8 qpn
+    s += modify_qp(7, 0, 1, 6)
+    s += msg(QUERY_QP, handle(5) + U32(0xffffffff))
+    s += xmsg("CLOSE_XRCD", handle(2))                              # busy
+    s += msg(DESTROY_CQ, handle(1))                               # busy: the SRQ's
+    s += msg(DESTROY_QP, handle(7))
+    s += msg(DESTROY_QP, handle(5))
+    s += xmsg("CLOSE_XRCD", handle(3))
+    for k in range(FD_KINDS):
+        s += xmsg("OPEN_XRCD", bytes([1]), fds=(k,))                # every kind: some refused
+    return s
+
+
 def every_fd_kind():
     s = hello(0)  # another descriptor with HELLO: refused, and closed
     s += hello()
@@ -213,7 +244,7 @@ def main():
         "chain-rc": chain_rc(), "chain-ud-mcast": chain_ud_mcast(),
         "every-fd-kind": every_fd_kind(), "every-hello-fd": every_hello_fd(),
         "malformed": malformed(), "every-late-op": every_late_op(),
-        "chain-dm": chain_dm(),
+        "chain-dm": chain_dm(), "chain-xrc": chain_xrc(),
     }
     for name, data in seeds.items():
         with open(os.path.join(out, name), "wb") as f:

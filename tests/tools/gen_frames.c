@@ -231,6 +231,7 @@ int main(int argc, char **argv)
 					d.reth.dma_len = 0x10000u + variant;
 				if (opc == WIRE_OP_RC_ATOMIC_WRITE)
 					d.reth.dma_len = 8;
+				d.xrc_srqn = (0x00c000u + variant) & 0xffffff;
 				d.payload = tool_payload;
 				d.payload_len = sizes[s];
 				/* IPv6 needs a UDP checksum (RFC 8200); IPv4 sends 0 like

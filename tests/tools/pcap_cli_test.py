@@ -314,13 +314,15 @@ def interop_negative(t, gen_pcap, gen_expect, checker, tshark):
     expect(rc == 0 and body and all(ln.endswith(" icrc=ok") for ln in body),
            "decode of generated frames rc %d:\n%s" % (rc, o[:3000]))
     for needle in ("10.77.0.12:57236 > 10.77.0.11:4791 CNP (0x81) qp=0x000011 psn=0 BECN icrc=ok",
+                   "[fd00:77::12]:57236 > [fe80::5054:ff:fe4d:b]:4791 vlan=100 ECN-CE CNP (0x81) qp=0x000011 psn=0 BECN icrc=ok",
                    " vlan=", " ECN-CE ", " FECN ", " pkey=0x8001 ", " pad=3 ",
                    "RC SEND Only with Invalidate (0x17)", " inv_rkey=0x00abc",
                    "UD SEND Only with Immediate (0x65)", " aeth=RNR-NAK timer=14 (1280 us) ",
                    " aeth=NAK code=4 (invalid RD request) ", " aeth=ACK credits=10 ",
                    "RC ATOMIC Acknowledge (0x12)", " orig=0xdeadbeef",
                    "RC RDMA ATOMIC WRITE (0x1d)", "RC RDMA FLUSH (0x1c)", " feth[type=",
-                   " level=mr] reth[va="):
+                   " level=mr] reth[va=", "XRC SEND Only (0xa4)", " xrceth[srqn=0x00c",
+                   "XRC RDMA WRITE Only with Immediate (0xab)", "XRC Acknowledge (0xb1)"):
         expect_in(needle, o, "decode of generated frames")
     # the IPv6 CNP: its VLAN and ECN depend on how many opcodes come before it
     expect(any(ln.split()[2:5] == ["[fd00:77::12]:57236", ">", "[fe80::5054:ff:fe4d:b]:4791"] and

@@ -105,6 +105,21 @@ def run(cmd, env, timeout=TIMEOUT):
     return p.returncode, out
 
 
+def server_verdict(srv, rcs):
+    """Wait for the server; 0 if it and every client (rcs) succeeded."""
+    try:
+        sout, _ = srv.communicate(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        kill_group(srv)
+        print('server timed out')
+        return 1
+    sys.stdout.write('--- server ---\n' + sout.decode(errors='replace'))
+    if any(rcs) or srv.returncode != 0:
+        print('client rc %s server rc %d' % (rcs, srv.returncode))
+        return 1
+    return 0
+
+
 def mode_pair(cmd, env):
     print('+ server:', ' '.join(cmd), flush=True)
     srv = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
@@ -121,20 +136,57 @@ def mode_pair(cmd, env):
             if 'connect to' not in out.lower() and "couldn't connect" not in out.lower() \
                and 'unable to open file descriptor' not in out.lower():
                 break
-        try:
-            sout, _ = srv.communicate(timeout=TIMEOUT)
-        except subprocess.TimeoutExpired:
-            kill_group(srv)
-            print('server timed out')
-            return 1
-        sys.stdout.write('--- server ---\n' + sout.decode(errors='replace'))
-        if rc != 0 or srv.returncode != 0:
-            print('client rc %d server rc %d' % (rc, srv.returncode))
-            return 1
-        return 0
+        return server_verdict(srv, [rc])
     finally:
         if srv.poll() is None:
             kill_group(srv)
+
+
+def tcp_listening(port):
+    """True once something listens on TCP port (read from /proc: a probe
+    connection would count as a client of the server)."""
+    for f in ('/proc/net/tcp', '/proc/net/tcp6'):
+        try:
+            with open(f) as fh:
+                rows = fh.read().splitlines()[1:]
+        except OSError:
+            continue
+        for r in rows:
+            loc, st = r.split()[1], r.split()[3]
+            if st == '0A' and int(loc.rsplit(':', 1)[1], 16) == port:
+                return True
+    return False
+
+
+def mode_clients(n, cmd, env):
+    """A server for n clients (cmd -c n) and n client processes at once
+    (ibv_xsrq_pingpong: the server serves them together)."""
+    port = int(cmd[cmd.index('-p') + 1])
+    print('+ server:', ' '.join(cmd + ['-c', str(n)]), flush=True)
+    srv = subprocess.Popen(cmd + ['-c', str(n)], env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, start_new_session=True)
+    clients = []
+    try:
+        deadline = time.monotonic() + 20
+        while not tcp_listening(port) and srv.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for _ in range(n):
+            clients.append(subprocess.Popen(cmd + ['127.0.0.1'], env=env, stdout=subprocess.PIPE,
+                                            stderr=subprocess.STDOUT, start_new_session=True))
+        rcs = []
+        for k, c in enumerate(clients):
+            try:
+                out, _ = c.communicate(timeout=TIMEOUT)
+            except subprocess.TimeoutExpired:
+                kill_group(c)
+                out = b'client timed out\n'
+            sys.stdout.write('--- client %d ---\n' % k + out.decode(errors='replace'))
+            rcs.append(c.returncode)
+        return server_verdict(srv, rcs)
+    finally:
+        for p in clients + [srv]:
+            if p.poll() is None:
+                kill_group(p)
 
 
 def mode_devices(env, ndaemons):
@@ -224,7 +276,8 @@ def run_test(state):
                 print(name, 'did not come up')
                 return 1
         env['UROCE_TEST_DAEMON_PID'] = str(d.pid)
-        need = {'pair': a.args[:1], 'devices': ['ibv_devices', 'ibv_devinfo']}
+        need = {'pair': a.args[:1], 'clients': a.args[1:2],
+                'devices': ['ibv_devices', 'ibv_devinfo']}
         missing = [c for c in need.get(a.mode, []) if not shutil.which(c)]
         if missing:
             print('not installed:', ' '.join(missing))
@@ -240,6 +293,8 @@ def run_test(state):
             rc, _ = run(a.args, env)
         elif a.mode == 'pair':
             rc = mode_pair(a.args, penv)
+        elif a.mode == 'clients':
+            rc = mode_clients(int(a.args[0]), a.args[1:], penv)
         elif a.mode == 'devices':
             rc = mode_devices(penv, a.daemons)
         elif a.mode == 'py':

@@ -10,6 +10,8 @@ static const uint8_t defined[] = {
 	0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12, 0x13, 0x14, 0x16, 0x17, 0x1c, 0x1d,
 	0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28, 0x29, 0x2a, 0x2b,
 	0x64, 0x65, 0x81,
+	0xa0, 0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0xa7, 0xa8, 0xa9, 0xaa, 0xab,
+	0xac, 0xad, 0xae, 0xaf, 0xb0, 0xb1, 0xb2, 0xb3, 0xb4, 0xb6, 0xb7,
 };
 
 static unsigned hlen(uint16_t bit)
@@ -25,6 +27,7 @@ static unsigned hlen(uint16_t bit)
 	case WIRE_HDR_IETH: return WIRE_IETH_LEN;
 	case WIRE_HDR_CNP: return WIRE_CNP_RESV_LEN;
 	case WIRE_HDR_FETH: return WIRE_FETH_LEN;
+	case WIRE_HDR_XRCETH: return WIRE_XRCETH_LEN;
 	}
 	return 0;
 }
@@ -61,7 +64,9 @@ int main(void)
 		      pos == WIRE_OPF_ONLY, "0x%02x position %x", opc, pos);
 		CHECK(((pos == WIRE_OPF_ONLY) == (strstr(op->name, "Only") != NULL)) ||
 		      opc == 0x0c || opc == 0x11 || opc == 0x12 || opc == 0x13 || opc == 0x14 ||
-		      opc == 0x1c || opc == 0x1d || opc == 0x81, "0x%02x only vs name", opc);
+		      opc == 0x1c || opc == 0x1d || opc == 0x81 ||
+		      (opc >= 0xac && opc <= 0xb4 && opc != 0xb0),
+		      "0x%02x only vs name", opc);
 		CHECK((pos == WIRE_OPF_FIRST) == (strstr(op->name, "First") != NULL), "first name");
 		CHECK((pos == WIRE_OPF_MIDDLE) == (strstr(op->name, "Middle") != NULL), "middle name");
 		CHECK((pos == WIRE_OPF_LAST) == (strstr(op->name, "Last") != NULL), "last name");
@@ -90,8 +95,11 @@ int main(void)
 		CHECK(!!(op->hdrs & WIRE_HDR_DETH) == ((opc & 0xe0) == WIRE_TR_UD), "deth iff UD");
 		if (op->cls == WIRE_OPC_WRITE)
 			CHECK(!!(op->hdrs & WIRE_HDR_RETH) == !!(f & WIRE_OPF_FIRST), "write reth");
+		/* XRC: every request, and only requests, carry an XRCETH */
+		uint16_t x = (opc & 0xe0) == WIRE_TR_XRC && (f & WIRE_OPF_REQ) ? WIRE_HDR_XRCETH : 0;
+		CHECK((op->hdrs & WIRE_HDR_XRCETH) == x, "0x%02x xrceth iff XRC request", opc);
 		if (op->cls == WIRE_OPC_READ)
-			CHECK(op->hdrs == (WIRE_HDR_BTH | WIRE_HDR_RETH), "read req");
+			CHECK(op->hdrs == (WIRE_HDR_BTH | x | WIRE_HDR_RETH), "read req");
 		if (op->cls == WIRE_OPC_READ_RESP)
 			CHECK(!!(op->hdrs & WIRE_HDR_AETH) == (pos != WIRE_OPF_MIDDLE), "read resp aeth");
 		if (op->cls == WIRE_OPC_ACK)
@@ -99,7 +107,7 @@ int main(void)
 		if (op->cls == WIRE_OPC_ATOMIC_ACK)
 			CHECK(op->hdrs == (WIRE_HDR_BTH | WIRE_HDR_AETH | WIRE_HDR_ATOMICACKETH), "aack");
 		if (op->cls == WIRE_OPC_ATOMIC)
-			CHECK(op->hdrs == (WIRE_HDR_BTH | WIRE_HDR_ATOMICETH), "atomic");
+			CHECK(op->hdrs == (WIRE_HDR_BTH | x | WIRE_HDR_ATOMICETH), "atomic");
 		CHECK(!!(op->hdrs & WIRE_HDR_FETH) == (op->cls == WIRE_OPC_FLUSH), "feth iff flush");
 		if (op->cls == WIRE_OPC_SEND)
 			CHECK(f & WIRE_OPF_RECV, "send needs a receive WQE");
@@ -108,11 +116,13 @@ int main(void)
 
 		/* Offsets: headers are contiguous after the BTH in IBTA order. */
 		static const uint16_t order[] = {
-			WIRE_HDR_FETH, WIRE_HDR_DETH, WIRE_HDR_RETH, WIRE_HDR_ATOMICETH, WIRE_HDR_AETH,
+			WIRE_HDR_XRCETH, WIRE_HDR_FETH, WIRE_HDR_DETH, WIRE_HDR_RETH, WIRE_HDR_ATOMICETH,
+			WIRE_HDR_AETH,
 			WIRE_HDR_ATOMICACKETH, WIRE_HDR_IMMDT, WIRE_HDR_IETH, WIRE_HDR_CNP,
 		};
 		static const int idx[] = {
-			WIRE_HI_FETH, WIRE_HI_DETH, WIRE_HI_RETH, WIRE_HI_ATOMICETH, WIRE_HI_AETH,
+			WIRE_HI_XRCETH, WIRE_HI_FETH, WIRE_HI_DETH, WIRE_HI_RETH, WIRE_HI_ATOMICETH,
+			WIRE_HI_AETH,
 			WIRE_HI_ATOMICACKETH, WIRE_HI_IMMDT, WIRE_HI_IETH, WIRE_HI_CNP,
 		};
 		unsigned at = WIRE_BTH_LEN;
@@ -136,6 +146,26 @@ int main(void)
 		CHECK(rc->flags == uc->flags && rc->hdrs == uc->hdrs && rc->cls == uc->cls &&
 		      !strcmp(rc->name + 2, uc->name + 2), "rc/uc 0x%02x", k);
 	}
+
+	/* XRC is RC plus the XRCETH on requests: same flags, classes, names */
+	for (unsigned k = 0; k < 0x18; k++) {
+		const struct wire_opcode_info *rc = wire_opcode_info((uint8_t)k);
+		const struct wire_opcode_info *xrc = wire_opcode_info((uint8_t)(WIRE_TR_XRC | k));
+		uint16_t x = (rc->flags & WIRE_OPF_REQ) ? WIRE_HDR_XRCETH : 0;
+
+		CHECK(rc->flags == xrc->flags && (rc->hdrs | x) == xrc->hdrs && rc->cls == xrc->cls &&
+		      (!rc->name || !strcmp(rc->name + 2, xrc->name + 3)) &&
+		      (!rc->flags || rc->hdr_len + (x ? WIRE_XRCETH_LEN : 0) == xrc->hdr_len),
+		      "rc/xrc 0x%02x", k);
+	}
+	/* the XRCETH right after the BTH, before RETH / AtomicETH / ImmDt / IETH */
+	CHECK_EQ(wire_opcode_info(WIRE_OP_XRC_WRITE_ONLY)->off[WIRE_HI_XRCETH], 12);
+	CHECK_EQ(wire_opcode_info(WIRE_OP_XRC_WRITE_ONLY)->off[WIRE_HI_RETH], 16);
+	CHECK_EQ(wire_opcode_info(WIRE_OP_XRC_CMP_SWAP)->off[WIRE_HI_ATOMICETH], 16);
+	CHECK_EQ(wire_opcode_info(WIRE_OP_XRC_SEND_ONLY_INV)->off[WIRE_HI_IETH], 16);
+	CHECK_EQ(wire_opcode_info(WIRE_OP_XRC_ACK)->off[WIRE_HI_XRCETH], 0);
+	CHECK(!strcmp(wire_opcode_name(0xa4), "XRC SEND Only"), "0xa4");
+	CHECK(!strcmp(wire_opcode_name(0xbd), "reserved"), "no XRC ATOMIC WRITE");
 
 	/* Names as IBTA / the brief print them. */
 	CHECK(!strcmp(wire_opcode_name(0x04), "RC SEND Only"), "0x04");
