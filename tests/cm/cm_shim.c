@@ -25,16 +25,7 @@
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_cma_abi.h>
 
-static int failures;
-
-#define CHECK(cond, ...) do {                                                 \
-		if (!(cond)) {                                                \
-			failures++;                                           \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);  \
-			fprintf(stderr, __VA_ARGS__);                         \
-			fprintf(stderr, "\n");                                \
-		}                                                             \
-	} while (0)
+#include "cm_check.h"
 
 /* write() expecting -1 with errno e */
 #define WERR(fd, p, n, e) do {                                                \
@@ -42,16 +33,6 @@ static int failures;
 		ssize_t r_ = write(fd, p, n);                                 \
 		CHECK(r_ == -1 && errno == (e), "write -> %zd errno %d (%s), want %s", \
 		      r_, errno, strerror(errno), #e);                        \
-	} while (0)
-
-/* librdmacm's own copy of the kernel uAPI: each command struct starts
- * with the header (cmd, in, out) */
-#define HDR_SZ sizeof(struct ucma_abi_cmd_hdr)
-#define INIT(c, op, outsz) do {                                               \
-		memset(&(c), 0, sizeof(c));                                   \
-		(c).cmd = (op);                                               \
-		(c).in = (uint16_t)(sizeof(c) - HDR_SZ);                      \
-		(c).out = (uint16_t)(outsz);                                  \
 	} while (0)
 
 static struct ucma_abi_create_id create_cmd(void *resp)
@@ -81,14 +62,6 @@ static int open_cm(int flags)
 	if (fd < 0)
 		exit(1);
 	return fd;
-}
-
-static struct sockaddr_in lo_addr(int port)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	return a;
 }
 
 /* ---- no daemon: what librdmacm says without uroce ---------------------- */
