@@ -59,7 +59,41 @@ static int file_cmd(struct ucma_file *f, unsigned src, uint32_t cmd, const void 
 	return ucma_ctl_call(UROCE_OP_UCMA_CMD, &req, sizeof(req.r) + in_len, rep, out, NULL, 0);
 }
 
-/* the listener's copy on secondary k: its port space, context and address */
+/* one id option on secondary k's id h, as the application set it */
+static int shadow_option(struct ucma_file *f, unsigned k, uint32_t h, uint32_t name, int v,
+			 uint32_t len)
+{
+	struct {
+		struct rdma_ucm_set_option o;
+		int v;
+	} s = { .o = { .id = h, .level = RDMA_OPTION_ID, .optname = name, .optlen = len } };
+
+	if (len == 1)
+		memcpy(&s.v, &(uint8_t){ (uint8_t)v }, 1);
+	else
+		s.v = v;
+	return file_cmd(f, k, RDMA_USER_CM_CMD_SET_OPTION, &s, sizeof(s.o) + len, NULL, 0);
+}
+
+/* the id options set before LISTEN that decide what the copy hears and
+ * binds: AFONLY and TOS as the kernel's per-device listeners take them
+ * (cma_listen_on_dev), REUSEADDR because the copy binds in the other
+ * device's port space as the listener did in its own */
+static int shadow_options(struct ucma_file *f, unsigned k, uint32_t h, const struct urv_cm_id *id)
+{
+	int rc = 0;
+
+	if (id->reuse_set)
+		rc = shadow_option(f, k, h, RDMA_OPTION_ID_REUSEADDR, id->reuseaddr, sizeof(int));
+	if (!rc && id->afonly_set)
+		rc = shadow_option(f, k, h, RDMA_OPTION_ID_AFONLY, id->afonly, sizeof(int));
+	if (!rc && id->tos_set)
+		rc = shadow_option(f, k, h, RDMA_OPTION_ID_TOS, id->tos, 1);
+	return rc;
+}
+
+/* the listener's copy on secondary k: its port space, context, options
+ * and address */
 static uint32_t mux_shadow(struct ucma_file *f, unsigned k, const struct urv_cm_id *id,
 			   const void *addr, uint32_t backlog)
 {
@@ -74,7 +108,8 @@ static uint32_t mux_shadow(struct ucma_file *f, unsigned k, const struct urv_cm_
 		return 0;
 	b.id = l.id = d.id = cr.id;
 	memcpy(&b.addr, addr, sizeof(b.addr));
-	if (!file_cmd(f, k, RDMA_USER_CM_CMD_BIND_IP, &b, sizeof(b), NULL, 0) &&
+	if (!shadow_options(f, k, cr.id, id) &&
+	    !file_cmd(f, k, RDMA_USER_CM_CMD_BIND_IP, &b, sizeof(b), NULL, 0) &&
 	    !file_cmd(f, k, RDMA_USER_CM_CMD_LISTEN, &l, sizeof(l), NULL, 0))
 		return cr.id;
 	/* that device cannot (its port taken there): the others still hear */
