@@ -437,8 +437,9 @@ static void loc_get(const uint8_t *d, const struct cm_loc *c, struct wire_cm_msg
 		memcpy((uint8_t *)msg + bytes_off(c->field), d + c->byte, c->bits / 8u);
 		return;
 	}
-	msg->v[c->field] = msg->v[c->field] << c->bits |
-			   bits_get(d, c->byte * 8u + c->bit, c->bits);
+	uint64_t hi = c->bits < 64 ? msg->v[c->field] << c->bits : 0;
+
+	msg->v[c->field] = hi | bits_get(d, c->byte * 8u + c->bit, c->bits);
 }
 
 /* ---- header ---- */
