@@ -369,6 +369,11 @@ static enum wire_mad_reason tool_cm(const struct wire_pkt *p, struct tool_line *
 			 m.v[WIRE_CM_F_SERVICE_TIMEOUT]);
 	if (m.attr == WIRE_CM_ATTR_SIDR_REP || m.attr == WIRE_CM_ATTR_APR)
 		tool_put(l, " status=%" PRIu64, m.v[WIRE_CM_F_STATUS]);
+	/* ECE: vendor ID / options (the header's attribute modifier) */
+	if (wire_cm_has_field(m.attr, WIRE_CM_F_VENDOR_ID) &&
+	    (m.v[WIRE_CM_F_VENDOR_ID] || h.attr_mod))
+		tool_put(l, " ece=0x%06" PRIx64 "/0x%08" PRIx32, m.v[WIRE_CM_F_VENDOR_ID],
+			 h.attr_mod);
 	return r;
 }
 

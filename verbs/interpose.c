@@ -504,14 +504,14 @@ URV_EXPORT int ibv_query_qp_data_in_order(struct ibv_qp *qp,
 URV_EXPORT int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 {
 	if (OURS(qp))
-		return EOPNOTSUPP;
+		return urv_set_ece(qp, ece);
 	FWD(ENOSYS, ibv_set_ece, qp, ece);
 }
 
 URV_EXPORT int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 {
 	if (OURS(qp))
-		return EOPNOTSUPP;
+		return urv_query_ece(qp, ece);
 	FWD(ENOSYS, ibv_query_ece, qp, ece);
 }
 

@@ -126,6 +126,41 @@ static void set_dev(struct urv_cm_track *t, uint32_t handle)
 		id->dev = true;
 }
 
+/* SET_OPTION succeeded: the id options a listener's copies take (the
+ * value follows the struct: ucma_write appends it) */
+static void track_option(struct urv_cm_track *t, const uint8_t *in, uint32_t in_len)
+{
+	struct rdma_ucm_set_option o;
+	struct urv_cm_id *id;
+	uint8_t v[sizeof(int)] = { 0 };
+
+	if (in_len < sizeof(o))
+		return;
+	memcpy(&o, in, sizeof(o));
+	id = id_find(t, o.id);
+	if (!id || o.level != RDMA_OPTION_ID || !o.optlen)
+		return;
+	memcpy(v, in + sizeof(o), in_len - sizeof(o) < sizeof(v) ? in_len - sizeof(o) : sizeof(v));
+	int iv;
+	memcpy(&iv, v, sizeof(iv));
+	switch (o.optname) {
+	case RDMA_OPTION_ID_TOS:
+		id->tos_set = true;
+		id->tos = v[0];
+		break;
+	case RDMA_OPTION_ID_REUSEADDR:
+		id->reuse_set = true;
+		id->reuseaddr = iv != 0;
+		break;
+	case RDMA_OPTION_ID_AFONLY:
+		id->afonly_set = true;
+		id->afonly = iv != 0;
+		break;
+	default:
+		break;
+	}
+}
+
 /* which id an event counts on (the kernel's events_reported): a request
  * on its listener, a multicast event on the id that joined */
 static void track_event(struct urv_cm_track *t, const struct rdma_ucm_event_resp *r)
@@ -232,6 +267,9 @@ void urv_cm_track_cmd(struct urv_cm_track *t, uint32_t cmd, const uint8_t *in, u
 		mc_del(t, q.id);
 		return;
 	}
+	case RDMA_USER_CM_CMD_SET_OPTION:
+		track_option(t, in, in_len);
+		return;
 	case RDMA_USER_CM_CMD_GET_EVENT: {
 		struct rdma_ucm_event_resp r;
 		memset(&r, 0, sizeof(r));

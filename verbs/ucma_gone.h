@@ -18,6 +18,11 @@ struct urv_cm_id {
 	bool dev;              /* on the device: gets DEVICE_REMOVAL */
 	uint16_t ps;           /* CREATE_ID's port space and QP type */
 	uint8_t qp_type;
+	/* SET_OPTION's id options, for a wildcard listener's copies on the
+	 * other devices (ucma_shadow.c) */
+	bool tos_set, reuse_set, afonly_set;
+	uint8_t tos;
+	bool reuseaddr, afonly;
 };
 
 struct urv_cm_mc {

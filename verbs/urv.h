@@ -381,6 +381,9 @@ int urv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
 		     uint16_t lid);
 int urv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
 		     uint16_t lid);
+/* ece.c */
+int urv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece);
+int urv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece);
 
 struct ibv_ah *urv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
 void urv_ah_attr_copy(struct ibv_ah_attr *dst, const struct ibv_ah_attr *src);

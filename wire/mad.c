@@ -2,7 +2,10 @@
 /* CM MADs: one table of field locations per attribute; a generic MSB-first
  * bit-field reader/writer does the rest. Offsets are relative to the
  * attribute data (MAD byte 24), bit offsets count from the MSB of the byte,
- * exactly as the IBTA tables (and the kernel's ibta_vol1_c12.h) write them. */
+ * exactly as the IBTA tables (and the kernel's ibta_vol1_c12.h) write them.
+ * A field may be split over several locations (the vendor ID of REP and
+ * SIDR_REP fills reserved bytes between other fields): its pieces are
+ * listed most significant first and joined into one value. */
 #include <errno.h>
 #include <stddef.h>
 #include <string.h>
@@ -101,8 +104,11 @@ static const struct cm_loc rep_locs[] = {
 	{ F(REMOTE_COMM_ID), 4, 0, 32 },
 	{ F(LOCAL_QKEY), 8, 0, 32 },
 	{ F(LOCAL_QPN), 12, 0, 24 },
+	{ F(VENDOR_ID), 15, 0, 8 },   /* bits 23:16 (ECE) */
 	{ F(LOCAL_EECN), 16, 0, 24 },
+	{ F(VENDOR_ID), 19, 0, 8 },   /* bits 15:8 */
 	{ F(STARTING_PSN), 20, 0, 24 },
+	{ F(VENDOR_ID), 23, 0, 8 },   /* bits 7:0 */
 	{ F(RESPONDER_RESOURCES), 24, 0, 8 },
 	{ F(INITIATOR_DEPTH), 25, 0, 8 },
 	{ F(TARGET_ACK_DELAY), 26, 0, 5 },
@@ -166,7 +172,9 @@ static const struct cm_loc sidr_rep_locs[] = {
 	{ F(LOCAL_COMM_ID), 0, 0, 32 },
 	{ F(STATUS), 4, 0, 8 },
 	{ F(ADD_INFO_LEN), 5, 0, 8 },
+	{ F(VENDOR_ID), 6, 0, 16 },   /* bits 23:8 (ECE) */
 	{ F(LOCAL_QPN), 8, 0, 24 },
+	{ F(VENDOR_ID), 11, 0, 8 },   /* bits 7:0 */
 	{ F(SERVICE_ID), 12, 0, 64 },
 	{ F(LOCAL_QKEY), 20, 0, 32 },
 	{ F(INFO), 24, 0, 576 },
@@ -224,10 +232,11 @@ unsigned wire_cm_field_bits(uint16_t attr, enum wire_cm_field f)
 		return 0;
 	if (f == WIRE_CM_F_PRIVATE_DATA)
 		return (WIRE_MAD_DATA_LEN - l->pdata_off) * 8u;
+	unsigned bits = 0;
 	for (unsigned i = 0; i < l->nlocs; i++)
 		if (l->locs[i].field == f)
-			return l->locs[i].bits;
-	return 0;
+			bits += l->locs[i].bits;
+	return bits;
 }
 
 static const char *const field_names[WIRE_CM_F_NUM] = {
@@ -396,23 +405,41 @@ static void layout_mask(const struct cm_layout *l, uint8_t mask[WIRE_MAD_DATA_LE
 	memset(mask + l->pdata_off, 0xFF, WIRE_MAD_DATA_LEN - l->pdata_off);
 }
 
-/* bits_put() takes at most 64 bits of value; wider fields are byte strings. */
-static void loc_put(uint8_t *d, const struct cm_loc *c, const struct wire_cm_msg *msg)
+/* Bits of the pieces of location i's field that follow it: how far its
+ * piece of the value is shifted. */
+static unsigned loc_shift(const struct cm_layout *l, unsigned i)
 {
+	unsigned sh = 0;
+
+	for (unsigned j = i + 1; j < l->nlocs; j++)
+		if (l->locs[j].field == l->locs[i].field)
+			sh += l->locs[j].bits;
+	return sh;
+}
+
+/* bits_put() takes at most 64 bits of value; wider fields are byte strings. */
+static void loc_put(uint8_t *d, const struct cm_layout *l, unsigned i,
+		    const struct wire_cm_msg *msg)
+{
+	const struct cm_loc *c = &l->locs[i];
+
 	if (c->field >= WIRE_CM_F_NUM_INT) {
 		memcpy(d + c->byte, (const uint8_t *)msg + bytes_off(c->field), c->bits / 8u);
 		return;
 	}
-	bits_put(d, c->byte * 8u + c->bit, c->bits, msg->v[c->field]);
+	bits_put(d, c->byte * 8u + c->bit, c->bits, msg->v[c->field] >> loc_shift(l, i));
 }
 
+/* msg starts zeroed: the pieces of a split field accumulate in order */
 static void loc_get(const uint8_t *d, const struct cm_loc *c, struct wire_cm_msg *msg)
 {
 	if (c->field >= WIRE_CM_F_NUM_INT) {
 		memcpy((uint8_t *)msg + bytes_off(c->field), d + c->byte, c->bits / 8u);
 		return;
 	}
-	msg->v[c->field] = bits_get(d, c->byte * 8u + c->bit, c->bits);
+	uint64_t hi = c->bits < 64 ? msg->v[c->field] << c->bits : 0;
+
+	msg->v[c->field] = hi | bits_get(d, c->byte * 8u + c->bit, c->bits);
 }
 
 /* ---- header ---- */
@@ -531,7 +558,7 @@ int wire_mad_encode(uint8_t out[WIRE_MAD_LEN], const struct wire_mad_hdr *hdr,
 	memset(out, 0, WIRE_MAD_LEN);
 	wire_mad_hdr_encode(out, &h);
 	for (unsigned i = 0; i < l->nlocs; i++)
-		loc_put(d, &l->locs[i], msg);
+		loc_put(d, l, i, msg);
 	memcpy(d + l->pdata_off, msg->pdata, WIRE_MAD_DATA_LEN - l->pdata_off);
 	return 0;
 }

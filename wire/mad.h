@@ -74,7 +74,12 @@ struct wire_mad_hdr {
 enum wire_cm_field {
 	WIRE_CM_F_LOCAL_COMM_ID,      /**< also SIDR request ID */
 	WIRE_CM_F_REMOTE_COMM_ID,
-	WIRE_CM_F_VENDOR_ID,          /**< REQ 24-bit vendor ID */
+	/** 24-bit vendor ID of ECE (enhanced connection establishment) in
+	 *  REQ, REP and SIDR_REP (REP and SIDR_REP split it over bytes the
+	 *  older IBTA tables reserve; the codec joins the pieces). The ECE
+	 *  options travel in the MAD header's attr_mod, as the kernel's
+	 *  cm_format_mad_ece_hdr() puts them. */
+	WIRE_CM_F_VENDOR_ID,
 	WIRE_CM_F_SERVICE_ID,
 	WIRE_CM_F_LOCAL_CA_GUID,
 	WIRE_CM_F_LOCAL_QKEY,         /**< REQ/REP local Q_Key, SIDR_REP Q_Key */

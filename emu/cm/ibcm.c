@@ -286,20 +286,23 @@ static int ibcm_tx(struct emu_ibcm *cm, struct emu_av *av, const uint8_t *mad)
 	return 0;
 }
 
-static void ibcm_encode(uint8_t *out, struct wire_cm_msg *m, uint16_t attr, uint64_t tid)
+/* attr_mod: the ECE options of REQ, REP and SIDR_REP, 0 for the rest */
+static void ibcm_encode(uint8_t *out, struct wire_cm_msg *m, uint16_t attr, uint64_t tid,
+			uint32_t attr_mod)
 {
 	struct wire_mad_hdr h;
 
 	m->attr = attr;
 	wire_mad_hdr_init_cm(&h, attr, tid);
+	h.attr_mod = attr_mod;
 	wire_mad_encode(out, &h, m);
 }
 
 /* Build a MAD into s->mad and send it; with retries, arm its timer. */
 static void ibcm_send_slot(struct emu_ibcm *cm, struct ibcm_slot *s, struct wire_cm_msg *m,
-			   uint16_t attr, uint64_t tid, bool retry)
+			   uint16_t attr, uint64_t tid, uint32_t attr_mod, bool retry)
 {
-	ibcm_encode(s->mad, m, attr, tid);
+	ibcm_encode(s->mad, m, attr, tid, attr_mod);
 	s->armed = retry;
 	if (retry) {
 		s->retries_left = s->max_cm_retries;
@@ -347,7 +350,7 @@ static void ibcm_answer(struct emu_ibcm *cm, const struct wire_pkt *pkt, struct 
 	struct emu_av av;
 
 	ibcm_av_from_pkt(&av, pkt);
-	ibcm_encode(mad, m, attr, tid);
+	ibcm_encode(mad, m, attr, tid, 0);
 	ibcm_tx(cm, &av, mad);
 }
 
@@ -560,6 +563,7 @@ static void ibcm_format_req(struct emu_ibcm *cm, struct ibcm_slot *s,
 	m->v[WIRE_CM_F_PRI_LOCAL_ACK_TIMEOUT] = ibcm_ack_timeout(pp->packet_life_time);
 	memcpy(m->gid[0], pp->sgid.raw, 16);
 	memcpy(m->gid[1], pp->dgid.raw, 16);
+	m->v[WIRE_CM_F_VENDOR_ID] = p->ece.vendor_id & 0xFFFFFF;
 	ibcm_pdata(m, p->private_data, p->private_data_len);
 }
 
@@ -586,7 +590,7 @@ int emu_ibcm_send_req(struct emu_ibcm_id *id, const struct emu_ibcm_req_param *p
 	s->tid = IBCM_HI_TID << 32 | id->local_id;
 	ibcm_format_req(cm, s, p, &m);
 	ibcm_set_state(cm, s, EMU_IBCM_REQ_SENT, "send-req");
-	ibcm_send_slot(cm, s, &m, WIRE_CM_ATTR_REQ, s->tid, true);
+	ibcm_send_slot(cm, s, &m, WIRE_CM_ATTR_REQ, s->tid, p->ece.attr_mod, true);
 	return 0;
 }
 
@@ -612,10 +616,11 @@ int emu_ibcm_send_rep(struct emu_ibcm_id *id, const struct emu_ibcm_rep_param *p
 	m.v[WIRE_CM_F_RNR_RETRY_COUNT] = p->rnr_retry_count;
 	m.v[WIRE_CM_F_SRQ] = p->srq;
 	m.v[WIRE_CM_F_LOCAL_CA_GUID] = ibcm_guid(cm);
+	m.v[WIRE_CM_F_VENDOR_ID] = p->ece.vendor_id & 0xFFFFFF;
 	ibcm_pdata(&m, p->private_data, p->private_data_len);
 	s->local_qpn = p->qp_num & WIRE_QPN_MASK;
 	ibcm_set_state(cm, s, EMU_IBCM_REP_SENT, "send-rep");
-	ibcm_send_slot(cm, s, &m, WIRE_CM_ATTR_REP, s->tid, true);
+	ibcm_send_slot(cm, s, &m, WIRE_CM_ATTR_REP, s->tid, p->ece.attr_mod, true);
 	return 0;
 }
 
@@ -633,7 +638,7 @@ int emu_ibcm_send_rtu(struct emu_ibcm_id *id, const void *pdata, uint8_t len)
 	ibcm_pdata(&m, pdata, len);
 	ibcm_set_state(id->cm, s, EMU_IBCM_ESTABLISHED, "send-rtu");
 	/* kept in s->mad: a duplicate REP is answered with it */
-	ibcm_send_slot(id->cm, s, &m, WIRE_CM_ATTR_RTU, s->tid, false);
+	ibcm_send_slot(id->cm, s, &m, WIRE_CM_ATTR_RTU, s->tid, 0, false);
 	return 0;
 }
 
@@ -651,7 +656,7 @@ int emu_ibcm_send_dreq(struct emu_ibcm_id *id, const void *pdata, uint8_t len)
 	ibcm_pdata(&m, pdata, len);
 	s->tid = IBCM_HI_TID << 32 | id->local_id;
 	ibcm_set_state(id->cm, s, EMU_IBCM_DREQ_SENT, "send-dreq");
-	ibcm_send_slot(id->cm, s, &m, WIRE_CM_ATTR_DREQ, s->tid, true);
+	ibcm_send_slot(id->cm, s, &m, WIRE_CM_ATTR_DREQ, s->tid, 0, true);
 	return 0;
 }
 
@@ -674,7 +679,7 @@ int emu_ibcm_send_drep(struct emu_ibcm_id *id, const void *pdata, uint8_t len)
 	ibcm_format_drep(s, &m, pdata, len);
 	ibcm_enter_timewait(id->cm, s, "send-drep");
 	/* kept in s->mad: a DREQ in TIMEWAIT is answered with it */
-	ibcm_send_slot(id->cm, s, &m, WIRE_CM_ATTR_DREP, s->dreq_tid, false);
+	ibcm_send_slot(id->cm, s, &m, WIRE_CM_ATTR_DREP, s->dreq_tid, 0, false);
 	return 0;
 }
 
@@ -724,7 +729,7 @@ int emu_ibcm_send_rej(struct emu_ibcm_id *id, enum wire_cm_rej_reason reason, co
 		ibcm_enter_timewait(cm, s, "send-rej");
 	else
 		ibcm_set_state(cm, s, EMU_IBCM_IDLE, "send-rej");
-	ibcm_send_slot(cm, s, &m, WIRE_CM_ATTR_REJ, s->tid, false);
+	ibcm_send_slot(cm, s, &m, WIRE_CM_ATTR_REJ, s->tid, 0, false);
 	return 0;
 }
 
@@ -755,7 +760,7 @@ int emu_ibcm_send_mra(struct emu_ibcm_id *id, uint8_t service_timeout, const voi
 	ibcm_pdata(&m, pdata, len);
 	ibcm_set_state(id->cm, s, to, "send-mra");
 	/* kept in s->mad: a duplicate REQ/REP is answered with it */
-	ibcm_send_slot(id->cm, s, &m, WIRE_CM_ATTR_MRA, s->tid, false);
+	ibcm_send_slot(id->cm, s, &m, WIRE_CM_ATTR_MRA, s->tid, 0, false);
 	return 0;
 }
 
@@ -780,7 +785,7 @@ int emu_ibcm_send_sidr_req(struct emu_ibcm_id *id, const struct emu_ibcm_sidr_re
 	m.v[WIRE_CM_F_SERVICE_ID] = p->service_id;
 	ibcm_pdata(&m, p->private_data, p->private_data_len);
 	ibcm_set_state(cm, s, EMU_IBCM_SIDR_REQ_SENT, "send-sidr-req");
-	ibcm_send_slot(cm, s, &m, WIRE_CM_ATTR_SIDR_REQ, s->tid, true);
+	ibcm_send_slot(cm, s, &m, WIRE_CM_ATTR_SIDR_REQ, s->tid, 0, true);
 	return 0;
 }
 
@@ -799,11 +804,12 @@ int emu_ibcm_send_sidr_rep(struct emu_ibcm_id *id, const struct emu_ibcm_sidr_re
 	m.v[WIRE_CM_F_LOCAL_QPN] = p->qp_num & WIRE_QPN_MASK;
 	m.v[WIRE_CM_F_SERVICE_ID] = id->service_id;
 	m.v[WIRE_CM_F_LOCAL_QKEY] = p->qkey;
+	m.v[WIRE_CM_F_VENDOR_ID] = p->ece.vendor_id & 0xFFFFFF;
 	if (p->info && p->info_length)
 		memcpy(m.info, p->info, p->info_length);
 	ibcm_pdata(&m, p->private_data, p->private_data_len);
 	ibcm_set_state(id->cm, s, EMU_IBCM_IDLE, "send-sidr-rep");
-	ibcm_send_slot(id->cm, s, &m, WIRE_CM_ATTR_SIDR_REP, s->tid, false);
+	ibcm_send_slot(id->cm, s, &m, WIRE_CM_ATTR_SIDR_REP, s->tid, p->ece.attr_mod, false);
 	return 0;
 }
 
@@ -1063,6 +1069,8 @@ static void ibcm_req_event(struct emu_ibcm *cm, struct ibcm_slot *s, struct ibcm
 	q->rnr_retry_count = (uint8_t)m->v[WIRE_CM_F_RNR_RETRY_COUNT];
 	q->srq = m->v[WIRE_CM_F_SRQ];
 	q->local_ack_timeout = (uint8_t)m->v[WIRE_CM_F_PRI_LOCAL_ACK_TIMEOUT];
+	q->ece.vendor_id = (uint32_t)m->v[WIRE_CM_F_VENDOR_ID];
+	q->ece.attr_mod = r->h.attr_mod;
 	ev.private_data = m->pdata;
 	ev.private_data_len = WIRE_CM_REQ_PDATA;
 	ibcm_deliver(cm, s, &ev);
@@ -1200,6 +1208,8 @@ static void ibcm_rx_rep(struct emu_ibcm *cm, const struct ibcm_rx *r)
 	q->flow_control = m->v[WIRE_CM_F_E2E_FLOW_CONTROL];
 	q->rnr_retry_count = (uint8_t)m->v[WIRE_CM_F_RNR_RETRY_COUNT];
 	q->srq = m->v[WIRE_CM_F_SRQ];
+	q->ece.vendor_id = (uint32_t)m->v[WIRE_CM_F_VENDOR_ID];
+	q->ece.attr_mod = r->h.attr_mod;
 	ev.private_data = m->pdata;
 	ev.private_data_len = WIRE_CM_REP_PDATA;
 	ibcm_deliver(cm, s, &ev);
@@ -1402,7 +1412,7 @@ static void ibcm_rx_dreq(struct emu_ibcm *cm, const struct ibcm_rx *r)
 		/* our DREP was lost, or the peer's DREQ crossed ours */
 		uint8_t mad[WIRE_MAD_LEN];
 		ibcm_format_drep(s, &a, NULL, 0);
-		ibcm_encode(mad, &a, WIRE_CM_ATTR_DREP, r->h.tid);
+		ibcm_encode(mad, &a, WIRE_CM_ATTR_DREP, r->h.tid, 0);
 		cm->cnt.dup_answered++;
 		ibcm_tx(cm, &s->av, mad);
 		return;

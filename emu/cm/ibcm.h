@@ -116,6 +116,15 @@ struct emu_ibcm_path {
 	uint8_t  rate;               /**< IBA static rate, 0 = port rate */
 };
 
+/** ECE (enhanced connection establishment, the kernel's struct
+ *  rdma_ucm_ece): REQ, REP and SIDR_REP carry the 24-bit vendor ID in
+ *  their vendor ID field and the options in the MAD header's attribute
+ *  modifier (cm_format_mad_ece_hdr); zero = none. */
+struct emu_ibcm_ece {
+	uint32_t vendor_id;
+	uint32_t attr_mod;
+};
+
 /** Event handler: see the file comment. Non-zero return destroys the id. */
 typedef int (*emu_ibcm_handler)(struct emu_ibcm_id *id, const struct emu_ibcm_event *ev);
 
@@ -151,6 +160,7 @@ struct emu_ibcm_req_param {
 	uint8_t  rnr_retry_count;    /**< 3 bits */
 	uint8_t  max_cm_retries;     /**< 4 bits; rdma_cm uses 15 */
 	bool     srq;
+	struct emu_ibcm_ece ece;
 };
 
 /** Parameters of emu_ibcm_send_rep() (ib_cm_rep_param). */
@@ -165,6 +175,7 @@ struct emu_ibcm_rep_param {
 	bool     flow_control;
 	uint8_t  rnr_retry_count;
 	bool     srq;
+	struct emu_ibcm_ece ece;
 };
 
 /** Parameters of emu_ibcm_send_sidr_req() (ib_cm_sidr_req_param). */
@@ -186,6 +197,7 @@ struct emu_ibcm_sidr_rep_param {
 	uint8_t  info_length;        /**< <= 72 */
 	const void *private_data;
 	uint8_t  private_data_len;   /**< <= WIRE_CM_SIDR_REP_PDATA (136) */
+	struct emu_ibcm_ece ece;
 };
 
 /** REQ_RECEIVED (ib_cm_req_event_param). */
@@ -208,6 +220,7 @@ struct emu_ibcm_req_event_param {
 	uint8_t  rnr_retry_count;
 	bool     srq;
 	uint8_t  local_ack_timeout;  /**< the REQ's primary local ACK timeout */
+	struct emu_ibcm_ece ece;
 };
 
 /** REP_RECEIVED (ib_cm_rep_event_param). */
@@ -223,6 +236,7 @@ struct emu_ibcm_rep_event_param {
 	bool     flow_control;
 	uint8_t  rnr_retry_count;
 	bool     srq;
+	struct emu_ibcm_ece ece;
 };
 
 /** REJ_RECEIVED (ib_cm_rej_event_param). */

@@ -241,6 +241,9 @@ void ucma_send_req(struct ucma_dev *u, struct ucma_id *a, const struct rdma_ucm_
 	} else {
 		ucma_conn_event_param(&e->resp.param.conn, n, true, q->private_data,
 				      q->private_data_len);
+		/* the REQ's vendor ID and options (cm_format_req_event) */
+		e->resp.ece.vendor_id = a->ece.vendor_id & 0xFFFFFF;
+		e->resp.ece.attr_mod = a->ece.attr_mod;
 	}
 	ucma_ev_post(u, e);
 }
@@ -273,6 +276,7 @@ int ucma_send_rep(struct ucma_dev *u, struct ucma_id *n, const struct rdma_ucm_c
 				.status = WIRE_CM_SIDR_SUCCESS,
 				.private_data = q ? q->private_data : NULL,
 				.private_data_len = q ? q->private_data_len : 0,
+				.ece = { n->ece.vendor_id, n->ece.attr_mod },
 			};
 			int rc = emu_ibcm_send_sidr_rep(n->cm, &r);
 			if (!rc)
@@ -309,6 +313,7 @@ int ucma_send_rep(struct ucma_dev *u, struct ucma_id *n, const struct rdma_ucm_c
 			.responder_resources = q->responder_resources,
 			.initiator_depth = q->initiator_depth, .flow_control = q->flow_control,
 			.rnr_retry_count = q->rnr_retry_count, .srq = q->srq,
+			.ece = { n->ece.vendor_id, n->ece.attr_mod },
 		};
 		int rc = emu_ibcm_send_rep(n->cm, &r);
 		if (rc)
@@ -324,6 +329,7 @@ int ucma_send_rep(struct ucma_dev *u, struct ucma_id *n, const struct rdma_ucm_c
 		.responder_resources = q->responder_resources, .rnr_retry = q->rnr_retry_count,
 		.flow_control = q->flow_control, .srq = q->srq,
 		.pdata = q->private_data, .pdata_len = q->private_data_len,
+		.ece = { n->ece.vendor_id & 0xFFFFFF, n->ece.attr_mod },
 	};
 	ucma_rep_rcvd(u, a, &r);
 	return 0;
@@ -347,6 +353,7 @@ void ucma_rep_rcvd(struct ucma_dev *u, struct ucma_id *a, const struct ucma_rep 
 	if (!e)
 		return;
 	ucma_conn_event_param(&e->resp.param.conn, a, false, r->pdata, r->pdata_len);
+	e->resp.ece = r->ece; /* cm_format_rep_event */
 	ucma_ev_post(u, e);
 }
 

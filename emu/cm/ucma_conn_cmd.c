@@ -37,6 +37,7 @@ int ucma_cmd_connect(struct ucma_call *k)
 	id->rnr_retry = q.conn_param.rnr_retry_count;
 	id->srq = q.conn_param.srq;
 	id->flow_control = q.conn_param.flow_control;
+	id->ece = q.ece; /* zero when the command has no ece (rdma_connect_ece) */
 	if (ucma_wire_dst(k->u, id)) {
 		rc = ucma_wire_req(k->u, id, &q.conn_param);
 		if (rc)
@@ -91,6 +92,7 @@ int ucma_cmd_accept(struct ucma_call *k)
 		return rc;
 	if (id->state != S_CONNECT)
 		return -EINVAL;
+	id->ece = q.ece; /* __rdma_accept_ece: the REP / SIDR_REP carries it */
 	if (q.conn_param.valid) {
 		if (id->cp == CP_REP_RCVD)
 			return -EINVAL; /* ib_send_cm_rep in the wrong state */

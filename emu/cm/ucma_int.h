@@ -136,6 +136,7 @@ struct ucma_id {
 	uint32_t rqpn, qkey;
 	uint8_t resp_res, init_depth, retry, rnr_retry, srq, flow_control;
 	uint8_t path_mtu, hop_limit, tclass;
+	struct rdma_ucm_ece ece;  /* what our REQ / REP carries (CONNECT's, ACCEPT's) */
 	union ibv_gid sgid, dgid;
 	struct ucma_mc *mcs;
 	struct emu_ibcm_id *cm;   /* the exchange goes over the wire (QP1) */
@@ -263,6 +264,7 @@ struct ucma_rep {
 	bool flow_control, srq;
 	const void *pdata;
 	uint8_t pdata_len;
+	struct rdma_ucm_ece ece;
 };
 void ucma_rep_rcvd(struct ucma_dev *u, struct ucma_id *a, const struct ucma_rep *r);
 void ucma_conn_event_param(struct rdma_ucm_conn_param *cp, const struct ucma_id *id, bool req,

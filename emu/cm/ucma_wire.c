@@ -104,6 +104,7 @@ int ucma_wire_req(struct ucma_dev *u, struct ucma_id *a, const struct rdma_ucm_c
 		.rnr_retry_count = a->rnr_retry,
 		.max_cm_retries = 15,             /* CMA_MAX_CM_RETRIES */
 		.srq = q->srq,
+		.ece = { a->ece.vendor_id, a->ece.attr_mod },
 	};
 	ucma_wire_path(a, &r.primary_path);
 	int rc = emu_ibcm_send_req(c, &r);
@@ -189,6 +190,8 @@ static int ucma_wire_req_rcvd(struct ucma_dev *u, struct emu_ibcm_id *c,
 	n->srq = p->srq;
 	ucma_conn_event_param(&e->resp.param.conn, n, true,
 			      ev->private_data + WIRE_CMA_HDR_LEN, plen);
+	e->resp.ece.vendor_id = p->ece.vendor_id;
+	e->resp.ece.attr_mod = p->ece.attr_mod;
 	ucma_ev_post(u, e);
 	return 0;
 }
@@ -203,6 +206,7 @@ static void ucma_wire_rep_rcvd(struct ucma_dev *u, struct ucma_id *a, const stru
 		.responder_resources = p->responder_resources, .rnr_retry = p->rnr_retry_count,
 		.flow_control = p->flow_control, .srq = p->srq,
 		.pdata = ev->private_data, .pdata_len = ev->private_data_len,
+		.ece = { p->ece.vendor_id, p->ece.attr_mod },
 	};
 	ucma_rep_rcvd(u, a, &r);
 }

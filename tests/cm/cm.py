@@ -28,6 +28,9 @@ picked free at random. The seed is printed (--seed replays a run).
   MODE qperf TEST                qperf -cm1 TEST
   MODE fi-info | fi-pingpong SIZE COUNT
   MODE test-rdmacm [NAME...]     rdma-core's tests/test_rdmacm.py (pyverbs)
+Options: --daemon-env K=V (the daemon's environment), --capture (uroced
+--pcap), --ece-check UROCE_PCAP TSHARK_CHECK (after an exec of cm_ece: the
+capture's ECE, decoded by uroce-pcap and tshark).
 Exit status: 0 pass, 77 skip (the program is not installed), else fail.
 """
 import argparse
@@ -547,6 +550,55 @@ def mode_kernel(env, shim_prog):
     return 0
 
 
+# what cm_ece sends (tests/cm/cm_ece.c): (attribute, vendor ID, options)
+# as uroce-pcap prints them, and the options tshark must show
+ECE_WANT = [('REQ', 0x001ace, 0x5a5a5a5a), ('REP', 0x001ace, 0x77),
+            ('REQ', 0x001ace, 0), ('REP', 0x001ace, 0),
+            ('REQ', 0xabcdef, 0xff), ('REP', 0xabcdef, 0),
+            ('REP', 0x999999, 0x77)]
+
+
+def ece_check(uroce_pcap, tshark_check, cap):
+    """The capture of a cm_ece run: every MAD valid for uroce-pcap, the
+    ECE of each exchange decoded, a REJ 35, and tshark's CM dissector
+    showing the options with no malformed frame or expert warning."""
+    errs = []
+    res = subprocess.run([uroce_pcap, 'check', cap], capture_output=True, text=True,
+                         timeout=120)
+    if res.returncode != 0:
+        errs.append('uroce-pcap check: %s' % res.stdout[-2000:])
+    res = subprocess.run([uroce_pcap, 'decode', cap], capture_output=True, text=True,
+                         timeout=120)
+    lines = [ln for ln in res.stdout.splitlines() if ' CM ' in ln]
+    print('capture: %d CM MADs' % len(lines))
+    for attr, vendor, opts in ECE_WANT:
+        pat = ' CM %s ' % attr
+        tag = 'ece=0x%06x/0x%08x' % (vendor, opts)
+        if not any(pat in ln and tag in ln for ln in lines):
+            errs.append('uroce-pcap shows no %s with %s' % (attr, tag))
+    if not any(' CM REJ ' in ln and 'reason=35 ' in ln for ln in lines):
+        errs.append('uroce-pcap shows no REJ 35')
+    if not shutil.which('tshark'):
+        print('tshark not installed: its checks are skipped')
+        return errs
+    res = subprocess.run([sys.executable, tshark_check, '--all', cap], capture_output=True,
+                         text=True, timeout=300)
+    print(res.stdout[-1500:])
+    if res.returncode != 0:
+        errs.append('tshark: malformed or expert-flagged CM MADs')
+    res = subprocess.run(['tshark', '-r', cap, '-Y', 'infiniband.mad.attributeid == 0x0010'
+                          ' || infiniband.mad.attributeid == 0x0013', '-T', 'fields',
+                          '-e', 'infiniband.mad.attributeid',
+                          '-e', 'infiniband.mad.attributemodifier'],
+                         capture_output=True, text=True, timeout=300)
+    seen = {tuple(int(x, 0) for x in ln.split('\t')) for ln in res.stdout.split('\n')
+            if '\t' in ln}
+    for want in [(0x10, 0x5a5a5a5a), (0x13, 0x77), (0x10, 0xff)]:
+        if want not in seen:
+            errs.append('tshark shows no attribute %#x with modifier %#x' % want)
+    return errs
+
+
 def main():
     state = {}
     rc = run_test(state)
@@ -568,6 +620,10 @@ def run_test(state):
                     help='start uroce0..N-1, one daemon each')
     ap.add_argument('--env', action='append', default=[],
                     help='K=V for the programs')
+    ap.add_argument('--daemon-env', action='append', default=[],
+                    help='K=V for the daemon (uroce0)')
+    ap.add_argument('--capture', action='store_true', help='uroced --pcap')
+    ap.add_argument('--ece-check', nargs=2, metavar=('UROCE_PCAP', 'TSHARK_CHECK'))
     ap.add_argument('mode')
     ap.add_argument('args', nargs=argparse.REMAINDER)
     a = ap.parse_args()
@@ -596,8 +652,13 @@ def run_test(state):
         finally:
             shutil.rmtree(run_dir, ignore_errors=True)
     log = open(os.path.join(run_dir, 'uroced.log'), 'w+')
-    d = subprocess.Popen([a.uroced], env=env, stdout=log, stderr=subprocess.STDOUT,
-                         start_new_session=True)
+    denv = dict(env)
+    for kv in a.daemon_env:
+        k, v = kv.split('=', 1)
+        denv[k] = v
+    cap = os.path.join(run_dir, 'cm.pcap')
+    d = subprocess.Popen([a.uroced] + (['--pcap', cap] if a.capture else []), env=denv,
+                         stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     extra = []
     try:
         if not vr.wait_socket(os.path.join(run_dir, 'uroce0.sock'), d):
@@ -670,6 +731,8 @@ def run_test(state):
         text = log.read()
         log.close()
         state['daemon_faults'] = vr.daemon_faults(sts, text)
+        if a.ece_check and a.mode == 'exec':
+            state['daemon_faults'] += ece_check(a.ece_check[0], a.ece_check[1], cap)
         want = state.get('min_roce_pkts')
         if want:
             got = re.search(r'roce (\d+)', text)

@@ -25,16 +25,7 @@
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_cma_abi.h>
 
-static int failures;
-
-#define CHECK(cond, ...) do {                                                 \
-		if (!(cond)) {                                                \
-			failures++;                                           \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);  \
-			fprintf(stderr, __VA_ARGS__);                         \
-			fprintf(stderr, "\n");                                \
-		}                                                             \
-	} while (0)
+#include "cm_check.h"
 
 /* write() expecting -1 with errno e */
 #define WERR(fd, p, n, e) do {                                                \
@@ -42,16 +33,6 @@ static int failures;
 		ssize_t r_ = write(fd, p, n);                                 \
 		CHECK(r_ == -1 && errno == (e), "write -> %zd errno %d (%s), want %s", \
 		      r_, errno, strerror(errno), #e);                        \
-	} while (0)
-
-/* librdmacm's own copy of the kernel uAPI: each command struct starts
- * with the header (cmd, in, out) */
-#define HDR_SZ sizeof(struct ucma_abi_cmd_hdr)
-#define INIT(c, op, outsz) do {                                               \
-		memset(&(c), 0, sizeof(c));                                   \
-		(c).cmd = (op);                                               \
-		(c).in = (uint16_t)(sizeof(c) - HDR_SZ);                      \
-		(c).out = (uint16_t)(outsz);                                  \
 	} while (0)
 
 static struct ucma_abi_create_id create_cmd(void *resp)
@@ -81,14 +62,6 @@ static int open_cm(int flags)
 	if (fd < 0)
 		exit(1);
 	return fd;
-}
-
-static struct sockaddr_in lo_addr(int port)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	return a;
 }
 
 /* ---- no daemon: what librdmacm says without uroce ---------------------- */
@@ -468,6 +441,103 @@ static int case_fork(int port)
 	return 0;
 }
 
+/* ---- a wildcard listener's copies take its options --------------------- */
+
+/* the child, on uroce1: connect to dst, the REJECTED status it gets */
+static int connect_status(const struct sockaddr *dst)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_conn_param cp = { .qp_num = 0x123, .retry_count = 7 };
+	struct rdma_cm_event *e;
+	struct rdma_cm_id *id;
+	int st = -1;
+
+	CHECK(ch && !rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), "child id: %s", strerror(errno));
+	if (!ch)
+		return -1;
+	CHECK(!rdma_resolve_addr(id, NULL, (struct sockaddr *)dst, 2000), "resolve_addr");
+	if ((e = next_event(ch, 10000)))
+		rdma_ack_cm_event(e);
+	CHECK(!rdma_resolve_route(id, 2000), "resolve_route: %s", strerror(errno));
+	if ((e = next_event(ch, 10000)))
+		rdma_ack_cm_event(e);
+	CHECK(!rdma_connect(id, &cp), "connect: %s", strerror(errno));
+	e = next_event(ch, 20000);
+	CHECK(e && e->event == RDMA_CM_EVENT_REJECTED, "connect: %s",
+	      e ? rdma_event_str(e->event) : "no event");
+	if (e) {
+		st = e->status;
+		rdma_ack_cm_event(e);
+	}
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+	return st;
+}
+
+/* A listener on [::] with AFONLY, REUSEADDR and TOS set before LISTEN, in
+ * a process whose rdma_cm is uroce0: its copy on uroce1 must take them
+ * (the kernel's per-device listeners take afonly and tos). A client on
+ * uroce1 (a child with UROCE_CM_DEVICE=uroce1) connects over IPv4, which
+ * the listener must not hear (a copy without AFONLY would), then over
+ * IPv6, which it must (a copy refusing an option would not be there).
+ * Both are rejected with 28: the listener's rdma_reject, and for IPv4 the
+ * service's IB CM listener finding no rdma_cm id for the address, as the
+ * kernel's cma_ib_req_handler fails and cm_destroy_id rejects. */
+static int case_mux_options(int port)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_in6 any = { .sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port) };
+	struct rdma_cm_id *l;
+	int one = 1, st, v4 = 0, v6 = 0;
+	uint8_t tos = 32;
+	pid_t pid;
+
+	CHECK(ch && !rdma_create_id(ch, &l, NULL, RDMA_PS_TCP), "id: %s", strerror(errno));
+	if (!ch)
+		return 1;
+	CHECK(!rdma_set_option(l, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, &one, sizeof(one)), "afonly");
+	CHECK(!rdma_set_option(l, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, &one, sizeof(one)),
+	      "reuseaddr");
+	CHECK(!rdma_set_option(l, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, sizeof(tos)), "tos");
+	CHECK(!rdma_bind_addr(l, (struct sockaddr *)&any), "bind [::]: %s", strerror(errno));
+	CHECK(!rdma_listen(l, 4), "listen: %s", strerror(errno));
+	pid = fork();
+	if (pid == 0) {
+		struct sockaddr_in a4 = lo_addr(port);
+		struct sockaddr_in6 a6 = any;
+
+		a6.sin6_addr = in6addr_loopback;
+		setenv("UROCE_CM_DEVICE", "uroce1", 1);
+		st = connect_status((struct sockaddr *)&a4);
+		CHECK(st == 28, "IPv4 to uroce1: REJECTED %d, want 28", st);
+		st = connect_status((struct sockaddr *)&a6);
+		CHECK(st == 28, "IPv6 to uroce1: REJECTED %d, want 28 (the listener's reject)", st);
+		_exit(failures ? 1 : 0);
+	}
+	CHECK(pid > 0, "fork");
+	/* every request the listener hears is rejected; which family came */
+	for (int i = 0; i < 300 && waitpid(pid, &st, WNOHANG) == 0; i++) {
+		struct rdma_cm_event *e = next_event(ch, 100);
+
+		if (!e)
+			continue;
+		if (e->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+			sa_family_t fam = e->id->route.addr.src_addr.sa_family;
+
+			v4 += fam == AF_INET;
+			v6 += fam == AF_INET6;
+			rdma_reject(e->id, NULL, 0);
+			rdma_destroy_id(e->id);
+		}
+		rdma_ack_cm_event(e);
+	}
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child failed");
+	CHECK(v4 == 0 && v6 == 1, "requests heard: %d IPv4, %d IPv6; want 0, 1", v4, v6);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch);
+	return 0;
+}
+
 /* ---- DEVICE_REMOVAL when the daemon goes away ------------------------- */
 
 static struct rdma_cm_event *expect(struct rdma_event_channel *ch, enum rdma_cm_event_type t)
@@ -599,6 +669,8 @@ int main(int argc, char **argv)
 		r = case_close_blocked();
 	else if (!strcmp(c, "fork"))
 		r = case_fork(port);
+	else if (!strcmp(c, "mux_options"))
+		r = case_mux_options(port);
 	else if (!strcmp(c, "removal"))
 		r = case_removal(port);
 	else {

@@ -116,6 +116,10 @@ cases_cm() {
 	cm_both udaddy_c2 udaddy "-b @S4@ -c 2 -C 10" "-s @S4@ -c 2 -C 10" 1 'return status 0'
 	cm_perf send_bw ib_send_bw
 	cm_perf write_bw ib_write_bw
+	# ECE both ways through both rdma_cm stacks (tests/interop/ece_peer.c, from the
+	# share): each side prints "ece-peer: ok" when it read the peer's vendor ID and
+	# options as sent (the kernel's REQ/REP vendor ID and attribute modifier)
+	cm_both ece ece_peer "server @S4@ @P@" "client @S4@ @P@" 1 'ece-peer: ok'
 	# IPv6: the global ULA GIDs (fd77::1 uroce, fd77::2 rxe)
 	cm_rping rping_1k_v6 @S6@ 1024 10
 	cm_both ucmatose_c4_v6 ucmatose "-b @S6@ -p @P@ -c 4 -C 10 -S 1000" "-s @S6@ -p @P@ -c 4 -C 10 -S 1000" \
@@ -230,6 +234,16 @@ check_cm() {
 	fi
 	cmline=$(grep -m1 ': cm: ids' "$OUT/uroced.log")
 	say "uroced${cmline#*uroce0}"
+	if grep -q '^ece_' "$OUT/share/cases.txt"; then
+		# ECE on the wire both ways: ece_peer's REQ (vendor/options) from each side,
+		# and each side's REP answering with the peer's vendor ID and its options
+		for v in "$UROCE_IP:[0-9]* > $VM_IP:4791 .* CM REQ .*ece=0x0c0ffe/0x11223344" \
+			 "$VM_IP:[0-9]* > $UROCE_IP:4791 .* CM REQ .*ece=0x0c0ffe/0x11223344" \
+			 "$UROCE_IP:[0-9]* > $VM_IP:4791 .* CM REP .*ece=0x0c0ffe/0x00000055" \
+			 "$VM_IP:[0-9]* > $UROCE_IP:4791 .* CM REP .*ece=0x0c0ffe/0x00000055"; do
+			grep -q " $v" "$OUT/pcap-decode.log" || { say "FAIL: no MAD matching '$v'"; ok=1; }
+		done
+	fi
 	if [ "$GROUP" = cmloss ]; then
 		# the same MAD (sender, attribute, transaction ID) more than once from the VM
 		kdup=$(grep -E " \\[?($VM_IP|$VM_IP6)\\]?:[0-9]+ > .* CM [A-Z_]+ tid=" "$OUT/pcap-decode.log" |
@@ -324,10 +338,17 @@ sed 's/^/  uroced: /' "$OUT/uroced.log"
 # UROCE_INTEROP_ONLY=REGEX: run only the cases whose name matches (debugging)
 "cases_$GROUP" | grep -E "^(${UROCE_INTEROP_ONLY:-.*})\|" >"$OUT/share/cases.txt"
 cp "$HERE/runcases.sh" "$OUT/share/"
+# the ECE peer runs on both sides from the share (PATH below); without it
+# (no librdmacm-dev at build time) its cases go
+if [ -x "$B/tests/interop/ece_peer" ]; then
+	cp "$B/tests/interop/ece_peer" "$OUT/share/"
+else
+	sed -i '/^ece_/d' "$OUT/share/cases.txt"
+fi
 NCASES=$(grep -c . "$OUT/share/cases.txt")
 # both sides' RoCE addresses, for the CM cases' @S4@ / @S6@
 ADDRS="ADDR4_uroce=$UROCE_IP ADDR4_rxe=$VM_IP ADDR6_uroce=$UROCE_IP6 ADDR6_rxe=$VM_IP6"
-echo "${VM_SETUP}${VM_PRE}$ADDRS DEV=rxe0 GID=1 PEER=$HOST_IP CASE_TIMEOUT=$CASE_TIMEOUT CONNECT_TRIES=200 sh /mnt/host/runcases.sh rxe /mnt/host/cases.txt /mnt/host/res${VM_PRE:+; r=\$?; tc -s filter show dev eth0 ingress; tc -s filter show dev eth0 egress; exit \$r}" \
+echo "${VM_SETUP}${VM_PRE}$ADDRS PATH=/mnt/host:\$PATH DEV=rxe0 GID=1 PEER=$HOST_IP CASE_TIMEOUT=$CASE_TIMEOUT CONNECT_TRIES=200 sh /mnt/host/runcases.sh rxe /mnt/host/cases.txt /mnt/host/res${VM_PRE:+; r=\$?; tc -s filter show dev eth0 ingress; tc -s filter show dev eth0 egress; exit \$r}" \
 	>"$OUT/share/cmd.sh"
 
 T0=$SECONDS
@@ -347,7 +368,7 @@ done
 say "rxe ready after $((SECONDS - T0)) s"
 OUT_ABS=$(realpath "$OUT")
 # shellcheck disable=SC2086
-setsid "${NSX[@]}" env $ADDRS DEV=uroce0 GID=1 PEER="$VM_IP" CASE_TIMEOUT=$CASE_TIMEOUT CONNECT_TRIES=300 \
+setsid "${NSX[@]}" env $ADDRS PATH="$OUT_ABS/share:$PATH" DEV=uroce0 GID=1 PEER="$VM_IP" CASE_TIMEOUT=$CASE_TIMEOUT CONNECT_TRIES=300 \
 	WRAP="env UROCE_RUN_DIR=$OUT_ABS/run LD_PRELOAD=$SHIM" \
 	sh "$HERE/runcases.sh" uroce "$OUT/share/cases.txt" "$OUT/res" >"$OUT/host-cases.log" 2>&1 &
 HPID=$!

@@ -246,6 +246,98 @@ static void test_known(void)
 	CHECK_EQ(wire_mad_encode(mad, &h, &(struct wire_cm_msg){ .attr = 0x0001 }), -EINVAL);
 }
 
+/* One MAD against the image it must be, byte for byte: every byte zero
+ * but the (offset, value) pairs listed (offsets into the whole MAD). */
+static void check_image(const uint8_t *mad, const uint16_t (*set)[2], unsigned n,
+			const char *what)
+{
+	uint8_t want[WIRE_MAD_LEN] = { 0 };
+
+	for (unsigned i = 0; i < n; i++)
+		want[set[i][0]] = (uint8_t)set[i][1];
+	for (unsigned i = 0; i < WIRE_MAD_LEN; i++)
+		CHECK(mad[i] == want[i], "%s byte %u: %02x, want %02x", what, i, mad[i], want[i]);
+}
+
+/* ECE as the kernel puts it on the wire (cm_format_req/rep/sidr_rep and
+ * cm_format_mad_ece_hdr): the vendor ID in REQ bytes 5..7, in REP bytes
+ * 15, 19, 23 (high, middle, low) and in SIDR_REP bytes 6..7 and 11, the
+ * options in the header's attribute modifier; decoding joins them back. */
+static void test_ece(void)
+{
+	static const uint16_t req[][2] = {
+		{ 0, 1 }, { 1, 7 }, { 2, 2 }, { 3, 3 }, { 15, 0x42 }, { 17, 0x10 },
+		{ 20, 0xDE }, { 21, 0xAD }, { 22, 0xBE }, { 23, 0xEF },
+		{ 24 + 0, 0x11 }, { 24 + 3, 0x44 },
+		{ 24 + 5, 0x00 }, { 24 + 6, 0x1A }, { 24 + 7, 0xCE },
+		{ 24 + 32, 0x00 }, { 24 + 33, 0x00 }, { 24 + 34, 0x99 },
+	};
+	static const uint16_t rep[][2] = {
+		{ 0, 1 }, { 1, 7 }, { 2, 2 }, { 3, 3 }, { 15, 0x43 }, { 17, 0x13 },
+		{ 23, 0x05 },
+		{ 24 + 12, 0x12 }, { 24 + 13, 0x34 }, { 24 + 14, 0x56 }, { 24 + 15, 0xAB },
+		{ 24 + 19, 0xCD },
+		{ 24 + 20, 0x65 }, { 24 + 21, 0x43 }, { 24 + 22, 0x21 }, { 24 + 23, 0xEF },
+	};
+	static const uint16_t sidr_rep[][2] = {
+		{ 0, 1 }, { 1, 7 }, { 2, 2 }, { 3, 3 }, { 15, 0x44 }, { 17, 0x18 },
+		{ 20, 0x80 },
+		{ 24 + 6, 0x12 }, { 24 + 7, 0x34 }, { 24 + 10, 0x07 }, { 24 + 11, 0x56 },
+	};
+	uint8_t mad[WIRE_MAD_LEN];
+	struct wire_mad_hdr h, hd;
+	struct wire_cm_msg m, d;
+
+	memset(&m, 0, sizeof(m));
+	m.attr = WIRE_CM_ATTR_REQ;
+	m.v[WIRE_CM_F_LOCAL_COMM_ID] = 0x11000044;
+	m.v[WIRE_CM_F_VENDOR_ID] = 0x001ACE;
+	m.v[WIRE_CM_F_LOCAL_QPN] = 0x99;
+	wire_mad_hdr_init_cm(&h, WIRE_CM_ATTR_REQ, 0x42);
+	h.attr_mod = 0xDEADBEEF;
+	CHECK_EQ(wire_mad_encode(mad, &h, &m), 0);
+	check_image(mad, req, sizeof(req) / sizeof(req[0]), "REQ");
+	CHECK_EQ(wire_mad_decode(mad, sizeof(mad), WIRE_MAD_STRICT, &hd, &d), WIRE_MAD_OK);
+	CHECK_EQ(d.v[WIRE_CM_F_VENDOR_ID], 0x001ACE);
+	CHECK_EQ(hd.attr_mod, 0xDEADBEEF);
+
+	memset(&m, 0, sizeof(m));
+	m.attr = WIRE_CM_ATTR_REP;
+	m.v[WIRE_CM_F_LOCAL_QPN] = 0x123456;
+	m.v[WIRE_CM_F_STARTING_PSN] = 0x654321;
+	m.v[WIRE_CM_F_VENDOR_ID] = 0xFFABCDEF; /* 24 bits go */
+	wire_mad_hdr_init_cm(&h, WIRE_CM_ATTR_REP, 0x43);
+	h.attr_mod = 5;
+	CHECK_EQ(wire_mad_encode(mad, &h, &m), 0);
+	check_image(mad, rep, sizeof(rep) / sizeof(rep[0]), "REP");
+	CHECK_EQ(wire_mad_decode(mad, sizeof(mad), WIRE_MAD_STRICT, &hd, &d), WIRE_MAD_OK);
+	CHECK_EQ(d.v[WIRE_CM_F_VENDOR_ID], 0xABCDEF);
+	CHECK_EQ(d.v[WIRE_CM_F_LOCAL_QPN], 0x123456);
+	CHECK_EQ(d.v[WIRE_CM_F_STARTING_PSN], 0x654321);
+	CHECK_EQ(hd.attr_mod, 5);
+	CHECK_EQ(wire_cm_field_bits(WIRE_CM_ATTR_REP, WIRE_CM_F_VENDOR_ID), 24);
+	/* a REP from a peer without ECE: all three bytes zero, vendor ID 0 */
+	mad[24 + 15] = mad[24 + 19] = mad[24 + 23] = 0;
+	CHECK_EQ(wire_mad_decode(mad, sizeof(mad), WIRE_MAD_STRICT, &hd, &d), WIRE_MAD_OK);
+	CHECK_EQ(d.v[WIRE_CM_F_VENDOR_ID], 0);
+
+	memset(&m, 0, sizeof(m));
+	m.attr = WIRE_CM_ATTR_SIDR_REP;
+	m.v[WIRE_CM_F_LOCAL_QPN] = 7;
+	m.v[WIRE_CM_F_VENDOR_ID] = 0x123456;
+	wire_mad_hdr_init_cm(&h, WIRE_CM_ATTR_SIDR_REP, 0x44);
+	h.attr_mod = 0x80000000;
+	CHECK_EQ(wire_mad_encode(mad, &h, &m), 0);
+	check_image(mad, sidr_rep, sizeof(sidr_rep) / sizeof(sidr_rep[0]), "SIDR_REP");
+	CHECK_EQ(wire_mad_decode(mad, sizeof(mad), WIRE_MAD_STRICT, &hd, &d), WIRE_MAD_OK);
+	CHECK_EQ(d.v[WIRE_CM_F_VENDOR_ID], 0x123456);
+	CHECK_EQ(d.v[WIRE_CM_F_LOCAL_QPN], 7);
+	/* nothing else carries ECE: no vendor ID in REJ, RTU, DREQ */
+	CHECK_EQ(wire_cm_field_bits(WIRE_CM_ATTR_REJ, WIRE_CM_F_VENDOR_ID), 0);
+	CHECK_EQ(wire_cm_field_bits(WIRE_CM_ATTR_RTU, WIRE_CM_F_VENDOR_ID), 0);
+	CHECK_EQ(wire_cm_field_bits(WIRE_CM_ATTR_SIDR_REQ, WIRE_CM_F_VENDOR_ID), 0);
+}
+
 static void base_mad(uint8_t *mad, uint16_t attr)
 {
 	struct wire_mad_hdr h;
@@ -434,6 +526,7 @@ int main(void)
 	test_roundtrip();
 	test_layout();
 	test_known();
+	test_ece();
 	test_reasons();
 	test_cma();
 	test_gsi_pkt();

@@ -270,6 +270,8 @@ static int t_connect(void)
 	CHECK_EQ(emu_ibcm_listen(emu_ibcm_create_id(CA, handler, &SA), SID, 0, 0), -EBUSY);
 	b = emu_ibcm_create_id(CB, handler, &SB);
 	req_param(&p, SID, pd_req, sizeof(pd_req));
+	p.ece.vendor_id = 0xFF001ACE; /* 24 bits go on the wire */
+	p.ece.attr_mod = 0xDEADBEEF;
 	CHECK_EQ(emu_ibcm_send_req(b, &p), 0);
 	CHECK_EQ(b->state, EMU_IBCM_REQ_SENT);
 	CHECK_EQ(emu_ibcm_send_req(b, &p), -EINVAL); /* not IDLE */
@@ -306,11 +308,14 @@ static int t_connect(void)
 	CHECK(!memcmp(q->primary_path.dmac, S.n[1].dev.mac, 6));
 	CHECK_EQ(r->ev.private_data_len, WIRE_CM_REQ_PDATA);
 	CHECK(!memcmp(r->pdata, pd_req, sizeof(pd_req)));
+	CHECK_EQ(q->ece.vendor_id, 0x001ACE);
+	CHECK_EQ(q->ece.attr_mod, 0xDEADBEEF);
 
 	struct emu_ibcm_rep_param rp = { .qp_num = 0x222, .starting_psn = 0x456,
 					 .private_data = pd_rep, .private_data_len = sizeof(pd_rep),
 					 .responder_resources = 2, .initiator_depth = 3,
-					 .rnr_retry_count = 7 };
+					 .rnr_retry_count = 7,
+					 .ece = { .vendor_id = 0xABCDEF, .attr_mod = 5 } };
 	CHECK_EQ(emu_ibcm_send_rtu(a, NULL, 0), -EINVAL); /* wrong state */
 	CHECK_EQ(emu_ibcm_send_rep(a, &rp), 0);
 	advance(10 * MS);
@@ -324,6 +329,8 @@ static int t_connect(void)
 		CHECK_EQ(r->ev.param.rep_rcvd.rnr_retry_count, 7);
 		CHECK_EQ(r->ev.param.rep_rcvd.remote_ca_guid, be64toh(S.n[0].dev.node_guid));
 		CHECK(!memcmp(r->pdata, pd_rep, sizeof(pd_rep)));
+		CHECK_EQ(r->ev.param.rep_rcvd.ece.vendor_id, 0xABCDEF);
+		CHECK_EQ(r->ev.param.rep_rcvd.ece.attr_mod, 5);
 	}
 	CHECK_EQ(b->state, EMU_IBCM_REP_RCVD);
 	CHECK_EQ(b->remote_id, a->local_id);
