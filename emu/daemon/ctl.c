@@ -401,6 +401,7 @@ union emu_req {
 	struct uroce_query_stats_req st;
 	struct uroce_query_qps_req qps;
 	struct uroce_fault_set_req fault;
+	struct uroce_cc_set_req cc_set;
 	uint8_t ucma[sizeof(struct uroce_ucma_cmd_req) + UROCE_UCMA_MAX_IN];
 };
 
@@ -709,6 +710,12 @@ static int emu_op_fault(struct emu_op *k)
 	return rc;
 }
 
+static int emu_op_cc_set(struct emu_op *k)
+{
+	k->rlen = sizeof(k->rep->cc);
+	return emu_admin_cc_set(k->dm, k->c, &k->q->cc_set, &k->rep->cc);
+}
+
 static int emu_op_capture_start(struct emu_op *k)
 {
 	int no_fd = -1;
@@ -731,6 +738,7 @@ static bool emu_op_admin(uint32_t op)
 	case UROCE_OP_FAULT_CLEAR:
 	case UROCE_OP_CAPTURE_START:
 	case UROCE_OP_CAPTURE_STOP:
+	case UROCE_OP_CC_SET:
 		return true;
 	default:
 		return false;
@@ -789,6 +797,7 @@ static const struct {
 	[UROCE_OP_UNMAP_MR] = { sizeof(struct uroce_handle_msg), 0, emu_op_unmap_mr },
 	[UROCE_OP_IMPORT] = { sizeof(struct uroce_import_req), 0, emu_op_import },
 	[UROCE_OP_QUERY_CC] = { sizeof(struct uroce_query_stats_req), 0, emu_op_query_cc },
+	[UROCE_OP_CC_SET] = { sizeof(struct uroce_cc_set_req), 0, emu_op_cc_set },
 };
 
 /* validate the header against the shape table: 0 or the reply status */

@@ -151,6 +151,10 @@ void emu_admin_fault_get(struct emu_daemon *dm, struct uroce_fault_info *r);
 int emu_admin_fault_set(struct emu_daemon *dm, const struct uroce_fault_set_req *q,
 			struct uroce_fault_info *r);
 void emu_admin_fault_clear(struct emu_daemon *dm, struct uroce_fault_info *r);
+/* DCQCN's parameters at run time (--dcqcn syntax): r is QUERY_CC's first
+ * page as c sees it */
+int emu_admin_cc_set(struct emu_daemon *dm, struct emu_ctx *c, const struct uroce_cc_set_req *q,
+		     struct uroce_query_cc_rep *r);
 /* *fd: the client's file, taken (set to -1) on success */
 int emu_admin_capture_start(struct emu_daemon *dm, int *fd);
 int emu_admin_capture_stop(struct emu_daemon *dm, struct uroce_capture_rep *r);

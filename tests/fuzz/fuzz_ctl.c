@@ -146,6 +146,9 @@ static const struct { uint16_t req, rep; uint8_t fds_out; } fz_shape[UROCE_OP_MA
 	[UROCE_OP_MAP_MR] = { sizeof(struct uroce_map_mr_req), 0, 0 },
 	[UROCE_OP_UNMAP_MR] = { sizeof(struct uroce_handle_msg), 0, 0 },
 	[UROCE_OP_IMPORT] = { sizeof(struct uroce_import_req), sizeof(struct uroce_import_rep), 0 },
+	[UROCE_OP_QUERY_CC] = { sizeof(struct uroce_query_stats_req),
+				sizeof(struct uroce_query_cc_rep), 0 },
+	[UROCE_OP_CC_SET] = { sizeof(struct uroce_cc_set_req), sizeof(struct uroce_query_cc_rep), 0 },
 };
 
 /* The simulated port drops every frame: only the control path matters. */
@@ -663,6 +666,22 @@ static size_t fz_body(struct fz *f, struct fz_in *in, uint32_t op, uint8_t *b)
 			fz_bytes(in, b, sizeof(struct uroce_fault_set_req));
 		else
 			snprintf((char *)b, UROCE_FAULT_SPEC_MAX, "%s", specs[(how >> 1) % 8]);
+		break;
+	}
+	case UROCE_OP_QUERY_CC:
+		((struct uroce_query_stats_req *)b)->first_qpn = fz_handle(f, in);
+		break;
+	case UROCE_OP_CC_SET: {
+		/* --dcqcn's keys, in and out of range, or any bytes */
+		static const char *const specs[] = { "rp=off", "on", "rpg_max_rate=1,rpg_min_rate=1",
+						     "rpg_max_rate=100", "rpg_gd=99", "np=off,ect=off",
+						     "rpg_min_rate=400000", "x=1,rp=on" };
+		uint8_t how = fz_u8(in);
+
+		if (how & 1)
+			fz_bytes(in, b, sizeof(struct uroce_cc_set_req));
+		else
+			snprintf((char *)b, UROCE_CC_SPEC_MAX, "%s", specs[(how >> 1) % 8]);
 		break;
 	}
 	case UROCE_OP_DEALLOC_PD:
