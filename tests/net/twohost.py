@@ -28,6 +28,19 @@ CASE
             the XDP program must send them. First the negative: with
             libxdp's default program (no --shared) a TCP connection over
             that link fails
+  dcqcn     af_packet (qdisc_bypass=0), MTU 1500: b's veth end is a
+            marking bottleneck (bottleneck.py: a tbf draining it at 50 Mb/s
+            behind a tc egress BPF program, ecn_queue.bpf.c, that models its
+            queue and marks ECN-capable RoCE frames CE RED-fashion, seeded);
+            two RC flows (ib_write_bw -q 2) share it, then the same with
+            --dcqcn off. Asserted with DCQCN on: CE marks, CNPs sent by a
+            and received by b, rate cuts (uroce-ctl cc show), no frame
+            dropped by the queue, its deepest point in the second half
+            below half of what the flows' windows alone would make, Jain's
+            index of the two flows' bytes over the second half >= 0.8, no
+            ICRC error, and an ibv_rc_pingpong -c through the marking queue
+            (every byte checked); with it off, that no frame was
+            ECN-capable. The figures are printed (docs/dcqcn.md)
 
 Every daemon has an IPv4 and an IPv6 address (GID 1 and 2); the daemons
 resolve each other by ARP and ND (shared: the kernels do, the daemons
@@ -630,8 +643,15 @@ def other(s):
     return 'b' if s == 'a' else 'a'
 
 
+def case_dcqcn(rig, a):
+    """Two flows through a marking bottleneck, DCQCN on, then off."""
+    import bottleneck  # noqa: E402  (tests/net/bottleneck.py)
+    bottleneck.case(sys.modules[__name__], rig, a)
+
+
 CASES = {'xdp': (case_xdp, 1500), 'jumbo': (case_jumbo, 9000),
-         'overload': (case_overload, 1500), 'shared': (case_shared, 1500)}
+         'overload': (case_overload, 1500), 'shared': (case_shared, 1500),
+         'dcqcn': (case_dcqcn, 1500)}
 
 
 def main():
@@ -639,6 +659,7 @@ def main():
     ap.add_argument('--build', required=True)
     ap.add_argument('--preload-first', default='')
     ap.add_argument('--seed', type=int, default=None)
+    ap.add_argument('--csv', help='dcqcn: the series into CSV-on.csv and CSV-off.csv')
     ap.add_argument('case', choices=sorted(CASES))
     a = ap.parse_args()
     # meson's timeout (and ^C) end the run through the finally below
