@@ -937,6 +937,8 @@ void emu_ctl_event(struct emu_daemon *dm, struct emu_ep *ep, uint32_t events)
 {
 	struct emu_client *cl = ep->p;
 
+	if (ep->kind == EMU_EP_PORT)
+		return; /* a frame woke us: the engine loop receives it */
 	if (ep->kind != EMU_EP_LISTEN && !cl->ctx)
 		return; /* closed earlier in this batch */
 	switch (ep->kind) {

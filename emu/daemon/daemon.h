@@ -48,8 +48,12 @@ struct emu_opts {
 
 struct emu_port;
 
+#define EMU_WAKE_MAX 8     /* RX sockets of one port watched */
+#define EMU_WAKE_SCAN 1024 /* descriptors looked at */
+
 /* epoll registrations carry one of these */
-enum emu_ep_kind { EMU_EP_LISTEN, EMU_EP_SOCK, EMU_EP_WAKE, EMU_EP_SIGNAL };
+enum emu_ep_kind { EMU_EP_LISTEN, EMU_EP_SOCK, EMU_EP_WAKE, EMU_EP_SIGNAL,
+		  EMU_EP_PORT /* a port's RX socket: the wake-up is all (port_wake.c) */ };
 struct emu_ep {
 	enum emu_ep_kind kind;
 	void *p;
@@ -82,6 +86,13 @@ struct emu_daemon {
 	struct emu_mem_guard *guard; /* the engine thread's (main.c watchdog) */
 	struct emu_mem_guard *adopt; /* set: the new engine takes over from it */
 	uint64_t accept_resume_ns; /* accept paused on EMFILE & co until then; 0 = not */
+	struct {                  /* port_wake.c */
+		struct emu_ep ep;
+		int fds[EMU_WAKE_MAX]; /* the port's RX sockets in epfd */
+		unsigned nfds;     /* 0: RX polled while asleep */
+		int before[EMU_WAKE_SCAN]; /* descriptors open before the port's setup */
+		unsigned nbefore;
+	} wake;
 };
 
 extern struct emu_daemon *emu_ds[EMU_MAX_DEVS];
@@ -123,6 +134,12 @@ void emu_shared_detach(struct emu_daemon *dm);
 int emu_shared_opts(struct emu_opts *o);
 int emu_shared_attach(struct emu_daemon *dm);
 void emu_shared_detach(struct emu_daemon *dm);
+
+/* port_wake.c: before the port's queues are set up, note the open
+ * descriptors; after epfd exists, put the port's RX sockets into it: how
+ * many (0: the engine polls RX while it sleeps) */
+void emu_port_wake_mark(struct emu_daemon *dm);
+int emu_port_wake_arm(struct emu_daemon *dm);
 
 /* port_dpdk.c */
 int emu_eal_init(int argc, char **argv);

@@ -8,11 +8,13 @@ hosts").
   twohost.py --build BUILD [--preload-first LIB] [--seed N] CASE
 
 CASE
-  xdp       af_xdp, MTU 1500 (active MTU 1024); the programs' TCP exchange
+  xdp       af_xdp, MTU 1500 (active MTU 1024); first the idle daemons:
+            their port's RX socket is in the engine's epoll and they wake
+            at most 200 times a second (not every ms); the programs' TCP exchange
             on a second veth pair (af_xdp's default XDP program takes every
             frame of the data link)
   jumbo     af_packet, MTU 9000 (active MTU 4096), ring sized by uroced
-            from --mtu (its log line is checked)
+            from --mtu (its log line is checked); idle as xdp
   overload  af_packet, MTU 1500, the receiver's ring cut to 16 slots so
             the kernel drops when it falls behind: RC retransmits (seen in
             uroce-stat) and the data is verified
@@ -307,6 +309,36 @@ VERBS_PROGS = ('ibv_rc_pingpong', 'ibv_uc_pingpong', 'ibv_ud_pingpong', 'ibv_srq
                'ib_send_lat', 'ib_read_lat', 'ib_atomic_lat', 'rping')
 
 
+def daemon_wakeups(rig, s):
+    """voluntary context switches of every thread of s's uroced"""
+    n = 0
+    for t in os.listdir('/proc/%d/task' % rig.daemons[s].pid):
+        try:
+            with open('/proc/%d/task/%s/status' % (rig.daemons[s].pid, t)) as f:
+                n += sum(int(ln.split()[1]) for ln in f if ln.startswith('voluntary_'))
+        except OSError:
+            pass
+    return n
+
+
+IDLE_SECS, IDLE_MAX_WAKEUPS = 2, 400
+
+
+def check_idle(rig):
+    """Idle daemons on af_packet/af_xdp sleep until a frame comes (their
+    port's RX socket in the engine's epoll, port_wake.c): a few wake-ups
+    a second, where polling RX every ms made ~700 a second."""
+    for s in 'ab':
+        if 'rx wake-up: 1 kernel socket(s)' not in rig.log(s):
+            raise Fail('[%s] the port\'s RX socket is not in the engine\'s epoll' % s)
+    w0 = {s: daemon_wakeups(rig, s) for s in 'ab'}
+    time.sleep(IDLE_SECS)
+    w = {s: daemon_wakeups(rig, s) - w0[s] for s in 'ab'}
+    print('idle %d s: wake-ups a %d, b %d' % (IDLE_SECS, w['a'], w['b']))
+    if max(w.values()) > IDLE_MAX_WAKEUPS:
+        raise Fail('idle daemons woke %s times in %d s (RX polled?)' % (w, IDLE_SECS))
+
+
 def case_xdp(rig, a):
     """af_xdp on both ends, MTU 1500: the whole data link is uroce's."""
     need(*VERBS_PROGS)
@@ -314,6 +346,7 @@ def case_xdp(rig, a):
     for s in 'ab':
         sh(*rig.nsx(s, ['sysctl', '-qw', 'net.ipv6.conf.ud0.disable_ipv6=1']))
         rig.start(s, 'net_af_xdp0,iface=ud0')
+    check_idle(rig)
     p = Programs(rig, a.preload_first, MGMT['a'])
     p.pingpong('ibv_rc_pingpong', ['-g', '1', '-s', '65536', '-n', '20'])
     p.pingpong('ibv_rc_pingpong', ['-g', '2', '-s', '4096', '-n', '20'])
@@ -358,6 +391,7 @@ def case_jumbo(rig, a):
         # header, blocks are whole slots, mbufs take a slot (less 32)
         if fs < 9000 + 18 + 80 or bs % fs or room < fs - 32 or cnt < 512:
             raise Fail('af_packet parameters do not fit MTU 9000')
+    check_idle(rig)
     p = Programs(rig, a.preload_first, MGMT['a'])
     r = subprocess.run(p.cmd('a', ['ibv_devinfo', '-d', 'uroce0']), capture_output=True,
                        text=True, timeout=30)
