@@ -90,8 +90,6 @@ struct emu_daemon {
 		struct emu_ep ep;
 		int fds[EMU_WAKE_MAX]; /* the port's RX sockets in epfd */
 		unsigned nfds;     /* 0: RX polled while asleep */
-		int before[EMU_WAKE_SCAN]; /* descriptors open before the port's setup */
-		unsigned nbefore;
 	} wake;
 };
 
@@ -135,10 +133,8 @@ int emu_shared_opts(struct emu_opts *o);
 int emu_shared_attach(struct emu_daemon *dm);
 void emu_shared_detach(struct emu_daemon *dm);
 
-/* port_wake.c: before the port's queues are set up, note the open
- * descriptors; after epfd exists, put the port's RX sockets into it: how
- * many (0: the engine polls RX while it sleeps) */
-void emu_port_wake_mark(struct emu_daemon *dm);
+/* port_wake.c: after epfd exists, put an af_packet port's RX sockets into
+ * it: how many (0: the engine polls RX while it sleeps) */
 int emu_port_wake_arm(struct emu_daemon *dm);
 
 /* port_dpdk.c */

@@ -362,7 +362,6 @@ int emu_port_init(struct emu_daemon *dm)
 			"above)\n", dm->o.dev, dm->o.vdev);
 		return -1;
 	}
-	emu_port_wake_mark(dm);
 	if (emu_port_setup(dm, p, !loop && strncmp(dm->o.vdev, "link:", 5)))
 		return -1;
 	dm->port_up = true;

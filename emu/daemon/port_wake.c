@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: MIT */
-/* RX wake-up of an idle engine on af_packet and af_xdp ports. DPDK 22.11's
- * af_packet and af_xdp PMDs have no RX interrupt (no rx_queue_intr_enable:
- * rte_eth_dev_rx_intr_* answer -ENOTSUP), but each receives through a
- * kernel socket whose poll() says when its RX ring holds a frame: the
- * AF_PACKET socket bound to the interface (TPACKET_V2 ring: the frame
- * before the kernel's head is the user's) and the AF_XDP socket (RX ring
- * not empty). Those sockets go into the engine's epoll set, level-
+/* RX wake-up of an idle engine on af_packet ports. DPDK 22.11's af_packet
+ * and af_xdp PMDs have no RX interrupt (no rx_queue_intr_enable:
+ * rte_eth_dev_rx_intr_* answer -ENOTSUP), but af_packet receives through
+ * an AF_PACKET socket bound to the interface whose poll() says when its
+ * TPACKET_V2 RX ring holds a frame (the slot before the kernel's head is
+ * the user's). That socket goes into the engine's epoll set, level-
  * triggered and for EPOLLIN only, so a sleeping engine wakes when a frame
- * arrives instead of polling RX every millisecond; nothing is read from
- * them here (the PMD does that). Ports without such a socket (ring, PCI)
- * keep the periodic poll. docs/emu.md, "Engine loop and idling". */
+ * arrives instead of polling RX every millisecond; nothing is read from it
+ * here (the PMD does that). Every other port keeps the periodic poll,
+ * af_xdp included: its socket's poll() works the same way, but with it in
+ * the epoll set net_xdp's rdma_cm case (ib_write_bw -R) failed in most
+ * runs, REJ "no listener" and a retried client that hung, not understood
+ * yet (docs/emu.md, "Engine loop and idling"). */
 #include <dirent.h>
 #include <errno.h>
 #include <linux/if_packet.h>
@@ -22,10 +24,6 @@
 #include <unistd.h>
 
 #include "daemon.h"
-
-#ifndef AF_XDP
-#define AF_XDP 44
-#endif
 
 /* the numbers of the open descriptors, ascending (at most max) */
 static unsigned emu_fds_open(int *fds, unsigned max)
@@ -46,34 +44,16 @@ static unsigned emu_fds_open(int *fds, unsigned max)
 	return n;
 }
 
-void emu_port_wake_mark(struct emu_daemon *dm)
-{
-	dm->wake.nbefore = emu_fds_open(dm->wake.before, EMU_WAKE_SCAN);
-}
-
-static bool emu_fd_was_open(const struct emu_daemon *dm, int fd)
-{
-	for (unsigned i = 0; i < dm->wake.nbefore; i++)
-		if (dm->wake.before[i] == fd)
-			return true;
-	return false;
-}
-
-/* An RX socket of this port: AF_PACKET bound to its interface (the PMD
- * opens them when EAL probes the vdev), or AF_XDP opened since
- * emu_port_wake_mark (in rx_queue_setup; it has no address to ask). */
-static bool emu_fd_is_rx(const struct emu_daemon *dm, int fd, unsigned ifindex)
+/* The AF_PACKET socket of this port: bound to its interface (the PMD
+ * opens one per queue pair when EAL probes the vdev). */
+static bool emu_fd_is_rx(int fd, unsigned ifindex)
 {
 	int dom = -1;
 	socklen_t l = sizeof(dom);
-
-	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &l) < 0)
-		return false;
-	if (dom == AF_XDP)
-		return !emu_fd_was_open(dm, fd);
-	if (dom != AF_PACKET || !ifindex)
-		return false;
 	struct sockaddr_ll sll;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &l) < 0 || dom != AF_PACKET)
+		return false;
 	l = sizeof(sll);
 	memset(&sll, 0, sizeof(sll));
 	return getsockname(fd, (struct sockaddr *)&sll, &l) == 0 &&
@@ -88,20 +68,20 @@ int emu_port_wake_arm(struct emu_daemon *dm)
 	unsigned n, ifindex = 0;
 
 	dm->wake.nfds = 0;
-	if (!strncmp(dm->o.vdev + 4, "af_packet", 9) && ifa) {
-		size_t k = strcspn(ifa, ",");
-		if (k < sizeof(ifname)) {
-			memcpy(ifname, ifa, k);
-			ifname[k] = 0;
-			ifindex = if_nametoindex(ifname);
-		}
-	} else if (strncmp(dm->o.vdev + 4, "af_xdp", 6)) {
-		return 0; /* ring, PCI, pcap...: the periodic poll */
+	if (strncmp(dm->o.vdev + 4, "af_packet", 9) || !ifa)
+		return 0; /* ring, af_xdp, PCI, pcap...: the periodic poll */
+	size_t k = strcspn(ifa, ",");
+	if (k < sizeof(ifname)) {
+		memcpy(ifname, ifa, k);
+		ifname[k] = 0;
+		ifindex = if_nametoindex(ifname);
 	}
+	if (!ifindex)
+		return 0;
 	n = emu_fds_open(fds, EMU_WAKE_SCAN);
 	dm->wake.ep = (struct emu_ep){ .kind = EMU_EP_PORT, .p = dm };
 	for (unsigned i = 0; i < n && dm->wake.nfds < EMU_WAKE_MAX; i++) {
-		if (!emu_fd_is_rx(dm, fds[i], ifindex))
+		if (!emu_fd_is_rx(fds[i], ifindex))
 			continue;
 		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &dm->wake.ep };
 		if (epoll_ctl(dm->epfd, EPOLL_CTL_ADD, fds[i], &ev) < 0) {
