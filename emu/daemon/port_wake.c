@@ -10,8 +10,9 @@
  * here (the PMD does that). Every other port keeps the periodic poll,
  * af_xdp included: its socket's poll() works the same way, but with it in
  * the epoll set net_xdp's rdma_cm case (ib_write_bw -R) failed in most
- * runs, REJ "no listener" and a retried client that hung, not understood
- * yet (docs/emu.md, "Engine loop and idling"). */
+ * runs (an early REQ rejected, then the retried connection's first SEND
+ * RNR-NAKed for good), not understood yet (docs/emu.md, "Engine loop and
+ * idling"). */
 #include <dirent.h>
 #include <errno.h>
 #include <linux/if_packet.h>
