@@ -8,6 +8,13 @@ Reads PREFIX-on.csv and PREFIX-off.csv (t_us, queue_kb, flow1_mbps,
 flow2_mbps, rate1_mbps, rate2_mbps per 100 us) and writes dcqcn-rates.svg,
 dcqcn-queue.svg and dcqcn-queue-off.svg: plain SVG, no plotting library needed (matplotlib is
 not installed everywhere), with the CSVs copied next to them.
+
+The two-namespace case (tests/net, docs/dcqcn.md "Two namespaces"):
+       tests/net/twohost.py --build build --csv /tmp/nb dcqcn
+       bench/dcqcn_plot.py --net /tmp/nb docs/img
+reads its PREFIX-on.csv and PREFIX-off.csv (t_ms, queue_kb, flow1_mbps,
+flow2_mbps per 50 ms) and writes net-dcqcn-rates.svg and
+net-dcqcn-queue.svg, with the CSVs as net-dcqcn-on.csv / -off.csv.
 """
 import csv
 import os
@@ -62,7 +69,35 @@ def svg(path, title, xlab, ylab, ymax, series):
         f.write('\n'.join(out) + '\n')
 
 
+def main_net(prefix, outdir):
+    on, off = load(prefix + '-on.csv'), load(prefix + '-off.csv')
+    os.makedirs(outdir, exist_ok=True)
+
+    def col(rows, k):
+        return [(r['t_ms'], r[k]) for r in rows]
+
+    top = max(max(r['flow1_mbps'], r['flow2_mbps']) for r in on + off)
+    svg(os.path.join(outdir, 'net-dcqcn-rates.svg'),
+        "Two flows through the veth's 50 Mb/s marking queue (Mb/s per 50 ms)",
+        'time (ms)', 'Mb/s', (int(top / 10) + 1) * 10,
+        [('flow 1, DCQCN on', '#1f77b4', col(on, 'flow1_mbps')),
+         ('flow 2, DCQCN on', '#ff7f0e', col(on, 'flow2_mbps')),
+         ('flow 1, DCQCN off', '#7fb2d9', col(off, 'flow1_mbps')),
+         ('flow 2, DCQCN off', '#ffbf86', col(off, 'flow2_mbps'))])
+    qmax = max(r['queue_kb'] for r in on + off)
+    svg(os.path.join(outdir, 'net-dcqcn-queue.svg'),
+        "The veth's queue (deepest per 50 ms), RED 20..200 KB", 'time (ms)', 'KB',
+        (int(qmax / 50) + 1) * 50,
+        [('DCQCN on', '#2ca02c', col(on, 'queue_kb')),
+         ('DCQCN off', '#d62728', col(off, 'queue_kb'))])
+    for s in ('on', 'off'):
+        shutil.copy(prefix + '-%s.csv' % s, os.path.join(outdir, 'net-dcqcn-%s.csv' % s))
+    return 0
+
+
 def main():
+    if len(sys.argv) == 4 and sys.argv[1] == '--net':
+        return main_net(sys.argv[2], sys.argv[3])
     if len(sys.argv) != 3:
         print(__doc__, file=sys.stderr)
         return 2

@@ -182,6 +182,13 @@ void emu_ucma_poll(struct emu_dev *d, uint64_t now)
 	u->next_ns = next;
 }
 
+uint64_t emu_ucma_next_deadline(struct emu_dev *d)
+{
+	struct ucma_dev *u = ucma_dev(d, false);
+
+	return u && u->timers ? u->next_ns : UINT64_MAX;
+}
+
 void emu_ucma_dev_fini(struct emu_dev *d)
 {
 	struct ucma_dev *u = ucma_dev(d, false);

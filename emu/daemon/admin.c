@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* What uroce-ctl asks of a running daemon beyond the verbs: the device's
- * description, and fault injection and capture changed at run time. Both
- * changes are administrative (root and the daemon's own uid only): they
+ * description, and fault injection, capture and DCQCN's parameters changed
+ * at run time. The changes are administrative (root and the daemon's own uid only): they
  * affect every user's traffic. Run on the device's engine thread, as
  * every control request, so no frame is half through a change. */
 #include <errno.h>
@@ -164,6 +164,22 @@ void emu_admin_fault_clear(struct emu_daemon *dm, struct uroce_fault_info *r)
 		EMU_LOG_RL(NOTICE, "%s: fault injection off\n", dm->o.dev);
 	}
 	emu_admin_fault_get(dm, r);
+}
+
+int emu_admin_cc_set(struct emu_daemon *dm, struct emu_ctx *c, const struct uroce_cc_set_req *q,
+		     struct uroce_query_cc_rep *r)
+{
+	char err[96];
+
+	if (!memchr(q->spec, 0, sizeof(q->spec)))
+		return -EINVAL;
+	if (emu_dcqcn_set(&dm->dev, q->spec, err, sizeof(err))) {
+		EMU_LOG_RL(NOTICE, "%s: cc set '%s' refused: %s\n", dm->o.dev, q->spec, err);
+		return -EINVAL;
+	}
+	EMU_LOG_RL(NOTICE, "%s: dcqcn set: %s\n", dm->o.dev, q->spec);
+	emu_cc_fill(&dm->dev, c, 0, r);
+	return 0;
 }
 
 int emu_admin_capture_start(struct emu_daemon *dm, int *fd)

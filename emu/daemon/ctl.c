@@ -406,6 +406,7 @@ union emu_req {
 	struct uroce_open_xrcd_req xrcd;
 	struct uroce_create_xsrq_req xsrq;
 	struct uroce_xrc_qp_req xqp;
+	struct uroce_cc_set_req cc_set;
 	uint8_t ucma[sizeof(struct uroce_ucma_cmd_req) + UROCE_UCMA_MAX_IN];
 };
 
@@ -773,6 +774,12 @@ static int emu_op_fault(struct emu_op *k)
 	return rc;
 }
 
+static int emu_op_cc_set(struct emu_op *k)
+{
+	k->rlen = sizeof(k->rep->cc);
+	return emu_admin_cc_set(k->dm, k->c, &k->q->cc_set, &k->rep->cc);
+}
+
 static int emu_op_capture_start(struct emu_op *k)
 {
 	int no_fd = -1;
@@ -795,6 +802,7 @@ static bool emu_op_admin(uint32_t op)
 	case UROCE_OP_FAULT_CLEAR:
 	case UROCE_OP_CAPTURE_START:
 	case UROCE_OP_CAPTURE_STOP:
+	case UROCE_OP_CC_SET:
 		return true;
 	default:
 		return false;
@@ -861,6 +869,7 @@ static const struct {
 	[UROCE_OP_CREATE_XSRQ] = { sizeof(struct uroce_create_xsrq_req), 0, emu_op_create_xsrq },
 	[UROCE_OP_CREATE_XTGT] = { sizeof(struct uroce_xrc_qp_req), 0, emu_op_create_xtgt },
 	[UROCE_OP_OPEN_QP] = { sizeof(struct uroce_xrc_qp_req), 0, emu_op_open_qp },
+	[UROCE_OP_CC_SET] = { sizeof(struct uroce_cc_set_req), 0, emu_op_cc_set },
 };
 
 /* validate the header against the shape table: 0 or the reply status */
@@ -1000,6 +1009,8 @@ void emu_ctl_event(struct emu_daemon *dm, struct emu_ep *ep, uint32_t events)
 {
 	struct emu_client *cl = ep->p;
 
+	if (ep->kind == EMU_EP_PORT)
+		return; /* a frame woke us: the engine loop receives it */
 	if (ep->kind != EMU_EP_LISTEN && !cl->ctx)
 		return; /* closed earlier in this batch */
 	switch (ep->kind) {

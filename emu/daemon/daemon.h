@@ -48,8 +48,12 @@ struct emu_opts {
 
 struct emu_port;
 
+#define EMU_WAKE_MAX 8     /* RX sockets of one port watched */
+#define EMU_WAKE_SCAN 1024 /* descriptors looked at */
+
 /* epoll registrations carry one of these */
-enum emu_ep_kind { EMU_EP_LISTEN, EMU_EP_SOCK, EMU_EP_WAKE, EMU_EP_SIGNAL };
+enum emu_ep_kind { EMU_EP_LISTEN, EMU_EP_SOCK, EMU_EP_WAKE, EMU_EP_SIGNAL,
+		  EMU_EP_PORT /* a port's RX socket: the wake-up is all (port_wake.c) */ };
 struct emu_ep {
 	enum emu_ep_kind kind;
 	void *p;
@@ -82,6 +86,11 @@ struct emu_daemon {
 	struct emu_mem_guard *guard; /* the engine thread's (main.c watchdog) */
 	struct emu_mem_guard *adopt; /* set: the new engine takes over from it */
 	uint64_t accept_resume_ns; /* accept paused on EMFILE & co until then; 0 = not */
+	struct {                  /* port_wake.c */
+		struct emu_ep ep;
+		int fds[EMU_WAKE_MAX]; /* the port's RX sockets in epfd */
+		unsigned nfds;     /* 0: RX polled while asleep */
+	} wake;
 };
 
 extern struct emu_daemon *emu_ds[EMU_MAX_DEVS];
@@ -124,6 +133,10 @@ int emu_shared_opts(struct emu_opts *o);
 int emu_shared_attach(struct emu_daemon *dm);
 void emu_shared_detach(struct emu_daemon *dm);
 
+/* port_wake.c: after epfd exists, put an af_packet port's RX sockets into
+ * it: how many (0: the engine polls RX while it sleeps) */
+int emu_port_wake_arm(struct emu_daemon *dm);
+
 /* port_dpdk.c */
 int emu_eal_init(int argc, char **argv);
 void emu_eal_fini(void);
@@ -151,6 +164,10 @@ void emu_admin_fault_get(struct emu_daemon *dm, struct uroce_fault_info *r);
 int emu_admin_fault_set(struct emu_daemon *dm, const struct uroce_fault_set_req *q,
 			struct uroce_fault_info *r);
 void emu_admin_fault_clear(struct emu_daemon *dm, struct uroce_fault_info *r);
+/* DCQCN's parameters at run time (--dcqcn syntax): r is QUERY_CC's first
+ * page as c sees it */
+int emu_admin_cc_set(struct emu_daemon *dm, struct emu_ctx *c, const struct uroce_cc_set_req *q,
+		     struct uroce_query_cc_rep *r);
 /* *fd: the client's file, taken (set to -1) on success */
 int emu_admin_capture_start(struct emu_daemon *dm, int *fd);
 int emu_admin_capture_stop(struct emu_daemon *dm, struct uroce_capture_rep *r);

@@ -2,8 +2,8 @@
 /* The run-to-completion loop: control messages, doorbells, RX burst,
  * transport timers. When there is nothing to do for a while it publishes
  * need_wakeup, re-checks, and sleeps in epoll on the control sockets and
- * the wake eventfds, with a timeout bounded by the next transport deadline
- * and the RX poll interval (the ring PMD has no interrupt). */
+ * the wake eventfds (and an af_packet port's RX sockets, port_wake.c), with a timeout bounded by the next transport deadline and,
+ * for other ports, the RX poll interval (the ring PMD has no interrupt). */
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
@@ -231,12 +231,20 @@ int emu_engine_run(struct emu_daemon *dm)
 		}
 		uint64_t dl = emu_xport_next_deadline(d);
 		uint64_t cdl = emu_core_next_deadline(d);
+		uint64_t udl = emu_ucma_next_deadline(d);
 		if (cdl < dl)
 			dl = cdl;
+		if (udl < dl)
+			dl = udl;
 		now = emu_now_ns();
 		/* on the loopback port frames only appear because we sent
-		 * them, and everything sent was flushed and re-checked above */
-		uint64_t wait = d->loopback ? EMU_LOOP_SLEEP_NS : EMU_RX_POLL_NS;
+		 * them, and everything sent was flushed and re-checked above;
+		 * a port whose RX sockets are in the epoll set wakes us itself
+		 * (port_wake.c), but not when it has room again for frames
+		 * still waiting in our TX backlog: those are retried as often
+		 * as RX is polled elsewhere */
+		bool rx_wakes = d->loopback || (dm->wake.nfds && !d->tx_backlog);
+		uint64_t wait = rx_wakes ? EMU_LOOP_SLEEP_NS : EMU_RX_POLL_NS;
 		if (dl != UINT64_MAX)
 			wait = dl <= now ? 0 : (dl - now < wait ? dl - now : wait);
 		if (d->evq_pend && wait > EMU_EVQ_RETRY_NS)

@@ -662,6 +662,7 @@ static int emu_daemon_setup(struct emu_daemon *dm)
 			dm->o.dev, dm->o.run_dir);
 		return -1;
 	}
+	(void)emu_port_wake_arm(dm);
 	/* after the socket: the run directory is checked private by now (and
 	 * the name is ours). Not fatal: verbs work without it, only system
 	 * probes miss the device */

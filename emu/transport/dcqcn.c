@@ -445,6 +445,44 @@ void xp_rp_sent(struct emu_qp *qp, uint64_t bytes)
 	}
 }
 
+/* A running QP under new parameters: its timers caught up under the old
+ * ones first; then rp=off or a line rate at or below its rate releases it
+ * (paced at the new line rate, as a recovered QP), and a recovered QP or a
+ * target above the new line rate moves to it. The pacer's wait is
+ * rescaled, so a QP held back at the old rate is not stranded. */
+static void rp_reconfigure(struct emu_qp *qp, uint64_t now)
+{
+	const struct emu_dcqcn_cfg *c = &qp->dev->dcqcn;
+	struct emu_dcqcn_rp *rp = qp->x.rp;
+	uint64_t max = rp_max(c), was = rp->rc;
+
+	if (!rp->active)
+		return;
+	if (!c->rp || rp->recovered || rp->rc >= max)
+		rp_release(c, rp);
+	else if (rp->rt > max)
+		rp->rt = max;
+	rp_rescale(rp, now, was);
+}
+
+int emu_dcqcn_set(struct emu_dev *d, const char *spec, char *err, size_t errlen)
+{
+	struct emu_dcqcn_cfg c = d->dcqcn;
+	uint64_t now = emu_now_ns();
+	int rc = emu_dcqcn_parse(&c, spec, err, errlen);
+
+	if (rc)
+		return rc;
+	for (uint32_t q = 0; q < EMU_QPN_TABLE; q++)
+		if (d->qpn[q] && d->qpn[q]->x.rp)
+			xp_rp_advance(d->qpn[q], now);
+	d->dcqcn = c;
+	for (uint32_t q = 0; q < EMU_QPN_TABLE; q++)
+		if (d->qpn[q] && d->qpn[q]->x.rp)
+			rp_reconfigure(d->qpn[q], now);
+	return 0;
+}
+
 void xp_rp_reset(struct emu_qp *qp)
 {
 	free(qp->x.rp);

@@ -90,7 +90,8 @@ void emu_xport_mem_fault(struct emu_qp *qp);
 void emu_xport_flush(struct emu_qp *qp);
 
 /* dcqcn.c: congestion control (docs/dcqcn.md). emu_dev_init sets the
- * defaults into d->dcqcn; the daemon may change them before traffic. */
+ * defaults into d->dcqcn; the daemon changes them before traffic (options)
+ * or while it runs (emu_dcqcn_set). */
 enum emu_dcqcn_stage {
 	EMU_DCQCN_LINE_RATE,     /* not rate-limited (no CNP, or recovered) */
 	EMU_DCQCN_FAST_RECOVERY, /* rc halves its distance to rt */
@@ -104,6 +105,11 @@ void emu_dcqcn_defaults(struct emu_dcqcn_cfg *c);
  * ect, np, rp (on/off) and every field of struct emu_dcqcn_cfg by name.
  * 0, or -EINVAL with the offending item in err. */
 int emu_dcqcn_parse(struct emu_dcqcn_cfg *c, const char *spec, char *err, size_t errlen);
+/* Change a running device's parameters (uroce-ctl cc set): spec as
+ * emu_dcqcn_parse's, applied over the current ones, all or nothing; QPs
+ * being paced follow at once (rp=off or a lower line rate releases them
+ * to the line rate). 0, or -EINVAL with the offending item in err. */
+int emu_dcqcn_set(struct emu_dev *d, const char *spec, char *err, size_t errlen);
 /* The line rate the reaction point starts from and returns to (Mb/s). */
 uint32_t emu_dcqcn_line_mbps(const struct emu_dcqcn_cfg *c);
 /* The reaction point of qp: stage and current rate (line rate when idle). */

@@ -372,6 +372,7 @@ enum uroce_op {
 				  *  QP (no rings, no CQ; modify/query/destroy as any QP) */
 	UROCE_OP_OPEN_QP,        /**< uroce_xrc_qp_req -> uroce_xrc_qp_rep: a handle on
 				  *  the TGT QP qpn of the same XRC domain */
+	UROCE_OP_CC_SET,         /**< admin: uroce_cc_set_req -> uroce_query_cc_rep */
 	UROCE_OP_MAX
 };
 
@@ -831,6 +832,15 @@ struct uroce_query_cc_rep {
 	struct uroce_cc_qp qps[UROCE_CC_QP_PER_MSG];
 };
 _Static_assert(sizeof(struct uroce_query_cc_rep) + 16 <= UROCE_MAX_MSG, "cc reply");
+
+/** UROCE_OP_CC_SET: change the device's DCQCN parameters at run time, in
+ *  --dcqcn's syntax ("key=value,...", "on", "off"), NUL-terminated. Only
+ *  the keys named change; all or none are applied. The reply is
+ *  UROCE_OP_QUERY_CC's first page, with the new settings. */
+#define UROCE_CC_SPEC_MAX 256
+struct uroce_cc_set_req {
+	char spec[UROCE_CC_SPEC_MAX];
+};
 
 /* ------------------------------------------------------------------ */
 /* RDMA CM: the kernel's rdma_ucm device, emulated (docs/cm.md)        */

@@ -168,6 +168,7 @@ static const struct { uint16_t req, rep; uint8_t fds_out; } fz_shape[UROCE_OP_MA
 	[UROCE_OP_CREATE_XTGT] = { sizeof(struct uroce_xrc_qp_req),
 				   sizeof(struct uroce_xrc_qp_rep), 0 },
 	[UROCE_OP_OPEN_QP] = { sizeof(struct uroce_xrc_qp_req), sizeof(struct uroce_xrc_qp_rep), 0 },
+	[UROCE_OP_CC_SET] = { sizeof(struct uroce_cc_set_req), sizeof(struct uroce_query_cc_rep), 0 },
 };
 
 /* The simulated port drops every frame: only the control path matters. */
@@ -723,6 +724,22 @@ static size_t fz_body(struct fz *f, struct fz_in *in, uint32_t op, uint8_t *b)
 			snprintf((char *)b, UROCE_FAULT_SPEC_MAX, "%s", specs[(how >> 1) % 8]);
 		break;
 	}
+	case UROCE_OP_QUERY_CC:
+		((struct uroce_query_stats_req *)b)->first_qpn = fz_handle(f, in);
+		break;
+	case UROCE_OP_CC_SET: {
+		/* --dcqcn's keys, in and out of range, or any bytes */
+		static const char *const specs[] = { "rp=off", "on", "rpg_max_rate=1,rpg_min_rate=1",
+						     "rpg_max_rate=100", "rpg_gd=99", "np=off,ect=off",
+						     "rpg_min_rate=400000", "x=1,rp=on" };
+		uint8_t how = fz_u8(in);
+
+		if (how & 1)
+			fz_bytes(in, b, sizeof(struct uroce_cc_set_req));
+		else
+			snprintf((char *)b, UROCE_CC_SPEC_MAX, "%s", specs[(how >> 1) % 8]);
+		break;
+	}
 	case UROCE_OP_ALLOC_DM: {
 		struct uroce_alloc_dm_req *q = (void *)b;
 		uint8_t how = fz_u8(in);
@@ -774,6 +791,33 @@ static size_t fz_body(struct fz *f, struct fz_in *in, uint32_t op, uint8_t *b)
 		b[off % len] = fz_u8(in);
 	}
 	return len;
+}
+
+/* Whether a successful reply of op starts with the handle of what it made
+ * (queries, statistics and uroce-ctl's replies do not). */
+static bool fz_rep_is_handle(uint32_t op)
+{
+	switch (op) {
+	case UROCE_OP_HELLO:
+	case UROCE_OP_QUERY_PORT:
+	case UROCE_OP_QUERY_SRQ:
+	case UROCE_OP_QUERY_QP:
+	case UROCE_OP_QUERY_STATS:
+	case UROCE_OP_UCMA_CMD:
+	case UROCE_OP_QUERY_CM_STATS:
+	case UROCE_OP_DEV_INFO:
+	case UROCE_OP_QUERY_QPS:
+	case UROCE_OP_FAULT_GET:
+	case UROCE_OP_FAULT_SET:
+	case UROCE_OP_FAULT_CLEAR:
+	case UROCE_OP_CAPTURE_STOP:
+	case UROCE_OP_IMPORT:
+	case UROCE_OP_QUERY_CC:
+	case UROCE_OP_CC_SET:
+		return false;
+	default:
+		return true;
+	}
 }
 
 /* Receive the one reply to a message and check it. Returns false if the
@@ -830,10 +874,7 @@ static bool fz_reply(struct fz *f, uint32_t op, uint32_t seq, size_t sent, uint3
 			want = h.len - sizeof(h) <= UROCE_UCMA_MAX_OUT ? h.len - sizeof(h) : ~(size_t)0;
 		fz_assert(h.len == sizeof(h) + want && nfds == wfds);
 		/* Remember what it created, for later messages. */
-		if (want >= 4 && f->nh < FZ_MAX_HANDLES && op != UROCE_OP_HELLO &&
-		    op != UROCE_OP_QUERY_PORT && op != UROCE_OP_QUERY_SRQ &&
-		    op != UROCE_OP_QUERY_QP && op != UROCE_OP_QUERY_STATS &&
-		    op != UROCE_OP_UCMA_CMD && op < UROCE_OP_QUERY_CM_STATS)
+		if (want >= 4 && f->nh < FZ_MAX_HANDLES && fz_rep_is_handle(op))
 			memcpy(&f->h[f->nh++], buf + sizeof(h), 4);
 		if ((op == UROCE_OP_CREATE_QP || op == UROCE_OP_CREATE_XTGT ||
 		     op == UROCE_OP_OPEN_QP) && f->nh < FZ_MAX_HANDLES)

@@ -12,8 +12,12 @@ namespace with `ip netns exec`.
                                     SHA256' (exit 0) or why it failed
   kside.py connect ADDR PORT SECS   exit 0 if a TCP connection opens
                                     within SECS, 1 if not
-  kside.py ping ADDR COUNT          ICMP/ICMPv6 echo, every reply with
-                                    our payload; exit 0 if all came back
+  kside.py ping ADDR COUNT [GAP_MS] ICMP/ICMPv6 echo, every reply with
+                                    our payload; exit 0 if all came back;
+                                    with GAP_MS, that long between echoes
+                                    and the round trips printed (min,
+                                    median, max in us): an idle uroced's
+                                    wake-up latency (docs/emu.md)
   kside.py frames IF DSTMAC SRC4 DST4 SRC6 DST6
                                     send one raw frame of each kind in
                                     FRAMES out of IF (what the XDP program
@@ -106,8 +110,9 @@ def csum(b):
     return ~s & 0xffff
 
 
-def ping(addr, count):
+def ping(addr, count, gap_ms=0):
     v6 = ':' in addr
+    rtts = []
     s = socket.socket(family(addr), socket.SOCK_RAW,
                       socket.IPPROTO_ICMPV6 if v6 else socket.IPPROTO_ICMP)
     s.settimeout(2)
@@ -117,6 +122,9 @@ def ping(addr, count):
         hdr = struct.pack('!BBHHH', 128 if v6 else 8, 0, 0, ident, seq)
         # the kernel fills in ICMPv6's checksum (it needs the pseudo-header)
         ck = 0 if v6 else csum(hdr + payload)
+        if gap_ms:
+            time.sleep(gap_ms / 1000.0)
+        t0 = time.monotonic()
         s.sendto(struct.pack('!BBHHH', 128 if v6 else 8, 0, ck, ident, seq) + payload,
                  (addr, 0))
         end = time.monotonic() + 2
@@ -129,8 +137,12 @@ def ping(addr, count):
             typ, _, _, rid, rseq = struct.unpack('!BBHHH', icmp[:8])
             if typ == (129 if v6 else 0) and rid == ident and rseq == seq and icmp[8:] == payload:
                 got += 1
+                rtts.append((time.monotonic() - t0) * 1e6)
                 break
     print('ping %s: %d/%d' % (addr, got, count))
+    if gap_ms and rtts:
+        rtts.sort()
+        print('rtt us: min %.0f median %.0f max %.0f' % (rtts[0], rtts[len(rtts) // 2], rtts[-1]))
     return 0 if got == count else 1
 
 
@@ -184,7 +196,7 @@ def main():
     if a[0] == 'connect':
         return connect(a[1], int(a[2]), float(a[3]))
     if a[0] == 'ping':
-        return ping(a[1], int(a[2]))
+        return ping(a[1], int(a[2]), float(a[3]) if len(a) > 3 else 0)
     if a[0] == 'frames':
         return frames(a[1], a[2], a[3:7])
     print(__doc__)

@@ -12,7 +12,9 @@ CASE
             on a second veth pair (af_xdp's default XDP program takes every
             frame of the data link)
   jumbo     af_packet, MTU 9000 (active MTU 4096), ring sized by uroced
-            from --mtu (its log line is checked)
+            from --mtu (its log line is checked); first the idle daemons:
+            their port's RX socket is in the engine's epoll and they wake
+            at most 200 times a second (not every ms)
   overload  af_packet, MTU 1500, the receiver's ring cut to 16 slots so
             the kernel drops when it falls behind: RC retransmits (seen in
             uroce-stat) and the data is verified
@@ -28,6 +30,19 @@ CASE
             the XDP program must send them. First the negative: with
             libxdp's default program (no --shared) a TCP connection over
             that link fails
+  dcqcn     af_packet (qdisc_bypass=0), MTU 1500: b's veth end is a
+            marking bottleneck (bottleneck.py: a tbf draining it at 50 Mb/s
+            behind a tc egress BPF program, ecn_queue.bpf.c, that models its
+            queue and marks ECN-capable RoCE frames CE RED-fashion, seeded);
+            two RC flows (ib_write_bw -q 2) share it, then the same with
+            --dcqcn off. Asserted with DCQCN on: CE marks, CNPs sent by a
+            and received by b, rate cuts (uroce-ctl cc show), no frame
+            dropped by the queue, its deepest point in the second half
+            below half of what the flows' windows alone would make, Jain's
+            index of the two flows' bytes over the second half >= 0.8, no
+            ICRC error, and an ibv_rc_pingpong -c through the marking queue
+            (every byte checked); with it off, that no frame was
+            ECN-capable. The figures are printed (docs/dcqcn.md)
 
 Every daemon has an IPv4 and an IPv6 address (GID 1 and 2); the daemons
 resolve each other by ARP and ND (shared: the kernels do, the daemons
@@ -313,6 +328,36 @@ VERBS_PROGS = ('ibv_rc_pingpong', 'ibv_uc_pingpong', 'ibv_ud_pingpong', 'ibv_srq
                'ib_send_lat', 'ib_read_lat', 'ib_atomic_lat', 'rping', 'ucmatose')
 
 
+def daemon_wakeups(rig, s):
+    """voluntary context switches of every thread of s's uroced"""
+    n = 0
+    for t in os.listdir('/proc/%d/task' % rig.daemons[s].pid):
+        try:
+            with open('/proc/%d/task/%s/status' % (rig.daemons[s].pid, t)) as f:
+                n += sum(int(ln.split()[1]) for ln in f if ln.startswith('voluntary_'))
+        except OSError:
+            pass
+    return n
+
+
+IDLE_SECS, IDLE_MAX_WAKEUPS = 2, 400
+
+
+def check_idle(rig):
+    """Idle daemons on af_packet sleep until a frame comes (their port's
+    RX socket in the engine's epoll, port_wake.c): a few wake-ups a
+    second, where polling RX every ms made ~700 a second."""
+    for s in 'ab':
+        if 'rx wake-up: 1 kernel socket(s)' not in rig.log(s):
+            raise Fail('[%s] the port\'s RX socket is not in the engine\'s epoll' % s)
+    w0 = {s: daemon_wakeups(rig, s) for s in 'ab'}
+    time.sleep(IDLE_SECS)
+    w = {s: daemon_wakeups(rig, s) - w0[s] for s in 'ab'}
+    print('idle %d s: wake-ups a %d, b %d' % (IDLE_SECS, w['a'], w['b']))
+    if max(w.values()) > IDLE_MAX_WAKEUPS:
+        raise Fail('idle daemons woke %s times in %d s (RX polled?)' % (w, IDLE_SECS))
+
+
 def case_xdp(rig, a):
     """af_xdp on both ends, MTU 1500: the whole data link is uroce's."""
     need(*VERBS_PROGS)
@@ -365,6 +410,7 @@ def case_jumbo(rig, a):
         # header, blocks are whole slots, mbufs take a slot (less 32)
         if fs < 9000 + 18 + 80 or bs % fs or room < fs - 32 or cnt < 512:
             raise Fail('af_packet parameters do not fit MTU 9000')
+    check_idle(rig)
     p = Programs(rig, a.preload_first, MGMT['a'])
     r = subprocess.run(p.cmd('a', ['ibv_devinfo', '-d', 'uroce0']), capture_output=True,
                        text=True, timeout=30)
@@ -651,8 +697,15 @@ def other(s):
     return 'b' if s == 'a' else 'a'
 
 
+def case_dcqcn(rig, a):
+    """Two flows through a marking bottleneck, DCQCN on, then off."""
+    import bottleneck  # noqa: E402  (tests/net/bottleneck.py)
+    bottleneck.case(sys.modules[__name__], rig, a)
+
+
 CASES = {'xdp': (case_xdp, 1500), 'jumbo': (case_jumbo, 9000),
-         'overload': (case_overload, 1500), 'shared': (case_shared, 1500)}
+         'overload': (case_overload, 1500), 'shared': (case_shared, 1500),
+         'dcqcn': (case_dcqcn, 1500)}
 
 
 def main():
@@ -660,6 +713,7 @@ def main():
     ap.add_argument('--build', required=True)
     ap.add_argument('--preload-first', default='')
     ap.add_argument('--seed', type=int, default=None)
+    ap.add_argument('--csv', help='dcqcn: the series into CSV-on.csv and CSV-off.csv')
     ap.add_argument('case', choices=sorted(CASES))
     a = ap.parse_args()
     # meson's timeout (and ^C) end the run through the finally below

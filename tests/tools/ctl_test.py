@@ -14,6 +14,13 @@ command runs, JSON parsed and its fields asserted:
   fault      set drop=1 for a QPN nobody uses, then for an opcode nobody
              sends: nothing dropped while traffic flows; set drop for a live QP (seeded): drops counted, traffic
              still verified; clear: no more drops
+  cc         show: mlx5's defaults; set NAME VALUE echoed (JSON and
+             human); a bad value or name refused (exit 2) and nothing of
+             that request applied; with CE marked on every received frame
+             (fault ce=1): rate cuts grow; `cc set rp off` stops them at
+             once while CNPs keep arriving, traffic goes on (paced QPs
+             released, none stranded); `cc set np off` stops the CNPs;
+             `cc set on` brings both back
   capture    start FILE / stop: frames counted, `uroce-pcap check` passes,
              both QPNs in the file
   link       (plain build) capture started at run time on one end of a
@@ -21,7 +28,7 @@ command runs, JSON parsed and its fields asserted:
              there at run time: the traffic goes on
   non-owner  uid 65534 (setpriv): exit 2 against the default daemon; with a
              second daemon (--allow-uid 65534, its own traffic): fault
-             set/clear and capture start/stop refused (exit 1), no QP of
+             set/clear, cc set and capture start/stop refused (exit 1), no QP of
              root's seen, devices and fault show still work
 Every wait is bounded (a hang, not a verdict); the daemon and the traffic
 are stopped on every path and the daemon must exit 0 without a sanitizer
@@ -104,7 +111,8 @@ def errors_without_daemon(a, tmp):
     r = ctl(a, dict(env, UROCE_RUN_DIR=bad), 'fault', 'show')
     one_line_error(r, 2, 'not trusted', 'UROCE_RUN_DIR is the one checked')
     for args in ([], ['bogus'], ['fault'], ['fault', 'set'], ['capture'],
-                 ['capture', 'start'], ['counters', '--nope'], ['-d', 'a/b', 'qps'],
+                 ['capture', 'start'], ['counters', '--nope'], ['cc'], ['cc', 'set'],
+                 ['cc', 'show', 'x'], ['-d', 'a/b', 'qps'],
                  ['devices', 'extra']):
         r = ctl(a, env, '-r', missing, *args)
         check(r.returncode == 2 and r.stderr.startswith('uroce-ctl: ') or
@@ -229,6 +237,57 @@ def fault_checks(a, env, qa, qb, traffic):
           'fault clear: no more drops')
 
 
+def cc_dev(a, env):
+    return ctl_json(a, env, 'cc', 'show')['dcqcn']
+
+
+def cc_grows(a, env, key, what):
+    """key of the device's DCQCN totals grows while traffic runs"""
+    n0 = cc_dev(a, env)[key]
+    return until(lambda: cc_dev(a, env)[key] > n0, what)
+
+
+def cc_still(a, env, qa, key, what):
+    """key stays where it is while QP qa sends 32 more packets"""
+    n0 = cc_dev(a, env)[key]
+    psn_advance(a, env, qa, 32)
+    n1 = cc_dev(a, env)[key]
+    check(n1 == n0, '%s (%s %d -> %d)' % (what, key, n0, n1))
+
+
+def cc_checks(a, env, qa, qb, traffic):
+    d = cc_dev(a, env)
+    check(d['rp'] == 1 and d['np'] == 1 and d['rpg_ai_rate'] == 5 and d['rpg_gd'] == 11 and
+          d['line_rate_mbps'] == 25000, 'cc show: mlx5 defaults')
+    d = ctl_json(a, env, 'cc', 'set', 'rpg_ai_rate', '10')
+    check(d['device'] == 'uroce0' and d['dcqcn']['rpg_ai_rate'] == 10, 'cc set NAME VALUE: echoed')
+    r = ctl(a, env, 'cc', 'set', 'rpg_max_rate=10000', 'rpg_hai_rate=100')
+    check(r.returncode == 0 and 'dcqcn.line_rate_mbps 10000' in r.stdout and
+          'dcqcn.rpg_hai_rate   100' in r.stdout, 'cc set NAME=VALUE...: human output')
+    for bad in (['rpg_ai_rate', '0'], ['rpg_ai_rate=20', 'rpg_gd=99'], ['bogus', '1'],
+                ['rp', 'maybe'], ['rpg_min_rate', '20000']):
+        r = ctl(a, env, 'cc', 'set', *bad)
+        one_line_error(r, 2, 'bad cc setting', 'cc set %s: exit 2' % ' '.join(bad))
+    d = cc_dev(a, env)
+    check(d['rpg_ai_rate'] == 10 and d['rpg_gd'] == 11 and d['rpg_min_rate'] == 1,
+          'a refused cc set changes nothing (all or nothing)')
+    # every received frame CE-marked: CNPs both ways, the reaction points cut
+    ctl_json(a, env, 'fault', 'set', 'ce=1')
+    cc_grows(a, env, 'rate_cuts', 'ce=1: rate cuts')
+    ctl_json(a, env, 'cc', 'set', 'rp', 'off')
+    cc_still(a, env, qa, 'rate_cuts', 'cc set rp off: no more cuts')
+    cc_grows(a, env, 'cnp_rcvd', 'rp off: CNPs still arrive')
+    psn_advance(a, env, qb, 32)
+    ctl_json(a, env, 'cc', 'set', 'np=off')
+    cc_still(a, env, qa, 'cnp_sent', 'cc set np off: no more CNPs')
+    cc_grows(a, env, 'ce_rcvd', 'np off: CE still counted')
+    d = ctl_json(a, env, 'cc', 'set', 'on')['dcqcn']
+    check(d['rp'] == 1 and d['np'] == 1 and d['ect'] == 1, 'cc set on: all three on')
+    cc_grows(a, env, 'rate_cuts', 'cc set on: cuts again')
+    ctl_json(a, env, 'fault', 'clear')
+    check(traffic.poll() is None, 'traffic goes on through every change (bytes checked)')
+
+
 def capture_checks(a, env, qa, qb, tmp):
     pcap = os.path.join(tmp, 'run.pcap')
     c = ctl_json(a, env, 'capture', 'start', pcap)
@@ -261,10 +320,13 @@ def non_owner_checks(a, env, qa, tmp):
     for args, text in ((['fault', 'set', 'drop=0.5'], 'only root or the daemon'),
                        (['fault', 'clear'], 'only root or the daemon'),
                        (['capture', 'start', '/dev/null'], 'only root or the daemon'),
-                       (['capture', 'stop'], 'only root or the daemon')):
+                       (['capture', 'stop'], 'only root or the daemon'),
+                       (['cc', 'set', 'rp', 'off'], 'only root or the daemon')):
         r = ctl(a, env, *args, uid=NOBODY)
         one_line_error(r, 1, text, 'uid %d: %s refused' % (NOBODY, ' '.join(args)))
     check(not ctl_json(a, env, 'fault', 'show')['active'], 'faults unchanged by uid %d' % NOBODY)
+    check(ctl_json(a, env, 'cc', 'show', uid=NOBODY)['dcqcn']['rp'] == 1,
+          'uid %d: cc show allowed, rp unchanged' % NOBODY)
     js = ctl_json(a, env, 'qps', uid=NOBODY)
     check(js['qps'] == [] and qp_by_num(ctl_json(a, env, 'qps'), qa) is not None,
           "uid %d sees none of root's QPs" % NOBODY)
@@ -279,6 +341,7 @@ def non_owner_checks(a, env, qa, tmp):
 def default_daemon(a, env, qa, qb, tmp, traffic):
     live_checks(a, env, qa, qb)
     fault_checks(a, env, qa, qb, traffic)
+    cc_checks(a, env, qa, qb, traffic)
     capture_checks(a, env, qa, qb, tmp)
     if can_switch_uid():
         # a user's daemon: nobody else even reaches its run directory (0700)

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* DCQCN of a daemon (UROCE_OP_QUERY_CC, docs/dcqcn.md): the device's
  * settings and totals, and each visible QP's reaction point, shown with
- * `counters` as "dcqcn.NAME" port lines and per-QP rate lines. */
+ * `counters` as "dcqcn.NAME" port lines and per-QP rate lines; `cc show`
+ * and `cc set` (UROCE_OP_CC_SET) for the settings alone. */
+#include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,4 +123,89 @@ void ctl_cc_qp_print(const struct ctl *c, const struct ctl_cc *cc, uint32_t qpn)
 	}
 	if (c->json)
 		js_end();
+}
+
+static void cc_settings_print(const struct ctl *c, const struct ctl_cc *cc)
+{
+	if (c->json) {
+		js_obj(NULL);
+		js_str("device", c->dev);
+	} else {
+		printf("dcqcn %s:\n", c->dev);
+	}
+	ctl_cc_port_print(c, cc);
+	if (c->json) {
+		js_end();
+		js_done();
+	}
+}
+
+/* "set NAME VALUE", or "set NAME=VALUE..." (also "set on|off"): the
+ * daemon's --dcqcn syntax, items joined with ',' */
+static int cc_spec(int argc, char **argv, struct uroce_cc_set_req *q)
+{
+	memset(q, 0, sizeof(*q));
+	if (argc == 4 && !strchr(argv[2], '=') && !strchr(argv[3], '=')) {
+		int n = snprintf(q->spec, sizeof(q->spec), "%s=%s", argv[2], argv[3]);
+		return n > 0 && (size_t)n < sizeof(q->spec) ? 0 : -1;
+	}
+	return ctl_join(q->spec, sizeof(q->spec), argc - 2, argv + 2);
+}
+
+static int cc_set(struct ctl *c, const struct uroce_cc_set_req *q)
+{
+	static uint8_t raw[UROCE_MAX_MSG];
+	const size_t hdr = offsetof(struct uroce_query_cc_rep, dev);
+	struct ctl_cc cc = { .ok = true };
+	struct uroce_query_cc_rep r;
+
+	int rc = ctl_call(c, UROCE_OP_CC_SET, q, sizeof(*q), raw, sizeof(raw), -1);
+	ctl_close(c);
+	if (rc == -EPERM) {
+		fprintf(stderr, "%s: %s: cc set: only root or the daemon's user may change "
+			"DCQCN's parameters\n", c->prog, c->dev);
+		return CTL_FAILED;
+	}
+	if (rc == -EINVAL) {
+		fprintf(stderr, "%s: %s: bad cc setting '%s' (on, off, or NAME VALUE: a --dcqcn key "
+			"and a value in its range, uroce-ctl(8))\n",
+			c->prog, c->dev, q->spec);
+		return CTL_USAGE;
+	}
+	if (rc)
+		return ctl_fail(c, "cc set", rc);
+	memcpy(&r, raw, hdr);
+	if (!r.dev_size || hdr + r.dev_size > sizeof(raw))
+		return ctl_fail(c, "cc set", -EPROTO);
+	memcpy(&cc.dev, raw + hdr, r.dev_size < sizeof(cc.dev) ? r.dev_size : sizeof(cc.dev));
+	cc_settings_print(c, &cc);
+	return CTL_OK;
+}
+
+/* `cc show` / `cc set ...`: the device's DCQCN settings and totals, and
+ * changing them at run time (admin; the daemon checks). */
+int ctl_cmd_cc(struct ctl *c, int argc, char **argv)
+{
+	static struct uroce_cc_set_req q;
+	bool set;
+
+	if (argc == 2 && !strcmp(argv[1], "show"))
+		set = false;
+	else if (argc >= 3 && !strcmp(argv[1], "set") && !cc_spec(argc, argv, &q))
+		set = true;
+	else
+		return -CTL_USAGE;
+	int rc = ctl_open(c, c->dev ? c->dev : "uroce0");
+	if (rc)
+		return rc;
+	if (set)
+		return cc_set(c, &q);
+	struct ctl_cc cc;
+	ctl_cc_get(c, &cc);
+	ctl_close(c);
+	if (!cc.ok)
+		return ctl_fail(c, "cc show", -EPROTO);
+	cc_settings_print(c, &cc);
+	ctl_cc_free(&cc);
+	return CTL_OK;
 }

@@ -79,6 +79,10 @@ void js_bool(const char *key, bool v);
 void js_null(const char *key);
 void js_done(void);          /* newline after the top-level value */
 
+/* args.c: "a=1 b=2" and "a=1,b=2" say the same: argv joined with ',' into
+ * buf (NUL-terminated); -1 when empty or too long */
+int ctl_join(char *buf, size_t len, int argc, char **argv);
+
 /* names.c */
 const char *ctl_qp_type(uint32_t t);
 const char *ctl_qp_state(uint32_t s);
@@ -93,5 +97,6 @@ int ctl_cmd_qps(struct ctl *c, int argc, char **argv);
 int ctl_cmd_counters(struct ctl *c, int argc, char **argv);
 int ctl_cmd_fault(struct ctl *c, int argc, char **argv);
 int ctl_cmd_capture(struct ctl *c, int argc, char **argv);
+int ctl_cmd_cc(struct ctl *c, int argc, char **argv);
 
 #endif

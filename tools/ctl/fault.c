@@ -56,22 +56,6 @@ static void fault_print(const struct ctl *c, const struct uroce_fault_info *f)
 	       (unsigned long long)f->n_delay);
 }
 
-/* "set drop=0.1 qp=0x12" and "set drop=0.1,qp=0x12" say the same */
-static int fault_spec(int argc, char **argv, struct uroce_fault_set_req *q)
-{
-	size_t used = 0;
-
-	memset(q, 0, sizeof(*q));
-	for (int i = 2; i < argc; i++) {
-		int n = snprintf(q->spec + used, sizeof(q->spec) - used, "%s%s", used ? "," : "",
-				 argv[i]);
-		if (n < 0 || (size_t)n >= sizeof(q->spec) - used)
-			return -1;
-		used += (size_t)n;
-	}
-	return used ? 0 : -1;
-}
-
 int ctl_cmd_fault(struct ctl *c, int argc, char **argv)
 {
 	static struct uroce_fault_set_req q;
@@ -84,7 +68,7 @@ int ctl_cmd_fault(struct ctl *c, int argc, char **argv)
 		op = UROCE_OP_FAULT_GET;
 	else if (!strcmp(argv[1], "clear") && argc == 2)
 		op = UROCE_OP_FAULT_CLEAR;
-	else if (!strcmp(argv[1], "set") && !fault_spec(argc, argv, &q))
+	else if (!strcmp(argv[1], "set") && !ctl_join(q.spec, sizeof(q.spec), argc - 2, argv + 2))
 		op = UROCE_OP_FAULT_SET;
 	else
 		return -CTL_USAGE;

@@ -20,6 +20,7 @@ static const struct {
 	{ "counters", ctl_cmd_counters },
 	{ "fault", ctl_cmd_fault },
 	{ "capture", ctl_cmd_capture },
+	{ "cc", ctl_cmd_cc },
 };
 
 static void usage(FILE *f)
@@ -36,6 +37,9 @@ static void usage(FILE *f)
 		"  fault clear                 fault injection off (admin)\n"
 		"  capture start FILE          pcap of every frame to FILE (admin)\n"
 		"  capture stop                (admin)\n"
+		"  cc show                     DCQCN settings and totals (docs/dcqcn.md)\n"
+		"  cc set NAME VALUE           change one at run time; or NAME=VALUE...,\n"
+		"                              on, off (admin)\n"
 		"  -d DEV       device (default uroce0)\n"
 		"  -r RUN_DIR   socket directory (default $" UROCE_ENV_RUN_DIR
 		", else $XDG_RUNTIME_DIR/uroce, else /tmp/uroce-<euid>)\n"
