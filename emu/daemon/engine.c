@@ -21,6 +21,9 @@
 #define EMU_RX_ACTIVE_NS 20000000ull  /* a port is "active" this long after a frame */
 #define EMU_CTL_POLL_ITERS 256        /* busy: check control sockets this often */
 #define EMU_EVQ_RETRY_NS 1000000ull   /* event pipe backlog: retry this often */
+#define EMU_IDLE_CLOCK_ITERS 8        /* idle: read the clock, run timers this often */
+/* a turn that polls the control sockets is never skipped */
+_Static_assert(EMU_CTL_POLL_ITERS % EMU_IDLE_CLOCK_ITERS == 0, "ctl turns read the clock");
 
 static unsigned emu_doorbells(struct emu_daemon *dm);
 
@@ -178,8 +181,19 @@ int emu_engine_run(struct emu_daemon *dm)
 		if ((++iter % EMU_CTL_POLL_ITERS) == 0)
 			emu_ctl_poll(dm, 0);
 		work += emu_doorbells(dm);
+		/* frames a doorbell produced go out before this turn's RX
+		 * poll: on the ring port they come back in it, so a hop
+		 * costs one engine turn, not two */
+		if (d->tx_backlog)
+			emu_tx_flush(d);
 		unsigned rx = emu_port_rx(dm);
 		work += rx;
+		/* a clock read (~110 ns here) was half of an idle turn: an
+		 * idle turn reads it only every EMU_IDLE_CLOCK_ITERS, so
+		 * timers fire up to that many (sub-microsecond) turns late;
+		 * delayed fault frames keep their per-turn accuracy */
+		if (!work && !d->fault && (iter % EMU_IDLE_CLOCK_ITERS) != 0)
+			continue;
 		now = emu_now_ns();
 		if (rx)
 			last_rx = now;
