@@ -97,6 +97,10 @@ static void end_init(struct end *e, size_t len, uint32_t sq, uint32_t rq, uint32
 	if (!e->qp)
 		die("create_qp: %s", strerror(errno));
 	if (len) {
+		/* whole pages, as perftest registers (BUFF_SIZE: at least a
+		 * page): a partial page is not daemon-mapped and an 8 B WRITE
+		 * would measure the /proc/<pid>/mem fallback instead */
+		len = (len + 4095) & ~(size_t)4095;
 		e->len = len;
 		if (posix_memalign((void **)&e->buf, 4096, len))
 			die("alloc");

@@ -263,8 +263,16 @@ static int post_recv_ring(struct urv_wq *wq, urv_spin_t *lock,
 	if (prod != start)
 		__atomic_store_n(&wq->hdr->prod, prod, __ATOMIC_RELEASE);
 	urv_spin_unlock(lock);
-	if (prod != start)
-		urv_doorbell(c, db_index);
+	/* The daemon takes receives when a message needs one: no doorbell
+	 * (two atomics on lines it polls) unless the QP is in ERR and its
+	 * receives must be flushed. It sets F_KICK, fences, then flushes up
+	 * to prod; we publish prod, fence, then read F_KICK: either it
+	 * flushes what we posted or we ring. */
+	if (prod != start) {
+		atomic_thread_fence(memory_order_seq_cst);
+		if (__atomic_load_n(&wq->hdr->flags, __ATOMIC_RELAXED) & UROCE_RING_F_KICK)
+			urv_doorbell(c, db_index);
+	}
 	if (ret)
 		*bad = wr;
 	return ret;

@@ -248,6 +248,42 @@ static int emu_mrmap_insert(struct emu_ctx *c, const struct emu_mrmap *m)
 	return 0;
 }
 
+/* Page tables for the pages the file already holds, now: a NIC's MR is
+ * pinned and translated at registration, and a first-touch fault per
+ * 4 KB page on the data path (one per placed page: write faults on a
+ * shared mapping get no fault-around) cost more than the copy here. Holes
+ * stay holes (populating them would allocate the whole range), hugetlbfs
+ * pieces fault once per huge page anyway, and the work is bounded so a
+ * huge registration does not hold up the engine's other QPs; failures
+ * only leave the faults to the data path. */
+#define EMU_MRMAP_POPULATE_MAX (64ull << 20)
+
+static void emu_mrmap_populate(uint8_t *p, size_t len, bool wr, uint64_t align)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), n;
+	unsigned char *vec;
+
+	if (align != pg)
+		return;
+	if (len > EMU_MRMAP_POPULATE_MAX)
+		len = EMU_MRMAP_POPULATE_MAX;
+	n = len / pg;
+	if (!n || !(vec = malloc(n)))
+		return;
+	if (!mincore(p, n * pg, vec)) {
+		for (size_t i = 0, j; i < n; i = j) {
+			for (j = i; j < n && (vec[j] & 1); j++)
+				;
+			if (j > i)
+				(void)madvise(p + i * pg, (j - i) * pg,
+					      wr ? MADV_POPULATE_WRITE : MADV_POPULATE_READ);
+			else
+				j++;
+		}
+	}
+	free(vec);
+}
+
 int emu_mr_map(struct emu_ctx *c, const struct uroce_map_mr_req *q, int fd)
 {
 	struct emu_mr *mr = emu_ctx_get(c, q->handle, EMU_OBJ_MR);
@@ -270,6 +306,7 @@ int emu_mr_map(struct emu_ctx *c, const struct uroce_map_mr_req *q, int fd)
 	if (p == MAP_FAILED)
 		return -errno;
 	pthread_once(&emu_bus_once, emu_bus_install);
+	emu_mrmap_populate(p, mlen, wr, align);
 	m = (struct emu_mrmap){ .mr = mr, .addr = q->addr, .len = q->length,
 				.base = (uint8_t *)p + delta, .map = p, .maplen = mlen,
 				.writable = wr };

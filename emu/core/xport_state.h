@@ -257,7 +257,6 @@ struct emu_xport_qp {
 	uint8_t on_act;           /* on the device's active list (act_next/prev) */
 	uint32_t wr_unsettled_psn; /* PSN of the first of them */
 	uint32_t ack_psn;          /* PSN to acknowledge */
-	uint64_t ack_at;
 	uint32_t epsn;             /* expected PSN */
 	uint32_t msn;
 	uint32_t rwqe_valid;

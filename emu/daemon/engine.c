@@ -21,6 +21,9 @@
 #define EMU_RX_ACTIVE_NS 20000000ull  /* a port is "active" this long after a frame */
 #define EMU_CTL_POLL_ITERS 256        /* busy: check control sockets this often */
 #define EMU_EVQ_RETRY_NS 1000000ull   /* event pipe backlog: retry this often */
+#define EMU_IDLE_CLOCK_ITERS 8        /* idle: read the clock, run timers this often */
+/* a turn that polls the control sockets is never skipped */
+_Static_assert(EMU_CTL_POLL_ITERS % EMU_IDLE_CLOCK_ITERS == 0, "ctl turns read the clock");
 
 static unsigned emu_doorbells(struct emu_daemon *dm);
 
@@ -28,17 +31,19 @@ static unsigned emu_doorbells(struct emu_daemon *dm);
  * first, the wake pipe read and the control work after it: they took ~4 us
  * after epoll's return here, which the first completion no longer waits
  * for (docs/performance.md, "Idle-to-wake"). */
-static void emu_wake_first(struct emu_daemon *dm)
+static unsigned emu_wake_first(struct emu_daemon *dm)
 {
 	emu_ctl_need_wakeup(dm, 0);
 	if (!emu_doorbells(dm))
-		return;
+		return 0;
 	emu_tx_flush(&dm->dev);
 	(void)emu_port_rx(dm);
 	emu_tx_flush(&dm->dev);
+	return 1;
 }
 
-static void emu_ctl_poll(struct emu_daemon *dm, int timeout_ns)
+/* Returns whether a doorbell woke a sleep (timeout_ns > 0). */
+static bool emu_ctl_poll(struct emu_daemon *dm, int timeout_ns)
 {
 	/* epoll_pwait2 needs Linux 5.11 (and valgrind >= 3.20); without it the
 	 * loop would spin and never see a control message: fall back to
@@ -59,11 +64,11 @@ static void emu_ctl_poll(struct emu_daemon *dm, int timeout_ns)
 		if (__atomic_load_n(&no_pwait2, __ATOMIC_RELAXED))
 			n = epoll_wait(dm->epfd, ev, 16, (timeout_ns + 999999) / 1000000);
 	}
-	if (n > 0 && timeout_ns > 0)
-		emu_wake_first(dm);
+	bool woke = n > 0 && timeout_ns > 0 && emu_wake_first(dm);
 	for (int i = 0; i < n; i++)
 		emu_ctl_event(dm, ev[i].data.ptr, ev[i].events);
 	emu_ctl_reap(dm);
+	return woke;
 }
 
 void emu_stats_dump(struct emu_dev *d)
@@ -178,8 +183,19 @@ int emu_engine_run(struct emu_daemon *dm)
 		if ((++iter % EMU_CTL_POLL_ITERS) == 0)
 			emu_ctl_poll(dm, 0);
 		work += emu_doorbells(dm);
+		/* frames a doorbell produced go out before this turn's RX
+		 * poll: on the ring port they come back in it, so a hop
+		 * costs one engine turn, not two */
+		if (d->tx_backlog)
+			emu_tx_flush(d);
 		unsigned rx = emu_port_rx(dm);
 		work += rx;
+		/* a clock read (~110 ns here) was half of an idle turn: an
+		 * idle turn reads it only every EMU_IDLE_CLOCK_ITERS, so
+		 * timers fire up to that many (sub-microsecond) turns late;
+		 * delayed fault frames keep their per-turn accuracy */
+		if (!work && !d->fault && (iter % EMU_IDLE_CLOCK_ITERS) != 0)
+			continue;
 		now = emu_now_ns();
 		if (rx)
 			last_rx = now;
@@ -249,10 +265,11 @@ int emu_engine_run(struct emu_daemon *dm)
 			wait = dl <= now ? 0 : (dl - now < wait ? dl - now : wait);
 		if (d->evq_pend && wait > EMU_EVQ_RETRY_NS)
 			wait = EMU_EVQ_RETRY_NS;
-		if (wait)
-			emu_ctl_poll(dm, (int)wait);
-		else
-			emu_ctl_poll(dm, 0);
+		/* a post woke us: spin for the rest of its exchange (the
+		 * reply, the ACK) as after any work, instead of sleeping at
+		 * the first idle turn that reads the clock */
+		if (emu_ctl_poll(dm, (int)wait))
+			idle_since = emu_now_ns();
 		if (dm->pcap)
 			pcapw_flush(dm->pcap);
 		emu_ctl_need_wakeup(dm, 0);

@@ -265,6 +265,8 @@ static void to_reset(struct emu_qp *qp)
 				break;
 	}
 	x->rwqe_valid = 0;
+	if (!qp->srq && qp->rq.hdr) /* out of ERR: receives need no doorbell */
+		__atomic_fetch_and(&qp->rq.hdr->flags, ~UROCE_RING_F_KICK, __ATOMIC_RELAXED);
 	memset(&x->path, 0, sizeof(x->path));
 	memset(&x->cnt, 0, sizeof(x->cnt));
 	xp_rp_reset(qp);

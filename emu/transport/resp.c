@@ -91,7 +91,6 @@ void xp_resp_mem_fault(struct emu_qp *qp)
 	x->ack_pending = 1;
 	x->ack_psn = x->wr_unsettled_psn;
 	x->ack_syndrome = wire_aeth_nak(WIRE_NAK_REM_ACCESS_ERR);
-	x->ack_at = emu_now_ns();
 	xp_act_add(qp);
 }
 
@@ -118,8 +117,6 @@ static void resp_ack_later(struct emu_qp *qp, uint32_t psn)
 	x->ack_pending = 1;
 	x->ack_psn = psn;
 	x->ack_syndrome = wire_aeth_ack(WIRE_AETH_CREDITS_INVALID);
-	if (!x->ack_at)
-		x->ack_at = emu_now_ns();
 	xp_act_add(qp);
 }
 
@@ -130,7 +127,6 @@ void xp_resp_send_ack(struct emu_qp *qp)
 	if (!x->ack_pending)
 		return;
 	x->ack_pending = 0;
-	x->ack_at = 0;
 	resp_ack(qp, x->ack_syndrome, x->ack_psn);
 }
 
@@ -1072,7 +1068,6 @@ void xp_resp_reset(struct emu_qp *qp)
 	x->resp_opseq = 0;
 	x->nak_sent = 0;
 	x->ack_pending = 0;
-	x->ack_at = 0;
 	x->comm_est_sent = 0;
 	x->uc_drop = 0;
 	x->wr_unsettled = 0;

@@ -345,7 +345,8 @@ void emu_xport_poll(struct emu_dev *d, uint64_t now_ns)
 		struct emu_qp *qp = XQP(x);
 
 		next = x->act_next;
-		if (x->ack_pending && now_ns >= x->ack_at) {
+		/* a coalesced ACK is due at the first poll after its burst */
+		if (x->ack_pending) {
 			xp_resp_send_ack(qp);
 			any = true;
 		}
@@ -372,8 +373,8 @@ uint64_t emu_xport_next_deadline(struct emu_dev *d)
 	uint64_t t = UINT64_MAX;
 
 	for (x = d->xport_act; x; x = x->act_next) {
-		if (x->ack_pending && x->ack_at < t)
-			t = x->ack_at;
+		if (x->ack_pending)
+			t = 0;
 		if (x->retrans_at && x->retrans_at < t)
 			t = x->retrans_at;
 		if (x->rnr_at && x->rnr_at < t)

@@ -513,6 +513,12 @@ void xp_flush_rq(struct emu_qp *qp)
 	struct emu_xport_qp *x = &qp->x;
 	struct emu_recv_wqe *r = x->rwqe;
 
+	/* from now on receives posted to this QP ring the doorbell, so
+	 * they are flushed too; the fence pairs with post_recv's (verbs/post.c) */
+	if (!qp->srq && qp->rq.hdr && qp->attr.qp_state == IBV_QPS_ERR) {
+		__atomic_fetch_or(&qp->rq.hdr->flags, UROCE_RING_F_KICK, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	}
 	if (!r)
 		return;
 	if (x->rwqe_valid) {

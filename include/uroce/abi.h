@@ -124,6 +124,11 @@ struct uroce_ring_hdr {
 /** Ring flags set by the daemon. */
 #define UROCE_RING_F_ERROR  0x1u /**< CQ overrun (IBV_EVENT_CQ_ERR raised) or QP gone */
 #define UROCE_RING_F_DEAD   0x2u /**< the daemon is shutting down */
+/** RQ: receives posted now must ring the doorbell. Set (before it flushes)
+ *  while the QP is in ERR, where the daemon completes posted receives with
+ *  IBV_WC_WR_FLUSH_ERR; otherwise it takes receives when a message needs
+ *  one, and posting them costs no doorbell. */
+#define UROCE_RING_F_KICK   0x4u
 
 /** Scatter/gather element, as ibv_sge. */
 struct uroce_sge {

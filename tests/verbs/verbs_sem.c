@@ -987,8 +987,80 @@ static void wc_with_inv(void)
 	vt_fini(&t);
 }
 
+/* write-family system calls this thread made (the wake pipe's write) */
+static unsigned long thread_syscw(void)
+{
+	char line[128];
+	unsigned long v = 0;
+	FILE *f = fopen("/proc/thread-self/io", "r");
+
+	CHECK(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "syscw: %lu", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+/* Posting receives rings no doorbell (the daemon takes them when a
+ * message needs one), so it never wakes a sleeping daemon; a send does.
+ * The send afterwards shows the daemon was asleep, so the first check
+ * could fail. */
+static void recv_no_wake(void)
+{
+	struct vt t;
+	struct ibv_wc wc;
+
+	vt_init(&t, NULL);
+	send_one(&t, 0, 1);
+	vt_poll_n(t.rcq, 1, &wc);
+	usleep(200000); /* the default daemon sleeps after 50 us idle */
+	unsigned long w0 = thread_syscw();
+	for (int i = 0; i < 16; i++)
+		vt_post_recv(t.qb, t.mr, 0, 4096, 100 + (uint64_t)i);
+	unsigned long w1 = thread_syscw();
+	CHECK(!vt_post_send(t.qa, t.mr, IBV_WR_SEND, 8192, 8, IBV_SEND_SIGNALED, 0, 0, 0, 2));
+	unsigned long w2 = thread_syscw();
+	fprintf(stderr, "writes: %lu for 16 receives, %lu for the send\n", w1 - w0, w2 - w1);
+	CHECK(w1 == w0);
+	CHECK(w2 > w1);
+	vt_poll_n(t.scq, 1, &wc);
+	CHECK(wc.status == IBV_WC_SUCCESS);
+	vt_poll_n(t.rcq, 1, &wc);
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 100);
+	vt_fini(&t);
+}
+
+/* Receives posted before and after the QP entered ERR all complete with
+ * IBV_WC_WR_FLUSH_ERR, in order: the daemon flushes the first at the
+ * transition, the later ones because the ring asks for their doorbell. */
+static void recv_err_flush(void)
+{
+	struct vt t;
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+	struct ibv_wc wc[6];
+
+	vt_init(&t, NULL);
+	for (int i = 0; i < 2; i++)
+		vt_post_recv(t.qb, t.mr, 0, 4096, 10 + (uint64_t)i);
+	CHECK(!ibv_modify_qp(t.qb, &a, IBV_QP_STATE));
+	vt_poll_n(t.rcq, 2, wc);
+	for (int round = 0; round < 2; round++) {
+		for (int i = 0; i < 2; i++)
+			vt_post_recv(t.qb, t.mr, 0, 4096, 20 + 2 * (uint64_t)round + (uint64_t)i);
+		vt_poll_n(t.rcq, 2, wc + 2 + 2 * round);
+	}
+	for (int i = 0; i < 6; i++) {
+		CHECK(wc[i].status == IBV_WC_WR_FLUSH_ERR);
+		CHECK(wc[i].wr_id == (i < 2 ? 10 + (uint64_t)i : 20 + (uint64_t)i - 2));
+	}
+	vt_fini(&t);
+}
+
 static const struct vt_case cases[] = {
 	{ "no_syscall", no_syscall },
+	{ "recv_no_wake", recv_no_wake },
+	{ "recv_err_flush", recv_err_flush },
 	{ "wc_with_inv", wc_with_inv },
 	{ "poll_count", poll_count },
 	{ "wc_fields", wc_fields },
