@@ -155,6 +155,36 @@ void emu_engine_adopt(struct emu_daemon *dm)
 	 * when its system call returns */
 }
 
+/* How long an idle engine may sleep: until the nearest timer of the
+ * transport, the core or rdma_cm, at most until the port must be polled. */
+static uint64_t emu_engine_sleep_ns(struct emu_daemon *dm)
+{
+	struct emu_dev *d = &dm->dev;
+	uint64_t dl = emu_xport_next_deadline(d);
+	uint64_t cdl = emu_core_next_deadline(d);
+	uint64_t udl = emu_ucma_next_deadline(d);
+	uint64_t now;
+
+	if (cdl < dl)
+		dl = cdl;
+	if (udl < dl)
+		dl = udl;
+	now = emu_now_ns();
+	/* on the loopback port frames only appear because we sent
+	 * them, and everything sent was flushed and re-checked above;
+	 * a port whose RX sockets are in the epoll set wakes us itself
+	 * (port_wake.c), but not when it has room again for frames
+	 * still waiting in our TX backlog: those are retried as often
+	 * as RX is polled elsewhere */
+	bool rx_wakes = d->loopback || (dm->wake.nfds && !d->tx_backlog);
+	uint64_t wait = rx_wakes ? EMU_LOOP_SLEEP_NS : EMU_RX_POLL_NS;
+	if (dl != UINT64_MAX)
+		wait = dl <= now ? 0 : (dl - now < wait ? dl - now : wait);
+	if (d->evq_pend && wait > EMU_EVQ_RETRY_NS)
+		wait = EMU_EVQ_RETRY_NS;
+	return wait;
+}
+
 int emu_engine_run(struct emu_daemon *dm)
 {
 	struct emu_dev *d = &dm->dev;
@@ -245,26 +275,7 @@ int emu_engine_run(struct emu_daemon *dm)
 			idle_since = emu_now_ns();
 			continue;
 		}
-		uint64_t dl = emu_xport_next_deadline(d);
-		uint64_t cdl = emu_core_next_deadline(d);
-		uint64_t udl = emu_ucma_next_deadline(d);
-		if (cdl < dl)
-			dl = cdl;
-		if (udl < dl)
-			dl = udl;
-		now = emu_now_ns();
-		/* on the loopback port frames only appear because we sent
-		 * them, and everything sent was flushed and re-checked above;
-		 * a port whose RX sockets are in the epoll set wakes us itself
-		 * (port_wake.c), but not when it has room again for frames
-		 * still waiting in our TX backlog: those are retried as often
-		 * as RX is polled elsewhere */
-		bool rx_wakes = d->loopback || (dm->wake.nfds && !d->tx_backlog);
-		uint64_t wait = rx_wakes ? EMU_LOOP_SLEEP_NS : EMU_RX_POLL_NS;
-		if (dl != UINT64_MAX)
-			wait = dl <= now ? 0 : (dl - now < wait ? dl - now : wait);
-		if (d->evq_pend && wait > EMU_EVQ_RETRY_NS)
-			wait = EMU_EVQ_RETRY_NS;
+		uint64_t wait = emu_engine_sleep_ns(dm);
 		/* a post woke us: spin for the rest of its exchange (the
 		 * reply, the ACK) as after any work, instead of sleeping at
 		 * the first idle turn that reads the clock */
