@@ -436,6 +436,7 @@ int urv_query_device_ex(struct ibv_context *ibctx,
 	ex.hca_core_clock = 1000000;    /* kHz */
 	ex.phys_port_cnt_ex = ex.orig_attr.phys_port_cnt;
 	ex.device_cap_flags_ex = URV_DEVICE_ATOMIC_WRITE;
+	urv_odp_caps(&ex);
 	memcpy(a, &ex, len < sizeof(ex) ? len : sizeof(ex));
 	return 0;
 }

@@ -389,6 +389,7 @@ union emu_req {
 	struct uroce_map_mr_req map;
 	struct uroce_alloc_mw_req mw;
 	struct uroce_import_req imp;
+	struct uroce_advise_mr_req adv;
 	struct uroce_create_cq_req cq;
 	struct uroce_resize_cq_req rcq;
 	struct uroce_create_srq_req srq;
@@ -411,6 +412,7 @@ union emu_rep {
 	struct uroce_reg_mr_rep mr;
 	struct uroce_alloc_mw_rep mw;
 	struct uroce_import_rep imp;
+	struct uroce_advise_mr_rep adv;
 	struct uroce_create_cq_rep cq;
 	struct uroce_create_srq_rep srq;
 	struct ibv_srq_attr srq_attr;
@@ -522,6 +524,12 @@ static int emu_op_import(struct emu_op *k)
 {
 	k->rlen = sizeof(k->rep->imp);
 	return emu_obj_import(k->c, &k->q->imp, &k->rep->imp);
+}
+
+static int emu_op_advise_mr(struct emu_op *k)
+{
+	k->rlen = sizeof(k->rep->adv);
+	return emu_mr_advise(k->c, &k->q->adv, &k->rep->adv);
 }
 
 static int emu_op_alloc_mw(struct emu_op *k)
@@ -789,6 +797,7 @@ static const struct {
 	[UROCE_OP_UNMAP_MR] = { sizeof(struct uroce_handle_msg), 0, emu_op_unmap_mr },
 	[UROCE_OP_IMPORT] = { sizeof(struct uroce_import_req), 0, emu_op_import },
 	[UROCE_OP_QUERY_CC] = { sizeof(struct uroce_query_stats_req), 0, emu_op_query_cc },
+	[UROCE_OP_ADVISE_MR] = { sizeof(struct uroce_advise_mr_req), 0, emu_op_advise_mr },
 };
 
 /* validate the header against the shape table: 0 or the reply status */

@@ -348,6 +348,7 @@ enum uroce_op {
 	UROCE_OP_UNMAP_MR,       /**< uroce_handle_msg: drop every mapping of an MR */
 	UROCE_OP_IMPORT,         /**< ibv_import_pd / ibv_import_mr: uroce_import_req */
 	UROCE_OP_QUERY_CC,       /**< DCQCN of the device and its QPs (uroce-stat) */
+	UROCE_OP_ADVISE_MR,      /**< ibv_advise_mr: uroce_advise_mr_req -> uroce_advise_mr_rep */
 	UROCE_OP_MAX
 };
 
@@ -453,6 +454,27 @@ struct uroce_import_rep {
 	uint32_t access;
 	uint32_t rsvd;
 };
+
+/** UROCE_OP_ADVISE_MR: the daemon checks an ibv_advise_mr scatter list
+ *  (at most UROCE_ADVISE_MAX_SGE entries a request; the shim splits longer
+ *  lists) as mlx5 does and translates each entry to process addresses;
+ *  the shim then faults the pages in itself (docs/verbs.md, "On-demand
+ *  paging"). Status: -EINVAL (PD, flags, count), -EOPNOTSUPP (advice);
+ *  an entry's own error comes in the reply. */
+#define UROCE_ADVISE_MAX_SGE 64
+struct uroce_advise_mr_req {
+	uint32_t pd;
+	uint32_t advice;  /**< enum ibv_advise_mr_advice */
+	uint32_t flags;   /**< IBV_ADVISE_MR_FLAG_* */
+	uint32_t num_sge; /**< 1 .. UROCE_ADVISE_MAX_SGE */
+	struct uroce_sge sge[UROCE_ADVISE_MAX_SGE];
+};
+struct uroce_advise_mr_rep {
+	uint32_t n_ok;    /**< entries [0, n_ok) passed; seg[] says where they are */
+	int32_t err;      /**< 0, or the negative errno of entry n_ok */
+	struct { uint64_t addr, len; } seg[UROCE_ADVISE_MAX_SGE]; /**< len 0: nothing to fault */
+};
+_Static_assert(sizeof(struct uroce_advise_mr_req) + 16 <= UROCE_MAX_MSG, "advise request");
 
 struct uroce_alloc_mw_req { uint32_t pd; uint32_t type; /**< enum ibv_mw_type */ };
 struct uroce_alloc_mw_rep { uint32_t handle; uint32_t rkey; };

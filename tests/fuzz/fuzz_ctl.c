@@ -146,6 +146,16 @@ static const struct { uint16_t req, rep; uint8_t fds_out; } fz_shape[UROCE_OP_MA
 	[UROCE_OP_MAP_MR] = { sizeof(struct uroce_map_mr_req), 0, 0 },
 	[UROCE_OP_UNMAP_MR] = { sizeof(struct uroce_handle_msg), 0, 0 },
 	[UROCE_OP_IMPORT] = { sizeof(struct uroce_import_req), sizeof(struct uroce_import_rep), 0 },
+	/* reachable since HELLO succeeds in the fuzzer (the client's own
+	 * /proc/self/mem); UCMA_CMD's reply length varies (fz_reply) */
+	[UROCE_OP_UCMA_OPEN] = { 0, sizeof(struct uroce_ucma_open_rep), 1 },
+	[UROCE_OP_UCMA_CMD] = { sizeof(struct uroce_ucma_cmd_req), 0, 0 },
+	[UROCE_OP_UCMA_CLOSE] = { sizeof(struct uroce_handle_msg), 0, 0 },
+	[UROCE_OP_QUERY_CM_STATS] = { 0, sizeof(struct uroce_cm_stats_rep), 0 },
+	[UROCE_OP_QUERY_CC] = { sizeof(struct uroce_query_stats_req),
+				sizeof(struct uroce_query_cc_rep), 0 },
+	[UROCE_OP_ADVISE_MR] = { sizeof(struct uroce_advise_mr_req),
+				 sizeof(struct uroce_advise_mr_rep), 0 },
 };
 
 /* The simulated port drops every frame: only the control path matters. */
@@ -198,6 +208,9 @@ struct fz {
 	int cl;                         /* client socket */
 	uint32_t h[FZ_MAX_HANDLES];     /* handles (and QPNs) replies returned */
 	unsigned nh;
+	uint32_t lk[16];                /* lkeys REG_MR returned (ADVISE_MR) */
+	int hmem;                       /* the helper's /proc/self/mem (HELLO) */
+	unsigned nlk;
 	int keep[64];                   /* read ends of pipes we passed, etc. */
 	unsigned nkeep;
 	uint32_t seq;
@@ -277,13 +290,17 @@ static int fz_helper = -1;
 static void fz_helper_main(int s)
 {
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	/* what a HELLO of the helper must carry to be accepted */
+	int mem = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (mem < 0)
+		_exit(1);
 	for (;;) {
 		struct sockaddr_un sa = { .sun_family = AF_UNIX };
 		union {
 			struct cmsghdr c;
-			uint8_t b[CMSG_SPACE(sizeof(int))];
+			uint8_t b[CMSG_SPACE(2 * sizeof(int))];
 		} cb;
 		ssize_t n = recv(s, path, sizeof(path) - 1, 0);
 		int c;
@@ -302,8 +319,9 @@ static void fz_helper_main(int s)
 
 		cm->cmsg_level = SOL_SOCKET;
 		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		cm->cmsg_len = CMSG_LEN(2 * sizeof(int));
 		memcpy(CMSG_DATA(cm), &c, sizeof(int));
+		memcpy(CMSG_DATA(cm) + sizeof(int), &mem, sizeof(int));
 		if (sendmsg(s, &mh, MSG_NOSIGNAL) < 0)
 			_exit(1);
 		/* our copy must be gone before the fuzzer goes on, or its
@@ -318,7 +336,7 @@ static int fz_connect(struct fz *f)
 {
 	union {
 		struct cmsghdr c;
-		uint8_t b[CMSG_SPACE(sizeof(int))];
+		uint8_t b[CMSG_SPACE(2 * sizeof(int))];
 	} cb;
 	char x;
 	struct iovec iov = { &x, 1 };
@@ -338,7 +356,11 @@ static int fz_connect(struct fz *f)
 	fz_assert(n == 1);
 	cm = CMSG_FIRSTHDR(&mh);
 	fz_assert(cm && cm->cmsg_type == SCM_RIGHTS);
+	fz_assert(cm->cmsg_len == CMSG_LEN(2 * sizeof(int)));
 	memcpy(&f->cl, CMSG_DATA(cm), sizeof(int));
+	if (f->hmem >= 0)
+		close(f->hmem); /* a reconnection brings a new one */
+	memcpy(&f->hmem, CMSG_DATA(cm) + sizeof(int), sizeof(int));
 	while ((n = recv(fz_helper, &x, 1, 0)) < 0 && errno == EINTR)
 		;
 	fz_assert(n == 1 && x == 'k');
@@ -408,8 +430,8 @@ static int fz_make_fd(struct fz *f, uint8_t kind)
 	case 11: /* a regular file */
 		fd = open(fz_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 		break;
-	case 12:
-		fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	case 12: /* ours (another process's: refused), or the client's own */
+		fd = kind & 0x80 ? dup(f->hmem) : open("/proc/self/mem", O_RDWR | O_CLOEXEC);
 		break;
 	default: /* a stream socket */
 		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) == 0) {
@@ -434,7 +456,7 @@ static uint32_t fz_access(struct fz_in *in)
 {
 	uint8_t b = fz_u8(in);
 
-	return b & 0x80 ? fz_u32(in) : b & 0x1f; /* LOCAL_WRITE .. MW_BIND */
+	return b & 0x80 ? fz_u32(in) : b & 0x7f; /* LOCAL_WRITE .. ON_DEMAND */
 }
 
 static void fz_gid(struct fz *f, struct fz_in *in, union ibv_gid *g)
@@ -481,6 +503,10 @@ static size_t fz_body(struct fz *f, struct fz_in *in, uint32_t op, uint8_t *b)
 		mr.addr = how & 1 ? fz_u64(in) : (uintptr_t)fz_mem + fz_u16(in) % sizeof(fz_mem);
 		mr.length = how & 2 ? fz_u64(in) : fz_u16(in) % (sizeof(fz_mem) + 8192);
 		mr.iova = how & 4 ? fz_u64(in) : mr.addr;
+		if (how & 16) { /* implicit ODP: the whole address space */
+			mr.addr = mr.iova = 0;
+			mr.length = UINT64_MAX;
+		}
 		if (op == UROCE_OP_REG_MR) {
 			memcpy(b, &mr, sizeof(mr));
 		} else {
@@ -493,6 +519,24 @@ static size_t fz_body(struct fz *f, struct fz_in *in, uint32_t op, uint8_t *b)
 			q->addr = mr.addr;
 			q->length = mr.length;
 			q->iova = mr.iova;
+		}
+		break;
+	}
+	case UROCE_OP_ADVISE_MR: {
+		struct uroce_advise_mr_req *q = (void *)b;
+		uint8_t how = fz_u8(in);
+
+		q->pd = fz_handle(f, in);
+		q->advice = how & 1 ? fz_u32(in) : fz_u8(in) % 4;
+		q->flags = how & 2 ? fz_u32(in) : fz_u8(in) & 1;
+		q->num_sge = how & 4 ? fz_u32(in) : fz_u8(in) % (UROCE_ADVISE_MAX_SGE + 2);
+		for (unsigned i = 0; i < UROCE_ADVISE_MAX_SGE && i < q->num_sge; i++) {
+			uint8_t k = fz_u8(in);
+
+			q->sge[i].lkey = k & 1 || !f->nlk ? fz_u32(in) : f->lk[(k >> 3) % f->nlk];
+			q->sge[i].addr = k & 2 ? fz_u64(in) :
+				(uintptr_t)fz_mem + fz_u16(in) % sizeof(fz_mem);
+			q->sge[i].length = k & 4 ? fz_u32(in) : fz_u16(in);
 		}
 		break;
 	}
@@ -736,12 +780,23 @@ static bool fz_reply(struct fz *f, uint32_t op, uint32_t seq, size_t sent, uint3
 			want = sizeof(struct uroce_create_srq_rep);
 			wfds = 1;
 		}
+		if (op == UROCE_OP_UCMA_CMD && h.len <= sizeof(h) + UROCE_UCMA_MAX_OUT)
+			want = h.len - sizeof(h);
 		fz_assert(h.len == sizeof(h) + want && nfds == wfds);
 		/* Remember what it created, for later messages. */
 		if (want >= 4 && f->nh < FZ_MAX_HANDLES && op != UROCE_OP_HELLO &&
 		    op != UROCE_OP_QUERY_PORT && op != UROCE_OP_QUERY_SRQ &&
-		    op != UROCE_OP_QUERY_QP && op != UROCE_OP_QUERY_STATS)
+		    op != UROCE_OP_QUERY_QP && op != UROCE_OP_QUERY_STATS &&
+		    op != UROCE_OP_ADVISE_MR)
 			memcpy(&f->h[f->nh++], buf + sizeof(h), 4);
+		if (op == UROCE_OP_ADVISE_MR) {
+			struct uroce_advise_mr_rep r;
+
+			memcpy(&r, buf + sizeof(h), sizeof(r));
+			fz_assert(r.n_ok <= UROCE_ADVISE_MAX_SGE && r.err <= 0);
+		}
+		if (op == UROCE_OP_REG_MR && f->nlk < 16)
+			memcpy(&f->lk[f->nlk++], buf + sizeof(h) + 4, 4); /* the lkey */
 		if (op == UROCE_OP_CREATE_QP && f->nh < FZ_MAX_HANDLES)
 			memcpy(&f->h[f->nh++], buf + sizeof(h) + 4, 4); /* the QPN */
 	}
@@ -767,6 +822,9 @@ static void fz_message(struct fz *f, struct fz_in *in)
 
 	if (op == 0 || op >= UROCE_OP_MAX)
 		op = kind & 0x20 ? fz_u32(in) : op;
+	/* the ops past 31 (MAP_MR on) */
+	if (op == 0 && !(kind & 0x20) && (fk & 0x20))
+		op = 32 + fz_u8(in) % (UROCE_OP_MAX - 32);
 	blen = fz_body(f, in, op, msg + sizeof(h));
 	if (op == UROCE_OP_MODIFY_SRQ)
 		mask = ((struct uroce_modify_srq_req *)(msg + sizeof(h)))->attr_mask;
@@ -907,6 +965,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fds0 = fz_count_fds();
 	helper = fz_helper_start();
 	memset(&f, 0, sizeof(f));
+	f.hmem = -1;
 	fz_now = 1000000;
 	f.dm = calloc(1, sizeof(*f.dm));
 	fz_assert(f.dm);
@@ -939,6 +998,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fz_assert(f.dm->dev.nqp == nqp0 && fz_dev_objs(&f.dm->dev) == nobj0);
 	for (unsigned i = 0; i < f.nkeep; i++)
 		close(f.keep[i]);
+	if (f.hmem >= 0)
+		close(f.hmem);
 	emu_ctl_close(f.dm);
 	emu_dev_fini(&f.dm->dev);
 	close(f.dm->epfd);
