@@ -149,6 +149,21 @@ static void c_munmap(void)
 	vt_init(&t, NULL);
 	for (size_t i = 0; i < VT_BUF; i++)
 		t.buf[i] = rnd();
+	/* MAP_FIXED over the live (touched) mapping, no munmap: the daemon
+	 * must see the new pages, not a copy of the old ones taken at
+	 * registration (a moved or daemon-mapped MR would) */
+	uint8_t *o = fresh(2 * PG);
+	memset(o, 0x22, 2 * PG);
+	struct ibv_mr *om = ibv_reg_mr(t.pd, o, 2 * PG, ODP_RW);
+	CHECK(om);
+	CHECK(mmap(o, 2 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+		   -1, 0) == o && o[0] == 0);
+	CHECK(op(&t, t.qa, IBV_WR_RDMA_WRITE, t.mr, 300, PG + 8, (uintptr_t)o + 3, om->rkey) ==
+	      IBV_WC_SUCCESS);
+	CHECK(!memcmp(o + 3, t.buf + 300, PG + 8) && o[2] == 0);
+	CHECK(!ibv_dereg_mr(om));
+	munmap(o, 2 * PG);
+
 	uint8_t *r = fresh(4 * PG);
 	memset(r, 0x11, 4 * PG);
 	struct ibv_mr *rm = ibv_reg_mr(t.pd, r, 4 * PG, ODP_RW);
