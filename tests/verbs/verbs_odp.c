@@ -212,6 +212,38 @@ static void c_munmap(void)
 	vt_fini(&t);
 }
 
+/* A multi-packet WRITE whose last packet's target is no longer mapped:
+ * the WRITE fails (not only the next operation), and the QP pair after
+ * it works. */
+static void c_span(void)
+{
+	struct vt t;
+	struct ibv_wc wc;
+
+	seed_init();
+	vt_init(&t, NULL);
+	for (size_t i = 0; i < VT_BUF; i++)
+		t.buf[i] = rnd();
+	uint8_t *r = fresh(4 * PG);
+	struct ibv_mr *rm = ibv_reg_mr(t.pd, r, 4 * PG, ODP_RW);
+	CHECK(rm);
+	CHECK(!munmap(r + 3 * PG, PG));
+	enum ibv_wc_status st = op(&t, t.qa, IBV_WR_RDMA_WRITE, t.mr, 0, 3 * PG + 8,
+				   (uintptr_t)r + 100, rm->rkey);
+	fprintf(stderr, "WRITE whose last packet is unmapped: %s\n", ibv_wc_status_str(st));
+	CHECK(st == IBV_WC_REM_ACCESS_ERR);
+	drain(t.scq);
+	drain(t.rcq);
+	repair(&t);
+	vt_post_recv(t.qb, rm, 100, 200, 9);
+	CHECK(op(&t, t.qa, IBV_WR_SEND, t.mr, 1000, 200, 0, 0) == IBV_WC_SUCCESS);
+	vt_poll_n(t.rcq, 1, &wc);
+	CHECK(wc.status == IBV_WC_SUCCESS && !memcmp(r + 100, t.buf + 1000, 200));
+	CHECK(!ibv_dereg_mr(rm));
+	munmap(r, 3 * PG);
+	vt_fini(&t);
+}
+
 /* Implicit ODP: one lkey/rkey for the whole address space, used across
  * two allocations made after it; its access flags still apply, and
  * memory that is not mapped is an error. */
@@ -224,7 +256,7 @@ static void c_implicit(void)
 	vt_init(&t, NULL);
 	struct ibv_mr *im = ibv_reg_mr(t.pd, NULL, SIZE_MAX, ODP_RW);
 	CHECK(im && im->addr == NULL && im->length == SIZE_MAX);
-	uint8_t *a = malloc(3 * PG), *b = fresh(2 * PG);
+	uint8_t *a = malloc(3 * PG), *b = fresh(3 * PG);
 	CHECK(a);
 	for (size_t i = 0; i < 3 * PG; i++)
 		a[i] = rnd();
@@ -237,11 +269,14 @@ static void c_implicit(void)
 		 im->rkey) == IBV_WC_SUCCESS);
 	CHECK(!memcmp(a + 7, b + 1, PG));
 	vt_post_recv(t.qb, im, (uintptr_t)b + PG, 200, 9);
-	CHECK(op(&t, t.qa, IBV_WR_SEND, im, (uintptr_t)a + 7, 200, 0, 0) == IBV_WC_SUCCESS);
+	enum ibv_wc_status st = op(&t, t.qa, IBV_WR_SEND, im, (uintptr_t)a + 7, 200, 0, 0);
+	if (st != IBV_WC_SUCCESS)
+		fprintf(stderr, "SEND: %s\n", ibv_wc_status_str(st));
+	CHECK(st == IBV_WC_SUCCESS);
 	vt_poll_n(t.rcq, 1, &wc);
 	CHECK(wc.status == IBV_WC_SUCCESS && !memcmp(b + PG, a + 7, 200));
 	/* unmapped memory through the implicit rkey */
-	CHECK(!munmap(b, 2 * PG));
+	CHECK(!munmap(b, 3 * PG));
 	CHECK(op(&t, t.qa, IBV_WR_RDMA_WRITE, im, (uintptr_t)a, 64, (uintptr_t)b, im->rkey) ==
 	      IBV_WC_REM_ACCESS_ERR);
 	drain(t.scq);
@@ -370,6 +405,7 @@ int main(int argc, char **argv)
 	static const struct vt_case cases[] = {
 		{ "fresh", c_fresh },
 		{ "munmap", c_munmap },
+		{ "span", c_span },
 		{ "implicit", c_implicit },
 		{ "advise", c_advise },
 		{ "caps", c_caps },
