@@ -1000,6 +1000,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		close(f.keep[i]);
 	if (f.hmem >= 0)
 		close(f.hmem);
+	/* a capture is the daemon's, not the connection's: it outlives the
+	 * client that started it until someone stops it (uroce-ctl) */
+	if (f.dm->dev.capture_priv) {
+		struct uroce_capture_rep cr;
+
+		emu_admin_capture_stop(f.dm, &cr);
+	}
 	emu_ctl_close(f.dm);
 	emu_dev_fini(&f.dm->dev);
 	close(f.dm->epfd);
