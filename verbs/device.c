@@ -440,6 +440,7 @@ int urv_query_device_ex(struct ibv_context *ibctx,
 	ex.device_cap_flags_ex = URV_DEVICE_ATOMIC_WRITE | UROCE_DEVICE_FLUSH_GLOBAL |
 				 UROCE_DEVICE_FLUSH_PERSISTENT;
 	ex.max_dm_size = to_uctx(ibctx)->info.max_dm_size;
+	urv_odp_caps(&ex);
 	memcpy(a, &ex, len < sizeof(ex) ? len : sizeof(ex));
 	return 0;
 }

@@ -147,7 +147,8 @@ void urv_mr_map(struct urv_context *c, struct urv_mr *umr)
 	int mfd, fd = -1, rc;
 	bool own = false;
 
-	if (!urv_mr_map_on() || !len)
+	/* an ODP MR must see a later munmap + mmap of its range (odp.c) */
+	if (!urv_mr_map_on() || !len || urv_mr_odp(umr))
 		return;
 	urv_mv_setup();
 	mfd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);

@@ -18,9 +18,6 @@ static int nop_compat_query_port(struct ibv_context *c, uint8_t p,
 			      offsetof(struct ibv_port_attr, port_cap_flags2));
 }
 
-static int no_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice a,
-			uint32_t f, struct ibv_sge *s, uint32_t n)
-{ (void)pd; (void)a; (void)f; (void)s; (void)n; return EOPNOTSUPP; }
 static struct ibv_mr *no_alloc_null_mr(struct ibv_pd *pd)
 { (void)pd; errno = EOPNOTSUPP; return NULL; }
 static int no_read_counters(struct ibv_counters *c, uint64_t *v, uint32_t n,
@@ -112,7 +109,7 @@ void urv_set_ops(struct urv_context *c)
 	o->_compat_async_event = nop_compat;
 
 	v->query_port = urv_query_port;
-	v->advise_mr = no_advise_mr;
+	v->advise_mr = urv_advise_mr;
 	v->alloc_null_mr = no_alloc_null_mr;
 	v->read_counters = no_read_counters;
 	v->attach_counters_point_flow = no_attach_counters;

@@ -269,6 +269,12 @@ bool urv_daemon_gone(struct urv_context *c);
 bool urv_mr_map_on(void);
 void urv_mr_map(struct urv_context *c, struct urv_mr *umr);
 
+/* odp.c: on-demand paging */
+void urv_odp_caps(struct ibv_device_attr_ex *a);
+bool urv_mr_odp(const struct urv_mr *umr);
+int urv_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
+		  struct ibv_sge *sg, uint32_t num_sge);
+
 /* mr_move.c: private anonymous pages moved onto a memfd while registered;
  * munmap/mremap/fork with such pages and daemon-mapped MRs */
 struct urv_moved;

@@ -811,6 +811,11 @@ int emu_pd_dealloc(struct emu_ctx *c, uint32_t handle);
 int emu_mr_reg(struct emu_ctx *c, const struct uroce_reg_mr_req *q, struct uroce_reg_mr_rep *r);
 int emu_mr_rereg(struct emu_ctx *c, const struct uroce_rereg_mr_req *q, struct uroce_reg_mr_rep *r);
 int emu_mr_dereg(struct emu_ctx *c, uint32_t handle);
+/* odp.c: an implicit ODP registration (the whole address space)? */
+bool emu_mr_implicit(uint64_t addr, uint64_t len, unsigned access);
+/* ibv_advise_mr: check the list and say where its entries are */
+int emu_mr_advise(struct emu_ctx *c, const struct uroce_advise_mr_req *q,
+		  struct uroce_advise_mr_rep *r);
 int emu_obj_import(struct emu_ctx *c, const struct uroce_import_req *q,
 		   struct uroce_import_rep *r);
 /* Device memory (dm.c; its MRs: objs.c). *memfd_out: still owned by the

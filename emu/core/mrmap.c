@@ -291,7 +291,9 @@ int emu_mr_map(struct emu_ctx *c, const struct uroce_map_mr_req *q, int fd)
 	uint64_t align = 0;
 	int rc;
 
-	if (!mr)
+	/* an ODP MR follows the process's mapping: a copy of today's pages
+	 * would miss a later munmap + mmap (odp.c) */
+	if (!mr || (mr->access & IBV_ACCESS_ON_DEMAND))
 		return -EINVAL;
 	if (mr->nmaps >= EMU_MRMAP_PER_MR)
 		return -ENOMEM;

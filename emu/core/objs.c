@@ -94,7 +94,8 @@ int emu_pd_dealloc(struct emu_ctx *c, uint32_t handle)
 			  IBV_ACCESS_HUGETLB | IBV_ACCESS_RELAXED_ORDERING | \
 			  UROCE_ACCESS_FLUSH)
 
-static int emu_mr_args(struct emu_ctx *c, uint64_t addr, uint64_t len, unsigned access)
+static int emu_mr_args(struct emu_ctx *c, uint64_t addr, uint64_t len, uint64_t iova,
+		       unsigned access)
 {
 	if (access & ~(unsigned)EMU_MR_ACCESS_OK)
 		return -EINVAL;
@@ -103,8 +104,14 @@ static int emu_mr_args(struct emu_ctx *c, uint64_t addr, uint64_t len, unsigned 
 	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
 	    !(access & IBV_ACCESS_LOCAL_WRITE))
 		return -EINVAL;
-	if (len == 0 || len > EMU_MAX_MR_SIZE || addr + len < addr)
+	/* implicit ODP is addressed by virtual address, as mlx5 requires */
+	if (emu_mr_implicit(addr, len, access))
+		return iova ? -EINVAL : 0;
+	if (len == 0 || len > EMU_MAX_MR_SIZE || addr + len < addr || iova + len < iova)
 		return -EINVAL;
+	/* ODP: pages need not be there until they are used */
+	if (access & IBV_ACCESS_ON_DEMAND)
+		return 0;
 	/* the kernel pins the pages and fails on unmapped memory; probe the
 	 * two ends so a bad range fails here, not on the wire */
 	uint8_t b;
@@ -163,10 +170,8 @@ int emu_mr_reg(struct emu_ctx *c, const struct uroce_reg_mr_req *q, struct uroce
 
 	if (!pd)
 		return -EINVAL;
-	if ((rc = emu_mr_args(c, q->addr, q->length, q->access)))
+	if ((rc = emu_mr_args(c, q->addr, q->length, q->iova, q->access)))
 		return rc;
-	if (q->iova + q->length < q->iova)
-		return -EINVAL;
 	if ((rc = emu_mr_new(c, pd, q->addr, q->length, q->iova, q->access, &mr)))
 		return rc;
 	return emu_mr_rep(mr, r);
@@ -202,10 +207,8 @@ int emu_mr_rereg(struct emu_ctx *c, const struct uroce_rereg_mr_req *q, struct u
 	}
 	if (q->flags & IBV_REREG_MR_CHANGE_ACCESS)
 		access = q->access;
-	if ((rc = emu_mr_args(c, addr, len, access)))
+	if ((rc = emu_mr_args(c, addr, len, iova, access)))
 		return rc;
-	if (iova + len < iova)
-		return -EINVAL;
 	if (pd) {
 		mr->pd->refcnt--;
 		pd->refcnt++;

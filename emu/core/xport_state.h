@@ -231,12 +231,14 @@ struct emu_xport_qp {
 	uint16_t gbn_win;          /* timeout: acked_psn + gbn_win = gbn_end */
 	uint32_t gbn_end;
 	uint32_t gbn_stop;         /* sq_psn_hw when it began: what it resends ends there */
-	uint32_t rd_atomic_out;    /* READ/atomic outstanding */
-	uint32_t pkts_since_ackreq;
+	uint16_t rd_atomic_out;    /* READ/atomic outstanding (<= EMU_XPORT_MAX_RD_ATOMIC) */
+	uint16_t pkts_since_ackreq; /* < EMU_XPORT_ACK_EVERY */
 	uint8_t retry_left;
 	uint8_t rnr_left;
 	uint8_t req_stalled;       /* requester waits (fence, rd_atomic, RNR) */
 	uint8_t sq_drain_evt;      /* SQD: event pending when drained */
+	uint16_t cwnd;             /* send window, packets past acked_psn (0: initial) */
+	uint16_t ssthresh;         /* slow start below it (0: the whole window) */
 	uint64_t retrans_at;       /* 0 = disarmed */
 	uint64_t rnr_at;
 

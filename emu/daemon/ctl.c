@@ -391,6 +391,7 @@ union emu_req {
 	struct uroce_import_req imp;
 	struct uroce_alloc_dm_req dm;
 	struct uroce_reg_dm_mr_req dmmr;
+	struct uroce_advise_mr_req adv;
 	struct uroce_create_cq_req cq;
 	struct uroce_resize_cq_req rcq;
 	struct uroce_create_srq_req srq;
@@ -418,6 +419,7 @@ union emu_rep {
 	struct uroce_alloc_mw_rep mw;
 	struct uroce_import_rep imp;
 	struct uroce_alloc_dm_rep dm;
+	struct uroce_advise_mr_rep adv;
 	struct uroce_create_cq_rep cq;
 	struct uroce_create_srq_rep srq;
 	struct ibv_srq_attr srq_attr;
@@ -587,6 +589,12 @@ static int emu_op_reg_dm_mr(struct emu_op *k)
 {
 	k->rlen = sizeof(k->rep->mr);
 	return emu_dm_reg_mr(k->c, &k->q->dmmr, &k->rep->mr);
+}
+
+static int emu_op_advise_mr(struct emu_op *k)
+{
+	k->rlen = sizeof(k->rep->adv);
+	return emu_mr_advise(k->c, &k->q->adv, &k->rep->adv);
 }
 
 static int emu_op_alloc_mw(struct emu_op *k)
@@ -870,6 +878,7 @@ static const struct {
 	[UROCE_OP_CREATE_XTGT] = { sizeof(struct uroce_xrc_qp_req), 0, emu_op_create_xtgt },
 	[UROCE_OP_OPEN_QP] = { sizeof(struct uroce_xrc_qp_req), 0, emu_op_open_qp },
 	[UROCE_OP_CC_SET] = { sizeof(struct uroce_cc_set_req), 0, emu_op_cc_set },
+	[UROCE_OP_ADVISE_MR] = { sizeof(struct uroce_advise_mr_req), 0, emu_op_advise_mr },
 };
 
 /* validate the header against the shape table: 0 or the reply status */

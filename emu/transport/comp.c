@@ -67,6 +67,31 @@ static void comp_gbn_progress(struct emu_qp *qp)
 	}
 }
 
+/* A response acknowledged n more packets: the send window grows by n
+ * below ssthresh (slow start), by one packet above it (an ACK comes
+ * every EMU_XPORT_ACK_EVERY packets: about a sixteenth of the window per
+ * round trip) (xport_int.h, xp_cwnd). */
+static void comp_cwnd_grow(struct emu_xport_qp *x, int32_t n)
+{
+	uint32_t w = xp_cwnd(x), th = x->ssthresh ? x->ssthresh : XP_GBN_WIN_MAX;
+
+	if (n <= 0 || n > (int32_t)XP_GBN_WIN_MAX)
+		return;
+	w += w < th ? (uint32_t)n : 1;
+	x->cwnd = (uint16_t)(w < XP_GBN_WIN_MAX ? w : XP_GBN_WIN_MAX);
+}
+
+/* A retransmit timeout: half of what was out is the new threshold, the
+ * window starts again small. */
+static void comp_cwnd_cut(struct emu_xport_qp *x)
+{
+	uint32_t out = (uint32_t)wire_psn_diff(x->sq_psn_hw, x->acked_psn) / 2;
+
+	x->ssthresh = (uint16_t)(out < XP_CWND_MIN ? XP_CWND_MIN :
+				 out > XP_GBN_WIN_MAX ? XP_GBN_WIN_MAX : out);
+	x->cwnd = XP_CWND_MIN;
+}
+
 static void comp_progress_made(struct emu_qp *qp)
 {
 	comp_gbn_progress(qp);
@@ -507,6 +532,7 @@ void xp_comp_rx(struct emu_qp *qp, const struct wire_pkt *pkt)
 	enum emu_comp_state st = EMU_COMP_GET_ACK;
 	struct comp_ctx c;
 	bool trace = emu_log_enabled(EMU_LOG_LVL_DEBUG);
+	uint32_t acked = x->acked_psn;
 
 	memset(&c, 0, sizeof(c));
 	c.qp = qp;
@@ -524,6 +550,7 @@ void xp_comp_rx(struct emu_qp *qp, const struct wire_pkt *pkt)
 	}
 	if (c.progress && qp->attr.qp_state != IBV_QPS_ERR)
 		comp_progress_made(qp);
+	comp_cwnd_grow(x, wire_psn_diff(x->acked_psn, acked));
 	if (qp->attr.qp_state == IBV_QPS_RTS || qp->attr.qp_state == IBV_QPS_SQD) {
 		if (!comp_outstanding(qp))
 			x->retrans_at = 0;
@@ -569,6 +596,7 @@ void xp_comp_timeout(struct emu_qp *qp, uint64_t now)
 			return;
 		}
 		x->retry_left--;
+		comp_cwnd_cut(x);
 		from = sw->need_resp ? sw->resp_psn : sw->first_psn;
 		if (!sw->need_resp && wire_psn_in_window(x->acked_psn, sw->first_psn, sw->npkts))
 			from = x->acked_psn;

@@ -222,10 +222,12 @@ static int check_values(struct emu_qp *qp, const struct ibv_qp_attr *a, int mask
 		return -EINVAL;
 	if ((mask & IBV_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31)
 		return -EINVAL;
+	/* ON_DEMAND means nothing for a QP; mlx5 and rxe ignore it there and
+	 * rdma-core's test_odp passes its MR flags as the QP's */
 	if ((mask & IBV_QP_ACCESS_FLAGS) &&
 	    (a->qp_access_flags & ~(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 				    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
-				    IBV_ACCESS_MW_BIND | UROCE_ACCESS_FLUSH)))
+				    IBV_ACCESS_MW_BIND | UROCE_ACCESS_FLUSH | IBV_ACCESS_ON_DEMAND)))
 		return -EINVAL;
 	if ((mask & IBV_QP_DEST_QPN) && a->dest_qp_num > WIRE_QPN_MASK)
 		return -EINVAL;

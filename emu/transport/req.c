@@ -10,7 +10,6 @@
 /* Largest burst of packets one call sends, and the most unacknowledged
  * PSNs: keeps one QP from monopolising the TX ring. */
 #define REQ_BURST  256u
-#define REQ_WINDOW 4096u
 /* Frames whose payloads one process_vm_readv gathers (32 x 4 KB). */
 #define REQ_CHUNK  32u
 
@@ -321,7 +320,7 @@ static int req_may_send(struct emu_qp *qp, uint32_t psn, const struct req_turn *
 		return -EAGAIN;
 	if (emu_tx_congested(qp->dev))
 		return -ENOBUFS; /* resumed by emu_xport_poll once the port drains */
-	if (xp_rc_like(qp) && wire_psn_diff(psn, qp->x.acked_psn) >= (int32_t)REQ_WINDOW)
+	if (xp_rc_like(qp) && wire_psn_diff(psn, qp->x.acked_psn) >= (int32_t)xp_cwnd(&qp->x))
 		return -EAGAIN;
 	if (xp_gbn_held(&qp->x, psn))
 		return -EBUSY;
@@ -618,6 +617,8 @@ void xp_req_reset(struct emu_qp *qp)
 	x->retrans_at = 0;
 	x->rnr_at = 0;
 	x->gbn_bound = XP_GBN_OFF;
+	x->cwnd = 0;
+	x->ssthresh = 0;
 	x->rd_atomic_out = 0;
 	x->pkts_since_ackreq = 0;
 	x->req_stalled = 0;

@@ -944,6 +944,11 @@ static enum emu_resp_state resp_complete(struct resp_ctx *c)
 	uint8_t f = pkt->op->flags;
 	uint32_t flags = 0, imm = 0, opc = IBV_WC_RECV, len = x->rcv_off;
 
+	/* a receive completes only once its payload is in place: a deferred
+	 * write that failed (the pages went away meanwhile, as ODP memory
+	 * may) fails the receive, not just the NAK */
+	if (c->rc && (c->cls != WIRE_OPC_WRITE || (f & WIRE_OPF_IMM)) && !resp_settle(c->qp))
+		return resp_fail(c, EMU_RESP_ERR_REM_OP, IBV_WC_LOC_PROT_ERR, 0, RESP_UC_CQE);
 	x->msn = wire_msn_next(x->msn);
 	if (f & WIRE_OPF_IMM) {
 		flags |= IBV_WC_WITH_IMM;

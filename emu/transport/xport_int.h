@@ -254,6 +254,23 @@ static inline void xp_sq_rewind(struct emu_qp *qp, uint32_t psn)
  * lands on it. */
 #define XP_GBN_BURST (EMU_XPORT_ACK_EVERY / 2)
 #define XP_GBN_WIN_MAX 4096u /* the requester's own window (req.c) */
+/* The send window of an RC requester (req_may_send): packets past
+ * acked_psn that may be out. A retransmit timeout does not tell a loss
+ * from a slow peer, whose ACKs wait behind everything queued before them:
+ * with a full window of 4096 packets a peer slower than ~130 us a packet
+ * answers after retry_cnt + 1 timeouts. So, as TCP (RFC 5681), the window
+ * starts at XP_CWND_INIT and grows by what each ACK acknowledges (slow
+ * start, doubling per round trip) up to ssthresh, then by one packet per
+ * window acknowledged, up to XP_GBN_WIN_MAX; a timeout sets ssthresh to
+ * half of what was out and the window to XP_CWND_MIN (comp.c). A slow
+ * peer's backlog then stays near what it drains in one timeout. */
+#define XP_CWND_INIT 64u
+#define XP_CWND_MIN (2 * XP_GBN_BURST)
+static inline uint32_t xp_cwnd(const struct emu_xport_qp *x)
+{
+	return x->cwnd ? x->cwnd : XP_CWND_INIT;
+}
+
 /* x->gbn_bound: off, after a timeout (the bound moves with the ACKs), or
  * after an RNR wait (one packet asks whether the responder has a receive
  * WQE again; its ACK releases the rest, which the responder dropped). */

@@ -325,10 +325,11 @@ static struct emu_ctx *xp_sge_owner(const struct emu_qp *qp, const struct uroce_
 }
 
 /* Remote ranges of [off, off + len) of an SGE list, each piece checked
- * (see xp_sge_copyv). n ranges or -errno. */
+ * (see xp_sge_copyv). n ranges or -errno; *odp (if given) tells whether
+ * one of them is in an on-demand-paging MR. */
 static int xp_sge_ranges(struct emu_qp *qp, const struct uroce_sge *sge, unsigned nsge,
 			 uint32_t off, uint64_t len, unsigned access, uint64_t epoch,
-			 struct emu_rvec *rv)
+			 struct emu_rvec *rv, bool *odp)
 {
 	unsigned n = 0, i;
 	uint64_t left = len;
@@ -353,6 +354,8 @@ static int xp_sge_ranges(struct emu_qp *qp, const struct uroce_sge *sge, unsigne
 		if (!mr || mr->gen > epoch)
 			return -EACCES;
 		rv[n].addr = mr->addr + (rv[n].addr - emu_mr_lbase(mr)); /* DM: its piece */
+		if (odp && (mr->access & IBV_ACCESS_ON_DEMAND))
+			*odp = true;
 		n++;
 		left -= l;
 		off = 0;
@@ -374,7 +377,7 @@ int xp_sge_copyv(struct emu_qp *qp, const struct uroce_sge *sge, unsigned nsge,
 		len += lv[i].iov_len;
 	if (!len)
 		return 0;
-	n = xp_sge_ranges(qp, sge, nsge, off, len, access, epoch, rv);
+	n = xp_sge_ranges(qp, sge, nsge, off, len, access, epoch, rv, NULL);
 	if (n < 0)
 		return n;
 	return to_app ? emu_mem_writev(xp_sge_owner(qp, sge), lv, nl, rv, (unsigned)n)
@@ -389,7 +392,7 @@ int xp_sge_write_deferred(struct emu_qp *qp, const struct uroce_sge *sge, unsign
 
 	if (!len)
 		return 0;
-	n = xp_sge_ranges(qp, sge, nsge, off, len, IBV_ACCESS_LOCAL_WRITE, epoch, rv);
+	n = xp_sge_ranges(qp, sge, nsge, off, len, IBV_ACCESS_LOCAL_WRITE, epoch, rv, NULL);
 	if (n < 0)
 		return n;
 	return emu_mem_write_deferred(qp, xp_sge_owner(qp, sge), rv, (unsigned)n, src, len);
@@ -400,12 +403,16 @@ unsigned xp_sge_inline(struct emu_qp *qp, const struct uroce_sge *sge, unsigned 
 		       struct uroce_cqe_inl *inl)
 {
 	struct emu_rvec rv[EMU_MAX_SGE];
+	bool odp = false;
 	int n;
 
 	if (!len || len > UROCE_CQE_INL_DATA)
 		return 0;
-	n = xp_sge_ranges(qp, sge, nsge, 0, len, IBV_ACCESS_LOCAL_WRITE, epoch, rv);
-	if (n <= 0 || n > UROCE_CQE_INL_SEGS)
+	n = xp_sge_ranges(qp, sge, nsge, 0, len, IBV_ACCESS_LOCAL_WRITE, epoch, rv, &odp);
+	/* ODP memory may be unmapped by the time the shim would copy the
+	 * bytes in: the daemon places them and a missing page is an error
+	 * completion, not a SIGSEGV in the application */
+	if (n <= 0 || n > UROCE_CQE_INL_SEGS || odp)
 		return 0;
 	for (int i = 0; i < n; i++)
 		if (rv[i].addr >= EMU_DM_VA_BASE)

@@ -378,6 +378,7 @@ enum uroce_op {
 	UROCE_OP_OPEN_QP,        /**< uroce_xrc_qp_req -> uroce_xrc_qp_rep: a handle on
 				  *  the TGT QP qpn of the same XRC domain */
 	UROCE_OP_CC_SET,         /**< admin: uroce_cc_set_req -> uroce_query_cc_rep */
+	UROCE_OP_ADVISE_MR,      /**< ibv_advise_mr: uroce_advise_mr_req -> uroce_advise_mr_rep */
 	UROCE_OP_MAX
 };
 
@@ -501,6 +502,26 @@ struct uroce_reg_dm_mr_req {
 	uint32_t access;      /**< enum ibv_access_flags, IBV_ACCESS_ZERO_BASED set */
 	uint32_t rsvd;
 };
+/** UROCE_OP_ADVISE_MR: the daemon checks an ibv_advise_mr scatter list
+ *  (at most UROCE_ADVISE_MAX_SGE entries a request; the shim splits longer
+ *  lists) as mlx5 does and translates each entry to process addresses;
+ *  the shim then faults the pages in itself (docs/verbs.md, "On-demand
+ *  paging"). Status: -EINVAL (PD, flags, count), -EOPNOTSUPP (advice);
+ *  an entry's own error comes in the reply. */
+#define UROCE_ADVISE_MAX_SGE 64
+struct uroce_advise_mr_req {
+	uint32_t pd;
+	uint32_t advice;  /**< enum ibv_advise_mr_advice */
+	uint32_t flags;   /**< IBV_ADVISE_MR_FLAG_* */
+	uint32_t num_sge; /**< 1 .. UROCE_ADVISE_MAX_SGE */
+	struct uroce_sge sge[UROCE_ADVISE_MAX_SGE];
+};
+struct uroce_advise_mr_rep {
+	uint32_t n_ok;    /**< entries [0, n_ok) passed; seg[] says where they are */
+	int32_t err;      /**< 0, or the negative errno of entry n_ok */
+	struct { uint64_t addr, len; } seg[UROCE_ADVISE_MAX_SGE]; /**< len 0: nothing to fault */
+};
+_Static_assert(sizeof(struct uroce_advise_mr_req) + 16 <= UROCE_MAX_MSG, "advise request");
 
 struct uroce_alloc_mw_req { uint32_t pd; uint32_t type; /**< enum ibv_mw_type */ };
 struct uroce_alloc_mw_rep { uint32_t handle; uint32_t rkey; };

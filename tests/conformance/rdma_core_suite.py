@@ -11,7 +11,10 @@ preloaded, prints passed/failed/skipped per module, stops the daemon and
 removes both dirs. Every wait is bounded.
 
   rdma_core_suite.py --uroced PATH --shim PATH [--preload-first RT]
-                     [--suite-dir DIR] [--list] MODULE...
+                     [--suite-dir DIR] [--hugepages N] [--list] MODULE...
+
+--hugepages N: as root, N more 2 MB huge pages for the run, the old count
+restored after it (hugepages.py), so test_odp's huge-page tests run.
 
 Exit status: 0 when every module ran with no failure or error, 77 when
 the suite or pyverbs is not installed, 1 otherwise.
@@ -29,6 +32,8 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 '..', 'verbs'))
 import run as vt  # noqa: E402  (tests/verbs/run.py: daemon start/stop)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hugepages  # noqa: E402
 
 SUITE = '/usr/share/doc/rdma-core/tests'
 # per module; the slowest (test_qpex, test_mr) take well under this here
@@ -112,6 +117,7 @@ def main():
     ap.add_argument('--shim', required=True)
     ap.add_argument('--preload-first', default='')
     ap.add_argument('--suite-dir', default=SUITE)
+    ap.add_argument('--hugepages', type=int, default=0)
     ap.add_argument('--list', action='store_true',
                     help='print the modules that apply and exit')
     ap.add_argument('modules', nargs='*')
@@ -134,7 +140,8 @@ def main():
         if bad:
             print('not a module of the suite that applies:', ' '.join(bad))
             return 1
-        return run_all(a, work, a.modules or mods)
+        with hugepages.Reservation(a.hugepages):
+            return run_all(a, work, a.modules or mods)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

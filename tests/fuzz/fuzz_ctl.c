@@ -169,6 +169,8 @@ static const struct { uint16_t req, rep; uint8_t fds_out; } fz_shape[UROCE_OP_MA
 				   sizeof(struct uroce_xrc_qp_rep), 0 },
 	[UROCE_OP_OPEN_QP] = { sizeof(struct uroce_xrc_qp_req), sizeof(struct uroce_xrc_qp_rep), 0 },
 	[UROCE_OP_CC_SET] = { sizeof(struct uroce_cc_set_req), sizeof(struct uroce_query_cc_rep), 0 },
+	[UROCE_OP_ADVISE_MR] = { sizeof(struct uroce_advise_mr_req),
+				 sizeof(struct uroce_advise_mr_rep), 0 },
 };
 
 /* The simulated port drops every frame: only the control path matters. */
@@ -222,6 +224,8 @@ struct fz {
 	int peer_mem;                   /* the helper's /proc/self/mem: HELLO's */
 	uint32_t h[FZ_MAX_HANDLES];     /* handles (and QPNs) replies returned */
 	unsigned nh;
+	uint32_t lk[16];                /* lkeys REG_MR returned (ADVISE_MR) */
+	unsigned nlk;
 	int keep[64];                   /* read ends of pipes we passed, etc. */
 	unsigned nkeep;
 	uint32_t seq;
@@ -471,7 +475,7 @@ static uint32_t fz_access(struct fz_in *in)
 {
 	uint8_t b = fz_u8(in);
 
-	return b & 0x80 ? fz_u32(in) : b & 0x1f; /* LOCAL_WRITE .. MW_BIND */
+	return b & 0x80 ? fz_u32(in) : b & 0x7f; /* LOCAL_WRITE .. ON_DEMAND */
 }
 
 static void fz_gid(struct fz *f, struct fz_in *in, union ibv_gid *g)
@@ -518,6 +522,10 @@ static size_t fz_body(struct fz *f, struct fz_in *in, uint32_t op, uint8_t *b)
 		mr.addr = how & 1 ? fz_u64(in) : (uintptr_t)fz_mem + fz_u16(in) % sizeof(fz_mem);
 		mr.length = how & 2 ? fz_u64(in) : fz_u16(in) % (sizeof(fz_mem) + 8192);
 		mr.iova = how & 4 ? fz_u64(in) : mr.addr;
+		if (how & 16) { /* implicit ODP: the whole address space */
+			mr.addr = mr.iova = 0;
+			mr.length = UINT64_MAX;
+		}
 		if (op == UROCE_OP_REG_MR) {
 			memcpy(b, &mr, sizeof(mr));
 		} else {
@@ -530,6 +538,24 @@ static size_t fz_body(struct fz *f, struct fz_in *in, uint32_t op, uint8_t *b)
 			q->addr = mr.addr;
 			q->length = mr.length;
 			q->iova = mr.iova;
+		}
+		break;
+	}
+	case UROCE_OP_ADVISE_MR: {
+		struct uroce_advise_mr_req *q = (void *)b;
+		uint8_t how = fz_u8(in);
+
+		q->pd = fz_handle(f, in);
+		q->advice = how & 1 ? fz_u32(in) : fz_u8(in) % 4;
+		q->flags = how & 2 ? fz_u32(in) : fz_u8(in) & 1;
+		q->num_sge = how & 4 ? fz_u32(in) : fz_u8(in) % (UROCE_ADVISE_MAX_SGE + 2);
+		for (unsigned i = 0; i < UROCE_ADVISE_MAX_SGE && i < q->num_sge; i++) {
+			uint8_t k = fz_u8(in);
+
+			q->sge[i].lkey = k & 1 || !f->nlk ? fz_u32(in) : f->lk[(k >> 3) % f->nlk];
+			q->sge[i].addr = k & 2 ? fz_u64(in) :
+				(uintptr_t)fz_mem + fz_u16(in) % sizeof(fz_mem);
+			q->sge[i].length = k & 4 ? fz_u32(in) : fz_u16(in);
 		}
 		break;
 	}
@@ -814,6 +840,7 @@ static bool fz_rep_is_handle(uint32_t op)
 	case UROCE_OP_IMPORT:
 	case UROCE_OP_QUERY_CC:
 	case UROCE_OP_CC_SET:
+	case UROCE_OP_ADVISE_MR:
 		return false;
 	default:
 		return true;
@@ -876,6 +903,14 @@ static bool fz_reply(struct fz *f, uint32_t op, uint32_t seq, size_t sent, uint3
 		/* Remember what it created, for later messages. */
 		if (want >= 4 && f->nh < FZ_MAX_HANDLES && fz_rep_is_handle(op))
 			memcpy(&f->h[f->nh++], buf + sizeof(h), 4);
+		if (op == UROCE_OP_ADVISE_MR) {
+			struct uroce_advise_mr_rep r;
+
+			memcpy(&r, buf + sizeof(h), sizeof(r));
+			fz_assert(r.n_ok <= UROCE_ADVISE_MAX_SGE && r.err <= 0);
+		}
+		if (op == UROCE_OP_REG_MR && f->nlk < 16)
+			memcpy(&f->lk[f->nlk++], buf + sizeof(h) + 4, 4); /* the lkey */
 		if ((op == UROCE_OP_CREATE_QP || op == UROCE_OP_CREATE_XTGT ||
 		     op == UROCE_OP_OPEN_QP) && f->nh < FZ_MAX_HANDLES)
 			memcpy(&f->h[f->nh++], buf + sizeof(h) + 4, 4); /* the QPN */

@@ -237,6 +237,29 @@ def chain_dm():
     return s
 
 
+def advise(how, pd, advice, flags, sges):
+    """sges: (k, addr offset in fz_mem, length); bit 0 of k clear: the lkey of
+    the (k >> 3)-th REG_MR reply"""
+    body = bytes([how]) + handle(pd) + bytes([advice, flags, len(sges)])
+    for k, off, length in sges:
+        body += bytes([k]) + U16(off) + U16(length)
+    return msg(abi_op("ADVISE_MR"), body)
+
+
+def odp():
+    s = hello()
+    s += msg(ALLOC_PD)                                                # h0 pd
+    s += msg(REG_MR, bytes([0]) + handle(0) + bytes([0x4f]) + U16(0) + U16(8192))  # ODP
+    s += msg(REG_MR, bytes([16]) + handle(0) + bytes([0x47]) + U16(0) + U16(0))   # implicit
+    s += msg(REG_MR, bytes([0]) + handle(0) + bytes([0x01]) + U16(0) + U16(4096))  # not ODP
+    s += advise(0, 0, 1, 1, [(0, 0, 4096), (8, 100, 9000)])            # write, sync
+    s += advise(0, 0, 0, 0, [(0, 8000, 4096)])                         # async, past the end
+    s += advise(0, 0, 2, 1, [(16, 0, 64)])                             # not an ODP MR
+    s += advise(0, 0, 3, 1, [(0, 0, 64)])                              # unknown advice
+    s += advise(0, 0, 1, 1, [])                                        # no entry
+    return s
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -244,7 +267,7 @@ def main():
         "chain-rc": chain_rc(), "chain-ud-mcast": chain_ud_mcast(),
         "every-fd-kind": every_fd_kind(), "every-hello-fd": every_hello_fd(),
         "malformed": malformed(), "every-late-op": every_late_op(),
-        "chain-dm": chain_dm(), "chain-xrc": chain_xrc(),
+        "chain-dm": chain_dm(), "chain-xrc": chain_xrc(), "odp": odp(),
     }
     for name, data in seeds.items():
         with open(os.path.join(out, name), "wb") as f:

@@ -63,9 +63,11 @@ static int one_write_done(struct pair *p, uint32_t len)
  * timeouts pass before their first ACK leaves the shared FIFO. Each such
  * timeout is spurious; before bounded go-back-N each one queued the whole
  * window again and the stream ended in RETRY_EXC_ERR. */
-static int slow_stream(uint32_t msg, unsigned depth, unsigned count, int slow)
+static uint32_t last_cwnd; /* the send window at the end of the last stream */
+
+static int slow_stream_x(uint32_t msg, unsigned depth, unsigned count, int slow, uint64_t factor)
 {
-	uint64_t pkts = (uint64_t)msg / 1024 * count;
+	uint64_t pkts = (uint64_t)msg / 1024 * count, t0 = sim_now;
 
 	struct pair p;
 	struct emu_xport_counters ca;
@@ -78,14 +80,16 @@ static int slow_stream(uint32_t msg, unsigned depth, unsigned count, int slow)
 	CHECK_EQ(p.a.qp->attr.retry_cnt, 7);
 	xt_fill(p.ma.buf, msg, msg);
 	sim_cost_ns[0] = sim_cost_ns[1] = COST_NS;
-	sim_cost_ns[slow] = COST_NS * SLOW;
+	sim_cost_ns[slow] = COST_NS * factor;
 	ok = write_stream(&p, msg, depth, count, &bad);
 	emu_xport_qp_counters(p.a.qp, &ca);
-	printf("msg %u depth %u slow node %d: %u/%u done, status %d, %.3f s virtual, "
-	       "timeouts %llu, retransmits %llu, seq NAKs %llu\n",
-	       msg, depth, slow, ok, count, bad, (double)sim_now / 1e9,
+	printf("msg %u depth %u slow node %d (%llux): %u/%u done, status %d, %.3f s virtual, "
+	       "timeouts %llu, retransmits %llu, seq NAKs %llu, window %u, tx %llu rx %llu\n",
+	       msg, depth, slow, (unsigned long long)factor, ok, count, bad,
+	       (double)(sim_now - t0) / 1e9,
 	       (unsigned long long)ca.timeouts, (unsigned long long)ca.retransmits,
-	       (unsigned long long)ca.seq_naks_rcvd);
+	       (unsigned long long)ca.seq_naks_rcvd, xp_cwnd(&p.a.qp->x),
+	       (unsigned long long)ca.tx_pkts, (unsigned long long)ca.rx_pkts);
 	CHECK_EQ(bad, -1);
 	CHECK_EQ(ok, count);
 	CHECK_EQ(ca.retry_exceeded, 0);
@@ -93,8 +97,14 @@ static int slow_stream(uint32_t msg, unsigned depth, unsigned count, int slow)
 	CHECK(ca.retransmits <= XP_GBN_BURST * ca.timeouts);
 	CHECK(ca.retransmits * 32 <= pkts);
 	CHECK(!memcmp(p.ma.buf, p.mb.buf, msg));
+	last_cwnd = xp_cwnd(&p.a.qp->x);
 	pair_fini(&p);
 	return 0;
+}
+
+static int slow_stream(uint32_t msg, unsigned depth, unsigned count, int slow)
+{
+	return slow_stream_x(msg, depth, count, slow, SLOW);
 }
 
 static int t_gbn_slow_64k(void)
@@ -102,6 +112,19 @@ static int t_gbn_slow_64k(void)
 	/* ib_write_bw -s 65536: 128 outstanding (its tx depth) */
 	slow_stream(65536, 128, 256, 1);
 	return slow_stream(65536, 128, 256, 0);
+}
+
+/* A peer slowed past what bounded go-back-N alone survives: at 300 us per
+ * 1 KB frame the 4096 packets of a full window take 1.2 s to drain, more
+ * than retry_cnt + 1 timeouts (8 x 67 ms). After a timeout the send
+ * window shrinks (as TCP's after an RTO) and grows back with the ACKs,
+ * so the peer's backlog and its ACKs' delay stay below the timeout. */
+static int t_cwnd_slow_64k(void)
+{
+	slow_stream_x(65536, 128, 256, 1, 200);
+	/* it settled near what the peer drains in a timeout (~220) */
+	CHECK(last_cwnd < XP_GBN_WIN_MAX / 4);
+	return slow_stream_x(65536, 128, 256, 0, 200);
 }
 
 static int t_gbn_slow_1m(void)
@@ -338,6 +361,9 @@ static int t_gbn_tail_loss(void)
 	tail_lost = 0;
 	memset(tail_run, 0, sizeof(tail_run));
 	tail_nrun = 0;
+	/* the whole send window open (it starts small: xp_cwnd), so the
+	 * first pass sends all 1024 packets before the timeout */
+	p.a.qp->x.cwnd = XP_GBN_WIN_MAX;
 	sim_hook = tail_hook;
 	xt_post(&p, 1, IBV_WR_RDMA_WRITE, 0, 1 << 20, 0);
 	sim_run(&p.s, 2000000000ull);
@@ -454,6 +480,7 @@ static int t_rnr_pace(void)
 static const struct xt_test tests[] = {
 	{ "gbn_slow_64k", t_gbn_slow_64k },
 	{ "gbn_slow_1m", t_gbn_slow_1m },
+	{ "cwnd_slow_64k", t_cwnd_slow_64k },
 	{ "gbn_timer_restart", t_gbn_timer_restart },
 	{ "gbn_timer_long_msg", t_gbn_timer_long_msg },
 	{ "gbn_lossy_stream", t_gbn_lossy_stream },

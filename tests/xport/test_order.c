@@ -217,6 +217,9 @@ static int t_sqd(void)
 	if (pair_setup(&p, IBV_QPT_RC, IBV_MTU_1024, 1 << 18))
 		return 1;
 	xt_fill(p.ma.buf, 1 << 17, 4);
+	/* the whole send window open from the start (it starts small and
+	 * grows with the ACKs: xp_cwnd), so all 80 packets go at once */
+	p.a.qp->x.cwnd = XP_GBN_WIN_MAX;
 	for (i = 0; i < 20; i++)
 		xt_post(&p, (uint64_t)i, IBV_WR_RDMA_WRITE, (uint32_t)i * 4096, 4000,
 			(uint32_t)i * 4096);
