@@ -13,15 +13,15 @@
 
 #include "urv.h"
 
-/* What works on ODP memory per transport: all of it on RC and UC (UC has
- * no READ or atomics to begin with), SEND and receives on UD. XRC: 0
- * until XRC QPs exist. */
+/* What works on ODP memory per transport: all of it on RC, XRC (RC's
+ * machinery: its receives are SRQ receives) and UC (UC has no READ or
+ * atomics to begin with), SEND and receives on UD. */
 #define URV_ODP_RC (IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE | \
 		    IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV)
 #define URV_ODP_UC (IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE | \
 		    IBV_ODP_SUPPORT_SRQ_RECV)
 #define URV_ODP_UD (IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_SRQ_RECV)
-#define URV_ODP_XRC 0
+#define URV_ODP_XRC URV_ODP_RC
 
 /* the kernel takes the list as one ioctl attribute of at most 64 KB */
 #define URV_ADVISE_MAX (UINT16_MAX / sizeof(struct ibv_sge))
