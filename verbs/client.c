@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "client.h"
@@ -186,6 +187,43 @@ static int ctl_send(int sock, union urv_msg_buf *buf, const int *fds_in,
 	return 0;
 }
 
+/* How long a caller polls for its reply before it sleeps in recvmsg: the
+ * daemon answers most requests in microseconds, and a sleep costs two
+ * scheduler wake-ups (tens of microseconds on a virtual machine whose idle
+ * vCPU halts): most of a QP's create + connect time was spent so
+ * (docs/performance.md, "QP setup"). */
+#define URV_CTL_SPIN_NS 50000ull
+
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* recvmsg, first without sleeping for up to URV_CTL_SPIN_NS */
+static ssize_t ctl_recvmsg(int sock, struct msghdr *mh)
+{
+	uint64_t t0 = 0;
+	ssize_t n;
+
+	for (;;) {
+		n = recvmsg(sock, mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+		if (n >= 0 || (errno != EAGAIN && errno != EINTR))
+			return n;
+		uint64_t t = mono_ns();
+		if (!t0)
+			t0 = t;
+		else if (t - t0 > URV_CTL_SPIN_NS)
+			break;
+	}
+	do
+		n = recvmsg(sock, mh, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	return n;
+}
+
 /* One message into buf; the descriptors it carries go to fds_out (*got of
  * them), the ones beyond nfds_out are closed. Its length, or a negative
  * errno. */
@@ -199,9 +237,7 @@ static ssize_t ctl_recv(int sock, union urv_msg_buf *buf, int *fds_out,
 	struct cmsghdr *cm;
 	ssize_t n;
 
-	do
-		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
+	n = ctl_recvmsg(sock, &mh);
 	if (n == 0)
 		return -ENODEV;
 	if (n < 0) {

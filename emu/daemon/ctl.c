@@ -872,7 +872,8 @@ void emu_ctl_abandoned(struct emu_ctx *c, int status)
 	emu_reply(c, &h, status, NULL, 0, NULL, 0);
 }
 
-static bool emu_client_read(struct emu_daemon *dm, struct emu_client *cl)
+/* *served counts the requests answered */
+static bool emu_client_read(struct emu_daemon *dm, struct emu_client *cl, unsigned *served)
 {
 	/* one extra byte detects an oversized message */
 	static __thread uint8_t buf[UROCE_MAX_MSG + 1]; /* per worker */
@@ -918,24 +919,26 @@ static bool emu_client_read(struct emu_daemon *dm, struct emu_client *cl)
 				return false;
 			continue;
 		}
+		++*served;
 		if (!emu_dispatch(dm, cl, buf, (size_t)n, fds, nfds))
 			return false;
 	}
 	return true;
 }
 
-void emu_ctl_event(struct emu_daemon *dm, struct emu_ep *ep, uint32_t events)
+unsigned emu_ctl_event(struct emu_daemon *dm, struct emu_ep *ep, uint32_t events)
 {
 	struct emu_client *cl = ep->p;
+	unsigned served = 0;
 
 	if (ep->kind != EMU_EP_LISTEN && !cl->ctx)
-		return; /* closed earlier in this batch */
+		return 0; /* closed earlier in this batch */
 	switch (ep->kind) {
 	case EMU_EP_LISTEN:
 		emu_accept(dm);
 		break;
 	case EMU_EP_SOCK:
-		if (!emu_client_read(dm, cl) || (events & (EPOLLHUP | EPOLLERR)))
+		if (!emu_client_read(dm, cl, &served) || (events & (EPOLLHUP | EPOLLERR)))
 			emu_client_close(dm, cl);
 		break;
 	case EMU_EP_WAKE: {
@@ -964,6 +967,7 @@ void emu_ctl_event(struct emu_daemon *dm, struct emu_ep *ep, uint32_t events)
 	default:
 		break;
 	}
+	return served;
 }
 
 void emu_ctl_need_wakeup(struct emu_daemon *dm, uint32_t v)

@@ -93,7 +93,8 @@ void emu_ctl_close(struct emu_daemon *dm);
 /* The request c's engine was executing when it was abandoned gets its
  * reply now (status), so the client does not wait for its timeout. */
 void emu_ctl_abandoned(struct emu_ctx *c, int status);
-void emu_ctl_event(struct emu_daemon *dm, struct emu_ep *ep, uint32_t events);
+/* one epoll event: the number of control requests it answered */
+unsigned emu_ctl_event(struct emu_daemon *dm, struct emu_ep *ep, uint32_t events);
 /* free clients closed during the last epoll batch */
 void emu_ctl_reap(struct emu_daemon *dm);
 /* set/clear need_wakeup in every context's doorbell page */

@@ -20,6 +20,11 @@
 #define EMU_LOOP_SLEEP_NS 200000000ull /* loopback: only the stop flag needs it */
 #define EMU_RX_ACTIVE_NS 20000000ull  /* a port is "active" this long after a frame */
 #define EMU_CTL_POLL_ITERS 256        /* busy: check control sockets this often */
+/* ... and every iteration this long after a control request: a verbs
+ * program setting up QPs sends the next one within microseconds, and
+ * waiting up to 256 iterations (or a sleep) for each was most of the time
+ * of a QP's create and connect (docs/performance.md, "QP setup") */
+#define EMU_CTL_HOT_NS 200000ull
 #define EMU_EVQ_RETRY_NS 1000000ull   /* event pipe backlog: retry this often */
 
 static unsigned emu_doorbells(struct emu_daemon *dm);
@@ -38,7 +43,8 @@ static void emu_wake_first(struct emu_daemon *dm)
 	emu_tx_flush(&dm->dev);
 }
 
-static void emu_ctl_poll(struct emu_daemon *dm, int timeout_ns)
+/* the number of control requests answered */
+static unsigned emu_ctl_poll(struct emu_daemon *dm, int timeout_ns)
 {
 	/* epoll_pwait2 needs Linux 5.11 (and valgrind >= 3.20); without it the
 	 * loop would spin and never see a control message: fall back to
@@ -59,11 +65,14 @@ static void emu_ctl_poll(struct emu_daemon *dm, int timeout_ns)
 		if (__atomic_load_n(&no_pwait2, __ATOMIC_RELAXED))
 			n = epoll_wait(dm->epfd, ev, 16, (timeout_ns + 999999) / 1000000);
 	}
+	unsigned served = 0;
+
 	if (n > 0 && timeout_ns > 0)
 		emu_wake_first(dm);
 	for (int i = 0; i < n; i++)
-		emu_ctl_event(dm, ev[i].data.ptr, ev[i].events);
+		served += emu_ctl_event(dm, ev[i].data.ptr, ev[i].events);
 	emu_ctl_reap(dm);
+	return served;
 }
 
 void emu_stats_dump(struct emu_dev *d)
@@ -158,6 +167,8 @@ int emu_engine_run(struct emu_daemon *dm)
 	uint64_t iter = 0;
 	uint64_t last_rx = 0;
 	uint64_t last_evq = 0;
+	uint64_t ctl_last = 0; /* when a control request was last answered */
+	uint64_t now = idle_since;
 
 	/* transport deadlines are slept to the nanosecond (epoll_pwait2);
 	 * the default 50 us timer slack of a thread would add up to that to
@@ -173,10 +184,14 @@ int emu_engine_run(struct emu_daemon *dm)
 
 	while (!dm->stop) {
 		unsigned work = 0;
-		uint64_t now;
 
-		if ((++iter % EMU_CTL_POLL_ITERS) == 0)
-			emu_ctl_poll(dm, 0);
+		if ((++iter % EMU_CTL_POLL_ITERS) == 0 || now - ctl_last < EMU_CTL_HOT_NS) {
+			unsigned served = emu_ctl_poll(dm, 0);
+
+			if (served)
+				ctl_last = emu_now_ns();
+			work += served;
+		}
 		work += emu_doorbells(dm);
 		unsigned rx = emu_port_rx(dm);
 		work += rx;
@@ -211,6 +226,9 @@ int emu_engine_run(struct emu_daemon *dm)
 		uint64_t spin = spin_ns;
 		if (!d->loopback && now - last_rx < EMU_RX_ACTIVE_NS && spin < EMU_RX_POLL_NS)
 			spin = EMU_RX_POLL_NS;
+		/* the next control request of a setup sequence is likely near */
+		if (now - ctl_last < EMU_CTL_HOT_NS && spin < EMU_CTL_HOT_NS)
+			spin = EMU_CTL_HOT_NS;
 		if (dm->o.busy_poll || now - idle_since < spin_ns)
 			continue;
 		if (now - idle_since < spin) {
@@ -241,10 +259,8 @@ int emu_engine_run(struct emu_daemon *dm)
 			wait = dl <= now ? 0 : (dl - now < wait ? dl - now : wait);
 		if (d->evq_pend && wait > EMU_EVQ_RETRY_NS)
 			wait = EMU_EVQ_RETRY_NS;
-		if (wait)
-			emu_ctl_poll(dm, (int)wait);
-		else
-			emu_ctl_poll(dm, 0);
+		if (emu_ctl_poll(dm, wait ? (int)wait : 0))
+			ctl_last = idle_since = emu_now_ns();
 		if (dm->pcap)
 			pcapw_flush(dm->pcap);
 		emu_ctl_need_wakeup(dm, 0);
