@@ -443,6 +443,15 @@ static uint64_t cpu_ns(int pid)
 	return (uint64_t)(ut + st) * (1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK));
 }
 
+/* the median of v[0..n) (sorts v) */
+static uint64_t p50(uint64_t *v, long n)
+{
+	if (n <= 0)
+		return 0;
+	qsort(v, (size_t)n, sizeof(*v), cmp64);
+	return v[n / 2];
+}
+
 /* Voluntary context switches (sleeps) of every thread of a process. */
 static long sleeps(int pid)
 {
@@ -501,8 +510,15 @@ static void bench_qps(long n, int dpid)
 	uint64_t c0 = cpu_ns(getpid()), d0 = cpu_ns(dpid);
 	long s0 = sleeps(getpid()), z0 = sleeps(dpid);
 	uint64_t t0 = now_ns();
+	uint64_t *lc = calloc((size_t)n, sizeof(*lc)), *lm = calloc((size_t)n, sizeof(*lm));
+	uint64_t *lc2 = calloc((size_t)n, sizeof(*lc));
+	if (!lc || !lm || !lc2)
+		die("alloc");
 	for (; made < n; made++) {
+		uint64_t t = now_ns();
+
 		q[made] = ibv_create_qp(pd, &a);
+		lc[made] = lc2[made] = now_ns() - t;
 		if (!q[made]) {
 			fprintf(stderr, "uroce_bench: create_qp %ld: %s\n", made, strerror(errno));
 			break;
@@ -510,9 +526,16 @@ static void bench_qps(long n, int dpid)
 	}
 	made &= ~1L;
 	uint64_t tc = now_ns();
-	for (long i = 0; i < made; i += 2)
-		if (qp_connect(q[i], q[i + 1]->qp_num) || qp_connect(q[i + 1], q[i]->qp_num))
+	for (long i = 0; i < made; i += 2) {
+		uint64_t t = now_ns();
+
+		if (qp_connect(q[i], q[i + 1]->qp_num))
 			die("connect %ld: %s", i, strerror(errno));
+		lm[i] = now_ns() - t;
+		if (qp_connect(q[i + 1], q[i]->qp_num))
+			die("connect %ld: %s", i + 1, strerror(errno));
+		lm[i + 1] = now_ns() - t - lm[i];
+	}
 	uint64_t t1 = now_ns();
 	uint64_t c1 = cpu_ns(getpid()), d1 = cpu_ns(dpid);
 	long s1 = sleeps(getpid()), z1 = sleeps(dpid);
@@ -520,11 +543,19 @@ static void bench_qps(long n, int dpid)
 	double m = made ? (double)made : 1.0;
 	printf("qps n %ld anon_per_qp_B %.0f shmem_per_qp_B %.0f create_connect_per_s %.0f "
 	       "create_per_s %.0f connect_per_s %.0f app_cpu_us_per_qp %.1f daemon_cpu_us_per_qp %.1f "
-	       "app_sleeps_per_qp %.2f daemon_sleeps_per_qp %.2f\n",
+	       "app_sleeps_per_qp %.2f daemon_sleeps_per_qp %.2f create_p50_ns %llu connect_p50_ns %llu\n",
 	       made, (double)(anon1 - anon0) * 1024 / m, (double)(shm1 - shm0) * 1024 / m,
 	       made ? m * 1e9 / (double)(t1 - t0) : 0.0, made ? m * 1e9 / (double)(tc - t0) : 0.0,
 	       made ? m * 1e9 / (double)(t1 - tc) : 0.0, (double)(c1 - c0) / m / 1e3,
-	       (double)(d1 - d0) / m / 1e3, (double)(s1 - s0) / m, (double)(z1 - z0) / m);
+	       (double)(d1 - d0) / m / 1e3, (double)(s1 - s0) / m, (double)(z1 - z0) / m,
+	       (unsigned long long)p50(lc, made), (unsigned long long)p50(lm, made));
+	if (getenv("UROCE_BENCH_QPS_TAIL"))
+		for (long i = 0; i < made; i++)
+			if (lc2[i] > 1000000)
+				printf("create_tail %ld %llu\n", i, (unsigned long long)lc2[i]);
+	free(lc);
+	free(lc2);
+	free(lm);
 	for (long i = 0; i < n; i++)
 		if (q[i])
 			ibv_destroy_qp(q[i]);

@@ -192,6 +192,10 @@ int emu_engine_run(struct emu_daemon *dm)
 				ctl_last = emu_now_ns();
 			work += served;
 		}
+		if (emu_ctl_mbox_poll(dm)) {
+			ctl_last = emu_now_ns();
+			work++;
+		}
 		work += emu_doorbells(dm);
 		unsigned rx = emu_port_rx(dm);
 		work += rx;

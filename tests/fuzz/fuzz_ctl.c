@@ -146,6 +146,9 @@ static const struct { uint16_t req, rep; uint8_t fds_out; } fz_shape[UROCE_OP_MA
 	[UROCE_OP_MAP_MR] = { sizeof(struct uroce_map_mr_req), 0, 0 },
 	[UROCE_OP_UNMAP_MR] = { sizeof(struct uroce_handle_msg), 0, 0 },
 	[UROCE_OP_IMPORT] = { sizeof(struct uroce_import_req), sizeof(struct uroce_import_rep), 0 },
+	/* fds out: the chunk's memfd when the reply says it is new (fz_reply) */
+	[UROCE_OP_CREATE_QP_ARENA] = { sizeof(struct uroce_create_qp_req),
+				       sizeof(struct uroce_create_qp_arena_rep), 0 },
 };
 
 /* The simulated port drops every frame: only the control path matters. */
@@ -543,7 +546,8 @@ static size_t fz_body(struct fz *f, struct fz_in *in, uint32_t op, uint8_t *b)
 		q->attr.srq_limit = fz_u8(in);
 		break;
 	}
-	case UROCE_OP_CREATE_QP: {
+	case UROCE_OP_CREATE_QP:
+	case UROCE_OP_CREATE_QP_ARENA: {
 		struct uroce_create_qp_req *q = (void *)b;
 		static const uint32_t types[] = { IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD };
 		uint8_t how = fz_u8(in);
@@ -736,13 +740,23 @@ static bool fz_reply(struct fz *f, uint32_t op, uint32_t seq, size_t sent, uint3
 			want = sizeof(struct uroce_create_srq_rep);
 			wfds = 1;
 		}
+		if (op == UROCE_OP_CREATE_QP_ARENA && (size_t)n >= sizeof(h) + want) {
+			struct uroce_create_qp_arena_rep r;
+
+			memcpy(&r, buf + sizeof(h), sizeof(r));
+			wfds = r.flags & UROCE_ARENA_F_NEW ? 1 : 0;
+			fz_assert(r.chunk == UROCE_ARENA_OWN ? r.chunk_size == r.qp.map_size :
+				  r.chunk_size == UROCE_ARENA_CHUNK &&
+				  r.qp.sq_offset + r.qp.map_size <= UROCE_ARENA_CHUNK);
+		}
 		fz_assert(h.len == sizeof(h) + want && nfds == wfds);
 		/* Remember what it created, for later messages. */
 		if (want >= 4 && f->nh < FZ_MAX_HANDLES && op != UROCE_OP_HELLO &&
 		    op != UROCE_OP_QUERY_PORT && op != UROCE_OP_QUERY_SRQ &&
 		    op != UROCE_OP_QUERY_QP && op != UROCE_OP_QUERY_STATS)
 			memcpy(&f->h[f->nh++], buf + sizeof(h), 4);
-		if (op == UROCE_OP_CREATE_QP && f->nh < FZ_MAX_HANDLES)
+		if ((op == UROCE_OP_CREATE_QP || op == UROCE_OP_CREATE_QP_ARENA) &&
+		    f->nh < FZ_MAX_HANDLES)
 			memcpy(&f->h[f->nh++], buf + sizeof(h) + 4, 4); /* the QPN */
 	}
 	for (unsigned i = 0; i < nfds; i++)
@@ -767,6 +781,8 @@ static void fz_message(struct fz *f, struct fz_in *in)
 
 	if (op == 0 || op >= UROCE_OP_MAX)
 		op = kind & 0x20 ? fz_u32(in) : op;
+	if (op == UROCE_OP_CREATE_QP && (fk & 0x20)) /* its rings in the arena */
+		op = UROCE_OP_CREATE_QP_ARENA;
 	blen = fz_body(f, in, op, msg + sizeof(h));
 	if (op == UROCE_OP_MODIFY_SRQ)
 		mask = ((struct uroce_modify_srq_req *)(msg + sizeof(h)))->attr_mask;
