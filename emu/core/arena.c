@@ -130,15 +130,21 @@ int emu_arena_alloc(struct emu_ctx *c, size_t size, struct emu_arena_piece *p)
 	return 0;
 }
 
-void emu_arena_free(struct emu_ctx *c, uint32_t chunk, void *at, size_t size)
+void emu_arena_free(struct emu_ctx *c, void *at, size_t size)
 {
 	struct emu_arena *a = c->arena;
-	uint32_t n = (uint32_t)((size + 4095) / 4096);
+	uint32_t n = (uint32_t)((size + 4095) / 4096), chunk;
+	uint8_t *p = at;
 
-	if (!a || chunk >= a->n)
+	/* found by address: struct emu_qp has no room for the index (2 KB
+	 * per QP), and a context has a chunk per 128 small QPs */
+	for (chunk = 0; a && chunk < a->n; chunk++)
+		if (p >= a->ch[chunk].map && p < a->ch[chunk].map + UROCE_ARENA_CHUNK)
+			break;
+	if (!a || chunk == a->n)
 		return;
 	struct emu_arena_chunk *k = &a->ch[chunk];
-	uint64_t off = (uint64_t)((uint8_t *)at - k->map);
+	uint64_t off = (uint64_t)(p - k->map);
 	if (off % 4096 || off / 4096 + n > EMU_ARENA_PAGES)
 		return;
 	/* the pages go back to the system, and read as zeros for the next

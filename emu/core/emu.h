@@ -267,8 +267,7 @@ struct emu_qp {
 	uint32_t db_index;
 	struct emu_ring sq, rq;   /* rq.entries == 0 with an SRQ */
 	uint32_t mcast_groups;    /* groups attached (UD) */
-	int memfd;                /* -1: the rings are in the context's arena */
-	uint32_t arena_chunk;     /* ... in this chunk, at map */
+	int memfd;                /* -1: the rings are in the context's arena, at map */
 	void *map;
 	size_t map_size;
 	uint64_t charged;         /* daemon memory charged to ctx (limits) */
@@ -730,7 +729,8 @@ struct emu_arena_piece {
 /* size bytes (<= UROCE_ARENA_MAX_RINGS), zeroed: 0, -EINVAL, or -ENOMEM
  * when a new chunk would pass c's memory limit */
 int emu_arena_alloc(struct emu_ctx *c, size_t size, struct emu_arena_piece *p);
-void emu_arena_free(struct emu_ctx *c, uint32_t chunk, void *at, size_t size);
+/* the piece at at (size bytes) back to c's arena */
+void emu_arena_free(struct emu_ctx *c, void *at, size_t size);
 /* every chunk unmapped and uncharged (the context's QPs are gone) */
 void emu_arena_fini(struct emu_ctx *c);
 

@@ -816,7 +816,6 @@ static int emu_qp_rings_get(struct emu_ctx *c, struct emu_qp *qp, const struct e
 		rc = emu_arena_alloc(c, l->size, &p);
 		if (!rc) {
 			qp->memfd = -1;
-			qp->arena_chunk = p.chunk;
 			qp->map = p.map;
 			*new_fd = p.new_fd;
 			*off = p.off;
@@ -835,7 +834,7 @@ static void emu_qp_rings_put(struct emu_ctx *c, struct emu_qp *qp)
 	if (qp->memfd >= 0)
 		emu_shm_destroy(qp->memfd, qp->map, qp->map_size);
 	else
-		emu_arena_free(c, qp->arena_chunk, qp->map, qp->map_size);
+		emu_arena_free(c, qp->map, qp->map_size);
 	emu_ctx_uncharge(c, qp->charged);
 }
 
