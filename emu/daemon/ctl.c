@@ -935,6 +935,18 @@ void emu_ctl_abandoned(struct emu_ctx *c, int status)
 		emu_reply(c, &h, status, NULL, 0, NULL, 0);
 }
 
+bool emu_ctl_mbox_ready(struct emu_daemon *dm)
+{
+	for (struct emu_ctx *c = dm->dev.ctxs; c; c = c->next) {
+		struct emu_client *cl = c->priv;
+
+		if (c->db && cl &&
+		    __atomic_load_n(&c->db->mbox.req_seq, __ATOMIC_ACQUIRE) != cl->mbox_seen)
+			return true;
+	}
+	return false;
+}
+
 unsigned emu_ctl_mbox_poll(struct emu_daemon *dm)
 {
 	static __thread uint8_t buf[UROCE_MBOX_MAX]; /* per worker */
@@ -1073,13 +1085,11 @@ void emu_ctl_need_wakeup(struct emu_daemon *dm, uint32_t v)
 
 bool emu_ctl_db_pending(struct emu_daemon *dm)
 {
+	if (emu_ctl_mbox_ready(dm))
+		return true;
 	for (struct emu_ctx *c = dm->dev.ctxs; c; c = c->next) {
-		struct emu_client *cl = c->priv;
-
 		if (!c->db)
 			continue;
-		if (cl && __atomic_load_n(&c->db->mbox.req_seq, __ATOMIC_ACQUIRE) != cl->mbox_seen)
-			return true;
 		for (unsigned s = 0; s < UROCE_DB_MAX / 64 / 64; s++)
 			if (__atomic_load_n(&c->db->summary[s], __ATOMIC_ACQUIRE))
 				return true;

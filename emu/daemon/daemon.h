@@ -95,7 +95,9 @@ void emu_ctl_close(struct emu_daemon *dm);
 void emu_ctl_abandoned(struct emu_ctx *c, int status);
 /* one epoll event: the number of control requests it answered */
 unsigned emu_ctl_event(struct emu_daemon *dm, struct emu_ep *ep, uint32_t events);
-/* requests in the contexts' control mailboxes (abi.h): the number served */
+/* requests in the contexts' control mailboxes (abi.h): is one waiting,
+ * and serve them (the number served) */
+bool emu_ctl_mbox_ready(struct emu_daemon *dm);
 unsigned emu_ctl_mbox_poll(struct emu_daemon *dm);
 /* free clients closed during the last epoll batch */
 void emu_ctl_reap(struct emu_daemon *dm);
