@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rdma/rdma_user_cm.h>
@@ -253,6 +254,31 @@ track:
 	return ret;
 }
 
+/* UROCE_CM_CONNECT_DELAY_MS (0..60000): wait that long before each
+ * rdma_connect. A test knob, not a fix: perftest -R's client connects a
+ * second time as soon as its first connection is done, and a peer that
+ * listens again slowly (perftest in the TCG rxe VM of tests/interop)
+ * rejects it (no listener yet, REJECTED 8) on any stack. */
+static void ucma_connect_pace(void)
+{
+	static long ms = -1;
+	int e = errno;
+
+	if (ms < 0) {
+		const char *v = getenv("UROCE_CM_CONNECT_DELAY_MS");
+		long x = v ? strtol(v, NULL, 10) : 0;
+
+		ms = x > 0 && x <= 60000 ? x : 0;
+	}
+	if (ms) {
+		struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+			;
+	}
+	errno = e;
+}
+
 /* The command, with the kernel's ucma_write checks in its order: the
  * byte count written, or -errno. */
 ssize_t ucma_write(struct ucma_file *f, const void *buf, size_t len)
@@ -280,6 +306,8 @@ ssize_t ucma_write(struct ucma_file *f, const void *buf, size_t len)
 		return -EINVAL;
 	if (hdr.in + sizeof(hdr) > len)
 		return -EINVAL;
+	if (hdr.cmd == RDMA_USER_CM_CMD_CONNECT)
+		ucma_connect_pace();
 	if (hdr.cmd == RDMA_USER_CM_CMD_GET_OPTION)
 		return -ENOSYS;
 	if (hdr.cmd == RDMA_USER_CM_CMD_GET_EVENT &&

@@ -367,9 +367,14 @@ for _ in $(seq 1200); do
 done
 say "rxe ready after $((SECONDS - T0)) s"
 OUT_ABS=$(realpath "$OUT")
+# UROCE_CM_CONNECT_DELAY_MS: perftest -R's client connects a second time
+# as soon as its first connection ends; perftest in the TCG VM listens
+# again slower than that, rejects it (REJECTED 8), and the client's retry
+# then meets a server that waits for its second connection: both hang.
+# A second before each rdma_connect of ours (verbs/ucma_cmd.c) avoids it.
 # shellcheck disable=SC2086
 setsid "${NSX[@]}" env $ADDRS PATH="$OUT_ABS/share:$PATH" DEV=uroce0 GID=1 PEER="$VM_IP" CASE_TIMEOUT=$CASE_TIMEOUT CONNECT_TRIES=300 \
-	WRAP="env UROCE_RUN_DIR=$OUT_ABS/run LD_PRELOAD=$SHIM" \
+	WRAP="env UROCE_RUN_DIR=$OUT_ABS/run UROCE_CM_CONNECT_DELAY_MS=1000 LD_PRELOAD=$SHIM" \
 	sh "$HERE/runcases.sh" uroce "$OUT/share/cases.txt" "$OUT/res" >"$OUT/host-cases.log" 2>&1 &
 HPID=$!
 PIDS+=("$HPID")
