@@ -152,6 +152,8 @@ def main():
     ap.add_argument("--no-perftest", action="store_true")
     ap.add_argument("--qps", type=int, default=16384)
     ap.add_argument("--idle-s", type=float, default=10.0)
+    ap.add_argument("--qps-only", action="store_true",
+                    help="only the QP figures (memory, create + connect rate)")
     a = ap.parse_args()
     # meson ends an overrunning test with SIGTERM: unwind through finally
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
@@ -180,64 +182,64 @@ def main():
 
     try:
         t = build_tools(build, tmp)
-        # baselines
-        r = kv(run_app([t["ring_rtt"], str(it(200000)), CPU_A, CPU_D], cpu=None), "ring_rtt_ns")
-        R["ring_rtt_ns"] = r
-        out = run_app([t["memcpy_bw"], "65536", "64" if q else "256"])
-        m = re.search(r"memcpy_gbps ([\d.]+)", out)
-        R["memcpy_MBps"] = float(m.group(1)) * 1000 if m else None
-
-        d = daemon(["--busy-poll"])
-        env = app_env(build, d)
-        ub = lambda *args, **kw: run_app([t["uroce_bench"]] + [str(x) for x in args], env=env, **kw)  # noqa: E731
-        lat_sizes = [8, 64, 512, 4096, 16384, 65536] if q < 2 else [8]
-        bw_sizes = [4096, 16384, 65536, 262144, 1048576] if q < 2 else [65536]
-        c0 = mr_counts(build, d)
-        R["lat"] = {}
-        for op in ("send", "write"):
-            for s in lat_sizes:
-                R["lat"]["%s_%d" % (op, s)] = kv(ub("lat", op, s, it(20000)), "lat_%s_%d_ns" % (op, s))
-        R["lat"]["read_8"] = kv(ub("lat", "read", 8, it(20000)), "lat_read_8_ns")
-        R["bw"] = {}
-        for op in ("write", "read", "send"):
-            for s in bw_sizes:
-                n = max(it(200000) * 4096 // s, 200)
-                r = kv(ub("bw", op, s, n, 16), "bw_%s_%d" % (op, s))
-                R["bw"]["%s_%d" % (op, s)] = r and r["MBps"]
-        r = kv(ub("rate", 64, it(2000000)), "rate_send_64")
-        R["rate_send_64_Mmsgps"] = r and r["Mmsgps"]
-        c1 = mr_counts(build, d)
-        if c0 and c1 and sum(c1) > sum(c0):
-            R["mr_mapped_share"] = (c1[0] - c0[0]) / (sum(c1) - sum(c0))
-        if q < 2:
-            # the same figures without daemon-mapped MRs, same daemon, same run
-            nm = dict(env, UROCE_MAP_MR="0")
-            unm = lambda *args: run_app([t["uroce_bench"]] + [str(x) for x in args], env=nm)  # noqa: E731
-            R["nomap"] = {"lat": {}, "bw": {}}
-            for op in ("send", "write", "read"):
-                R["nomap"]["lat"]["%s_8" % op] = kv(unm("lat", op, 8, it(20000)), "lat_%s_8_ns" % op)
-            for op in ("write", "read"):
-                for s in (65536, 1048576):
+        if not a.qps_only:
+            # baselines
+            r = kv(run_app([t["ring_rtt"], str(it(200000)), CPU_A, CPU_D], cpu=None), "ring_rtt_ns")
+            R["ring_rtt_ns"] = r
+            out = run_app([t["memcpy_bw"], "65536", "64" if q else "256"])
+            m = re.search(r"memcpy_gbps ([\d.]+)", out)
+            R["memcpy_MBps"] = float(m.group(1)) * 1000 if m else None
+            d = daemon(["--busy-poll"])
+            env = app_env(build, d)
+            ub = lambda *args, **kw: run_app([t["uroce_bench"]] + [str(x) for x in args], env=env, **kw)  # noqa: E731
+            lat_sizes = [8, 64, 512, 4096, 16384, 65536] if q < 2 else [8]
+            bw_sizes = [4096, 16384, 65536, 262144, 1048576] if q < 2 else [65536]
+            c0 = mr_counts(build, d)
+            R["lat"] = {}
+            for op in ("send", "write"):
+                for s in lat_sizes:
+                    R["lat"]["%s_%d" % (op, s)] = kv(ub("lat", op, s, it(20000)), "lat_%s_%d_ns" % (op, s))
+            R["lat"]["read_8"] = kv(ub("lat", "read", 8, it(20000)), "lat_read_8_ns")
+            R["bw"] = {}
+            for op in ("write", "read", "send"):
+                for s in bw_sizes:
                     n = max(it(200000) * 4096 // s, 200)
-                    r = kv(unm("bw", op, s, n, 16), "bw_%s_%d" % (op, s))
-                    R["nomap"]["bw"]["%s_%d" % (op, s)] = r and r["MBps"]
+                    r = kv(ub("bw", op, s, n, 16), "bw_%s_%d" % (op, s))
+                    R["bw"]["%s_%d" % (op, s)] = r and r["MBps"]
+            r = kv(ub("rate", 64, it(2000000)), "rate_send_64")
+            R["rate_send_64_Mmsgps"] = r and r["Mmsgps"]
+            c1 = mr_counts(build, d)
+            if c0 and c1 and sum(c1) > sum(c0):
+                R["mr_mapped_share"] = (c1[0] - c0[0]) / (sum(c1) - sum(c0))
+            if q < 2:
+                # the same figures without daemon-mapped MRs, same daemon, same run
+                nm = dict(env, UROCE_MAP_MR="0")
+                unm = lambda *args: run_app([t["uroce_bench"]] + [str(x) for x in args], env=nm)  # noqa: E731
+                R["nomap"] = {"lat": {}, "bw": {}}
+                for op in ("send", "write", "read"):
+                    R["nomap"]["lat"]["%s_8" % op] = kv(unm("lat", op, 8, it(20000)), "lat_%s_8_ns" % op)
+                for op in ("write", "read"):
+                    for s in (65536, 1048576):
+                        n = max(it(200000) * 4096 // s, 200)
+                        r = kv(unm("bw", op, s, n, 16), "bw_%s_%d" % (op, s))
+                        R["nomap"]["bw"]["%s_%d" % (op, s)] = r and r["MBps"]
 
-        if not a.no_perftest:
-            # perftest runs two processes; with the daemon spinning on one
-            # core both share the other. Polling latency tests then measure
-            # the scheduler's time slices (milliseconds), so ib_send_lat
-            # runs with -e (each side sleeps on its completion channel:
-            # the figure includes two event wake-ups per round trip);
-            # ib_write_lat has no event mode and is run briefly as is.
-            R["perftest"] = {
-                "ib_send_lat_8_us": perftest(build, d, ["ib_send_lat", "-e", "-s", "8", "-n", str(it(5000))], 120),
-                "ib_write_lat_8_us": perftest(build, d, ["ib_write_lat", "-s", "8", "-n", str(it(2000) // 10)], 120),
-                "ib_write_bw_65536": perftest(build, d, ["ib_write_bw", "-s", "65536", "-n", str(it(20000))], 120),
-                "ib_read_bw_65536": perftest(build, d, ["ib_read_bw", "-s", "65536", "-n", str(it(20000))], 120),
-                "ib_send_bw_64": perftest(build, d, ["ib_send_bw", "-s", "64", "-n", str(it(500000))], 120),
-            }
-        d.stop()
-        daemons.remove(d)
+            if not a.no_perftest:
+                # perftest runs two processes; with the daemon spinning on one
+                # core both share the other. Polling latency tests then measure
+                # the scheduler's time slices (milliseconds), so ib_send_lat
+                # runs with -e (each side sleeps on its completion channel:
+                # the figure includes two event wake-ups per round trip);
+                # ib_write_lat has no event mode and is run briefly as is.
+                R["perftest"] = {
+                    "ib_send_lat_8_us": perftest(build, d, ["ib_send_lat", "-e", "-s", "8", "-n", str(it(5000))], 120),
+                    "ib_write_lat_8_us": perftest(build, d, ["ib_write_lat", "-s", "8", "-n", str(it(2000) // 10)], 120),
+                    "ib_write_bw_65536": perftest(build, d, ["ib_write_bw", "-s", "65536", "-n", str(it(20000))], 120),
+                    "ib_read_bw_65536": perftest(build, d, ["ib_read_bw", "-s", "65536", "-n", str(it(20000))], 120),
+                    "ib_send_bw_64": perftest(build, d, ["ib_send_bw", "-s", "64", "-n", str(it(500000))], 120),
+                }
+            d.stop()
+            daemons.remove(d)
 
         # memory per QP and idle behaviour: default (sleeping) daemon
         # (the per-context and per-uid QP limits default to 1/16 and 1/4
@@ -247,6 +249,14 @@ def main():
         env = app_env(build, d)
         R["qps"] = kv(run_app([t["uroce_bench"], "qps", str(a.qps), str(d.p.pid)], env=env,
                               timeout=600), "qps")
+        if a.qps_only:
+            d.stop()
+            daemons.remove(d)
+            print(json.dumps(R["qps"]))
+            if a.json:
+                with open(a.json, "w") as f:
+                    json.dump(R, f, indent=1)
+            return 0
         time.sleep(0.5)
         t0, c0 = time.time(), d.cpu_ticks()
         time.sleep(a.idle_s)
@@ -315,6 +325,11 @@ def report(R):
         if v.get("create_connect_per_s"):
             rows.append(("%d RC QPs created + connected" % v["n"],
                          "%.0f QPs/s" % v["create_connect_per_s"], "target >= 20000"))
+        if v.get("create_p50_ns"):
+            rows.append(("  one create, one connect (3 modifies), p50",
+                         "%.1f / %.1f us" % (v["create_p50_ns"] / 1e3, v["connect_p50_ns"] / 1e3),
+                         "CPU/QP app %.1f us, daemon %.1f us" % (v["app_cpu_us_per_qp"],
+                                                                  v["daemon_cpu_us_per_qp"])))
     v = R.get("mr_mapped_share")
     rows.append(("payload pieces through daemon-mapped MRs", f(v * 100 if v is not None else None,
                                                                "%.1f %%"), "of all placements/gathers"))

@@ -19,6 +19,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -428,9 +429,70 @@ static long rss_kb(int pid, const char *field)
 	return v;
 }
 
+/* CPU time (user + system) of a process, ns: /proc/PID/stat fields 14, 15 */
+static uint64_t cpu_ns(int pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long ut = 0, st = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+	fclose(f);
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+		return 0;
+	return (uint64_t)(ut + st) * (1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK));
+}
+
+/* the median of v[0..n) (sorts v) */
+static uint64_t p50(uint64_t *v, long n)
+{
+	if (n <= 0)
+		return 0;
+	qsort(v, (size_t)n, sizeof(*v), cmp64);
+	return v[n / 2];
+}
+
+/* Voluntary context switches (sleeps) of every thread of a process. */
+static long sleeps(int pid)
+{
+	char path[64];
+	long sum = 0;
+	DIR *d;
+	struct dirent *e;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while ((e = readdir(d))) {
+		char f[512], line[128];
+		FILE *s;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(f, sizeof(f), "/proc/%d/task/%.32s/status", pid, e->d_name);
+		s = fopen(f, "r");
+		if (!s)
+			continue;
+		while (fgets(line, sizeof(line), s))
+			if (!strncmp(line, "voluntary_ctxt_switches:", 24))
+				sum += atol(line + 24);
+		fclose(s);
+	}
+	closedir(d);
+	return sum;
+}
+
 /* N RC QPs in connected pairs, smallest queues, one shared CQ. The
  * daemon's anonymous RSS growth is its private memory per QP; ring memory
- * is shared memfd (RssShmem) and reported apart. */
+ * is shared memfd (RssShmem) and reported apart. Besides the rate: the
+ * create and the connect (three modifies) phases apart, and the CPU time
+ * per QP of this process and of the daemon (what a loaded machine's
+ * scheduler does not change much). */
 static void bench_qps(long n, int dpid)
 {
 	struct ibv_cq *cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
@@ -449,24 +511,55 @@ static void bench_qps(long n, int dpid)
 	a.cap.max_send_sge = 1;
 	a.cap.max_recv_sge = 1;
 	long made = 0;
+	uint64_t c0 = cpu_ns(getpid()), d0 = cpu_ns(dpid);
+	long s0 = sleeps(getpid()), z0 = sleeps(dpid);
 	uint64_t t0 = now_ns();
+	uint64_t *lc = calloc((size_t)n, sizeof(*lc)), *lm = calloc((size_t)n, sizeof(*lm));
+	uint64_t *lc2 = calloc((size_t)n, sizeof(*lc));
+	if (!lc || !lm || !lc2)
+		die("alloc");
 	for (; made < n; made++) {
+		uint64_t t = now_ns();
+
 		q[made] = ibv_create_qp(pd, &a);
+		lc[made] = lc2[made] = now_ns() - t;
 		if (!q[made]) {
 			fprintf(stderr, "uroce_bench: create_qp %ld: %s\n", made, strerror(errno));
 			break;
 		}
 	}
 	made &= ~1L;
-	for (long i = 0; i < made; i += 2)
-		if (qp_connect(q[i], q[i + 1]->qp_num) || qp_connect(q[i + 1], q[i]->qp_num))
+	uint64_t tc = now_ns();
+	for (long i = 0; i < made; i += 2) {
+		uint64_t t = now_ns();
+
+		if (qp_connect(q[i], q[i + 1]->qp_num))
 			die("connect %ld: %s", i, strerror(errno));
+		lm[i] = now_ns() - t;
+		if (qp_connect(q[i + 1], q[i]->qp_num))
+			die("connect %ld: %s", i + 1, strerror(errno));
+		lm[i + 1] = now_ns() - t - lm[i];
+	}
 	uint64_t t1 = now_ns();
+	uint64_t c1 = cpu_ns(getpid()), d1 = cpu_ns(dpid);
+	long s1 = sleeps(getpid()), z1 = sleeps(dpid);
 	long anon1 = rss_kb(dpid, "RssAnon"), shm1 = rss_kb(dpid, "RssShmem");
-	printf("qps n %ld anon_per_qp_B %.0f shmem_per_qp_B %.0f create_connect_per_s %.0f\n", made,
-	       (double)(anon1 - anon0) * 1024 / (double)made,
-	       (double)(shm1 - shm0) * 1024 / (double)made,
-	       made ? (double)made * 1e9 / (double)(t1 - t0) : 0.0);
+	double m = made ? (double)made : 1.0;
+	printf("qps n %ld anon_per_qp_B %.0f shmem_per_qp_B %.0f create_connect_per_s %.0f "
+	       "create_per_s %.0f connect_per_s %.0f app_cpu_us_per_qp %.1f daemon_cpu_us_per_qp %.1f "
+	       "app_sleeps_per_qp %.2f daemon_sleeps_per_qp %.2f create_p50_ns %llu connect_p50_ns %llu\n",
+	       made, (double)(anon1 - anon0) * 1024 / m, (double)(shm1 - shm0) * 1024 / m,
+	       made ? m * 1e9 / (double)(t1 - t0) : 0.0, made ? m * 1e9 / (double)(tc - t0) : 0.0,
+	       made ? m * 1e9 / (double)(t1 - tc) : 0.0, (double)(c1 - c0) / m / 1e3,
+	       (double)(d1 - d0) / m / 1e3, (double)(s1 - s0) / m, (double)(z1 - z0) / m,
+	       (unsigned long long)p50(lc, made), (unsigned long long)p50(lm, made));
+	if (getenv("UROCE_BENCH_QPS_TAIL"))
+		for (long i = 0; i < made; i++)
+			if (lc2[i] > 1000000)
+				printf("create_tail %ld %llu\n", i, (unsigned long long)lc2[i]);
+	free(lc);
+	free(lc2);
+	free(lm);
 	for (long i = 0; i < n; i++)
 		if (q[i])
 			ibv_destroy_qp(q[i]);

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "client.h"
@@ -186,6 +187,43 @@ static int ctl_send(int sock, union urv_msg_buf *buf, const int *fds_in,
 	return 0;
 }
 
+/* How long a caller polls for its reply before it sleeps in recvmsg: the
+ * daemon answers most requests in microseconds, and a sleep costs two
+ * scheduler wake-ups (tens of microseconds on a virtual machine whose idle
+ * vCPU halts): most of a QP's create + connect time was spent so
+ * (docs/performance.md, "QP setup"). */
+#define URV_CTL_SPIN_NS 50000ull
+
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* recvmsg, first without sleeping for up to URV_CTL_SPIN_NS */
+static ssize_t ctl_recvmsg(int sock, struct msghdr *mh)
+{
+	uint64_t t0 = 0;
+	ssize_t n;
+
+	for (;;) {
+		n = recvmsg(sock, mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+		if (n >= 0 || (errno != EAGAIN && errno != EINTR))
+			return n;
+		uint64_t t = mono_ns();
+		if (!t0)
+			t0 = t;
+		else if (t - t0 > URV_CTL_SPIN_NS)
+			break;
+	}
+	do
+		n = recvmsg(sock, mh, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	return n;
+}
+
 /* One message into buf; the descriptors it carries go to fds_out (*got of
  * them), the ones beyond nfds_out are closed. Its length, or a negative
  * errno. */
@@ -199,9 +237,7 @@ static ssize_t ctl_recv(int sock, union urv_msg_buf *buf, int *fds_out,
 	struct cmsghdr *cm;
 	ssize_t n;
 
-	do
-		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
+	n = ctl_recvmsg(sock, &mh);
 	if (n == 0)
 		return -ENODEV;
 	if (n < 0) {
@@ -226,30 +262,20 @@ static ssize_t ctl_recv(int sock, union urv_msg_buf *buf, int *fds_out,
 	return n;
 }
 
-/* build the request -> send -> receive until our seq -> check the reply. */
-int urv_ctl_raw(int sock, uint32_t *seq, uint32_t op, const void *req,
-		size_t req_len, void *rep, size_t rep_len, const int *fds_in,
-		int nfds_in, int *fds_out, int nfds_out)
+/* receive until our seq -> check the reply */
+int urv_ctl_reply(int sock, uint32_t s, void *rep, size_t rep_len, int *fds_out, int nfds_out)
 {
 	union urv_msg_buf buf;
 	ssize_t n;
-	uint32_t s = ++*seq;
-	int i, ret, got = 0;
+	int i, got = 0;
+	bool upto = nfds_out < 0;
 
-	if (req_len + sizeof(buf.h) > sizeof(buf) || nfds_in > URV_MAX_FDS ||
-	    nfds_out > URV_MAX_FDS)
+	if (upto)
+		nfds_out = -nfds_out;
+	if (nfds_out > URV_MAX_FDS)
 		return -EINVAL;
 	for (i = 0; i < nfds_out; i++)
 		fds_out[i] = -1;
-	memset(&buf.h, 0, sizeof(buf.h));
-	buf.h.op = op;
-	buf.h.len = (uint32_t)(sizeof(buf.h) + req_len);
-	buf.h.seq = s;
-	if (req_len)
-		memcpy(buf.b + sizeof(buf.h), req, req_len);
-	ret = ctl_send(sock, &buf, fds_in, nfds_in);
-	if (ret)
-		return ret;
 	for (;;) {
 		n = ctl_recv(sock, &buf, fds_out, nfds_out, &got);
 		if (n < 0)
@@ -268,7 +294,7 @@ int urv_ctl_raw(int sock, uint32_t *seq, uint32_t op, const void *req,
 		fds_drop(fds_out, got);
 		return buf.h.status < 0 ? buf.h.status : -EIO;
 	}
-	if (got < nfds_out) {
+	if (got < nfds_out && !upto) {
 		fds_drop(fds_out, got);
 		return -EPROTO;
 	}
@@ -279,4 +305,30 @@ int urv_ctl_raw(int sock, uint32_t *seq, uint32_t op, const void *req,
 		memcpy(rep, buf.b + sizeof(buf.h), have < rep_len ? have : rep_len);
 	}
 	return 0;
+}
+
+/* build the request -> send -> the reply */
+int urv_ctl_raw(int sock, uint32_t *seq, uint32_t op, const void *req,
+		size_t req_len, void *rep, size_t rep_len, const int *fds_in,
+		int nfds_in, int *fds_out, int nfds_out)
+{
+	union urv_msg_buf buf;
+	uint32_t s = ++*seq;
+	int ret;
+
+	if (req_len + sizeof(buf.h) > sizeof(buf) || nfds_in > URV_MAX_FDS ||
+	    nfds_out > URV_MAX_FDS || nfds_out < -URV_MAX_FDS)
+		return -EINVAL;
+	for (int i = 0; i < (nfds_out < 0 ? -nfds_out : nfds_out); i++)
+		fds_out[i] = -1;
+	memset(&buf.h, 0, sizeof(buf.h));
+	buf.h.op = op;
+	buf.h.len = (uint32_t)(sizeof(buf.h) + req_len);
+	buf.h.seq = s;
+	if (req_len)
+		memcpy(buf.b + sizeof(buf.h), req, req_len);
+	ret = ctl_send(sock, &buf, fds_in, nfds_in);
+	if (ret)
+		return ret;
+	return urv_ctl_reply(sock, s, rep, rep_len, fds_out, nfds_out);
 }

@@ -23,9 +23,13 @@ bool urv_sock_trusted(int dfd, const char *name);
  * (SO_PEERCRED) is neither this user nor root. */
 int urv_connect(const char *path);
 /* One request (fds_in passed along), one reply: 0 or a negative errno
- * (-EACCES: the daemon's access rule refused us, -ENODEV: it is gone). */
+ * (-EACCES: the daemon's access rule refused us, -ENODEV: it is gone).
+ * The reply must bring nfds_out descriptors (-EPROTO otherwise); a
+ * negative nfds_out: up to -nfds_out, those it does not bring are -1. */
 int urv_ctl_raw(int sock, uint32_t *seq, uint32_t op, const void *req,
 		size_t req_len, void *rep, size_t rep_len, const int *fds_in,
 		int nfds_in, int *fds_out, int nfds_out);
+/* The second half of urv_ctl_raw: the reply to request seq s. */
+int urv_ctl_reply(int sock, uint32_t s, void *rep, size_t rep_len, int *fds_out, int nfds_out);
 
 #endif

@@ -364,6 +364,10 @@ void urv_ctx_put(struct urv_context *c)
 		}
 	}
 	pthread_mutex_unlock(&dev_lock);
+	for (uint32_t i = 0; i < c->narena; i++)
+		if (c->arena[i])
+			munmap(c->arena[i], UROCE_ARENA_CHUNK);
+	free(c->arena);
 	munmap(c->db, UROCE_DB_PAGE_SIZE);
 	close(c->wake_fd);
 	close(c->vctx.context.async_fd);

@@ -65,31 +65,85 @@ static int qp_create_check(struct ibv_context *ibctx,
 	return 0;
 }
 
-/* Map the rings the daemon created (fd) and point SQ and RQ into them. */
-static int qp_map_rings(struct urv_qp *qp, const struct uroce_create_qp_rep *rep,
-			int fd, bool has_srq)
+/* The arena chunk a reply names, mapped once per connection (o, under
+ * its ctl_lock): from the descriptor the reply brought when the chunk is
+ * new, else the mapping made then. NULL with *err on a reply that does
+ * not fit what we have. */
+static uint8_t *arena_chunk(struct urv_context *o, const struct uroce_create_qp_arena_rep *rep,
+			    int fd, int *err)
 {
-	void *map = mmap(NULL, rep->map_size, PROT_READ | PROT_WRITE,
-			 MAP_SHARED, fd, 0);
-	int ret;
+	uint32_t k = rep->chunk;
 
-	close(fd);
-	if (map == MAP_FAILED)
-		return -errno;
-	ret = wq_setup(&qp->sq, map, rep->map_size, rep->sq_offset,
+	*err = -EPROTO;
+	if (!(rep->flags & UROCE_ARENA_F_NEW))
+		return k < o->narena && o->arena[k] ? o->arena[k] : NULL;
+	if (fd < 0 || rep->chunk_size != UROCE_ARENA_CHUNK || k >= (1u << 20) ||
+	    (k < o->narena && o->arena[k]))
+		return NULL;
+	if (k >= o->narena) {
+		uint32_t n = o->narena ? o->narena : 16;
+
+		while (n <= k)
+			n *= 2;
+		uint8_t **t = realloc(o->arena, n * sizeof(*t));
+		if (!t) {
+			*err = -ENOMEM;
+			return NULL;
+		}
+		memset(t + o->narena, 0, (n - o->narena) * sizeof(*t));
+		o->arena = t;
+		o->narena = n;
+	}
+	void *map = mmap(NULL, UROCE_ARENA_CHUNK, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED) {
+		*err = -errno;
+		return NULL;
+	}
+	o->arena[k] = map;
+	return map;
+}
+
+/* Point SQ and RQ into the rings the daemon made: in an arena chunk, or
+ * (UROCE_ARENA_OWN) a memfd of their own, mapped here and unmapped when
+ * the QP goes. fd: the descriptor the reply brought, or -1; closed here. */
+static int qp_map_rings(struct urv_qp *qp, struct urv_context *o,
+			const struct uroce_create_qp_arena_rep *ar, int fd, bool has_srq)
+{
+	const struct uroce_create_qp_rep *rep = &ar->qp;
+	uint8_t *base;
+	size_t size;
+	int ret = 0;
+
+	if (ar->chunk == UROCE_ARENA_OWN) {
+		void *m = fd < 0 || ar->chunk_size != rep->map_size ? MAP_FAILED :
+			mmap(NULL, rep->map_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (m == MAP_FAILED)
+			ret = fd < 0 ? -EPROTO : -errno;
+		else
+			qp->map = m;
+		base = m;
+		size = rep->map_size;
+	} else {
+		base = arena_chunk(o, ar, fd, &ret);
+		size = UROCE_ARENA_CHUNK;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (!base || base == MAP_FAILED)
+		return ret;
+	ret = wq_setup(&qp->sq, base, size, rep->sq_offset,
 		       rep->sq_entries, rep->sq_stride, rep->cap.max_send_wr,
 		       rep->cap.max_send_sge);
 	if (!ret && !has_srq)
-		ret = wq_setup(&qp->rq, map, rep->map_size, rep->rq_offset,
+		ret = wq_setup(&qp->rq, base, size, rep->rq_offset,
 			       rep->rq_entries, rep->rq_stride,
 			       rep->cap.max_recv_wr, rep->cap.max_recv_sge);
-	if (ret) {
-		munmap(map, rep->map_size);
-		return ret;
+	if (ret && qp->map) {
+		munmap(qp->map, rep->map_size);
+		qp->map = NULL;
 	}
-	qp->map = map;
 	qp->map_size = rep->map_size;
-	return 0;
+	return ret;
 }
 
 /* The ibv_qp the application sees, in RESET. */
@@ -124,9 +178,9 @@ void urv_qp_fill(struct urv_qp *qp, struct ibv_context *ibctx,
 struct ibv_qp *urv_create_qp_ex(struct ibv_context *ibctx,
 				struct ibv_qp_init_attr_ex *a)
 {
-	struct urv_context *c = to_uctx(ibctx);
+	struct urv_context *c = to_uctx(ibctx), *o;
 	struct uroce_create_qp_req req;
-	struct uroce_create_qp_rep rep;
+	struct uroce_create_qp_arena_rep rep;
 	struct urv_qp *qp;
 	int fd, ret;
 
@@ -157,28 +211,44 @@ struct ibv_qp *urv_create_qp_ex(struct ibv_context *ibctx,
 		req.cap.max_recv_sge = 0;
 	}
 	req.user_handle = qp->obj.id;
-	ret = urv_ctl(c, UROCE_OP_CREATE_QP, &req, sizeof(req), &rep,
-		      sizeof(rep), NULL, 0, &fd, 1);
-	if (ret)
-		goto err;
-	ret = qp_map_rings(qp, &rep, fd, a->srq || a->qp_type == IBV_QPT_XRC_SEND);
-	if (ret)
-		goto err_destroy;
-	urv_qp_fill(qp, ibctx, a, &rep);
-	a->cap = rep.cap;
-	return &qp->ex.qp_base;
+	/* the lock stays held until the chunk a reply names is mapped: a
+	 * later reply may name it without its descriptor. After a fork the
+	 * arena's chunks are no longer this process's alone (a chunk another
+	 * process mapped would come without its descriptor): rings of their
+	 * own then, as before the arena */
+	bool forked = urv_ctl_forked_now();
 
-err_destroy: {
-		struct uroce_handle_msg d = { .handle = rep.handle };
-
-		urv_ctl(c, UROCE_OP_DESTROY_QP, &d, sizeof(d), NULL, 0, NULL, 0,
-			NULL, 0);
+	o = urv_ctl_hold(c);
+	if (forked) {
+		memset(&rep, 0, sizeof(rep));
+		ret = urv_ctl_held(o, UROCE_OP_CREATE_QP, &req, sizeof(req), &rep.qp,
+				   sizeof(rep.qp), NULL, 0, &fd, 1);
+		rep.chunk = UROCE_ARENA_OWN;
+		rep.flags = UROCE_ARENA_F_NEW;
+		rep.chunk_size = rep.qp.map_size;
+	} else {
+		ret = urv_ctl_held(o, UROCE_OP_CREATE_QP_ARENA, &req, sizeof(req), &rep,
+				   sizeof(rep), NULL, 0, &fd, -1);
 	}
-err:
-	urv_obj_del(&qp->obj);
-	free(qp);
-	errno = -ret;
-	return NULL;
+	if (!ret) {
+		ret = qp_map_rings(qp, o, &rep, fd, a->srq || a->qp_type == IBV_QPT_XRC_SEND);
+		if (ret) {
+			struct uroce_handle_msg d = { .handle = rep.qp.handle };
+
+			urv_ctl_held(o, UROCE_OP_DESTROY_QP, &d, sizeof(d), NULL, 0, NULL, 0,
+				     NULL, 0);
+		}
+	}
+	urv_ctl_release(o);
+	if (ret) {
+		urv_obj_del(&qp->obj);
+		free(qp);
+		errno = -ret;
+		return NULL;
+	}
+	urv_qp_fill(qp, ibctx, a, &rep.qp);
+	a->cap = rep.qp.cap;
+	return &qp->ex.qp_base;
 }
 
 struct ibv_qp *urv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)

@@ -70,6 +70,10 @@ struct urv_context {
 	struct uroce_hello_rep info;
 	pthread_mutex_t async_lock;
 	bool fatal_reported;
+	/* the daemon's QP arena chunks (abi.h UROCE_OP_CREATE_QP_ARENA),
+	 * mapped once each, by chunk index; under ctl_lock */
+	uint8_t **arena;
+	uint32_t narena;
 };
 
 /* Objects that the daemon names in event records, found by id. */
@@ -183,7 +187,7 @@ struct urv_qp {
 	struct ibv_qp_cap cap;
 	uint32_t sq_sig_all;
 	struct urv_pd *pdom;    /* made on a parent domain: that one */
-	void *map;
+	void *map;              /* rings of their own (else NULL: in the arena) */
 	size_t map_size;
 	/* ibv_qp_ex batch */
 	uint32_t ex_prod;       /* next slot while between wr_start/complete */
@@ -261,6 +265,17 @@ int urv_get_pkey_index(struct ibv_context *c, uint8_t port, __be16 pkey);
 int urv_ctl(struct urv_context *c, uint32_t op, const void *req,
 	    size_t req_len, void *rep, size_t rep_len, const int *fds_in,
 	    int nfds_in, int *fds_out, int nfds_out);
+/* The same in steps, for a caller that acts on the reply before the next
+ * request of the connection: hold (the connection's context, its
+ * ctl_lock taken), call (same arguments as urv_ctl), release. */
+struct urv_context *urv_ctl_hold(struct urv_context *c);
+int urv_ctl_held(struct urv_context *o, uint32_t op, const void *req,
+		 size_t req_len, void *rep, size_t rep_len, const int *fds_in,
+		 int nfds_in, int *fds_out, int nfds_out);
+void urv_ctl_release(struct urv_context *o);
+/* true in a process that forked or was forked (ctl.c): the doorbell page and
+ * the QP arena are then shared with processes this one does not order */
+bool urv_ctl_forked_now(void);
 void urv_doorbell(struct urv_context *c, uint32_t db_index);
 bool urv_daemon_gone(struct urv_context *c);
 

@@ -337,7 +337,7 @@ struct emu_qp {
 	uint64_t user_handle;
 	struct emu_ring sq, rq;   /* rq.entries == 0 with an SRQ */
 	uint32_t mcast_groups;    /* groups attached (UD) */
-	int memfd;
+	int memfd;                /* -1: the rings are in the context's arena, at map */
 	void *map;
 	size_t map_size;
 	uint64_t charged;         /* daemon memory charged to ctx (limits) */
@@ -377,7 +377,7 @@ struct emu_ctx {
 	struct emu_handle_slot *h;
 	uint32_t nh, h_free_hint;
 	struct emu_db_slot *dbs;      /* db_index -> QP/SRQ */
-	uint32_t ndbs;
+	uint32_t ndbs, db_free_hint;  /* no free slot below the hint */
 	void *priv;                   /* control server state */
 	void *ucma;                   /* rdma_cm state (emu/cm/ucma.c) */
 	bool hello_done;
@@ -391,6 +391,7 @@ struct emu_ctx {
 	struct emu_mrmap *maps;       /* mapped MR pieces, sorted by addr (mrmap.c) */
 	uint32_t nmaps, capmaps;
 	uint64_t mr_mapped, mr_syscall; /* payload pieces by path (mem.c) */
+	struct emu_arena *arena;      /* QP rings (arena.c), NULL until the first */
 };
 
 /* Resource limits (docs/running.md, --limit/--uid-limit): objects one
@@ -805,6 +806,24 @@ void *emu_ctx_get(struct emu_ctx *c, uint32_t handle, enum emu_obj_type type);
 int emu_shm_create(const char *name, size_t size, int *fd, void **map);
 void emu_shm_destroy(int fd, void *map, size_t size);
 
+/* The context's QP ring arena (arena.c). A piece: chunk index, offset and
+ * address there, and new_fd >= 0 when the chunk was made for it (the
+ * caller sends it to the client and closes it). */
+struct emu_arena;
+struct emu_arena_piece {
+	uint32_t chunk;
+	uint64_t off;
+	void *map;
+	int new_fd;
+};
+/* size bytes (<= UROCE_ARENA_MAX_RINGS), zeroed: 0, -EINVAL, or -ENOMEM
+ * when a new chunk would pass c's memory limit */
+int emu_arena_alloc(struct emu_ctx *c, size_t size, struct emu_arena_piece *p);
+/* the piece at at (size bytes) back to c's arena */
+void emu_arena_free(struct emu_ctx *c, void *at, size_t size);
+/* every chunk unmapped and uncharged (the context's QPs are gone) */
+void emu_arena_fini(struct emu_ctx *c);
+
 /* Object operations; each returns 0 or -errno and fills a reply. */
 int emu_pd_alloc(struct emu_ctx *c, uint32_t *handle);
 int emu_pd_dealloc(struct emu_ctx *c, uint32_t handle);
@@ -850,6 +869,12 @@ int emu_srq_query(struct emu_ctx *c, uint32_t handle, struct ibv_srq_attr *a);
 int emu_srq_destroy(struct emu_ctx *c, uint32_t handle);
 int emu_qp_create(struct emu_ctx *c, const struct uroce_create_qp_req *q,
 		  struct uroce_create_qp_rep *r, int *memfd_out);
+/* The rings in c's arena, or (larger than UROCE_ARENA_MAX_RINGS) a memfd
+ * of their own; *fd_out: a descriptor to send with the reply or -1, and
+ * *fd_close whether the caller closes it after sending (an arena chunk's)
+ * or it stays the QP's (its own memfd). */
+int emu_qp_create_arena(struct emu_ctx *c, const struct uroce_create_qp_req *q,
+			struct uroce_create_qp_arena_rep *r, int *fd_out, bool *fd_close);
 int emu_qp_modify_op(struct emu_ctx *c, const struct uroce_modify_qp_req *q);
 int emu_qp_query_op(struct emu_ctx *c, const struct uroce_query_qp_req *q,
 		    struct uroce_query_qp_rep *r);

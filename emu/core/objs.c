@@ -853,10 +853,68 @@ static void emu_qp_reply(const struct emu_qp *qp, const struct emu_qp_layout *l,
 	r->map_size = l->size;
 }
 
-/* xref: an XRC TGT QP of that domain, which has no PD, CQ or doorbell
- * of its own (q names none) */
-int emu_qp_create_x(struct emu_ctx *c, const struct uroce_create_qp_req *q,
-		    struct emu_xrcd_ref *xref, struct uroce_create_qp_rep *r, int *memfd_out)
+/* The rings' memory: a memfd of their own (ar NULL, or rings larger than
+ * the arena takes) or a piece of the arena (*off in its chunk); what it
+ * costs is charged to c (an arena chunk is charged whole when it is made,
+ * arena.c). *new_fd: an arena chunk's descriptor to send, or -1. */
+static int emu_qp_rings_get(struct emu_ctx *c, struct emu_qp *qp, const struct emu_qp_layout *l,
+			    struct uroce_create_qp_arena_rep *ar, int *new_fd, uint64_t *off)
+{
+	/* the transport's private copy of the send queue */
+	uint64_t charge = (uint64_t)l->sq_entries * (l->sq_stride + sizeof(struct emu_xport_swqe));
+	bool own = !ar || l->size > UROCE_ARENA_MAX_RINGS;
+	struct emu_arena_piece p;
+	int rc;
+
+	*new_fd = -1;
+	*off = 0;
+	if (own)
+		charge += l->size;
+	rc = emu_ctx_charge(c, charge);
+	if (rc)
+		return rc;
+	qp->charged = charge;
+	qp->map_size = l->size;
+	if (own) {
+		rc = emu_shm_create("uroce-qp", l->size, &qp->memfd, &qp->map);
+		if (!rc && ar) {
+			ar->chunk = UROCE_ARENA_OWN;
+			ar->flags = UROCE_ARENA_F_NEW;
+			ar->chunk_size = l->size;
+		}
+	} else {
+		rc = emu_arena_alloc(c, l->size, &p);
+		if (!rc) {
+			qp->memfd = -1;
+			qp->map = p.map;
+			*new_fd = p.new_fd;
+			*off = p.off;
+			ar->chunk = p.chunk;
+			ar->flags = p.new_fd >= 0 ? UROCE_ARENA_F_NEW : 0;
+			ar->chunk_size = UROCE_ARENA_CHUNK;
+		}
+	}
+	if (rc)
+		emu_ctx_uncharge(c, charge);
+	return rc;
+}
+
+static void emu_qp_rings_put(struct emu_ctx *c, struct emu_qp *qp)
+{
+	if (qp->memfd >= 0)
+		emu_shm_destroy(qp->memfd, qp->map, qp->map_size);
+	else
+		emu_arena_free(c, qp->map, qp->map_size);
+	emu_ctx_uncharge(c, qp->charged);
+}
+
+/* validate -> allocate -> publish; ar NULL: CREATE_QP (a memfd of its
+ * own in *fd_out), else CREATE_QP_ARENA; xref: an XRC TGT QP of that
+ * domain, which has no PD, CQ or doorbell of its own (q names none) and
+ * whose rings never leave the daemon */
+static int emu_qp_new(struct emu_ctx *c, const struct uroce_create_qp_req *q,
+		      struct emu_xrcd_ref *xref, struct uroce_create_qp_rep *r,
+		      struct uroce_create_qp_arena_rep *ar, int *fd_out)
 {
 	struct emu_dev *d = c->dev;
 	struct emu_pd *pd = xref ? NULL : emu_ctx_get(c, q->pd, EMU_OBJ_PD);
@@ -865,7 +923,8 @@ int emu_qp_create_x(struct emu_ctx *c, const struct uroce_create_qp_req *q,
 	struct emu_srq *srq = NULL;
 	struct ibv_qp_cap cap = q->cap;
 	struct emu_qp_layout l;
-	int rc;
+	uint64_t off;
+	int rc, new_fd;
 
 	if ((!pd || !scq || !rcq) != !!xref || (q->qp_type == IBV_QPT_XRC_RECV) != !!xref)
 		return -EINVAL;
@@ -879,22 +938,11 @@ int emu_qp_create_x(struct emu_ctx *c, const struct uroce_create_qp_req *q,
 	if (!qp)
 		return -ENOMEM;
 	emu_qp_layout(&cap, srq || emu_qp_no_rq(q->qp_type), &l);
-	/* the rings plus the transport's private copy of the send queue */
-	uint64_t charge = l.size + (uint64_t)l.sq_entries *
-			  (l.sq_stride + sizeof(struct emu_xport_swqe));
-	rc = emu_ctx_charge(c, charge);
+	rc = emu_qp_rings_get(c, qp, &l, ar, &new_fd, &off);
 	if (rc) {
 		free(qp);
 		return rc;
 	}
-	qp->charged = charge;
-	rc = emu_shm_create("uroce-qp", l.size, &qp->memfd, &qp->map);
-	if (rc) {
-		emu_ctx_uncharge(c, charge);
-		free(qp);
-		return rc;
-	}
-	qp->map_size = l.size;
 	qp->dev = d;
 	qp->ctx = c;
 	qp->type = (enum ibv_qp_type)q->qp_type;
@@ -937,7 +985,9 @@ int emu_qp_create_x(struct emu_ctx *c, const struct uroce_create_qp_req *q,
 	c->dev->xops->qp_init(qp);
 
 	emu_qp_reply(qp, &l, r);
-	*memfd_out = xref ? -1 : qp->memfd;
+	r->sq_offset += off;
+	r->rq_offset += off;
+	*fd_out = xref ? -1 : new_fd >= 0 ? new_fd : qp->memfd;
 	return 0;
 
 err_handle:
@@ -946,8 +996,10 @@ err_qpn:
 	d->qpn[qp->qpn] = NULL;
 	d->nqp--;
 err_shm:
-	emu_shm_destroy(qp->memfd, qp->map, qp->map_size);
-	emu_ctx_uncharge(c, qp->charged);
+	/* a chunk made for this QP stays in the arena (charged, empty) */
+	if (new_fd >= 0)
+		close(new_fd);
+	emu_qp_rings_put(c, qp);
 	free(qp);
 	return rc;
 }
@@ -955,7 +1007,24 @@ err_shm:
 int emu_qp_create(struct emu_ctx *c, const struct uroce_create_qp_req *q,
 		  struct uroce_create_qp_rep *r, int *memfd_out)
 {
-	return emu_qp_create_x(c, q, NULL, r, memfd_out);
+	return emu_qp_new(c, q, NULL, r, NULL, memfd_out);
+}
+
+int emu_qp_create_x(struct emu_ctx *c, const struct uroce_create_qp_req *q,
+		    struct emu_xrcd_ref *xref, struct uroce_create_qp_rep *r, int *memfd_out)
+{
+	return emu_qp_new(c, q, xref, r, NULL, memfd_out);
+}
+
+int emu_qp_create_arena(struct emu_ctx *c, const struct uroce_create_qp_req *q,
+			struct uroce_create_qp_arena_rep *r, int *fd_out, bool *fd_close)
+{
+	memset(r, 0, sizeof(*r));
+	int rc = emu_qp_new(c, q, NULL, &r->qp, r, fd_out);
+	/* an arena chunk's descriptor is the client's once sent; a QP's own
+	 * memfd stays with it (as CREATE_QP's) */
+	*fd_close = !rc && r->chunk != UROCE_ARENA_OWN;
+	return rc;
 }
 
 int emu_qp_modify_op(struct emu_ctx *c, const struct uroce_modify_qp_req *q)
@@ -1003,8 +1072,9 @@ int emu_qp_destroy(struct emu_ctx *c, uint32_t handle)
 	if (!c->dead)
 		emu_ctx_doorbells(c);
 	emu_mcast_detach_all(qp);
-	/* type 2 windows bound through this QP lose their binding */
-	for (uint32_t i = 0; i < c->nh; i++) {
+	/* type 2 windows bound through this QP lose their binding (a scan of
+	 * every handle: only when there are windows) */
+	for (uint32_t i = 0; c->nobj[EMU_OBJ_MW] && i < c->nh; i++) {
 		if (c->h[i].type == EMU_OBJ_MW) {
 			struct emu_mw *mw = c->h[i].obj;
 			if (mw->qp == qp)
@@ -1027,8 +1097,7 @@ int emu_qp_destroy(struct emu_ctx *c, uint32_t handle)
 			qp->srq->refcnt--;
 	}
 	__atomic_fetch_or(&qp->sq.hdr->flags, UROCE_RING_F_ERROR, __ATOMIC_RELEASE);
-	emu_shm_destroy(qp->memfd, qp->map, qp->map_size);
-	emu_ctx_uncharge(c, qp->charged);
+	emu_qp_rings_put(c, qp);
 	emu_ctx_drop(c, handle);
 	free(qp);
 	return 0;
@@ -1189,6 +1258,7 @@ void emu_ctx_destroy(struct emu_ctx *c)
 					(int)c->pid, i, rc);
 		}
 	}
+	emu_arena_fini(c); /* its QPs are gone */
 	if (c->db)
 		munmap(c->db, UROCE_DB_PAGE_SIZE);
 	if (c->db_memfd >= 0)

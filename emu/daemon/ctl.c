@@ -11,7 +11,9 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <linux/futex.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,6 +29,8 @@ struct emu_client {
 	struct emu_client *next_dead;
 	struct emu_ep ep_sock;
 	struct emu_ep ep_wake;
+	uint32_t mbox_seen;       /* the mailbox's req_seq last served */
+	bool mbox_busy;           /* the request being executed came by the mailbox */
 };
 
 /* Closed clients are freed only after the current epoll batch: a later
@@ -424,6 +428,7 @@ union emu_rep {
 	struct uroce_create_srq_rep srq;
 	struct ibv_srq_attr srq_attr;
 	struct uroce_create_qp_rep qp;
+	struct uroce_create_qp_arena_rep qpa;
 	struct uroce_query_qp_rep qq;
 	struct uroce_query_stats_rep stats;
 	struct uroce_cm_stats_rep cm_stats;
@@ -677,6 +682,23 @@ static int emu_op_create_qp(struct emu_op *k)
 	return emu_qp_create(k->c, &k->q->qp, &k->rep->qp, &k->mfd);
 }
 
+static int emu_op_create_qp_arena(struct emu_op *k)
+{
+	int fd;
+	bool fd_close;
+	int rc = emu_qp_create_arena(k->c, &k->q->qp, &k->rep->qpa, &fd, &fd_close);
+
+	if (rc)
+		return rc;
+	k->rlen = sizeof(k->rep->qpa);
+	if (fd >= 0) {
+		k->ofds[0] = fd;
+		k->nofds = 1;
+		k->oclose = fd_close ? 0 : 1;
+	}
+	return 0;
+}
+
 static int emu_op_modify_qp(struct emu_op *k)
 {
 	return emu_qp_modify_op(k->c, &k->q->mqp);
@@ -879,6 +901,8 @@ static const struct {
 	[UROCE_OP_OPEN_QP] = { sizeof(struct uroce_xrc_qp_req), 0, emu_op_open_qp },
 	[UROCE_OP_CC_SET] = { sizeof(struct uroce_cc_set_req), 0, emu_op_cc_set },
 	[UROCE_OP_ADVISE_MR] = { sizeof(struct uroce_advise_mr_req), 0, emu_op_advise_mr },
+	[UROCE_OP_CREATE_QP_ARENA] = { sizeof(struct uroce_create_qp_req), 0,
+				       emu_op_create_qp_arena },
 };
 
 /* validate the header against the shape table: 0 or the reply status */
@@ -904,9 +928,41 @@ static int emu_req_check(const struct emu_ctx *c, const struct uroce_msg_hdr *h,
 	return 0;
 }
 
-/* false: drop the client (its reply could not be sent) */
+/* The reply to a mailbox request (abi.h, struct uroce_ctl_mbox), as
+ * req_seq (what the client waits for): in the mailbox, or on the socket
+ * when it has descriptors or does not fit. false: drop the client. */
+static bool emu_mbox_reply(struct emu_ctx *c, const struct uroce_msg_hdr *rq, uint32_t req_seq,
+			   int status, const void *body, size_t blen, const int *fds,
+			   unsigned nfds)
+{
+	struct uroce_ctl_mbox *mb = &c->db->mbox;
+	struct uroce_msg_hdr h = { .op = rq->op, .seq = rq->seq, .status = status };
+	bool ok = true;
+
+	if (status)
+		blen = 0, nfds = 0;
+	if (nfds || sizeof(h) + blen > UROCE_MBOX_MAX) {
+		ok = emu_reply(c, rq, status, body, blen, fds, nfds);
+		h.len = 0; /* "on the socket" */
+	} else {
+		h.len = (uint32_t)(sizeof(h) + blen);
+		if (blen)
+			memcpy(mb->rep + sizeof(h), body, blen);
+	}
+	memcpy(mb->rep, &h, sizeof(h));
+	__atomic_store_n(&mb->rep_seq, req_seq, __ATOMIC_RELEASE);
+	/* pairs with the client's fence between setting waiting and its
+	 * last look at rep_seq before FUTEX_WAIT */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&mb->waiting, __ATOMIC_RELAXED))
+		syscall(SYS_futex, &mb->rep_seq, FUTEX_WAKE, 1, NULL, NULL, 0);
+	return ok;
+}
+
+/* false: drop the client (its reply could not be sent). mbox_seq: 0 for
+ * a socket request, else the mailbox's req_seq it came with. */
 static bool emu_dispatch(struct emu_daemon *dm, struct emu_client *cl, const uint8_t *buf,
-			 size_t n, int *fds, unsigned nfds)
+			 size_t n, int *fds, unsigned nfds, uint32_t mbox_seq)
 {
 	struct emu_ctx *c = cl->ctx;
 	struct uroce_msg_hdr h;
@@ -929,6 +985,7 @@ static bool emu_dispatch(struct emu_daemon *dm, struct emu_client *cl, const uin
 	c->ctl_busy = true;
 	c->ctl_op = h.op;
 	c->ctl_seq = h.seq;
+	cl->mbox_busy = mbox_seq != 0;
 	/* the body may be unaligned inside buf: copy it out */
 	memcpy(&q, buf + sizeof(h), n - sizeof(h));
 	k.qlen = n - sizeof(h);
@@ -943,7 +1000,8 @@ static bool emu_dispatch(struct emu_daemon *dm, struct emu_client *cl, const uin
 		EMU_LOG_RL(DEBUG, "pid %d: op %u -> %d\n", (int)c->pid, h.op, rc);
 reply:
 	c->ctl_busy = false;
-	bool ok = emu_reply(c, &h, rc, &rep, k.rlen, k.ofds, k.nofds);
+	bool ok = mbox_seq ? emu_mbox_reply(c, &h, mbox_seq, rc, &rep, k.rlen, k.ofds, k.nofds) :
+		  emu_reply(c, &h, rc, &rep, k.rlen, k.ofds, k.nofds);
 	for (unsigned i = k.oclose; i < k.nofds; i++)
 		close(k.ofds[i]);
 	for (unsigned i = 0; i < nfds; i++)
@@ -956,13 +1014,62 @@ void emu_ctl_abandoned(struct emu_ctx *c, int status)
 {
 	struct uroce_msg_hdr h = { .op = c->ctl_op, .seq = c->ctl_seq };
 
+	struct emu_client *cl = c->priv;
+
 	if (!c->ctl_busy || c->sock < 0)
 		return;
 	c->ctl_busy = false;
-	emu_reply(c, &h, status, NULL, 0, NULL, 0);
+	if (cl && cl->mbox_busy && c->db)
+		emu_mbox_reply(c, &h, cl->mbox_seen, status, NULL, 0, NULL, 0);
+	else
+		emu_reply(c, &h, status, NULL, 0, NULL, 0);
 }
 
-static bool emu_client_read(struct emu_daemon *dm, struct emu_client *cl)
+bool emu_ctl_mbox_ready(struct emu_daemon *dm)
+{
+	for (struct emu_ctx *c = dm->dev.ctxs; c; c = c->next) {
+		struct emu_client *cl = c->priv;
+
+		if (c->db && cl &&
+		    __atomic_load_n(&c->db->mbox.req_seq, __ATOMIC_ACQUIRE) != cl->mbox_seen)
+			return true;
+	}
+	return false;
+}
+
+unsigned emu_ctl_mbox_poll(struct emu_daemon *dm)
+{
+	static __thread uint8_t buf[UROCE_MBOX_MAX]; /* per worker */
+	unsigned served = 0;
+
+	for (struct emu_ctx *c = dm->dev.ctxs, *next; c; c = next) {
+		struct emu_client *cl = c->priv;
+
+		next = c->next;
+		if (!c->db || !cl)
+			continue;
+		struct uroce_ctl_mbox *mb = &c->db->mbox;
+		uint32_t s = __atomic_load_n(&mb->req_seq, __ATOMIC_ACQUIRE);
+		if (s == cl->mbox_seen)
+			continue;
+		cl->mbox_seen = s;
+		/* the client may change all of it at any time: its length is
+		 * read once, and the request copied out before it is looked at */
+		uint32_t len = __atomic_load_n(&mb->req_len, __ATOMIC_RELAXED);
+		if (len > UROCE_MBOX_MAX)
+			len = UROCE_MBOX_MAX; /* its header's len then disagrees: EINVAL */
+		memcpy(buf, mb->req, len);
+		served++;
+		/* 0 is "a socket request" to emu_dispatch; a client that
+		 * counts through it gets its reply as req_seq 0 all the same */
+		if (!emu_dispatch(dm, cl, buf, len, NULL, 0, s ? s : UINT32_MAX))
+			emu_client_close(dm, cl);
+	}
+	return served;
+}
+
+/* *served counts the requests answered */
+static bool emu_client_read(struct emu_daemon *dm, struct emu_client *cl, unsigned *served)
 {
 	/* one extra byte detects an oversized message */
 	static __thread uint8_t buf[UROCE_MAX_MSG + 1]; /* per worker */
@@ -1008,26 +1115,28 @@ static bool emu_client_read(struct emu_daemon *dm, struct emu_client *cl)
 				return false;
 			continue;
 		}
-		if (!emu_dispatch(dm, cl, buf, (size_t)n, fds, nfds))
+		++*served;
+		if (!emu_dispatch(dm, cl, buf, (size_t)n, fds, nfds, 0))
 			return false;
 	}
 	return true;
 }
 
-void emu_ctl_event(struct emu_daemon *dm, struct emu_ep *ep, uint32_t events)
+unsigned emu_ctl_event(struct emu_daemon *dm, struct emu_ep *ep, uint32_t events)
 {
 	struct emu_client *cl = ep->p;
+	unsigned served = 0;
 
 	if (ep->kind == EMU_EP_PORT)
 		return; /* a frame woke us: the engine loop receives it */
 	if (ep->kind != EMU_EP_LISTEN && !cl->ctx)
-		return; /* closed earlier in this batch */
+		return 0; /* closed earlier in this batch */
 	switch (ep->kind) {
 	case EMU_EP_LISTEN:
 		emu_accept(dm);
 		break;
 	case EMU_EP_SOCK:
-		if (!emu_client_read(dm, cl) || (events & (EPOLLHUP | EPOLLERR)))
+		if (!emu_client_read(dm, cl, &served) || (events & (EPOLLHUP | EPOLLERR)))
 			emu_client_close(dm, cl);
 		break;
 	case EMU_EP_WAKE: {
@@ -1056,6 +1165,7 @@ void emu_ctl_event(struct emu_daemon *dm, struct emu_ep *ep, uint32_t events)
 	default:
 		break;
 	}
+	return served;
 }
 
 void emu_ctl_need_wakeup(struct emu_daemon *dm, uint32_t v)
@@ -1067,6 +1177,8 @@ void emu_ctl_need_wakeup(struct emu_daemon *dm, uint32_t v)
 
 bool emu_ctl_db_pending(struct emu_daemon *dm)
 {
+	if (emu_ctl_mbox_ready(dm))
+		return true;
 	for (struct emu_ctx *c = dm->dev.ctxs; c; c = c->next) {
 		if (!c->db)
 			continue;

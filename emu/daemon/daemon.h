@@ -102,12 +102,17 @@ void emu_ctl_close(struct emu_daemon *dm);
 /* The request c's engine was executing when it was abandoned gets its
  * reply now (status), so the client does not wait for its timeout. */
 void emu_ctl_abandoned(struct emu_ctx *c, int status);
-void emu_ctl_event(struct emu_daemon *dm, struct emu_ep *ep, uint32_t events);
+/* one epoll event: the number of control requests it answered */
+unsigned emu_ctl_event(struct emu_daemon *dm, struct emu_ep *ep, uint32_t events);
+/* requests in the contexts' control mailboxes (abi.h): is one waiting,
+ * and serve them (the number served) */
+bool emu_ctl_mbox_ready(struct emu_daemon *dm);
+unsigned emu_ctl_mbox_poll(struct emu_daemon *dm);
 /* free clients closed during the last epoll batch */
 void emu_ctl_reap(struct emu_daemon *dm);
 /* set/clear need_wakeup in every context's doorbell page */
 void emu_ctl_need_wakeup(struct emu_daemon *dm, uint32_t v);
-/* true if some context has a doorbell pending */
+/* true if some context has a doorbell or a mailbox request pending */
 bool emu_ctl_db_pending(struct emu_daemon *dm);
 /* mark every ring of every context dead (shutdown) */
 void emu_ctl_mark_dead(struct emu_daemon *dm);

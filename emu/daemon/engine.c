@@ -20,6 +20,11 @@
 #define EMU_LOOP_SLEEP_NS 200000000ull /* loopback: only the stop flag needs it */
 #define EMU_RX_ACTIVE_NS 20000000ull  /* a port is "active" this long after a frame */
 #define EMU_CTL_POLL_ITERS 256        /* busy: check control sockets this often */
+/* ... and every iteration this long after a control request: a verbs
+ * program setting up QPs sends the next one within microseconds, and
+ * waiting up to 256 iterations (or a sleep) for each was most of the time
+ * of a QP's create and connect (docs/performance.md, "QP setup") */
+#define EMU_CTL_HOT_NS 200000ull
 #define EMU_EVQ_RETRY_NS 1000000ull   /* event pipe backlog: retry this often */
 #define EMU_IDLE_CLOCK_ITERS 8        /* idle: read the clock, run timers this often */
 /* a turn that polls the control sockets is never skipped */
@@ -42,8 +47,27 @@ static unsigned emu_wake_first(struct emu_daemon *dm)
 	return 1;
 }
 
-/* Returns whether a doorbell woke a sleep (timeout_ns > 0). */
-static bool emu_ctl_poll(struct emu_daemon *dm, int timeout_ns)
+/* Before control requests: what was posted before them, and the frames
+ * on their way through the loopback port, go through first, as with a
+ * NIC, whose doorbell is faster than any command (a CQ resized or a QP
+ * destroyed right after a post sees those WRs complete; an accept after
+ * the peer's REJ was sent sees the REJ). Polling the sockets only every
+ * 256 iterations gave the engine that time by accident. Bounded: a few
+ * bursts. */
+static void emu_settle(struct emu_daemon *dm)
+{
+	(void)emu_doorbells(dm);
+	for (int i = 0; i < 8; i++) {
+		emu_tx_flush(&dm->dev);
+		if (!emu_port_rx(dm))
+			break;
+	}
+	emu_tx_flush(&dm->dev);
+}
+
+/* the number of control requests answered, plus one when a doorbell
+ * woke the sleep (timeout_ns > 0) */
+static unsigned emu_ctl_poll(struct emu_daemon *dm, int timeout_ns)
 {
 	/* epoll_pwait2 needs Linux 5.11 (and valgrind >= 3.20); without it the
 	 * loop would spin and never see a control message: fall back to
@@ -64,11 +88,16 @@ static bool emu_ctl_poll(struct emu_daemon *dm, int timeout_ns)
 		if (__atomic_load_n(&no_pwait2, __ATOMIC_RELAXED))
 			n = epoll_wait(dm->epfd, ev, 16, (timeout_ns + 999999) / 1000000);
 	}
-	bool woke = n > 0 && timeout_ns > 0 && emu_wake_first(dm);
+	unsigned served = 0;
+
+	if (n > 0 && timeout_ns > 0 && emu_wake_first(dm))
+		served++;
+	if (n > 0)
+		emu_settle(dm);
 	for (int i = 0; i < n; i++)
-		emu_ctl_event(dm, ev[i].data.ptr, ev[i].events);
+		served += emu_ctl_event(dm, ev[i].data.ptr, ev[i].events);
 	emu_ctl_reap(dm);
-	return woke;
+	return served;
 }
 
 void emu_stats_dump(struct emu_dev *d)
@@ -193,6 +222,8 @@ int emu_engine_run(struct emu_daemon *dm)
 	uint64_t iter = 0;
 	uint64_t last_rx = 0;
 	uint64_t last_evq = 0;
+	uint64_t ctl_last = 0; /* when a control request was last answered */
+	uint64_t now = idle_since;
 
 	/* transport deadlines are slept to the nanosecond (epoll_pwait2);
 	 * the default 50 us timer slack of a thread would add up to that to
@@ -208,10 +239,21 @@ int emu_engine_run(struct emu_daemon *dm)
 
 	while (!dm->stop) {
 		unsigned work = 0;
-		uint64_t now;
 
-		if ((++iter % EMU_CTL_POLL_ITERS) == 0)
-			emu_ctl_poll(dm, 0);
+		if ((++iter % EMU_CTL_POLL_ITERS) == 0 || now - ctl_last < EMU_CTL_HOT_NS) {
+			unsigned served = emu_ctl_poll(dm, 0);
+
+			if (served)
+				ctl_last = emu_now_ns();
+			work += served;
+		}
+		if (emu_ctl_mbox_ready(dm)) {
+			emu_settle(dm);
+			if (emu_ctl_mbox_poll(dm)) {
+				ctl_last = emu_now_ns();
+				work++;
+			}
+		}
 		work += emu_doorbells(dm);
 		/* frames a doorbell produced go out before this turn's RX
 		 * poll: on the ring port they come back in it, so a hop
@@ -257,6 +299,9 @@ int emu_engine_run(struct emu_daemon *dm)
 		uint64_t spin = spin_ns;
 		if (!d->loopback && now - last_rx < EMU_RX_ACTIVE_NS && spin < EMU_RX_POLL_NS)
 			spin = EMU_RX_POLL_NS;
+		/* the next control request of a setup sequence is likely near */
+		if (now - ctl_last < EMU_CTL_HOT_NS && spin < EMU_CTL_HOT_NS)
+			spin = EMU_CTL_HOT_NS;
 		if (dm->o.busy_poll || now - idle_since < spin_ns)
 			continue;
 		if (now - idle_since < spin) {
@@ -278,9 +323,10 @@ int emu_engine_run(struct emu_daemon *dm)
 		uint64_t wait = emu_engine_sleep_ns(dm);
 		/* a post woke us: spin for the rest of its exchange (the
 		 * reply, the ACK) as after any work, instead of sleeping at
-		 * the first idle turn that reads the clock */
+		 * the first idle turn that reads the clock; a control request:
+		 * the next one of its setup sequence is likely near */
 		if (emu_ctl_poll(dm, (int)wait))
-			idle_since = emu_now_ns();
+			ctl_last = idle_since = emu_now_ns();
 		if (dm->pcap)
 			pcapw_flush(dm->pcap);
 		emu_ctl_need_wakeup(dm, 0);

@@ -275,11 +275,36 @@ _Static_assert(40 + UROCE_CQE_INL_PAYLOAD <= UROCE_CQE_INL_DATA, "cqe inline roo
  * the next one.
  */
 #define UROCE_DB_MAX 32768u /**< QPs + SRQs per context */
+/**
+ * Control mailbox, in the doorbell page: a control request without
+ * descriptors may travel here instead of on the socket, one at a time
+ * per connection, with the socket's message format and sequence numbers
+ * (docs/performance.md, "QP setup"). The shim writes the message (header
+ * and body, at most UROCE_MBOX_MAX bytes) into req, its length into
+ * req_len, then req_seq = the header's seq (release) and wakes a sleeping
+ * daemon as for a doorbell. The daemon copies the request out before it
+ * looks at it, serves it as a socket request, writes the reply into rep
+ * and sets rep_seq = req_seq (release); FUTEX_WAKE on rep_seq if waiting
+ * is non-zero (the shim sleeps in FUTEX_WAIT after a short spin). A reply
+ * with descriptors or longer than UROCE_MBOX_MAX goes on the socket
+ * instead; the mailbox's reply header then has len 0.
+ */
+#define UROCE_MBOX_MAX 512
+struct uroce_ctl_mbox {
+	_Alignas(UROCE_CACHELINE) uint32_t req_seq; /**< written by the shim */
+	uint32_t req_len;
+	_Alignas(UROCE_CACHELINE) uint32_t rep_seq; /**< written by the daemon */
+	uint32_t waiting;                           /**< written by the shim */
+	_Alignas(UROCE_CACHELINE) uint8_t req[UROCE_MBOX_MAX];
+	_Alignas(UROCE_CACHELINE) uint8_t rep[UROCE_MBOX_MAX];
+};
+
 struct uroce_db_page {
 	_Alignas(UROCE_CACHELINE) uint32_t need_wakeup; /**< written by the daemon */
 	uint32_t daemon_pid;
 	_Alignas(UROCE_CACHELINE) uint64_t summary[UROCE_DB_MAX / 64 / 64];
 	_Alignas(UROCE_CACHELINE) uint64_t bits[UROCE_DB_MAX / 64];
+	struct uroce_ctl_mbox mbox;
 };
 #define UROCE_DB_PAGE_SIZE 8192u
 _Static_assert(sizeof(struct uroce_db_page) <= UROCE_DB_PAGE_SIZE, "doorbell page");
@@ -379,6 +404,9 @@ enum uroce_op {
 				  *  the TGT QP qpn of the same XRC domain */
 	UROCE_OP_CC_SET,         /**< admin: uroce_cc_set_req -> uroce_query_cc_rep */
 	UROCE_OP_ADVISE_MR,      /**< ibv_advise_mr: uroce_advise_mr_req -> uroce_advise_mr_rep */
+	UROCE_OP_CREATE_QP_ARENA, /**< uroce_create_qp_req -> uroce_create_qp_arena_rep;
+				   *  the rings in the context's QP arena; fds out:
+				   *  [0] with UROCE_ARENA_F_NEW only */
 	UROCE_OP_MAX
 };
 
@@ -626,6 +654,30 @@ struct uroce_create_qp_rep {
 	uint32_t rq_entries, rq_stride;
 	uint64_t sq_offset, rq_offset;
 	uint64_t map_size;
+};
+
+/**
+ * UROCE_OP_CREATE_QP_ARENA: the same QP as UROCE_OP_CREATE_QP, its rings
+ * carved from the context's QP arena: sealed memfds of UROCE_ARENA_CHUNK
+ * bytes the daemon makes as they are needed (each charged whole to the
+ * context's memory limit) and never gives back before the context ends,
+ * so a client maps each one once instead of a memfd per QP. qp.sq_offset
+ * and qp.rq_offset are offsets in chunk `chunk`, qp.map_size the ring
+ * bytes there. UROCE_ARENA_F_NEW: the chunk's memfd comes with this reply
+ * (chunk_size bytes to map); otherwise the client has it from an earlier
+ * reply. Rings larger than UROCE_ARENA_MAX_RINGS get a memfd of their own
+ * as with CREATE_QP: chunk = UROCE_ARENA_OWN, flags NEW, chunk_size =
+ * qp.map_size, unmapped by the client when the QP is destroyed.
+ */
+#define UROCE_ARENA_CHUNK (1u << 20)
+#define UROCE_ARENA_MAX_RINGS (256u << 10)
+#define UROCE_ARENA_OWN 0xffffffffu
+#define UROCE_ARENA_F_NEW 0x1u
+struct uroce_create_qp_arena_rep {
+	struct uroce_create_qp_rep qp;
+	uint32_t chunk;
+	uint32_t flags;
+	uint64_t chunk_size;
 };
 
 struct uroce_modify_qp_req {

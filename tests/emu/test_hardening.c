@@ -29,6 +29,14 @@
  *             range outside the MR): refused, and WRITEs into the MR
  *             land in it through the old path (counted) while the other
  *             files stay untouched; the right descriptor is mapped
+ *   arena     QP rings in the context's arena (UROCE_OP_CREATE_QP_ARENA):
+ *             sealed chunks sent once, no overlap, freed ranges reused
+ *             zeroed, own memfd for large rings, ENOMEM at the memory
+ *             limit and as many again after freeing, a client scribbling
+ *             over its whole arena
+ *   mbox      the control mailbox misused: huge length, runt, an op that
+ *             needs a descriptor, a reply with one (on the socket), a
+ *             flood of sequence numbers
  *
  * Usage: test_emu_hardening UROCED CASE [SEED] */
 #include "emu_test.h"
@@ -874,6 +882,237 @@ static void case_mrmap(struct t_daemon *d)
 	check_served(d, "mrmap");
 }
 
+
+/* ---------------- the QP arena and the control mailbox ---------------- */
+
+static int qpa_create(struct t_client *c, uint32_t pd, uint32_t cq, uint32_t swr, uint32_t inl,
+		      struct uroce_create_qp_arena_rep *r, int *fd)
+{
+	struct uroce_create_qp_req q = {
+		.pd = pd, .send_cq = cq, .recv_cq = cq, .srq = -1, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = swr, .max_recv_wr = 1, .max_send_sge = 1,
+			 .max_recv_sge = 1, .max_inline_data = inl },
+	};
+	int fds[4];
+	unsigned nf = 0;
+	int rc = t_call(c, UROCE_OP_CREATE_QP_ARENA, &q, sizeof(q), NULL, 0, r, sizeof(*r), fds,
+			&nf);
+
+	*fd = -1;
+	if (rc)
+		return rc;
+	if (nf != ((r->flags & UROCE_ARENA_F_NEW) ? 1u : 0u)) {
+		for (unsigned i = 0; i < nf; i++)
+			close(fds[i]);
+		return -EPROTO;
+	}
+	if (nf)
+		*fd = fds[0];
+	return 0;
+}
+
+#define QPA_MAX 4096
+
+/* Rings carved from the arena: one sealed memfd per chunk, sent once;
+ * ranges never overlap; a destroyed QP's range comes back zeroed; rings
+ * too large get a memfd of their own; chunks are charged whole (ENOMEM at
+ * the memory limit, the same count again after destroying everything);
+ * a client that scribbles over its whole arena and rings every doorbell
+ * harms nobody. Daemon: --limit mem=4M. */
+static void case_arena(struct t_daemon *d)
+{
+	static struct uroce_create_qp_arena_rep q[QPA_MAX];
+	static uint8_t *chunk[64];
+	struct uroce_create_cq_rep cr;
+	struct t_client a;
+	uint32_t pd;
+	int fd, n1, n2, rc;
+
+	REQUIRE(t_client_open(&a, d->sock) == 0, "client a");
+	REQUIRE(t_pd(&a, &pd) == 0 && t_cq(&a, 64, &cr, NULL) == 0, "pd, cq");
+	REQUIRE(qpa_create(&a, pd, cr.handle, 1, 0, &q[0], &fd) == 0, "first arena QP");
+	CHECK(q[0].chunk == 0 && (q[0].flags & UROCE_ARENA_F_NEW) && fd >= 0 &&
+	      q[0].chunk_size == UROCE_ARENA_CHUNK, "first QP: chunk %u flags %#x", q[0].chunk,
+	      q[0].flags);
+	REQUIRE(fd >= 0, "chunk memfd");
+	check_sealed(fd, "arena chunk");
+	chunk[0] = mmap(NULL, UROCE_ARENA_CHUNK, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	REQUIRE(chunk[0] != MAP_FAILED, "map chunk");
+	REQUIRE(qpa_create(&a, pd, cr.handle, 1, 0, &q[1], &fd) == 0, "second arena QP");
+	CHECK(fd < 0 && q[1].chunk == 0 && !(q[1].flags & UROCE_ARENA_F_NEW),
+	      "second QP: a descriptor again (flags %#x)", q[1].flags);
+	CHECK(q[1].qp.sq_offset >= q[0].qp.sq_offset + q[0].qp.map_size ||
+	      q[0].qp.sq_offset >= q[1].qp.sq_offset + q[1].qp.map_size, "rings overlap");
+	/* a destroyed QP's pages come back zeroed to the next one */
+	uint8_t *h0 = chunk[0] + q[0].qp.sq_offset;
+	memset(h0, 0xa5, q[0].qp.map_size);
+	REQUIRE(t_handle_op(&a, UROCE_OP_DESTROY_QP, q[0].qp.handle) == 0, "destroy");
+	REQUIRE(qpa_create(&a, pd, cr.handle, 1, 0, &q[0], &fd) == 0 && fd < 0, "recreate");
+	CHECK(chunk[0] + q[0].qp.sq_offset == h0, "the freed range was not reused");
+	CHECK(((struct uroce_ring_hdr *)h0)->prod == 0 && ((struct uroce_ring_hdr *)h0)->cons == 0 &&
+	      ((struct uroce_ring_hdr *)h0)->entries == q[0].qp.sq_entries,
+	      "reused ring header not fresh");
+	/* larger than the arena takes: a memfd of its own */
+	struct uroce_create_qp_arena_rep big;
+	REQUIRE(qpa_create(&a, pd, cr.handle, 512, 512, &big, &fd) == 0, "big QP");
+	CHECK(big.chunk == UROCE_ARENA_OWN && (big.flags & UROCE_ARENA_F_NEW) &&
+	      big.chunk_size == big.qp.map_size && big.qp.map_size > UROCE_ARENA_MAX_RINGS &&
+	      fd >= 0, "big QP: chunk %#x size %lu", big.chunk, (unsigned long)big.chunk_size);
+	if (fd >= 0) {
+		check_sealed(fd, "own QP memfd");
+		close(fd);
+	}
+	REQUIRE(t_handle_op(&a, UROCE_OP_DESTROY_QP, big.qp.handle) == 0, "destroy big");
+	/* up to the memory limit: ENOMEM, then as many again */
+	for (n1 = 2; n1 < QPA_MAX; n1++) {
+		rc = qpa_create(&a, pd, cr.handle, 1, 0, &q[n1], &fd);
+		if (rc)
+			break;
+		if (fd >= 0) {
+			REQUIRE(q[n1].chunk < 64 && !chunk[q[n1].chunk], "chunk %u twice", q[n1].chunk);
+			chunk[q[n1].chunk] = mmap(NULL, UROCE_ARENA_CHUNK, PROT_READ | PROT_WRITE,
+						  MAP_SHARED, fd, 0);
+			close(fd);
+			REQUIRE(chunk[q[n1].chunk] != MAP_FAILED, "map chunk %u", q[n1].chunk);
+		}
+	}
+	CHECK(rc == -ENOMEM && n1 > 128 && n1 < QPA_MAX, "%d QPs, then %d", n1, rc);
+	for (int i = 0; i < n1; i++)
+		CHECK(t_handle_op(&a, UROCE_OP_DESTROY_QP, q[i].qp.handle) == 0, "destroy %d", i);
+	for (n2 = 0; n2 < QPA_MAX; n2++) {
+		rc = qpa_create(&a, pd, cr.handle, 1, 0, &q[n2], &fd);
+		if (rc)
+			break;
+		CHECK(fd < 0, "QP %d: a new chunk after everything was freed", n2);
+		if (fd >= 0)
+			close(fd);
+	}
+	CHECK(rc == -ENOMEM && n2 == n1, "after destroying all: %d QPs (before: %d), then %d", n2,
+	      n1, rc);
+	/* the client scribbles over every chunk it has and rings everything */
+	for (int k = 0; k < 64; k++)
+		for (size_t i = 0; chunk[k] && i < UROCE_ARENA_CHUNK; i += 8) {
+			uint64_t v = rnd();
+			memcpy(chunk[k] + i, &v, 8);
+		}
+	for (int i = 0; i < n2; i++)
+		t_ring(&a, q[i].qp.db_index);
+	struct uroce_modify_qp_req mq = { .handle = q[0].qp.handle };
+	mq.attr.qp_state = IBV_QPS_INIT;
+	mq.attr.port_num = 1;
+	mq.attr_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+	CHECK(t_modify(&a, &mq) == 0, "modify after the scribble");
+	for (int i = 0; i < n2; i += 2)
+		CHECK(t_handle_op(&a, UROCE_OP_DESTROY_QP, q[i].qp.handle) == 0, "destroy %d", i);
+	check_served(d, "arena scribble");
+	for (int k = 0; k < 64; k++)
+		if (chunk[k])
+			munmap(chunk[k], UROCE_ARENA_CHUNK);
+	t_client_close(&a);
+	check_served(d, "arena client gone");
+}
+
+/* One mailbox request of len bytes (msg: header first): the reply's
+ * header (len 0: "on the socket"), body into rep; -ETIMEDOUT after 10 s */
+static int mbox_call(struct t_client *c, const void *msg, uint32_t len, uint32_t seq,
+		     struct uroce_msg_hdr *h, void *rep, size_t rcap)
+{
+	struct uroce_ctl_mbox *mb = &c->db->mbox;
+	uint64_t end = t_now_ms() + 10000;
+
+	memcpy(mb->req, msg, len < UROCE_MBOX_MAX ? len : UROCE_MBOX_MAX);
+	__atomic_store_n(&mb->req_len, len, __ATOMIC_RELAXED);
+	__atomic_store_n(&mb->req_seq, seq, __ATOMIC_RELEASE);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&c->db->need_wakeup, __ATOMIC_ACQUIRE)) {
+		uint64_t one = 1;
+		if (write(c->wake_fd, &one, 8) < 0) { /* the daemon is gone */ }
+	}
+	while (__atomic_load_n(&mb->rep_seq, __ATOMIC_ACQUIRE) != seq) {
+		if (t_now_ms() > end)
+			return -ETIMEDOUT;
+		usleep(100);
+	}
+	memcpy(h, mb->rep, sizeof(*h));
+	if (rep && h->len > sizeof(*h))
+		memcpy(rep, mb->rep + sizeof(*h), h->len - sizeof(*h) < rcap ? h->len - sizeof(*h)
+									      : rcap);
+	return 0;
+}
+
+/* The control mailbox in the doorbell page, misused: a request is served
+ * as on the socket (same replies, same checks); a length past the
+ * mailbox, a runt, a request that needs a descriptor are refused; a reply
+ * with a descriptor comes on the socket; a flood of sequence numbers
+ * without requests does not stall the engine. */
+static void case_mbox(struct t_daemon *d)
+{
+	struct t_client a;
+	uint8_t msg[UROCE_MBOX_MAX], rep[UROCE_MBOX_MAX];
+	struct uroce_msg_hdr h = { .op = UROCE_OP_QUERY_PORT, .seq = 1 }, r;
+	struct uroce_query_port_req qp = { .port_num = 1 };
+
+	REQUIRE(t_client_open(&a, d->sock) == 0, "client a");
+	h.len = sizeof(h) + sizeof(qp);
+	memcpy(msg, &h, sizeof(h));
+	memcpy(msg + sizeof(h), &qp, sizeof(qp));
+	REQUIRE(mbox_call(&a, msg, h.len, 1, &r, rep, sizeof(rep)) == 0, "query port by mailbox");
+	CHECK(r.op == h.op && r.seq == 1 && r.status == 0 &&
+	      r.len == sizeof(h) + sizeof(struct uroce_query_port_rep), "query port: op %u seq %u "
+	      "status %d len %u", r.op, r.seq, r.status, r.len);
+	/* the request's own length says more than the mailbox holds */
+	REQUIRE(mbox_call(&a, msg, 0xffffffffu, 2, &r, NULL, 0) == 0, "huge length");
+	CHECK(r.status == -EINVAL && r.len == sizeof(r), "huge length: %d", r.status);
+	REQUIRE(mbox_call(&a, msg, 3, 3, &r, NULL, 0) == 0, "runt");
+	CHECK(r.status == -EINVAL, "runt: %d", r.status);
+	/* UROCE_OP_MAP_MR needs the file's descriptor: none can come this way */
+	struct uroce_map_mr_req mm = { .handle = 1, .length = 4096 };
+	h = (struct uroce_msg_hdr){ .op = UROCE_OP_MAP_MR, .len = sizeof(h) + sizeof(mm), .seq = 4 };
+	memcpy(msg, &h, sizeof(h));
+	memcpy(msg + sizeof(h), &mm, sizeof(mm));
+	REQUIRE(mbox_call(&a, msg, h.len, 4, &r, NULL, 0) == 0, "map_mr");
+	CHECK(r.status < 0, "map_mr without a descriptor: %d", r.status);
+	/* a reply with a descriptor (a CQ's ring) comes on the socket */
+	struct uroce_create_cq_req cq = { .cqe = 16, .channel = -1 };
+	h = (struct uroce_msg_hdr){ .op = UROCE_OP_CREATE_CQ, .len = sizeof(h) + sizeof(cq), .seq = 5 };
+	memcpy(msg, &h, sizeof(h));
+	memcpy(msg + sizeof(h), &cq, sizeof(cq));
+	REQUIRE(mbox_call(&a, msg, h.len, 5, &r, NULL, 0) == 0, "create_cq");
+	CHECK(r.len == 0 && r.seq == 5, "create_cq by mailbox: len %u", r.len);
+	uint8_t in[UROCE_MAX_MSG];
+	union { struct cmsghdr c; uint8_t b[CMSG_SPACE(sizeof(int) * 4)]; } cb;
+	struct iovec iov = { in, sizeof(in) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cb.b,
+			     .msg_controllen = sizeof(cb.b) };
+	struct pollfd pf = { .fd = a.fd, .events = POLLIN };
+	REQUIRE(poll(&pf, 1, 10000) == 1, "create_cq's reply on the socket");
+	ssize_t n = recvmsg(a.fd, &mh, MSG_CMSG_CLOEXEC);
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	memcpy(&r, in, sizeof(r));
+	CHECK(n == (ssize_t)(sizeof(r) + sizeof(struct uroce_create_cq_rep)) && r.seq == 5 &&
+	      r.status == 0 && cm && cm->cmsg_type == SCM_RIGHTS, "socket reply: n %zd seq %u", n,
+	      r.seq);
+	if (cm && cm->cmsg_type == SCM_RIGHTS) {
+		int f;
+		memcpy(&f, CMSG_DATA(cm), sizeof(f));
+		close(f);
+	}
+	/* sequence numbers without requests, as fast as the client can */
+	memset(a.db->mbox.req, 0xee, UROCE_MBOX_MAX);
+	for (uint32_t s = 6; s < 200000; s++)
+		__atomic_store_n(&a.db->mbox.req_seq, s, __ATOMIC_RELEASE);
+	check_served(d, "mailbox flood");
+	/* and the mailbox still works for this client */
+	h = (struct uroce_msg_hdr){ .op = UROCE_OP_QUERY_PORT, .len = sizeof(h) + sizeof(qp),
+				    .seq = 200001 };
+	memcpy(msg, &h, sizeof(h));
+	memcpy(msg + sizeof(h), &qp, sizeof(qp));
+	REQUIRE(mbox_call(&a, msg, h.len, 200001, &r, NULL, 0) == 0, "query port after the flood");
+	CHECK(r.status == 0 && r.seq == 200001, "after the flood: %d", r.status);
+	t_client_close(&a);
+}
+
 int main(int argc, char **argv)
 {
 	struct t_daemon d;
@@ -887,7 +1126,9 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[2], "dpdkdir"))
 		return case_dpdkdir(argv[1]);
 	alarm(200);
-	REQUIRE(t_daemon_start(&d, argv[1], false, NULL) == 0, "start");
+	static const char *const arena_opts[] = { "--limit", "mem=4M", NULL };
+	REQUIRE(t_daemon_start(&d, argv[1], false,
+			       !strcmp(argv[2], "arena") ? arena_opts : NULL) == 0, "start");
 	if (!strcmp(argv[2], "seal"))
 		case_seal(&d);
 	else if (!strcmp(argv[2], "evpipe"))
@@ -904,6 +1145,10 @@ int main(int argc, char **argv)
 		case_prodback(&d);
 	else if (!strcmp(argv[2], "mrmap"))
 		case_mrmap(&d);
+	else if (!strcmp(argv[2], "arena"))
+		case_arena(&d);
+	else if (!strcmp(argv[2], "mbox"))
+		case_mbox(&d);
 	else
 		REQUIRE(0, "unknown case %s", argv[2]);
 	return finish(&d);

@@ -171,6 +171,9 @@ static const struct { uint16_t req, rep; uint8_t fds_out; } fz_shape[UROCE_OP_MA
 	[UROCE_OP_CC_SET] = { sizeof(struct uroce_cc_set_req), sizeof(struct uroce_query_cc_rep), 0 },
 	[UROCE_OP_ADVISE_MR] = { sizeof(struct uroce_advise_mr_req),
 				 sizeof(struct uroce_advise_mr_rep), 0 },
+	/* fds out: the chunk's memfd when the reply says it is new (fz_reply) */
+	[UROCE_OP_CREATE_QP_ARENA] = { sizeof(struct uroce_create_qp_req),
+				       sizeof(struct uroce_create_qp_arena_rep), 0 },
 };
 
 /* The simulated port drops every frame: only the control path matters. */
@@ -628,7 +631,8 @@ static size_t fz_body(struct fz *f, struct fz_in *in, uint32_t op, uint8_t *b)
 		q->attr.srq_limit = fz_u8(in);
 		break;
 	}
-	case UROCE_OP_CREATE_QP: {
+	case UROCE_OP_CREATE_QP:
+	case UROCE_OP_CREATE_QP_ARENA: {
 		struct uroce_create_qp_req *q = (void *)b;
 		static const uint32_t types[] = { IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD };
 		uint8_t how = fz_u8(in);
@@ -899,6 +903,15 @@ static bool fz_reply(struct fz *f, uint32_t op, uint32_t seq, size_t sent, uint3
 			wfds = 1; /* the device memory's memfd */
 		if (op == UROCE_OP_UCMA_CMD) /* the command's own response, if any */
 			want = h.len - sizeof(h) <= UROCE_UCMA_MAX_OUT ? h.len - sizeof(h) : ~(size_t)0;
+		if (op == UROCE_OP_CREATE_QP_ARENA && (size_t)n >= sizeof(h) + want) {
+			struct uroce_create_qp_arena_rep r;
+
+			memcpy(&r, buf + sizeof(h), sizeof(r));
+			wfds = r.flags & UROCE_ARENA_F_NEW ? 1 : 0;
+			fz_assert(r.chunk == UROCE_ARENA_OWN ? r.chunk_size == r.qp.map_size :
+				  r.chunk_size == UROCE_ARENA_CHUNK &&
+				  r.qp.sq_offset + r.qp.map_size <= UROCE_ARENA_CHUNK);
+		}
 		fz_assert(h.len == sizeof(h) + want && nfds == wfds);
 		/* Remember what it created, for later messages. */
 		if (want >= 4 && f->nh < FZ_MAX_HANDLES && fz_rep_is_handle(op))
@@ -912,7 +925,8 @@ static bool fz_reply(struct fz *f, uint32_t op, uint32_t seq, size_t sent, uint3
 		if (op == UROCE_OP_REG_MR && f->nlk < 16)
 			memcpy(&f->lk[f->nlk++], buf + sizeof(h) + 4, 4); /* the lkey */
 		if ((op == UROCE_OP_CREATE_QP || op == UROCE_OP_CREATE_XTGT ||
-		     op == UROCE_OP_OPEN_QP) && f->nh < FZ_MAX_HANDLES)
+		     op == UROCE_OP_OPEN_QP || op == UROCE_OP_CREATE_QP_ARENA) &&
+		    f->nh < FZ_MAX_HANDLES)
 			memcpy(&f->h[f->nh++], buf + sizeof(h) + 4, 4); /* the QPN */
 	}
 	for (unsigned i = 0; i < nfds; i++)
