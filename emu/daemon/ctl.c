@@ -1128,7 +1128,7 @@ unsigned emu_ctl_event(struct emu_daemon *dm, struct emu_ep *ep, uint32_t events
 	unsigned served = 0;
 
 	if (ep->kind == EMU_EP_PORT)
-		return; /* a frame woke us: the engine loop receives it */
+		return 0; /* a frame woke us: the engine loop receives it */
 	if (ep->kind != EMU_EP_LISTEN && !cl->ctx)
 		return 0; /* closed earlier in this batch */
 	switch (ep->kind) {
