@@ -276,6 +276,11 @@ static int req_send_rd_atomic(struct emu_qp *qp, const struct emu_xport_path *pa
 		return -EBUSY;
 	uint32_t psn = wire_psn_add(sw->first_psn, k);
 
+	/* a READ takes the PSNs of its responses: the window bounds them as
+	 * it bounds the packets of a WRITE (the oldest one always goes) */
+	if (wire_psn_diff(psn, x->acked_psn) >= (int32_t)xp_cwnd(x))
+		return -EAGAIN;
+
 	if (w->opcode == IBV_WR_RDMA_READ) {
 		xp_pkt_init(qp, path, &d, WIRE_OP_RC_READ_REQ, qp->attr.dest_qp_num, psn);
 		d.reth.va = w->rdma.remote_addr + (uint64_t)k * mtu;
