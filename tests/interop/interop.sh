@@ -348,7 +348,7 @@ fi
 NCASES=$(grep -c . "$OUT/share/cases.txt")
 # both sides' RoCE addresses, for the CM cases' @S4@ / @S6@
 ADDRS="ADDR4_uroce=$UROCE_IP ADDR4_rxe=$VM_IP ADDR6_uroce=$UROCE_IP6 ADDR6_rxe=$VM_IP6"
-echo "${VM_SETUP}${VM_PRE}$ADDRS PATH=/mnt/host:\$PATH DEV=rxe0 GID=1 PEER=$HOST_IP CASE_TIMEOUT=$CASE_TIMEOUT CONNECT_TRIES=200 sh /mnt/host/runcases.sh rxe /mnt/host/cases.txt /mnt/host/res${VM_PRE:+; r=\$?; tc -s filter show dev eth0 ingress; tc -s filter show dev eth0 egress; exit \$r}" \
+echo "${VM_SETUP}${VM_PRE}$ADDRS PATH=/mnt/host:\$PATH DEV=rxe0 GID=1 PEER=$HOST_IP CASE_TIMEOUT=$CASE_TIMEOUT CONNECT_TRIES=200 SYNC=/mnt/host/sync sh /mnt/host/runcases.sh rxe /mnt/host/cases.txt /mnt/host/res${VM_PRE:+; r=\$?; tc -s filter show dev eth0 ingress; tc -s filter show dev eth0 egress; exit \$r}" \
 	>"$OUT/share/cmd.sh"
 
 T0=$SECONDS
@@ -373,7 +373,7 @@ OUT_ABS=$(realpath "$OUT")
 # then meets a server that waits for its second connection: both hang.
 # A second before each rdma_connect of ours (verbs/ucma_cmd.c) avoids it.
 # shellcheck disable=SC2086
-setsid "${NSX[@]}" env $ADDRS PATH="$OUT_ABS/share:$PATH" DEV=uroce0 GID=1 PEER="$VM_IP" CASE_TIMEOUT=$CASE_TIMEOUT CONNECT_TRIES=300 \
+setsid "${NSX[@]}" env $ADDRS PATH="$OUT_ABS/share:$PATH" DEV=uroce0 GID=1 PEER="$VM_IP" CASE_TIMEOUT=$CASE_TIMEOUT CONNECT_TRIES=300 SYNC="$OUT_ABS/share/sync" \
 	WRAP="env UROCE_RUN_DIR=$OUT_ABS/run UROCE_CM_CONNECT_DELAY_MS=1000 LD_PRELOAD=$SHIM" \
 	sh "$HERE/runcases.sh" uroce "$OUT/share/cases.txt" "$OUT/res" >"$OUT/host-cases.log" 2>&1 &
 HPID=$!

@@ -22,11 +22,64 @@
 #     or the case fails.
 # Environment: DEV (verbs device), GID (GID index), PEER (the other side's TCP
 # address), PORT0 (first TCP port), WRAP (command prefix, e.g. env LD_PRELOAD=..),
-# CASE_TIMEOUT (seconds per command), CONNECT_TRIES.
+# CASE_TIMEOUT (seconds per command), CONNECT_TRIES, SYNC (a directory both sides
+# see, the 9p share: RDMA CM cases restart both sides through it, below).
 # Writes OUTDIR/NAME.SIDE.log and OUTDIR/NAME.SIDE.rc.
+#
+# RDMA CM cases have no TCP side channel to tell "not listening yet" from a
+# failure after the connection was made: a client whose first REQ/SIDR_REQ came
+# before the server's listen fails (REJECTED 8, UNREACHABLE), and a program with
+# several connections (udaddy -c 2, perftest -R's two connections) leaves its
+# server waiting for connections the failed client will never make again. So a
+# CM client that fails in its connect phase asks the server side to start again
+# (SYNC/NAME.retry.N), waits until it has (SYNC/NAME.up.N), and tries again;
+# a CM client's first attempt waits for SYNC/NAME.up.0. Never on a failure after
+# the connect phase (the error patterns below).
 side=$1 cases=$2 out=$3
 : "${DEV:?}" "${GID:=1}" "${PEER:?}" "${PORT0:=18600}" "${WRAP:=}"
-: "${CASE_TIMEOUT:=60}" "${CONNECT_TRIES:=100}"
+: "${CASE_TIMEOUT:=60}" "${CONNECT_TRIES:=100}" "${SYNC:=}"
+[ -z "$SYNC" ] || mkdir -p "$SYNC"
+
+# wait_file FILE SECONDS: 0 once FILE exists, 1 after SECONDS without it
+wait_file() {
+	n=$(($2 * 5))
+	while [ "$n" -gt 0 ]; do
+		[ -e "$1" ] && return 0
+		sleep 0.2
+		n=$((n - 1))
+	done
+	return 1
+}
+
+# cm_server: run $cmd as a CM case's server; start it again whenever the client
+# asks (SYNC/$name.retry.K); rc = its exit status
+cm_server() {
+	k=0
+	while :; do
+		# shellcheck disable=SC2086
+		timeout "$CASE_TIMEOUT" $cmd >> "$log" 2>&1 </dev/null &
+		spid=$!
+		: > "$SYNC/$name.up.$k"
+		again=
+		while kill -0 "$spid" 2>/dev/null; do
+			if [ -e "$SYNC/$name.retry.$((k + 1))" ]; then
+				again=1
+				break
+			fi
+			sleep 0.2
+		done
+		if [ -n "$again" ]; then
+			kill "$spid" 2>/dev/null
+			wait "$spid" 2>/dev/null
+			k=$((k + 1))
+			echo "(server started again for the client's attempt $((k + 1)))" >> "$log"
+			continue
+		fi
+		wait "$spid"
+		rc=$?
+		return
+	done
+}
 mkdir -p "$out"
 port=$PORT0
 fails=0
@@ -55,12 +108,22 @@ while IFS='|' read -r name server prog gidflag args gidx; do
 	fi
 	if [ "$server" = "$side" ]; then
 		echo "== $name: server: $cmd" > "$log"
-		# shellcheck disable=SC2086
-		timeout "$CASE_TIMEOUT" $cmd >> "$log" 2>&1 </dev/null
-		rc=$?
+		if [ "$gidflag" = cm ] && [ -n "$SYNC" ]; then
+			cm_server
+		else
+			# shellcheck disable=SC2086
+			timeout "$CASE_TIMEOUT" $cmd >> "$log" 2>&1 </dev/null
+			rc=$?
+		fi
 	else
 		echo "== $name: client: $cmd $peer" > "$log"
 		try=0
+		cmsync=
+		if [ "$gidflag" = cm ] && [ -n "$SYNC" ]; then
+			cmsync=1
+			wait_file "$SYNC/$name.up.0" "$CASE_TIMEOUT" ||
+				echo "(the server side did not start in $CASE_TIMEOUT s)" >> "$log"
+		fi
 		while :; do
 			# shellcheck disable=SC2086
 			timeout "$CASE_TIMEOUT" $cmd $peer > "$log.try" 2>&1 </dev/null
@@ -70,7 +133,19 @@ while IFS='|' read -r name server prog gidflag args gidx; do
 			# (RDMA CM: the server's CM answered REJECTED / UNREACHABLE: no listener yet)
 			if [ $rc -ne 0 ] && [ $try -lt "$CONNECT_TRIES" ] &&
 			   grep -q -e "onnect to" -e "Unable to init the socket connection" \
-				-e "_REJECTED" -e "_UNREACHABLE" -e "Unable to perform rdma_client" "$log.try"; then
+				-e "_REJECTED" -e "_UNREACHABLE" -e "Unable to perform rdma_client" \
+				-e "failure connecting" "$log.try"; then
+				if [ -n "$cmsync" ]; then
+					# the server starts again (cm_server) before the next attempt;
+					# a few times only: each costs both sides a start
+					[ "$try" -lt 6 ] || break
+					cat "$log.try" >> "$log"
+					echo "(attempt $try failed in its connect phase: server side restarts)" >> "$log"
+					: > "$SYNC/$name.retry.$try"
+					wait_file "$SYNC/$name.up.$try" "$CASE_TIMEOUT" || break
+					sleep 1
+					continue
+				fi
 				sleep 0.3
 				continue
 			fi
