@@ -10,7 +10,8 @@ hosts").
 CASE
   xdp       af_xdp, MTU 1500 (active MTU 1024); the programs' TCP exchange
             on a second veth pair (af_xdp's default XDP program takes every
-            frame of the data link)
+            frame of the data link); first the idle daemons, as in jumbo
+            (their AF_XDP socket is in the engine's epoll)
   jumbo     af_packet, MTU 9000 (active MTU 4096), ring sized by uroced
             from --mtu (its log line is checked); first the idle daemons:
             their port's RX socket is in the engine's epoll and they wake
@@ -367,9 +368,9 @@ IDLE_SECS, IDLE_MAX_WAKEUPS = 2, 400
 
 
 def check_idle(rig):
-    """Idle daemons on af_packet sleep until a frame comes (their port's
-    RX socket in the engine's epoll, port_wake.c): a few wake-ups a
-    second, where polling RX every ms made ~700 a second."""
+    """Idle daemons on af_packet or af_xdp sleep until a frame comes
+    (their port's RX socket in the engine's epoll, port_wake.c): a few
+    wake-ups a second, where polling RX every ms made ~800 a second."""
     for s in 'ab':
         if 'rx wake-up: 1 kernel socket(s)' not in rig.log(s):
             raise Fail('[%s] the port\'s RX socket is not in the engine\'s epoll' % s)
@@ -388,6 +389,7 @@ def case_xdp(rig, a):
     for s in 'ab':
         sh(*rig.nsx(s, ['sysctl', '-qw', 'net.ipv6.conf.ud0.disable_ipv6=1']))
         rig.start(s, 'net_af_xdp0,iface=ud0')
+    check_idle(rig)
     p = Programs(rig, a.preload_first, MGMT['a'])
     p.pingpong('ibv_rc_pingpong', ['-g', '1', '-s', '65536', '-n', '20'])
     p.pingpong('ibv_rc_pingpong', ['-g', '2', '-s', '4096', '-n', '20'])
