@@ -648,6 +648,121 @@ static int case_removal(int port)
 	return 0;
 }
 
+/* ---- a REJECT, then what perftest's retry should do ------------------- */
+
+/* a client id on ch resolved to port, with a QP of its own (as perftest's
+ * data connection has one before it connects) */
+static struct rdma_cm_id *client_with_qp(struct rdma_event_channel *ch, int port,
+					 struct ibv_pd **pd, struct ibv_cq **cq)
+{
+	struct sockaddr_in a = lo_addr(port);
+	struct ibv_qp_init_attr qa = { .qp_type = IBV_QPT_RC,
+				       .cap = { .max_send_wr = 4, .max_recv_wr = 4,
+						.max_send_sge = 1, .max_recv_sge = 1 } };
+	struct rdma_cm_event *e;
+	struct rdma_cm_id *id;
+
+	if (rdma_create_id(ch, &id, (void *)0x55, RDMA_PS_TCP) ||
+	    rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 2000))
+		return NULL;
+	if ((e = expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED)))
+		rdma_ack_cm_event(e);
+	CHECK(!rdma_resolve_route(id, 2000), "resolve_route: %s", strerror(errno));
+	if ((e = expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED)))
+		rdma_ack_cm_event(e);
+	*pd = id->verbs ? ibv_alloc_pd(id->verbs) : NULL;
+	*cq = id->verbs ? ibv_create_cq(id->verbs, 8, NULL, NULL, 0) : NULL;
+	CHECK(*pd && *cq, "pd/cq: %s", strerror(errno));
+	qa.send_cq = qa.recv_cq = *cq;
+	CHECK(*pd && *cq && !rdma_create_qp(id, *pd, &qa), "rdma_create_qp: %s", strerror(errno));
+	return id;
+}
+
+static void client_free(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	if (id->qp)
+		rdma_destroy_qp(id);
+	CHECK(!rdma_destroy_id(id), "destroy_id: %s", strerror(errno));
+	if (cq)
+		ibv_destroy_cq(cq);
+	if (pd)
+		ibv_dealloc_pd(pd);
+}
+
+/* perftest -R's data connection when the server has not listened again:
+ * REJECTED 8 for the connecting id (its context kept, its QP in ERR as
+ * librdmacm leaves it), then the client frees everything it made for the
+ * connection and makes it again (what perftest 4.5's retry fails to do:
+ * it reuses the destroyed ids, docs/cm.md) and is accepted once a
+ * listener is there. */
+static int case_reject_retry(int port)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_event_channel *chs = rdma_create_event_channel();
+	struct rdma_conn_param cp = { .responder_resources = 1, .initiator_depth = 1,
+				      .retry_count = 7, .rnr_retry_count = 7 };
+	struct sockaddr_in a = lo_addr(port);
+	struct rdma_cm_id *c, *l, *n = NULL;
+	struct rdma_cm_event *e;
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+	struct ibv_pd *pd = NULL;
+	struct ibv_cq *cq = NULL;
+
+	CHECK(ch && chs, "channels: %s", strerror(errno));
+	if (!ch || !chs)
+		return 1;
+	c = client_with_qp(ch, port, &pd, &cq);
+	CHECK(c && c->qp, "client: %s", strerror(errno));
+	if (!c || !c->qp)
+		return 1;
+	CHECK(!rdma_connect(c, &cp), "connect: %s", strerror(errno));
+	if ((e = expect(ch, RDMA_CM_EVENT_REJECTED))) {
+		CHECK(e->id == c && e->id->context == (void *)0x55 && e->status == 8,
+		      "REJECTED: id %p (want %p), context %p, status %d (want 8)",
+		      (void *)e->id, (void *)c, e->id->context, e->status);
+		rdma_ack_cm_event(e);
+	}
+	CHECK(!ibv_query_qp(c->qp, &qa, IBV_QP_STATE, &qi) && qa.qp_state == IBV_QPS_ERR,
+	      "the rejected QP: state %d, want ERR", (int)qa.qp_state);
+	if (failures)
+		return 1;
+	client_free(c, pd, cq);
+	rdma_destroy_event_channel(ch);
+
+	CHECK(!rdma_create_id(chs, &l, NULL, RDMA_PS_TCP) &&
+	      !rdma_bind_addr(l, (struct sockaddr *)&a) && !rdma_listen(l, 4),
+	      "listen: %s", strerror(errno));
+	ch = rdma_create_event_channel();
+	c = ch ? client_with_qp(ch, port, &pd, &cq) : NULL;
+	CHECK(c && c->qp, "client again: %s", strerror(errno));
+	if (!c || !c->qp)
+		return 1;
+	CHECK(!rdma_connect(c, &cp), "connect again: %s", strerror(errno));
+	if ((e = expect(chs, RDMA_CM_EVENT_CONNECT_REQUEST))) {
+		n = e->id;
+		cp.qp_num = 0x789;     /* the server needs no QP of its own here */
+		CHECK(!rdma_accept(n, &cp), "accept: %s", strerror(errno));
+		rdma_ack_cm_event(e);
+	}
+	/* the client has a QP: librdmacm moves it to RTS and sends the RTU */
+	if ((e = expect(ch, RDMA_CM_EVENT_ESTABLISHED))) {
+		CHECK(e->id == c, "ESTABLISHED for another id");
+		rdma_ack_cm_event(e);
+	}
+	if ((e = expect(chs, RDMA_CM_EVENT_ESTABLISHED)))
+		rdma_ack_cm_event(e);
+	if (failures)
+		return 1;      /* an event left unacked would hang rdma_destroy_id */
+	if (n)
+		rdma_destroy_id(n);
+	client_free(c, pd, cq);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch);
+	rdma_destroy_event_channel(chs);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *c = argc > 1 ? argv[1] : "";
@@ -673,6 +788,8 @@ int main(int argc, char **argv)
 		r = case_mux_options(port);
 	else if (!strcmp(c, "removal"))
 		r = case_removal(port);
+	else if (!strcmp(c, "reject_retry"))
+		r = case_reject_retry(port);
 	else {
 		fprintf(stderr, "unknown case %s\n", c);
 		return 2;
