@@ -561,52 +561,71 @@ static void *removal_thread(void *arg)
 	return NULL;
 }
 
-/* a listener, both ends of a connection and an unbound id; cm.py stops the
- * daemon after READY: every id on the device gets DEVICE_REMOVAL (with
- * its context) through its channel, exactly once, the unbound one none;
- * then commands on them fail with ENXIO, DESTROY_ID works */
-static int case_removal(int port)
+/* what the removal cases set up before cm.py stops the daemon */
+struct removal_ids {
+	struct rdma_event_channel *chs, *chc; /* server's, client's */
+	struct rdma_cm_id *l, *c, *n, *idle;  /* listener, client, accepted, unbound */
+};
+
+/* a listener, both ends of a connection and an unbound id (contexts 0x11,
+ * 0x22, 0x44, 0x33); 0 when all are there */
+static int removal_setup(int port, struct removal_ids *r)
 {
-	struct rdma_event_channel *chs = rdma_create_event_channel();
-	struct rdma_event_channel *chc = rdma_create_event_channel();
 	struct rdma_conn_param cp = { .qp_num = 0x123, .responder_resources = 1,
 				      .initiator_depth = 1, .retry_count = 7 };
 	struct sockaddr_in a = lo_addr(port);
-	struct rdma_cm_id *l, *c, *n = NULL, *idle;
+	struct rdma_cm_event *e;
+
+	memset(r, 0, sizeof(*r));
+	r->chs = rdma_create_event_channel();
+	r->chc = rdma_create_event_channel();
+	CHECK(r->chs && r->chc, "channels: %s", strerror(errno));
+	if (!r->chs || !r->chc)
+		return 1;
+	CHECK(rdma_create_id(r->chs, &r->l, (void *)0x11, RDMA_PS_TCP) == 0 &&
+	      rdma_bind_addr(r->l, (struct sockaddr *)&a) == 0 && rdma_listen(r->l, 4) == 0,
+	      "listen: %s", strerror(errno));
+	CHECK(rdma_create_id(r->chs, &r->idle, (void *)0x33, RDMA_PS_TCP) == 0, "idle id");
+	CHECK(rdma_create_id(r->chc, &r->c, (void *)0x22, RDMA_PS_TCP) == 0 &&
+	      rdma_resolve_addr(r->c, NULL, (struct sockaddr *)&a, 2000) == 0, "resolve");
+	if ((e = expect(r->chc, RDMA_CM_EVENT_ADDR_RESOLVED)))
+		rdma_ack_cm_event(e);
+	CHECK(rdma_resolve_route(r->c, 2000) == 0, "resolve_route");
+	if ((e = expect(r->chc, RDMA_CM_EVENT_ROUTE_RESOLVED)))
+		rdma_ack_cm_event(e);
+	CHECK(rdma_connect(r->c, &cp) == 0, "connect: %s", strerror(errno));
+	if ((e = expect(r->chs, RDMA_CM_EVENT_CONNECT_REQUEST))) {
+		r->n = e->id;
+		r->n->context = (void *)0x44;
+		cp.qp_num = 0x456;
+		CHECK(rdma_accept(r->n, &cp) == 0, "accept: %s", strerror(errno));
+		rdma_ack_cm_event(e);
+	}
+	if ((e = expect(r->chc, RDMA_CM_EVENT_CONNECT_RESPONSE))) {
+		CHECK(rdma_establish(r->c) == 0, "establish: %s", strerror(errno));
+		rdma_ack_cm_event(e);
+	}
+	if ((e = expect(r->chs, RDMA_CM_EVENT_ESTABLISHED)))
+		rdma_ack_cm_event(e);
+	return failures || !r->n;
+}
+
+/* the ids set up; cm.py stops the daemon after READY: every id on the
+ * device gets DEVICE_REMOVAL (with its context) through its channel,
+ * exactly once, the unbound one none; then commands on them fail with
+ * ENXIO, DESTROY_ID works */
+static int case_removal(int port)
+{
+	struct removal_ids r;
+	struct rdma_event_channel *chs, *chc;
+	struct rdma_cm_id *l, *c, *n, *idle;
 	struct rdma_cm_event *e;
 	pthread_t th;
 	int seen_l = 0, seen_n = 0;
 
-	CHECK(chs && chc, "channels: %s", strerror(errno));
-	if (!chs || !chc)
+	if (removal_setup(port, &r))
 		return 1;
-	CHECK(rdma_create_id(chs, &l, (void *)0x11, RDMA_PS_TCP) == 0 &&
-	      rdma_bind_addr(l, (struct sockaddr *)&a) == 0 && rdma_listen(l, 4) == 0,
-	      "listen: %s", strerror(errno));
-	CHECK(rdma_create_id(chs, &idle, (void *)0x33, RDMA_PS_TCP) == 0, "idle id");
-	CHECK(rdma_create_id(chc, &c, (void *)0x22, RDMA_PS_TCP) == 0 &&
-	      rdma_resolve_addr(c, NULL, (struct sockaddr *)&a, 2000) == 0, "resolve");
-	if ((e = expect(chc, RDMA_CM_EVENT_ADDR_RESOLVED)))
-		rdma_ack_cm_event(e);
-	CHECK(rdma_resolve_route(c, 2000) == 0, "resolve_route");
-	if ((e = expect(chc, RDMA_CM_EVENT_ROUTE_RESOLVED)))
-		rdma_ack_cm_event(e);
-	CHECK(rdma_connect(c, &cp) == 0, "connect: %s", strerror(errno));
-	if ((e = expect(chs, RDMA_CM_EVENT_CONNECT_REQUEST))) {
-		n = e->id;
-		n->context = (void *)0x44;
-		cp.qp_num = 0x456;
-		CHECK(rdma_accept(n, &cp) == 0, "accept: %s", strerror(errno));
-		rdma_ack_cm_event(e);
-	}
-	if ((e = expect(chc, RDMA_CM_EVENT_CONNECT_RESPONSE))) {
-		CHECK(rdma_establish(c) == 0, "establish: %s", strerror(errno));
-		rdma_ack_cm_event(e);
-	}
-	if ((e = expect(chs, RDMA_CM_EVENT_ESTABLISHED)))
-		rdma_ack_cm_event(e);
-	if (failures || !n)
-		return 1;
+	chs = r.chs, chc = r.chc, l = r.l, c = r.c, n = r.n, idle = r.idle;
 	pthread_create(&th, NULL, removal_thread, chc);
 	printf("READY\n");
 	/* the listener and the accepted id, in either order, through poll */
@@ -645,6 +664,59 @@ static int case_removal(int port)
 	      rdma_destroy_id(idle) == 0, "destroy_id: %s", strerror(errno));
 	rdma_destroy_event_channel(chs);
 	rdma_destroy_event_channel(chc);
+	return 0;
+}
+
+/* An id destroyed after the daemon went away and before its DEVICE_REMOVAL
+ * was fetched takes that event with it (the kernel's ucma_destroy_id
+ * frees the id's queued events): rping's main thread destroys its
+ * connection's id after a failed poll while its CM thread has yet to
+ * fetch, and librdmacm would hand that thread an event for the freed id.
+ * cm.py stops the daemon after READY. */
+static int case_removal_destroyed(int port)
+{
+	struct removal_ids r;
+	struct rdma_cm_event *e;
+	int got_l = 0, other = 0;
+
+	if (removal_setup(port, &r))
+		return 1;
+	printf("READY\n");
+	/* the daemon's end of the server's channel closes; fetch nothing */
+	struct pollfd pf = { .fd = r.chs->fd, .events = POLLIN };
+	CHECK(poll(&pf, 1, 30000) == 1, "the daemon did not go away");
+	/* a command finds the daemon gone: the ids' events are queued, the
+	 * command fails (ENXIO: the ids are closed) */
+	uint8_t tos = 32;
+	errno = 0;
+	CHECK(rdma_set_option(r.idle, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, sizeof(tos)) == -1 &&
+	      errno == ENXIO, "set_option on the unbound id: errno %d, want ENXIO", errno);
+	CHECK(rdma_destroy_id(r.n) == 0, "destroy the accepted id: %s", strerror(errno));
+	fcntl(r.chs->fd, F_SETFL, fcntl(r.chs->fd, F_GETFL) | O_NONBLOCK);
+	for (int k = 0; k < 4; k++) {
+		errno = 0;
+		if (rdma_get_cm_event(r.chs, &e)) {
+			CHECK(errno == EAGAIN, "server channel: errno %d", errno);
+			break;
+		}
+		if (e->event == RDMA_CM_EVENT_DEVICE_REMOVAL && e->id == r.l &&
+		    r.l->context == (void *)0x11)
+			got_l++;
+		else
+			other++; /* e->id may be the freed one: not read */
+		rdma_ack_cm_event(e);
+	}
+	CHECK(got_l == 1 && other == 0,
+	      "server events: %d DEVICE_REMOVAL for the listener (want 1), %d others (want 0: "
+	      "the accepted id was destroyed before its event was fetched)", got_l, other);
+	if ((e = expect(r.chc, RDMA_CM_EVENT_DEVICE_REMOVAL))) {
+		CHECK(e->id == r.c && r.c->context == (void *)0x22, "client's event for another id");
+		rdma_ack_cm_event(e);
+	}
+	CHECK(rdma_destroy_id(r.c) == 0 && rdma_destroy_id(r.l) == 0 &&
+	      rdma_destroy_id(r.idle) == 0, "destroy_id: %s", strerror(errno));
+	rdma_destroy_event_channel(r.chs);
+	rdma_destroy_event_channel(r.chc);
 	return 0;
 }
 
@@ -788,6 +860,8 @@ int main(int argc, char **argv)
 		r = case_mux_options(port);
 	else if (!strcmp(c, "removal"))
 		r = case_removal(port);
+	else if (!strcmp(c, "removal_destroyed"))
+		r = case_removal_destroyed(port);
 	else if (!strcmp(c, "reject_retry"))
 		r = case_reject_retry(port);
 	else {
