@@ -134,6 +134,11 @@ class Bg:
         return ''.join(self.lines)
 
 
+# perftest -R's client pauses before each connect (the shim's test knob,
+# verbs/ucma_cmd.c), so that its second connection rarely comes before the
+# server listens again, tens of ms after their parameter exchange (without
+# the pause it came first 3 times in 10 over af_xdp, docs/emu.md)
+PERFTEST_CLIENT = ['env', 'UROCE_CM_CONNECT_DELAY_MS=300']
 # perftest's client refused on its data connection (after the control
 # one): nobody listens (RC: REJECTED 8; UD: SIDR_REP unsupported, UNREACHABLE 1)
 PERFTEST_LATE_LISTEN = (r'Event: RDMA_CM_EVENT_(REJECTED; error: 8|UNREACHABLE; error: 1)\.'
@@ -346,7 +351,7 @@ def mode_perftest(env, port, args):
     # the client starts once the server says it waits (a client that comes
     # before the listen is rejected, as with the kernel, and retried)
     for attempt in range(5):
-        ok, out, sout = pair(base, base + ['127.0.0.1'], env,
+        ok, out, sout = pair(base, PERFTEST_CLIENT + base + ['127.0.0.1'], env,
                              ready='Waiting for client to connect', retry=True,
                              retry_unless=PERFTEST_LATE_LISTEN)
         # perftest -R connects twice: its control connection, then the

@@ -79,8 +79,6 @@ MGMT = {'a': '10.89.0.1', 'b': '10.89.0.2'}
 # gateway (the first address), not on-link
 ROUTED = {'a': '10.66.0.1', 'b': '10.67.0.2'}
 TIMEOUT = 60
-# perftest -R's client: a pause before each rdma_connect (Programs.perftest)
-CM_CONNECT_DELAY_MS = 300
 
 
 class Skip(Exception):
@@ -286,7 +284,7 @@ class Programs:
         # the race without it.
         cli = None
         if cm_addr:
-            cli = ['env', 'UROCE_CM_CONNECT_DELAY_MS=%d' % CM_CONNECT_DELAY_MS] + base + [cm_addr]
+            cli = cm.PERFTEST_CLIENT + base + [cm_addr]
         out, _ = self.pair(' '.join([prog] + args + (['-R'] if cm_addr else [])), base, cli,
                            ready='Waiting for client to connect' if cm_addr else None,
                            server_addr=cm_addr,
