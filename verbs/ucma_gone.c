@@ -21,6 +21,8 @@
 #define EV_CONNECT_REQUEST 4
 #define EV_MULTICAST_JOIN 12
 #define EV_MULTICAST_ERROR 13
+/* a DEVICE_REMOVAL whose id was destroyed before it was fetched */
+#define EV_DROPPED 0xffffffffu
 
 /* the command struct from in (zero-padded when short) */
 #define IN(type, var) \
@@ -364,6 +366,8 @@ int urv_cm_track_dead_cmd(struct urv_cm_track *t, uint32_t cmd, const uint8_t *i
 		if (t->next >= t->ngone)
 			return -EAGAIN;
 		const struct rdma_ucm_event_resp *r = &t->gone[t->next++];
+		if (r->event == EV_DROPPED)
+			return -EAGAIN; /* its pipe byte is consumed: wait for the next */
 		memcpy(rep, r, sizeof(*r));
 		*rep_len = sizeof(*r);
 		track_event(t, r);
@@ -378,6 +382,12 @@ int urv_cm_track_dead_cmd(struct urv_cm_track *t, uint32_t cmd, const uint8_t *i
 				return -ENOENT;
 			r.events_reported = id->events;
 			id_del(t, q.id);
+			/* its DEVICE_REMOVAL goes with it, as the kernel's
+			 * ucma_destroy_id frees the id's queued events:
+			 * librdmacm would hand it out for the freed id */
+			for (uint32_t k = t->next; k < t->ngone; k++)
+				if (t->gone[k].id == q.id)
+					t->gone[k].event = EV_DROPPED;
 		} else {
 			mc_del(t, q.id);
 		}

@@ -2,7 +2,7 @@
 /* The run-to-completion loop: control messages, doorbells, RX burst,
  * transport timers. When there is nothing to do for a while it publishes
  * need_wakeup, re-checks, and sleeps in epoll on the control sockets and
- * the wake eventfds (and an af_packet port's RX sockets, port_wake.c), with a timeout bounded by the next transport deadline and,
+ * the wake eventfds (and an af_packet or af_xdp port's RX sockets, port_wake.c), with a timeout bounded by the next transport deadline and,
  * for other ports, the RX poll interval (the ring PMD has no interrupt). */
 #include <errno.h>
 #include <sched.h>

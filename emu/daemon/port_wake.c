@@ -1,18 +1,17 @@
 /* SPDX-License-Identifier: MIT */
-/* RX wake-up of an idle engine on af_packet ports. DPDK 22.11's af_packet
- * and af_xdp PMDs have no RX interrupt (no rx_queue_intr_enable:
- * rte_eth_dev_rx_intr_* answer -ENOTSUP), but af_packet receives through
- * an AF_PACKET socket bound to the interface whose poll() says when its
- * TPACKET_V2 RX ring holds a frame (the slot before the kernel's head is
- * the user's). That socket goes into the engine's epoll set, level-
- * triggered and for EPOLLIN only, so a sleeping engine wakes when a frame
- * arrives instead of polling RX every millisecond; nothing is read from it
- * here (the PMD does that). Every other port keeps the periodic poll,
- * af_xdp included: its socket's poll() works the same way, but with it in
- * the epoll set net_xdp's rdma_cm case (ib_write_bw -R) failed in most
- * runs (an early REQ rejected, then the retried connection's first SEND
- * RNR-NAKed for good), not understood yet (docs/emu.md, "Engine loop and
- * idling"). */
+/* RX wake-up of an idle engine on af_packet and af_xdp ports. DPDK
+ * 22.11's af_packet and af_xdp PMDs have no RX interrupt (no
+ * rx_queue_intr_enable: rte_eth_dev_rx_intr_* answer -ENOTSUP), but each
+ * receives through a kernel socket whose poll() says when a frame waits:
+ * af_packet's AF_PACKET socket bound to the interface (its TPACKET_V2 RX
+ * ring: the slot before the kernel's head is the user's), af_xdp's AF_XDP
+ * socket (its RX ring is not empty). Those sockets go into the engine's
+ * epoll set, level-triggered and for EPOLLIN only, so a sleeping engine
+ * wakes when a frame arrives instead of polling RX every millisecond;
+ * nothing is read from them here (the PMD does that). Other ports (ring,
+ * PCI, pcap) keep the periodic poll. af_xdp once stayed on the poll
+ * because net_xdp's ib_write_bw -R hung with the wake-up: that was the
+ * test's retry, not the port (docs/emu.md, "Engine loop and idling"). */
 #include <dirent.h>
 #include <errno.h>
 #include <linux/if_packet.h>
@@ -25,6 +24,10 @@
 #include <unistd.h>
 
 #include "daemon.h"
+
+#ifndef AF_XDP
+#define AF_XDP 44
+#endif
 
 /* the numbers of the open descriptors, ascending (at most max) */
 static unsigned emu_fds_open(int *fds, unsigned max)
@@ -45,16 +48,34 @@ static unsigned emu_fds_open(int *fds, unsigned max)
 	return n;
 }
 
-/* The AF_PACKET socket of this port: bound to its interface (the PMD
- * opens one per queue pair when EAL probes the vdev). */
-static bool emu_fd_is_rx(int fd, unsigned ifindex)
+/* the RX sockets the devices set up so far took (written only at start,
+ * by the main thread, one device after the other) */
+static int emu_wake_taken[EMU_MAX_DEVS * EMU_WAKE_MAX];
+static unsigned emu_wake_ntaken;
+
+static bool emu_fd_taken(int fd)
+{
+	for (unsigned i = 0; i < emu_wake_ntaken; i++)
+		if (emu_wake_taken[i] == fd)
+			return true;
+	return false;
+}
+
+/* A socket this port receives through. af_packet: AF_PACKET bound to its
+ * interface (the PMD opens one per queue pair when EAL probes the vdev).
+ * af_xdp: an AF_XDP socket (opened in rx_queue_setup) no earlier device
+ * took: devices are set up one after the other, each port's queues then
+ * its wake-up, and an AF_XDP socket has no address to ask. */
+static bool emu_fd_is_rx(int fd, int want, unsigned ifindex)
 {
 	int dom = -1;
 	socklen_t l = sizeof(dom);
 	struct sockaddr_ll sll;
 
-	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &l) < 0 || dom != AF_PACKET)
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &l) < 0 || dom != want)
 		return false;
+	if (want == AF_XDP)
+		return !emu_fd_taken(fd);
 	l = sizeof(sll);
 	memset(&sll, 0, sizeof(sll));
 	return getsockname(fd, (struct sockaddr *)&sll, &l) == 0 &&
@@ -67,23 +88,30 @@ int emu_port_wake_arm(struct emu_daemon *dm)
 	char ifname[IF_NAMESIZE] = "";
 	int fds[EMU_WAKE_SCAN];
 	unsigned n, ifindex = 0;
+	int want = AF_PACKET;
 
 	dm->wake.nfds = 0;
-	if (strncmp(dm->o.vdev + 4, "af_packet", 9) || !ifa)
-		return 0; /* ring, af_xdp, PCI, pcap...: the periodic poll */
-	size_t k = strcspn(ifa, ",");
-	if (k < sizeof(ifname)) {
-		memcpy(ifname, ifa, k);
-		ifname[k] = 0;
-		ifindex = if_nametoindex(ifname);
+	if (!strncmp(dm->o.vdev + 4, "af_xdp", 6)) {
+		want = AF_XDP;
+	} else if (!strncmp(dm->o.vdev + 4, "af_packet", 9) && ifa) {
+		size_t k = strcspn(ifa, ",");
+		if (k < sizeof(ifname)) {
+			memcpy(ifname, ifa, k);
+			ifname[k] = 0;
+			ifindex = if_nametoindex(ifname);
+		}
+		if (!ifindex)
+			return 0;
+	} else {
+		return 0; /* ring, PCI, pcap...: the periodic poll */
 	}
-	if (!ifindex)
-		return 0;
 	n = emu_fds_open(fds, EMU_WAKE_SCAN);
 	dm->wake.ep = (struct emu_ep){ .kind = EMU_EP_PORT, .p = dm };
 	for (unsigned i = 0; i < n && dm->wake.nfds < EMU_WAKE_MAX; i++) {
-		if (!emu_fd_is_rx(fds[i], ifindex))
+		if (!emu_fd_is_rx(fds[i], want, ifindex))
 			continue;
+		if (emu_wake_ntaken < EMU_MAX_DEVS * EMU_WAKE_MAX)
+			emu_wake_taken[emu_wake_ntaken++] = fds[i]; /* ours, added or not */
 		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &dm->wake.ep };
 		if (epoll_ctl(dm->epfd, EPOLL_CTL_ADD, fds[i], &ev) < 0) {
 			EMU_LOG(WARNING, "%s: rx wake-up on fd %d: %s\n", dm->o.dev, fds[i],

@@ -134,6 +134,11 @@ class Bg:
         return ''.join(self.lines)
 
 
+# perftest -R's client pauses before each connect (the shim's test knob,
+# verbs/ucma_cmd.c), so that its second connection rarely comes before the
+# server listens again, tens of ms after their parameter exchange (without
+# the pause it came first 3 times in 10 over af_xdp, docs/emu.md)
+PERFTEST_CLIENT = ['env', 'UROCE_CM_CONNECT_DELAY_MS=300']
 # perftest's client refused on its data connection (after the control
 # one): nobody listens (RC: REJECTED 8; UD: SIDR_REP unsupported, UNREACHABLE 1)
 PERFTEST_LATE_LISTEN = (r'Event: RDMA_CM_EVENT_(REJECTED; error: 8|UNREACHABLE; error: 1)\.'
@@ -346,7 +351,7 @@ def mode_perftest(env, port, args):
     # the client starts once the server says it waits (a client that comes
     # before the listen is rejected, as with the kernel, and retried)
     for attempt in range(5):
-        ok, out, sout = pair(base, base + ['127.0.0.1'], env,
+        ok, out, sout = pair(base, PERFTEST_CLIENT + base + ['127.0.0.1'], env,
                              ready='Waiting for client to connect', retry=True,
                              retry_unless=PERFTEST_LATE_LISTEN)
         # perftest -R connects twice: its control connection, then the
@@ -477,6 +482,27 @@ def mode_cm_stat(env, penv, port, stat):
     return 0
 
 
+def rping_client_up(progs, base, env, limit=40.0):
+    """Start rping's client against the server progs[0] until it pings
+    (appended to progs). rping -s prints nothing when it listens: a client
+    that came first was rejected (REJECTED 8, nobody listens yet, which
+    leaves the server as it was) and starts again; a fixed pause before
+    the client lost that race under load."""
+    end = time.monotonic() + limit
+    while True:
+        cli = Bg(['rping', '-c', '-C', '100000000'] + base, env, tty=True)
+        if cli.wait_line('ping data', max(end - time.monotonic(), 0.1)):
+            progs.append(cli)
+            return True
+        out = cli.kill()
+        if ('RDMA_CM_EVENT_REJECTED, error 8' not in out or progs[0].p.poll() is not None
+                or time.monotonic() > end):
+            progs.append(cli)
+            return False
+        print('rping client before the listen (REJECTED 8): again')
+        time.sleep(0.2)
+
+
 def mode_removal(env, port, daemon, args):
     """The daemon stops (SIGTERM) under programs waiting in
     rdma_get_cm_event with a listener and a connection: each must report
@@ -486,14 +512,12 @@ def mode_removal(env, port, daemon, args):
             return 77
         base = ['-a', '127.0.0.1', '-p', str(port), '-v']
         progs = [Bg(['rping', '-s'] + base, env, tty=True)]
-        time.sleep(0.5)
-        progs.append(Bg(['rping', '-c', '-C', '100000000'] + base, env, tty=True))
-        ready = progs[1].wait_line('ping data', 40)
+        ready = rping_client_up(progs, base, env)
         want = 'cma detected device removal'
     else:
         progs = [Bg(args + [str(port)], env)]
         ready = progs[0].wait_line('READY', 40)
-        want = 'removal: ok'
+        want = '%s: ok' % args[-1]
     try:
         if not ready:
             for p in progs:

@@ -561,52 +561,71 @@ static void *removal_thread(void *arg)
 	return NULL;
 }
 
-/* a listener, both ends of a connection and an unbound id; cm.py stops the
- * daemon after READY: every id on the device gets DEVICE_REMOVAL (with
- * its context) through its channel, exactly once, the unbound one none;
- * then commands on them fail with ENXIO, DESTROY_ID works */
-static int case_removal(int port)
+/* what the removal cases set up before cm.py stops the daemon */
+struct removal_ids {
+	struct rdma_event_channel *chs, *chc; /* server's, client's */
+	struct rdma_cm_id *l, *c, *n, *idle;  /* listener, client, accepted, unbound */
+};
+
+/* a listener, both ends of a connection and an unbound id (contexts 0x11,
+ * 0x22, 0x44, 0x33); 0 when all are there */
+static int removal_setup(int port, struct removal_ids *r)
 {
-	struct rdma_event_channel *chs = rdma_create_event_channel();
-	struct rdma_event_channel *chc = rdma_create_event_channel();
 	struct rdma_conn_param cp = { .qp_num = 0x123, .responder_resources = 1,
 				      .initiator_depth = 1, .retry_count = 7 };
 	struct sockaddr_in a = lo_addr(port);
-	struct rdma_cm_id *l, *c, *n = NULL, *idle;
+	struct rdma_cm_event *e;
+
+	memset(r, 0, sizeof(*r));
+	r->chs = rdma_create_event_channel();
+	r->chc = rdma_create_event_channel();
+	CHECK(r->chs && r->chc, "channels: %s", strerror(errno));
+	if (!r->chs || !r->chc)
+		return 1;
+	CHECK(rdma_create_id(r->chs, &r->l, (void *)0x11, RDMA_PS_TCP) == 0 &&
+	      rdma_bind_addr(r->l, (struct sockaddr *)&a) == 0 && rdma_listen(r->l, 4) == 0,
+	      "listen: %s", strerror(errno));
+	CHECK(rdma_create_id(r->chs, &r->idle, (void *)0x33, RDMA_PS_TCP) == 0, "idle id");
+	CHECK(rdma_create_id(r->chc, &r->c, (void *)0x22, RDMA_PS_TCP) == 0 &&
+	      rdma_resolve_addr(r->c, NULL, (struct sockaddr *)&a, 2000) == 0, "resolve");
+	if ((e = expect(r->chc, RDMA_CM_EVENT_ADDR_RESOLVED)))
+		rdma_ack_cm_event(e);
+	CHECK(rdma_resolve_route(r->c, 2000) == 0, "resolve_route");
+	if ((e = expect(r->chc, RDMA_CM_EVENT_ROUTE_RESOLVED)))
+		rdma_ack_cm_event(e);
+	CHECK(rdma_connect(r->c, &cp) == 0, "connect: %s", strerror(errno));
+	if ((e = expect(r->chs, RDMA_CM_EVENT_CONNECT_REQUEST))) {
+		r->n = e->id;
+		r->n->context = (void *)0x44;
+		cp.qp_num = 0x456;
+		CHECK(rdma_accept(r->n, &cp) == 0, "accept: %s", strerror(errno));
+		rdma_ack_cm_event(e);
+	}
+	if ((e = expect(r->chc, RDMA_CM_EVENT_CONNECT_RESPONSE))) {
+		CHECK(rdma_establish(r->c) == 0, "establish: %s", strerror(errno));
+		rdma_ack_cm_event(e);
+	}
+	if ((e = expect(r->chs, RDMA_CM_EVENT_ESTABLISHED)))
+		rdma_ack_cm_event(e);
+	return failures || !r->n;
+}
+
+/* the ids set up; cm.py stops the daemon after READY: every id on the
+ * device gets DEVICE_REMOVAL (with its context) through its channel,
+ * exactly once, the unbound one none; then commands on them fail with
+ * ENXIO, DESTROY_ID works */
+static int case_removal(int port)
+{
+	struct removal_ids r;
+	struct rdma_event_channel *chs, *chc;
+	struct rdma_cm_id *l, *c, *n, *idle;
 	struct rdma_cm_event *e;
 	pthread_t th;
 	int seen_l = 0, seen_n = 0;
 
-	CHECK(chs && chc, "channels: %s", strerror(errno));
-	if (!chs || !chc)
+	if (removal_setup(port, &r))
 		return 1;
-	CHECK(rdma_create_id(chs, &l, (void *)0x11, RDMA_PS_TCP) == 0 &&
-	      rdma_bind_addr(l, (struct sockaddr *)&a) == 0 && rdma_listen(l, 4) == 0,
-	      "listen: %s", strerror(errno));
-	CHECK(rdma_create_id(chs, &idle, (void *)0x33, RDMA_PS_TCP) == 0, "idle id");
-	CHECK(rdma_create_id(chc, &c, (void *)0x22, RDMA_PS_TCP) == 0 &&
-	      rdma_resolve_addr(c, NULL, (struct sockaddr *)&a, 2000) == 0, "resolve");
-	if ((e = expect(chc, RDMA_CM_EVENT_ADDR_RESOLVED)))
-		rdma_ack_cm_event(e);
-	CHECK(rdma_resolve_route(c, 2000) == 0, "resolve_route");
-	if ((e = expect(chc, RDMA_CM_EVENT_ROUTE_RESOLVED)))
-		rdma_ack_cm_event(e);
-	CHECK(rdma_connect(c, &cp) == 0, "connect: %s", strerror(errno));
-	if ((e = expect(chs, RDMA_CM_EVENT_CONNECT_REQUEST))) {
-		n = e->id;
-		n->context = (void *)0x44;
-		cp.qp_num = 0x456;
-		CHECK(rdma_accept(n, &cp) == 0, "accept: %s", strerror(errno));
-		rdma_ack_cm_event(e);
-	}
-	if ((e = expect(chc, RDMA_CM_EVENT_CONNECT_RESPONSE))) {
-		CHECK(rdma_establish(c) == 0, "establish: %s", strerror(errno));
-		rdma_ack_cm_event(e);
-	}
-	if ((e = expect(chs, RDMA_CM_EVENT_ESTABLISHED)))
-		rdma_ack_cm_event(e);
-	if (failures || !n)
-		return 1;
+	chs = r.chs, chc = r.chc, l = r.l, c = r.c, n = r.n, idle = r.idle;
 	pthread_create(&th, NULL, removal_thread, chc);
 	printf("READY\n");
 	/* the listener and the accepted id, in either order, through poll */
@@ -648,6 +667,174 @@ static int case_removal(int port)
 	return 0;
 }
 
+/* An id destroyed after the daemon went away and before its DEVICE_REMOVAL
+ * was fetched takes that event with it (the kernel's ucma_destroy_id
+ * frees the id's queued events): rping's main thread destroys its
+ * connection's id after a failed poll while its CM thread has yet to
+ * fetch, and librdmacm would hand that thread an event for the freed id.
+ * cm.py stops the daemon after READY. */
+static int case_removal_destroyed(int port)
+{
+	struct removal_ids r;
+	struct rdma_cm_event *e;
+	int got_l = 0, other = 0;
+
+	if (removal_setup(port, &r))
+		return 1;
+	printf("READY\n");
+	/* the daemon's end of the server's channel closes; fetch nothing */
+	struct pollfd pf = { .fd = r.chs->fd, .events = POLLIN };
+	CHECK(poll(&pf, 1, 30000) == 1, "the daemon did not go away");
+	/* a command finds the daemon gone: the ids' events are queued, the
+	 * command fails (ENXIO: the ids are closed) */
+	uint8_t tos = 32;
+	errno = 0;
+	CHECK(rdma_set_option(r.idle, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, sizeof(tos)) == -1 &&
+	      errno == ENXIO, "set_option on the unbound id: errno %d, want ENXIO", errno);
+	CHECK(rdma_destroy_id(r.n) == 0, "destroy the accepted id: %s", strerror(errno));
+	fcntl(r.chs->fd, F_SETFL, fcntl(r.chs->fd, F_GETFL) | O_NONBLOCK);
+	for (int k = 0; k < 4; k++) {
+		errno = 0;
+		if (rdma_get_cm_event(r.chs, &e)) {
+			CHECK(errno == EAGAIN, "server channel: errno %d", errno);
+			break;
+		}
+		if (e->event == RDMA_CM_EVENT_DEVICE_REMOVAL && e->id == r.l &&
+		    r.l->context == (void *)0x11)
+			got_l++;
+		else
+			other++; /* e->id may be the freed one: not read */
+		rdma_ack_cm_event(e);
+	}
+	CHECK(got_l == 1 && other == 0,
+	      "server events: %d DEVICE_REMOVAL for the listener (want 1), %d others (want 0: "
+	      "the accepted id was destroyed before its event was fetched)", got_l, other);
+	if ((e = expect(r.chc, RDMA_CM_EVENT_DEVICE_REMOVAL))) {
+		CHECK(e->id == r.c && r.c->context == (void *)0x22, "client's event for another id");
+		rdma_ack_cm_event(e);
+	}
+	CHECK(rdma_destroy_id(r.c) == 0 && rdma_destroy_id(r.l) == 0 &&
+	      rdma_destroy_id(r.idle) == 0, "destroy_id: %s", strerror(errno));
+	rdma_destroy_event_channel(r.chs);
+	rdma_destroy_event_channel(r.chc);
+	return 0;
+}
+
+/* ---- a REJECT, then what perftest's retry should do ------------------- */
+
+/* a client id on ch resolved to port, with a QP of its own (as perftest's
+ * data connection has one before it connects) */
+static struct rdma_cm_id *client_with_qp(struct rdma_event_channel *ch, int port,
+					 struct ibv_pd **pd, struct ibv_cq **cq)
+{
+	struct sockaddr_in a = lo_addr(port);
+	struct ibv_qp_init_attr qa = { .qp_type = IBV_QPT_RC,
+				       .cap = { .max_send_wr = 4, .max_recv_wr = 4,
+						.max_send_sge = 1, .max_recv_sge = 1 } };
+	struct rdma_cm_event *e;
+	struct rdma_cm_id *id;
+
+	if (rdma_create_id(ch, &id, (void *)0x55, RDMA_PS_TCP) ||
+	    rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 2000))
+		return NULL;
+	if ((e = expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED)))
+		rdma_ack_cm_event(e);
+	CHECK(!rdma_resolve_route(id, 2000), "resolve_route: %s", strerror(errno));
+	if ((e = expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED)))
+		rdma_ack_cm_event(e);
+	*pd = id->verbs ? ibv_alloc_pd(id->verbs) : NULL;
+	*cq = id->verbs ? ibv_create_cq(id->verbs, 8, NULL, NULL, 0) : NULL;
+	CHECK(*pd && *cq, "pd/cq: %s", strerror(errno));
+	qa.send_cq = qa.recv_cq = *cq;
+	CHECK(*pd && *cq && !rdma_create_qp(id, *pd, &qa), "rdma_create_qp: %s", strerror(errno));
+	return id;
+}
+
+static void client_free(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	if (id->qp)
+		rdma_destroy_qp(id);
+	CHECK(!rdma_destroy_id(id), "destroy_id: %s", strerror(errno));
+	if (cq)
+		ibv_destroy_cq(cq);
+	if (pd)
+		ibv_dealloc_pd(pd);
+}
+
+/* perftest -R's data connection when the server has not listened again:
+ * REJECTED 8 for the connecting id (its context kept, its QP in ERR as
+ * librdmacm leaves it), then the client frees everything it made for the
+ * connection and makes it again (what perftest 4.5's retry fails to do:
+ * it reuses the destroyed ids, docs/cm.md) and is accepted once a
+ * listener is there. */
+static int case_reject_retry(int port)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_event_channel *chs = rdma_create_event_channel();
+	struct rdma_conn_param cp = { .responder_resources = 1, .initiator_depth = 1,
+				      .retry_count = 7, .rnr_retry_count = 7 };
+	struct sockaddr_in a = lo_addr(port);
+	struct rdma_cm_id *c, *l, *n = NULL;
+	struct rdma_cm_event *e;
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+	struct ibv_pd *pd = NULL;
+	struct ibv_cq *cq = NULL;
+
+	CHECK(ch && chs, "channels: %s", strerror(errno));
+	if (!ch || !chs)
+		return 1;
+	c = client_with_qp(ch, port, &pd, &cq);
+	CHECK(c && c->qp, "client: %s", strerror(errno));
+	if (!c || !c->qp)
+		return 1;
+	CHECK(!rdma_connect(c, &cp), "connect: %s", strerror(errno));
+	if ((e = expect(ch, RDMA_CM_EVENT_REJECTED))) {
+		CHECK(e->id == c && e->id->context == (void *)0x55 && e->status == 8,
+		      "REJECTED: id %p (want %p), context %p, status %d (want 8)",
+		      (void *)e->id, (void *)c, e->id->context, e->status);
+		rdma_ack_cm_event(e);
+	}
+	CHECK(!ibv_query_qp(c->qp, &qa, IBV_QP_STATE, &qi) && qa.qp_state == IBV_QPS_ERR,
+	      "the rejected QP: state %d, want ERR", (int)qa.qp_state);
+	if (failures)
+		return 1;
+	client_free(c, pd, cq);
+	rdma_destroy_event_channel(ch);
+
+	CHECK(!rdma_create_id(chs, &l, NULL, RDMA_PS_TCP) &&
+	      !rdma_bind_addr(l, (struct sockaddr *)&a) && !rdma_listen(l, 4),
+	      "listen: %s", strerror(errno));
+	ch = rdma_create_event_channel();
+	c = ch ? client_with_qp(ch, port, &pd, &cq) : NULL;
+	CHECK(c && c->qp, "client again: %s", strerror(errno));
+	if (!c || !c->qp)
+		return 1;
+	CHECK(!rdma_connect(c, &cp), "connect again: %s", strerror(errno));
+	if ((e = expect(chs, RDMA_CM_EVENT_CONNECT_REQUEST))) {
+		n = e->id;
+		cp.qp_num = 0x789;     /* the server needs no QP of its own here */
+		CHECK(!rdma_accept(n, &cp), "accept: %s", strerror(errno));
+		rdma_ack_cm_event(e);
+	}
+	/* the client has a QP: librdmacm moves it to RTS and sends the RTU */
+	if ((e = expect(ch, RDMA_CM_EVENT_ESTABLISHED))) {
+		CHECK(e->id == c, "ESTABLISHED for another id");
+		rdma_ack_cm_event(e);
+	}
+	if ((e = expect(chs, RDMA_CM_EVENT_ESTABLISHED)))
+		rdma_ack_cm_event(e);
+	if (failures)
+		return 1;      /* an event left unacked would hang rdma_destroy_id */
+	if (n)
+		rdma_destroy_id(n);
+	client_free(c, pd, cq);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch);
+	rdma_destroy_event_channel(chs);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *c = argc > 1 ? argv[1] : "";
@@ -673,6 +860,10 @@ int main(int argc, char **argv)
 		r = case_mux_options(port);
 	else if (!strcmp(c, "removal"))
 		r = case_removal(port);
+	else if (!strcmp(c, "removal_destroyed"))
+		r = case_removal_destroyed(port);
+	else if (!strcmp(c, "reject_retry"))
+		r = case_reject_retry(port);
 	else {
 		fprintf(stderr, "unknown case %s\n", c);
 		return 2;
