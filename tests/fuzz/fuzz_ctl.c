@@ -17,8 +17,8 @@
  *     (ASan/UBSan/LSan in the clang build);
  *   - every message gets exactly one well-formed reply: op and seq echoed,
  *     status 0 or a negative errno, on success the reply size and
- *     descriptor count of the op, on error an empty body and no descriptor
- *     (HELLO takes the client's /proc/self/mem, CAPTURE_START a regular
+ *     descriptor count of the op, on error an empty body (HELLO of another
+ *     ABI version: the daemon's version) and no descriptor (HELLO takes the client's /proc/self/mem, CAPTURE_START a regular
  *     file, MAP_MR a mapping's file; any other descriptor passed must be
  *     refused, which the reply shows, and closed, which the descriptor
  *     count at the end shows);
@@ -888,7 +888,14 @@ static bool fz_reply(struct fz *f, uint32_t op, uint32_t seq, size_t sent, uint3
 	if (sent >= sizeof(h)) { /* a runt's header is echoed as far as it went */
 		fz_assert(h.op == op && h.seq == seq);
 	}
-	if (h.status) {
+	if (h.status == -EPROTONOSUPPORT && h.op == UROCE_OP_HELLO) {
+		/* another ABI version: the refusal says the daemon's */
+		uint32_t v;
+
+		fz_assert(h.len == sizeof(h) + sizeof(v) && nfds == 0);
+		memcpy(&v, buf + sizeof(h), sizeof(v));
+		fz_assert(v == UROCE_ABI_VERSION);
+	} else if (h.status) {
 		fz_assert(h.len == sizeof(h) && nfds == 0);
 	} else {
 		size_t want = fz_shape[op].rep;
