@@ -167,6 +167,18 @@ static void send_one(struct vt *t, unsigned flags, uint64_t id)
 	CHECK(s.status == IBV_WC_SUCCESS);
 }
 
+/* t's receive CQ armed for the next completion, a SEND completing
+ * receive id, and its event taken: the CQ it names, its context in *cc */
+static struct ibv_cq *next_event(struct vt *t, uint64_t id, void **cc)
+{
+	struct ibv_cq *cq;
+
+	CHECK(!ibv_req_notify_cq(t->rcq, 0));
+	send_one(t, 0, id);
+	vt_get_event(t->ch, &cq, cc);
+	return cq;
+}
+
 /* "requests a notification when the next Work Completion ... is added";
  * get_cq_event "Fills the arguments cq with the CQ that got the event and
  * cq_context with the CQ's context". */
@@ -179,9 +191,7 @@ static void notify_next(void)
 	struct vt t;
 
 	vt_init(&t, &o);
-	CHECK(!ibv_req_notify_cq(t.rcq, 0));
-	send_one(&t, 0, 1);
-	vt_get_event(t.ch, &cq, &cc);
+	cq = next_event(&t, 1, &cc);
 	CHECK(cq == t.rcq && cc == (void *)0x7c);
 	vt_poll_n(t.rcq, 1, &wc);
 	CHECK(wc.wr_id == 1);
@@ -281,9 +291,7 @@ static void notify_precedence(void)
 
 	vt_init(&t, &o);
 	CHECK(!ibv_req_notify_cq(t.rcq, 1));
-	CHECK(!ibv_req_notify_cq(t.rcq, 0));
-	send_one(&t, 0, 1);             /* not solicited: NEXT still fires */
-	vt_get_event(t.ch, &cq, &cc);
+	cq = next_event(&t, 1, &cc); /* not solicited: NEXT still fires */
 	CHECK(cq == t.rcq);
 	vt_poll_n(t.rcq, 1, &wc);
 	ibv_ack_cq_events(cq, 1);
@@ -449,9 +457,7 @@ static void ack_batch(void)
 
 	vt_init(&t, &o);
 	for (i = 0; i < 5; i++) {
-		CHECK(!ibv_req_notify_cq(t.rcq, 0));
-		send_one(&t, 0, (uint64_t)i);
-		vt_get_event(t.ch, &cq, &cc);
+		cq = next_event(&t, (uint64_t)i, &cc);
 		CHECK(cq == t.rcq);
 		vt_poll_n(t.rcq, 1, &wc);
 	}
@@ -481,9 +487,7 @@ static void destroy_waits(void)
 	struct vt t;
 
 	vt_init(&t, &o);
-	CHECK(!ibv_req_notify_cq(t.rcq, 0));
-	send_one(&t, 0, 1);
-	vt_get_event(t.ch, &cq, &cc);
+	cq = next_event(&t, 1, &cc);
 	vt_poll_n(t.rcq, 1, &wc);
 	CHECK(!ibv_destroy_qp(t.qa));
 	CHECK(!ibv_destroy_qp(t.qb));
@@ -510,9 +514,7 @@ static void extra_event(void)
 	struct vt t;
 
 	vt_init(&t, &o);
-	CHECK(!ibv_req_notify_cq(t.rcq, 0));
-	send_one(&t, 0, 1);
-	vt_get_event(t.ch, &cq, &cc);
+	cq = next_event(&t, 1, &cc);
 	ibv_ack_cq_events(cq, 1);
 	CHECK(!ibv_req_notify_cq(t.rcq, 0));    /* step 4 */
 	send_one(&t, 0, 2);                     /* added between 4 and 5 */
