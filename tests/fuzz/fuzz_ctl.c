@@ -46,6 +46,7 @@
 
 #include "daemon.h"
 #include "emu_int.h"
+#include "fz_in.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -60,31 +61,6 @@ static void fz_cleanup_dir(void);
 	fprintf(stderr, "fuzz_ctl: property failed: %s (line %d)\n", #c, __LINE__); \
 	fz_cleanup_dir(); \
 	__builtin_trap(); } } while (0)
-
-struct fz_in {
-	const uint8_t *d;
-	size_t n, pos;
-};
-
-static uint8_t fz_u8(struct fz_in *in)
-{
-	return in->pos < in->n ? in->d[in->pos++] : 0;
-}
-
-static uint16_t fz_u16(struct fz_in *in)
-{
-	return (uint16_t)(fz_u8(in) | fz_u8(in) << 8);
-}
-
-static uint32_t fz_u32(struct fz_in *in)
-{
-	return (uint32_t)fz_u16(in) | (uint32_t)fz_u16(in) << 16;
-}
-
-static uint64_t fz_u64(struct fz_in *in)
-{
-	return (uint64_t)fz_u32(in) | (uint64_t)fz_u32(in) << 32;
-}
 
 static void fz_bytes(struct fz_in *in, void *p, size_t n)
 {
