@@ -262,6 +262,13 @@ static ssize_t ctl_recv(int sock, union urv_msg_buf *buf, int *fds_out,
 	return n;
 }
 
+/* a body shorter than rep leaves the rest zero */
+static void reply_copy(void *rep, size_t rep_len, const void *body, size_t have)
+{
+	memset(rep, 0, rep_len);
+	memcpy(rep, body, have < rep_len ? have : rep_len);
+}
+
 /* receive until our seq -> check the reply */
 int urv_ctl_reply(int sock, uint32_t s, void *rep, size_t rep_len, int *fds_out, int nfds_out)
 {
@@ -290,20 +297,22 @@ int urv_ctl_reply(int sock, uint32_t s, void *rep, size_t rep_len, int *fds_out,
 		/* a stale reply (an earlier call timed out): drop it */
 		fds_drop(fds_out, got);
 	}
+	size_t have = (size_t)n - sizeof(buf.h);
+
 	if (buf.h.status) {
 		fds_drop(fds_out, got);
+		/* a refusal may say why in a body (HELLO: the daemon's ABI
+		 * version); rep is left alone when it has none */
+		if (rep_len && have)
+			reply_copy(rep, rep_len, buf.b + sizeof(buf.h), have);
 		return buf.h.status < 0 ? buf.h.status : -EIO;
 	}
 	if (got < nfds_out && !upto) {
 		fds_drop(fds_out, got);
 		return -EPROTO;
 	}
-	if (rep_len) {
-		size_t have = (size_t)n - sizeof(buf.h);
-
-		memset(rep, 0, rep_len);
-		memcpy(rep, buf.b + sizeof(buf.h), have < rep_len ? have : rep_len);
-	}
+	if (rep_len)
+		reply_copy(rep, rep_len, buf.b + sizeof(buf.h), have);
 	return 0;
 }
 
@@ -331,4 +340,29 @@ int urv_ctl_raw(int sock, uint32_t *seq, uint32_t op, const void *req,
 	if (ret)
 		return ret;
 	return urv_ctl_reply(sock, s, rep, rep_len, fds_out, nfds_out);
+}
+
+int urv_hello(int sock, uint32_t *seq, struct uroce_hello_rep *rep, int fds[3])
+{
+	struct uroce_hello_req req = {
+		.abi_version = UROCE_ABI_VERSION,
+		.pid = (uint32_t)getpid(),
+	};
+	int mem, ret;
+
+	/* the daemon reaches our memory only through this descriptor: it
+	 * stays bound to this address space (a fork or exec cannot redirect
+	 * it) and is checked to be ours (docs/security.md) */
+	mem = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	if (mem < 0)
+		return -errno;
+	rep->abi_version = 0; /* a daemon before version 4 refuses without saying its own */
+	ret = urv_ctl_raw(sock, seq, UROCE_OP_HELLO, &req, sizeof(req), rep,
+			  sizeof(*rep), &mem, 1, fds, 3);
+	close(mem);
+	if (!ret && rep->abi_version != UROCE_ABI_VERSION) {
+		fds_drop(fds, 3);
+		ret = -EPROTONOSUPPORT;
+	}
+	return ret;
 }

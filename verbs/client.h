@@ -31,5 +31,10 @@ int urv_ctl_raw(int sock, uint32_t *seq, uint32_t op, const void *req,
 		int nfds_in, int *fds_out, int nfds_out);
 /* The second half of urv_ctl_raw: the reply to request seq s. */
 int urv_ctl_reply(int sock, uint32_t s, void *rep, size_t rep_len, int *fds_out, int nfds_out);
+/* HELLO with this process's /proc/self/mem; fds: the doorbell page, the
+ * wake pipe's write end, the async pipe's read end. -EPROTONOSUPPORT when
+ * the daemon speaks another ABI version: rep->abi_version is the daemon's,
+ * 0 when it did not say (docs/verbs.md, "ABI version"). */
+int urv_hello(int sock, uint32_t *seq, struct uroce_hello_rep *rep, int fds[3]);
 
 #endif

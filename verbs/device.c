@@ -83,36 +83,27 @@ static void set_timeout(int fd, int secs)
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 }
 
-/* HELLO on a fresh connection. On success *async_rd is the read end of
- * the async pipe and fds[0..1] the doorbell memfd and wake eventfd. */
-/* fds[0]: doorbell memfd, fds[1]: wake pipe write end; *async_rd: the
- * read end of the daemon's async event pipe. */
-static int hello(int sock, struct uroce_hello_rep *rep, int *async_rd,
+/* HELLO on a fresh connection to path. fds[0]: doorbell memfd, fds[1]:
+ * wake pipe write end; *async_rd: the read end of the daemon's async
+ * event pipe. A daemon of another ABI version is named once on stderr. */
+static int hello(const char *path, int sock, struct uroce_hello_rep *rep, int *async_rd,
 		 int fds[2])
 {
-	struct uroce_hello_req req = {
-		.abi_version = UROCE_ABI_VERSION,
-		.pid = (uint32_t)getpid(),
-	};
 	uint32_t seq = 0;
-	int f[3] = { -1, -1, -1 }, mem, ret;
+	int f[3], ret;
 
-	/* the daemon reaches our memory only through this descriptor: it
-	 * stays bound to this address space (a fork or exec cannot redirect
-	 * it) and is checked to be ours (docs/security.md) */
-	mem = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
-	if (mem < 0)
-		return -errno;
-	ret = urv_ctl_raw(sock, &seq, UROCE_OP_HELLO, &req, sizeof(req), rep,
-			  sizeof(*rep), &mem, 1, f, 3);
-	close(mem);
+	ret = urv_hello(sock, &seq, rep, f);
+	if (ret == -EPROTONOSUPPORT) {
+		char theirs[16] = "< 4";
+
+		if (rep->abi_version)
+			snprintf(theirs, sizeof(theirs), "%u", rep->abi_version);
+		warn_once(path, "the daemon speaks ABI version %s, this liburoce %u: "
+			  "run a uroced of the same release (docs/verbs.md, \"ABI version\")",
+			  theirs, UROCE_ABI_VERSION);
+	}
 	if (ret)
 		return ret;
-	if (rep->abi_version != UROCE_ABI_VERSION) {
-		for (int i = 0; i < 3; i++)
-			close(f[i]);
-		return -EPROTO;
-	}
 	fds[0] = f[0];
 	fds[1] = f[1];
 	*async_rd = f[2];
@@ -216,13 +207,15 @@ static struct urv_device *probe_device(const char *dir, const char *name)
 		return NULL;   /* else a stale socket: no daemon behind it */
 	}
 	set_timeout(sock, 2);
-	int hr = hello(sock, &rep, &ard, fds);
+	int hr = hello(path, sock, &rep, &ard, fds);
 	if (hr) {
 		if (hr == -EACCES)
 			warn_once(path, "the daemon's access rule refuses uid %u",
 				  (unsigned)geteuid());
 		close(sock);
-		return NULL;
+		/* listed all the same: ibv_open_device then fails with
+		 * EPROTONOSUPPORT instead of the device silently missing */
+		return hr == -EPROTONOSUPPORT ? device_get(name, path) : NULL;
 	}
 	close(ard);
 	close(fds[0]);
@@ -309,11 +302,11 @@ struct ibv_context *urv_open_device(struct ibv_device *ibdev)
 		return NULL;
 	}
 	set_timeout(c->sock, 30);
-	ret = hello(c->sock, &c->info, &ard, fds);
+	ret = hello(d->sock_path, c->sock, &c->info, &ard, fds);
 	if (ret) {
 		close(c->sock);
 		free(c);
-		errno = ret == -EPROTO ? EPROTO : ret == -EACCES ? EACCES : ENODEV;
+		errno = ret == -EPROTO || ret == -EACCES || ret == -EPROTONOSUPPORT ? -ret : ENODEV;
 		return NULL;
 	}
 	db = mmap(NULL, UROCE_DB_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,

@@ -105,14 +105,8 @@ struct ibv_pd *urv_import_pd(struct ibv_context *ibctx, uint32_t handle)
 		errno = -ret;
 		return NULL;
 	}
-	pd = calloc(1, sizeof(*pd));
-	if (!pd) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	pd->ibpd.context = ibctx;
-	pd->ibpd.handle = handle;
-	return &pd->ibpd;
+	pd = urv_pd_new(ibctx, handle);
+	return pd ? &pd->ibpd : NULL;
 }
 
 /* As the kernel's: the address is not known to the importer (NULL). */

@@ -6,17 +6,28 @@
 
 #include "urv.h"
 
+struct urv_pd *urv_pd_new(struct ibv_context *c, uint32_t handle)
+{
+	struct urv_pd *pd = calloc(1, sizeof(*pd));
+
+	if (!pd) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pd->ibpd.context = c;
+	pd->ibpd.handle = handle;
+	return pd;
+}
+
 struct ibv_pd *urv_alloc_pd(struct ibv_context *ibctx)
 {
 	struct uroce_handle_msg rep;
 	struct urv_pd *pd;
 	int ret;
 
-	pd = calloc(1, sizeof(*pd));
-	if (!pd) {
-		errno = ENOMEM;
+	pd = urv_pd_new(ibctx, 0);
+	if (!pd)
 		return NULL;
-	}
 	ret = urv_ctl(to_uctx(ibctx), UROCE_OP_ALLOC_PD, NULL, 0, &rep,
 		      sizeof(rep), NULL, 0, NULL, 0);
 	if (ret) {
@@ -24,7 +35,6 @@ struct ibv_pd *urv_alloc_pd(struct ibv_context *ibctx)
 		errno = -ret;
 		return NULL;
 	}
-	pd->ibpd.context = ibctx;
 	pd->ibpd.handle = rep.handle;
 	return &pd->ibpd;
 }

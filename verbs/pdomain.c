@@ -69,13 +69,9 @@ struct ibv_pd *urv_alloc_parent_domain(struct ibv_context *ibctx,
 		errno = EINVAL;
 		return NULL;
 	}
-	pd = calloc(1, sizeof(*pd));
-	if (!pd) {
-		errno = ENOMEM;
+	pd = urv_pd_new(ibctx, inner->ibpd.handle);
+	if (!pd)
 		return NULL;
-	}
-	pd->ibpd.context = ibctx;
-	pd->ibpd.handle = inner->ibpd.handle;
 	pd->inner = inner;
 	if (attr->comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT)
 		pd->pd_context = attr->pd_context;

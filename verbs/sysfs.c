@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "urv.h"
+#include "real_fn.h"
 #include "sysfs.h"
 #include "ucma.h"
 
@@ -202,20 +203,6 @@ static inline bool maybe_ours(const char *p)
 		(p[1] == DEV_IB[1] && (!strncmp(p, DEV_IB UVERBS, sizeof(DEV_IB UVERBS) - 1) ||
 				       !strcmp(p, URV_UCMA_DEV))));
 }
-
-/* The real function, looked up once (file scope: the slow paths use it). */
-#define REAL_PTR(fn) static __typeof__(fn) *real_##fn
-#define LOAD(fn, err)                                                         \
-	do {                                                                  \
-		if (!__atomic_load_n(&real_##fn, __ATOMIC_ACQUIRE))           \
-			__atomic_store_n(&real_##fn,                          \
-					 (__typeof__(fn) *)dlsym(RTLD_NEXT, #fn), \
-					 __ATOMIC_RELEASE);                   \
-		if (!real_##fn) {                                             \
-			errno = ENOSYS;                                       \
-			return err;                                           \
-		}                                                             \
-	} while (0)
 
 /* fn(decl) forwards args to libc; a path under our prefixes goes through
  * fn_slow, out of line, so that only it carries the PATH_MAX buffer. */

@@ -48,35 +48,15 @@
 #include <sys/time.h>
 #include <sys/uio.h>
 #include <unistd.h>
-#undef _FILE_OFFSET_BITS
-#include <dlfcn.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/sysmacros.h>
-#include <unistd.h>
 
 #include "urv.h"
+#include "real_fn.h"
 #include "ucma.h"
 #include "ucma_int.h"
 
 #define URV_EXPORT __attribute__((visibility("default")))
 
 /* ---- the real libc functions ------------------------------------------ */
-
-#define REAL_PTR(fn) static __typeof__(fn) *real_##fn
-#define LOAD(fn, err)                                                         \
-	do {                                                                  \
-		if (!__atomic_load_n(&real_##fn, __ATOMIC_ACQUIRE))           \
-			__atomic_store_n(&real_##fn,                          \
-					 (__typeof__(fn) *)dlsym(RTLD_NEXT, #fn), \
-					 __ATOMIC_RELEASE);                   \
-		if (!real_##fn) {                                             \
-			errno = ENOSYS;                                       \
-			return err;                                           \
-		}                                                             \
-	} while (0)
 
 REAL_PTR(write);
 REAL_PTR(read);

@@ -311,6 +311,9 @@ void urv_registry_unlock(void);
 
 /* objects */
 struct ibv_pd *urv_alloc_pd(struct ibv_context *c);
+/* a zeroed urv_pd of context c standing for the daemon's PD handle, or
+ * NULL with errno ENOMEM (a PD, an imported PD, a parent domain) */
+struct urv_pd *urv_pd_new(struct ibv_context *c, uint32_t handle);
 int urv_dealloc_pd(struct ibv_pd *pd);
 struct ibv_mr *urv_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
 			  uint64_t iova, unsigned access);

@@ -287,7 +287,7 @@ static bool emu_reply(struct emu_ctx *c, const struct uroce_msg_hdr *rq, int sta
 	} cb;
 
 	if (status)
-		blen = 0, nfds = 0;
+		nfds = 0;
 	m.h.op = rq->op;
 	m.h.seq = rq->seq;
 	m.h.status = status;
@@ -330,8 +330,12 @@ static int emu_hello(struct emu_daemon *dm, struct emu_client *cl, const struct 
 
 	if (c->hello_done)
 		return -EISCONN;
-	if (q->abi_version != UROCE_ABI_VERSION)
+	if (q->abi_version != UROCE_ABI_VERSION) {
+		/* the refusal's body tells the client ours */
+		EMU_LOG_RL(NOTICE, "pid %d: liburoce speaks ABI version %u, this uroced %u: refused\n",
+			(int)c->pid, q->abi_version, UROCE_ABI_VERSION);
 		return -EPROTONOSUPPORT;
+	}
 	/* no payload moves by pid: the context is bound to the address
 	 * space of the process that opened its own /proc/self/mem */
 	int rc = emu_mem_attach(c, *mem_fd);
@@ -453,6 +457,7 @@ struct emu_op {
 	size_t qlen;          /* request body length (variable-length ops) */
 	union emu_rep *rep;
 	size_t rlen;          /* reply body length */
+	size_t elen;          /* body length of an error reply (HELLO's refusal) */
 	int *fds;             /* received descriptors */
 	unsigned nfds;
 	int ofds[3];          /* descriptors sent with the reply */
@@ -471,6 +476,10 @@ static int emu_op_hello(struct emu_op *k)
 		k->nofds = 3;
 		k->oclose = 1; /* the client's ends of the wake and async pipes */
 		k->rlen = sizeof(k->rep->hello);
+	} else if (rc == -EPROTONOSUPPORT) {
+		/* the reply's first field keeps its place in every version */
+		k->rep->hello.abi_version = UROCE_ABI_VERSION;
+		k->elen = sizeof(k->rep->hello.abi_version);
 	}
 	return rc;
 }
@@ -940,7 +949,7 @@ static bool emu_mbox_reply(struct emu_ctx *c, const struct uroce_msg_hdr *rq, ui
 	bool ok = true;
 
 	if (status)
-		blen = 0, nfds = 0;
+		nfds = 0;
 	if (nfds || sizeof(h) + blen > UROCE_MBOX_MAX) {
 		ok = emu_reply(c, rq, status, body, blen, fds, nfds);
 		h.len = 0; /* "on the socket" */
@@ -1000,8 +1009,10 @@ static bool emu_dispatch(struct emu_daemon *dm, struct emu_client *cl, const uin
 		EMU_LOG_RL(DEBUG, "pid %d: op %u -> %d\n", (int)c->pid, h.op, rc);
 reply:
 	c->ctl_busy = false;
-	bool ok = mbox_seq ? emu_mbox_reply(c, &h, mbox_seq, rc, &rep, k.rlen, k.ofds, k.nofds) :
-		  emu_reply(c, &h, rc, &rep, k.rlen, k.ofds, k.nofds);
+	/* an error reply has no body unless the op gave it one */
+	size_t blen = rc ? k.elen : k.rlen;
+	bool ok = mbox_seq ? emu_mbox_reply(c, &h, mbox_seq, rc, &rep, blen, k.ofds, k.nofds) :
+		  emu_reply(c, &h, rc, &rep, blen, k.ofds, k.nofds);
 	for (unsigned i = k.oclose; i < k.nofds; i++)
 		close(k.ofds[i]);
 	for (unsigned i = 0; i < nfds; i++)

@@ -131,13 +131,6 @@ int emu_shared_opts(struct emu_opts *o);
 int emu_shared_attach(struct emu_daemon *dm);
 void emu_shared_detach(struct emu_daemon *dm);
 
-/* shared.c: --shared. opts: the interface's MTU and addresses into o,
- * the XDP program into its port arguments (0, or -1 after one line);
- * attach/detach: the kernel's neighbour table for the device */
-int emu_shared_opts(struct emu_opts *o);
-int emu_shared_attach(struct emu_daemon *dm);
-void emu_shared_detach(struct emu_daemon *dm);
-
 /* port_wake.c: after epfd exists, put an af_packet port's RX sockets into
  * it: how many (0: the engine polls RX while it sleeps) */
 int emu_port_wake_arm(struct emu_daemon *dm);

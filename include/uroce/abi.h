@@ -43,8 +43,17 @@
 #include <unistd.h>
 #include <infiniband/verbs.h>
 
-#define UROCE_ABI_VERSION 3 /* 2: pipes made by the daemon, /proc/self/mem in HELLO;
-			    * 3: small receive payloads in the CQ ring (uroce_cqe_inl) */
+/* Bumped by one for every change a liburoce or uroced of another build
+ * would misread: a struct, ring, flag or op meaning or layout, a new op
+ * the shim relies on. HELLO is the one exchange that never changes:
+ * struct uroce_hello_req, and abi_version first in the reply; a daemon of
+ * another version refuses with -EPROTONOSUPPORT and its own abi_version as
+ * the refusal's 4-byte body (docs/verbs.md, "ABI version").
+ * 2: pipes made by the daemon, /proc/self/mem in HELLO;
+ * 3: small receive payloads in the CQ ring (uroce_cqe_inl);
+ * 4: UROCE_RING_F_KICK in the RQ header, the QP arena
+ *    (UROCE_OP_CREATE_QP_ARENA) and the control mailbox (uroce_ctl_mbox) */
+#define UROCE_ABI_VERSION 4
 
 /** Environment variable naming the directory of the control sockets. */
 #define UROCE_ENV_RUN_DIR "UROCE_RUN_DIR"

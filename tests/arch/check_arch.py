@@ -15,7 +15,10 @@ the built objects:
      layer's public header (PUBLIC_HEADERS) or private (PRIVATE_HEADERS).
 
 usage: check_arch.py SOURCE_ROOT BUILD_ROOT [--no-objects]
+       check_arch.py SOURCE_ROOT --longest N
 Object files are found through BUILD_ROOT/compile_commands.json.
+--longest prints the N longest functions of emu/ and verbs/ by rule 3's
+measure as markdown table rows (docs/architecture.md's table is made so).
 """
 import json
 import os
@@ -246,9 +249,9 @@ LEN_DEBT = {
 }
 
 
-def long_functions(src, path):
-    """Kernel style: a definition's body opens with '{' in column 0 and
-    closes with '}' in column 0."""
+def long_functions(src, path, limit=MAX_FUNC_LINES):
+    """Functions of more than limit lines. Kernel style: a definition's
+    body opens with '{' in column 0 and closes with '}' in column 0."""
     out = []
     with open(os.path.join(src, path), encoding="utf-8", errors="replace") as fh:
         lines = fh.read().split("\n")
@@ -263,28 +266,42 @@ def long_functions(src, path):
                 name, start = (m.group(1) if m else "?"), i
         elif ln.startswith("}"):
             n = i - start + 1
-            if n > MAX_FUNC_LINES and lines[start - 1].rstrip().endswith(")"):
+            if n > limit and lines[start - 1].rstrip().endswith(")"):
                 out.append((name, n))
             start = None
     return out
 
 
-def check_lengths(src, errors):
+def length_sources(src):
+    """The .c files rule 3 measures, relative to src."""
     for top in ("emu", "verbs"):
-        for d, _, fs in os.walk(os.path.join(src, top)):
+        for d, _, fs in sorted(os.walk(os.path.join(src, top))):
             for f in sorted(fs):
-                if not f.endswith(".c"):
-                    continue
-                p = rel(src, os.path.join(d, f))
-                if p in LEN_EXCEPT:
-                    continue
-                for name, n in long_functions(src, p):
-                    if n <= LEN_DEBT.get((p, name), 0):
-                        print("note: long function (LEN_DEBT): %s: %s() %d"
-                              % (p, name, n))
-                        continue
-                    errors.append("%s: %s() is %d lines (max %d)" % (
-                        p, name, n, MAX_FUNC_LINES))
+                if f.endswith(".c"):
+                    yield rel(src, os.path.join(d, f))
+
+
+def print_longest(src, count):
+    found = [(n, name, p) for p in length_sources(src)
+             for name, n in long_functions(src, p, 0)]
+    found.sort(key=lambda t: (-t[0], t[1]))
+    for n, name, p in found[:count]:
+        shown = p[len("emu/"):] if p.startswith("emu/") else p
+        print("| %d | `%s` (%s) | |" % (n, name, shown))
+    return 0
+
+
+def check_lengths(src, errors):
+    for p in length_sources(src):
+        if p in LEN_EXCEPT:
+            continue
+        for name, n in long_functions(src, p):
+            if n <= LEN_DEBT.get((p, name), 0):
+                print("note: long function (LEN_DEBT): %s: %s() %d"
+                      % (p, name, n))
+                continue
+            errors.append("%s: %s() is %d lines (max %d)" % (
+                p, name, n, MAX_FUNC_LINES))
 
 
 def main():
@@ -292,6 +309,8 @@ def main():
         print(__doc__)
         return 2
     src, build = sys.argv[1], sys.argv[2]
+    if build == "--longest" and len(sys.argv) == 4 and sys.argv[3].isdigit():
+        return print_longest(src, int(sys.argv[3]))
     files = emu_files(src)
     edges = include_edges(src, files)
     errors = []

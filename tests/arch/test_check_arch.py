@@ -23,6 +23,14 @@ CLEAN = {
     "emu/daemon/main.c": '#include "daemon.h"\n',
 }
 
+
+def func(name, body_lines):
+    """A definition whose body, braces included, is body_lines + 2 lines."""
+    return "int %s(void)\n{\n%s}\n" % (name, "\tx++;\n" * body_lines)
+
+
+LONG_C = "static int x;\n" + func("small", 3) + func("big", 120)
+
 # (what is broken, files changed or added, text the failure must contain)
 CASES = [
     ("file left in emu/", {"emu/stray.c": '#include "emu.h"\n'},
@@ -40,17 +48,20 @@ CASES = [
      "file cycle"),
     ("folder outside LAYERS", {"emu/extra/x.c": '#include "emu.h"\n'},
      "not in LAYERS"),
+    ("function over the length limit", {"verbs/long.c": LONG_C},
+     "big() is 122 lines"),
 ]
 
 
-def run(check, files):
+def run(check, files, args=("--no-objects",)):
     with tempfile.TemporaryDirectory(prefix="arch-") as root:
         for path, text in files.items():
             full = os.path.join(root, path)
             os.makedirs(os.path.dirname(full), exist_ok=True)
             with open(full, "w") as fh:
                 fh.write(text)
-        p = subprocess.run([sys.executable, check, root, root, "--no-objects"],
+        p = subprocess.run([sys.executable, check, root,
+                            *(args if args[0] == "--longest" else (root,) + args)],
                            capture_output=True, text=True, timeout=60)
         return p.returncode, p.stdout + p.stderr
 
@@ -69,6 +80,16 @@ def main():
             bad += 1
         else:
             print("ok: %s" % what)
+    # the table in docs/architecture.md: longest first, rule 3's count
+    rc, out = run(check, dict(CLEAN, **{"emu/core/f.c": func("mid", 5) + func("top", 9),
+                                        "verbs/g.c": func("low", 1)}),
+                  ("--longest", "2"))
+    want = "| 11 | `top` (core/f.c) | |\n| 7 | `mid` (core/f.c) | |\n"
+    if rc != 0 or out != want:
+        print("FAIL: --longest 2: rc %d, %r instead of %r" % (rc, out, want))
+        bad += 1
+    else:
+        print("ok: --longest")
     return 1 if bad else 0
 
 

@@ -17,32 +17,13 @@ Exit 0 pass, 77 skip, 1 fail."""
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
-
-def wait_sockets(paths, proc, limit=20.0):
-    end = time.monotonic() + limit
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            return False
-        ok = 0
-        for p in paths:
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            try:
-                s.connect(p)
-                ok += 1
-            except OSError:
-                pass
-            finally:
-                s.close()
-        if ok == len(paths):
-            return True
-        time.sleep(0.05)
-    return False
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'verbs'))
+from run import wait_sockets  # noqa: E402
 
 
 def badopts(uroced, run_dir):

@@ -28,6 +28,40 @@ static int run_bad(const char *path, const char *arg, char *out, size_t cap)
 	waitpid(pid, &st, 0);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
+/* A shim of the previous ABI version (3: no RQ kick flag, no QP arena,
+ * no control mailbox) is refused, with /proc/self/mem as it sends it: the
+ * reply is -EPROTONOSUPPORT with this daemon's version as its body (what
+ * the shim names in its message), no descriptors, and the connection is
+ * still one before HELLO. */
+static void hello_old_abi(struct t_client *c)
+{
+	struct {
+		struct uroce_msg_hdr h;
+		struct uroce_hello_req q;
+	} m = { { UROCE_OP_HELLO, sizeof(m), 0x3003, 0 },
+		{ UROCE_ABI_VERSION - 1, (uint32_t)getpid() } };
+	struct {
+		struct uroce_msg_hdr h;
+		uint32_t abi_version;
+	} r;
+	int mem = open("/proc/self/mem", O_RDWR | O_CLOEXEC), rfds[4];
+	unsigned nr = 0;
+
+	REQUIRE(mem >= 0, "open /proc/self/mem");
+	memset(&r, 0, sizeof(r));
+	int n = t_raw(c->fd, &m, sizeof(m), &mem, 1, &r, sizeof(r), rfds, &nr);
+	close(mem);
+	CHECK(n == (int)sizeof(r), "refusal of ABI %u: %d bytes", UROCE_ABI_VERSION - 1, n);
+	CHECK(r.h.op == UROCE_OP_HELLO && r.h.seq == 0x3003 && r.h.len == sizeof(r),
+	      "reply header op %u seq %#x len %u", r.h.op, r.h.seq, r.h.len);
+	CHECK(r.h.status == -EPROTONOSUPPORT, "old abi: status %d", r.h.status);
+	CHECK(r.abi_version == UROCE_ABI_VERSION, "refusal names version %u", r.abi_version);
+	CHECK(nr == 0, "%u descriptors with a refusal", nr);
+	/* refused, not disconnected, and still before HELLO */
+	CHECK(t_call(c, UROCE_OP_ALLOC_PD, NULL, 0, NULL, 0, NULL, 0, NULL, NULL) == -ENOTCONN,
+	      "op after a refused hello");
+}
+
 
 int main(int argc, char **argv)
 {
@@ -96,6 +130,7 @@ int main(int argc, char **argv)
 	q.abi_version = 999;
 	rc = t_call(&c2, UROCE_OP_HELLO, &q, sizeof(q), NULL, 0, &r2, sizeof(r2), NULL, NULL);
 	CHECK(rc == -EPROTONOSUPPORT, "bad abi: %d", rc);
+	hello_old_abi(&c2);
 	/* anything before HELLO */
 	rc = t_call(&c2, UROCE_OP_ALLOC_PD, NULL, 0, NULL, 0, NULL, 0, NULL, NULL);
 	CHECK(rc == -ENOTCONN, "op before hello: %d", rc);

@@ -17,8 +17,8 @@
  *     (ASan/UBSan/LSan in the clang build);
  *   - every message gets exactly one well-formed reply: op and seq echoed,
  *     status 0 or a negative errno, on success the reply size and
- *     descriptor count of the op, on error an empty body and no descriptor
- *     (HELLO takes the client's /proc/self/mem, CAPTURE_START a regular
+ *     descriptor count of the op, on error an empty body (HELLO of another
+ *     ABI version: the daemon's version) and no descriptor (HELLO takes the client's /proc/self/mem, CAPTURE_START a regular
  *     file, MAP_MR a mapping's file; any other descriptor passed must be
  *     refused, which the reply shows, and closed, which the descriptor
  *     count at the end shows);
@@ -46,6 +46,7 @@
 
 #include "daemon.h"
 #include "emu_int.h"
+#include "fz_in.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -60,31 +61,6 @@ static void fz_cleanup_dir(void);
 	fprintf(stderr, "fuzz_ctl: property failed: %s (line %d)\n", #c, __LINE__); \
 	fz_cleanup_dir(); \
 	__builtin_trap(); } } while (0)
-
-struct fz_in {
-	const uint8_t *d;
-	size_t n, pos;
-};
-
-static uint8_t fz_u8(struct fz_in *in)
-{
-	return in->pos < in->n ? in->d[in->pos++] : 0;
-}
-
-static uint16_t fz_u16(struct fz_in *in)
-{
-	return (uint16_t)(fz_u8(in) | fz_u8(in) << 8);
-}
-
-static uint32_t fz_u32(struct fz_in *in)
-{
-	return (uint32_t)fz_u16(in) | (uint32_t)fz_u16(in) << 16;
-}
-
-static uint64_t fz_u64(struct fz_in *in)
-{
-	return (uint64_t)fz_u32(in) | (uint64_t)fz_u32(in) << 32;
-}
 
 static void fz_bytes(struct fz_in *in, void *p, size_t n)
 {
@@ -888,7 +864,14 @@ static bool fz_reply(struct fz *f, uint32_t op, uint32_t seq, size_t sent, uint3
 	if (sent >= sizeof(h)) { /* a runt's header is echoed as far as it went */
 		fz_assert(h.op == op && h.seq == seq);
 	}
-	if (h.status) {
+	if (h.status == -EPROTONOSUPPORT && h.op == UROCE_OP_HELLO) {
+		/* another ABI version: the refusal says the daemon's */
+		uint32_t v;
+
+		fz_assert(h.len == sizeof(h) + sizeof(v) && nfds == 0);
+		memcpy(&v, buf + sizeof(h), sizeof(v));
+		fz_assert(v == UROCE_ABI_VERSION);
+	} else if (h.status) {
 		fz_assert(h.len == sizeof(h) && nfds == 0);
 	} else {
 		size_t want = fz_shape[op].rep;

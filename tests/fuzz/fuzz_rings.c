@@ -33,6 +33,7 @@
 
 #include "sim.h"
 #include "xport_int.h"
+#include "fz_in.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -47,31 +48,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 	fprintf(stderr, "fuzz_rings: property failed: %s (line %d)\n", #c, __LINE__); \
 	__builtin_trap(); } } while (0)
 
-struct fz_in {
-	const uint8_t *d;
-	size_t n, pos;
-};
-
-static uint8_t fz_u8(struct fz_in *in)
-{
-	return in->pos < in->n ? in->d[in->pos++] : 0;
-}
-
-static uint16_t fz_u16(struct fz_in *in)
-{
-	return (uint16_t)(fz_u8(in) | fz_u8(in) << 8);
-}
-
-static uint32_t fz_u32(struct fz_in *in)
-{
-	return (uint32_t)fz_u16(in) | (uint32_t)fz_u16(in) << 16;
-}
-
-static uint64_t fz_u64(struct fz_in *in)
-{
-	return (uint64_t)fz_u32(in) | (uint64_t)fz_u32(in) << 32;
-}
-
 struct fz {
 	struct sim s;
 	struct sim_qp q[FZ_NQP];   /* 0..2 on node 0, 3..5 on node 1; i and i+3 are peers */
@@ -85,53 +61,14 @@ struct fz {
  * engine busy for long in virtual time, and rnr_retry 7 (infinite) would. */
 static int fz_connect(struct sim_qp *a, struct sim_qp *b)
 {
-	struct emu_qp *qp = a->qp;
-	struct ibv_qp_attr at;
-	int r;
+	const struct sim_conn c = {
+		.mtu = IBV_MTU_1024,
+		.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			  IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE | UROCE_ACCESS_FLUSH,
+		.psn = 0x100, .rd_atomic = 2, .timeout = 8, .retry_cnt = 2, .rnr_retry = 2,
+	};
 
-	memset(&at, 0, sizeof(at));
-	at.qp_state = IBV_QPS_INIT;
-	at.port_num = 1;
-	at.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-			     IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE | UROCE_ACCESS_FLUSH;
-	at.qkey = 0x11111111;
-	r = emu_qp_modify(qp, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				   (qp->type == IBV_QPT_UD ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS));
-	if (r)
-		return r;
-	memset(&at, 0, sizeof(at));
-	at.qp_state = IBV_QPS_RTR;
-	if (qp->type == IBV_QPT_UD) {
-		r = emu_qp_modify(qp, &at, IBV_QP_STATE);
-	} else {
-		at.path_mtu = IBV_MTU_1024;
-		at.dest_qp_num = b->qp->qpn;
-		at.rq_psn = 0x100;
-		at.max_dest_rd_atomic = 2;
-		at.min_rnr_timer = 1;
-		at.ah_attr.is_global = 1;
-		at.ah_attr.port_num = 1;
-		at.ah_attr.grh.sgid_index = 1;
-		at.ah_attr.grh.dgid = b->node->dev.gids[1];
-		at.ah_attr.grh.hop_limit = 64;
-		r = emu_qp_modify(qp, &at, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-					   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-					   (qp->type == IBV_QPT_RC ? IBV_QP_MAX_DEST_RD_ATOMIC |
-								     IBV_QP_MIN_RNR_TIMER : 0));
-	}
-	if (r)
-		return r;
-	memset(&at, 0, sizeof(at));
-	at.qp_state = IBV_QPS_RTS;
-	at.sq_psn = 0x100;
-	at.timeout = 8;
-	at.retry_cnt = 2;
-	at.rnr_retry = 2;
-	at.max_rd_atomic = 2;
-	return emu_qp_modify(qp, &at, IBV_QP_STATE | IBV_QP_SQ_PSN |
-				      (qp->type == IBV_QPT_RC ? IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-								IBV_QP_RNR_RETRY |
-								IBV_QP_MAX_QP_RD_ATOMIC : 0));
+	return sim_connect_with(a, b, &c);
 }
 
 static int fz_ah(struct sim_node *n, struct sim_node *peer, uint32_t *h)

@@ -22,19 +22,12 @@ import subprocess
 import sys
 import tempfile
 
-FAILS = []
+from tcheck import check as expect, verdict
 
 
 def run(*args):
     r = subprocess.run(list(args), capture_output=True, text=True)
     return r.returncode, r.stdout, r.stderr
-
-
-def expect(cond, what):
-    if not cond:
-        FAILS.append(what)
-        print("FAIL: " + what)
-    return cond
 
 
 def expect_in(needle, hay, what):
@@ -98,8 +91,7 @@ def main():
             interop_negative(t, *interop)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print("pcap_cli_test: %d failures" % len(FAILS))
-    return 1 if FAILS else 0
+    return verdict()
 
 
 def tests(t, datadir, tmp):

@@ -12,7 +12,8 @@ import subprocess
 import sys
 import tempfile
 
-FAILS = []
+from tcheck import check as expect, verdict
+
 MAD = 14 + 20 + 8 + 12 + 8       # Ethernet, IPv4, UDP, BTH, DETH: MAD offset
 DATA = MAD + 24                  # CM attribute data
 
@@ -22,13 +23,6 @@ def run(*args):
     return r.returncode, r.stdout, r.stderr
 
 
-def expect(cond, what):
-    if not cond:
-        FAILS.append(what)
-        print("FAIL: " + what)
-    return cond
-
-
 def main():
     exe, cap = sys.argv[1:3]
     tmp = tempfile.mkdtemp(prefix="uroce-pcap-cm-")
@@ -36,8 +30,7 @@ def main():
         tests(exe, cap, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print("pcap_cm_test: %d failures" % len(FAILS))
-    return 1 if FAILS else 0
+    return verdict()
 
 
 def tests(exe, cap, tmp):

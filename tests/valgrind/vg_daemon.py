@@ -19,11 +19,13 @@ import argparse
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'verbs'))
+from run import kill_group, wait_socket  # noqa: E402
 
 VG_ERR = 99
 # valgrind slows the daemon 20-50x; all of these are generous bounds
@@ -42,32 +44,6 @@ def vg_cmd(valgrind, log, supp):
     if supp:
         cmd.append('--suppressions=' + supp)
     return cmd
-
-
-def wait_socket(path, proc, limit):
-    end = time.monotonic() + limit
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            return False
-        if os.path.exists(path):
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            try:
-                s.connect(path)
-                return True
-            except OSError:
-                pass
-            finally:
-                s.close()
-        time.sleep(0.1)
-    return False
-
-
-def kill_group(p):
-    try:
-        os.killpg(p.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    p.wait()
 
 
 def start(cmd, env, log):

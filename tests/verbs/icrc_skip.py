@@ -20,32 +20,12 @@ Exit 0 pass, 77 skip, 1 fail."""
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 
-
-def wait_sockets(paths, proc, limit=30.0):
-    end = time.monotonic() + limit
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            return False
-        ok = 0
-        for p in paths:
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            try:
-                s.connect(p)
-                ok += 1
-            except OSError:
-                pass
-            finally:
-                s.close()
-        if ok == len(paths):
-            return True
-        time.sleep(0.05)
-    return False
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from run import wait_sockets  # noqa: E402
 
 
 class Daemon:
@@ -57,7 +37,7 @@ class Daemon:
         self.proc = subprocess.Popen([uroced] + args, env=self.env, stdout=self.log,
                                      stderr=subprocess.STDOUT, start_new_session=True)
         socks = [os.path.join(self.run_dir, d + '.sock') for d in devs]
-        if not wait_sockets(socks, self.proc):
+        if not wait_sockets(socks, self.proc, 30.0):
             self.close()
             raise RuntimeError('daemon did not come up')
 

@@ -13,25 +13,19 @@ import sys
 try:
     import pyverbs.device as d
     import pyverbs.enums as e
-    from pyverbs.addr import AHAttr, GlobalRoute
     from pyverbs.cq import CQ
     from pyverbs.mr import MR
     from pyverbs.pd import PD
-    from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
     from pyverbs.wr import SGE, RecvWR, SendWR
 except ImportError as err:
     print('pyverbs not available:', err)
     sys.exit(77)
+from pyv import loopback_gid, rc_pair  # noqa: E402
 
 rnd = random.Random(int(os.environ.get('UROCE_TEST_SEED', '1')))
 ctx = d.Context(name='uroce0')
 port = ctx.query_port(1)
-gid_idx = gid = None
-for i in range(port.gid_tbl_len):
-    g = ctx.query_gid(1, i)
-    if str(g).endswith('ffff:7f00:0001'):
-        gid_idx, gid = i, g
-assert gid_idx is not None
+gid_idx, gid = loopback_gid(ctx, port)
 
 SZ = 1 << 18
 pd = PD(ctx)
@@ -55,26 +49,8 @@ def poll(n):
     raise AssertionError('timeout polling')
 
 
-cap = QPCap(max_send_wr=64, max_recv_wr=64, max_send_sge=1, max_recv_sge=1)
-init = QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq, cap=cap)
-a, b = QP(pd, init), QP(pd, init)
-for me, peer in ((a, b), (b, a)):
-    qa = QPAttr()
-    qa.qp_access_flags = access
-    qa.port_num = 1
-    qa.path_mtu = e.IBV_MTU_1024
-    qa.dest_qp_num = peer.qp_num
-    qa.rq_psn = 0
-    qa.sq_psn = 0
-    qa.max_dest_rd_atomic = 4
-    qa.max_rd_atomic = 4
-    qa.min_rnr_timer = 1
-    qa.timeout = 8          # ~1 ms: loss recovers quickly
-    qa.retry_cnt = 7
-    qa.rnr_retry = 7
-    qa.ah_attr = AHAttr(gr=GlobalRoute(dgid=gid, sgid_index=gid_idx), is_global=1,
-                        port_num=1)
-    me.to_rts(qa)
+# timeout 8, ~1 ms: loss recovers quickly
+a, b = rc_pair(pd, cq, gid, gid_idx, access, depth=64, rd_atomic=4, timeout=8)
 
 
 def fill(n):

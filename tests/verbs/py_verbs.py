@@ -16,6 +16,7 @@ try:
 except ImportError as err:
     print('pyverbs not available:', err)
     sys.exit(77)
+import pyv  # noqa: E402
 
 names = [dev.name.decode() for dev in d.get_device_list()]
 print('devices:', names)
@@ -28,13 +29,7 @@ port = ctx.query_port(1)
 assert port.state == e.IBV_PORT_ACTIVE
 assert port.link_layer == e.IBV_LINK_LAYER_ETHERNET
 
-gid_idx = None
-for i in range(port.gid_tbl_len):
-    g = str(ctx.query_gid(1, i))
-    if g.endswith('ffff:7f00:0001'):
-        gid_idx = i
-        gid = ctx.query_gid(1, i)
-assert gid_idx is not None
+gid_idx, gid = pyv.loopback_gid(ctx, port)
 print('gid', gid_idx, gid)
 ex = ctx.query_device_ex()
 assert ex.orig_attr.vendor_id == 0x1ace
@@ -70,27 +65,7 @@ def poll(n):
 
 
 def rc_pair():
-    cap = QPCap(max_send_wr=16, max_recv_wr=16, max_send_sge=1, max_recv_sge=1)
-    init = QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq, cap=cap)
-    a, b = QP(pd, init), QP(pd, init)
-    for me, peer in ((a, b), (b, a)):
-        qa = QPAttr()
-        qa.qp_access_flags = access
-        qa.port_num = 1
-        qa.path_mtu = e.IBV_MTU_1024
-        qa.dest_qp_num = peer.qp_num
-        qa.rq_psn = 0
-        qa.sq_psn = 0
-        qa.max_dest_rd_atomic = 1
-        qa.max_rd_atomic = 1
-        qa.min_rnr_timer = 1
-        qa.timeout = 14
-        qa.retry_cnt = 7
-        qa.rnr_retry = 7
-        gr = GlobalRoute(dgid=gid, sgid_index=gid_idx)
-        qa.ah_attr = AHAttr(gr=gr, is_global=1, port_num=1)
-        me.to_rts(qa)
-    return a, b
+    return pyv.rc_pair(pd, cq, gid, gid_idx, access, depth=16, rd_atomic=1, timeout=14)
 
 
 # RC: SEND with a completion event

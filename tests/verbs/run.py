@@ -26,22 +26,35 @@ import time
 TIMEOUT = 90
 
 
-def wait_socket(path, proc, limit=20.0):
+def accepts(path):
+    """A daemon listens on the control socket path."""
+    if not os.path.exists(path):
+        return False
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        s.connect(path)
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def wait_sockets(paths, proc, limit=20.0):
+    """True once every socket in paths accepts a connection; False when
+    proc (the daemon serving them) exits first or limit seconds pass."""
     end = time.monotonic() + limit
     while time.monotonic() < end:
         if proc.poll() is not None:
             return False
-        if os.path.exists(path):
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            try:
-                s.connect(path)
-                return True
-            except OSError:
-                pass
-            finally:
-                s.close()
+        if all(accepts(p) for p in paths):
+            return True
         time.sleep(0.05)
     return False
+
+
+def wait_socket(path, proc, limit=20.0):
+    return wait_sockets([path], proc, limit)
 
 
 def stop(proc):

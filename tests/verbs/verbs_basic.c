@@ -273,33 +273,14 @@ static void qp_ex(void)
 	struct ibv_wc wc;
 
 	vt_init(&t, NULL);
-	memset(&qa, 0, sizeof(qa));
-	qa.send_cq = t.scq;
-	qa.recv_cq = t.rcq;
-	qa.qp_type = IBV_QPT_RC;
-	qa.cap.max_send_wr = 16;
-	qa.cap.max_recv_wr = 16;
-	qa.cap.max_send_sge = 1;
-	qa.cap.max_recv_sge = 1;
+	vt_qp_ex_attr(&t, &qa, IBV_QPT_RC, 16, IBV_QP_INIT_ATTR_SEND_OPS_FLAGS);
 	qa.cap.max_inline_data = 32;
-	qa.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-	qa.pd = t.pd;
 	qa.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE;
-	a = ibv_create_qp_ex(t.ctx, &qa);
-	CHECK(a);
-	{
-		struct ibv_qp_attr m = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-			.qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
-
-		CHECK(!ibv_modify_qp(a, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-				     IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
-	}
+	x = vt_qp_ex_init(&t, &qa, IBV_ACCESS_REMOTE_WRITE, &a);
 	/* reuse qb's peer: disconnect qa and connect a <-> qb */
 	CHECK(!ibv_destroy_qp(t.qb));
 	t.qb = vt_qp(&t, IBV_QPT_RC, t.scq, t.rcq, NULL, 16, 16);
 	vt_connect(&t, a, t.qb);
-	x = ibv_qp_to_qp_ex(a);
-	CHECK(x);
 	vt_post_recv(t.qb, t.mr, 0, 64, 77);
 	ibv_wr_start(x);
 	x->wr_id = 1;
@@ -385,7 +366,6 @@ static void ud(void)
 {
 	struct vt t;
 	struct ibv_qp *a, *b;
-	struct ibv_ah_attr aa;
 	struct ibv_ah *ah, *ah2;
 	struct ibv_send_wr wr, *bad;
 	struct ibv_sge sge;
@@ -394,14 +374,7 @@ static void ud(void)
 	vt_init(&t, NULL);
 	a = vt_qp(&t, IBV_QPT_UD, t.scq, t.rcq, NULL, 16, 16);
 	b = vt_qp(&t, IBV_QPT_UD, t.scq, t.rcq, NULL, 16, 16);
-	memset(&aa, 0, sizeof(aa));
-	aa.is_global = 1;
-	aa.grh.dgid = t.gid;
-	aa.grh.sgid_index = (uint8_t)t.gid_idx;
-	aa.grh.hop_limit = 64;
-	aa.port_num = 1;
-	ah = ibv_create_ah(t.pd, &aa);
-	CHECK(ah);
+	ah = vt_ah(&t);
 	{
 		union ibv_gid mg;
 
@@ -459,7 +432,6 @@ static void ud_destroy_sends(void)
 {
 	struct vt t;
 	struct ibv_qp *a, *b;
-	struct ibv_ah_attr aa;
 	struct ibv_ah *ah;
 	struct ibv_send_wr wr, *bad;
 	struct ibv_sge sge;
@@ -467,14 +439,7 @@ static void ud_destroy_sends(void)
 
 	vt_init(&t, NULL);
 	b = vt_qp(&t, IBV_QPT_UD, t.scq, t.rcq, NULL, 16, 16);
-	memset(&aa, 0, sizeof(aa));
-	aa.is_global = 1;
-	aa.grh.dgid = t.gid;
-	aa.grh.sgid_index = (uint8_t)t.gid_idx;
-	aa.grh.hop_limit = 64;
-	aa.port_num = 1;
-	ah = ibv_create_ah(t.pd, &aa);
-	CHECK(ah);
+	ah = vt_ah(&t);
 	for (int i = 0; i < 100; i++) {
 		a = vt_qp(&t, IBV_QPT_UD, t.scq, t.rcq, NULL, 16, 16);
 		vt_post_recv(b, t.mr, 0, 40 + 64, (uint64_t)i);

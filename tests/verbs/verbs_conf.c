@@ -270,14 +270,8 @@ static void restate(struct vt *t)
 
 	CHECK(!ibv_modify_qp(t->qa, &m, IBV_QP_STATE));
 	CHECK(!ibv_modify_qp(t->qb, &m, IBV_QP_STATE));
-	memset(&m, 0, sizeof(m));
-	m.qp_state = IBV_QPS_INIT;
-	m.port_num = 1;
-	m.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
-	CHECK(!ibv_modify_qp(t->qa, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			     IBV_QP_ACCESS_FLAGS));
-	CHECK(!ibv_modify_qp(t->qb, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			     IBV_QP_ACCESS_FLAGS));
+	vt_qp_start(t->qa, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 0);
+	vt_qp_start(t->qb, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 0);
 	vt_connect(t, t->qa, t->qb);
 }
 
@@ -657,19 +651,9 @@ static void atomic_write(void)
 	CHECK(wmr && romr);
 	vt_qp_ex_attr(&t, &a, IBV_QPT_RC, 8, IBV_QP_INIT_ATTR_SEND_OPS_FLAGS);
 	a.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_WRITE;
-	qx = ibv_create_qp_ex(t.ctx, &a);
-	CHECK(qx);
-	{
-		struct ibv_qp_attr m = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-					 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
-
-		CHECK(!ibv_modify_qp(qx, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				     IBV_QP_ACCESS_FLAGS));
-	}
+	ex = vt_qp_ex_init(&t, &a, IBV_ACCESS_REMOTE_WRITE, &qx);
 	peer = vt_qp(&t, IBV_QPT_RC, t.scq, t.rcq, NULL, 8, 8);
 	vt_connect(&t, qx, peer);
-	ex = ibv_qp_to_qp_ex(qx);
-	CHECK(ex);
 	/* through ibv_wr_atomic_write */
 	ibv_wr_start(ex);
 	ex->wr_id = 0xa1;

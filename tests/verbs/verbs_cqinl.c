@@ -35,7 +35,6 @@ struct ci {
 static struct ibv_qp *ci_qp(struct ci *c, enum ibv_qp_type type, struct ibv_srq *srq)
 {
 	struct ibv_qp_init_attr a;
-	struct ibv_qp_attr m;
 	struct ibv_qp *qp;
 
 	memset(&a, 0, sizeof(a));
@@ -50,23 +49,7 @@ static struct ibv_qp *ci_qp(struct ci *c, enum ibv_qp_type type, struct ibv_srq 
 	a.cap.max_inline_data = 64;
 	qp = ibv_create_qp(c->t.pd, &a);
 	CHECK(qp);
-	memset(&m, 0, sizeof(m));
-	m.qp_state = IBV_QPS_INIT;
-	m.port_num = 1;
-	if (type == IBV_QPT_UD) {
-		m.qkey = 0x11111111;
-		CHECK(!ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-				     IBV_QP_PORT | IBV_QP_QKEY));
-		m.qp_state = IBV_QPS_RTR;
-		CHECK(!ibv_modify_qp(qp, &m, IBV_QP_STATE));
-		m.qp_state = IBV_QPS_RTS;
-		m.sq_psn = 1;
-		CHECK(!ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_SQ_PSN));
-	} else {
-		m.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
-		CHECK(!ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-				     IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
-	}
+	vt_qp_start(qp, IBV_ACCESS_REMOTE_WRITE, 1);
 	return qp;
 }
 
@@ -203,21 +186,6 @@ static void post_recv_l(struct ci *c, struct ibv_srq *srq, struct layout *l, uin
 		CHECK(!ibv_post_recv(c->b, &wr, &bad));
 }
 
-static struct ibv_ah *ci_ah(struct ci *c)
-{
-	struct ibv_ah_attr aa;
-
-	memset(&aa, 0, sizeof(aa));
-	aa.is_global = 1;
-	aa.grh.dgid = c->t.gid;
-	aa.grh.sgid_index = (uint8_t)c->t.gid_idx;
-	aa.grh.hop_limit = 64;
-	aa.port_num = 1;
-	struct ibv_ah *ah = ibv_create_ah(c->t.pd, &aa);
-	CHECK(ah);
-	return ah;
-}
-
 /* send len random bytes (returned in data) from SEND_OFF */
 static void send_msg(struct ci *c, struct ibv_ah *ah, uint32_t len, bool imm, uint32_t immv,
 		     uint64_t wr_id, uint8_t *data)
@@ -298,7 +266,7 @@ static void one_by_one(enum ibv_qp_type type, bool use_srq)
 	unsigned inl = 0, placed = 0;
 
 	ci_init(&c, type, use_srq ? &srq : NULL, 0);
-	ah = ud ? ci_ah(&c) : NULL;
+	ah = ud ? vt_ah(&c.t) : NULL;
 	/* nsge 1: one piece; 3 of 8 bytes: up to 3 pieces; 6 of 1 byte:
 	 * more than UROCE_CQE_INL_SEGS pieces from 5 bytes on (placed) */
 	static const struct { int nsge; uint32_t small; } lay[] = { { 1, 0 }, { 3, 8 }, { 6, 1 } };

@@ -38,22 +38,16 @@ struct fl {
 static void fl_init(struct fl *f, unsigned peer_flush)
 {
 	struct ibv_qp_init_attr_ex a;
-	struct ibv_qp_attr m = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
+	struct ibv_qp_attr m = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
 
 	vt_init(&f->t, NULL);
 	vt_qp_ex_attr(&f->t, &a, IBV_QPT_RC, 16, IBV_QP_INIT_ATTR_SEND_OPS_FLAGS);
 	a.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | UROCE_QP_EX_WITH_FLUSH;
-	f->qx = ibv_create_qp_ex(f->t.ctx, &a);
-	CHECK(f->qx);
-	CHECK(!ibv_modify_qp(f->qx, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			     IBV_QP_ACCESS_FLAGS));
+	f->ex = vt_qp_ex_init(&f->t, &a, IBV_ACCESS_REMOTE_WRITE, &f->qx);
 	f->peer = vt_qp(&f->t, IBV_QPT_RC, f->t.scq, f->t.rcq, NULL, 16, 16);
 	m.qp_access_flags = ACC_RW | peer_flush;
 	CHECK(!ibv_modify_qp(f->peer, &m, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS));
 	vt_connect(&f->t, f->qx, f->peer);
-	f->ex = ibv_qp_to_qp_ex(f->qx);
-	CHECK(f->ex);
 }
 
 /* An MR over the upper half of t.buf with RDMA WRITE and mr_flush */

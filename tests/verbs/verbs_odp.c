@@ -66,12 +66,42 @@ static void repair(struct vt *t)
 	vt_connect(t, t->qa, t->qb);
 }
 
-static void drain(struct ibv_cq *cq)
+/* both CQs of t emptied (the error completions of a failed test step) */
+static void drain(struct vt *t)
 {
 	struct ibv_wc wc[8];
 
-	while (ibv_poll_cq(cq, 8, wc) > 0)
+	while (ibv_poll_cq(t->scq, 8, wc) > 0)
 		;
+	while (ibv_poll_cq(t->rcq, 8, wc) > 0)
+		;
+}
+
+/* after a step that put the pair in ERR: its completions gone, a new pair */
+static void recover(struct vt *t)
+{
+	drain(t);
+	repair(t);
+}
+
+/* a seeded context whose buffer holds random bytes */
+static void start(struct vt *t)
+{
+	seed_init();
+	vt_init(t, NULL);
+	for (size_t i = 0; i < VT_BUF; i++)
+		t->buf[i] = rnd();
+}
+
+/* n fresh (untouched) bytes at *p, registered ODP read/write */
+static struct ibv_mr *odp_mr(struct vt *t, uint8_t **p, size_t n)
+{
+	struct ibv_mr *m;
+
+	*p = fresh(n);
+	m = ibv_reg_mr(t->pd, *p, n, ODP_RW);
+	CHECK(m);
+	return m;
 }
 
 /* WRITE, READ, SEND (placed and CQ-ring sized), atomics into and out of
@@ -82,16 +112,11 @@ static void c_fresh(void)
 	struct vt t;
 	struct ibv_wc wc;
 
-	seed_init();
-	vt_init(&t, NULL);
-	uint8_t *r = fresh(NPG * PG), *s = fresh(NPG * PG);
-	struct ibv_mr *rm = ibv_reg_mr(t.pd, r, NPG * PG, ODP_RW);
-	struct ibv_mr *sm = ibv_reg_mr(t.pd, s, NPG * PG, ODP_RW);
-	CHECK(rm && sm);
+	start(&t);
+	uint8_t *r, *s;
+	struct ibv_mr *rm = odp_mr(&t, &r, NPG * PG), *sm = odp_mr(&t, &s, NPG * PG);
 	/* a pinning registration (or a probe of its ends) faults pages in */
 	CHECK(!resident(r) && !resident(r + NPG * PG - 1) && !resident(s));
-	for (size_t i = 0; i < VT_BUF; i++)
-		t.buf[i] = rnd();
 	/* WRITE into untouched pages, across a page boundary */
 	CHECK(op(&t, t.qa, IBV_WR_RDMA_WRITE, t.mr, 0, 3 * PG + 100, (uintptr_t)r + 50,
 		 rm->rkey) == IBV_WC_SUCCESS);
@@ -145,17 +170,13 @@ static void c_munmap(void)
 	struct vt t;
 	struct ibv_wc wc;
 
-	seed_init();
-	vt_init(&t, NULL);
-	for (size_t i = 0; i < VT_BUF; i++)
-		t.buf[i] = rnd();
+	start(&t);
 	/* MAP_FIXED over the live (touched) mapping, no munmap: the daemon
 	 * must see the new pages, not a copy of the old ones taken at
 	 * registration (a moved or daemon-mapped MR would) */
-	uint8_t *o = fresh(2 * PG);
+	uint8_t *o;
+	struct ibv_mr *om = odp_mr(&t, &o, 2 * PG);
 	memset(o, 0x22, 2 * PG);
-	struct ibv_mr *om = ibv_reg_mr(t.pd, o, 2 * PG, ODP_RW);
-	CHECK(om);
 	CHECK(mmap(o, 2 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
 		   -1, 0) == o && o[0] == 0);
 	CHECK(op(&t, t.qa, IBV_WR_RDMA_WRITE, t.mr, 300, PG + 8, (uintptr_t)o + 3, om->rkey) ==
@@ -164,10 +185,9 @@ static void c_munmap(void)
 	CHECK(!ibv_dereg_mr(om));
 	munmap(o, 2 * PG);
 
-	uint8_t *r = fresh(4 * PG);
+	uint8_t *r;
+	struct ibv_mr *rm = odp_mr(&t, &r, 4 * PG);
 	memset(r, 0x11, 4 * PG);
-	struct ibv_mr *rm = ibv_reg_mr(t.pd, r, 4 * PG, ODP_RW);
-	CHECK(rm);
 	CHECK(op(&t, t.qa, IBV_WR_RDMA_WRITE, t.mr, 0, 64, (uintptr_t)r, rm->rkey) ==
 	      IBV_WC_SUCCESS);
 	CHECK(!munmap(r + PG, 2 * PG));
@@ -175,9 +195,7 @@ static void c_munmap(void)
 				   (uintptr_t)r + PG + 10, rm->rkey);
 	fprintf(stderr, "WRITE into unmapped pages: %s\n", ibv_wc_status_str(st));
 	CHECK(st == IBV_WC_REM_ACCESS_ERR);
-	drain(t.scq);
-	drain(t.rcq);
-	repair(&t);
+	recover(&t);
 	/* mapped again: the same address, new (zero) pages */
 	uint8_t *again = mmap(r + PG, 2 * PG, PROT_READ | PROT_WRITE,
 			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
@@ -205,8 +223,7 @@ static void c_munmap(void)
 	fprintf(stderr, "SEND into an unmapped receive buffer: requester %s, receive %s\n",
 		ibv_wc_status_str(st), ibv_wc_status_str(wc.status));
 	CHECK(st != IBV_WC_SUCCESS && wc.status != IBV_WC_SUCCESS);
-	drain(t.scq);
-	drain(t.rcq);
+	drain(&t);
 	CHECK(!ibv_dereg_mr(rm));
 	munmap(r, 3 * PG);
 	vt_fini(&t);
@@ -220,21 +237,15 @@ static void c_span(void)
 	struct vt t;
 	struct ibv_wc wc;
 
-	seed_init();
-	vt_init(&t, NULL);
-	for (size_t i = 0; i < VT_BUF; i++)
-		t.buf[i] = rnd();
-	uint8_t *r = fresh(4 * PG);
-	struct ibv_mr *rm = ibv_reg_mr(t.pd, r, 4 * PG, ODP_RW);
-	CHECK(rm);
+	start(&t);
+	uint8_t *r;
+	struct ibv_mr *rm = odp_mr(&t, &r, 4 * PG);
 	CHECK(!munmap(r + 3 * PG, PG));
 	enum ibv_wc_status st = op(&t, t.qa, IBV_WR_RDMA_WRITE, t.mr, 0, 3 * PG + 8,
 				   (uintptr_t)r + 100, rm->rkey);
 	fprintf(stderr, "WRITE whose last packet is unmapped: %s\n", ibv_wc_status_str(st));
 	CHECK(st == IBV_WC_REM_ACCESS_ERR);
-	drain(t.scq);
-	drain(t.rcq);
-	repair(&t);
+	recover(&t);
 	vt_post_recv(t.qb, rm, 100, 200, 9);
 	CHECK(op(&t, t.qa, IBV_WR_SEND, t.mr, 1000, 200, 0, 0) == IBV_WC_SUCCESS);
 	vt_poll_n(t.rcq, 1, &wc);
@@ -252,8 +263,7 @@ static void c_implicit(void)
 	struct vt t;
 	struct ibv_wc wc;
 
-	seed_init();
-	vt_init(&t, NULL);
+	start(&t);
 	struct ibv_mr *im = ibv_reg_mr(t.pd, NULL, SIZE_MAX, ODP_RW);
 	CHECK(im && im->addr == NULL && im->length == SIZE_MAX);
 	uint8_t *a = malloc(3 * PG), *b = fresh(3 * PG);
@@ -279,9 +289,7 @@ static void c_implicit(void)
 	CHECK(!munmap(b, 3 * PG));
 	CHECK(op(&t, t.qa, IBV_WR_RDMA_WRITE, im, (uintptr_t)a, 64, (uintptr_t)b, im->rkey) ==
 	      IBV_WC_REM_ACCESS_ERR);
-	drain(t.scq);
-	drain(t.rcq);
-	repair(&t);
+	recover(&t);
 	/* an implicit MR without remote write refuses remote writes */
 	struct ibv_mr *ro = ibv_reg_mr(t.pd, NULL, SIZE_MAX, IBV_ACCESS_LOCAL_WRITE |
 				       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_ON_DEMAND);
@@ -290,8 +298,7 @@ static void c_implicit(void)
 	      IBV_WC_SUCCESS);
 	CHECK(op(&t, t.qa, IBV_WR_RDMA_WRITE, im, (uintptr_t)a, 64, (uintptr_t)a + 100,
 		 ro->rkey) == IBV_WC_REM_ACCESS_ERR);
-	drain(t.scq);
-	drain(t.rcq);
+	drain(&t);
 	/* implicit needs ON_DEMAND and iova 0 */
 	errno = 0;
 	CHECK(!ibv_reg_mr(t.pd, NULL, SIZE_MAX, IBV_ACCESS_LOCAL_WRITE) && errno == EINVAL);
@@ -319,9 +326,8 @@ static void c_advise(void)
 		  NF = IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT, F = IBV_ADVISE_MR_FLAG_FLUSH;
 
 	vt_init(&t, NULL);
-	uint8_t *r = fresh(NPG * PG);
-	struct ibv_mr *m = ibv_reg_mr(t.pd, r, NPG * PG, ODP_RW);
-	CHECK(m);
+	uint8_t *r;
+	struct ibv_mr *m = odp_mr(&t, &r, NPG * PG);
 	uint64_t base = (uintptr_t)r;
 	CHECK(adv(t.pd, NF, F, m, base, PG) == 0 && !resident(r));
 	CHECK(adv(t.pd, W, F, m, base + 10, 2 * PG) == 0);

@@ -167,21 +167,38 @@ static void send_one(struct vt *t, unsigned flags, uint64_t id)
 	CHECK(s.status == IBV_WC_SUCCESS);
 }
 
+/* t with a completion channel (vt_opts.channel) */
+static void init_ch(struct vt *t)
+{
+	struct vt_opts o = { .channel = true };
+
+	vt_init(t, &o);
+}
+
+/* t's receive CQ armed for the next completion, a SEND completing
+ * receive id, and its event taken: the CQ it names, its context in *cc */
+static struct ibv_cq *next_event(struct vt *t, uint64_t id, void **cc)
+{
+	struct ibv_cq *cq;
+
+	CHECK(!ibv_req_notify_cq(t->rcq, 0));
+	send_one(t, 0, id);
+	vt_get_event(t->ch, &cq, cc);
+	return cq;
+}
+
 /* "requests a notification when the next Work Completion ... is added";
  * get_cq_event "Fills the arguments cq with the CQ that got the event and
  * cq_context with the CQ's context". */
 static void notify_next(void)
 {
-	struct vt_opts o = { .channel = true };
 	struct ibv_cq *cq;
 	struct ibv_wc wc;
 	void *cc;
 	struct vt t;
 
-	vt_init(&t, &o);
-	CHECK(!ibv_req_notify_cq(t.rcq, 0));
-	send_one(&t, 0, 1);
-	vt_get_event(t.ch, &cq, &cc);
+	init_ch(&t);
+	cq = next_event(&t, 1, &cc);
 	CHECK(cq == t.rcq && cc == (void *)0x7c);
 	vt_poll_n(t.rcq, 1, &wc);
 	CHECK(wc.wr_id == 1);
@@ -193,13 +210,12 @@ static void notify_next(void)
  * ibv_req_notify_cq() will not result in creating a Completion Notification" */
 static void notify_existing(void)
 {
-	struct vt_opts o = { .channel = true };
 	struct ibv_cq *cq;
 	struct ibv_wc wc[2];
 	void *cc;
 	struct vt t;
 
-	vt_init(&t, &o);
+	init_ch(&t);
 	send_one(&t, 0, 1);             /* recv CQE now sits in rcq */
 	CHECK(!ibv_req_notify_cq(t.rcq, 0));
 	CHECK(!vt_readable(t.ch->fd, NO_EVENT_MS));
@@ -214,13 +230,12 @@ static void notify_existing(void)
 /* Solicited: only a message with the SE bit notifies. */
 static void notify_solicited(void)
 {
-	struct vt_opts o = { .channel = true };
 	struct ibv_cq *cq;
 	struct ibv_wc wc[2];
 	void *cc;
 	struct vt t;
 
-	vt_init(&t, &o);
+	init_ch(&t);
 	CHECK(!ibv_req_notify_cq(t.rcq, 1));
 	send_one(&t, 0, 1);
 	CHECK(!vt_readable(t.ch->fd, NO_EVENT_MS));
@@ -273,17 +288,14 @@ static void notify_solicited_error(void)
  * precedence over ... a solicited event completion" */
 static void notify_precedence(void)
 {
-	struct vt_opts o = { .channel = true };
 	struct ibv_cq *cq;
 	struct ibv_wc wc;
 	void *cc;
 	struct vt t;
 
-	vt_init(&t, &o);
+	init_ch(&t);
 	CHECK(!ibv_req_notify_cq(t.rcq, 1));
-	CHECK(!ibv_req_notify_cq(t.rcq, 0));
-	send_one(&t, 0, 1);             /* not solicited: NEXT still fires */
-	vt_get_event(t.ch, &cq, &cc);
+	cq = next_event(&t, 1, &cc); /* not solicited: NEXT still fires */
 	CHECK(cq == t.rcq);
 	vt_poll_n(t.rcq, 1, &wc);
 	ibv_ack_cq_events(cq, 1);
@@ -303,13 +315,12 @@ static void notify_precedence(void)
  * again". */
 static void notify_once(void)
 {
-	struct vt_opts o = { .channel = true };
 	struct ibv_cq *cq;
 	struct ibv_wc wc[3];
 	void *cc;
 	struct vt t;
 
-	vt_init(&t, &o);
+	init_ch(&t);
 	CHECK(!ibv_req_notify_cq(t.rcq, 0));
 	CHECK(!ibv_req_notify_cq(t.rcq, 0));
 	CHECK(!ibv_req_notify_cq(t.rcq, 0));
@@ -342,13 +353,12 @@ static void *blk_thread(void *p)
 /* "waits for the next completion event": blocks until one arrives */
 static void event_blocking(void)
 {
-	struct vt_opts o = { .channel = true };
 	struct blk b = { 0 };
 	struct ibv_wc wc;
 	pthread_t th;
 	struct vt t;
 
-	vt_init(&t, &o);
+	init_ch(&t);
 	b.ch = t.ch;
 	CHECK(!ibv_req_notify_cq(t.scq, 0));
 	CHECK(!pthread_create(&th, NULL, blk_thread, &b));
@@ -383,14 +393,13 @@ static void *intr_kicker(void *p)
 
 static void event_eintr(void)
 {
-	struct vt_opts o = { .channel = true };
 	struct sigaction sa = { .sa_handler = intr_handler }, old;
 	pthread_t self = pthread_self(), th;
 	struct ibv_cq *cq;
 	void *cc;
 	struct vt t;
 
-	vt_init(&t, &o);
+	init_ch(&t);
 	CHECK(!ibv_req_notify_cq(t.scq, 0)); /* armed, nothing will come */
 	sigemptyset(&sa.sa_mask);            /* sa_flags 0: no SA_RESTART */
 	CHECK(!sigaction(SIGUSR1, &sa, &old));
@@ -408,7 +417,6 @@ static void event_eintr(void)
 /* non-blocking channel: EAGAIN, then poll() and epoll see the event */
 static void event_nonblock(void)
 {
-	struct vt_opts o = { .channel = true };
 	struct epoll_event ee = { .events = EPOLLIN }, out;
 	struct ibv_cq *cq;
 	struct ibv_wc wc;
@@ -416,7 +424,7 @@ static void event_nonblock(void)
 	struct vt t;
 	int ep, fl;
 
-	vt_init(&t, &o);
+	init_ch(&t);
 	fl = fcntl(t.ch->fd, F_GETFL);
 	CHECK(fl >= 0 && !fcntl(t.ch->fd, F_SETFL, fl | O_NONBLOCK));
 	errno = 0;
@@ -440,18 +448,15 @@ static void event_nonblock(void)
 /* acknowledge several events in one call; destroy then succeeds */
 static void ack_batch(void)
 {
-	struct vt_opts o = { .channel = true };
 	struct ibv_cq *cq;
 	struct ibv_wc wc;
 	void *cc;
 	struct vt t;
 	int i;
 
-	vt_init(&t, &o);
+	init_ch(&t);
 	for (i = 0; i < 5; i++) {
-		CHECK(!ibv_req_notify_cq(t.rcq, 0));
-		send_one(&t, 0, (uint64_t)i);
-		vt_get_event(t.ch, &cq, &cc);
+		cq = next_event(&t, (uint64_t)i, &cc);
 		CHECK(cq == t.rcq);
 		vt_poll_n(t.rcq, 1, &wc);
 	}
@@ -472,7 +477,6 @@ static void *destroy_thread(void *p)
 /* "destroying a CQ will wait for all completion events to be acknowledged" */
 static void destroy_waits(void)
 {
-	struct vt_opts o = { .channel = true };
 	struct dst d = { 0 };
 	struct ibv_cq *cq;
 	struct ibv_wc wc;
@@ -480,10 +484,8 @@ static void destroy_waits(void)
 	void *cc;
 	struct vt t;
 
-	vt_init(&t, &o);
-	CHECK(!ibv_req_notify_cq(t.rcq, 0));
-	send_one(&t, 0, 1);
-	vt_get_event(t.ch, &cq, &cc);
+	init_ch(&t);
+	cq = next_event(&t, 1, &cc);
 	vt_poll_n(t.rcq, 1, &wc);
 	CHECK(!ibv_destroy_qp(t.qa));
 	CHECK(!ibv_destroy_qp(t.qb));
@@ -503,16 +505,13 @@ static void destroy_waits(void)
  * completion entry in the CQ" — and polling it returns 0, harmlessly */
 static void extra_event(void)
 {
-	struct vt_opts o = { .channel = true };
 	struct ibv_cq *cq;
 	struct ibv_wc wc;
 	void *cc;
 	struct vt t;
 
-	vt_init(&t, &o);
-	CHECK(!ibv_req_notify_cq(t.rcq, 0));
-	send_one(&t, 0, 1);
-	vt_get_event(t.ch, &cq, &cc);
+	init_ch(&t);
+	cq = next_event(&t, 1, &cc);
 	ibv_ack_cq_events(cq, 1);
 	CHECK(!ibv_req_notify_cq(t.rcq, 0));    /* step 4 */
 	send_one(&t, 0, 2);                     /* added between 4 and 5 */
@@ -699,14 +698,13 @@ static void shared_qp(void)
 /* fork(): the parent keeps working; our fds are close-on-exec */
 static void fork_case(void)
 {
-	struct vt_opts o = { .channel = true };
 	struct ibv_wc wc;
 	struct vt t;
 	pid_t pid;
 	int st;
 
 	CHECK(ibv_fork_init() == 0);
-	vt_init(&t, &o);
+	init_ch(&t);
 	CHECK(fcntl(t.ch->fd, F_GETFD) & FD_CLOEXEC);
 	CHECK(fcntl(t.ctx->async_fd, F_GETFD) & FD_CLOEXEC);
 	CHECK(fcntl(t.ctx->cmd_fd, F_GETFD) & FD_CLOEXEC);

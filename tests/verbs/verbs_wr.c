@@ -75,30 +75,12 @@ static void uc_send_inv_ex(void)
 	struct ibv_qp_ex *x;
 
 	vt_init(&t, NULL);
-	memset(&qa, 0, sizeof(qa));
-	qa.send_cq = t.scq;
-	qa.recv_cq = t.rcq;
-	qa.qp_type = IBV_QPT_UC;
-	qa.cap.max_send_wr = 16;
-	qa.cap.max_recv_wr = 16;
-	qa.cap.max_send_sge = 1;
-	qa.cap.max_recv_sge = 1;
-	qa.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-	qa.pd = t.pd;
+	vt_qp_ex_attr(&t, &qa, IBV_QPT_UC, 16, IBV_QP_INIT_ATTR_SEND_OPS_FLAGS);
 	qa.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_INV |
 			   IBV_QP_EX_WITH_LOCAL_INV;
-	a = ibv_create_qp_ex(t.ctx, &qa);
-	CHECK(a);
-	{
-		struct ibv_qp_attr m = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
-
-		CHECK(!ibv_modify_qp(a, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-				     IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
-	}
+	x = vt_qp_ex_init(&t, &qa, 0, &a);
 	b = vt_qp(&t, IBV_QPT_UC, t.scq, t.rcq, NULL, 16, 16);
 	vt_connect(&t, a, b);
-	x = ibv_qp_to_qp_ex(a);
-	CHECK(x);
 	ibv_wr_start(x);
 	x->wr_id = 1;
 	x->wr_flags = IBV_SEND_SIGNALED;

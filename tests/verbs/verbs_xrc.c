@@ -104,12 +104,7 @@ static void xrc_connect(struct xs *s, struct ibv_qp *qp, uint32_t dest_qpn)
 	bool tgt = qp->qp_type == IBV_QPT_XRC_RECV;
 	struct ibv_qp_attr m;
 
-	memset(&m, 0, sizeof(m));
-	m.qp_state = IBV_QPS_INIT;
-	m.port_num = 1;
-	m.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-	CHECK(!ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			     IBV_QP_ACCESS_FLAGS));
+	vt_qp_start(qp, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ, 0);
 	memset(&m, 0, sizeof(m));
 	m.qp_state = IBV_QPS_RTR;
 	m.path_mtu = IBV_MTU_1024;

@@ -49,7 +49,6 @@ struct ibv_qp *vt_qp(struct vt *t, enum ibv_qp_type type, struct ibv_cq *scq,
 		     struct ibv_cq *rcq, struct ibv_srq *srq, int swr, int rwr)
 {
 	struct ibv_qp_init_attr a;
-	struct ibv_qp_attr m;
 	struct ibv_qp *qp;
 
 	memset(&a, 0, sizeof(a));
@@ -64,26 +63,33 @@ struct ibv_qp *vt_qp(struct vt *t, enum ibv_qp_type type, struct ibv_cq *scq,
 	a.cap.max_inline_data = 64;
 	qp = ibv_create_qp(t->pd, &a);
 	CHECK(qp);
+	vt_qp_start(qp, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+		    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC, 0);
+	return qp;
+}
+
+void vt_qp_start(struct ibv_qp *qp, unsigned access, uint32_t ud_psn)
+{
+	struct ibv_qp_attr m;
+
 	memset(&m, 0, sizeof(m));
 	m.qp_state = IBV_QPS_INIT;
 	m.port_num = 1;
 	m.pkey_index = 0;
-	if (type == IBV_QPT_UD) {
+	if (qp->qp_type == IBV_QPT_UD) {
 		m.qkey = 0x11111111;
 		CHECK(!ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
 				     IBV_QP_PORT | IBV_QP_QKEY));
 		m.qp_state = IBV_QPS_RTR;
 		CHECK(!ibv_modify_qp(qp, &m, IBV_QP_STATE));
 		m.qp_state = IBV_QPS_RTS;
-		m.sq_psn = 0;
+		m.sq_psn = ud_psn;
 		CHECK(!ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_SQ_PSN));
 	} else {
-		m.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+		m.qp_access_flags = access;
 		CHECK(!ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
 				     IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
 	}
-	return qp;
 }
 
 void vt_qp_ex_attr(struct vt *t, struct ibv_qp_init_attr_ex *a, enum ibv_qp_type type,
@@ -99,6 +105,38 @@ void vt_qp_ex_attr(struct vt *t, struct ibv_qp_init_attr_ex *a, enum ibv_qp_type
 	a->cap.max_recv_sge = 1;
 	a->comp_mask = IBV_QP_INIT_ATTR_PD | extra;
 	a->pd = t->pd;
+}
+
+struct ibv_qp_ex *vt_qp_ex_init(struct vt *t, struct ibv_qp_init_attr_ex *a, unsigned access,
+				struct ibv_qp **qp)
+{
+	struct ibv_qp_attr m = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qp_access_flags = access };
+	struct ibv_qp_ex *x;
+
+	*qp = ibv_create_qp_ex(t->ctx, a);
+	CHECK(*qp);
+	CHECK(!ibv_modify_qp(*qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			     IBV_QP_ACCESS_FLAGS));
+	x = ibv_qp_to_qp_ex(*qp);
+	CHECK(x);
+	return x;
+}
+
+struct ibv_ah *vt_ah(struct vt *t)
+{
+	struct ibv_ah_attr aa;
+	struct ibv_ah *ah;
+
+	memset(&aa, 0, sizeof(aa));
+	aa.is_global = 1;
+	aa.grh.dgid = t->gid;
+	aa.grh.sgid_index = (uint8_t)t->gid_idx;
+	aa.grh.hop_limit = 64;
+	aa.port_num = 1;
+	ah = ibv_create_ah(t->pd, &aa);
+	CHECK(ah);
+	return ah;
 }
 
 void vt_connect(struct vt *t, struct ibv_qp *a, struct ibv_qp *b)

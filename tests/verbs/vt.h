@@ -60,11 +60,20 @@ static inline double vt_now(void)
 struct ibv_context *vt_open(void);
 int vt_find_gid(struct ibv_context *ctx, union ibv_gid *gid);
 void vt_init(struct vt *t, const struct vt_opts *o);
+/* qp (just created) to INIT with the access flags access, or a UD QP on
+ * to RTS with sq_psn ud_psn (Q_Key 0x11111111): what vt_connect expects */
+void vt_qp_start(struct ibv_qp *qp, unsigned access, uint32_t ud_psn);
 struct ibv_qp *vt_qp(struct vt *t, enum ibv_qp_type type, struct ibv_cq *scq,
 		     struct ibv_cq *rcq, struct ibv_srq *srq, int swr, int rwr);
 void vt_connect(struct vt *t, struct ibv_qp *a, struct ibv_qp *b);
+/* An address handle of t's PD for t's own GID (loopback, UD) */
+struct ibv_ah *vt_ah(struct vt *t);
 /* ibv_create_qp_ex attributes on t's PD and CQs: nwr WRs and 1 SGE each
  * way, comp_mask IBV_QP_INIT_ATTR_PD | extra */
+/* A QP made by ibv_create_qp_ex from a into *qp, moved to INIT with the
+ * remote access flags access (vt_connect takes it on): its ibv_qp_ex. */
+struct ibv_qp_ex *vt_qp_ex_init(struct vt *t, struct ibv_qp_init_attr_ex *a, unsigned access,
+				struct ibv_qp **qp);
 void vt_qp_ex_attr(struct vt *t, struct ibv_qp_init_attr_ex *a, enum ibv_qp_type type,
 		   uint32_t nwr, uint32_t extra);
 void vt_fini(struct vt *t);

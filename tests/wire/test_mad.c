@@ -259,6 +259,23 @@ static void check_image(const uint8_t *mad, const uint16_t (*set)[2], unsigned n
 		CHECK(mad[i] == want[i], "%s byte %u: %02x, want %02x", what, i, mad[i], want[i]);
 }
 
+/* m (attribute m->attr) encoded with tid and attr_mod is exactly the
+ * image set; it decodes back strictly into *hd, *d */
+static void ece_round_trip(uint8_t *mad, const struct wire_cm_msg *m, uint64_t tid,
+			   uint32_t attr_mod, const uint16_t (*set)[2], unsigned n,
+			   const char *what, struct wire_mad_hdr *hd, struct wire_cm_msg *d)
+{
+	struct wire_mad_hdr h;
+
+	wire_mad_hdr_init_cm(&h, m->attr, tid);
+	h.attr_mod = attr_mod;
+	CHECK_EQ(wire_mad_encode(mad, &h, m), 0);
+	check_image(mad, set, n, what);
+	CHECK_EQ(wire_mad_decode(mad, WIRE_MAD_LEN, WIRE_MAD_STRICT, hd, d), WIRE_MAD_OK);
+}
+
+#define IMAGE(a) (a), (unsigned)(sizeof(a) / sizeof((a)[0]))
+
 /* ECE as the kernel puts it on the wire (cm_format_req/rep/sidr_rep and
  * cm_format_mad_ece_hdr): the vendor ID in REQ bytes 5..7, in REP bytes
  * 15, 19, 23 (high, middle, low) and in SIDR_REP bytes 6..7 and 11, the
@@ -285,7 +302,7 @@ static void test_ece(void)
 		{ 24 + 6, 0x12 }, { 24 + 7, 0x34 }, { 24 + 10, 0x07 }, { 24 + 11, 0x56 },
 	};
 	uint8_t mad[WIRE_MAD_LEN];
-	struct wire_mad_hdr h, hd;
+	struct wire_mad_hdr hd;
 	struct wire_cm_msg m, d;
 
 	memset(&m, 0, sizeof(m));
@@ -293,11 +310,7 @@ static void test_ece(void)
 	m.v[WIRE_CM_F_LOCAL_COMM_ID] = 0x11000044;
 	m.v[WIRE_CM_F_VENDOR_ID] = 0x001ACE;
 	m.v[WIRE_CM_F_LOCAL_QPN] = 0x99;
-	wire_mad_hdr_init_cm(&h, WIRE_CM_ATTR_REQ, 0x42);
-	h.attr_mod = 0xDEADBEEF;
-	CHECK_EQ(wire_mad_encode(mad, &h, &m), 0);
-	check_image(mad, req, sizeof(req) / sizeof(req[0]), "REQ");
-	CHECK_EQ(wire_mad_decode(mad, sizeof(mad), WIRE_MAD_STRICT, &hd, &d), WIRE_MAD_OK);
+	ece_round_trip(mad, &m, 0x42, 0xDEADBEEF, IMAGE(req), "REQ", &hd, &d);
 	CHECK_EQ(d.v[WIRE_CM_F_VENDOR_ID], 0x001ACE);
 	CHECK_EQ(hd.attr_mod, 0xDEADBEEF);
 
@@ -306,11 +319,7 @@ static void test_ece(void)
 	m.v[WIRE_CM_F_LOCAL_QPN] = 0x123456;
 	m.v[WIRE_CM_F_STARTING_PSN] = 0x654321;
 	m.v[WIRE_CM_F_VENDOR_ID] = 0xFFABCDEF; /* 24 bits go */
-	wire_mad_hdr_init_cm(&h, WIRE_CM_ATTR_REP, 0x43);
-	h.attr_mod = 5;
-	CHECK_EQ(wire_mad_encode(mad, &h, &m), 0);
-	check_image(mad, rep, sizeof(rep) / sizeof(rep[0]), "REP");
-	CHECK_EQ(wire_mad_decode(mad, sizeof(mad), WIRE_MAD_STRICT, &hd, &d), WIRE_MAD_OK);
+	ece_round_trip(mad, &m, 0x43, 5, IMAGE(rep), "REP", &hd, &d);
 	CHECK_EQ(d.v[WIRE_CM_F_VENDOR_ID], 0xABCDEF);
 	CHECK_EQ(d.v[WIRE_CM_F_LOCAL_QPN], 0x123456);
 	CHECK_EQ(d.v[WIRE_CM_F_STARTING_PSN], 0x654321);
@@ -325,11 +334,7 @@ static void test_ece(void)
 	m.attr = WIRE_CM_ATTR_SIDR_REP;
 	m.v[WIRE_CM_F_LOCAL_QPN] = 7;
 	m.v[WIRE_CM_F_VENDOR_ID] = 0x123456;
-	wire_mad_hdr_init_cm(&h, WIRE_CM_ATTR_SIDR_REP, 0x44);
-	h.attr_mod = 0x80000000;
-	CHECK_EQ(wire_mad_encode(mad, &h, &m), 0);
-	check_image(mad, sidr_rep, sizeof(sidr_rep) / sizeof(sidr_rep[0]), "SIDR_REP");
-	CHECK_EQ(wire_mad_decode(mad, sizeof(mad), WIRE_MAD_STRICT, &hd, &d), WIRE_MAD_OK);
+	ece_round_trip(mad, &m, 0x44, 0x80000000, IMAGE(sidr_rep), "SIDR_REP", &hd, &d);
 	CHECK_EQ(d.v[WIRE_CM_F_VENDOR_ID], 0x123456);
 	CHECK_EQ(d.v[WIRE_CM_F_LOCAL_QPN], 7);
 	/* nothing else carries ECE: no vendor ID in REJ, RTU, DREQ */

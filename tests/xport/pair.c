@@ -5,9 +5,21 @@
 
 int pair_setup(struct pair *p, enum ibv_qp_type t, enum ibv_mtu mtu, size_t mrlen)
 {
+	return pair_setup_cap(p, t, mtu, mrlen, NULL);
+}
+
+/* a QP of node n of p: 256 deep, or of capabilities cap */
+static int pair_qp(struct pair *p, int n, enum ibv_qp_type t, const struct ibv_qp_cap *cap,
+		   struct sim_qp *q)
+{
+	return cap ? sim_qp_cap(&p->s.n[n], t, cap, 0, q, -1) : sim_qp(&p->s.n[n], t, 256, q, -1);
+}
+
+int pair_setup_cap(struct pair *p, enum ibv_qp_type t, enum ibv_mtu mtu, size_t mrlen,
+		   const struct ibv_qp_cap *cap)
+{
 	memset(p, 0, sizeof(*p));
-	if (sim_init(&p->s) || sim_qp(&p->s.n[0], t, 256, &p->a, -1) ||
-	    sim_qp(&p->s.n[1], t, 256, &p->b, -1) ||
+	if (sim_init(&p->s) || pair_qp(p, 0, t, cap, &p->a) || pair_qp(p, 1, t, cap, &p->b) ||
 	    sim_mr(&p->s.n[0], mrlen, ALL_ACCESS, &p->ma) ||
 	    sim_mr(&p->s.n[1], mrlen, ALL_ACCESS, &p->mb) ||
 	    sim_connect(&p->a, &p->b, mtu) || sim_connect(&p->b, &p->a, mtu)) {
@@ -25,6 +37,24 @@ void pair_fini(struct pair *p)
 	free(p->mb.buf);
 }
 
+int pair_ah(struct pair *p, uint8_t tclass, uint32_t *ahh)
+{
+	struct uroce_create_ah_req ah;
+
+	memset(&ah, 0, sizeof(ah));
+	ah.pd = p->s.n[0].pd;
+	ah.attr.is_global = 1;
+	ah.attr.port_num = 1;
+	ah.attr.grh.sgid_index = 1;
+	ah.attr.grh.dgid = p->s.n[1].dev.gids[1];
+	ah.attr.grh.traffic_class = tclass;
+	if (emu_ah_create(p->s.n[0].ctx, &ah, ahh)) {
+		fprintf(stderr, "address handle failed\n");
+		return -1;
+	}
+	return 0;
+}
+
 void xt_fill(void *buf, size_t len, uint32_t seed)
 {
 	uint8_t *b = buf;
@@ -32,6 +62,14 @@ void xt_fill(void *buf, size_t len, uint32_t seed)
 
 	for (i = 0; i < len; i++)
 		b[i] = (uint8_t)(seed * 131 + i * 7 + (i >> 8));
+}
+
+bool xt_zero(const void *b, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (((const uint8_t *)b)[i])
+			return false;
+	return true;
 }
 
 struct uroce_sge xt_sge(struct sim_mr *m, size_t off, uint32_t len)

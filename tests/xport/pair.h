@@ -18,9 +18,17 @@ struct pair {
 };
 
 int pair_setup(struct pair *p, enum ibv_qp_type t, enum ibv_mtu mtu, size_t mrlen);
+/* The same with both QPs of capabilities cap (sim_qp_cap, default CQs) */
+int pair_setup_cap(struct pair *p, enum ibv_qp_type t, enum ibv_mtu mtu, size_t mrlen,
+		   const struct ibv_qp_cap *cap);
 void pair_fini(struct pair *p);
+/* A UD address handle on A's node for B's GID 1 (IPv4-mapped) with the
+ * traffic class tclass: 0, or -1 after one line. */
+int pair_ah(struct pair *p, uint8_t tclass, uint32_t *ahh);
 
 void xt_fill(void *buf, size_t len, uint32_t seed);
+/* every one of the len bytes at b is 0 */
+bool xt_zero(const void *b, size_t len);
 struct uroce_sge xt_sge(struct sim_mr *m, size_t off, uint32_t len);
 void xt_wqe(struct uroce_send_wqe *w, uint64_t wr_id, uint8_t op, unsigned nsge);
 /* Post one signaled WR from A: SGE [off, off+len) of A's MR; WRITE/READ/

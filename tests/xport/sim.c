@@ -387,6 +387,26 @@ int sim_qp_cap(struct sim_node *n, enum ibv_qp_type type, const struct ibv_qp_ca
 
 int sim_connect(struct sim_qp *a, struct sim_qp *b, enum ibv_mtu mtu)
 {
+	const struct sim_conn c = {
+		.mtu = mtu,
+		.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			  IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE,
+		.psn = -1, .rd_atomic = 4, .timeout = 14, .retry_cnt = 7, .rnr_retry = 7,
+	};
+
+	return sim_connect_with(a, b, &c);
+}
+
+/* the PSN qp starts from: the connection's, sim_psn_start's, or from the QPN */
+static uint32_t sim_start_psn(const struct sim_conn *c, const struct emu_qp *qp)
+{
+	if (c->psn >= 0)
+		return (uint32_t)c->psn;
+	return sim_psn_start >= 0 ? (uint32_t)sim_psn_start : 0x100 + qp->qpn * 7;
+}
+
+int sim_connect_with(struct sim_qp *a, struct sim_qp *b, const struct sim_conn *c)
+{
 	struct ibv_qp_attr at;
 	struct emu_qp *qp = a->qp;
 	int r;
@@ -395,8 +415,7 @@ int sim_connect(struct sim_qp *a, struct sim_qp *b, enum ibv_mtu mtu)
 	at.qp_state = IBV_QPS_INIT;
 	at.pkey_index = 0;
 	at.port_num = 1;
-	at.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-			     IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE;
+	at.qp_access_flags = c->access;
 	at.qkey = 0x11111111;
 	if (qp->type == IBV_QPT_UD)
 		r = emu_qp_modify(qp, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
@@ -410,10 +429,10 @@ int sim_connect(struct sim_qp *a, struct sim_qp *b, enum ibv_mtu mtu)
 	if (qp->type == IBV_QPT_UD) {
 		r = emu_qp_modify(qp, &at, IBV_QP_STATE);
 	} else {
-		at.path_mtu = mtu;
+		at.path_mtu = c->mtu;
 		at.dest_qp_num = b->qp->qpn;
-		at.rq_psn = sim_psn_start >= 0 ? (uint32_t)sim_psn_start : 0x100 + b->qp->qpn * 7;
-		at.max_dest_rd_atomic = 4;
+		at.rq_psn = sim_start_psn(c, b->qp);
+		at.max_dest_rd_atomic = c->rd_atomic;
 		at.min_rnr_timer = 1;
 		at.ah_attr.is_global = 1;
 		at.ah_attr.port_num = 1;
@@ -431,11 +450,11 @@ int sim_connect(struct sim_qp *a, struct sim_qp *b, enum ibv_mtu mtu)
 		return r;
 	memset(&at, 0, sizeof(at));
 	at.qp_state = IBV_QPS_RTS;
-	at.sq_psn = sim_psn_start >= 0 ? (uint32_t)sim_psn_start : 0x100 + qp->qpn * 7;
-	at.timeout = 14;
-	at.retry_cnt = 7;
-	at.rnr_retry = 7;
-	at.max_rd_atomic = 4;
+	at.sq_psn = sim_start_psn(c, qp);
+	at.timeout = c->timeout;
+	at.retry_cnt = c->retry_cnt;
+	at.rnr_retry = c->rnr_retry;
+	at.max_rd_atomic = c->rd_atomic;
 	return emu_qp_modify(qp, &at,
 			     IBV_QP_STATE | IBV_QP_SQ_PSN |
 				     (qp->type == IBV_QPT_RC ? IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |

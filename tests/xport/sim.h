@@ -107,6 +107,15 @@ void sim_post_srq_recv(struct emu_srq *srq, uint64_t wr_id, const struct uroce_s
 		       unsigned nsge);
 /* RESET -> INIT -> RTR -> RTS towards peer (UD: no AV). */
 int sim_connect(struct sim_qp *a, struct sim_qp *b, enum ibv_mtu mtu);
+/* The attributes sim_connect_with gives (RC's timers and depths only for RC) */
+struct sim_conn {
+	enum ibv_mtu mtu;
+	unsigned access;         /* qp_access_flags */
+	int64_t psn;             /* sq_psn and rq_psn; -1: sim_psn_start's rule */
+	uint8_t rd_atomic;       /* max_rd_atomic and max_dest_rd_atomic */
+	uint8_t timeout, retry_cnt, rnr_retry;
+};
+int sim_connect_with(struct sim_qp *a, struct sim_qp *b, const struct sim_conn *c);
 
 void sim_post_send(struct sim_qp *q, const struct uroce_send_wqe *w,
 		   const struct uroce_sge *sge, const void *inl);

@@ -99,47 +99,49 @@ static int t_atomic_write(void)
 	return 0;
 }
 
-static int t_atomic_write_bad(void)
+/* On a fresh pair, one ATOMIC WRITE of v to B + off with B's rkey
+ * xor rkey_xor: its one completion's status, the frames of it seen on the
+ * wire, and the 8 bytes at B + off afterwards. */
+static void awrite_once(uint32_t off, uint32_t rkey_xor, uint64_t v, uint32_t *status,
+			unsigned *frames, uint64_t *after)
 {
 	struct pair p;
 	struct uroce_send_wqe w;
 	struct uroce_cqe c[4];
-	uint8_t *B;
+
+	*status = *frames = ~0u; /* what no run gives: a failed set-up fails the checks */
+	*after = ~0ull;
+	if (setup(&p))
+		return;
+	awrite_wqe(&w, 1, (uint8_t *)p.mb.buf + off, p.mb.rkey ^ rkey_xor, v);
+	sim_post_send(&p.a, &w, NULL, NULL);
+	sim_run(&p.s, 5000000000ull);
+	CHECK_EQ(sim_poll(p.a.scq, c, 4), 1);
+	*status = c[0].status;
+	*frames = n_awrite;
+	memcpy(after, (uint8_t *)p.mb.buf + off, sizeof(*after));
+	pair_fini(&p);
+}
+
+static int t_atomic_write_bad(void)
+{
+	uint32_t st;
+	unsigned frames;
+	uint64_t after;
 
 	/* misaligned: refused by the requester, nothing on the wire */
-	if (setup(&p))
-		return 1;
-	B = p.mb.buf;
-	awrite_wqe(&w, 1, B + 4, p.mb.rkey, 1);
-	sim_post_send(&p.a, &w, NULL, NULL);
-	sim_run(&p.s, 5000000000ull);
-	CHECK_EQ(sim_poll(p.a.scq, c, 4), 1);
-	CHECK_EQ(c[0].status, IBV_WC_LOC_QP_OP_ERR);
-	CHECK_EQ(n_awrite, 0);
-	pair_fini(&p);
+	awrite_once(4, 0, 1, &st, &frames, &after);
+	CHECK_EQ(st, IBV_WC_LOC_QP_OP_ERR);
+	CHECK_EQ(frames, 0);
 	/* a bad rkey: REM_ACCESS_ERR */
-	if (setup(&p))
-		return 1;
-	B = p.mb.buf;
-	awrite_wqe(&w, 1, B + 8, p.mb.rkey ^ 0x100, 2);
-	sim_post_send(&p.a, &w, NULL, NULL);
-	sim_run(&p.s, 5000000000ull);
-	CHECK_EQ(sim_poll(p.a.scq, c, 4), 1);
-	CHECK_EQ(c[0].status, IBV_WC_REM_ACCESS_ERR);
-	CHECK_EQ(*(uint64_t *)(void *)(B + 8), 0);
-	pair_fini(&p);
+	awrite_once(8, 0x100, 2, &st, &frames, &after);
+	CHECK_EQ(st, IBV_WC_REM_ACCESS_ERR);
+	CHECK_EQ(after, 0);
 	/* 4 bytes where 8 must be: NAK invalid request, nothing placed */
-	if (setup(&p))
-		return 1;
 	shrink = true;
-	B = p.mb.buf;
-	awrite_wqe(&w, 1, B + 16, p.mb.rkey, 0xffffffffffffffffull);
-	sim_post_send(&p.a, &w, NULL, NULL);
-	sim_run(&p.s, 5000000000ull);
-	CHECK_EQ(sim_poll(p.a.scq, c, 4), 1);
-	CHECK_EQ(c[0].status, IBV_WC_REM_INV_REQ_ERR);
-	CHECK_EQ(*(uint64_t *)(void *)(B + 16), 0);
-	pair_fini(&p);
+	awrite_once(16, 0, 0xffffffffffffffffull, &st, &frames, &after);
+	CHECK_EQ(st, IBV_WC_REM_INV_REQ_ERR);
+	CHECK_EQ(after, 0);
 	return 0;
 }
 

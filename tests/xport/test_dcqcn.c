@@ -103,7 +103,6 @@ static int t_ect_uc(void)
 static int t_ect_ud(void)
 {
 	struct pair p;
-	struct uroce_create_ah_req ah;
 	struct uroce_send_wqe w;
 	struct uroce_sge s;
 	struct uroce_cqe c[4];
@@ -111,14 +110,7 @@ static int t_ect_ud(void)
 
 	if (pair_setup(&p, IBV_QPT_UD, IBV_MTU_1024, 1 << 16))
 		return 1;
-	memset(&ah, 0, sizeof(ah));
-	ah.pd = p.s.n[0].pd;
-	ah.attr.is_global = 1;
-	ah.attr.port_num = 1;
-	ah.attr.grh.sgid_index = 1;
-	ah.attr.grh.dgid = p.s.n[1].dev.gids[1];
-	ah.attr.grh.traffic_class = 10 << 2;
-	if (emu_ah_create(p.s.n[0].ctx, &ah, &ahh))
+	if (pair_ah(&p, 10 << 2, &ahh))
 		return 1;
 	memset(&ect, 0, sizeof(ect));
 	ect.dscp = 10;

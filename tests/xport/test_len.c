@@ -124,9 +124,7 @@ static int t_max_msg(void)
 /* 32 SGEs each side, every third one empty; 33 is refused. */
 static int t_max_sge(void)
 {
-	struct sim s;
-	struct sim_qp a, b;
-	struct sim_mr ma, mb;
+	struct pair p;
 	struct ibv_qp_cap cap = { 16, 16, EMU_MAX_SGE, EMU_MAX_SGE, 0 };
 	struct uroce_sge ss[EMU_MAX_SGE + 1], rs[EMU_MAX_SGE];
 	struct uroce_send_wqe w;
@@ -135,70 +133,60 @@ static int t_max_sge(void)
 	uint32_t total = 0, rtotal = 0, k = 0;
 	int i;
 
-	if (sim_init(&s) || sim_qp_cap(&s.n[0], IBV_QPT_RC, &cap, 0, &a, -1) ||
-	    sim_qp_cap(&s.n[1], IBV_QPT_RC, &cap, 0, &b, -1) ||
-	    sim_mr(&s.n[0], 1 << 16, ALL_ACCESS, &ma) || sim_mr(&s.n[1], 1 << 16, ALL_ACCESS, &mb) ||
-	    sim_connect(&a, &b, IBV_MTU_1024) || sim_connect(&b, &a, IBV_MTU_1024))
+	if (pair_setup_cap(&p, IBV_QPT_RC, IBV_MTU_1024, 1 << 16, &cap))
 		return 1;
-	CHECK(a.qp->cap.max_send_sge >= EMU_MAX_SGE);
-	xt_fill(ma.buf, 1 << 16, 77);
+	CHECK(p.a.qp->cap.max_send_sge >= EMU_MAX_SGE);
+	xt_fill(p.ma.buf, 1 << 16, 77);
 	for (i = 0; i < EMU_MAX_SGE; i++) {
 		uint32_t l = i % 3 == 1 ? 0 : 37 + (uint32_t)i * 3;
 
-		ss[i] = xt_sge(&ma, (uint32_t)i * 1000, l);
-		memcpy(want + total, (uint8_t *)ma.buf + i * 1000, l);
+		ss[i] = xt_sge(&p.ma, (uint32_t)i * 1000, l);
+		memcpy(want + total, (uint8_t *)p.ma.buf + i * 1000, l);
 		total += l;
-		rs[i] = xt_sge(&mb, (uint32_t)i * 1000, i % 3 == 2 ? 0 : 150);
+		rs[i] = xt_sge(&p.mb, (uint32_t)i * 1000, i % 3 == 2 ? 0 : 150);
 		rtotal += rs[i].length;
 	}
 	CHECK(rtotal >= total);
-	sim_post_recv(&b, 5, rs, EMU_MAX_SGE);
+	sim_post_recv(&p.b, 5, rs, EMU_MAX_SGE);
 	xt_wqe(&w, 1, IBV_WR_SEND, EMU_MAX_SGE);
-	sim_post_send(&a, &w, ss, NULL);
-	sim_run(&s, 1000000000ull);
-	CHECK_EQ(sim_poll(a.scq, c, 8), 1);
+	sim_post_send(&p.a, &w, ss, NULL);
+	sim_run(&p.s, 1000000000ull);
+	CHECK_EQ(sim_poll(p.a.scq, c, 8), 1);
 	CHECK_EQ(c[0].status, IBV_WC_SUCCESS);
-	CHECK_EQ(sim_poll(b.rcq, c, 8), 1);
+	CHECK_EQ(sim_poll(p.b.rcq, c, 8), 1);
 	CHECK_EQ(c[0].status, IBV_WC_SUCCESS);
 	CHECK_EQ(c[0].byte_len, total);
 	for (i = 0; i < EMU_MAX_SGE && k < total; i++) {
 		uint32_t l = rs[i].length < total - k ? rs[i].length : total - k;
 
-		memcpy(got + k, (uint8_t *)mb.buf + i * 1000, l);
+		memcpy(got + k, (uint8_t *)p.mb.buf + i * 1000, l);
 		k += l;
 	}
 	CHECK(!memcmp(got, want, total));
 	/* a WQE claiming more SGEs than max_send_sge never runs */
 	ss[EMU_MAX_SGE] = ss[0];
 	xt_wqe(&w, 2, IBV_WR_SEND, EMU_MAX_SGE + 1);
-	sim_post_send(&a, &w, ss, NULL);
-	sim_run(&s, 1000000000ull);
-	CHECK_EQ(sim_poll(a.scq, c, 8), 1);
+	sim_post_send(&p.a, &w, ss, NULL);
+	sim_run(&p.s, 1000000000ull);
+	CHECK_EQ(sim_poll(p.a.scq, c, 8), 1);
 	CHECK_EQ(c[0].status, IBV_WC_LOC_QP_OP_ERR);
-	sim_fini(&s);
-	free(ma.buf);
-	free(mb.buf);
+	pair_fini(&p);
 	return 0;
 }
 
 /* inline up to max_inline_data; one byte more is refused */
 static int t_max_inline(void)
 {
-	struct sim s;
-	struct sim_qp a, b;
-	struct sim_mr ma, mb;
+	struct pair p;
 	struct ibv_qp_cap cap = { 16, 16, 2, 2, EMU_MAX_INLINE };
 	struct uroce_send_wqe w;
 	struct uroce_cqe c[8];
 	uint8_t data[EMU_MAX_INLINE + 1];
 	uint32_t max;
 
-	if (sim_init(&s) || sim_qp_cap(&s.n[0], IBV_QPT_RC, &cap, 0, &a, -1) ||
-	    sim_qp_cap(&s.n[1], IBV_QPT_RC, &cap, 0, &b, -1) ||
-	    sim_mr(&s.n[0], 1 << 16, ALL_ACCESS, &ma) || sim_mr(&s.n[1], 1 << 16, ALL_ACCESS, &mb) ||
-	    sim_connect(&a, &b, IBV_MTU_1024) || sim_connect(&b, &a, IBV_MTU_1024))
+	if (pair_setup_cap(&p, IBV_QPT_RC, IBV_MTU_1024, 1 << 16, &cap))
 		return 1;
-	max = a.qp->cap.max_inline_data;
+	max = p.a.qp->cap.max_inline_data;
 	CHECK(max >= EMU_MAX_INLINE);
 	if (max > EMU_MAX_INLINE)
 		max = EMU_MAX_INLINE;
@@ -206,24 +194,22 @@ static int t_max_inline(void)
 	xt_wqe(&w, 1, IBV_WR_RDMA_WRITE, 0);
 	w.send_flags |= IBV_SEND_INLINE;
 	w.inline_len = max;
-	w.rdma.remote_addr = (uintptr_t)mb.buf + 100;
-	w.rdma.rkey = mb.rkey;
-	sim_post_send(&a, &w, NULL, data);
-	sim_run(&s, 1000000000ull);
-	CHECK_EQ(sim_poll(a.scq, c, 8), 1);
+	w.rdma.remote_addr = (uintptr_t)p.mb.buf + 100;
+	w.rdma.rkey = p.mb.rkey;
+	sim_post_send(&p.a, &w, NULL, data);
+	sim_run(&p.s, 1000000000ull);
+	CHECK_EQ(sim_poll(p.a.scq, c, 8), 1);
 	CHECK_EQ(c[0].status, IBV_WC_SUCCESS);
-	CHECK(!memcmp((uint8_t *)mb.buf + 100, data, max));
-	if (a.qp->sq.stride - UROCE_SEND_WQE_HDR > max) {
+	CHECK(!memcmp((uint8_t *)p.mb.buf + 100, data, max));
+	if (p.a.qp->sq.stride - UROCE_SEND_WQE_HDR > max) {
 		w.wr_id = 2;
 		w.inline_len = max + 1;
-		sim_post_send(&a, &w, NULL, data);
-		sim_run(&s, 1000000000ull);
-		CHECK_EQ(sim_poll(a.scq, c, 8), 1);
+		sim_post_send(&p.a, &w, NULL, data);
+		sim_run(&p.s, 1000000000ull);
+		CHECK_EQ(sim_poll(p.a.scq, c, 8), 1);
 		CHECK_EQ(c[0].status, IBV_WC_LOC_QP_OP_ERR);
 	}
-	sim_fini(&s);
-	free(ma.buf);
-	free(mb.buf);
+	pair_fini(&p);
 	return 0;
 }
 

@@ -49,14 +49,6 @@ static bool take_away(struct sim *s, int to, uint8_t *frame, uint32_t len)
 	return true;
 }
 
-static bool zero(const uint8_t *b, size_t len)
-{
-	for (size_t i = 0; i < len; i++)
-		if (b[i])
-			return false;
-	return true;
-}
-
 static int setup(int to, uint8_t op, struct sim_mr *m, int node)
 {
 	if (pair_setup(&P, IBV_QPT_RC, IBV_MTU_1024, MSG))
@@ -86,8 +78,8 @@ static int write_case(bool rereg)
 	CHECK(fired);
 	/* the first packet landed before; nothing after */
 	CHECK(!memcmp(P.mb.buf, P.ma.buf, PKT));
-	CHECK(zero((uint8_t *)P.mb.buf + PKT, MSG - PKT));
-	CHECK(zero(moved, MSG));
+	CHECK(xt_zero((uint8_t *)P.mb.buf + PKT, MSG - PKT));
+	CHECK(xt_zero(moved, MSG));
 	CHECK_EQ(sim_poll(P.a.scq, c, 4), 1);
 	CHECK_EQ(c[0].wr_id, 7);
 	CHECK_EQ(c[0].status, IBV_WC_REM_ACCESS_ERR);
@@ -119,7 +111,7 @@ static int t_dereg_mid_send(void)
 	sim_run(&P.s, 2000000000ull);
 	CHECK(fired);
 	CHECK(!memcmp(P.mb.buf, P.ma.buf, PKT));
-	CHECK(zero((uint8_t *)P.mb.buf + PKT, MSG - PKT));
+	CHECK(xt_zero((uint8_t *)P.mb.buf + PKT, MSG - PKT));
 	CHECK_EQ(sim_poll(P.b.rcq, c, 4), 1);
 	CHECK_EQ(c[0].wr_id, 9);
 	CHECK_EQ(c[0].status, IBV_WC_LOC_PROT_ERR);
@@ -143,7 +135,7 @@ static int t_dereg_mid_read(void)
 	sim_run(&P.s, 2000000000ull);
 	CHECK(fired);
 	CHECK(!memcmp(P.ma.buf, P.mb.buf, PKT));
-	CHECK(zero((uint8_t *)P.ma.buf + PKT, MSG - PKT));
+	CHECK(xt_zero((uint8_t *)P.ma.buf + PKT, MSG - PKT));
 	CHECK_EQ(sim_poll(P.a.scq, c, 4), 1);
 	CHECK_EQ(c[0].wr_id, 5);
 	CHECK_EQ(c[0].status, IBV_WC_LOC_PROT_ERR);

@@ -92,14 +92,6 @@ static bool pf_hook(struct sim *s, int to, uint8_t *frame, uint32_t len)
 	return true;
 }
 
-static bool zero(const uint8_t *b, size_t len)
-{
-	for (size_t i = 0; i < len; i++)
-		if (b[i])
-			return false;
-	return true;
-}
-
 static int t_uc_place_fail(void)
 {
 	struct pair p;
@@ -130,7 +122,7 @@ static int t_uc_place_fail(void)
 	CHECK_EQ(sim_poll(p.b.rcq, c, 4), 1);
 	CHECK_EQ(c[0].wr_id, 21);
 	CHECK_EQ(c[0].status, IBV_WC_LOC_PROT_ERR);
-	CHECK(zero(rb + PKT, PKT));
+	CHECK(xt_zero(rb + PKT, PKT));
 	emu_xport_qp_counters(p.b.qp, &cb);
 	CHECK_EQ(cb.drops[EMU_XDROP_UC_GAP], 1);
 	/* the QP goes on with the next receive */

@@ -389,7 +389,6 @@ static int t_uc_all(void) { return t_faults(IBV_QPT_UC, "all"); }
 static int t_ud(void)
 {
 	struct pair p;
-	struct uroce_create_ah_req ah;
 	uint32_t ahh;
 	struct uroce_send_wqe w;
 	struct uroce_sge s;
@@ -401,13 +400,7 @@ static int t_ud(void)
 		return 1;
 	A = p.ma.buf;
 	B = p.mb.buf;
-	memset(&ah, 0, sizeof(ah));
-	ah.pd = p.s.n[0].pd;
-	ah.attr.is_global = 1;
-	ah.attr.port_num = 1;
-	ah.attr.grh.sgid_index = 1;
-	ah.attr.grh.dgid = p.s.n[1].dev.gids[1];
-	if (emu_ah_create(p.s.n[0].ctx, &ah, &ahh))
+	if (pair_ah(&p, 0, &ahh))
 		return 1;
 	fill(A, 4096, 9);
 	for (int i = 0; i < 4; i++) {
@@ -703,13 +696,35 @@ static int t_err_atomic_align(void)
 	return 0;
 }
 
+/* A type-2 window allocated on node n of p (0: A, 1: B) and w, a
+ * signaled WR id that binds it with the key tag to len bytes at off in
+ * m with REMOTE_WRITE: the key, or 0 when the window cannot be made. */
+static uint32_t mw_bind_wqe(struct pair *p, int n, struct uroce_send_wqe *w, uint64_t id,
+			    uint8_t tag, struct sim_mr *m, size_t off, uint64_t len)
+{
+	struct uroce_alloc_mw_req mq = { p->s.n[n].pd, IBV_MW_TYPE_2 };
+	struct uroce_alloc_mw_rep mr;
+
+	if (emu_mw_alloc(p->s.n[n].ctx, &mq, &mr))
+		return 0;
+	memset(w, 0, sizeof(*w));
+	w->wr_id = id;
+	w->opcode = IBV_WR_BIND_MW;
+	w->send_flags = IBV_SEND_SIGNALED;
+	w->bind.mw = mr.handle;
+	w->bind.rkey = (mr.rkey & ~0xffu) | tag;
+	w->bind.addr = (uintptr_t)m->buf + off;
+	w->bind.length = len;
+	w->bind.mr_lkey = m->lkey;
+	w->bind.access = IBV_ACCESS_REMOTE_WRITE;
+	return w->bind.rkey;
+}
+
 /* SEND_WITH_INV of a bound type-2 window: WITH_INV at the receiver, and
  * the key is dead afterwards (REM_ACCESS_ERR). */
 static int t_send_inv(void)
 {
 	struct pair p;
-	struct uroce_alloc_mw_req mq = { 0, IBV_MW_TYPE_2 };
-	struct uroce_alloc_mw_rep mr;
 	struct uroce_send_wqe w;
 	struct uroce_sge s;
 	struct uroce_cqe c[4];
@@ -717,21 +732,10 @@ static int t_send_inv(void)
 
 	if (pair_setup(&p, IBV_QPT_RC, IBV_MTU_1024, 1 << 16))
 		return 1;
-	mq.pd = p.s.n[1].pd;
-	if (emu_mw_alloc(p.s.n[1].ctx, &mq, &mr))
-		return 1;
-	rkey = (mr.rkey & ~0xffu) | 0x5a;
 	/* B binds the window through its own SQ */
-	memset(&w, 0, sizeof(w));
-	w.wr_id = 77;
-	w.opcode = IBV_WR_BIND_MW;
-	w.send_flags = IBV_SEND_SIGNALED;
-	w.bind.mw = mr.handle;
-	w.bind.rkey = rkey;
-	w.bind.addr = (uintptr_t)p.mb.buf;
-	w.bind.length = 4096;
-	w.bind.mr_lkey = p.mb.lkey;
-	w.bind.access = IBV_ACCESS_REMOTE_WRITE;
+	rkey = mw_bind_wqe(&p, 1, &w, 77, 0x5a, &p.mb, 0, 4096);
+	if (!rkey)
+		return 1;
 	sim_post_send(&p.b, &w, NULL, NULL);
 	CHECK_EQ(sim_poll(p.b.scq, c, 4), 1);
 	CHECK_EQ(c[0].status, IBV_WC_SUCCESS);
@@ -766,27 +770,15 @@ static int t_send_inv(void)
 static int t_err_mw_bind(void)
 {
 	struct pair p;
-	struct uroce_alloc_mw_req mq = { 0, IBV_MW_TYPE_2 };
-	struct uroce_alloc_mw_rep mr;
 	struct uroce_send_wqe w;
 	uint32_t rkey;
 
 	if (pair_setup(&p, IBV_QPT_RC, IBV_MTU_1024, 1 << 16))
 		return 1;
-	mq.pd = p.s.n[0].pd;
-	if (emu_mw_alloc(p.s.n[0].ctx, &mq, &mr))
+	/* runs past the end of the MR */
+	rkey = mw_bind_wqe(&p, 0, &w, 1, 0x33, &p.ma, 4096, p.ma.len);
+	if (!rkey)
 		return 1;
-	rkey = (mr.rkey & ~0xffu) | 0x33;
-	memset(&w, 0, sizeof(w));
-	w.wr_id = 1;
-	w.opcode = IBV_WR_BIND_MW;
-	w.send_flags = IBV_SEND_SIGNALED;
-	w.bind.mw = mr.handle;
-	w.bind.rkey = rkey;
-	w.bind.addr = (uintptr_t)p.ma.buf + 4096;
-	w.bind.length = p.ma.len; /* runs past the end of the MR */
-	w.bind.mr_lkey = p.ma.lkey;
-	w.bind.access = IBV_ACCESS_REMOTE_WRITE;
 	sim_post_send(&p.a, &w, NULL, NULL);
 	one_send(&p, 2, IBV_WR_SEND, 0, 10, 0, p.ma.lkey);
 	sim_run(&p.s, 10000000000ull);

@@ -51,23 +51,21 @@ static int ctl_run_dir(const struct ctl *c)
 	return -1;
 }
 
-static int ctl_hello(struct ctl *c)
+static int ctl_hello(struct ctl *c, const char *path)
 {
-	struct uroce_hello_req q = { .abi_version = UROCE_ABI_VERSION, .pid = (uint32_t)getpid() };
 	static struct uroce_hello_rep r;
-	int out[3], mem = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	int out[3];
+	int rc = urv_hello(c->sock, &c->seq, &r, out);
 
-	if (mem < 0)
-		return -errno;
-	int rc = urv_ctl_raw(c->sock, &c->seq, UROCE_OP_HELLO, &q, sizeof(q), &r, sizeof(r),
-			     &mem, 1, out, 3);
-	close(mem);
+	if (rc == -EPROTONOSUPPORT)
+		fprintf(stderr, "%s: %s: the daemon speaks ABI version %u (0: before 4), this tool %u\n",
+			c->prog, path, r.abi_version, UROCE_ABI_VERSION);
 	if (rc)
 		return rc;
 	/* doorbell page, wake pipe, async pipe: a tool posts nothing */
 	for (int i = 0; i < 3; i++)
 		close(out[i]);
-	return r.abi_version == UROCE_ABI_VERSION ? 0 : -EPROTO;
+	return 0;
 }
 
 int ctl_open(struct ctl *c, const char *dev)
@@ -109,7 +107,7 @@ int ctl_open(struct ctl *c, const char *dev)
 	struct timeval tv = { .tv_sec = 5 }; /* a wedged daemon must not hang us */
 	setsockopt(c->sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(c->sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	int rc = ctl_hello(c);
+	int rc = ctl_hello(c, path);
 	if (rc == -EACCES) {
 		fprintf(stderr, "%s: %s: the daemon's access rule refuses uid %u\n", c->prog, path,
 			(unsigned)geteuid());
@@ -117,7 +115,8 @@ int ctl_open(struct ctl *c, const char *dev)
 		return c->fail_status;
 	}
 	if (rc) {
-		fprintf(stderr, "%s: %s: hello: %s\n", c->prog, path, strerror(-rc));
+		if (rc != -EPROTONOSUPPORT) /* ctl_hello named both versions */
+			fprintf(stderr, "%s: %s: hello: %s\n", c->prog, path, strerror(-rc));
 		ctl_close(c);
 		return c->fail_status;
 	}
