@@ -39,6 +39,20 @@ void emu_tx_send(struct emu_dev *d, struct emu_txbuf *b, uint32_t len)
 	d->ops->tx_send(d, b, len);
 }
 
+int emu_tx_send_ext(struct emu_dev *d, struct emu_txbuf *b, uint32_t hl, const uint8_t *ext,
+		    uint32_t len, struct emu_mrmap_hold *h, const uint8_t *trailer, uint32_t tl)
+{
+	/* a capture wants the frame in one piece: the caller copies */
+	if (d->capture || !d->ops->tx_send_ext ||
+	    d->ops->tx_send_ext(d, b, hl, ext, len, h, trailer, tl))
+		return -ENOBUFS;
+	d->cnt.tx_pkts++;
+	d->cnt.tx_bytes += hl + len + tl;
+	d->cnt.tx_zc++;
+	d->cnt.tx_zc_bytes += len;
+	return 0;
+}
+
 void emu_tx_free(struct emu_dev *d, struct emu_txbuf *b)
 {
 	if (d->ops && d->ops->tx_free)
