@@ -445,7 +445,11 @@ struct emu_port_ops {
 	int (*tx_send_ext)(struct emu_dev *d, struct emu_txbuf *b, uint32_t hl,
 			   const uint8_t *ext, uint32_t len, struct emu_mrmap_hold *h,
 			   const uint8_t *trailer, uint32_t tl);
+	/* optional: a buffer of at least EMU_TX_SMALL bytes (ACKs, small
+	 * messages, the headers of a zero-copy frame); 0 or -ENOBUFS */
+	int (*tx_alloc_small)(struct emu_dev *d, struct emu_txbuf *b);
 };
+#define EMU_TX_SMALL 256u
 
 /* QP1 (GSI) of a device: packets to QPN 1 and the timers of the CM
  * engine (emu/cm/ibcm.c), which sets these; NULL = QP1 packets are

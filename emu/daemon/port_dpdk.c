@@ -39,6 +39,11 @@ struct emu_port {
 	 * payload's, whose own room holds its rte_mbuf_ext_shared_info, and
 	 * pad + ICRC); NULL: no zero-copy TX on this port */
 	struct rte_mempool *sm_mp;
+	/* mbufs taken from the pools EMU_BURST at a time: one bulk call
+	 * resets their headers together (the misses overlap), and the next
+	 * one's data is prefetched while the current frame is built */
+	uint16_t nfree, nsm_free;
+	struct rte_mbuf *free[EMU_BURST], *sm_free[EMU_BURST];
 	struct rte_ring *ring;
 	uint16_t port;
 	uint32_t txq_head, txq_tail; /* backlog: [head, tail) */
@@ -46,17 +51,44 @@ struct emu_port {
 };
 
 
-static int emu_dpdk_tx_alloc(struct emu_dev *d, struct emu_txbuf *b)
+static struct rte_mbuf *emu_dpdk_mbuf(struct rte_mempool *mp, struct rte_mbuf **c,
+				      uint16_t *n)
 {
-	struct emu_port *p = d->port_priv;
-	struct rte_mbuf *m = rte_pktmbuf_alloc(p->mp);
+	if (!*n) {
+		if (rte_pktmbuf_alloc_bulk(mp, c, EMU_BURST))
+			return rte_pktmbuf_alloc(mp); /* the pool runs low: one */
+		*n = EMU_BURST;
+	}
+	struct rte_mbuf *m = c[--*n];
+	if (*n)
+		rte_prefetch0(rte_pktmbuf_mtod(c[*n - 1], void *));
+	return m;
+}
 
+static int emu_dpdk_txbuf(struct emu_txbuf *b, struct rte_mbuf *m)
+{
 	if (!m)
 		return -ENOBUFS;
 	b->priv = m;
 	b->data = rte_pktmbuf_mtod(m, uint8_t *);
 	b->cap = rte_pktmbuf_tailroom(m);
 	return 0;
+}
+
+static int emu_dpdk_tx_alloc(struct emu_dev *d, struct emu_txbuf *b)
+{
+	struct emu_port *p = d->port_priv;
+
+	return emu_dpdk_txbuf(b, emu_dpdk_mbuf(p->mp, p->free, &p->nfree));
+}
+
+static int emu_dpdk_tx_alloc_small(struct emu_dev *d, struct emu_txbuf *b)
+{
+	struct emu_port *p = d->port_priv;
+
+	if (!p->sm_mp)
+		return -ENOBUFS;
+	return emu_dpdk_txbuf(b, emu_dpdk_mbuf(p->sm_mp, p->sm_free, &p->nsm_free));
 }
 
 static void emu_dpdk_tx_flush(struct emu_dev *d)
@@ -114,9 +146,14 @@ static int emu_dpdk_tx_send_ext(struct emu_dev *d, struct emu_txbuf *b, uint32_t
 	struct emu_port *p = d->port_priv;
 	struct rte_mbuf *m = b->priv, *s[2];
 
-	if (!p->sm_mp || len > UINT16_MAX || tl > EMU_SM_ROOM ||
-	    rte_pktmbuf_alloc_bulk(p->sm_mp, s, 2))
+	if (!p->sm_mp || len > UINT16_MAX || tl > EMU_SM_ROOM)
 		return -ENOBUFS;
+	s[0] = emu_dpdk_mbuf(p->sm_mp, p->sm_free, &p->nsm_free);
+	s[1] = s[0] ? emu_dpdk_mbuf(p->sm_mp, p->sm_free, &p->nsm_free) : NULL;
+	if (!s[1]) {
+		rte_pktmbuf_free(s[0]);
+		return -ENOBUFS;
+	}
 	/* the shared info lives in the payload mbuf's own (unused) room,
 	 * so it is freed with it: one reference on the mapping per frame */
 	struct rte_mbuf_ext_shared_info *si = rte_pktmbuf_mtod(s[0], void *);
@@ -150,6 +187,7 @@ static const struct emu_port_ops emu_dpdk_ops = {
 	.tx_free = emu_dpdk_tx_free,
 	.tx_flush = emu_dpdk_tx_flush,
 	.tx_send_ext = emu_dpdk_tx_send_ext,
+	.tx_alloc_small = emu_dpdk_tx_alloc_small,
 };
 
 /* Linearised multi-segment RX frame. Per engine thread, not per port: an
@@ -492,6 +530,9 @@ void emu_port_fini(struct emu_daemon *dm)
 		emu_dpdk_tx_flush(&dm->dev);
 		while (p->txq_head != p->txq_tail)
 			rte_pktmbuf_free(p->txq[p->txq_head++ & (EMU_TXQ_SIZE - 1)]);
+		rte_pktmbuf_free_bulk(p->free, p->nfree);
+		rte_pktmbuf_free_bulk(p->sm_free, p->nsm_free);
+		p->nfree = p->nsm_free = 0;
 		/* frames sent to us and never received may hold client
 		 * mappings (zero-copy): let them go */
 		struct rte_mbuf *m[EMU_BURST];

@@ -12,6 +12,9 @@ extern const char *const emu_drop_name[EMU_DROP_NUM];
 
 /* Transmit helpers: count, capture, then the port op. */
 int emu_tx_alloc(struct emu_dev *d, struct emu_txbuf *b);
+/* The same for a frame of at most len bytes: a small buffer if the port
+ * has them (b->cap tells what was given). */
+int emu_tx_alloc_len(struct emu_dev *d, struct emu_txbuf *b, uint32_t len);
 void emu_tx_send(struct emu_dev *d, struct emu_txbuf *b, uint32_t len);
 void emu_tx_free(struct emu_dev *d, struct emu_txbuf *b);
 /* Zero-copy TX: may payload of a mapped MR go out without a copy now (a

@@ -30,6 +30,15 @@ int emu_tx_alloc(struct emu_dev *d, struct emu_txbuf *b)
 	return rc;
 }
 
+int emu_tx_alloc_len(struct emu_dev *d, struct emu_txbuf *b, uint32_t len)
+{
+	/* a small mbuf when the port has one left, else a full one */
+	if (len <= EMU_TX_SMALL && d->ops && d->ops->tx_alloc_small &&
+	    !d->ops->tx_alloc_small(d, b))
+		return 0;
+	return emu_tx_alloc(d, b);
+}
+
 void emu_tx_send(struct emu_dev *d, struct emu_txbuf *b, uint32_t len)
 {
 	d->cnt.tx_pkts++;

@@ -72,7 +72,8 @@ int xp_tx_begin(struct emu_qp *qp, const struct emu_xport_path *path, struct wir
 		pp->valid = 1;
 		memcpy(d->dmac, pp->dmac, 6);
 	}
-	if (emu_tx_alloc(dev, &f->b)) {
+	if (emu_tx_alloc_len(dev, &f->b, (uint32_t)wire_hdr_len(d) + d->payload_len + 3 +
+					 WIRE_ICRC_LEN)) {
 		qp->x.cnt.tx_no_buf++;
 		return -ENOBUFS;
 	}
