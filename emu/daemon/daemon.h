@@ -14,9 +14,10 @@
 #define EMU_MAX_DEVS 8
 #define EMU_NB_MBUF 8191 /* mbufs per device */
 /* Ring ports' small mbufs (port_dpdk.c): data room past the headroom, and
- * how many (two per zero-copy frame) */
+ * how many: two per zero-copy frame and one per small frame; when they run
+ * out, payloads are copied and small frames take full mbufs */
 #define EMU_SM_ROOM 256u
-#define EMU_NB_SM_MBUF (2 * EMU_NB_MBUF + 1)
+#define EMU_NB_SM_MBUF EMU_NB_MBUF
 
 /* Options of one device (global ones are copied into every device's). */
 struct emu_opts {
