@@ -202,7 +202,7 @@ static bool emu_port_rx_segs(struct emu_dev *d, const struct rte_mbuf *b)
 {
 	const struct rte_mbuf *s1 = b->next, *s2 = s1 ? s1->next : NULL;
 
-	if (b->nb_segs != 3 || !s2 || s2->next ||
+	if (b->nb_segs != 3 || !s2 ||
 	    (uint32_t)b->data_len + rte_pktmbuf_tailroom(b) < WIRE_HDRS_MAX)
 		return false;
 	return emu_port_rx_split(d, rte_pktmbuf_mtod(b, const uint8_t *), b->data_len,
@@ -243,8 +243,19 @@ unsigned emu_port_rx(struct emu_daemon *dm)
 	 * own that it reuses, so it gets immediate writes */
 	if (!dm->dev.fault)
 		emu_xport_rx_batch(&dm->dev, true);
+	/* the burst's mbuf headers (both lines: nb_segs, next) come in
+	 * together, and each zero-copy frame's second segment one frame
+	 * ahead, instead of one dependent miss after another */
+	for (uint16_t i = 0; i < n; i++) {
+		rte_prefetch0(m[i]);
+		rte_prefetch0(&m[i]->next);
+	}
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *b = m[i];
+		if (i + 1 < n && m[i + 1]->next) {
+			rte_prefetch0(m[i + 1]->next);
+			rte_prefetch0(&m[i + 1]->next->next);
+		}
 		if (b->nb_segs == 1)
 			emu_port_rx_frame(&dm->dev, rte_pktmbuf_mtod(b, const uint8_t *), b->data_len);
 		else if (!emu_port_rx_segs(&dm->dev, b))
