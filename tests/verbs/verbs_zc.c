@@ -6,6 +6,7 @@
  * and the lifetime of a mapping that frames in flight still point into:
  * deregistration and client exit with frames queued. */
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 
 #include "vt.h"
@@ -384,6 +385,45 @@ static void case_kill(void)
 	stats(&p);
 }
 
+/* The source MR's file shrunk before its frames are placed (a hostile
+ * client): the frames point at pages that no longer exist, the receiver's
+ * placement faults inside the guarded copy and the WRITE fails; the daemon
+ * lives on. With --no-zc the gather fails instead: either way an error. */
+static void case_truncate_src(void)
+{
+	struct end e[2];
+	struct ibv_wc wc;
+
+	seed_init();
+	pair_open(e);
+	int fd = memfd_create("vt-zc-trunc", MFD_CLOEXEC);
+	CHECK(fd >= 0 && !ftruncate(fd, 65536));
+	uint8_t *p = mmap(NULL, 65536, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	CHECK(p != MAP_FAILED);
+	memset(p, 0x5a, 65536);
+	struct ibv_mr *mr = ibv_reg_mr(e[0].pd, p, 65536, ZACC);
+	CHECK(mr);
+	CHECK(!ftruncate(fd, 0)); /* the application must not touch p now */
+	struct ibv_sge sg = { (uintptr_t)p, 65536, mr->lkey };
+	struct ibv_send_wr w = { .wr_id = 5, .sg_list = &sg, .num_sge = 1,
+				 .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED }, *bad;
+	w.wr.rdma.remote_addr = (uintptr_t)e[1].buf;
+	w.wr.rdma.rkey = e[1].mr->rkey;
+	CHECK(!ibv_post_send(e[0].qp, &w, &bad));
+	vt_poll_n(e[0].cq, 1, &wc);
+	fprintf(stderr, "WRITE from a shrunk file: %s\n", ibv_wc_status_str(wc.status));
+	CHECK(wc.status != IBV_WC_SUCCESS);
+	CHECK(!ibv_dereg_mr(mr));
+	munmap(p, 65536);
+	close(fd);
+	end_close(&e[0]);
+	end_close(&e[1]);
+	pair_open(e);
+	one(&e[0], &e[1], IBV_WR_RDMA_WRITE, 65536 + 9);
+	end_close(&e[0]);
+	end_close(&e[1]);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct vt_case cases[] = {
@@ -391,6 +431,7 @@ int main(int argc, char **argv)
 		{ "dereg_src", case_dereg_src },
 		{ "dereg_dst", case_dereg_dst },
 		{ "kill", case_kill },
+		{ "truncate_src", case_truncate_src },
 	};
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
