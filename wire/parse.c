@@ -129,7 +129,7 @@ static enum wire_reason parse_ipv4(const uint8_t *l3, size_t avail, size_t off,
 
 /* IPv6 header (no extension headers for RoCEv2) and UDP header. */
 static enum wire_reason parse_ipv6(const uint8_t *l3, size_t avail, size_t off,
-				   struct wire_pkt *p, size_t *iphl, size_t *ip_end)
+				   struct wire_pkt *p, size_t *iphl, size_t *ip_end, size_t ext_avail)
 {
 	enum wire_reason r;
 
@@ -147,7 +147,7 @@ static enum wire_reason parse_ipv6(const uint8_t *l3, size_t avail, size_t off,
 	wire_gid_from_ipv6(&p->ip.dst, l3 + 24);
 	if (l3[6] != WIRE_IPPROTO_UDP) {
 		if (ipv6_is_ext(l3[6]))
-			return ipv6_ext_reason(l3, avail, l3[6]);
+			return ipv6_ext_reason(l3, ext_avail, l3[6]);
 		return WIRE_R_NOT_UDP;
 	}
 	if (avail < WIRE_IPV6_LEN + WIRE_UDP_LEN)
@@ -308,7 +308,11 @@ static enum wire_reason parse_l3(const uint8_t *base, size_t len, size_t off,
 	if (want_version == 4)
 		r = parse_ipv4(l3, avail, off, flags, p, &iphl, &ip_end);
 	else
-		r = parse_ipv6(l3, avail, off, p, &iphl, &ip_end);
+		/* headers only: the walk of a chain (other traffic) stays
+		 * within what may be read */
+		r = parse_ipv6(l3, avail, off, p, &iphl, &ip_end,
+			       (flags & WIRE_PARSE_HDRS_ONLY) && avail > WIRE_HDRS_MAX - off
+				       ? WIRE_HDRS_MAX - off : avail);
 	if (r != WIRE_OK)
 		return r;
 	/* From here on the packet is RoCEv2. */

@@ -77,7 +77,9 @@ enum wire_parse_flag {
 	 *  WIRE_HDRS_MAX readable bytes), @p len is the whole frame's length;
 	 *  payload, pad and ICRC are elsewhere and not read (implies NO_ICRC,
 	 *  no UDP checksum): payload points where a contiguous frame's would
-	 *  start, pad_bytes and icrc are left 0 for the caller to fill. */
+	 *  start, pad_bytes and icrc are left 0 for the caller to fill. A
+	 *  frame it rejects may get another reason than the full parse gives
+	 *  (an IPv6 extension chain is walked only within WIRE_HDRS_MAX). */
 	WIRE_PARSE_HDRS_ONLY    = 1u << 3,
 };
 /** Bytes from a frame's start that hold every header of any RoCEv2 frame
