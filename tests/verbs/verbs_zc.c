@@ -15,21 +15,6 @@
 #define ZBUF (1u << 20)
 #define ZACC (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
 
-static unsigned seed;
-
-static uint32_t rnd(void)
-{
-	seed = seed * 1103515245u + 12345u;
-	return seed >> 8;
-}
-
-static void seed_init(void)
-{
-	const char *e = getenv("VT_SEED");
-
-	seed = e ? (unsigned)strtoul(e, NULL, 0) : (unsigned)time(NULL);
-	fprintf(stderr, "seed %u (VT_SEED= to repeat)\n", seed);
-}
 
 /* One side: a context (VT_DEV_A / VT_DEV_B, default uroce0), a 1 MiB
  * buffer registered whole (malloc'd memory: the shim moves it onto a
@@ -100,32 +85,8 @@ static void end_open(struct end *e, const char *name)
 
 static void end_connect(struct end *e, const struct end *peer)
 {
-	struct ibv_qp_attr m;
-
-	memset(&m, 0, sizeof(m));
-	m.qp_state = IBV_QPS_RTR;
-	m.path_mtu = e->mtu < peer->mtu ? e->mtu : peer->mtu;
-	m.dest_qp_num = peer->qp->qp_num;
-	m.rq_psn = 1;
-	m.max_dest_rd_atomic = 4;
-	m.min_rnr_timer = 1;
-	m.ah_attr.is_global = 1;
-	m.ah_attr.grh.dgid = peer->gid;
-	m.ah_attr.grh.sgid_index = (uint8_t)e->gid_idx;
-	m.ah_attr.grh.hop_limit = 64;
-	m.ah_attr.port_num = 1;
-	CHECK(!ibv_modify_qp(e->qp, &m, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			     IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			     IBV_QP_MIN_RNR_TIMER));
-	memset(&m, 0, sizeof(m));
-	m.qp_state = IBV_QPS_RTS;
-	m.sq_psn = 1;
-	m.timeout = 14;
-	m.retry_cnt = 7;
-	m.rnr_retry = 7;
-	m.max_rd_atomic = 4;
-	CHECK(!ibv_modify_qp(e->qp, &m, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC));
+	vt_qp_up(e->qp, e->mtu < peer->mtu ? e->mtu : peer->mtu, peer->qp->qp_num, &peer->gid,
+		 e->gid_idx);
 }
 
 static void end_close(struct end *e)
@@ -155,20 +116,20 @@ static void pair_open(struct end e[2])
 static int sges(struct end *e, uint32_t off, uint32_t len, bool part, struct ibv_sge *sg,
 		uint8_t **addr)
 {
-	unsigned n = 1 + rnd() % 4, k = 0, pk = part ? rnd() % n : 99;
+	unsigned n = 1 + vt_rnd() % 4, k = 0, pk = part ? vt_rnd() % n : 99;
 	uint32_t left = len, pos = off;
 
 	for (unsigned i = 0; i < n && left; i++) {
-		uint32_t l = i == n - 1 ? left : (left > 1 ? 1 + rnd() % left : left);
+		uint32_t l = i == n - 1 ? left : (left > 1 ? 1 + vt_rnd() % left : left);
 
 		if (l > left)
 			l = left;
 		if (i == pk && l <= PART_LEN) {
-			uint32_t po = rnd() % (PART_LEN - l + 1);
+			uint32_t po = vt_rnd() % (PART_LEN - l + 1);
 			sg[k] = (struct ibv_sge){ (uintptr_t)e->side + PART_OFF + po, l, e->part->lkey };
 		} else {
 			sg[k] = (struct ibv_sge){ (uintptr_t)e->buf + pos, l, e->mr->lkey };
-			pos += l + rnd() % 64;
+			pos += l + vt_rnd() % 64;
 		}
 		for (uint32_t b = 0; b < l; b++)
 			*addr++ = (uint8_t *)(uintptr_t)sg[k].addr + b;
@@ -201,15 +162,15 @@ static void one(struct end *s, struct end *d, enum ibv_wr_opcode op, uint32_t le
 {
 	static uint8_t *la[ZBUF], *ra[ZBUF];
 	struct ibv_sge ls[4], rs[4];
-	uint32_t loff = 1 + rnd() % 8192, roff = 1 + rnd() % 8192; /* a guard byte before */
-	bool part = len <= PART_LEN && rnd() % 2;
+	uint32_t loff = 1 + vt_rnd() % 8192, roff = 1 + vt_rnd() % 8192; /* a guard byte before */
+	bool part = len <= PART_LEN && vt_rnd() % 2;
 	int nl = sges(s, loff, len, part, ls, la);
 	/* READ: the local SGEs are written, the remote range read */
 	uint8_t **src = op == IBV_WR_RDMA_READ ? ra : la, **dst = op == IBV_WR_RDMA_READ ? la : ra;
 	int nr = 0;
 
 	if (op == IBV_WR_SEND) {
-		nr = sges(d, roff, len, rnd() % 2, rs, ra);
+		nr = sges(d, roff, len, vt_rnd() % 2, rs, ra);
 		struct ibv_recv_wr rw = { .wr_id = 1, .sg_list = rs, .num_sge = nr }, *rb;
 		CHECK(!ibv_post_recv(d->qp, &rw, &rb));
 	} else {
@@ -217,7 +178,7 @@ static void one(struct end *s, struct end *d, enum ibv_wr_opcode op, uint32_t le
 			ra[b] = d->buf + roff + b;
 	}
 	for (uint32_t b = 0; b < len; b++) {
-		*src[b] = (uint8_t)rnd();
+		*src[b] = (uint8_t)vt_rnd();
 		*dst[b] = (uint8_t)~*src[b];
 	}
 	uint8_t guard_lo = *(dst[0] - 1), guard_hi = *(dst[len - 1] + 1);
@@ -262,12 +223,12 @@ static void case_integrity(void)
 	struct uroce_port_stats p0, p1;
 	struct end e[2];
 
-	seed_init();
+	(void)vt_seed();
 	pair_open(e);
 	stats(&p0);
 	for (unsigned r = 0; r < 3 * 2 * (sizeof(lens) / sizeof(lens[0]) + 6); r++) {
 		unsigned li = r / 6;
-		uint32_t len = li < sizeof(lens) / sizeof(lens[0]) ? lens[li] : 1 + rnd() % 300000;
+		uint32_t len = li < sizeof(lens) / sizeof(lens[0]) ? lens[li] : 1 + vt_rnd() % 300000;
 
 		one(&e[r & 1], &e[!(r & 1)], ops[(r >> 1) % 3], len);
 	}
@@ -299,12 +260,12 @@ static void dereg(bool src)
 	struct ibv_wc wc;
 	static uint8_t snap[ZBUF];
 
-	seed_init();
+	(void)vt_seed();
 	pair_open(e);
 	stats(&p0);
 	for (unsigned round = 0; round < 4; round++) {
 		for (uint32_t i = 0; i < K * 65536; i++)
-			e[0].buf[i % ZBUF] = (uint8_t)rnd();
+			e[0].buf[i % ZBUF] = (uint8_t)vt_rnd();
 		for (int i = 0; i < K; i++) {
 			struct ibv_sge sg = { (uintptr_t)e[0].buf + (i * 65536u) % ZBUF, 65536,
 					      e[0].mr->lkey };
@@ -350,7 +311,7 @@ static void case_dereg_dst(void) { dereg(false); }
  * serves the next client. */
 static void case_kill(void)
 {
-	seed_init();
+	(void)vt_seed();
 	for (unsigned round = 0; round < 4; round++) {
 		pid_t pid = fork();
 
@@ -394,7 +355,7 @@ static void case_truncate_src(void)
 	struct end e[2];
 	struct ibv_wc wc;
 
-	seed_init();
+	(void)vt_seed();
 	pair_open(e);
 	int fd = memfd_create("vt-zc-trunc", MFD_CLOEXEC);
 	CHECK(fd >= 0 && !ftruncate(fd, 65536));

@@ -17,13 +17,11 @@ each received from its segments.
 Each case starts its own uroced (private UROCE_RUN_DIR) and stops it.
 Exit 0 pass, 77 skip, 1 fail."""
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from icrc_skip import Daemon, pcap_valid, traffic  # noqa: E402
+from icrc_skip import Daemon, pcap_valid, run_cases, traffic  # noqa: E402
 
 TOOLS = {}
 
@@ -86,23 +84,8 @@ CASES = {'loop-pcap': case_loop_pcap, 'ctl-capture': case_ctl_capture,
 def main():
     uroced = sys.argv[1]
     TOOLS.update(zc=sys.argv[2], stat=sys.argv[3], ctl=sys.argv[4], pcap=sys.argv[5])
-    names = sys.argv[6:] or list(CASES)
-    if not os.access(uroced, os.X_OK):
-        return 77
-    tmp = tempfile.mkdtemp(prefix='uroce-zc-cap-')
-    failed = 0
-    try:
-        for n in names:
-            try:
-                ok = CASES[n](uroced, tmp)
-            except (RuntimeError, subprocess.TimeoutExpired) as e:
-                print('error:', e)
-                ok = False
-            print('%s %s' % ('ok  ' if ok else 'FAIL', n))
-            failed += not ok
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return 1 if failed else 0
+    return run_cases(uroced, sys.argv[6:] or list(CASES), lambda n, tmp: CASES[n](uroced, tmp),
+                     'uroce-zc-cap-')
 
 
 if __name__ == '__main__':
