@@ -112,14 +112,21 @@ def build_tools(build, tmp):
     return out
 
 
-def mr_counts(build, d):
-    """The daemon's (mr_mapped, mr_syscall) port counters, or None."""
+def port_counts(build, d, names):
+    """The daemon's port counters of these names ({} if uroce-stat failed):
+    the first line of each name is the port's (the QPs' follow)."""
     out = run_app([os.path.join(build, "tools/ctl/uroce-stat"), "-r", d.run], cpu=None)
     c = {}
     for line in out.splitlines():
         f = line.split()
-        if len(f) == 2 and f[0] in ("mr_mapped", "mr_syscall"):
+        if len(f) == 2 and f[0] in names and f[0] not in c:
             c[f[0]] = int(f[1])
+    return c
+
+
+def mr_counts(build, d):
+    """The daemon's (mr_mapped, mr_syscall) port counters, or None."""
+    c = port_counts(build, d, ("mr_mapped", "mr_syscall"))
     return (c["mr_mapped"], c["mr_syscall"]) if len(c) == 2 else None
 
 
@@ -195,6 +202,7 @@ def main():
             lat_sizes = [8, 64, 512, 4096, 16384, 65536] if q < 2 else [8]
             bw_sizes = [4096, 16384, 65536, 262144, 1048576] if q < 2 else [65536]
             c0 = mr_counts(build, d)
+            z0 = port_counts(build, d, ("tx_bytes", "tx_zc_bytes"))
             R["lat"] = {}
             for op in ("send", "write"):
                 for s in lat_sizes:
@@ -211,6 +219,10 @@ def main():
             c1 = mr_counts(build, d)
             if c0 and c1 and sum(c1) > sum(c0):
                 R["mr_mapped_share"] = (c1[0] - c0[0]) / (sum(c1) - sum(c0))
+            z1 = port_counts(build, d, ("tx_bytes", "tx_zc_bytes"))
+            if len(z0) == len(z1) == 2 and z1["tx_bytes"] > z0["tx_bytes"]:
+                R["tx_zc_share"] = ((z1["tx_zc_bytes"] - z0["tx_zc_bytes"]) /
+                                    (z1["tx_bytes"] - z0["tx_bytes"]))
             if q < 2:
                 # the same figures without daemon-mapped MRs, same daemon, same run
                 nm = dict(env, UROCE_MAP_MR="0")
@@ -240,6 +252,21 @@ def main():
                 }
             d.stop()
             daemons.remove(d)
+            if q < 2:
+                # the bandwidth and rate figures with every payload copied
+                # into its frame (--no-zc), same run
+                d = daemon(["--busy-poll", "--no-zc"])
+                env = app_env(build, d)
+                R["nozc"] = {"bw": {}}
+                for op in ("write", "read"):
+                    for s in (65536, 1048576):
+                        n = max(it(200000) * 4096 // s, 200)
+                        r = kv(ub("bw", op, s, n, 16), "bw_%s_%d" % (op, s))
+                        R["nozc"]["bw"]["%s_%d" % (op, s)] = r and r["MBps"]
+                r = kv(ub("rate", 64, it(2000000)), "rate_send_64")
+                R["nozc"]["rate_send_64_Mmsgps"] = r and r["Mmsgps"]
+                d.stop()
+                daemons.remove(d)
 
         # memory per QP and idle behaviour: default (sleeping) daemon
         # (the per-context and per-uid QP limits default to 1/16 and 1/4
@@ -346,6 +373,19 @@ def report(R):
         if v:
             rows.append(("  %s, UROCE_MAP_MR=0" % what, f(v, "%.0f MB/s"),
                          "%s x memcpy" % f(v / mc if mc else None, "%.3f")))
+    v = R.get("tx_zc_share")
+    rows.append(("bytes sent without a copy (zero-copy TX)", f(v * 100 if v is not None else None,
+                                                              "%.1f %%"), "of all bytes sent"))
+    nz = R.get("nozc") or {}
+    for k, what in (("write_65536", "WRITE 64 KB"), ("read_65536", "READ 64 KB"),
+                    ("write_1048576", "WRITE 1 MB"), ("read_1048576", "READ 1 MB")):
+        v = g(nz, "bw", k)
+        if v:
+            rows.append(("  %s, --no-zc" % what, f(v, "%.0f MB/s"),
+                         "%s x memcpy" % f(v / mc if mc else None, "%.3f")))
+    if nz.get("rate_send_64_Mmsgps"):
+        rows.append(("  SEND 64 B message rate, --no-zc", f(nz["rate_send_64_Mmsgps"], "%.3f M/s"),
+                     ""))
     rows.append(("idle daemon CPU", f(R.get("idle_cpu_pct"), "%.2f %%"), "target < 1 %"))
     v = g(R, "wake", "p50")
     rows.append(("round trip after 2 ms idle (wake), p50", f(v, "%.0f ns"),

@@ -129,7 +129,7 @@ static enum wire_reason parse_ipv4(const uint8_t *l3, size_t avail, size_t off,
 
 /* IPv6 header (no extension headers for RoCEv2) and UDP header. */
 static enum wire_reason parse_ipv6(const uint8_t *l3, size_t avail, size_t off,
-				   struct wire_pkt *p, size_t *iphl, size_t *ip_end)
+				   struct wire_pkt *p, size_t *iphl, size_t *ip_end, size_t ext_avail)
 {
 	enum wire_reason r;
 
@@ -147,7 +147,7 @@ static enum wire_reason parse_ipv6(const uint8_t *l3, size_t avail, size_t off,
 	wire_gid_from_ipv6(&p->ip.dst, l3 + 24);
 	if (l3[6] != WIRE_IPPROTO_UDP) {
 		if (ipv6_is_ext(l3[6]))
-			return ipv6_ext_reason(l3, avail, l3[6]);
+			return ipv6_ext_reason(l3, ext_avail, l3[6]);
 		return WIRE_R_NOT_UDP;
 	}
 	if (avail < WIRE_IPV6_LEN + WIRE_UDP_LEN)
@@ -196,7 +196,7 @@ static void parse_ext_hdrs(const uint8_t *bth, const struct wire_opcode_info *op
 /* Payload and pad; body = payload + pad bytes after the headers. */
 static enum wire_reason parse_payload(const uint8_t *base, size_t body,
 				      const struct wire_opcode_info *op,
-				      struct wire_pkt *p)
+				      struct wire_pkt *p, bool pad_here)
 {
 	uint8_t pad = p->bth.pad;
 
@@ -223,7 +223,8 @@ static enum wire_reason parse_payload(const uint8_t *base, size_t body,
 	 * frame through that no rebuild reproduces. */
 	if (pad != wire_pad(p->payload_len))
 		return WIRE_R_PAD;
-	memcpy(p->pad_bytes, p->payload + p->payload_len, pad);
+	if (pad_here)
+		memcpy(p->pad_bytes, p->payload + p->payload_len, pad);
 	if ((op->flags & WIRE_OPF_PAYLOAD_REQUIRED) && p->payload_len == 0)
 		return WIRE_R_PAYLOAD_MISSING;
 	return WIRE_OK;
@@ -241,7 +242,7 @@ static enum wire_reason parse_roce(const uint8_t *base, size_t len, size_t off,
 
 	if (p->udp.len != udp_len)
 		return WIRE_R_UDP_LEN;
-	if ((flags & WIRE_PARSE_UDP_CSUM) && p->udp.csum != 0) {
+	if ((flags & WIRE_PARSE_UDP_CSUM) && !(flags & WIRE_PARSE_HDRS_ONLY) && p->udp.csum != 0) {
 		/* Summing the whole datagram, checksum field included, gives
 		 * all-ones for a correct checksum; recompute instead so the
 		 * same helper serves the builder. */
@@ -260,7 +261,10 @@ static enum wire_reason parse_roce(const uint8_t *base, size_t len, size_t off,
 	wire_bth_decode(bth, &p->bth);
 	p->op = wire_opcode_info(p->bth.opcode);
 	p->icrc_off = p->frame_len - WIRE_ICRC_LEN;
-	p->icrc = wire_icrc_get(base + p->icrc_off);
+	if (flags & WIRE_PARSE_HDRS_ONLY)
+		flags |= WIRE_PARSE_NO_ICRC; /* the ICRC is not here */
+	else
+		p->icrc = wire_icrc_get(base + p->icrc_off);
 	if (!(flags & WIRE_PARSE_NO_ICRC)) {
 		uint32_t v = 0;
 
@@ -278,7 +282,8 @@ static enum wire_reason parse_roce(const uint8_t *base, size_t len, size_t off,
 	if (tlen < (size_t)op->hdr_len + WIRE_ICRC_LEN)
 		return WIRE_R_TRUNC_EXT;
 	parse_ext_hdrs(bth, op, p);
-	return parse_payload(base, tlen - op->hdr_len - WIRE_ICRC_LEN, op, p);
+	return parse_payload(base, tlen - op->hdr_len - WIRE_ICRC_LEN, op, p,
+			     !(flags & WIRE_PARSE_HDRS_ONLY));
 }
 
 /* Parse from the IP header at base + off; avail = len - off. On return the
@@ -303,7 +308,11 @@ static enum wire_reason parse_l3(const uint8_t *base, size_t len, size_t off,
 	if (want_version == 4)
 		r = parse_ipv4(l3, avail, off, flags, p, &iphl, &ip_end);
 	else
-		r = parse_ipv6(l3, avail, off, p, &iphl, &ip_end);
+		/* headers only: the walk of a chain (other traffic) stays
+		 * within what may be read */
+		r = parse_ipv6(l3, avail, off, p, &iphl, &ip_end,
+			       (flags & WIRE_PARSE_HDRS_ONLY) && avail > WIRE_HDRS_MAX - off
+				       ? WIRE_HDRS_MAX - off : avail);
 	if (r != WIRE_OK)
 		return r;
 	/* From here on the packet is RoCEv2. */

@@ -73,7 +73,19 @@ enum wire_parse_flag {
 	WIRE_PARSE_NO_ICRC      = 1u << 0, /**< skip ICRC verification (icrc_ok stays false) */
 	WIRE_PARSE_NO_IPV4_CSUM = 1u << 1, /**< skip the IPv4 header checksum (offloaded) */
 	WIRE_PARSE_UDP_CSUM     = 1u << 2, /**< verify a non-zero UDP checksum */
+	/** The frame is in pieces: @p frame holds every header (and at least
+	 *  WIRE_HDRS_MAX readable bytes), @p len is the whole frame's length;
+	 *  payload, pad and ICRC are elsewhere and not read (implies NO_ICRC,
+	 *  no UDP checksum): payload points where a contiguous frame's would
+	 *  start, pad_bytes and icrc are left 0 for the caller to fill. A
+	 *  frame it rejects may get another reason than the full parse gives
+	 *  (an IPv6 extension chain is walked only within WIRE_HDRS_MAX). */
+	WIRE_PARSE_HDRS_ONLY    = 1u << 3,
 };
+/** Bytes from a frame's start that hold every header of any RoCEv2 frame
+ *  (Ethernet with VLAN, IPv4 with options or IPv6, UDP, BTH and the
+ *  longest extension headers): what WIRE_PARSE_HDRS_ONLY may read. */
+#define WIRE_HDRS_MAX 160u
 
 /** Build flags (wire_build()). 0 = compute everything. The KEEP flags exist so
  *  tests and fuzzers can produce deliberately wrong frames. */

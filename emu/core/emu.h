@@ -178,11 +178,13 @@ static inline uint64_t emu_mr_lbase(const struct emu_mr *mr)
 
 /* A piece of an MR mapped into the daemon (mrmap.c): client addresses
  * [addr, addr + len) are base[0 .. len) here. */
+struct emu_mrmap_hold;
 struct emu_mrmap {
 	uint64_t addr, len;
 	uint8_t *base;
-	void *map;          /* what to munmap */
-	size_t maplen;
+	/* the mapping (what to munmap, and the references on it: frames
+	 * sent zero-copy point into it); NULL for device memory */
+	struct emu_mrmap_hold *hold;
 	struct emu_mr *mr;
 	bool writable;
 };
@@ -428,13 +430,26 @@ struct emu_txbuf {
 
 /* Packet I/O of a port. tx_alloc gives a buffer of at least the Ethernet
  * MTU + headers (0 or -ENOBUFS); tx_send queues it (ownership passes);
- * tx_free returns an unused one; tx_flush pushes queued frames out. */
+ * tx_free returns an unused one; tx_flush pushes queued frames out.
+ * tx_send_ext (optional, ports that chain buffers: d->tx_zc) queues a
+ * frame of b's first hl bytes, then len bytes at ext inside the mapping
+ * h (a reference taken until the port frees the frame, emu_mrmap_get),
+ * then tl trailer bytes; 0, or -ENOBUFS with nothing queued and b still
+ * the caller's. */
+struct emu_mrmap_hold;
 struct emu_port_ops {
 	int (*tx_alloc)(struct emu_dev *d, struct emu_txbuf *b);
 	void (*tx_send)(struct emu_dev *d, struct emu_txbuf *b, uint32_t len);
 	void (*tx_free)(struct emu_dev *d, struct emu_txbuf *b);
 	void (*tx_flush)(struct emu_dev *d);
+	int (*tx_send_ext)(struct emu_dev *d, struct emu_txbuf *b, uint32_t hl,
+			   const uint8_t *ext, uint32_t len, struct emu_mrmap_hold *h,
+			   const uint8_t *trailer, uint32_t tl);
+	/* optional: a buffer of at least EMU_TX_SMALL bytes (ACKs, small
+	 * messages, the headers of a zero-copy frame); 0 or -ENOBUFS */
+	int (*tx_alloc_small)(struct emu_dev *d, struct emu_txbuf *b);
 };
+#define EMU_TX_SMALL 256u
 
 /* QP1 (GSI) of a device: packets to QPN 1 and the timers of the CM
  * engine (emu/cm/ibcm.c), which sets these; NULL = QP1 packets are
@@ -479,6 +494,11 @@ struct emu_port_counters {
 	uint64_t icrc_skipped; /* frames whose ICRC work the internal ring skipped */
 	uint64_t mr_mapped;   /* payload pieces moved by memcpy through a mapped MR */
 	uint64_t mr_syscall;  /* ... through the client's /proc/<pid>/mem */
+	uint64_t tx_zc, tx_zc_bytes; /* frames whose payload went out of a mapped MR
+				      * without a copy, and those payload bytes */
+	uint64_t rx_seg;      /* multi-segment frames placed from their segments */
+	uint64_t rx_lin;      /* ... copied into one buffer first (capture, faults, odd layouts) */
+	uint64_t zc_unmap_deferred; /* MR unmaps that waited for frames in flight */
 };
 
 /* What the core asks of the layers above it, per device: the transport's
@@ -541,6 +561,9 @@ struct emu_dev {
 	 * capture or fault injection needs a valid ICRC: frames are sent with
 	 * ICRC 0 and received unverified (set by the daemon, emu_icrc_plan) */
 	bool icrc_tx_skip, icrc_rx_skip;
+	/* the port sends payload pieces of mapped MRs as buffers of their
+	 * own (ops->tx_send_ext); used while icrc_tx_skip holds */
+	bool tx_zc;
 	struct emu_evq *evq_pend;     /* event pipes with a backlog */
 	uint16_t ip_id;               /* next IPv4 identification */
 	struct ibv_device_attr dev_attr;
@@ -646,6 +669,17 @@ uint8_t *emu_mrmap_find(const struct emu_ctx *c, uint64_t addr, uint64_t len, bo
  * len) to the files behind them (msync MS_SYNC): a persistent FLUSH.
  * Memory it does not map has no file of its own to write back. 0 or -errno. */
 int emu_mrmap_persist(const struct emu_ctx *c, uint64_t addr, uint64_t len);
+/* Zero-copy TX (docs/performance.md): the daemon address of client
+ * [addr, addr + len) of c if one mapped piece of a file (not device
+ * memory) holds it, and *h the mapping it lies in; else NULL. A frame that
+ * points into it takes a reference (emu_mrmap_get) and drops it when the
+ * port has let go of it (emu_mrmap_put, from any thread): the mapping is
+ * unmapped at the last put, so a deregistration or a client's exit waits
+ * for the frames in flight without blocking anything. */
+const uint8_t *emu_mrmap_find_held(const struct emu_ctx *c, uint64_t addr, uint64_t len,
+				   struct emu_mrmap_hold **h);
+void emu_mrmap_get(struct emu_mrmap_hold *h);
+void emu_mrmap_put(struct emu_mrmap_hold *h);
 /* memcpy that turns a SIGBUS (a client shrank a mapped file) into -EFAULT */
 int emu_mrmap_copy(void *dst, const void *src, size_t n);
 /* Stall guard (mem.c, docs/security.md): an engine thread publishes each

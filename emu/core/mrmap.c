@@ -93,12 +93,37 @@ int emu_mrmap_copy(void *dst, const void *src, size_t n)
 	return 0;
 }
 
+/* ---------------- the mapping and its references ---------------- */
+
+/* refs: one for the registration (dropped at emu_mr_unmap) and one per
+ * frame in flight that points into it; the port frees frames on its own
+ * engine thread or, on a link:NAME pair, on the peer's: atomic. */
+struct emu_mrmap_hold {
+	uint32_t refs;
+	void *map;
+	size_t maplen;
+};
+
+void emu_mrmap_get(struct emu_mrmap_hold *h)
+{
+	__atomic_add_fetch(&h->refs, 1, __ATOMIC_RELAXED);
+}
+
+void emu_mrmap_put(struct emu_mrmap_hold *h)
+{
+	if (__atomic_sub_fetch(&h->refs, 1, __ATOMIC_ACQ_REL))
+		return;
+	munmap(h->map, h->maplen);
+	free(h);
+}
+
 /* ---------------- lookup ---------------- */
 
-/* Daemon address of [addr, addr + len) if one mapped piece holds all of
- * it (writable if write), else NULL. Pieces are sorted by start; the few
- * that begin at or before addr are the candidates. */
-uint8_t *emu_mrmap_find(const struct emu_ctx *c, uint64_t addr, uint64_t len, bool write)
+/* The piece that holds all of [addr, addr + len) (writable if write), or
+ * NULL. Pieces are sorted by start; the few that begin at or before addr
+ * are the candidates. */
+static const struct emu_mrmap *emu_mrmap_piece(const struct emu_ctx *c, uint64_t addr,
+					       uint64_t len, bool write)
 {
 	uint32_t lo = 0, hi = c->nmaps;
 
@@ -115,9 +140,27 @@ uint8_t *emu_mrmap_find(const struct emu_ctx *c, uint64_t addr, uint64_t len, bo
 
 		if (addr - m->addr <= m->len && len <= m->len - (addr - m->addr) &&
 		    (!write || m->writable))
-			return m->base + (addr - m->addr);
+			return m;
 	}
 	return NULL;
+}
+
+uint8_t *emu_mrmap_find(const struct emu_ctx *c, uint64_t addr, uint64_t len, bool write)
+{
+	const struct emu_mrmap *m = emu_mrmap_piece(c, addr, len, write);
+
+	return m ? m->base + (addr - m->addr) : NULL;
+}
+
+const uint8_t *emu_mrmap_find_held(const struct emu_ctx *c, uint64_t addr, uint64_t len,
+				   struct emu_mrmap_hold **h)
+{
+	const struct emu_mrmap *m = emu_mrmap_piece(c, addr, len, false);
+
+	if (!m || !m->hold)
+		return NULL;
+	*h = m->hold;
+	return m->base + (addr - m->addr);
 }
 
 int emu_mrmap_persist(const struct emu_ctx *c, uint64_t addr, uint64_t len)
@@ -304,16 +347,21 @@ int emu_mr_map(struct emu_ctx *c, const struct uroce_map_mr_req *q, int fd)
 	if (delta + q->length < delta || delta + q->length > SIZE_MAX - align)
 		return -EINVAL;
 	size_t mlen = (size_t)((delta + q->length + align - 1) & ~(align - 1));
+	struct emu_mrmap_hold *h = malloc(sizeof(*h));
+	if (!h)
+		return -ENOMEM;
 	void *p = mmap(NULL, mlen, PROT_READ | (wr ? PROT_WRITE : 0), MAP_SHARED, fd, (off_t)moff);
-	if (p == MAP_FAILED)
+	if (p == MAP_FAILED) {
+		free(h);
 		return -errno;
+	}
+	*h = (struct emu_mrmap_hold){ .refs = 1, .map = p, .maplen = mlen };
 	pthread_once(&emu_bus_once, emu_bus_install);
 	emu_mrmap_populate(p, mlen, wr, align);
 	m = (struct emu_mrmap){ .mr = mr, .addr = q->addr, .len = q->length,
-				.base = (uint8_t *)p + delta, .map = p, .maplen = mlen,
-				.writable = wr };
+				.base = (uint8_t *)p + delta, .hold = h, .writable = wr };
 	if ((rc = emu_mrmap_insert(c, &m))) {
-		munmap(p, mlen);
+		emu_mrmap_put(h);
 		return rc;
 	}
 	mr->nmaps++;
@@ -343,8 +391,16 @@ void emu_mr_unmap(struct emu_mr *mr)
 		return;
 	for (i = 0; i < c->nmaps; i++) {
 		if (c->maps[i].mr == mr) {
-			if (c->maps[i].map) /* none: device memory, the DM's own */
-				munmap(c->maps[i].map, c->maps[i].maplen);
+			struct emu_mrmap_hold *h = c->maps[i].hold;
+
+			/* none: device memory, the DM's own; frames still
+			 * pointing into it keep it mapped until they are freed
+			 * (nothing new reaches it: the MR's epoch moved) */
+			if (h) {
+				if (__atomic_load_n(&h->refs, __ATOMIC_ACQUIRE) > 1)
+					c->dev->cnt.zc_unmap_deferred++;
+				emu_mrmap_put(h);
+			}
 			c->dev->nmrmaps--;
 			continue;
 		}

@@ -13,6 +13,11 @@
 
 #define EMU_MAX_DEVS 8
 #define EMU_NB_MBUF 8191 /* mbufs per device */
+/* Ring ports' small mbufs (port_dpdk.c): data room past the headroom, and
+ * how many: two per zero-copy frame and one per small frame; when they run
+ * out, payloads are copied and small frames take full mbufs */
+#define EMU_SM_ROOM 256u
+#define EMU_NB_SM_MBUF EMU_NB_MBUF
 
 /* Options of one device (global ones are copied into every device's). */
 struct emu_opts {
@@ -31,6 +36,7 @@ struct emu_opts {
 	union ibv_gid ips[UROCE_MAX_GIDS - 1];
 	uint32_t nips;
 	bool busy_poll;
+	bool no_zc;               /* --no-zc: no zero-copy TX (port_dpdk.c) */
 	bool fault_set;
 	struct emu_fault_cfg fault;
 	uint32_t spin_us;         /* empty-loop time before sleeping */

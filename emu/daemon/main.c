@@ -66,6 +66,8 @@ static void emu_usage(FILE *f)
 		"  --allow-gid G     members of this group may connect, repeatable\n"
 		"  --busy-poll       never sleep (benchmarks); default: adaptive (spin, yield, sleep)\n"
 		"  --spin-us N       idle spin before sleeping (default 50)\n"
+		"  --no-zc           copy every payload into its frame (default: large pieces of\n"
+		"                    mapped MRs leave without a copy on ring ports)\n"
 		"  --eal \"ARGS\"      extra EAL arguments\n"
 		"  --log-level L     DPDK log level (default notice)\n"
 		"  --fault SPEC      on every device's RX:\n"
@@ -286,7 +288,7 @@ static void emu_opts_default(struct emu_opts *o, unsigned idx)
 enum { O_DEV = 256, O_PORT, O_IP, O_MAC, O_MTU, O_RUNDIR, O_BUSY, O_EAL, O_PCAP,
        O_FAULT, O_SPIN, O_LOG, O_CPU, O_HELP, O_STALL,
        O_SOCK_GROUP, O_SOCK_MODE, O_ALLOW_UID, O_ALLOW_GID, O_LIMIT, O_UID_LIMIT, O_SHARED,
-       O_DCQCN };
+       O_DCQCN, O_NO_ZC };
 
 static const struct option emu_long_opts[] = {
 	{ "dev", required_argument, NULL, O_DEV },
@@ -297,6 +299,7 @@ static const struct option emu_long_opts[] = {
 	{ "mtu", required_argument, NULL, O_MTU },
 	{ "run-dir", required_argument, NULL, O_RUNDIR },
 	{ "busy-poll", no_argument, NULL, O_BUSY },
+	{ "no-zc", no_argument, NULL, O_NO_ZC },
 	{ "spin-us", required_argument, NULL, O_SPIN },
 	{ "eal", required_argument, NULL, O_EAL },
 	{ "pcap", required_argument, NULL, O_PCAP },
@@ -372,6 +375,9 @@ static int emu_opt_global(struct emu_opts *g, int c, const char *v)
 	case O_BUSY:
 		g->busy_poll = true;
 		return 0;
+	case O_NO_ZC:
+		g->no_zc = true;
+		return 0;
 	case O_EAL:
 		if (strlen(v) >= sizeof(g->eal)) {
 			fprintf(stderr, "uroced: --eal too long\n");
@@ -418,6 +424,7 @@ static int emu_opts_complete(struct emu_opts *o, const struct emu_opts *g)
 	strcpy(o->eal, g->eal);
 	strcpy(o->log_level, g->log_level);
 	o->busy_poll = g->busy_poll;
+	o->no_zc = g->no_zc;
 	o->spin_us = g->spin_us;
 	o->mem_stall_ms = g->mem_stall_ms;
 	o->fault_set = g->fault_set;

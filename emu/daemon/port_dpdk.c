@@ -35,6 +35,15 @@
 struct emu_port {
 	struct rte_mempool *mp;    /* what we send */
 	struct rte_mempool *rx_mp; /* what the NIC fills; mp on ring ports */
+	/* small mbufs: the two more segments of a zero-copy frame (the
+	 * payload's, whose own room holds its rte_mbuf_ext_shared_info, and
+	 * pad + ICRC); NULL: no zero-copy TX on this port */
+	struct rte_mempool *sm_mp;
+	/* mbufs taken from the pools EMU_BURST at a time: one bulk call
+	 * resets their headers together (the misses overlap), and the next
+	 * one's data is prefetched while the current frame is built */
+	uint16_t nfree, nsm_free;
+	struct rte_mbuf *free[EMU_BURST], *sm_free[EMU_BURST];
 	struct rte_ring *ring;
 	uint16_t port;
 	uint32_t txq_head, txq_tail; /* backlog: [head, tail) */
@@ -42,17 +51,44 @@ struct emu_port {
 };
 
 
-static int emu_dpdk_tx_alloc(struct emu_dev *d, struct emu_txbuf *b)
+static struct rte_mbuf *emu_dpdk_mbuf(struct rte_mempool *mp, struct rte_mbuf **c,
+				      uint16_t *n)
 {
-	struct emu_port *p = d->port_priv;
-	struct rte_mbuf *m = rte_pktmbuf_alloc(p->mp);
+	if (!*n) {
+		if (rte_pktmbuf_alloc_bulk(mp, c, EMU_BURST))
+			return rte_pktmbuf_alloc(mp); /* the pool runs low: one */
+		*n = EMU_BURST;
+	}
+	struct rte_mbuf *m = c[--*n];
+	if (*n)
+		rte_prefetch0(rte_pktmbuf_mtod(c[*n - 1], void *));
+	return m;
+}
 
+static int emu_dpdk_txbuf(struct emu_txbuf *b, struct rte_mbuf *m)
+{
 	if (!m)
 		return -ENOBUFS;
 	b->priv = m;
 	b->data = rte_pktmbuf_mtod(m, uint8_t *);
 	b->cap = rte_pktmbuf_tailroom(m);
 	return 0;
+}
+
+static int emu_dpdk_tx_alloc(struct emu_dev *d, struct emu_txbuf *b)
+{
+	struct emu_port *p = d->port_priv;
+
+	return emu_dpdk_txbuf(b, emu_dpdk_mbuf(p->mp, p->free, &p->nfree));
+}
+
+static int emu_dpdk_tx_alloc_small(struct emu_dev *d, struct emu_txbuf *b)
+{
+	struct emu_port *p = d->port_priv;
+
+	if (!p->sm_mp)
+		return -ENOBUFS;
+	return emu_dpdk_txbuf(b, emu_dpdk_mbuf(p->sm_mp, p->sm_free, &p->nsm_free));
 }
 
 static void emu_dpdk_tx_flush(struct emu_dev *d)
@@ -75,6 +111,8 @@ static void emu_dpdk_tx_flush(struct emu_dev *d)
 	d->tx_backlog = p->txq_tail - p->txq_head;
 }
 
+static void emu_dpdk_txq_put(struct emu_dev *d, struct emu_port *p, struct rte_mbuf *m);
+
 static void emu_dpdk_tx_send(struct emu_dev *d, struct emu_txbuf *b, uint32_t len)
 {
 	struct emu_port *p = d->port_priv;
@@ -82,10 +120,59 @@ static void emu_dpdk_tx_send(struct emu_dev *d, struct emu_txbuf *b, uint32_t le
 
 	m->data_len = (uint16_t)len;
 	m->pkt_len = len;
+	emu_dpdk_txq_put(d, p, m);
+}
+
+static void emu_dpdk_txq_put(struct emu_dev *d, struct emu_port *p, struct rte_mbuf *m)
+{
 	p->txq[p->txq_tail++ & (EMU_TXQ_SIZE - 1)] = m;
 	d->tx_backlog = p->txq_tail - p->txq_head;
 	if (d->tx_backlog >= EMU_BURST)
 		emu_dpdk_tx_flush(d);
+}
+
+/* the port (or the receiver, on a ring port: possibly the other device
+ * of a link:NAME pair, on its own thread) let go of a zero-copy payload */
+static void emu_dpdk_zc_free(void *addr, void *opaque)
+{
+	(void)addr;
+	emu_mrmap_put(opaque);
+}
+
+static int emu_dpdk_tx_send_ext(struct emu_dev *d, struct emu_txbuf *b, uint32_t hl,
+				const uint8_t *ext, uint32_t len, struct emu_mrmap_hold *h,
+				const uint8_t *trailer, uint32_t tl)
+{
+	struct emu_port *p = d->port_priv;
+	struct rte_mbuf *m = b->priv, *s[2];
+
+	if (!p->sm_mp || len > UINT16_MAX || tl > EMU_SM_ROOM)
+		return -ENOBUFS;
+	s[0] = emu_dpdk_mbuf(p->sm_mp, p->sm_free, &p->nsm_free);
+	s[1] = s[0] ? emu_dpdk_mbuf(p->sm_mp, p->sm_free, &p->nsm_free) : NULL;
+	if (!s[1]) {
+		rte_pktmbuf_free(s[0]);
+		return -ENOBUFS;
+	}
+	/* the shared info lives in the payload mbuf's own (unused) room,
+	 * so it is freed with it: one reference on the mapping per frame */
+	struct rte_mbuf_ext_shared_info *si = rte_pktmbuf_mtod(s[0], void *);
+	si->free_cb = emu_dpdk_zc_free;
+	si->fcb_opaque = h;
+	rte_mbuf_ext_refcnt_set(si, 1);
+	emu_mrmap_get(h);
+	/* no IOVA: only ring ports, which never DMA, chain these */
+	rte_pktmbuf_attach_extbuf(s[0], (void *)(uintptr_t)ext, RTE_BAD_IOVA, (uint16_t)len, si);
+	s[0]->data_len = (uint16_t)len;
+	memcpy(rte_pktmbuf_mtod(s[1], void *), trailer, tl);
+	s[1]->data_len = (uint16_t)tl;
+	m->data_len = (uint16_t)hl;
+	m->pkt_len = hl + len + tl;
+	m->nb_segs = 3;
+	m->next = s[0];
+	s[0]->next = s[1];
+	emu_dpdk_txq_put(d, p, m);
+	return 0;
 }
 
 static void emu_dpdk_tx_free(struct emu_dev *d, struct emu_txbuf *b)
@@ -99,12 +186,49 @@ static const struct emu_port_ops emu_dpdk_ops = {
 	.tx_send = emu_dpdk_tx_send,
 	.tx_free = emu_dpdk_tx_free,
 	.tx_flush = emu_dpdk_tx_flush,
+	.tx_send_ext = emu_dpdk_tx_send_ext,
+	.tx_alloc_small = emu_dpdk_tx_alloc_small,
 };
 
 /* Linearised multi-segment RX frame. Per engine thread, not per port: an
  * engine thread abandoned while the kernel still copies from it (a blocked
  * access, emu_mem_guard) must not see the next thread reuse it. */
 static __thread uint8_t emu_rx_lin[16384];
+
+/* A zero-copy frame (emu_dpdk_tx_send_ext) delivered from its three
+ * segments; the headers are parsed in place, which may read WIRE_HDRS_MAX
+ * bytes of the first segment's buffer. */
+static bool emu_port_rx_segs(struct emu_dev *d, const struct rte_mbuf *b)
+{
+	const struct rte_mbuf *s1 = b->next, *s2 = s1 ? s1->next : NULL;
+
+	if (b->nb_segs != 3 || !s2 ||
+	    (uint32_t)b->data_len + rte_pktmbuf_tailroom(b) < WIRE_HDRS_MAX)
+		return false;
+	return emu_port_rx_split(d, rte_pktmbuf_mtod(b, const uint8_t *), b->data_len,
+				 rte_pktmbuf_mtod(s1, const uint8_t *), s1->data_len,
+				 rte_pktmbuf_mtod(s2, const uint8_t *), s2->data_len);
+}
+
+/* Any other multi-segment frame, or one a capture or faults want whole:
+ * copied into one buffer first. A segment may be a client's mapping that
+ * the client shrank: the copy turns that SIGBUS into a dropped frame. */
+static void emu_port_rx_lin(struct emu_dev *d, const struct rte_mbuf *b)
+{
+	uint32_t off = 0;
+
+	if (b->pkt_len > sizeof(emu_rx_lin))
+		return;
+	for (const struct rte_mbuf *s = b; s; s = s->next) {
+		if (s->data_len > sizeof(emu_rx_lin) - off ||
+		    emu_mrmap_copy(emu_rx_lin + off, rte_pktmbuf_mtod(s, const void *), s->data_len))
+			return;
+		off += s->data_len;
+	}
+	d->cnt.rx_lin++;
+	emu_port_rx_frame(d, emu_rx_lin, off);
+	emu_mem_flush(); /* emu_rx_lin is reused by the next frame */
+}
 
 unsigned emu_port_rx(struct emu_daemon *dm)
 {
@@ -119,16 +243,23 @@ unsigned emu_port_rx(struct emu_daemon *dm)
 	 * own that it reuses, so it gets immediate writes */
 	if (!dm->dev.fault)
 		emu_xport_rx_batch(&dm->dev, true);
+	/* the burst's mbuf headers (both lines: nb_segs, next) come in
+	 * together, and each zero-copy frame's second segment one frame
+	 * ahead, instead of one dependent miss after another */
+	for (uint16_t i = 0; i < n; i++) {
+		rte_prefetch0(m[i]);
+		rte_prefetch0(&m[i]->next);
+	}
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *b = m[i];
-		if (b->nb_segs == 1) {
-			emu_port_rx_frame(&dm->dev, rte_pktmbuf_mtod(b, const uint8_t *), b->data_len);
-		} else if (b->pkt_len <= sizeof(emu_rx_lin)) {
-			const void *f = rte_pktmbuf_read(b, 0, b->pkt_len, emu_rx_lin);
-			if (f)
-				emu_port_rx_frame(&dm->dev, f, b->pkt_len);
-			emu_mem_flush(); /* emu_rx_lin is reused by the next frame */
+		if (i + 1 < n && m[i + 1]->next) {
+			rte_prefetch0(m[i + 1]->next);
+			rte_prefetch0(&m[i + 1]->next->next);
 		}
+		if (b->nb_segs == 1)
+			emu_port_rx_frame(&dm->dev, rte_pktmbuf_mtod(b, const uint8_t *), b->data_len);
+		else if (!emu_port_rx_segs(&dm->dev, b))
+			emu_port_rx_lin(&dm->dev, b);
 	}
 	emu_xport_rx_batch(&dm->dev, false); /* before the mbufs holding the payloads go */
 	rte_pktmbuf_free_bulk(m, n);
@@ -338,6 +469,19 @@ int emu_port_init(struct emu_daemon *dm)
 			dm->o.dev, rte_strerror(rte_errno));
 		return -1;
 	}
+	/* Zero-copy TX only on ring ports: a real port computes the ICRC
+	 * over the payload anyway (as costly as the copy), its PMD would read
+	 * a client's mapping outside our SIGBUS guard, and a NIC would need
+	 * the mapping registered for DMA */
+	if (ring && !dm->o.no_zc) {
+		snprintf(name, sizeof(name), "uroce_sm%u", dm->index);
+		p->sm_mp = rte_pktmbuf_pool_create(name, EMU_NB_SM_MBUF, 256, 0,
+						   (uint16_t)(RTE_PKTMBUF_HEADROOM + EMU_SM_ROOM),
+						   (int)rte_socket_id());
+		if (!p->sm_mp)
+			EMU_LOG(NOTICE, "%s: no small mbufs (%s): payloads are copied\n",
+				dm->o.dev, rte_strerror(rte_errno));
+	}
 	bool loop = dm->o.vdev[0] == 0;
 	if (loop) {
 		snprintf(name, sizeof(name), "uroce_loop%u", dm->index);
@@ -385,6 +529,7 @@ void emu_port_attach(struct emu_daemon *dm)
 	dm->dev.ops = &emu_dpdk_ops;
 	dm->dev.port_priv = dm->port;
 	dm->dev.loopback = dm->o.vdev[0] == 0;
+	dm->dev.tx_zc = dm->port->sm_mp != NULL;
 }
 
 void emu_port_fini(struct emu_daemon *dm)
@@ -396,6 +541,16 @@ void emu_port_fini(struct emu_daemon *dm)
 		emu_dpdk_tx_flush(&dm->dev);
 		while (p->txq_head != p->txq_tail)
 			rte_pktmbuf_free(p->txq[p->txq_head++ & (EMU_TXQ_SIZE - 1)]);
+		rte_pktmbuf_free_bulk(p->free, p->nfree);
+		rte_pktmbuf_free_bulk(p->sm_free, p->nsm_free);
+		p->nfree = p->nsm_free = 0;
+		/* frames sent to us and never received may hold client
+		 * mappings (zero-copy): let them go */
+		struct rte_mbuf *m[EMU_BURST];
+		uint16_t n;
+		for (unsigned k = 0; p->sm_mp && k <= EMU_RING_SIZE / EMU_BURST &&
+				     (n = rte_eth_rx_burst(dm->port_id, 0, m, EMU_BURST)) > 0; k++)
+			rte_pktmbuf_free_bulk(m, n);
 		rte_eth_dev_stop(dm->port_id);
 		rte_eth_dev_close(dm->port_id);
 		dm->port_up = false;

@@ -196,8 +196,12 @@ int emu_port_param(struct emu_opts *o)
 	 * ports an RX and a TX pool: port_dpdk.c), plus the device's rings,
 	 * queues and DPDK's own allocations */
 	uint64_t obj = rte_mempool_calc_obj_size(sizeof(struct rte_mbuf) + o->mbuf_room, 0, NULL);
+	uint64_t sm = 0;
 	if (emu_port_kind(o->vdev) != EMU_PK_RING)
 		obj += rte_mempool_calc_obj_size(sizeof(struct rte_mbuf) + o->tx_mbuf_room, 0, NULL);
-	o->pool_mb = (uint32_t)((obj * EMU_NB_MBUF + (1u << 20) - 1) >> 20) + 128;
+	else
+		sm = rte_mempool_calc_obj_size(sizeof(struct rte_mbuf) + RTE_PKTMBUF_HEADROOM +
+					       EMU_SM_ROOM, 0, NULL) * EMU_NB_SM_MBUF;
+	o->pool_mb = (uint32_t)((obj * EMU_NB_MBUF + sm + (1u << 20) - 1) >> 20) + 128;
 	return 0;
 }

@@ -12,8 +12,22 @@ extern const char *const emu_drop_name[EMU_DROP_NUM];
 
 /* Transmit helpers: count, capture, then the port op. */
 int emu_tx_alloc(struct emu_dev *d, struct emu_txbuf *b);
+/* The same for a frame of at most len bytes: a small buffer if the port
+ * has them (b->cap tells what was given). */
+int emu_tx_alloc_len(struct emu_dev *d, struct emu_txbuf *b, uint32_t len);
 void emu_tx_send(struct emu_dev *d, struct emu_txbuf *b, uint32_t len);
 void emu_tx_free(struct emu_dev *d, struct emu_txbuf *b);
+/* Zero-copy TX: may payload of a mapped MR go out without a copy now (a
+ * port that chains buffers, on the internal ring with no capture or
+ * faults needing the ICRC over it)? Then emu_tx_send_ext queues b's hl
+ * header bytes + len bytes at ext (mapping h) + tl trailer bytes; 0, or
+ * -ENOBUFS and b is still the caller's (copy the payload instead). */
+static inline bool emu_tx_zc_ok(const struct emu_dev *d)
+{
+	return d->tx_zc && d->icrc_tx_skip;
+}
+int emu_tx_send_ext(struct emu_dev *d, struct emu_txbuf *b, uint32_t hl, const uint8_t *ext,
+		    uint32_t len, struct emu_mrmap_hold *h, const uint8_t *trailer, uint32_t tl);
 void emu_tx_flush(struct emu_dev *d);
 /* Back-pressure: frames the port queued but the NIC has not taken yet
  * (d->tx_backlog, kept by the port). Above this the requester pauses new

@@ -222,26 +222,36 @@ static int req_gather_chunk(struct emu_qp *qp, const struct uroce_send_wqe *w,
 	struct iovec lv[REQ_CHUNK];
 	unsigned n = *nf, i;
 
+	uint64_t epoch = xp_swqe(qp, x->sq_req)->mr_epoch;
+	unsigned nz = 0;
+	int rc = 0;
+
 	*nf = 0;
 	if (!n || n > REQ_CHUNK)
 		return 0;
 	for (i = 0; i < n; i++) {
 		lv[i].iov_base = fr[i].pay;
 		lv[i].iov_len = fr[i].len;
+		nz += fr[i].zc != NULL;
 	}
-	if (xp_sge_copyv(qp, emu_wqe_sges(w), w->num_sge, off, lv, n, false, 0,
-			 xp_swqe(qp, x->sq_req)->mr_epoch)) {
-		for (i = 0; i < n; i++)
-			xp_tx_abort(qp, &fr[i]);
-		return -EFAULT;
+	if (!nz) {
+		rc = xp_sge_copyv(qp, emu_wqe_sges(w), w->num_sge, off, lv, n, false, 0, epoch);
+	} else {
+		/* zero-copy frames need nothing; the others (short, or across
+		 * SGEs) are copied one by one */
+		for (i = 0; i < n && !rc; off += fr[i++].len)
+			if (!fr[i].zc)
+				rc = xp_sge_copy(qp, emu_wqe_sges(w), w->num_sge, off, fr[i].pay,
+						 fr[i].len, false, 0, epoch);
 	}
 	for (i = 0; i < n; i++) {
-		xp_tx_end(qp, &fr[i]); /* paced when begun (req_send_data) */
+		if (!xp_tx_finish(qp, &fr[i], &rc)) /* paced when begun (req_send_data) */
+			continue;
 		t->budget--;
 		x->sq_req_pkt++;
 		req_sent(qp, fr[i].psn);
 	}
-	return 0;
+	return rc ? -EFAULT : 0;
 }
 
 /* UD: the AH of the WQE gives the path. */
@@ -423,6 +433,7 @@ static int req_send_data(struct emu_qp *qp, const struct emu_xport_path *path,
 		r = xp_tx_begin(qp, path, &d, &fr[nf]);
 		if (r)
 			break;
+		(void)xp_sge_zc(qp, emu_wqe_sges(w), w->num_sge, off, sw->mr_epoch, &fr[nf]);
 		/* charged now, so a paced chunk ends where the pacer says */
 		if (t->paced)
 			xp_rp_sent(qp, fr[nf].hl + fr[nf].len + wire_pad(fr[nf].len) +

@@ -211,7 +211,8 @@ static bool resp_read_chunk(struct emu_qp *qp, struct emu_ctx *owner, uint64_t p
 {
 	struct iovec lv[RESP_CHUNK];
 	struct emu_rvec rv = { proc, 0 };
-	unsigned i;
+	unsigned i, nz = 0;
+	int rc = 0;
 
 	if (!n || n > RESP_CHUNK)
 		return true;
@@ -219,15 +220,16 @@ static bool resp_read_chunk(struct emu_qp *qp, struct emu_ctx *owner, uint64_t p
 		lv[i].iov_base = fr[i].pay;
 		lv[i].iov_len = fr[i].len;
 		rv.len += fr[i].len;
+		nz += fr[i].zc != NULL;
 	}
-	if (rv.len && emu_mem_readv(owner, lv, n, &rv, 1)) {
-		for (i = 0; i < n; i++)
-			xp_tx_abort(qp, &fr[i]);
-		return false;
-	}
+	if (!nz && rv.len)
+		rc = emu_mem_readv(owner, lv, n, &rv, 1);
+	for (i = 0; nz && i < n && !rc; proc += fr[i++].len)
+		if (!fr[i].zc) /* zero-copy ones need nothing */
+			rc = emu_mem_read(owner, fr[i].pay, proc, fr[i].len);
 	for (i = 0; i < n; i++)
-		xp_tx_end(qp, &fr[i]);
-	return true;
+		(void)xp_tx_finish(qp, &fr[i], &rc);
+	return !rc;
 }
 
 /* READ responses for [va, va+len) starting at psn. */
@@ -259,6 +261,7 @@ static void resp_read_reply(struct emu_qp *qp, struct emu_ctx *owner, uint64_t p
 		d.payload_len = l;
 		if (xp_tx_begin(qp, &qp->x.path, &d, &fr[nf]))
 			break; /* the requester times out and asks again */
+		(void)xp_txf_zc(qp, &fr[nf], owner, proc + off);
 		if (!nf)
 			chunk = proc + off;
 		if (++nf == RESP_CHUNK) {

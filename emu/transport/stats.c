@@ -76,6 +76,11 @@ void emu_stats_fill(struct emu_dev *d, const struct emu_ctx *viewer, uint32_t fi
 	p->icrc_skipped = c->icrc_skipped;
 	p->mr_mapped = c->mr_mapped;
 	p->mr_syscall = c->mr_syscall;
+	p->tx_zc = c->tx_zc;
+	p->tx_zc_bytes = c->tx_zc_bytes;
+	p->rx_seg = c->rx_seg;
+	p->rx_lin = c->rx_lin;
+	p->zc_unmap_deferred = c->zc_unmap_deferred;
 	if (viewer) {
 		r->self_mr_mapped = viewer->mr_mapped;
 		r->self_mr_syscall = viewer->mr_syscall;

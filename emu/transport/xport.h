@@ -29,6 +29,14 @@ void emu_dev_fini(struct emu_dev *d);
 void emu_port_rx_frame(struct emu_dev *d, const uint8_t *frame, uint32_t len);
 /* Same, without fault injection (what the fault layer delivers to). */
 void emu_port_rx_deliver(struct emu_dev *d, const uint8_t *frame, uint32_t len);
+/* A frame in the three pieces zero-copy TX sends (headers, payload, pad +
+ * ICRC), received on the internal ring: parsed from its headers and
+ * delivered with the payload where it is (the responder places it with
+ * one copy, straight from the sender's mapping). false, with nothing
+ * counted, when it is not that layout or when a capture, fault injection
+ * or ICRC check needs the frame in one piece: the caller linearises it. */
+bool emu_port_rx_split(struct emu_dev *d, const uint8_t *hdr, uint32_t hl, const uint8_t *pay,
+		       uint32_t plen, const uint8_t *tail, uint32_t tl);
 
 /* Fault injection changed at run time (uroce-ctl): a new configuration
  * (0 or -ENOMEM), or off, the frames it held delivered first. */

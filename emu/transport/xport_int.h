@@ -83,11 +83,36 @@ struct xp_txf {
 	uint8_t *pay;
 	uint32_t len;
 	uint32_t psn;   /* caller's bookkeeping */
+	/* zero-copy: the payload is these len bytes of a mapped MR piece
+	 * (xp_txf_zc); NULL: it is copied to pay */
+	const uint8_t *zc;
+	struct emu_mrmap_hold *zh;
 };
 int xp_tx_begin(struct emu_qp *qp, const struct emu_xport_path *path, struct wire_pkt *d,
 		struct xp_txf *f);
 void xp_tx_end(struct emu_qp *qp, struct xp_txf *f);
 void xp_tx_abort(struct emu_qp *qp, struct xp_txf *f);
+/* Zero-copy TX of RC requests and READ responses (docs/performance.md):
+ * point begun frame f at its source, client c's [addr, addr + f->len),
+ * when the port can send it from there (emu_tx_zc_ok) and one mapped
+ * piece holds it; true then, false to copy as before. Pieces shorter than
+ * XP_ZC_MIN are copied: two more mbufs cost more than their copy. UC and
+ * UD complete a send when it is queued, so the application may rewrite
+ * the buffer while the frame still points into it: they always copy. */
+#define XP_ZC_MIN 512u
+bool xp_txf_zc(struct emu_qp *qp, struct xp_txf *f, struct emu_ctx *c, uint64_t addr);
+/* The same for [off, off + f->len) of an SGE list: one SGE must hold it;
+ * lkeys checked as xp_sge_copyv does (epoch: the message's) */
+bool xp_sge_zc(struct emu_qp *qp, const struct uroce_sge *sge, unsigned nsge, uint32_t off,
+	       uint64_t epoch, struct xp_txf *f);
+/* xp_tx_end of a zero-copy frame: queued as header + the piece + pad and
+ * ICRC; if the port cannot take it so, the piece is copied after all.
+ * 0, or -EFAULT (the client's file shrank under the copy: f dropped). */
+int xp_tx_end_zc(struct emu_qp *qp, struct xp_txf *f);
+/* Frame f of a chunk whose payloads are in place: queued (xp_tx_end or
+ * xp_tx_end_zc) while *rc is 0, dropped once it is not (a failed copy
+ * before it, or its own zero-copy fallback). True when it was queued. */
+bool xp_tx_finish(struct emu_qp *qp, struct xp_txf *f, int *rc);
 void xp_pkt_init(struct emu_qp *qp, const struct emu_xport_path *path, struct wire_pkt *d,
 		 uint8_t opcode, uint32_t dqpn, uint32_t psn);
 void xp_path_from_av(struct emu_xport_path *p, const struct emu_av *av, uint32_t qpn);

@@ -72,7 +72,8 @@ int xp_tx_begin(struct emu_qp *qp, const struct emu_xport_path *path, struct wir
 		pp->valid = 1;
 		memcpy(d->dmac, pp->dmac, 6);
 	}
-	if (emu_tx_alloc(dev, &f->b)) {
+	if (emu_tx_alloc_len(dev, &f->b, (uint32_t)wire_hdr_len(d) + d->payload_len + 3 +
+					 WIRE_ICRC_LEN)) {
 		qp->x.cnt.tx_no_buf++;
 		return -ENOBUFS;
 	}
@@ -83,6 +84,40 @@ int xp_tx_begin(struct emu_qp *qp, const struct emu_xport_path *path, struct wir
 	}
 	f->pay = f->b.data + f->hl;
 	f->len = d->payload_len;
+	f->zc = NULL;
+	return 0;
+}
+
+bool xp_txf_zc(struct emu_qp *qp, struct xp_txf *f, struct emu_ctx *c, uint64_t addr)
+{
+	if (f->len < XP_ZC_MIN || !xp_rc_like(qp) || !emu_tx_zc_ok(qp->dev) || !c->nmaps ||
+	    c->mem_stalled || (c->dead && !c->nh))
+		return false;
+	f->zc = emu_mrmap_find_held(c, addr, f->len, &f->zh);
+	return f->zc != NULL;
+}
+
+int xp_tx_end_zc(struct emu_qp *qp, struct xp_txf *f)
+{
+	/* pad and ICRC as xp_tx_end sends them on the internal ring */
+	static const uint8_t trailer[8];
+	uint32_t tl = wire_pad(f->len) + WIRE_ICRC_LEN;
+
+	if (!qp->dev->icrc_tx_skip ||
+	    emu_tx_send_ext(qp->dev, &f->b, (uint32_t)f->hl, f->zc, f->len, f->zh, trailer, tl)) {
+		/* no mbufs to chain, or a capture or fault injection began
+		 * and wants the ICRC over it: the copy after all */
+		if (emu_mrmap_copy(f->pay, f->zc, f->len)) {
+			xp_tx_abort(qp, f);
+			return -EFAULT;
+		}
+		f->zc = NULL;
+		xp_tx_end(qp, f);
+		return 0;
+	}
+	qp->dev->cnt.icrc_skipped++;
+	qp->x.cnt.tx_pkts++;
+	qp->x.cnt.tx_bytes += f->hl + f->len + tl;
 	return 0;
 }
 
@@ -109,6 +144,17 @@ void xp_tx_end(struct emu_qp *qp, struct xp_txf *f)
 void xp_tx_abort(struct emu_qp *qp, struct xp_txf *f)
 {
 	emu_tx_free(qp->dev, &f->b);
+}
+
+bool xp_tx_finish(struct emu_qp *qp, struct xp_txf *f, int *rc)
+{
+	if (!*rc && f->zc)
+		*rc = xp_tx_end_zc(qp, f);
+	else if (!*rc)
+		xp_tx_end(qp, f);
+	else
+		xp_tx_abort(qp, f);
+	return !*rc;
 }
 
 int xp_tx(struct emu_qp *qp, const struct emu_xport_path *path, struct wire_pkt *d,
@@ -382,6 +428,19 @@ int xp_sge_copyv(struct emu_qp *qp, const struct uroce_sge *sge, unsigned nsge,
 		return n;
 	return to_app ? emu_mem_writev(xp_sge_owner(qp, sge), lv, nl, rv, (unsigned)n)
 		      : emu_mem_readv(xp_sge_owner(qp, sge), lv, nl, rv, (unsigned)n);
+}
+
+bool xp_sge_zc(struct emu_qp *qp, const struct uroce_sge *sge, unsigned nsge, uint32_t off,
+	       uint64_t epoch, struct xp_txf *f)
+{
+	struct emu_rvec rv[EMU_MAX_SGE];
+
+	if (f->len < XP_ZC_MIN || !emu_tx_zc_ok(qp->dev))
+		return false;
+	/* a failing check is the copy's to report, as before */
+	if (xp_sge_ranges(qp, sge, nsge, off, f->len, 0, epoch, rv, NULL) != 1)
+		return false;
+	return xp_txf_zc(qp, f, xp_sge_owner(qp, sge), rv[0].addr);
 }
 
 int xp_sge_write_deferred(struct emu_qp *qp, const struct uroce_sge *sge, unsigned nsge,

@@ -746,6 +746,11 @@ struct uroce_port_stats {
 	uint64_t icrc_skipped;     /**< ICRC computations + checks the internal ring skipped */
 	uint64_t mr_mapped;        /**< payload pieces placed/gathered by memcpy (mapped MR) */
 	uint64_t mr_syscall;       /**< ... through /proc/<pid>/mem (the old path) */
+	uint64_t tx_zc;            /**< frames sent with their payload in a mapped MR, not copied */
+	uint64_t tx_zc_bytes;      /**< ... those payload bytes */
+	uint64_t rx_seg;           /**< multi-segment frames placed from their segments */
+	uint64_t rx_lin;           /**< ... copied into one buffer first */
+	uint64_t zc_unmap_deferred; /**< MR unmaps that waited for frames still in flight */
 };
 struct uroce_qp_stats {
 	uint32_t qpn;

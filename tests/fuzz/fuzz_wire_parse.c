@@ -3,6 +3,7 @@
  * libFuzzer target for the wire/ frame parser.
  *
  * Any input: wire_parse(), wire_parse_ex() with every flag and wire_parse_ip()
+ * (and WIRE_PARSE_HDRS_ONLY on the first WIRE_HDRS_MAX bytes alone)
  * must return a known reason without reading outside the input (ASan) or
  * invoking undefined behaviour (UBSan). For an accepted frame:
  *   - rebuilding it with every KEEP flag gives back the same bytes;
@@ -195,6 +196,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (r == WIRE_OK && !(flag_sets[i] & WIRE_PARSE_UDP_CSUM))
 			fuzz_assert(r2 == WIRE_OK);
 	}
+
+	/* Headers alone (zero-copy RX): the first WIRE_HDRS_MAX bytes in a
+	 * block of exactly that size, the whole length given; nothing past
+	 * the block is read, and a frame the full parse accepts parses the
+	 * same from its headers. */
+	static uint8_t hdrs[WIRE_HDRS_MAX];
+	memset(hdrs, 0, sizeof(hdrs));
+	memcpy(hdrs, data, size < sizeof(hdrs) ? size : sizeof(hdrs));
+	r2 = wire_parse_ex(hdrs, size, WIRE_PARSE_HDRS_ONLY, &q);
+	fuzz_assert((unsigned)r2 < WIRE_R_NUM);
+	if (wire_parse_ex(data, size, WIRE_PARSE_NO_ICRC, &p) == WIRE_OK)
+		fuzz_assert(r2 == WIRE_OK && q.payload_off == p.payload_off &&
+			    q.payload_len == p.payload_len && q.bth.psn == p.bth.psn &&
+			    q.frame_len == p.frame_len);
 
 	/* The same bytes as a cooked/raw capture starting at the IP header. */
 	r2 = wire_parse_ip(data, size, 0, &q);

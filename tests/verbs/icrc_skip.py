@@ -170,17 +170,17 @@ CASES = {'loop': case_loop, 'loop-pcap': case_loop_pcap, 'link-pcap': case_link_
          'loop-fault': case_loop_fault}
 
 
-def main():
-    uroced, prog, stat, pcap_tool = sys.argv[1:5]
-    names = sys.argv[5:] or list(CASES)
+def run_cases(uroced, names, run, prefix):
+    """run(name, tmp) for each case name in a scratch directory; the exit
+    status: 0 all passed, 1 some failed, 77 no daemon to run."""
     if not os.access(uroced, os.X_OK):
         return 77
-    tmp = tempfile.mkdtemp(prefix='uroce-icrc-cap-')
+    tmp = tempfile.mkdtemp(prefix=prefix)
     failed = 0
     try:
         for n in names:
             try:
-                ok = CASES[n](uroced, prog, stat, pcap_tool, tmp)
+                ok = run(n, tmp)
             except (RuntimeError, subprocess.TimeoutExpired) as e:
                 print('error:', e)
                 ok = False
@@ -189,6 +189,13 @@ def main():
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 1 if failed else 0
+
+
+def main():
+    uroced, prog, stat, pcap_tool = sys.argv[1:5]
+    return run_cases(uroced, sys.argv[5:] or list(CASES),
+                     lambda n, tmp: CASES[n](uroced, prog, stat, pcap_tool, tmp),
+                     'uroce-icrc-cap-')
 
 
 if __name__ == '__main__':

@@ -14,21 +14,6 @@
 
 #define RLEN (2 * VT_BUF) /* source half, target half */
 
-static unsigned seed;
-
-static uint32_t rnd(void)
-{
-	seed = seed * 1103515245u + 12345u;
-	return seed >> 8;
-}
-
-static void seed_init(void)
-{
-	const char *e = getenv("VT_SEED");
-
-	seed = e ? (unsigned)strtoul(e, NULL, 0) : (unsigned)time(NULL);
-	fprintf(stderr, "seed %u (VT_SEED= to repeat)\n", seed);
-}
 
 static void counts(uint64_t *mapped, uint64_t *sys)
 {
@@ -92,21 +77,21 @@ static void traffic(struct vt *t, uint8_t *r, struct ibv_mr *src, struct ibv_mr 
 
 	CHECK(model);
 	for (size_t i = 0; i < VT_BUF; i++)
-		r[i] = model[i] = (uint8_t)rnd();
+		r[i] = model[i] = (uint8_t)vt_rnd();
 	memset(r + VT_BUF, 0, VT_BUF);
 
 	/* WRITE: src -> dst */
-	uint32_t len = 1000 + rnd() % 40000, so = rnd() % 1000, doff = rnd() % 1000;
+	uint32_t len = 1000 + vt_rnd() % 40000, so = vt_rnd() % 1000, doff = vt_rnd() % 1000;
 	run_one(t, t->qa, IBV_WR_RDMA_WRITE, src, so, len, (uintptr_t)dst->addr + doff, dst->rkey,
 		0, IBV_WC_SUCCESS);
 	memcpy(model + VT_BUF + doff, model + so, len);
 	/* READ: dst -> src */
-	uint32_t rl = 100 + rnd() % 20000, ro = rnd() % 2000, lo = 20000 + rnd() % 1000;
+	uint32_t rl = 100 + vt_rnd() % 20000, ro = vt_rnd() % 2000, lo = 20000 + vt_rnd() % 1000;
 	run_one(t, t->qa, IBV_WR_RDMA_READ, src, lo, rl, (uintptr_t)dst->addr + ro, dst->rkey, 0,
 		IBV_WC_SUCCESS);
 	memcpy(model + lo, model + VT_BUF + ro, rl);
 	/* SEND (over the CQ-ring size, so it is placed): src -> dst */
-	uint32_t sl = 65 + rnd() % 9000, sro = 45000 + rnd() % 1000;
+	uint32_t sl = 65 + vt_rnd() % 9000, sro = 45000 + vt_rnd() % 1000;
 	vt_post_recv(t->qb, dst, sro, sl, 9);
 	run_one(t, t->qa, IBV_WR_SEND, src, 3000, sl, 0, 0, 0, IBV_WC_SUCCESS);
 	vt_poll_n(t->rcq, 1, &wc);
@@ -114,8 +99,8 @@ static void traffic(struct vt *t, uint8_t *r, struct ibv_mr *src, struct ibv_mr 
 	memcpy(model + VT_BUF + sro, model + 3000, sl);
 	/* atomics on dst (still zero there: past what WRITE and SEND
 	 * reached), originals into src */
-	uint64_t ao = 60000 + 8 * (rnd() % 100), old = 0, sw = 0x1234;
-	uint32_t add = rnd() | 1;
+	uint64_t ao = 60000 + 8 * (vt_rnd() % 100), old = 0, sw = 0x1234;
+	uint32_t add = vt_rnd() | 1;
 	run_one(t, t->qa, IBV_WR_ATOMIC_FETCH_AND_ADD, src, 64000, 8, (uintptr_t)dst->addr + ao,
 		dst->rkey, add, IBV_WC_SUCCESS);
 	memcpy(model + 64000, &old, 8);
@@ -142,7 +127,7 @@ static void ops(enum backing b, bool want_mapped)
 	unsigned acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 		       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 
-	seed_init();
+	(void)vt_seed();
 	vt_init(&t, NULL);
 	uint8_t *r = region(b, &fd);
 	struct ibv_mr *src = ibv_reg_mr(t.pd, r, VT_BUF, acc);
@@ -171,7 +156,7 @@ static void ops(enum backing b, bool want_mapped)
 /* t, and an MR for writes over len bytes of a memfd mapping (*r, *fd) */
 static struct ibv_mr *setup_w(struct vt *t, uint8_t **r, int *fd, size_t len)
 {
-	seed_init();
+	(void)vt_seed();
 	vt_init(t, NULL);
 	*r = region(B_MEMFD, fd);
 	struct ibv_mr *mr = ibv_reg_mr(t->pd, *r, len, IBV_ACCESS_LOCAL_WRITE |
@@ -203,7 +188,7 @@ static void case_rereg(void)
 	CHECK(!ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, r + VT_BUF, VT_BUF, 0));
 	memset(r, 0, RLEN);
 	for (size_t i = 0; i < 4096; i++)
-		t.buf[i] = (uint8_t)rnd();
+		t.buf[i] = (uint8_t)vt_rnd();
 	counts(&m0, &s0);
 	run_one(&t, t.qa, IBV_WR_RDMA_WRITE, t.mr, 0, 4096, (uintptr_t)r + VT_BUF + 100, mr->rkey,
 		0, IBV_WC_SUCCESS);
@@ -247,7 +232,7 @@ static void case_truncate(void)
 	/* a second client: verified data */
 	vt_init(&u, NULL);
 	for (size_t i = 0; i < 8192; i++)
-		u.buf[i] = (uint8_t)rnd();
+		u.buf[i] = (uint8_t)vt_rnd();
 	run_one(&u, u.qa, IBV_WR_RDMA_WRITE, u.mr, 0, 8192, (uintptr_t)u.buf + 20000, u.mr->rkey,
 		0, IBV_WC_SUCCESS);
 	CHECK(!memcmp(u.buf + 20000, u.buf, 8192));

@@ -139,45 +139,64 @@ struct ibv_ah *vt_ah(struct vt *t)
 	return ah;
 }
 
+void vt_qp_up(struct ibv_qp *qp, enum ibv_mtu mtu, uint32_t dqpn, const union ibv_gid *dgid,
+	      int sgid_idx)
+{
+	struct ibv_qp_attr m;
+	int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+
+	memset(&m, 0, sizeof(m));
+	m.qp_state = IBV_QPS_RTR;
+	m.path_mtu = mtu;
+	m.dest_qp_num = dqpn;
+	m.rq_psn = 100;
+	m.ah_attr.is_global = 1;
+	m.ah_attr.grh.dgid = *dgid;
+	m.ah_attr.grh.sgid_index = (uint8_t)sgid_idx;
+	m.ah_attr.grh.hop_limit = 64;
+	m.ah_attr.port_num = 1;
+	if (qp->qp_type == IBV_QPT_RC) {
+		m.max_dest_rd_atomic = 4;
+		m.min_rnr_timer = 1;
+		mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+	}
+	CHECK(!ibv_modify_qp(qp, &m, mask));
+	memset(&m, 0, sizeof(m));
+	m.qp_state = IBV_QPS_RTS;
+	m.sq_psn = 100;
+	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+	if (qp->qp_type == IBV_QPT_RC) {
+		m.timeout = 14;
+		m.retry_cnt = 7;
+		m.rnr_retry = 7;
+		m.max_rd_atomic = 4;
+		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			IBV_QP_MAX_QP_RD_ATOMIC;
+	}
+	CHECK(!ibv_modify_qp(qp, &m, mask));
+}
+
 void vt_connect(struct vt *t, struct ibv_qp *a, struct ibv_qp *b)
 {
-	struct ibv_qp *qs[2] = { a, b };
+	vt_qp_up(a, IBV_MTU_1024, b->qp_num, &t->gid, t->gid_idx);
+	vt_qp_up(b, IBV_MTU_1024, a->qp_num, &t->gid, t->gid_idx);
+}
 
-	for (int i = 0; i < 2; i++) {
-		struct ibv_qp_attr m;
-		int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+static unsigned vt_seed_v;
 
-		memset(&m, 0, sizeof(m));
-		m.qp_state = IBV_QPS_RTR;
-		m.path_mtu = IBV_MTU_1024;
-		m.dest_qp_num = qs[1 - i]->qp_num;
-		m.rq_psn = 100;
-		m.ah_attr.is_global = 1;
-		m.ah_attr.grh.dgid = t->gid;
-		m.ah_attr.grh.sgid_index = (uint8_t)t->gid_idx;
-		m.ah_attr.grh.hop_limit = 64;
-		m.ah_attr.port_num = 1;
-		if (qs[i]->qp_type == IBV_QPT_RC) {
-			m.max_dest_rd_atomic = 4;
-			m.min_rnr_timer = 1;
-			mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-		}
-		CHECK(!ibv_modify_qp(qs[i], &m, mask));
-		memset(&m, 0, sizeof(m));
-		m.qp_state = IBV_QPS_RTS;
-		m.sq_psn = 100;
-		mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-		if (qs[i]->qp_type == IBV_QPT_RC) {
-			m.timeout = 14;
-			m.retry_cnt = 7;
-			m.rnr_retry = 7;
-			m.max_rd_atomic = 4;
-			mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-				IBV_QP_MAX_QP_RD_ATOMIC;
-		}
-		CHECK(!ibv_modify_qp(qs[i], &m, mask));
-	}
+unsigned vt_seed(void)
+{
+	const char *e = getenv("VT_SEED");
+
+	vt_seed_v = e ? (unsigned)strtoul(e, NULL, 0) : (unsigned)time(NULL);
+	fprintf(stderr, "seed %u (VT_SEED= to repeat)\n", vt_seed_v);
+	return vt_seed_v;
+}
+
+uint32_t vt_rnd(void)
+{
+	vt_seed_v = vt_seed_v * 1103515245u + 12345u;
+	return vt_seed_v >> 8;
 }
 
 void vt_init(struct vt *t, const struct vt_opts *o)

@@ -68,6 +68,13 @@ struct ibv_qp *vt_qp(struct vt *t, enum ibv_qp_type type, struct ibv_cq *scq,
 void vt_connect(struct vt *t, struct ibv_qp *a, struct ibv_qp *b);
 /* An address handle of t's PD for t's own GID (loopback, UD) */
 struct ibv_ah *vt_ah(struct vt *t);
+/* RESET/INIT -> RTR -> RTS towards QP dqpn at dgid (PSNs 100; RC: 4 reads
+ * in flight each way, retries 7, timeout 14) */
+void vt_qp_up(struct ibv_qp *qp, enum ibv_mtu mtu, uint32_t dqpn, const union ibv_gid *dgid,
+	      int sgid_idx);
+/* Seeded random numbers for test data: VT_SEED or the time, printed */
+unsigned vt_seed(void);
+uint32_t vt_rnd(void);
 /* ibv_create_qp_ex attributes on t's PD and CQs: nwr WRs and 1 SGE each
  * way, comp_mask IBV_QP_INIT_ATTR_PD | extra */
 /* A QP made by ibv_create_qp_ex from a into *qp, moved to INIT with the

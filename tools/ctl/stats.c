@@ -92,6 +92,7 @@ static const struct ctl_field port_tail[] = {
 	{ "contexts", offsetof(struct uroce_port_stats, nctx) },
 	{ "clients_refused", offsetof(struct uroce_port_stats, clients_refused) },
 	PF(evq_lost), PF(cqe_inline), PF(icrc_skipped), PF(mr_mapped), PF(mr_syscall),
+	PF(tx_zc), PF(tx_zc_bytes), PF(rx_seg), PF(rx_lin), PF(zc_unmap_deferred),
 };
 #define QF(n) { #n, offsetof(struct uroce_qp_stats, n) }
 static const struct ctl_field qp_fields[] = {
