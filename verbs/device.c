@@ -95,17 +95,22 @@ static int hello(int sock, struct uroce_hello_rep *rep, int *async_rd,
 		.pid = (uint32_t)getpid(),
 	};
 	uint32_t seq = 0;
-	int f[3] = { -1, -1, -1 }, mem, ret;
+	int f[3] = { -1, -1, -1 }, mem[2], ret;
 
 	/* the daemon reaches our memory only through this descriptor: it
 	 * stays bound to this address space (a fork or exec cannot redirect
-	 * it) and is checked to be ours (docs/security.md) */
-	mem = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
-	if (mem < 0)
+	 * it) and is checked to be ours (docs/security.md); our maps tell it
+	 * which pages we may read or write ourselves (a daemon running as
+	 * another user could not open them) */
+	mem[0] = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	if (mem[0] < 0)
 		return -errno;
+	mem[1] = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 	ret = urv_ctl_raw(sock, &seq, UROCE_OP_HELLO, &req, sizeof(req), rep,
-			  sizeof(*rep), &mem, 1, f, 3);
-	close(mem);
+			  sizeof(*rep), mem, mem[1] >= 0 ? 2 : 1, f, 3);
+	close(mem[0]);
+	if (mem[1] >= 0)
+		close(mem[1]);
 	if (ret)
 		return ret;
 	if (rep->abi_version != UROCE_ABI_VERSION) {

@@ -254,10 +254,9 @@ struct emu_xport_qp {
 	uint8_t ack_syndrome;
 	uint8_t comm_est_sent;
 	uint8_t uc_drop;           /* UC: discard until next FIRST/ONLY */
-	uint8_t wr_unsettled;      /* RC: deferred writes since the last response */
+	uint8_t wr_unsettled;      /* deferred writes since the last response or receive completion */
 	uint8_t wr_failed;         /* one of them failed: no more ACKs */
 	uint8_t on_act;           /* on the device's active list (act_next/prev) */
-	uint32_t wr_unsettled_psn; /* PSN of the first of them */
 	uint32_t ack_psn;          /* PSN to acknowledge */
 	uint32_t epsn;             /* expected PSN */
 	uint32_t msn;

@@ -242,7 +242,7 @@ static void comp_read_resp(struct emu_qp *qp, struct emu_xport_swqe *sw,
 		return;
 	}
 	if (xp_sge_write_deferred(qp, emu_wqe_sges(w), w->num_sge, off, pkt->payload, want,
-				  sw->mr_epoch)) {
+				  sw->mr_epoch, xp_wb_tag(XP_WB_READ, psn))) {
 		comp_fail_head(qp, IBV_WC_LOC_PROT_ERR);
 		return;
 	}
