@@ -89,13 +89,22 @@ struct emu_xport_swqe {
 	uint8_t status;       /* enum ibv_wc_status once decided */
 	uint8_t signaled;
 	uint8_t need_resp;    /* READ / atomic: completes on response, not ACK */
+	uint8_t rd_res;       /* holds a responder resource (READ, atomics, IBTA 1.5
+			       * ATOMIC WRITE and FLUSH): counted in max_rd_atomic */
 	uint64_t mr_epoch;    /* dev->mr_epoch when its local keys were checked */
 };
 
-/* A replayable READ / atomic (IBTA responder resources). */
+/* What a responder resource (IBTA: one per READ, atomic, ATOMIC WRITE or
+ * FLUSH, up to max_dest_rd_atomic) answers a duplicate with. */
+enum emu_xport_res_kind {
+	EMU_RES_READ,         /* READ responses from the range again */
+	EMU_RES_ATOMIC,       /* the atomic ACK with the original value */
+	EMU_RES_ZERO,         /* ATOMIC WRITE, FLUSH: READ Response Only, no payload */
+};
+
 struct emu_xport_res {
 	uint8_t valid;
-	uint8_t is_atomic;
+	uint8_t kind;         /* enum emu_xport_res_kind */
 	uint32_t first_psn;
 	uint32_t last_psn;
 	uint64_t va;          /* remote VA as requested */

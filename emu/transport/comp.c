@@ -118,7 +118,7 @@ static void comp_wqe(struct emu_qp *qp)
 		e.opcode = xp_wc_opcode(w->opcode);
 		e.byte_len = sw->total_len;
 	}
-	if (sw->need_resp && sw->state != EMU_SWQE_NEW && x->rd_atomic_out)
+	if (sw->rd_res && sw->state != EMU_SWQE_NEW && x->rd_atomic_out)
 		x->rd_atomic_out--;
 	x->sq_comp++;
 	if ((int32_t)(x->sq_req - x->sq_comp) < 0) {

@@ -309,51 +309,61 @@ static struct emu_xport_res *resp_res_new(struct emu_qp *qp)
 	return r;
 }
 
+/* The responder resource of request psn of kind k, or NULL. */
+static struct emu_xport_res *resp_res_find(struct emu_qp *qp, uint32_t psn, uint8_t k)
+{
+	struct emu_xport_qp *x = &qp->x;
+
+	for (uint32_t i = 0; i < x->res_n; i++) {
+		struct emu_xport_res *r = &x->res[i];
+
+		if (r->valid && r->kind == k &&
+		    wire_psn_in_window(psn, r->first_psn,
+				       wire_psn_dist(r->first_psn, r->last_psn) + 1))
+			return r;
+	}
+	return NULL;
+}
+
+/* A request again whose original was executed: SEND and WRITE are ACKed
+ * again, never delivered twice; READ, atomics, ATOMIC WRITE and FLUSH
+ * are answered again from their responder resource (IBTA 1.5: the last
+ * two hold one too). One whose resource was recycled (a requester over
+ * max_dest_rd_atomic) is dropped, as rxe's class D handling drops it. */
 static void resp_duplicate(struct emu_qp *qp, const struct wire_pkt *pkt)
 {
 	struct emu_xport_qp *x = &qp->x;
 	uint8_t cls = pkt->op->cls;
-	uint32_t psn = pkt->bth.psn, i;
+	uint32_t psn = pkt->bth.psn;
+	bool zero = cls == WIRE_OPC_FLUSH || pkt->bth.opcode == WIRE_OP_RC_ATOMIC_WRITE;
+	struct emu_xport_res *r;
 
 	x->cnt.dup_requests++;
-	if (cls == WIRE_OPC_SEND || cls == WIRE_OPC_WRITE) {
-		/* already executed: acknowledge again, never deliver twice */
+	if (!zero && (cls == WIRE_OPC_SEND || cls == WIRE_OPC_WRITE)) {
 		resp_ack_later(qp, wire_psn_add(x->epsn, WIRE_PSN_MASK));
 		return;
 	}
-	if (cls == WIRE_OPC_FLUSH) {
-		/* executed when it came first (every packet after it is, in
-		 * order): its answer again, as rxe replays it */
-		resp_read_reply(qp, NULL, 0, 0, psn);
+	r = resp_res_find(qp, psn, zero ? EMU_RES_ZERO : cls == WIRE_OPC_ATOMIC ? EMU_RES_ATOMIC :
+				   EMU_RES_READ);
+	if (!r || (cls != WIRE_OPC_READ && r->first_psn != psn))
 		return;
-	}
-	for (i = 0; i < x->res_n; i++) {
-		struct emu_xport_res *r = &x->res[i];
+	if (zero) {
+		resp_read_reply(qp, NULL, 0, 0, psn);
+	} else if (cls == WIRE_OPC_ATOMIC) {
+		resp_atomic_ack(qp, psn, r->orig);
+	} else if (cls == WIRE_OPC_READ) {
+		uint64_t proc = 0, off = pkt->reth.va - r->va;
+		struct emu_ctx *owner = NULL;
+		int err;
 
-		if (!r->valid)
-			continue;
-		if (cls == WIRE_OPC_ATOMIC && r->is_atomic && r->first_psn == psn) {
-			resp_atomic_ack(qp, psn, r->orig);
+		/* a re-issued READ may start inside the original one */
+		if (pkt->reth.va < r->va || off + pkt->reth.dma_len > r->len)
 			return;
-		}
-		if (cls == WIRE_OPC_READ && !r->is_atomic &&
-		    wire_psn_in_window(psn, r->first_psn,
-				       wire_psn_dist(r->first_psn, r->last_psn) + 1)) {
-			uint64_t proc = 0;
-			struct emu_ctx *owner = NULL;
-			int err;
-			uint64_t off = pkt->reth.va - r->va;
-
-			/* a re-issued READ may start inside the original one */
-			if (pkt->reth.va < r->va || off + pkt->reth.dma_len > r->len)
-				return;
-			if (pkt->reth.dma_len &&
-			    !emu_mr_check_rkey(qp, pkt->reth.rkey, pkt->reth.va, pkt->reth.dma_len,
-					       IBV_ACCESS_REMOTE_READ, &proc, &owner, &err))
-				return;
-			resp_read_reply(qp, owner, proc, pkt->reth.dma_len, psn);
+		if (pkt->reth.dma_len &&
+		    !emu_mr_check_rkey(qp, pkt->reth.rkey, pkt->reth.va, pkt->reth.dma_len,
+				       IBV_ACCESS_REMOTE_READ, &proc, &owner, &err))
 			return;
-		}
+		resp_read_reply(qp, owner, proc, pkt->reth.dma_len, psn);
 	}
 }
 
@@ -693,7 +703,8 @@ static enum emu_resp_state resp_chk_resource(struct resp_ctx *c)
 		    (c->cls == WIRE_OPC_WRITE && c->last && (c->pkt->op->flags & WIRE_OPF_IMM));
 	int n;
 
-	if ((c->cls == WIRE_OPC_READ || c->cls == WIRE_OPC_ATOMIC) &&
+	if ((c->cls == WIRE_OPC_READ || c->cls == WIRE_OPC_ATOMIC || c->cls == WIRE_OPC_FLUSH ||
+	     c->pkt->bth.opcode == WIRE_OP_RC_ATOMIC_WRITE) &&
 	    !c->qp->attr.max_dest_rd_atomic)
 		/* No responder resources at all (max_dest_rd_atomic 0): IBTA
 		 * 9.7.5.1.2 / rxe: NAK invalid request. A requester over a
@@ -828,6 +839,27 @@ static enum emu_resp_state resp_exec_write(struct resp_ctx *c)
 	return EMU_RESP_NONE;
 }
 
+/* IBTA 1.5 ATOMIC WRITE and FLUSH are answered with an RDMA READ
+ * Response Only of no payload (AETH ACK), as rxe 6.2+ answers them, and
+ * hold a responder resource like a READ or an atomic: a duplicate gets
+ * the answer again from it, never a second execution. */
+static enum emu_resp_state resp_zero_reply(struct resp_ctx *c)
+{
+	struct emu_xport_qp *x = &c->qp->x;
+	struct emu_xport_res *r = resp_res_new(c->qp);
+
+	if (r) {
+		r->valid = 1;
+		r->kind = EMU_RES_ZERO;
+		r->first_psn = r->last_psn = c->psn;
+	}
+	x->msn = wire_msn_next(x->msn);
+	x->epsn = wire_psn_next(c->psn);
+	x->resp_opseq = 0;
+	resp_read_reply(c->qp, NULL, 0, 0, c->psn);
+	return EMU_RESP_CLEANUP;
+}
+
 /* IBTA 1.5 ATOMIC WRITE: once every earlier placement of the QP has
  * landed, its 8 bytes in one write, serialised with the daemon's atomics
  * (one engine thread, IBV_ATOMIC_HCA), as rxe stores them with release
@@ -847,30 +879,23 @@ static enum emu_resp_state resp_exec_atomic_write(struct resp_ctx *c)
 		return resp_fail(c, EMU_RESP_ERR_REM_ACCESS, 0, IBV_EVENT_QP_ACCESS_ERR, 0);
 	x->wr_va += 8;
 	x->wr_left = 0;
-	return EMU_RESP_NONE;
+	return resp_zero_reply(c);
 }
 
 /* IBTA 1.5 FLUSH. Global visibility: every earlier placement of the QP
  * has landed (the daemon's writes are complete when they return, so that
  * is writing out the deferred ones). Persistence: then the daemon's
  * mappings of the range are written back to their files; memory on the
- * /proc/<pid>/mem path has no file of its own (docs/transport.md). The
- * answer is a READ Response Only of no payload, as rxe sends. */
+ * /proc/<pid>/mem path has no file of its own (docs/transport.md). */
 static enum emu_resp_state resp_exec_flush(struct resp_ctx *c)
 {
-	struct emu_xport_qp *x = &c->qp->x;
-
 	if (!resp_settle(c->qp))
 		return EMU_RESP_EXIT; /* an earlier write failed: the QP is dead */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if ((c->pkt->feth.plt & WIRE_FLUSH_PERSISTENT) &&
 	    emu_mrmap_persist(c->owner, c->proc, c->flen))
 		return resp_fail(c, EMU_RESP_ERR_REM_ACCESS, 0, IBV_EVENT_QP_ACCESS_ERR, 0);
-	x->msn = wire_msn_next(x->msn);
-	x->epsn = wire_psn_next(c->psn);
-	x->resp_opseq = 0;
-	resp_read_reply(c->qp, NULL, 0, 0, c->psn);
-	return EMU_RESP_CLEANUP;
+	return resp_zero_reply(c);
 }
 
 static enum emu_resp_state resp_execute(struct resp_ctx *c)
@@ -940,7 +965,7 @@ static enum emu_resp_state resp_atomic_reply(struct resp_ctx *c)
 	r = resp_res_new(c->qp);
 	if (r) {
 		r->valid = 1;
-		r->is_atomic = 1;
+		r->kind = EMU_RES_ATOMIC;
 		r->first_psn = r->last_psn = c->psn;
 		r->va = pkt->atomiceth.va;
 		r->rkey = pkt->atomiceth.rkey;
