@@ -105,6 +105,17 @@ static void awrite_wqe(struct uroce_send_wqe *w, uint64_t id, void *dst, uint32_
 	w->atomic.swap = v;
 }
 
+/* a global FLUSH of the 8 bytes at dst */
+static void flush8_wqe(struct uroce_send_wqe *w, uint64_t id, void *dst, uint32_t rkey)
+{
+	xt_wqe(w, id, UROCE_WR_OP_FLUSH, 0);
+	w->flush.remote_addr = (uintptr_t)dst;
+	w->flush.rkey = rkey;
+	w->flush.length = 8;
+	w->flush.type = UROCE_FLUSH_GLOBAL;
+	w->flush.level = UROCE_FLUSH_RANGE;
+}
+
 static int t_atomic_write(void)
 {
 	struct pair p;
@@ -244,12 +255,7 @@ static int t_atomic_write_nores(void)
 			awrite_wqe(&w, 1, dst, p.mb.rkey, 9);
 		} else {
 			p.b.qp->attr.qp_access_flags |= UROCE_ACCESS_FLUSH;
-			xt_wqe(&w, 1, UROCE_WR_OP_FLUSH, 0);
-			w.flush.remote_addr = (uintptr_t)dst;
-			w.flush.rkey = p.mb.rkey;
-			w.flush.length = 8;
-			w.flush.type = UROCE_FLUSH_GLOBAL;
-			w.flush.level = UROCE_FLUSH_RANGE;
+			flush8_wqe(&w, 1, dst, p.mb.rkey);
 		}
 		sim_post_send(&p.a, &w, NULL, NULL);
 		sim_run(&p.s, 5000000000ull);
@@ -279,12 +285,7 @@ static int t_atomic_write_limit(void)
 		awrite_wqe(&w, i, dst + i, p.mb.rkey, 100 + i);
 		sim_post_send(&p.a, &w, NULL, NULL);
 	}
-	xt_wqe(&w, 9, UROCE_WR_OP_FLUSH, 0);
-	w.flush.remote_addr = (uintptr_t)mf.buf;
-	w.flush.rkey = mf.rkey;
-	w.flush.length = 8;
-	w.flush.type = UROCE_FLUSH_GLOBAL;
-	w.flush.level = UROCE_FLUSH_RANGE;
+	flush8_wqe(&w, 9, mf.buf, mf.rkey);
 	p.b.qp->attr.qp_access_flags |= UROCE_ACCESS_FLUSH;
 	sim_post_send(&p.a, &w, NULL, NULL);
 	CHECK_EQ(p.a.qp->x.rd_atomic_out, 1);
