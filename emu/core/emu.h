@@ -696,6 +696,8 @@ void emu_mem_quarantine(struct emu_ctx *c);
  * write is immediate (0 or -errno). */
 void emu_mem_batch(bool on);
 void emu_mem_flush(void);
+/* has qp a deferred write not written yet? (no system call) */
+bool emu_mem_pending(const struct emu_qp *qp);
 int emu_mem_write_deferred(struct emu_qp *qp, struct emu_ctx *c, const struct emu_rvec *r,
 			   unsigned nr, const void *src, uint32_t len, uint64_t tag);
 

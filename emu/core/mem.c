@@ -110,6 +110,14 @@ void emu_mem_flush(void)
 			emu_wb.qp[i]->dev->xops->mem_fault(emu_wb.qp[i], emu_wb.tag[i]);
 }
 
+bool emu_mem_pending(const struct emu_qp *qp)
+{
+	for (unsigned i = 0; i < emu_wb.nl; i++)
+		if (emu_wb.qp[i] == qp)
+			return true;
+	return false;
+}
+
 void emu_mem_batch(bool on)
 {
 	if (!on)

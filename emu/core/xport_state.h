@@ -254,6 +254,8 @@ struct emu_xport_qp {
 	/* completer */
 	uint8_t req_sched;         /* completer -> requester: run it next (xp_run) */
 	uint8_t comp_sched;        /* requester -> completer: WQEs decided locally */
+	uint8_t comp_settling;     /* comp_wqe writes the head READ's data out */
+	uint8_t fault_held;        /* meanwhile a deferred write failed: ERR after it */
 
 	/* responder */
 	uint8_t resp_state;

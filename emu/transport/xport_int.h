@@ -321,6 +321,10 @@ void xp_req_reset(struct emu_qp *qp);
 /* comp.c */
 void xp_comp_rx(struct emu_qp *qp, const struct wire_pkt *pkt);
 void xp_comp_progress(struct emu_qp *qp);
+/* A deferred write of qp failed (tag: xp_wb_tag): a READ's response makes
+ * the head READ IBV_WC_LOC_PROT_ERR. true while comp_wqe is retiring the
+ * head (it moves the QP to ERR itself, after). */
+bool xp_comp_mem_fault(struct emu_qp *qp, uint64_t tag);
 void xp_comp_timeout(struct emu_qp *qp, uint64_t now);
 /* resp.c */
 void xp_resp_rx(struct emu_qp *qp, const struct wire_pkt *pkt);

@@ -526,6 +526,39 @@ static void c_placefail(void)
 	placefail(false, true, 40);
 }
 
+/* The requester's side of the same: a READ whose local buffer was
+ * unmapped after registration (its responses are placed at the end of an
+ * RX burst) completes IBV_WC_LOC_PROT_ERR, not successfully, and the WR
+ * after it is flushed: 5000 bytes (all responses in one burst, the READ
+ * retired in it) and 60000 (failing in the first of several bursts). */
+static void c_readfail(void)
+{
+	static const uint32_t lens[2] = { 5000, 60000 };
+
+	for (int k = 0; k < 2; k++) {
+		struct vt t;
+		struct ibv_wc wc[2];
+
+		vt_init(&t, NULL);
+		uint8_t *l = fresh(16 * PG);
+		struct ibv_mr *lm = ibv_reg_mr(t.pd, l, 16 * PG, IBV_ACCESS_LOCAL_WRITE);
+		CHECK(lm);
+		CHECK(!munmap(l, 2 * PG));
+		CHECK(!vt_post_send(t.qa, lm, IBV_WR_RDMA_READ, 0, lens[k], IBV_SEND_SIGNALED, 0,
+				    (uintptr_t)t.buf, t.mr->rkey, 1));
+		CHECK(!vt_post_send(t.qa, t.mr, IBV_WR_RDMA_WRITE, 0, 64, IBV_SEND_SIGNALED, 0,
+				    (uintptr_t)t.buf + 8192, t.mr->rkey, 2));
+		vt_poll_n(t.scq, 2, wc);
+		fprintf(stderr, "READ of %u into an unmapped buffer: %s, then %s\n", lens[k],
+			ibv_wc_status_str(wc[0].status), ibv_wc_status_str(wc[1].status));
+		CHECK(wc[0].wr_id == 1 && wc[0].status == IBV_WC_LOC_PROT_ERR);
+		CHECK(wc[1].wr_id == 2 && wc[1].status == IBV_WC_WR_FLUSH_ERR);
+		CHECK(!ibv_dereg_mr(lm));
+		munmap(l + 2 * PG, 14 * PG);
+		vt_fini(&t);
+	}
+}
+
 static int adv(struct ibv_pd *pd, int advice, uint32_t flags, struct ibv_mr *mr, uint64_t addr,
 	       uint32_t len)
 {
@@ -633,6 +666,7 @@ int main(int argc, char **argv)
 		{ "implicit", c_implicit },
 		{ "rdonly", c_rdonly },
 		{ "placefail", c_placefail },
+		{ "readfail", c_readfail },
 		{ "advise", c_advise },
 		{ "caps", c_caps },
 	};
