@@ -629,6 +629,14 @@ static void c_advise(void)
 	CHECK(!resident(r + 11 * PG));
 	CHECK(adv(t.pd, W, F, im, base + 11 * PG, 8) == 0 && resident(r + 11 * PG));
 	CHECK(adv(t.pd, W, F, im, base + 8 * PG, 8) == EFAULT);
+	/* a page the process may only read: a write prefetch cannot fault
+	 * it in (EFAULT, as mlx5's page fault for write fails), a read one
+	 * can; PROT_NONE takes neither */
+	CHECK(!mprotect(r + 12 * PG, PG, PROT_READ) && !mprotect(r + 13 * PG, PG, PROT_NONE));
+	CHECK(adv(t.pd, W, F, im, base + 12 * PG, 8) == EFAULT);
+	CHECK(adv(t.pd, W, 0, im, base + 12 * PG, 8) == 0);
+	CHECK(adv(t.pd, R, F, im, base + 12 * PG, 8) == 0 && resident(r + 12 * PG));
+	CHECK(adv(t.pd, R, F, im, base + 13 * PG, 8) == EFAULT);
 	CHECK(!ibv_dealloc_mw(mw));
 	CHECK(!ibv_dereg_mr(im) && !ibv_dereg_mr(rdonly) && !ibv_dereg_mr(m));
 	CHECK(!ibv_dealloc_pd(pd2));
