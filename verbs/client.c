@@ -348,18 +348,23 @@ int urv_hello(int sock, uint32_t *seq, struct uroce_hello_rep *rep, int fds[3])
 		.abi_version = UROCE_ABI_VERSION,
 		.pid = (uint32_t)getpid(),
 	};
-	int mem, ret;
+	int mem[2], ret;
 
 	/* the daemon reaches our memory only through this descriptor: it
 	 * stays bound to this address space (a fork or exec cannot redirect
-	 * it) and is checked to be ours (docs/security.md) */
-	mem = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
-	if (mem < 0)
+	 * it) and is checked to be ours (docs/security.md); our maps tell it
+	 * which pages we may read or write ourselves (a daemon running as
+	 * another user could not open them) */
+	mem[0] = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	if (mem[0] < 0)
 		return -errno;
+	mem[1] = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 	rep->abi_version = 0; /* a daemon before version 4 refuses without saying its own */
 	ret = urv_ctl_raw(sock, seq, UROCE_OP_HELLO, &req, sizeof(req), rep,
-			  sizeof(*rep), &mem, 1, fds, 3);
-	close(mem);
+			  sizeof(*rep), mem, mem[1] >= 0 ? 2 : 1, fds, 3);
+	close(mem[0]);
+	if (mem[1] >= 0)
+		close(mem[1]);
 	if (!ret && rep->abi_version != UROCE_ABI_VERSION) {
 		fds_drop(fds, 3);
 		ret = -EPROTONOSUPPORT;

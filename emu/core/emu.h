@@ -370,6 +370,7 @@ struct emu_ctx {
 	uid_t uid;                    /* SO_PEERCRED at connect */
 	bool see_all;                 /* root or the daemon's uid: all QPs in stats */
 	int mem_fd;                   /* the client's /proc/<pid>/mem, -1 = none (tests) */
+	int maps_fd;                  /* its /proc/<pid>/maps (vma.c), -1 = not open */
 	int sock;                     /* control socket, -1 = none (tests) */
 	int wake_fd;                  /* eventfd the shim kicks */
 	int async_fd;                 /* async pipe write end, -1 = none */
@@ -518,8 +519,9 @@ struct emu_xport_ops {
 	void (*sq_kick)(struct emu_qp *qp);
 	void (*rq_kick)(struct emu_qp *qp);
 	void (*srq_kick)(struct emu_srq *srq);
-	/* a deferred write into memory qp placed failed (emu_mem_flush) */
-	void (*mem_fault)(struct emu_qp *qp);
+	/* a deferred write into memory qp placed failed (emu_mem_flush);
+	 * tag: what the transport gave emu_mem_write_deferred */
+	void (*mem_fault)(struct emu_qp *qp, uint64_t tag);
 	/* resolve an address vector (ibv_create_ah; the net layer's) */
 	int (*av_resolve)(struct emu_dev *d, const struct ibv_ah_attr *a, struct emu_av *av);
 };
@@ -643,10 +645,24 @@ static inline struct emu_qp *emu_qp_lookup(struct emu_dev *d, uint32_t qpn)
  * our own pid, as in tests). 0 or -errno (-EFAULT for a short transfer). */
 int emu_mem_read(struct emu_ctx *c, void *dst, uint64_t addr, size_t len);
 /* Bind c to its process's memory: fd must be a read-write /proc/<pid>/mem
- * of c->pid itself (the client opens /proc/self/mem). On success c owns
- * fd; 0, -EINVAL (none) or -EACCES (not the peer's own). */
-int emu_mem_attach(struct emu_ctx *c, int fd);
+ * of c->pid itself (the client opens /proc/self/mem), maps_fd (-1: none)
+ * a read-only /proc/<pid>/maps of it (vma.c). On success c owns both; 0,
+ * -EINVAL (no fd) or -EACCES (not the peer's own). */
+int emu_mem_attach(struct emu_ctx *c, int fd, int maps_fd);
 int emu_mem_write(struct emu_ctx *c, uint64_t addr, const void *src, size_t len);
+/* vma.c: open c's /proc/<pid>/maps (0 or -errno); is all of [addr, addr +
+ * len) mapped by c's process with read (write: write) permission? 0, else
+ * -EFAULT. /proc/<pid>/mem reaches pages even where they are not
+ * (FOLL_FORCE). A client whose maps we do not have is not asked (it gave
+ * none and we may not open it: only its own memory is at stake). */
+int emu_vma_attach(struct emu_ctx *c);
+int emu_vma_allowed(struct emu_ctx *c, uint64_t addr, uint64_t len, bool write);
+/* the same from maps text read with pread from fd (kernels before 6.11) */
+int emu_vma_scan(int fd, uint64_t addr, uint64_t len, bool write);
+/* may the daemon read (write) [proc, proc + len) of mr's process? Always
+ * for an MR that is not ODP (checked at registration, as pinning does);
+ * for an ODP one only where the process maps it so now. 0 or -EFAULT. */
+int emu_mr_odp_access(const struct emu_mr *mr, uint64_t proc, uint64_t len, bool write);
 /* Batched: local iovecs against remote ranges {addr,len}. */
 struct emu_rvec { uint64_t addr; uint64_t len; };
 int emu_mem_readv(struct emu_ctx *c, const struct iovec *local, unsigned nlocal,
@@ -709,12 +725,15 @@ void emu_mem_quarantine(struct emu_ctx *c);
  * emu_mem_write_deferred only records the write; src must stay valid until
  * the batch ends. emu_mem_flush writes the record out: every other memory
  * access does it first, and so must anything that makes the data visible
- * (a CQE). A failed deferred write calls emu_xport_mem_fault(qp). Outside
- * a batch the write is immediate (0 or -errno). */
+ * (a CQE). A failed deferred write calls emu_xport_mem_fault(qp, tag), tag
+ * being the caller's word for what the write was. Outside a batch the
+ * write is immediate (0 or -errno). */
 void emu_mem_batch(bool on);
 void emu_mem_flush(void);
+/* has qp a deferred write not written yet? (no system call) */
+bool emu_mem_pending(const struct emu_qp *qp);
 int emu_mem_write_deferred(struct emu_qp *qp, struct emu_ctx *c, const struct emu_rvec *r,
-			   unsigned nr, const void *src, uint32_t len);
+			   unsigned nr, const void *src, uint32_t len, uint64_t tag);
 
 /* ------------------------------------------------------------------ */
 /* Keys                                                                */
@@ -727,7 +746,8 @@ struct emu_mr *emu_mr_check_lkey(struct emu_pd *pd, uint32_t lkey, uint64_t addr
 /* Remote access through an MR rkey or a bound MW: PD of qp, bounds
  * (overflow-safe), access. *proc_addr = process address of va, *owner =
  * context whose memory it is. Returns the MR (for a window, the MR it is
- * bound to) or NULL with *err as above. */
+ * bound to) or NULL with *err as above, or -EFAULT for ODP memory the
+ * process does not map with the permission the access needs. */
 struct emu_mr *emu_mr_check_rkey(struct emu_qp *qp, uint32_t rkey, uint64_t va,
 				 uint64_t len, unsigned access_needed,
 				 uint64_t *proc_addr, struct emu_ctx **owner, int *err);

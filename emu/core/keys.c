@@ -111,6 +111,21 @@ struct emu_mr *emu_mr_check_lkey(struct emu_pd *pd, uint32_t lkey, uint64_t addr
 	return mr;
 }
 
+/* A remote access to an ODP MR reaches only pages the process maps with
+ * the permission it needs (odp.c): elsewhere it is an access error. */
+static struct emu_mr *emu_rkey_odp(struct emu_mr *mr, unsigned access_needed, uint64_t proc,
+				   uint64_t len, int *err)
+{
+	bool write = access_needed & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
+
+	*err = 0;
+	if (len && emu_mr_odp_access(mr, proc, len, write)) {
+		*err = -EFAULT;
+		return NULL;
+	}
+	return mr;
+}
+
 struct emu_mr *emu_mr_check_rkey(struct emu_qp *qp, uint32_t rkey, uint64_t va,
 				 uint64_t len, unsigned access_needed,
 				 uint64_t *proc_addr, struct emu_ctx **owner, int *err)
@@ -133,8 +148,7 @@ struct emu_mr *emu_mr_check_rkey(struct emu_qp *qp, uint32_t rkey, uint64_t va,
 		}
 		*proc_addr = mr->addr + (va - mr->iova);
 		*owner = mr->ctx;
-		*err = 0;
-		return mr;
+		return emu_rkey_odp(mr, access_needed, *proc_addr, len, err);
 	}
 	struct emu_mw *mw = emu_key_get(d, rkey, EMU_OBJ_MW);
 	if (!mw || mw->rkey != rkey || mw->state != EMU_MW_VALID || !mw->mr) {
@@ -157,8 +171,7 @@ struct emu_mr *emu_mr_check_rkey(struct emu_qp *qp, uint32_t rkey, uint64_t va,
 	mr = mw->mr;
 	*proc_addr = mr->addr + (va - mr->iova);
 	*owner = mr->ctx;
-	*err = 0;
-	return mr;
+	return emu_rkey_odp(mr, access_needed, *proc_addr, len, err);
 }
 
 int emu_rkey_extent(struct emu_qp *qp, uint32_t rkey, uint64_t *va, uint64_t *len)

@@ -33,6 +33,7 @@ static __thread struct { /* per worker thread */
 	struct iovec lv[EMU_WB_MAX];
 	struct emu_rvec rv[EMU_WB_MAX];
 	struct emu_qp *qp[EMU_WB_MAX];  /* who asked, per local entry */
+	uint64_t tag[EMU_WB_MAX];       /* and what for */
 	uint8_t r0[EMU_WB_MAX], rn[EMU_WB_MAX]; /* its remote ranges */
 } emu_wb;
 
@@ -106,7 +107,15 @@ void emu_mem_flush(void)
 	for (unsigned i = 0; i < n; i++)
 		if (emu_mem_xfer(emu_wb.ctx, &emu_wb.lv[i], 1, &emu_wb.rv[emu_wb.r0[i]],
 				 emu_wb.rn[i], true))
-			emu_wb.qp[i]->dev->xops->mem_fault(emu_wb.qp[i]);
+			emu_wb.qp[i]->dev->xops->mem_fault(emu_wb.qp[i], emu_wb.tag[i]);
+}
+
+bool emu_mem_pending(const struct emu_qp *qp)
+{
+	for (unsigned i = 0; i < emu_wb.nl; i++)
+		if (emu_wb.qp[i] == qp)
+			return true;
+	return false;
 }
 
 void emu_mem_batch(bool on)
@@ -117,7 +126,7 @@ void emu_mem_batch(bool on)
 }
 
 int emu_mem_write_deferred(struct emu_qp *qp, struct emu_ctx *c, const struct emu_rvec *r,
-			   unsigned nr, const void *src, uint32_t len)
+			   unsigned nr, const void *src, uint32_t len, uint64_t tag)
 {
 	struct iovec l = { (void *)(uintptr_t)src, len };
 
@@ -130,6 +139,7 @@ int emu_mem_write_deferred(struct emu_qp *qp, struct emu_ctx *c, const struct em
 	emu_wb.ctx = c;
 	emu_wb.lv[emu_wb.nl] = l;
 	emu_wb.qp[emu_wb.nl] = qp;
+	emu_wb.tag[emu_wb.nl] = tag;
 	emu_wb.r0[emu_wb.nl] = (uint8_t)emu_wb.nr;
 	emu_wb.rn[emu_wb.nl] = (uint8_t)nr;
 	emu_wb.nl++;
@@ -195,31 +205,45 @@ static int emu_mem_fd_xfer(struct emu_ctx *c, const struct iovec *l, unsigned nl
 	return 0;
 }
 
-int emu_mem_attach(struct emu_ctx *c, int fd)
+/* fd must be /proc/<pid>/<name> of the peer itself, opened for reading
+ * (and writing, if rw): the same procfs and inode as the one that pid
+ * names now (a proc inode lives while the descriptor pins it and is never
+ * reused for a new process with the same pid). 0 or -EACCES. */
+static int emu_proc_fd_check(const struct emu_ctx *c, int fd, const char *name, bool rw)
 {
 	struct stat fs, ps;
 	struct statfs sf;
 	char path[48];
-	int fl;
+	int fl = fcntl(fd, F_GETFL);
 
-	if (fd < 0)
-		return -EINVAL;
-	/* it must be a read-write /proc/<pid>/mem of the peer itself: the
-	 * same procfs and inode as the one that pid names now (a proc inode
-	 * lives while the descriptor pins it and is never reused for a new
-	 * process with the same pid) */
-	fl = fcntl(fd, F_GETFL);
-	if (fl < 0 || (fl & O_ACCMODE) != O_RDWR)
+	if (fl < 0 || (fl & O_ACCMODE) != (rw ? O_RDWR : O_RDONLY))
 		return -EACCES;
 	if (fstatfs(fd, &sf) || sf.f_type != PROC_SUPER_MAGIC || fstat(fd, &fs) ||
 	    !S_ISREG(fs.st_mode))
 		return -EACCES;
-	snprintf(path, sizeof(path), "/proc/%d/mem", (int)c->pid);
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)c->pid, name);
 	if (c->pid <= 0 || stat(path, &ps) || ps.st_dev != fs.st_dev || ps.st_ino != fs.st_ino)
+		return -EACCES;
+	return 0;
+}
+
+int emu_mem_attach(struct emu_ctx *c, int fd, int maps_fd)
+{
+	if (fd < 0)
+		return -EINVAL;
+	if (emu_proc_fd_check(c, fd, "mem", true) ||
+	    (maps_fd >= 0 && emu_proc_fd_check(c, maps_fd, "maps", false)))
 		return -EACCES;
 	if (c->mem_fd >= 0)
 		close(c->mem_fd);
 	c->mem_fd = fd;
+	if (c->maps_fd >= 0)
+		close(c->maps_fd);
+	c->maps_fd = maps_fd;
+	/* a client without one (an older one, or a test): ours, if we may
+	 * open it (a daemon that runs as another user may not) */
+	if (maps_fd < 0)
+		(void)emu_vma_attach(c);
 	return 0;
 }
 

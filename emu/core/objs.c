@@ -94,6 +94,9 @@ int emu_pd_dealloc(struct emu_ctx *c, uint32_t handle)
 			  IBV_ACCESS_HUGETLB | IBV_ACCESS_RELAXED_ORDERING | \
 			  UROCE_ACCESS_FLUSH)
 
+#define EMU_MR_WRITABLE (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+			 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND)
+
 static int emu_mr_args(struct emu_ctx *c, uint64_t addr, uint64_t len, uint64_t iova,
 		       unsigned access)
 {
@@ -116,6 +119,11 @@ static int emu_mr_args(struct emu_ctx *c, uint64_t addr, uint64_t len, uint64_t 
 	 * two ends so a bad range fails here, not on the wire */
 	uint8_t b;
 	if (emu_mem_read(c, &b, addr, 1) || emu_mem_read(c, &b, addr + len - 1, 1))
+		return -EFAULT;
+	/* pinning fails on pages the process cannot read, or cannot write
+	 * for an MR the device may write (ib_access_writable: FOLL_WRITE);
+	 * our /proc/<pid>/mem would reach them (vma.c) */
+	if (emu_vma_allowed(c, addr, len, access & EMU_MR_WRITABLE))
 		return -EFAULT;
 	return 0;
 }
@@ -1272,7 +1280,9 @@ void emu_ctx_destroy(struct emu_ctx *c)
 		close(c->sock);
 	if (c->mem_fd >= 0)
 		close(c->mem_fd);
-	c->mem_fd = -1;
+	if (c->maps_fd >= 0)
+		close(c->maps_fd);
+	c->mem_fd = c->maps_fd = -1;
 	c->db = NULL;
 	c->db_memfd = c->wake_fd = c->async_fd = c->sock = -1;
 	if (c->uid_slot >= 0) {

@@ -89,13 +89,22 @@ struct emu_xport_swqe {
 	uint8_t status;       /* enum ibv_wc_status once decided */
 	uint8_t signaled;
 	uint8_t need_resp;    /* READ / atomic: completes on response, not ACK */
+	uint8_t rd_res;       /* holds a responder resource (READ, atomics, IBTA 1.5
+			       * ATOMIC WRITE and FLUSH): counted in max_rd_atomic */
 	uint64_t mr_epoch;    /* dev->mr_epoch when its local keys were checked */
 };
 
-/* A replayable READ / atomic (IBTA responder resources). */
+/* What a responder resource (IBTA: one per READ, atomic, ATOMIC WRITE or
+ * FLUSH, up to max_dest_rd_atomic) answers a duplicate with. */
+enum emu_xport_res_kind {
+	EMU_RES_READ,         /* READ responses from the range again */
+	EMU_RES_ATOMIC,       /* the atomic ACK with the original value */
+	EMU_RES_ZERO,         /* ATOMIC WRITE, FLUSH: READ Response Only, no payload */
+};
+
 struct emu_xport_res {
 	uint8_t valid;
-	uint8_t is_atomic;
+	uint8_t kind;         /* enum emu_xport_res_kind */
 	uint32_t first_psn;
 	uint32_t last_psn;
 	uint64_t va;          /* remote VA as requested */
@@ -245,6 +254,8 @@ struct emu_xport_qp {
 	/* completer */
 	uint8_t req_sched;         /* completer -> requester: run it next (xp_run) */
 	uint8_t comp_sched;        /* requester -> completer: WQEs decided locally */
+	uint8_t comp_settling;     /* comp_wqe writes the head READ's data out */
+	uint8_t fault_held;        /* meanwhile a deferred write failed: ERR after it */
 
 	/* responder */
 	uint8_t resp_state;
@@ -254,10 +265,9 @@ struct emu_xport_qp {
 	uint8_t ack_syndrome;
 	uint8_t comm_est_sent;
 	uint8_t uc_drop;           /* UC: discard until next FIRST/ONLY */
-	uint8_t wr_unsettled;      /* RC: deferred writes since the last response */
+	uint8_t wr_unsettled;      /* deferred writes since the last response or receive completion */
 	uint8_t wr_failed;         /* one of them failed: no more ACKs */
 	uint8_t on_act;           /* on the device's active list (act_next/prev) */
-	uint32_t wr_unsettled_psn; /* PSN of the first of them */
 	uint32_t ack_psn;          /* PSN to acknowledge */
 	uint32_t epsn;             /* expected PSN */
 	uint32_t msn;

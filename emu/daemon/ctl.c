@@ -324,7 +324,7 @@ static bool emu_reply(struct emu_ctx *c, const struct uroce_msg_hdr *rq, int sta
  * holds, so the client cannot make them blocking; it gets the other ends
  * (fds[1], fds[2]: closed here once sent). */
 static int emu_hello(struct emu_daemon *dm, struct emu_client *cl, const struct uroce_hello_req *q,
-		     int *mem_fd, struct uroce_hello_rep *r, int fds[3])
+		     int *mem_fd, int *maps_fd, struct uroce_hello_rep *r, int fds[3])
 {
 	struct emu_ctx *c = cl->ctx;
 
@@ -338,13 +338,13 @@ static int emu_hello(struct emu_daemon *dm, struct emu_client *cl, const struct 
 	}
 	/* no payload moves by pid: the context is bound to the address
 	 * space of the process that opened its own /proc/self/mem */
-	int rc = emu_mem_attach(c, *mem_fd);
+	int rc = emu_mem_attach(c, *mem_fd, *maps_fd);
 	if (rc) {
-		EMU_LOG(NOTICE, "pid %d: hello without its own /proc/self/mem: %s\n",
+		EMU_LOG(NOTICE, "pid %d: hello without its own /proc/self/mem (and maps): %s\n",
 			(int)c->pid, strerror(-rc));
 		return rc;
 	}
-	*mem_fd = -1; /* the context owns it now */
+	*mem_fd = *maps_fd = -1; /* the context owns them now */
 	void *map;
 	int mfd;
 	rc = emu_shm_create("uroce-db", UROCE_DB_PAGE_SIZE, &mfd, &map);
@@ -468,10 +468,10 @@ struct emu_op {
 
 static int emu_op_hello(struct emu_op *k)
 {
-	int no_fd = -1;
-	/* fds[0]: the client's /proc/self/mem */
+	int no_fd = -1, no_maps = -1;
+	/* fds[0]: the client's /proc/self/mem, fds[1] (optional) its maps */
 	int rc = emu_hello(k->dm, k->cl, &k->q->hello, k->nfds >= 1 ? &k->fds[0] : &no_fd,
-			   &k->rep->hello, k->ofds);
+			   k->nfds >= 2 ? &k->fds[1] : &no_maps, &k->rep->hello, k->ofds);
 	if (!rc) {
 		k->nofds = 3;
 		k->oclose = 1; /* the client's ends of the wake and async pipes */
@@ -856,7 +856,7 @@ static const struct {
 	uint8_t fds;
 	int (*run)(struct emu_op *k);
 } emu_req_shape[UROCE_OP_MAX] = {
-	[UROCE_OP_HELLO] = { sizeof(struct uroce_hello_req), 1, emu_op_hello },
+	[UROCE_OP_HELLO] = { sizeof(struct uroce_hello_req), 2, emu_op_hello },
 	[UROCE_OP_QUERY_PORT] = { sizeof(struct uroce_query_port_req), 0, emu_op_query_port },
 	[UROCE_OP_ALLOC_PD] = { 0, 0, emu_op_alloc_pd },
 	[UROCE_OP_DEALLOC_PD] = { sizeof(struct uroce_handle_msg), 0, emu_op_dealloc_pd },

@@ -101,12 +101,32 @@ static void comp_progress_made(struct emu_qp *qp)
 	comp_rearm(qp);
 }
 
+/* A READ completes only once its data is in place: when a response of
+ * the QP is still a deferred write (emu_mem_write_deferred), write it out
+ * first; one that fails makes the READ IBV_WC_LOC_PROT_ERR
+ * (xp_comp_mem_fault) and the QP goes to ERR once it is retired. */
+static bool comp_settle_read(struct emu_qp *qp, struct emu_xport_swqe *sw)
+{
+	struct emu_xport_qp *x = &qp->x;
+	bool fault;
+
+	if (!sw->need_resp || sw->status != IBV_WC_SUCCESS || !emu_mem_pending(qp))
+		return false;
+	x->comp_settling = 1;
+	emu_mem_flush();
+	x->comp_settling = 0;
+	fault = x->fault_held;
+	x->fault_held = 0;
+	return fault;
+}
+
 /* Post the CQE of the head WQE (if due) and retire it. */
 static void comp_wqe(struct emu_qp *qp)
 {
 	struct emu_xport_qp *x = &qp->x;
 	struct uroce_send_wqe *w = xp_wqe(qp, x->sq_comp);
 	struct emu_xport_swqe *sw = xp_swqe(qp, x->sq_comp);
+	bool fault = comp_settle_read(qp, sw);
 	uint8_t status = sw->status;
 	bool cqe = sw->signaled || status != IBV_WC_SUCCESS;
 	struct uroce_cqe e;
@@ -118,7 +138,7 @@ static void comp_wqe(struct emu_qp *qp)
 		e.opcode = xp_wc_opcode(w->opcode);
 		e.byte_len = sw->total_len;
 	}
-	if (sw->need_resp && sw->state != EMU_SWQE_NEW && x->rd_atomic_out)
+	if (sw->rd_res && sw->state != EMU_SWQE_NEW && x->rd_atomic_out)
 		x->rd_atomic_out--;
 	x->sq_comp++;
 	if ((int32_t)(x->sq_req - x->sq_comp) < 0) {
@@ -131,6 +151,8 @@ static void comp_wqe(struct emu_qp *qp)
 	emu_ring_publish(&qp->sq, x->sq_comp);
 	if (cqe)
 		xp_cq_push(qp, qp->send_cq, &e); /* overrun: QP to ERR, the rest flushed */
+	if (fault)
+		xp_qp_error(qp, IBV_EVENT_QP_ACCESS_ERR);
 	if (status != IBV_WC_SUCCESS && qp->attr.qp_state != IBV_QPS_ERR) {
 		if (xp_rc_like(qp)) {
 			xp_qp_error(qp, 0);
@@ -184,6 +206,30 @@ static void comp_fail_head(struct emu_qp *qp, uint8_t status)
 	qp->x.retrans_at = 0;
 	qp->x.rnr_at = 0;
 	comp_wqe(qp);
+}
+
+bool xp_comp_mem_fault(struct emu_qp *qp, uint64_t tag)
+{
+	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_swqe *sw = xp_swqe(qp, x->sq_comp);
+	/* READ responses are placed for the head WQE only (comp_read) */
+	bool read = (unsigned)(tag >> 32) == XP_WB_READ && x->sq_comp != x->sq_fetch &&
+		    sw->need_resp && sw->state != EMU_SWQE_NEW &&
+		    wire_psn_in_window((uint32_t)tag & WIRE_PSN_MASK, sw->first_psn, sw->npkts);
+
+	if (read) {
+		sw->state = EMU_SWQE_DONE;
+		sw->status = IBV_WC_LOC_PROT_ERR;
+	}
+	if (x->comp_settling) {
+		/* comp_wqe is retiring the head: it fails the READ, or moves
+		 * the QP to ERR for another write of the QP, after */
+		x->fault_held |= !read;
+		return true;
+	}
+	if (read)
+		comp_fail_head(qp, IBV_WC_LOC_PROT_ERR);
+	return false;
 }
 
 static uint8_t comp_nak_status(uint8_t code)
@@ -242,7 +288,7 @@ static void comp_read_resp(struct emu_qp *qp, struct emu_xport_swqe *sw,
 		return;
 	}
 	if (xp_sge_write_deferred(qp, emu_wqe_sges(w), w->num_sge, off, pkt->payload, want,
-				  sw->mr_epoch)) {
+				  sw->mr_epoch, xp_wb_tag(XP_WB_READ, psn))) {
 		comp_fail_head(qp, IBV_WC_LOC_PROT_ERR);
 		return;
 	}

@@ -43,6 +43,9 @@ static void req_validate(struct emu_qp *qp, const struct uroce_send_wqe *w,
 	unsigned i;
 
 	sw->need_resp = xp_rc_like(qp) && xp_is_rd_atomic(w->opcode);
+	/* IBTA 1.5: ATOMIC WRITE and FLUSH take a responder resource too */
+	sw->rd_res = sw->need_resp || (xp_rc_like(qp) && (w->opcode == IBV_WR_ATOMIC_WRITE ||
+							   w->opcode == UROCE_WR_OP_FLUSH));
 	if (w->opcode == IBV_WR_LOCAL_INV || w->opcode == IBV_WR_BIND_MW) {
 		sw->npkts = 0;
 		return;
@@ -514,7 +517,7 @@ static int req_start(struct emu_qp *qp, const struct uroce_send_wqe *w,
 		req_local_op(qp, w, sw);
 		return 0;
 	}
-	if (sw->need_resp) {
+	if (sw->rd_res) {
 		uint32_t lim = qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1;
 
 		if (x->rd_atomic_out >= lim)

@@ -51,11 +51,12 @@ static void resp_pkt_init(struct emu_qp *qp, struct wire_pkt *d, uint8_t op, uin
 	d->aeth.msn = qp->x.msn & WIRE_PSN_MASK;
 }
 
-/* A response must not acknowledge a deferred write (a placement recorded
- * during the RX burst, written at its end) before it is written: write
- * them out first. false when one failed (xp_resp_mem_fault has queued the
- * NAK and the QP is going to ERR): nothing else may be sent. On the common
- * path this is one flag test. */
+/* A response (or a receive completion) must not acknowledge a deferred
+ * write (a placement recorded during the RX burst, written at its end)
+ * before it is written: write them out first. false when one failed
+ * (xp_resp_mem_fault has completed its receive, queued the NAK, and the
+ * QP is going to ERR): nothing else may be sent or completed. On the
+ * common path this is one flag test. */
 static bool resp_settle(struct emu_qp *qp)
 {
 	struct emu_xport_qp *x = &qp->x;
@@ -67,46 +68,29 @@ static bool resp_settle(struct emu_qp *qp)
 	return !x->wr_failed;
 }
 
-/* Record a deferred write of the request at psn (RC: ACKs wait for it). */
-static void resp_unsettled(struct emu_qp *qp, bool rc, uint32_t psn)
+/* Record a deferred write (RC: ACKs wait for it; RC and UC: so does the
+ * receive completion). */
+static void resp_unsettled(struct emu_qp *qp)
 {
-	struct emu_xport_qp *x = &qp->x;
-
-	if (rc && !x->wr_unsettled) {
-		x->wr_unsettled = 1;
-		x->wr_unsettled_psn = psn;
-	}
+	qp->x.wr_unsettled = 1;
 }
 
-void xp_resp_mem_fault(struct emu_qp *qp)
-{
-	struct emu_xport_qp *x = &qp->x;
-
-	if (!xp_rc_like(qp) || !x->wr_unsettled || x->wr_failed)
-		return;
-	/* NAK the first unsettled write: everything before it was written
-	 * (and may have been ACKed), nothing from it on is acknowledged */
-	x->wr_failed = 1;
-	x->cnt.naks_sent++;
-	x->ack_pending = 1;
-	x->ack_psn = x->wr_unsettled_psn;
-	x->ack_syndrome = wire_aeth_nak(WIRE_NAK_REM_ACCESS_ERR);
-	xp_act_add(qp);
-}
-
-/* Immediately send an ACK/NAK with syndrome syn for psn. */
-static void resp_ack(struct emu_qp *qp, uint8_t syn, uint32_t psn)
+static void resp_ack_tx(struct emu_qp *qp, uint8_t syn, uint32_t psn)
 {
 	struct wire_pkt d;
-
-	if (!resp_settle(qp) && syn != wire_aeth_nak(WIRE_NAK_REM_ACCESS_ERR))
-		return;
 
 	/* a pending coalesced ACK goes out before a NAK for a later PSN */
 	if (qp->x.ack_pending && wire_aeth_type(syn) != WIRE_AETH_ACK)
 		xp_resp_send_ack(qp);
 	resp_pkt_init(qp, &d, WIRE_OP_RC_ACK, psn, syn);
 	xp_tx(qp, &qp->x.path, &d, NULL, NULL, NULL);
+}
+
+/* Immediately send an ACK/NAK with syndrome syn for psn. */
+static void resp_ack(struct emu_qp *qp, uint8_t syn, uint32_t psn)
+{
+	if (resp_settle(qp))
+		resp_ack_tx(qp, syn, psn);
 }
 
 /* Coalesced ACK flushed by emu_xport_poll (bounded by one engine turn). */
@@ -127,7 +111,11 @@ void xp_resp_send_ack(struct emu_qp *qp)
 	if (!x->ack_pending)
 		return;
 	x->ack_pending = 0;
-	resp_ack(qp, x->ack_syndrome, x->ack_psn);
+	/* after a failed deferred write only its NAK is left to send */
+	if (x->wr_failed)
+		resp_ack_tx(qp, x->ack_syndrome, x->ack_psn);
+	else
+		resp_ack(qp, x->ack_syndrome, x->ack_psn);
 }
 
 /* A RoCE UD receive completion tells in wc.sl which network header fills
@@ -162,6 +150,32 @@ static void recv_cqe(struct emu_qp *qp, uint8_t status, uint32_t opcode, uint32_
 		     uint32_t flags, uint32_t imm_or_inv, uint32_t src_qp, bool se)
 {
 	recv_cqe_sl(qp, status, opcode, len, flags, imm_or_inv, src_qp, se, 0, NULL, 0);
+}
+
+void xp_resp_mem_fault(struct emu_qp *qp, uint64_t tag)
+{
+	struct emu_xport_qp *x = &qp->x;
+	unsigned kind = (unsigned)(tag >> 32);
+
+	if (kind == XP_WB_READ || x->wr_failed)
+		return; /* the requester's, or the first failure has decided */
+	x->wr_failed = 1;
+	/* the receive whose data did not land completes in error now, as one
+	 * whose placement fails at once does (resp_exec_send): mlx5's local
+	 * protection error; only the receives after it are flushed */
+	if (kind == XP_WB_RECV && x->rwqe_valid)
+		recv_cqe(qp, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, 0, 0, qp->attr.dest_qp_num,
+			 false);
+	if (!xp_rc_like(qp))
+		return;
+	/* NAK the packet whose write failed: everything before it was
+	 * written (and may have been ACKed), nothing from it on is */
+	x->cnt.naks_sent++;
+	x->ack_pending = 1;
+	x->ack_psn = (uint32_t)tag & WIRE_PSN_MASK;
+	x->ack_syndrome = wire_aeth_nak(kind == XP_WB_RECV ? WIRE_NAK_REM_OP_ERR :
+					WIRE_NAK_REM_ACCESS_ERR);
+	xp_act_add(qp);
 }
 
 /* Take a receive WQE and validate its SGEs. 1 ok, 0 none, <0 bad WQE
@@ -298,51 +312,61 @@ static struct emu_xport_res *resp_res_new(struct emu_qp *qp)
 	return r;
 }
 
+/* The responder resource of request psn of kind k, or NULL. */
+static struct emu_xport_res *resp_res_find(struct emu_qp *qp, uint32_t psn, uint8_t k)
+{
+	struct emu_xport_qp *x = &qp->x;
+
+	for (uint32_t i = 0; i < x->res_n; i++) {
+		struct emu_xport_res *r = &x->res[i];
+
+		if (r->valid && r->kind == k &&
+		    wire_psn_in_window(psn, r->first_psn,
+				       wire_psn_dist(r->first_psn, r->last_psn) + 1))
+			return r;
+	}
+	return NULL;
+}
+
+/* A request again whose original was executed: SEND and WRITE are ACKed
+ * again, never delivered twice; READ, atomics, ATOMIC WRITE and FLUSH
+ * are answered again from their responder resource (IBTA 1.5: the last
+ * two hold one too). One whose resource was recycled (a requester over
+ * max_dest_rd_atomic) is dropped, as rxe's class D handling drops it. */
 static void resp_duplicate(struct emu_qp *qp, const struct wire_pkt *pkt)
 {
 	struct emu_xport_qp *x = &qp->x;
 	uint8_t cls = pkt->op->cls;
-	uint32_t psn = pkt->bth.psn, i;
+	uint32_t psn = pkt->bth.psn;
+	bool zero = cls == WIRE_OPC_FLUSH || pkt->bth.opcode == WIRE_OP_RC_ATOMIC_WRITE;
+	struct emu_xport_res *r;
 
 	x->cnt.dup_requests++;
-	if (cls == WIRE_OPC_SEND || cls == WIRE_OPC_WRITE) {
-		/* already executed: acknowledge again, never deliver twice */
+	if (!zero && (cls == WIRE_OPC_SEND || cls == WIRE_OPC_WRITE)) {
 		resp_ack_later(qp, wire_psn_add(x->epsn, WIRE_PSN_MASK));
 		return;
 	}
-	if (cls == WIRE_OPC_FLUSH) {
-		/* executed when it came first (every packet after it is, in
-		 * order): its answer again, as rxe replays it */
-		resp_read_reply(qp, NULL, 0, 0, psn);
+	r = resp_res_find(qp, psn, zero ? EMU_RES_ZERO : cls == WIRE_OPC_ATOMIC ? EMU_RES_ATOMIC :
+				   EMU_RES_READ);
+	if (!r || (cls != WIRE_OPC_READ && r->first_psn != psn))
 		return;
-	}
-	for (i = 0; i < x->res_n; i++) {
-		struct emu_xport_res *r = &x->res[i];
+	if (zero) {
+		resp_read_reply(qp, NULL, 0, 0, psn);
+	} else if (cls == WIRE_OPC_ATOMIC) {
+		resp_atomic_ack(qp, psn, r->orig);
+	} else if (cls == WIRE_OPC_READ) {
+		uint64_t proc = 0, off = pkt->reth.va - r->va;
+		struct emu_ctx *owner = NULL;
+		int err;
 
-		if (!r->valid)
-			continue;
-		if (cls == WIRE_OPC_ATOMIC && r->is_atomic && r->first_psn == psn) {
-			resp_atomic_ack(qp, psn, r->orig);
+		/* a re-issued READ may start inside the original one */
+		if (pkt->reth.va < r->va || off + pkt->reth.dma_len > r->len)
 			return;
-		}
-		if (cls == WIRE_OPC_READ && !r->is_atomic &&
-		    wire_psn_in_window(psn, r->first_psn,
-				       wire_psn_dist(r->first_psn, r->last_psn) + 1)) {
-			uint64_t proc = 0;
-			struct emu_ctx *owner = NULL;
-			int err;
-			uint64_t off = pkt->reth.va - r->va;
-
-			/* a re-issued READ may start inside the original one */
-			if (pkt->reth.va < r->va || off + pkt->reth.dma_len > r->len)
-				return;
-			if (pkt->reth.dma_len &&
-			    !emu_mr_check_rkey(qp, pkt->reth.rkey, pkt->reth.va, pkt->reth.dma_len,
-					       IBV_ACCESS_REMOTE_READ, &proc, &owner, &err))
-				return;
-			resp_read_reply(qp, owner, proc, pkt->reth.dma_len, psn);
+		if (pkt->reth.dma_len &&
+		    !emu_mr_check_rkey(qp, pkt->reth.rkey, pkt->reth.va, pkt->reth.dma_len,
+				       IBV_ACCESS_REMOTE_READ, &proc, &owner, &err))
 			return;
-		}
+		resp_read_reply(qp, owner, proc, pkt->reth.dma_len, psn);
 	}
 }
 
@@ -682,7 +706,8 @@ static enum emu_resp_state resp_chk_resource(struct resp_ctx *c)
 		    (c->cls == WIRE_OPC_WRITE && c->last && (c->pkt->op->flags & WIRE_OPF_IMM));
 	int n;
 
-	if ((c->cls == WIRE_OPC_READ || c->cls == WIRE_OPC_ATOMIC) &&
+	if ((c->cls == WIRE_OPC_READ || c->cls == WIRE_OPC_ATOMIC || c->cls == WIRE_OPC_FLUSH ||
+	     c->pkt->bth.opcode == WIRE_OP_RC_ATOMIC_WRITE) &&
 	    !c->qp->attr.max_dest_rd_atomic)
 		/* No responder resources at all (max_dest_rd_atomic 0): IBTA
 		 * 9.7.5.1.2 / rxe: NAK invalid request. A requester over a
@@ -778,12 +803,13 @@ static enum emu_resp_state resp_exec_send(struct resp_ctx *c)
 		}
 	}
 	if (xp_sge_write_deferred(c->qp, x->rwqe->sge, x->rwqe->num_sge, x->rcv_off,
-				  pkt->payload, pkt->payload_len, x->rwqe_epoch))
+				  pkt->payload, pkt->payload_len, x->rwqe_epoch,
+				  xp_wb_tag(XP_WB_RECV, c->psn)))
 		/* UC: the receive is completed in error; the rest of the
 		 * message must not reach it (nor complete it again) */
 		return resp_fail(c, EMU_RESP_ERR_REM_OP, IBV_WC_LOC_PROT_ERR, 0,
 				 RESP_UC_CQE | RESP_UC_REST);
-	resp_unsettled(c->qp, c->rc, c->psn);
+	resp_unsettled(c->qp);
 	x->rcv_off += pkt->payload_len;
 	return EMU_RESP_NONE;
 }
@@ -806,13 +832,35 @@ static enum emu_resp_state resp_exec_write(struct resp_ctx *c)
 		return resp_rkey_violation(c);
 	struct emu_rvec rv = { c->proc, len };
 
-	if (len && emu_mem_write_deferred(c->qp, x->wr_owner, &rv, 1, pkt->payload, len))
+	if (len && emu_mem_write_deferred(c->qp, x->wr_owner, &rv, 1, pkt->payload, len,
+					  xp_wb_tag(XP_WB_WRITE, c->psn)))
 		return resp_fail(c, EMU_RESP_ERR_REM_ACCESS, 0, IBV_EVENT_QP_ACCESS_ERR, 0);
 	if (len)
-		resp_unsettled(c->qp, c->rc, c->psn);
+		resp_unsettled(c->qp);
 	x->wr_va += len;
 	x->wr_left -= len;
 	return EMU_RESP_NONE;
+}
+
+/* IBTA 1.5 ATOMIC WRITE and FLUSH are answered with an RDMA READ
+ * Response Only of no payload (AETH ACK), as rxe 6.2+ answers them, and
+ * hold a responder resource like a READ or an atomic: a duplicate gets
+ * the answer again from it, never a second execution. */
+static enum emu_resp_state resp_zero_reply(struct resp_ctx *c)
+{
+	struct emu_xport_qp *x = &c->qp->x;
+	struct emu_xport_res *r = resp_res_new(c->qp);
+
+	if (r) {
+		r->valid = 1;
+		r->kind = EMU_RES_ZERO;
+		r->first_psn = r->last_psn = c->psn;
+	}
+	x->msn = wire_msn_next(x->msn);
+	x->epsn = wire_psn_next(c->psn);
+	x->resp_opseq = 0;
+	resp_read_reply(c->qp, NULL, 0, 0, c->psn);
+	return EMU_RESP_CLEANUP;
 }
 
 /* IBTA 1.5 ATOMIC WRITE: once every earlier placement of the QP has
@@ -834,30 +882,23 @@ static enum emu_resp_state resp_exec_atomic_write(struct resp_ctx *c)
 		return resp_fail(c, EMU_RESP_ERR_REM_ACCESS, 0, IBV_EVENT_QP_ACCESS_ERR, 0);
 	x->wr_va += 8;
 	x->wr_left = 0;
-	return EMU_RESP_NONE;
+	return resp_zero_reply(c);
 }
 
 /* IBTA 1.5 FLUSH. Global visibility: every earlier placement of the QP
  * has landed (the daemon's writes are complete when they return, so that
  * is writing out the deferred ones). Persistence: then the daemon's
  * mappings of the range are written back to their files; memory on the
- * /proc/<pid>/mem path has no file of its own (docs/transport.md). The
- * answer is a READ Response Only of no payload, as rxe sends. */
+ * /proc/<pid>/mem path has no file of its own (docs/transport.md). */
 static enum emu_resp_state resp_exec_flush(struct resp_ctx *c)
 {
-	struct emu_xport_qp *x = &c->qp->x;
-
 	if (!resp_settle(c->qp))
 		return EMU_RESP_EXIT; /* an earlier write failed: the QP is dead */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if ((c->pkt->feth.plt & WIRE_FLUSH_PERSISTENT) &&
 	    emu_mrmap_persist(c->owner, c->proc, c->flen))
 		return resp_fail(c, EMU_RESP_ERR_REM_ACCESS, 0, IBV_EVENT_QP_ACCESS_ERR, 0);
-	x->msn = wire_msn_next(x->msn);
-	x->epsn = wire_psn_next(c->psn);
-	x->resp_opseq = 0;
-	resp_read_reply(c->qp, NULL, 0, 0, c->psn);
-	return EMU_RESP_CLEANUP;
+	return resp_zero_reply(c);
 }
 
 static enum emu_resp_state resp_execute(struct resp_ctx *c)
@@ -927,7 +968,7 @@ static enum emu_resp_state resp_atomic_reply(struct resp_ctx *c)
 	r = resp_res_new(c->qp);
 	if (r) {
 		r->valid = 1;
-		r->is_atomic = 1;
+		r->kind = EMU_RES_ATOMIC;
 		r->first_psn = r->last_psn = c->psn;
 		r->va = pkt->atomiceth.va;
 		r->rkey = pkt->atomiceth.rkey;
@@ -948,10 +989,10 @@ static enum emu_resp_state resp_complete(struct resp_ctx *c)
 	uint32_t flags = 0, imm = 0, opc = IBV_WC_RECV, len = x->rcv_off;
 
 	/* a receive completes only once its payload is in place: a deferred
-	 * write that failed (the pages went away meanwhile, as ODP memory
-	 * may) fails the receive, not just the NAK */
-	if (c->rc && (c->cls != WIRE_OPC_WRITE || (f & WIRE_OPF_IMM)) && !resp_settle(c->qp))
-		return resp_fail(c, EMU_RESP_ERR_REM_OP, IBV_WC_LOC_PROT_ERR, 0, RESP_UC_CQE);
+	 * write that failed (the pages went away meanwhile) has completed it
+	 * in error, NAKed and failed the QP (xp_resp_mem_fault) */
+	if ((c->cls != WIRE_OPC_WRITE || (f & WIRE_OPF_IMM)) && !resp_settle(c->qp))
+		return EMU_RESP_EXIT;
 	x->msn = wire_msn_next(x->msn);
 	if (f & WIRE_OPF_IMM) {
 		flags |= IBV_WC_WITH_IMM;

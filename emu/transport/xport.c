@@ -397,10 +397,11 @@ void emu_xport_qp_counters(const struct emu_qp *qp, struct emu_xport_counters *o
 	*out = qp->x.cnt;
 }
 
-void emu_xport_mem_fault(struct emu_qp *qp)
+void emu_xport_mem_fault(struct emu_qp *qp, uint64_t tag)
 {
 	EMU_LOG_RL(WARNING, "qp %u: registered memory of pid %d is gone\n", qp->qpn,
 		qp->ctx ? (int)qp->ctx->pid : -1);
-	xp_resp_mem_fault(qp);
-	xp_qp_error(qp, IBV_EVENT_QP_ACCESS_ERR);
+	xp_resp_mem_fault(qp, tag);
+	if (!xp_comp_mem_fault(qp, tag))
+		xp_qp_error(qp, IBV_EVENT_QP_ACCESS_ERR);
 }

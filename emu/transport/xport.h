@@ -91,8 +91,9 @@ void *emu_xport_cqb_self(void);
 void emu_xport_cqb_adopt(void *cqb, struct emu_ctx *skip);
 
 /* A deferred write into the application memory qp placed failed (the
- * application unmapped registered memory): the QP goes to ERR. */
-void emu_xport_mem_fault(struct emu_qp *qp);
+ * application unmapped registered memory): what it was for (tag,
+ * xp_wb_tag) completes in error, then the QP goes to ERR. */
+void emu_xport_mem_fault(struct emu_qp *qp, uint64_t tag);
 
 /* Complete all outstanding and later WRs with IBV_WC_WR_FLUSH_ERR, in order. */
 void emu_xport_flush(struct emu_qp *qp);

@@ -170,11 +170,22 @@ int xp_sge_copy(struct emu_qp *qp, const struct uroce_sge *sge, unsigned nsge,
 int xp_sge_copyv(struct emu_qp *qp, const struct uroce_sge *sge, unsigned nsge,
 		 uint32_t off, const struct iovec *lv, unsigned nl, bool to_app,
 		 unsigned access, uint64_t epoch);
+/* What a deferred write is for (its emu_mem_write_deferred tag): the kind
+ * and the PSN of the packet it carries, so that a write failing at the end
+ * of the burst fails that operation (emu_xport_mem_fault). */
+#define XP_WB_WRITE 0u /* responder: RDMA WRITE payload */
+#define XP_WB_RECV  1u /* responder: SEND payload into the receive WQE */
+#define XP_WB_READ  2u /* requester: READ response into the WQE's buffer */
+static inline uint64_t xp_wb_tag(unsigned kind, uint32_t psn)
+{
+	return (uint64_t)kind << 32 | psn;
+}
 /* Scatter len bytes at src into qp's own SGE list from byte off, as a
- * deferred write (emu_mem_write_deferred); checked as xp_sge_copyv with
- * IBV_ACCESS_LOCAL_WRITE. */
+ * deferred write (emu_mem_write_deferred, with tag); checked as
+ * xp_sge_copyv with IBV_ACCESS_LOCAL_WRITE. */
 int xp_sge_write_deferred(struct emu_qp *qp, const struct uroce_sge *sge, unsigned nsge,
-			  uint32_t off, const void *src, uint32_t len, uint64_t epoch);
+			  uint32_t off, const void *src, uint32_t len, uint64_t epoch,
+			  uint64_t tag);
 /* Prepare len (<= UROCE_CQE_INL_DATA) bytes at src, for qp's own SGE list
  * from byte 0, to travel in the CQ ring instead of being placed: checked
  * as xp_sge_write_deferred, pieces and bytes into inl. Segments used, or
@@ -335,12 +346,17 @@ void xp_req_reset(struct emu_qp *qp);
 /* comp.c */
 void xp_comp_rx(struct emu_qp *qp, const struct wire_pkt *pkt);
 void xp_comp_progress(struct emu_qp *qp);
+/* A deferred write of qp failed (tag: xp_wb_tag): a READ's response makes
+ * the head READ IBV_WC_LOC_PROT_ERR. true while comp_wqe is retiring the
+ * head (it moves the QP to ERR itself, after). */
+bool xp_comp_mem_fault(struct emu_qp *qp, uint64_t tag);
 void xp_comp_timeout(struct emu_qp *qp, uint64_t now);
 /* resp.c */
 void xp_resp_rx(struct emu_qp *qp, const struct wire_pkt *pkt);
 void xp_resp_send_ack(struct emu_qp *qp);
 void xp_resp_reset(struct emu_qp *qp);
-/* A deferred write of qp failed: replace what would ACK it by a NAK. */
-void xp_resp_mem_fault(struct emu_qp *qp);
+/* A deferred write of qp failed (tag: xp_wb_tag): its receive completes
+ * in error, and a NAK replaces what would acknowledge it. */
+void xp_resp_mem_fault(struct emu_qp *qp, uint64_t tag);
 
 #endif /* EMU_XPORT_INT_H */

@@ -402,6 +402,11 @@ static int xp_sge_ranges(struct emu_qp *qp, const struct uroce_sge *sge, unsigne
 		rv[n].addr = mr->addr + (rv[n].addr - emu_mr_lbase(mr)); /* DM: its piece */
 		if (odp && (mr->access & IBV_ACCESS_ON_DEMAND))
 			*odp = true;
+		/* ODP memory: only where the process maps it readable, or
+		 * writable for a placement (xp_sge_inline, which asks for odp,
+		 * places nothing there itself) */
+		else if (emu_mr_odp_access(mr, rv[n].addr, l, access & IBV_ACCESS_LOCAL_WRITE))
+			return -EFAULT;
 		n++;
 		left -= l;
 		off = 0;
@@ -444,7 +449,8 @@ bool xp_sge_zc(struct emu_qp *qp, const struct uroce_sge *sge, unsigned nsge, ui
 }
 
 int xp_sge_write_deferred(struct emu_qp *qp, const struct uroce_sge *sge, unsigned nsge,
-			  uint32_t off, const void *src, uint32_t len, uint64_t epoch)
+			  uint32_t off, const void *src, uint32_t len, uint64_t epoch,
+			  uint64_t tag)
 {
 	struct emu_rvec rv[EMU_MAX_SGE];
 	int n;
@@ -454,7 +460,7 @@ int xp_sge_write_deferred(struct emu_qp *qp, const struct uroce_sge *sge, unsign
 	n = xp_sge_ranges(qp, sge, nsge, off, len, IBV_ACCESS_LOCAL_WRITE, epoch, rv, NULL);
 	if (n < 0)
 		return n;
-	return emu_mem_write_deferred(qp, xp_sge_owner(qp, sge), rv, (unsigned)n, src, len);
+	return emu_mem_write_deferred(qp, xp_sge_owner(qp, sge), rv, (unsigned)n, src, len, tag);
 }
 
 unsigned xp_sge_inline(struct emu_qp *qp, const struct uroce_sge *sge, unsigned nsge,

@@ -20,9 +20,10 @@
  * ring indices, WQEs) as hostile and validates it; the shim trusts the
  * daemon.
  *
- * Descriptors go daemon -> shim, except the one HELLO carries (the
+ * Descriptors go daemon -> shim, except the ones HELLO carries (the
  * client's /proc/self/mem, which the daemon only reads and writes at
- * registered addresses and never waits on a client's say-so for): every memfd is sealed (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) before
+ * registered addresses and never waits on a client's say-so for, and its
+ * /proc/self/maps, which it only asks): every memfd is sealed (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) before
  * it is sent, and of every pipe the daemon reads or writes it keeps its own
  * end (O_NONBLOCK on a file description the shim never holds) and sends the
  * other, so nothing the shim does to its descriptors can block the daemon.
@@ -347,7 +348,10 @@ enum uroce_op {
 	UROCE_OP_HELLO = 1,      /**< fds in: [0] /proc/self/mem opened O_RDWR by the
 				  *  client: the only way the daemon reaches its memory;
 				  *  HELLO without it is refused (-EINVAL, -EACCES if not
-				  *  the peer's own). fds out: see uroce_hello_rep */
+				  *  the peer's own); [1] (optional) /proc/self/maps
+				  *  O_RDONLY: what the daemon may read or write there
+				  *  (-EACCES if not the peer's own). fds out: see
+				  *  uroce_hello_rep */
 	UROCE_OP_QUERY_PORT,
 	UROCE_OP_ALLOC_PD,
 	UROCE_OP_DEALLOC_PD,

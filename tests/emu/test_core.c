@@ -498,6 +498,58 @@ static void test_unpredictable(void)
 	CHECK(q1 != q3 || memcmp(k1, k3, sizeof(k1)), "another seed, the same ids");
 }
 
+/* vma.c: what the process maps readable / writable, through PROCMAP_QUERY
+ * and through the maps text (older kernels), on [rw][ro][none][hole][rw]
+ * [hole];
+ * the text path also on a made-up file with a line longer than its
+ * buffer. */
+static void test_vma(struct emu_dev *d)
+{
+	const size_t pg = 4096;
+	uint8_t *m = mmap(NULL, 6 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(m != MAP_FAILED, "mmap");
+	CHECK(!mprotect(m + pg, pg, PROT_READ) && !mprotect(m + 2 * pg, pg, PROT_NONE) &&
+	      !munmap(m + 3 * pg, pg) && !munmap(m + 5 * pg, pg), "layout");
+	struct emu_ctx *c = emu_ctx_new(d, getpid(), -1);
+	int mf = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	uint64_t b = (uintptr_t)m;
+	static const struct { unsigned off, len; bool write, ok; } k[] = {
+		{ 0, 4096, true, true }, { 100, 3996, true, true }, { 100, 3997, true, false },
+		{ 0, 8192, false, true }, { 4096, 4096, true, false }, { 4096, 10, false, true },
+		{ 8192, 1, false, false }, { 12288, 1, false, false }, { 16384, 4096, true, true },
+		{ 16384, 4097, true, false }, { 4095, 2, false, true }, { 0, 0, true, true },
+	};
+	CHECK(c && mf >= 0, "ctx, maps");
+	for (unsigned i = 0; i < sizeof(k) / sizeof(k[0]); i++) {
+		int a = emu_vma_allowed(c, b + k[i].off, k[i].len, k[i].write);
+		int t = k[i].len ? emu_vma_scan(mf, b + k[i].off, k[i].len, k[i].write) : 0;
+		CHECK(a == (k[i].ok ? 0 : -EFAULT) && t == a, "case %u: ioctl %d text %d", i, a, t);
+	}
+	CHECK(emu_vma_allowed(c, UINT64_MAX - 10, 20, false) == -EFAULT, "wrap");
+	close(mf);
+	/* a made-up maps text: a 6000-byte line (a long path) between two
+	 * writable VMAs that touch */
+	char path[] = "/tmp/uroce-vma-XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0 && !unlink(path), "tmp");
+	FILE *f = fdopen(fd, "w+");
+	fprintf(f, "1000-2000 r--p 00000000 00:00 0\n2000-3000 rw-p 00000000 00:00 0 /");
+	for (int i = 0; i < 6000; i++)
+		fputc('x', f);
+	fprintf(f, "\n3000-5000 rw-p 00000000 00:00 0\n6000-7000 r-xp 0 00:00 0\n");
+	fflush(f);
+	CHECK(emu_vma_scan(fd, 0x2000, 0x3000, true) == 0, "across the long line");
+	CHECK(emu_vma_scan(fd, 0x1800, 0x1000, true) == -EFAULT, "read-only head");
+	CHECK(emu_vma_scan(fd, 0x1800, 0x1000, false) == 0, "readable head");
+	CHECK(emu_vma_scan(fd, 0x4000, 0x1001, false) == -EFAULT, "hole");
+	CHECK(emu_vma_scan(fd, 0x6000, 0x10, false) == 0 &&
+	      emu_vma_scan(fd, 0x6000, 0x10, true) == -EFAULT, "last line");
+	CHECK(emu_vma_scan(fd, 0x8000, 1, false) == -EFAULT, "past the end");
+	fclose(f);
+	emu_ctx_destroy(c);
+	munmap(m, 5 * pg);
+}
+
 int main(void)
 {
 	struct emu_dev d;
@@ -512,6 +564,7 @@ int main(void)
 	d.loopback = true;
 	test_cq(&d);
 	test_keys(&d);
+	test_vma(&d);
 	test_fault(&d);
 	test_rx_fuzz(&d);
 	emu_dev_fini(&d);

@@ -111,15 +111,16 @@ int main(int argc, char **argv)
 	CHECK(!(h->mac[0] & 1) && (h->mac[0] & 2), "locally administered unicast MAC");
 	/* a second HELLO on the same connection is refused */
 	struct uroce_hello_req q = { .abi_version = UROCE_ABI_VERSION };
-	int p[2];
+	int p[3];
 	REQUIRE(pipe(p) == 0, "pipe");
+	p[2] = p[0];
 	struct uroce_hello_rep r2;
 	rc = t_call(&c, UROCE_OP_HELLO, &q, sizeof(q), NULL, 0, &r2, sizeof(r2), NULL, NULL);
 	CHECK(rc == -EISCONN, "second hello: %d", rc);
-	/* HELLO takes one descriptor, the client's /proc/self/mem (the
-	 * daemon makes its pipes): more is refused */
-	rc = t_call(&c, UROCE_OP_HELLO, &q, sizeof(q), p, 2, &r2, sizeof(r2), NULL, NULL);
-	CHECK(rc == -EINVAL, "hello with two fds: %d", rc);
+	/* HELLO takes two descriptors at most, the client's /proc/self/mem
+	 * and maps (the daemon makes its pipes): more is refused */
+	rc = t_call(&c, UROCE_OP_HELLO, &q, sizeof(q), p, 3, &r2, sizeof(r2), NULL, NULL);
+	CHECK(rc == -EINVAL, "hello with three fds: %d", rc);
 	close(p[0]);
 	close(p[1]);
 

@@ -9,7 +9,7 @@
  *    where access by pid would have read the new image. */
 #include "emu_test.h"
 
-static int hello_with(const char *sock, int memfd)
+static int hello_with2(const char *sock, int memfd, int mapsfd)
 {
 	struct t_client c = { 0 };
 	int p[2];
@@ -21,14 +21,20 @@ static int hello_with(const char *sock, int memfd)
 	struct uroce_hello_rep r;
 	int rfds[4];
 	unsigned nr = 0;
-	int rc = t_call(&c, UROCE_OP_HELLO, &q, sizeof(q), &memfd, memfd >= 0 ? 1 : 0, &r,
-			sizeof(r), rfds, &nr);
+	int in[2] = { memfd, mapsfd };
+	int rc = t_call(&c, UROCE_OP_HELLO, &q, sizeof(q), in, memfd < 0 ? 0 : mapsfd < 0 ? 1 : 2,
+			&r, sizeof(r), rfds, &nr);
 	for (unsigned i = 0; i < nr; i++)
 		close(rfds[i]);
 	close(p[0]);
 	close(p[1]);
 	close(c.fd);
 	return rc;
+}
+
+static int hello_with(const char *sock, int memfd)
+{
+	return hello_with2(sock, memfd, -1);
 }
 
 static int reg_mr(struct t_client *c, uint32_t pd, uint64_t addr, uint64_t len)
@@ -140,6 +146,21 @@ int main(int argc, char **argv)
 	REQUIRE(other >= 0, "open %s: %s", path, strerror(errno));
 	CHECK((rc = hello_with(d.sock, other)) == -EACCES, "another process's mem: %d", rc);
 	close(other);
+	/* the optional maps descriptor (what the daemon may write, vma.c):
+	 * another process's, or not a maps file, is refused */
+	int self_mem = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)kid);
+	other = open(path, O_RDONLY | O_CLOEXEC);
+	int status = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	int maps = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	REQUIRE(self_mem >= 0 && other >= 0 && status >= 0 && maps >= 0, "open maps");
+	CHECK((rc = hello_with2(d.sock, self_mem, other)) == -EACCES, "another's maps: %d", rc);
+	CHECK((rc = hello_with2(d.sock, self_mem, status)) == -EACCES, "status as maps: %d", rc);
+	CHECK((rc = hello_with2(d.sock, self_mem, maps)) == 0, "our own maps: %d", rc);
+	close(self_mem);
+	close(other);
+	close(status);
+	close(maps);
 	kill(kid, SIGKILL);
 	waitpid(kid, NULL, 0);
 	int mfd = memfd_create("not-mem", MFD_CLOEXEC);

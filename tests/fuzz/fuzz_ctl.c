@@ -368,14 +368,14 @@ static int fz_make_fd(struct fz *f, uint8_t kind)
 {
 	int p[2], fd = -1;
 
-	switch (kind % 15) {
+	switch (kind % 16) {
 	case 0: /* sealed memfd, a page */
 	case 1: /* unsealed memfd, odd size */
 	case 2: /* empty memfd */
 		fd = memfd_create("fz", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-		if (fd >= 0 && ftruncate(fd, kind % 15 == 0 ? 4096 : kind % 15 == 1 ? 4097 : 0))
+		if (fd >= 0 && ftruncate(fd, kind % 16 == 0 ? 4096 : kind % 16 == 1 ? 4097 : 0))
 			break;
-		if (fd >= 0 && kind % 15 == 0)
+		if (fd >= 0 && kind % 16 == 0)
 			fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
 		break;
 	case 3: /* pipe read end */
@@ -430,6 +430,9 @@ static int fz_make_fd(struct fz *f, uint8_t kind)
 		break;
 	case 13: /* another process's /proc/self/mem (ours): refused */
 		fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+		break;
+	case 14: /* another process's /proc/self/maps (ours) as HELLO's second: refused */
+		fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 		break;
 	default: /* a stream socket */
 		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) == 0) {

@@ -8,7 +8,8 @@ with uroce-pcap: the VM's 6.1 rxe cannot send them (docs/interop.md).
 
 Frames: RDMA FLUSH global of a range, FLUSH global|persistent of a whole
 MR, rxe's answer to both (RDMA READ Response Only, no payload, AETH ACK),
-RDMA ATOMIC WRITE of 8 bytes. uroce-pcap check must pass them and decode
+RDMA ATOMIC WRITE of 8 bytes and its answer (the same READ Response Only,
+which uroce's responder sends too). uroce-pcap check must pass them and decode
 every field; a FLUSH with no placement type must fail check.
 Exit 0 pass, 77 skip (no scapy), 1 fail."""
 import os
@@ -57,7 +58,11 @@ GOOD = [
      "len=0 icrc=ok"),
     (frame(0x1d, 102, reth(0x7f0012345008, 0x1234, 8) + struct.pack("!Q", 0x0102030405060708)),
      "RC RDMA ATOMIC WRITE (0x1d) qp=0x000123 psn=102 A reth[va=0x7f0012345008 rkey=0x00001234 "
-     "len=8] len=8 icrc=ok"),
+     "len=8] len=8 icrc=ok"),    # rxe's (and uroce's) answer to the ATOMIC WRITE: READ Response Only,
+    # no payload, AETH ACK at its PSN (rxe_resp.c send_read_response_ack)
+    (frame(0x10, 102, aeth(0x1f, 8), ackreq=0),
+     "RC RDMA READ Response Only (0x10) qp=0x000123 psn=102 aeth=ACK credits=31 (none) msn=8 "
+     "len=0 icrc=ok"),
 ]
 BAD = frame(0x1c, 103, feth(0, 0) + reth(0x7f0012345000, 0x1234, 64))
 

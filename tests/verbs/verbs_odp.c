@@ -56,25 +56,36 @@ static enum ibv_wc_status op(struct vt *t, struct ibv_qp *q, enum ibv_wr_opcode 
 	return wc.status;
 }
 
-/* a fresh connected pair after an error put the last one in ERR */
-static void repair(struct vt *t)
+/* a fresh connected pair (qb's receives from srq, if given) */
+static void repair_srq(struct vt *t, struct ibv_srq *srq)
 {
 	CHECK(!ibv_destroy_qp(t->qa));
 	CHECK(!ibv_destroy_qp(t->qb));
 	t->qa = vt_qp(t, IBV_QPT_RC, t->scq, t->rcq, NULL, 32, 32);
-	t->qb = vt_qp(t, IBV_QPT_RC, t->scq, t->rcq, NULL, 32, 32);
+	t->qb = vt_qp(t, IBV_QPT_RC, t->scq, t->rcq, srq, 32, 32);
 	vt_connect(t, t->qa, t->qb);
+}
+
+/* a fresh connected pair after an error put the last one in ERR */
+static void repair(struct vt *t)
+{
+	repair_srq(t, NULL);
+}
+
+/* one CQ emptied */
+static void drain_cq(struct ibv_cq *cq)
+{
+	struct ibv_wc wc[8];
+
+	while (ibv_poll_cq(cq, 8, wc) > 0)
+		;
 }
 
 /* both CQs of t emptied (the error completions of a failed test step) */
 static void drain(struct vt *t)
 {
-	struct ibv_wc wc[8];
-
-	while (ibv_poll_cq(t->scq, 8, wc) > 0)
-		;
-	while (ibv_poll_cq(t->rcq, 8, wc) > 0)
-		;
+	drain_cq(t->scq);
+	drain_cq(t->rcq);
 }
 
 /* after a step that put the pair in ERR: its completions gone, a new pair */
@@ -309,6 +320,269 @@ static void c_implicit(void)
 	vt_fini(&t);
 }
 
+/* A page of a file (seeded bytes) mapped read-only, private or shared. */
+static uint8_t *ro_file(int flags, uint8_t fill)
+{
+	char path[] = "/tmp/uroce-odp-roXXXXXX";
+	int fd = mkstemp(path);
+	uint8_t pg[PG];
+
+	CHECK(fd >= 0 && !unlink(path));
+	memset(pg, fill, PG);
+	CHECK(write(fd, pg, PG) == PG);
+	uint8_t *p = mmap(NULL, PG, PROT_READ, flags, fd, 0);
+	CHECK(p != MAP_FAILED && !close(fd));
+	return p;
+}
+
+/* Pages the process maps without PROT_WRITE: /proc/<pid>/mem would write
+ * into them (FOLL_FORCE), an HCA cannot. A remote WRITE, ATOMIC or SEND
+ * into them through an implicit or explicit ODP MR fails, and so does a
+ * READ response into them; nothing changes. mprotect'ed writable, the
+ * same WRITE lands. A registration that is not ODP and may be written is
+ * refused over them (EFAULT, as pinning with FOLL_WRITE). PROT_NONE pages
+ * are neither read (remote READ, SEND gather) nor registered. */
+static void c_rdonly(void)
+{
+	struct vt t;
+	struct ibv_wc wc;
+	uint8_t zero[PG] = { 0 };
+
+	seed_init();
+	vt_init(&t, NULL);
+	for (size_t i = 0; i < VT_BUF; i++)
+		t.buf[i] = rnd();
+	struct ibv_mr *im = ibv_reg_mr(t.pd, NULL, SIZE_MAX, ODP_RW);
+	CHECK(im);
+	uint8_t *ro = mmap(NULL, PG, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(ro != MAP_FAILED && ro[0] == 0); /* read: a zero page is mapped */
+	uint8_t *pf = ro_file(MAP_PRIVATE, 0x33), *sf = ro_file(MAP_SHARED, 0x44);
+	uint8_t *targets[3] = { ro, pf, sf };
+	for (int k = 0; k < 3; k++) {
+		uint8_t before[PG];
+		memcpy(before, targets[k], PG);
+		enum ibv_wc_status st = op(&t, t.qa, IBV_WR_RDMA_WRITE, t.mr, 0, 100,
+					   (uintptr_t)targets[k] + 8, im->rkey);
+		fprintf(stderr, "WRITE into read-only mapping %d: %s\n", k, ibv_wc_status_str(st));
+		CHECK(st == IBV_WC_REM_ACCESS_ERR && !memcmp(before, targets[k], PG));
+		drain_cq(t.scq);
+		repair(&t);
+	}
+	/* an explicit ODP registration over it: allowed (nothing is faulted
+	 * at registration), its WRITE fails the same way */
+	struct ibv_mr *em = ibv_reg_mr(t.pd, ro, PG, ODP_RW);
+	CHECK(em);
+	CHECK(op(&t, t.qa, IBV_WR_RDMA_WRITE, t.mr, 0, 64, (uintptr_t)ro, em->rkey) ==
+	      IBV_WC_REM_ACCESS_ERR && !memcmp(ro, zero, PG));
+	drain_cq(t.scq);
+	repair(&t);
+	/* atomics */
+	CHECK(op(&t, t.qa, IBV_WR_ATOMIC_FETCH_AND_ADD, t.mr, 0, 8, (uintptr_t)ro + 64,
+		 im->rkey) == IBV_WC_REM_ACCESS_ERR && !memcmp(ro, zero, PG));
+	drain_cq(t.scq);
+	repair(&t);
+	/* a receive buffer there: the receive fails, the requester is told */
+	vt_post_recv(t.qb, im, (uintptr_t)ro, 200, 9);
+	enum ibv_wc_status st = op(&t, t.qa, IBV_WR_SEND, t.mr, 0, 200, 0, 0);
+	vt_poll_n(t.rcq, 1, &wc);
+	fprintf(stderr, "SEND into a read-only receive buffer: requester %s, receive %s\n",
+		ibv_wc_status_str(st), ibv_wc_status_str(wc.status));
+	CHECK(st == IBV_WC_REM_OP_ERR && wc.status == IBV_WC_LOC_PROT_ERR && wc.wr_id == 9);
+	CHECK(!memcmp(ro, zero, PG));
+	drain_cq(t.scq);
+	drain_cq(t.rcq);
+	repair(&t);
+	/* a READ whose local buffer is there (the remote side is fine) */
+	st = op(&t, t.qa, IBV_WR_RDMA_READ, im, (uintptr_t)ro, 64, (uintptr_t)t.buf, t.mr->rkey);
+	fprintf(stderr, "READ into a read-only local buffer: %s\n", ibv_wc_status_str(st));
+	CHECK(st == IBV_WC_LOC_PROT_ERR && !memcmp(ro, zero, PG));
+	drain_cq(t.scq);
+	repair(&t);
+	/* writable now: the same WRITE lands (the check follows mprotect) */
+	CHECK(!mprotect(ro, PG, PROT_READ | PROT_WRITE));
+	CHECK(op(&t, t.qa, IBV_WR_RDMA_WRITE, t.mr, 0, 100, (uintptr_t)ro + 8, im->rkey) ==
+	      IBV_WC_SUCCESS && !memcmp(ro + 8, t.buf, 100));
+	CHECK(!mprotect(ro, PG, PROT_READ));
+	/* not ODP: a writable registration over read-only pages is refused,
+	 * a read-only one is not */
+	const int wflags[3] = { IBV_ACCESS_LOCAL_WRITE, IBV_ACCESS_LOCAL_WRITE |
+				IBV_ACCESS_REMOTE_WRITE, IBV_ACCESS_MW_BIND };
+	for (int k = 0; k < 3; k++)
+		for (int f = 0; f < 3; f++) {
+			errno = 0;
+			CHECK(!ibv_reg_mr(t.pd, targets[k], PG, wflags[f]) && errno == EFAULT);
+		}
+	uint8_t *rw = fresh(2 * PG);
+	CHECK(!mprotect(rw + PG, PG, PROT_READ)); /* the second half only */
+	errno = 0;
+	CHECK(!ibv_reg_mr(t.pd, rw, 2 * PG, IBV_ACCESS_LOCAL_WRITE) && errno == EFAULT);
+	struct ibv_mr *ok = ibv_reg_mr(t.pd, rw, PG, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_mr *rd = ibv_reg_mr(t.pd, ro, PG, IBV_ACCESS_REMOTE_READ);
+	CHECK(ok && rd);
+	CHECK(op(&t, t.qa, IBV_WR_RDMA_READ, t.mr, 0, 64, (uintptr_t)ro, rd->rkey) ==
+	      IBV_WC_SUCCESS && !memcmp(t.buf, ro, 64));
+	/* PROT_NONE: not even read, from either end, nor registered */
+	uint8_t *none = fresh(PG);
+	memset(none, 0x77, PG);
+	CHECK(!mprotect(none, PG, PROT_NONE));
+	st = op(&t, t.qa, IBV_WR_RDMA_READ, t.mr, 0, 64, (uintptr_t)none, im->rkey);
+	fprintf(stderr, "READ from a PROT_NONE page: %s\n", ibv_wc_status_str(st));
+	CHECK(st == IBV_WC_REM_ACCESS_ERR);
+	drain_cq(t.scq);
+	repair(&t);
+	vt_post_recv(t.qb, t.mr, 0, 64, 9);
+	st = op(&t, t.qa, IBV_WR_SEND, im, (uintptr_t)none, 64, 0, 0);
+	fprintf(stderr, "SEND out of a PROT_NONE page: %s\n", ibv_wc_status_str(st));
+	CHECK(st == IBV_WC_LOC_PROT_ERR);
+	drain_cq(t.scq);
+	drain_cq(t.rcq);
+	repair(&t);
+	errno = 0;
+	CHECK(!ibv_reg_mr(t.pd, none, PG, IBV_ACCESS_REMOTE_READ) && errno == EFAULT);
+	CHECK(!ibv_dereg_mr(ok) && !ibv_dereg_mr(rd) && !ibv_dereg_mr(em) && !ibv_dereg_mr(im));
+	munmap(none, PG);
+	munmap(rw, 2 * PG);
+	munmap(ro, PG);
+	munmap(pf, PG);
+	munmap(sf, PG);
+	vt_fini(&t);
+}
+
+static void post_srq(struct ibv_srq *srq, struct ibv_mr *mr, uint8_t *addr, uint32_t len,
+		     uint64_t id)
+{
+	struct ibv_sge sg = { (uintptr_t)addr, len, mr->lkey };
+	struct ibv_recv_wr w = { .wr_id = id, .sg_list = &sg, .num_sge = 1 }, *bad;
+
+	CHECK(!ibv_post_srq_recv(srq, &w, &bad));
+}
+
+/* A received SEND that cannot be placed — its buffer unmapped after the
+ * post (an MR that is not ODP: the daemon reaches the pages the process
+ * has now, and there are none), or ODP memory mapped read-only — completes
+ * its receive with IBV_WC_LOC_PROT_ERR, as mlx5 and rxe do; the QP goes
+ * to ERR and only the receives after it are flushed. An SRQ's later
+ * receives stay on the SRQ and serve the next QP. */
+static void placefail(bool use_srq, bool odp, uint32_t len, bool uc)
+{
+	struct vt t;
+	struct ibv_wc wc[4];
+	struct ibv_srq *srq = NULL;
+
+	fprintf(stderr, "%s %s, %s buffer, %u bytes\n", uc ? "UC" : "RC", use_srq ? "SRQ" : "RQ",
+		odp ? "read-only ODP" : "unmapped", len);
+	vt_init(&t, NULL);
+	if (uc) {
+		CHECK(!ibv_destroy_qp(t.qa) && !ibv_destroy_qp(t.qb));
+		t.qa = vt_qp(&t, IBV_QPT_UC, t.scq, t.rcq, NULL, 32, 32);
+		t.qb = vt_qp(&t, IBV_QPT_UC, t.scq, t.rcq, NULL, 32, 32);
+		vt_connect(&t, t.qa, t.qb);
+	}
+	if (use_srq) {
+		struct ibv_srq_init_attr sa = { .attr = { .max_wr = 16, .max_sge = 1 } };
+		srq = ibv_create_srq(t.pd, &sa);
+		CHECK(srq);
+		repair_srq(&t, srq);
+	}
+	uint8_t *r = fresh(4 * PG);
+	struct ibv_mr *mr = ibv_reg_mr(t.pd, r, 4 * PG, odp ? ODP_RW : IBV_ACCESS_LOCAL_WRITE);
+	CHECK(mr);
+	for (uint64_t id = 1; id <= 3; id++) {
+		uint8_t *a = r + (id == 1 ? 0 : id * PG);
+		if (use_srq)
+			post_srq(srq, mr, a, id == 1 ? 2 * PG : PG, id);
+		else
+			vt_post_recv(t.qb, mr, (size_t)(a - r), id == 1 ? 2 * PG : PG, id);
+	}
+	if (odp)
+		CHECK(!mprotect(r, 2 * PG, PROT_READ));
+	else
+		CHECK(!munmap(r, 2 * PG));
+	enum ibv_wc_status st = op(&t, t.qa, IBV_WR_SEND, t.mr, 0, len, 0, 0);
+	int n = use_srq ? 1 : 3;
+	vt_poll_n(t.rcq, n, wc);
+	fprintf(stderr, "  requester %s; receives:", ibv_wc_status_str(st));
+	for (int i = 0; i < n; i++)
+		fprintf(stderr, " %lu %s", (unsigned long)wc[i].wr_id,
+			ibv_wc_status_str(wc[i].status));
+	fputc('\n', stderr);
+	/* UC has no NAK: the requester's SEND succeeded */
+	CHECK(st == (uc ? IBV_WC_SUCCESS : IBV_WC_REM_OP_ERR));
+	CHECK(wc[0].wr_id == 1 && wc[0].status == IBV_WC_LOC_PROT_ERR);
+	for (int i = 1; i < n; i++)
+		CHECK(wc[i].wr_id == (uint64_t)i + 1 && wc[i].status == IBV_WC_WR_FLUSH_ERR);
+	CHECK(ibv_poll_cq(t.rcq, 4, wc) == 0);
+	drain_cq(t.scq);
+	if (use_srq) {
+		/* receives 2 and 3 are still the SRQ's: a new QP takes them */
+		repair_srq(&t, srq);
+		memset(t.buf, 0x6b, 100);
+		CHECK(op(&t, t.qa, IBV_WR_SEND, t.mr, 0, 100, 0, 0) == IBV_WC_SUCCESS);
+		vt_poll_n(t.rcq, 1, wc);
+		CHECK(wc[0].wr_id == 2 && wc[0].status == IBV_WC_SUCCESS &&
+		      r[2 * PG] == 0x6b && r[2 * PG + 99] == 0x6b);
+	}
+	if (odp)
+		CHECK(r[0] == 0);
+	CHECK(!ibv_dereg_mr(mr));
+	munmap(r, 4 * PG);
+	if (srq) {
+		repair(&t);
+		CHECK(!ibv_destroy_srq(srq));
+	}
+	vt_fini(&t);
+}
+
+static void c_placefail(void)
+{
+	/* 5000 bytes: placed by the daemon (deferred to the end of the RX
+	 * burst); 3 packets at MTU 1024 + 1 */
+	placefail(false, false, 5000, false);
+	placefail(true, false, 5000, false);
+	placefail(false, true, 5000, false);
+	placefail(true, true, 5000, false);
+	/* a CQ-ring sized SEND: into ODP memory the daemon places it too */
+	placefail(false, true, 40, false);
+	/* UC, the placement failing when the burst is written out: the same
+	 * receive status, and the QP's later receives flushed (one failing
+	 * at once instead abandons the message and keeps the QP: see
+	 * docs/transport.md) */
+	placefail(false, false, 5000, true);
+}
+
+/* The requester's side of the same: a READ whose local buffer was
+ * unmapped after registration (its responses are placed at the end of an
+ * RX burst) completes IBV_WC_LOC_PROT_ERR, not successfully, and the WR
+ * after it is flushed: 5000 bytes (all responses in one burst, the READ
+ * retired in it) and 60000 (failing in the first of several bursts). */
+static void c_readfail(void)
+{
+	static const uint32_t lens[2] = { 5000, 60000 };
+
+	for (int k = 0; k < 2; k++) {
+		struct vt t;
+		struct ibv_wc wc[2];
+
+		vt_init(&t, NULL);
+		uint8_t *l = fresh(16 * PG);
+		struct ibv_mr *lm = ibv_reg_mr(t.pd, l, 16 * PG, IBV_ACCESS_LOCAL_WRITE);
+		CHECK(lm);
+		CHECK(!munmap(l, 2 * PG));
+		CHECK(!vt_post_send(t.qa, lm, IBV_WR_RDMA_READ, 0, lens[k], IBV_SEND_SIGNALED, 0,
+				    (uintptr_t)t.buf, t.mr->rkey, 1));
+		CHECK(!vt_post_send(t.qa, t.mr, IBV_WR_RDMA_WRITE, 0, 64, IBV_SEND_SIGNALED, 0,
+				    (uintptr_t)t.buf + 8192, t.mr->rkey, 2));
+		vt_poll_n(t.scq, 2, wc);
+		fprintf(stderr, "READ of %u into an unmapped buffer: %s, then %s\n", lens[k],
+			ibv_wc_status_str(wc[0].status), ibv_wc_status_str(wc[1].status));
+		CHECK(wc[0].wr_id == 1 && wc[0].status == IBV_WC_LOC_PROT_ERR);
+		CHECK(wc[1].wr_id == 2 && wc[1].status == IBV_WC_WR_FLUSH_ERR);
+		CHECK(!ibv_dereg_mr(lm));
+		munmap(l + 2 * PG, 14 * PG);
+		vt_fini(&t);
+	}
+}
+
 static int adv(struct ibv_pd *pd, int advice, uint32_t flags, struct ibv_mr *mr, uint64_t addr,
 	       uint32_t len)
 {
@@ -378,6 +652,14 @@ static void c_advise(void)
 	CHECK(!resident(r + 11 * PG));
 	CHECK(adv(t.pd, W, F, im, base + 11 * PG, 8) == 0 && resident(r + 11 * PG));
 	CHECK(adv(t.pd, W, F, im, base + 8 * PG, 8) == EFAULT);
+	/* a page the process may only read: a write prefetch cannot fault
+	 * it in (EFAULT, as mlx5's page fault for write fails), a read one
+	 * can; PROT_NONE takes neither */
+	CHECK(!mprotect(r + 12 * PG, PG, PROT_READ) && !mprotect(r + 13 * PG, PG, PROT_NONE));
+	CHECK(adv(t.pd, W, F, im, base + 12 * PG, 8) == EFAULT);
+	CHECK(adv(t.pd, W, 0, im, base + 12 * PG, 8) == 0);
+	CHECK(adv(t.pd, R, F, im, base + 12 * PG, 8) == 0 && resident(r + 12 * PG));
+	CHECK(adv(t.pd, R, F, im, base + 13 * PG, 8) == EFAULT);
 	CHECK(!ibv_dealloc_mw(mw));
 	CHECK(!ibv_dereg_mr(im) && !ibv_dereg_mr(rdonly) && !ibv_dereg_mr(m));
 	CHECK(!ibv_dealloc_pd(pd2));
@@ -413,6 +695,9 @@ int main(int argc, char **argv)
 		{ "munmap", c_munmap },
 		{ "span", c_span },
 		{ "implicit", c_implicit },
+		{ "rdonly", c_rdonly },
+		{ "placefail", c_placefail },
+		{ "readfail", c_readfail },
 		{ "advise", c_advise },
 		{ "caps", c_caps },
 	};

@@ -16,8 +16,9 @@
  *                   a reserved type bit, level 2 (NAK invalid request);
  *  flush_dup      - the answer lost: the FLUSH goes again, the responder
  *                   answers the duplicate, one completion;
- *  atomic_write_read_ack - an ATOMIC WRITE answered as rxe 6.2+ answers it,
- *                   with a READ Response Only of no payload, completes. */
+ *  atomic_write_rc_ack - an ATOMIC WRITE answered with an RC ACK (as uroce
+ *                   answered it before it answered as IBTA 1.5 and rxe
+ *                   6.2+ do, test_awrite.c) completes too. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,7 @@ static struct {
 	uint32_t flush_psn[4];
 	int drop_resps;           /* answers to drop */
 	int feth_rewrite;         /* -1 none, else the FETH's low byte to put */
-	bool awrite_as_read;      /* ACK to node 0 -> READ Response Only */
+	bool awrite_as_ack;       /* READ Response Only to node 0 -> RC ACK */
 	const uint8_t *want_b;    /* node 1 memory the answer must find written */
 	const uint8_t *want_src;
 	uint32_t want_len;
@@ -83,6 +84,11 @@ static bool hook(struct sim *s, int to, uint8_t *f, uint32_t len)
 		}
 		return true;
 	}
+	if (to == 0 && h.awrite_as_ack && pkt.bth.opcode == WIRE_OP_RC_READ_RESP_ONLY) {
+		pkt.bth.opcode = WIRE_OP_RC_ACK;
+		xt_rebuild(f, len, &pkt);
+		return true;
+	}
 	if (to == 0 && pkt.bth.opcode == WIRE_OP_RC_READ_RESP_ONLY && !pkt.payload_len &&
 	    wire_aeth_type(pkt.aeth.syndrome) == WIRE_AETH_ACK) {
 		h.flush_resps++;
@@ -93,11 +99,6 @@ static bool hook(struct sim *s, int to, uint8_t *f, uint32_t len)
 			return false;
 		}
 		return true;
-	}
-	if (to == 0 && h.awrite_as_read && pkt.bth.opcode == WIRE_OP_RC_ACK &&
-	    wire_aeth_type(pkt.aeth.syndrome) == WIRE_AETH_ACK) {
-		pkt.bth.opcode = WIRE_OP_RC_READ_RESP_ONLY;
-		xt_rebuild(f, len, &pkt);
 	}
 	return true;
 }
@@ -314,7 +315,7 @@ static int t_flush_dup(void)
 	return 0;
 }
 
-static int t_awrite_read_ack(void)
+static int t_awrite_rc_ack(void)
 {
 	struct pair p;
 	struct sim_mr mf;
@@ -323,7 +324,7 @@ static int t_awrite_read_ack(void)
 
 	if (setup(&p, &mf, 0, 0))
 		return 1;
-	h.awrite_as_read = true;
+	h.awrite_as_ack = true;
 	xt_wqe(&w, 5, IBV_WR_ATOMIC_WRITE, 0);
 	w.rdma.remote_addr = (uintptr_t)p.mb.buf + 64;
 	w.rdma.rkey = p.mb.rkey;
@@ -345,7 +346,7 @@ static const struct xt_test tests[] = {
 	{ "flush_access", t_flush_access },
 	{ "flush_bad", t_flush_bad },
 	{ "flush_dup", t_flush_dup },
-	{ "atomic_write_read_ack", t_awrite_read_ack },
+	{ "atomic_write_rc_ack", t_awrite_rc_ack },
 };
 
 int main(int argc, char **argv)

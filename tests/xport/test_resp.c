@@ -240,7 +240,7 @@ static int t_deferred_fault(void)
 	/* B's memory through /proc/<pid>/mem, as the daemon reaches a client
 	 * (the in-process shortcut would just fault on the unmapped page) */
 	int mfd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
-	if (mfd < 0 || emu_mem_attach(p.s.n[1].ctx, mfd)) {
+	if (mfd < 0 || emu_mem_attach(p.s.n[1].ctx, mfd, -1)) {
 		fprintf(stderr, "cannot attach /proc/self/mem\n");
 		return 1;
 	}

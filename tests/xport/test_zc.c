@@ -69,7 +69,7 @@ static int zmr_setup(struct sim_node *n, struct zmr *m)
 	int memfd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
 
 	m->fd = memfd_create("zc-test", MFD_CLOEXEC);
-	if (memfd < 0 || m->fd < 0 || ftruncate(m->fd, LEN) || emu_mem_attach(n->ctx, memfd))
+	if (memfd < 0 || m->fd < 0 || ftruncate(m->fd, LEN) || emu_mem_attach(n->ctx, memfd, -1))
 		return -1;
 	m->buf = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_SHARED, m->fd, 0);
 	if (m->buf == MAP_FAILED)
