@@ -126,6 +126,10 @@ struct emu_ring {
 	uint32_t mask;
 	uint32_t stride;
 	uint32_t cons;      /* our consumer index (SQ/RQ/SRQ), last published */
+	/* the producer index as last read (RQ/SRQ): while it says entries are
+	 * there, taking one reads no line the application writes to but the
+	 * WQE itself (docs/performance.md, "Round trips") */
+	uint32_t prod_seen;
 	bool broken;        /* producer index seen impossible (emu_recv_take) */
 };
 
@@ -239,6 +243,9 @@ struct emu_cq {
 	uint32_t entries, mask;
 	uint32_t prod;      /* daemon-private producer index */
 	uint32_t pub;       /* prod as last published to the ring */
+	uint32_t cons_seen; /* the shim's cons as last read: re-read only when
+			     * the ring looks full, so a put does not pull the
+			     * line the poller writes */
 	bool pend_sol;      /* an unpublished CQE may fire a SOLICITED arm */
 	uint32_t cqe;       /* capacity reported */
 	bool error;         /* overrun: CQ_ERR raised, no more CQEs */
