@@ -219,9 +219,19 @@ void emu_cq_publish(struct emu_cq *cq)
 		emu_cq_event(cq);
 }
 
+uint64_t emu_cq_stamp(const struct emu_cq *cq, uint64_t *now)
+{
+	if (!cq->want_ts)
+		return 0;
+	if (!*now)
+		*now = emu_now_ns();
+	return *now;
+}
+
 int emu_cq_push(struct emu_cq *cq, const struct uroce_cqe *cqe)
 {
-	int rc = emu_cq_put(cq, cqe, NULL, emu_now_ns());
+	uint64_t now = 0;
+	int rc = emu_cq_put(cq, cqe, NULL, emu_cq_stamp(cq, &now));
 
 	if (!rc)
 		emu_cq_publish(cq);

@@ -249,6 +249,7 @@ struct emu_cq {
 	bool pend_sol;      /* an unpublished CQE may fire a SOLICITED arm */
 	uint32_t cqe;       /* capacity reported */
 	bool error;         /* overrun: CQ_ERR raised, no more CQEs */
+	bool want_ts;       /* UROCE_CQ_F_TIMESTAMP: CQEs carry the time */
 	uint32_t refcnt;    /* QPs using it */
 	int memfd;
 	void *map;
@@ -725,6 +726,9 @@ int emu_key_invalidate(struct emu_pd *pd, uint32_t rkey);
 /* Append a CQE (the caller fills everything but timestamp_ns). Handles
  * overrun (-ENOSPC: CQ_ERR raised, CQ dead) and the arm state. */
 int emu_cq_push(struct emu_cq *cq, const struct uroce_cqe *cqe);
+/* The timestamp for a CQE of cq: 0 unless it wants them; *now is the
+ * clock as read for this batch (0: not yet; read here on first need). */
+uint64_t emu_cq_stamp(const struct emu_cq *cq, uint64_t *now);
 /* emu_cq_push in two steps, so a burst publishes each ring once: write the
  * CQE (stamped ts) and, when inl, its companion slot (the used segments and
  * cqe->byte_len bytes), without making them visible; then publish: prod
@@ -762,6 +766,9 @@ static inline uint8_t *emu_ring_slot(const struct emu_ring *r, uint32_t idx)
 }
 /* Publish r->cons = cons with release. */
 void emu_ring_publish(struct emu_ring *r, uint32_t cons);
+/* Publish r->cons as it stands (advanced privately before, e.g. for a
+ * whole RX burst: one store per ring instead of one per WQE). */
+void emu_ring_sync(struct emu_ring *r);
 
 /* Copy send WQE idx of qp's SQ into dst (room for sq.stride bytes, at most
  * EMU_SQ_STRIDE_MAX) and validate the copy: opcode valid for the QP type,

@@ -453,6 +453,8 @@ int emu_cq_create(struct emu_ctx *c, const struct uroce_create_cq_req *q,
 	}
 	if (q->comp_vector != 0)
 		return -EINVAL; /* num_comp_vectors is 1 */
+	if (q->flags & ~UROCE_CQ_F_TIMESTAMP)
+		return -EINVAL;
 	if (c->nobj[EMU_OBJ_CQ] >= EMU_MAX_CQ || emu_ctx_quota(c, EMU_OBJ_CQ))
 		return -ENOMEM;
 	struct emu_cq *cq = calloc(1, sizeof(*cq));
@@ -461,6 +463,7 @@ int emu_cq_create(struct emu_ctx *c, const struct uroce_create_cq_req *q,
 	cq->ctx = c;
 	cq->user_handle = q->user_handle;
 	cq->channel = ch;
+	cq->want_ts = q->flags & UROCE_CQ_F_TIMESTAMP;
 	int rc = emu_cq_ring_new(cq, q->cqe);
 	if (rc) {
 		free(cq);

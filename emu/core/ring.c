@@ -26,6 +26,11 @@ void emu_ring_publish(struct emu_ring *r, uint32_t cons)
 	__atomic_store_n(&r->hdr->cons, cons, __ATOMIC_RELEASE);
 }
 
+void emu_ring_sync(struct emu_ring *r)
+{
+	emu_ring_publish(r, r->cons);
+}
+
 int emu_sq_copy(struct emu_qp *qp, uint32_t idx, void *dst)
 {
 	const struct emu_ring *r = &qp->sq;
