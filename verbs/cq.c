@@ -73,6 +73,8 @@ static struct urv_cq *cq_create(struct ibv_context *ibctx, int cqe,
 	req.channel = ch ? (int32_t)to_uch(ch)->handle : -1;
 	req.user_handle = cq->obj.id;
 	req.comp_vector = (uint32_t)vec;
+	if (wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP)
+		req.flags = UROCE_CQ_F_TIMESTAMP;
 	ret = urv_ctl(c, UROCE_OP_CREATE_CQ, &req, sizeof(req), &rep,
 		      sizeof(rep), NULL, 0, &fd, 1);
 	if (ret)

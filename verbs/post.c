@@ -8,11 +8,15 @@
 #include "urv.h"
 #include <uroce/wr.h>
 
+/* The daemon's cons is read only when the value seen last says full: a
+ * post then touches no line the daemon writes (its index only ever moves
+ * forward, so an old value errs on the side of full). */
 static inline bool wq_full(struct urv_wq *wq, uint32_t prod)
 {
-	uint32_t cons = __atomic_load_n(&wq->hdr->cons, __ATOMIC_ACQUIRE);
-
-	return prod - cons >= wq->max_wr;
+	if (prod - wq->cons_seen < wq->max_wr)
+		return false;
+	wq->cons_seen = __atomic_load_n(&wq->hdr->cons, __ATOMIC_ACQUIRE);
+	return prod - wq->cons_seen >= wq->max_wr;
 }
 
 static inline void *wq_slot(struct urv_wq *wq, uint32_t idx)

@@ -23,6 +23,7 @@ static int wq_setup(struct urv_wq *wq, void *map, size_t map_size,
 	wq->stride = stride;
 	wq->max_wr = max_wr < entries ? max_wr : entries;
 	wq->max_sge = max_sge;
+	wq->cons_seen = __atomic_load_n(&wq->hdr->cons, __ATOMIC_ACQUIRE);
 	return 0;
 }
 

@@ -149,6 +149,7 @@ struct urv_wq {         /* one SPSC ring the shim produces into */
 	uint32_t stride;
 	uint32_t max_wr;
 	uint32_t max_sge;
+	uint32_t cons_seen;     /* the daemon's cons as last read (wq_full) */
 };
 
 struct urv_srq {

@@ -158,10 +158,13 @@ int emu_cq_put(struct emu_cq *cq, const struct uroce_cqe *cqe,
 {
 	if (cq->error)
 		return -ENOSPC;
-	uint32_t cons = __atomic_load_n(&cq->hdr->cons, __ATOMIC_ACQUIRE);
-	/* a cons beyond prod is garbage from the application: treat the
-	 * ring as overrun rather than write over unread entries */
-	if (cq->prod - cons >= cq->entries) {
+	/* the shim's cons is read only when the last value seen says full:
+	 * a busy-polling application keeps that line to itself. A cons
+	 * beyond prod is garbage from the application: treat the ring as
+	 * overrun rather than write over unread entries */
+	if (cq->prod - cq->cons_seen >= cq->entries)
+		cq->cons_seen = __atomic_load_n(&cq->hdr->cons, __ATOMIC_ACQUIRE);
+	if (cq->prod - cq->cons_seen >= cq->entries) {
 		emu_cq_publish(cq); /* what was written before still counts */
 		cq->error = true;
 		__atomic_fetch_or(&cq->hdr->flags, UROCE_RING_F_ERROR, __ATOMIC_RELEASE);
@@ -216,9 +219,19 @@ void emu_cq_publish(struct emu_cq *cq)
 		emu_cq_event(cq);
 }
 
+uint64_t emu_cq_stamp(const struct emu_cq *cq, uint64_t *now)
+{
+	if (!cq->want_ts)
+		return 0;
+	if (!*now)
+		*now = emu_now_ns();
+	return *now;
+}
+
 int emu_cq_push(struct emu_cq *cq, const struct uroce_cqe *cqe)
 {
-	int rc = emu_cq_put(cq, cqe, NULL, emu_now_ns());
+	uint64_t now = 0;
+	int rc = emu_cq_put(cq, cqe, NULL, emu_cq_stamp(cq, &now));
 
 	if (!rc)
 		emu_cq_publish(cq);

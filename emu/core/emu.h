@@ -126,6 +126,10 @@ struct emu_ring {
 	uint32_t mask;
 	uint32_t stride;
 	uint32_t cons;      /* our consumer index (SQ/RQ/SRQ), last published */
+	/* the producer index as last read (RQ/SRQ): while it says entries are
+	 * there, taking one reads no line the application writes to but the
+	 * WQE itself (docs/performance.md, "Round trips") */
+	uint32_t prod_seen;
 	bool broken;        /* producer index seen impossible (emu_recv_take) */
 };
 
@@ -241,9 +245,13 @@ struct emu_cq {
 	uint32_t entries, mask;
 	uint32_t prod;      /* daemon-private producer index */
 	uint32_t pub;       /* prod as last published to the ring */
+	uint32_t cons_seen; /* the shim's cons as last read: re-read only when
+			     * the ring looks full, so a put does not pull the
+			     * line the poller writes */
 	bool pend_sol;      /* an unpublished CQE may fire a SOLICITED arm */
 	uint32_t cqe;       /* capacity reported */
 	bool error;         /* overrun: CQ_ERR raised, no more CQEs */
+	bool want_ts;       /* UROCE_CQ_F_TIMESTAMP: CQEs carry the time */
 	uint32_t refcnt;    /* QPs using it */
 	int memfd;
 	void *map;
@@ -772,6 +780,9 @@ int emu_key_invalidate(struct emu_pd *pd, uint32_t rkey);
 /* Append a CQE (the caller fills everything but timestamp_ns). Handles
  * overrun (-ENOSPC: CQ_ERR raised, CQ dead) and the arm state. */
 int emu_cq_push(struct emu_cq *cq, const struct uroce_cqe *cqe);
+/* The timestamp for a CQE of cq: 0 unless it wants them; *now is the
+ * clock as read for this batch (0: not yet; read here on first need). */
+uint64_t emu_cq_stamp(const struct emu_cq *cq, uint64_t *now);
 /* emu_cq_push in two steps, so a burst publishes each ring once: write the
  * CQE (stamped ts) and, when inl, its companion slot (the used segments and
  * cqe->byte_len bytes), without making them visible; then publish: prod
@@ -809,6 +820,9 @@ static inline uint8_t *emu_ring_slot(const struct emu_ring *r, uint32_t idx)
 }
 /* Publish r->cons = cons with release. */
 void emu_ring_publish(struct emu_ring *r, uint32_t cons);
+/* Publish r->cons as it stands (advanced privately before, e.g. for a
+ * whole RX burst: one store per ring instead of one per WQE). */
+void emu_ring_sync(struct emu_ring *r);
 
 /* Copy send WQE idx of qp's SQ into dst (room for sq.stride bytes, at most
  * EMU_SQ_STRIDE_MAX) and validate the copy: opcode valid for the QP type,

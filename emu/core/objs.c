@@ -50,6 +50,7 @@ static void emu_ring_init(struct emu_ring *r, void *base, uint32_t entries, uint
 	r->mask = entries ? entries - 1 : 0;
 	r->stride = stride;
 	r->cons = 0;
+	r->prod_seen = 0;
 	r->hdr->entries = entries;
 	r->hdr->stride = stride;
 }
@@ -460,6 +461,8 @@ int emu_cq_create(struct emu_ctx *c, const struct uroce_create_cq_req *q,
 	}
 	if (q->comp_vector != 0)
 		return -EINVAL; /* num_comp_vectors is 1 */
+	if (q->flags & ~UROCE_CQ_F_TIMESTAMP)
+		return -EINVAL;
 	if (c->nobj[EMU_OBJ_CQ] >= EMU_MAX_CQ || emu_ctx_quota(c, EMU_OBJ_CQ))
 		return -ENOMEM;
 	struct emu_cq *cq = calloc(1, sizeof(*cq));
@@ -468,6 +471,7 @@ int emu_cq_create(struct emu_ctx *c, const struct uroce_create_cq_req *q,
 	cq->ctx = c;
 	cq->user_handle = q->user_handle;
 	cq->channel = ch;
+	cq->want_ts = q->flags & UROCE_CQ_F_TIMESTAMP;
 	int rc = emu_cq_ring_new(cq, q->cqe);
 	if (rc) {
 		free(cq);
@@ -520,6 +524,7 @@ int emu_cq_resize(struct emu_ctx *c, const struct uroce_resize_cq_req *q,
 		nq.inl[i & nq.mask] = cq->inl[i & cq->mask];
 	}
 	nq.hdr->cons = cons;
+	nq.cons_seen = cons;
 	nq.hdr->prod = cq->prod;
 	nq.hdr->arm = __atomic_load_n(&cq->hdr->arm, __ATOMIC_ACQUIRE);
 	nq.hdr->flags = cq->hdr->flags;
@@ -647,6 +652,7 @@ static int emu_srq_regrow(struct emu_srq *srq, uint32_t want)
 		memcpy(nr.slots + (size_t)(i & nr.mask) * stride,
 		       srq->rq.slots + (size_t)(i & srq->rq.mask) * stride, stride);
 	nr.cons = cons;
+	nr.prod_seen = cons;
 	nr.hdr->cons = cons;
 	nr.hdr->prod = prod;
 	nr.hdr->flags = srq->rq.hdr->flags;

@@ -26,6 +26,11 @@ void emu_ring_publish(struct emu_ring *r, uint32_t cons)
 	__atomic_store_n(&r->hdr->cons, cons, __ATOMIC_RELEASE);
 }
 
+void emu_ring_sync(struct emu_ring *r)
+{
+	emu_ring_publish(r, r->cons);
+}
+
 int emu_sq_copy(struct emu_qp *qp, uint32_t idx, void *dst)
 {
 	const struct emu_ring *r = &qp->sq;
@@ -72,18 +77,30 @@ static int emu_recv_get(struct emu_qp *qp, struct emu_recv_wqe *out, bool take)
 	}
 	if (r->entries == 0)
 		return 0;
-	int n = emu_ring_pending(r);
-	if (n < 0) {
-		/* report an impossible producer index once, then look empty,
-		 * so "take until 0" drain loops terminate */
-		if (r->broken)
+	/* the producer index is read again only when what was seen of it is
+	 * used up, or when the SRQ limit needs the true count */
+	uint32_t n = r->prod_seen - r->cons;
+	if (n == 0 || n > r->entries || (srq && srq->srq_limit)) {
+		int p = emu_ring_pending(r);
+
+		if (p < 0) {
+			/* report an impossible producer index once, then look
+			 * empty, so "take until 0" drain loops terminate */
+			if (r->broken)
+				return 0;
+			r->broken = true;
+			return -EINVAL;
+		}
+		r->broken = false;
+		n = (uint32_t)p;
+		r->prod_seen = r->cons + n;
+		if (n == 0)
 			return 0;
-		r->broken = true;
-		return -EINVAL;
 	}
-	r->broken = false;
-	if (n == 0)
-		return 0;
+	/* the next slot, for the message after this one: its line moves
+	 * while the engine works on this one (the shim wrote it long ago) */
+	if (n > 1)
+		__builtin_prefetch(emu_ring_slot(r, r->cons + 1));
 	const uint8_t *src = emu_ring_slot(r, r->cons);
 	int rc = 1;
 	memcpy(out, src, UROCE_RECV_WQE_HDR);
@@ -97,7 +114,7 @@ static int emu_recv_get(struct emu_qp *qp, struct emu_recv_wqe *out, bool take)
 	if (!take)
 		return rc;
 	emu_ring_publish(r, r->cons + 1);
-	if (srq && srq->srq_limit && (uint32_t)(n - 1) < srq->srq_limit) {
+	if (srq && srq->srq_limit && n - 1 < srq->srq_limit) {
 		srq->srq_limit = 0; /* one event per arm (ibv_modify_srq(3)) */
 		emu_async_event(srq->ctx, srq->user_handle, IBV_EVENT_SRQ_LIMIT_REACHED);
 	}

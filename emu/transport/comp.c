@@ -147,8 +147,9 @@ static void comp_wqe(struct emu_qp *qp)
 		x->sq_req_pkt = 0;
 	}
 	/* free the slot before the CQE is visible: an application that polls
-	 * the completion may post into that slot at once (max_send_wr) */
-	emu_ring_publish(&qp->sq, x->sq_comp);
+	 * the completion may post into that slot at once (max_send_wr); in an
+	 * RX burst both wait for its end, the index first */
+	xp_sq_retire(qp, x->sq_comp);
 	if (cqe)
 		xp_cq_push(qp, qp->send_cq, &e); /* overrun: QP to ERR, the rest flushed */
 	if (fault)

@@ -122,6 +122,9 @@ void xp_path_from_av(struct emu_xport_path *p, const struct emu_av *av, uint32_t
  * daemon's uid; NULL viewer: yes)? docs/security.md */
 bool xp_qp_visible(const struct emu_ctx *viewer, const struct emu_qp *qp);
 void xp_cq_push(struct emu_qp *qp, struct emu_cq *cq, struct uroce_cqe *e);
+/* The SQ's consumer index is now cons: published at once, or at the end
+ * of the RX burst being worked through (before the burst's CQEs). */
+void xp_sq_retire(struct emu_qp *qp, uint32_t cons);
 /* Same, with e->inl_nseg segments and e->byte_len bytes in inl (abi.h). */
 void xp_cq_push_inl(struct emu_qp *qp, struct emu_cq *cq, struct uroce_cqe *e,
 		    const struct uroce_cqe_inl *inl);

@@ -197,7 +197,38 @@ static __thread struct { /* per worker thread */
 		struct uroce_cqe e;
 		struct uroce_cqe_inl inl; /* used when e.inl_nseg */
 	} q[XP_CQE_BATCH];
+	unsigned nsq;
+	struct emu_qp *sq[XP_CQE_BATCH]; /* SQs whose cons moved in the burst */
 } xp_cqb;
+
+/* SQ consumer indices moved during a burst are published once, at its
+ * end, before its CQEs: a slot is still free before its CQE is seen. */
+static void xp_sq_sync(__typeof__(xp_cqb) *b, const struct emu_ctx *skip)
+{
+	for (unsigned i = 0; i < b->nsq && i < XP_CQE_BATCH; i++)
+		if (b->sq[i]->ctx != skip)
+			emu_ring_sync(&b->sq[i]->sq);
+	b->nsq = 0;
+}
+
+void xp_sq_retire(struct emu_qp *qp, uint32_t cons)
+{
+	unsigned k;
+
+	if (!xp_cqb.on) {
+		emu_ring_publish(&qp->sq, cons);
+		return;
+	}
+	qp->sq.cons = cons;
+	for (k = 0; k < xp_cqb.nsq && xp_cqb.sq[k] != qp; k++)
+		;
+	if (k < xp_cqb.nsq)
+		return;
+	if (xp_cqb.nsq == XP_CQE_BATCH)
+		emu_ring_sync(&qp->sq); /* a burst over many QPs: at once */
+	else
+		xp_cqb.sq[xp_cqb.nsq++] = qp;
+}
 
 /* Write a CQE without publishing it (emu_cq_put). */
 static void xp_cq_put(struct emu_qp *qp, struct emu_cq *cq, struct uroce_cqe *e,
@@ -214,28 +245,33 @@ static void xp_cq_put(struct emu_qp *qp, struct emu_cq *cq, struct uroce_cqe *e,
 static void xp_cq_push_now(struct emu_qp *qp, struct emu_cq *cq, struct uroce_cqe *e,
 			   const struct uroce_cqe_inl *inl)
 {
-	xp_cq_put(qp, cq, e, inl, emu_now_ns());
+	uint64_t now = 0;
+
+	xp_cq_put(qp, cq, e, inl, emu_cq_stamp(cq, &now));
 	emu_cq_publish(cq);
 }
 
-/* The held-back CQEs enter their rings with one clock read for all of
- * them and one producer-index store (and arm check) per ring. */
+/* The held-back CQEs enter their rings with at most one clock read for
+ * all of them (none unless a CQ wants timestamps) and one producer-index
+ * store (and arm check) per ring. */
 static void xp_cqb_drain(void)
 {
 	struct emu_cq *touched[XP_CQE_BATCH];
 	unsigned nt = 0;
 	bool on = xp_cqb.on;
 
+	xp_sq_sync(&xp_cqb, NULL);
 	if (!xp_cqb.n)
 		return;
 	emu_mem_flush(); /* the data the CQEs announce goes first */
 	xp_cqb.on = false; /* an overrun flushes a QP: those CQEs go directly */
-	uint64_t ts = emu_now_ns();
+	uint64_t now = 0;
 	for (unsigned i = 0; i < xp_cqb.n; i++) {
 		struct emu_cq *cq = xp_cqb.q[i].cq;
 		unsigned k;
 
-		xp_cq_put(xp_cqb.q[i].qp, cq, &xp_cqb.q[i].e, &xp_cqb.q[i].inl, ts);
+		xp_cq_put(xp_cqb.q[i].qp, cq, &xp_cqb.q[i].e, &xp_cqb.q[i].inl,
+			  emu_cq_stamp(cq, &now));
 		for (k = 0; k < nt && touched[k] != cq; k++)
 			;
 		if (k == nt)
@@ -291,6 +327,7 @@ void emu_xport_cqb_adopt(void *cqb, struct emu_ctx *skip)
 	__typeof__(xp_cqb) *o = cqb;
 	unsigned n = o->n < XP_CQE_BATCH ? o->n : XP_CQE_BATCH;
 
+	xp_sq_sync(o, skip);
 	for (unsigned i = 0; i < n; i++)
 		if (o->q[i].qp->ctx != skip)
 			xp_cq_push_inl(o->q[i].qp, o->q[i].cq, &o->q[i].e, &o->q[i].inl);

@@ -237,7 +237,8 @@ struct uroce_cqe {
 			      *  byte_len bytes are in the companion slot of this
 			      *  index (uroce_cqe_inl), for the shim to scatter over
 			      *  its seg[0..n) before it returns the completion */
-	uint64_t timestamp_ns; /**< completion time, CLOCK_MONOTONIC, for ibv_cq_ex */
+	uint64_t timestamp_ns; /**< completion time, CLOCK_MONOTONIC, for ibv_cq_ex
+				*  (0 unless the CQ was made with UROCE_CQ_F_TIMESTAMP) */
 	uint64_t rsvd1;
 };
 #define UROCE_CQE_SIZE 64
@@ -572,8 +573,14 @@ struct uroce_create_cq_req {
 	int32_t channel;       /**< comp channel handle or -1 */
 	uint64_t user_handle;  /**< returned in uroce_comp_event / async events */
 	uint32_t comp_vector;
-	uint32_t rsvd;
+	uint32_t flags;        /**< UROCE_CQ_F_* */
 };
+/** The application reads completion timestamps (ibv_cq_ex with
+ *  IBV_WC_EX_WITH_COMPLETION_TIMESTAMP): only then does the daemon read
+ *  the clock for this CQ's CQEs (uroce_cqe.timestamp_ns is 0 otherwise;
+ *  nothing can read it then). A clock read (~110 ns here) was on the way
+ *  of every receive completion. */
+#define UROCE_CQ_F_TIMESTAMP 0x1u
 /** fds out: [0] ring memfd (UROCE_RING_HDR_SIZE + entries * (UROCE_CQE_SIZE +
  *  UROCE_CQE_INL_SIZE), the companion slots at UROCE_CQ_INL_OFFSET). */
 struct uroce_create_cq_rep {

@@ -109,6 +109,78 @@ static void test_cq(struct emu_dev *d)
 	emu_ctx_destroy(c);
 }
 
+/* The daemon reads the shim's cons only when the value it saw last says
+ * the ring is full: over many wraps it must still never write over an
+ * unread CQE, report an overrun exactly when the ring is full, and treat a
+ * cons beyond prod as an overrun. Timestamps only for a CQ that asked. */
+static void test_cq_cached_cons(struct emu_dev *d)
+{
+	struct emu_ctx *c = emu_ctx_new(d, getpid(), -1);
+	struct uroce_create_cq_req q = { .cqe = 8, .channel = -1, .flags = UROCE_CQ_F_TIMESTAMP };
+	struct uroce_create_cq_rep r;
+	struct uroce_cqe e = { .status = IBV_WC_SUCCESS, .opcode = IBV_WC_RECV };
+	unsigned seed = (unsigned)getpid();
+	uint32_t cons = 0;
+	uint64_t next = 0;
+	int mfd;
+
+	fprintf(stderr, "test_cq_cached_cons seed %u\n", seed);
+	srand(seed);
+	q.flags = 0x80;
+	CHECK(emu_cq_create(c, &q, &r, &mfd) == -EINVAL, "unknown CQ flag refused");
+	q.flags = UROCE_CQ_F_TIMESTAMP;
+	CHECK(emu_cq_create(c, &q, &r, &mfd) == 0, "cq");
+	close(mfd);
+	struct emu_cq *cq = emu_ctx_get(c, r.handle, EMU_OBJ_CQ);
+	uint32_t n = cq->entries;
+	/* ~100 wraps: fill up to the brim in random steps, consume in others */
+	for (int round = 0; round < 100 * 4; round++) {
+		uint32_t room = n - (uint32_t)(next - cons), k = (uint32_t)rand() % (room + 1);
+
+		for (uint32_t i = 0; i < k; i++) {
+			e.wr_id = next++;
+			CHECK(emu_cq_push(cq, &e) == 0, "push %lu with room", (unsigned long)e.wr_id);
+		}
+		uint32_t take = (uint32_t)rand() % ((uint32_t)(next - cons) + 1);
+		for (uint32_t i = 0; i < take; i++, cons++) {
+			const struct uroce_cqe *s = &cq->slots[cons & cq->mask];
+
+			CHECK(s->wr_id == cons && s->timestamp_ns, "slot %u holds %lu", cons,
+			      (unsigned long)s->wr_id);
+		}
+		__atomic_store_n(&cq->hdr->cons, cons, __ATOMIC_RELEASE);
+		if (fails)
+			break;
+	}
+	CHECK(cq->hdr->prod == (uint32_t)next, "prod published");
+	/* full: the last push that fits, then the overrun */
+	while ((uint32_t)(next - cons) < n) {
+		e.wr_id = next++;
+		CHECK(emu_cq_push(cq, &e) == 0, "fill");
+	}
+	CHECK(cq->slots[cons & cq->mask].wr_id == cons, "unread head intact");
+	e.wr_id = next;
+	CHECK(emu_cq_push(cq, &e) == -ENOSPC && (cq->hdr->flags & UROCE_RING_F_ERROR), "overrun when full");
+	CHECK(cq->slots[cons & cq->mask].wr_id == cons, "unread head not overwritten");
+
+	/* a cons beyond prod (garbage from the application) is an overrun too,
+	 * however far the cached value was from full */
+	struct uroce_create_cq_req q2 = { .cqe = 8, .channel = -1 };
+	CHECK(emu_cq_create(c, &q2, &r, &mfd) == 0, "cq2");
+	close(mfd);
+	cq = emu_ctx_get(c, r.handle, EMU_OBJ_CQ);
+	for (uint32_t i = 0; i < cq->entries - 1; i++) {
+		e.wr_id = i;
+		CHECK(emu_cq_push(cq, &e) == 0, "cq2 push");
+		CHECK(cq->slots[i].timestamp_ns == 0, "no timestamp unless asked for");
+	}
+	__atomic_store_n(&cq->hdr->cons, cq->entries + 5, __ATOMIC_RELEASE);
+	CHECK(emu_cq_push(cq, &e) == 0, "the last slot the old cons allowed");
+	CHECK(emu_cq_push(cq, &e) == -ENOSPC && (cq->hdr->flags & UROCE_RING_F_ERROR),
+	      "cons beyond prod: overrun");
+	emu_ctx_destroy(c);
+}
+
 static void test_keys(struct emu_dev *d)
 {
 	struct emu_ctx *c = emu_ctx_new(d, getpid(), -1);
@@ -563,6 +635,7 @@ int main(void)
 	emu_dev_fini(&d9);
 	d.loopback = true;
 	test_cq(&d);
+	test_cq_cached_cons(&d);
 	test_keys(&d);
 	test_vma(&d);
 	test_fault(&d);

@@ -556,6 +556,7 @@ static size_t fz_body(struct fz *f, struct fz_in *in, uint32_t op, uint8_t *b)
 		q->channel = how & 2 ? (int32_t)fz_handle(f, in) : -1;
 		q->user_handle = fz_u8(in);
 		q->comp_vector = how & 4 ? fz_u32(in) : 0;
+		q->flags = how & 8 ? fz_u32(in) : (how >> 4) & 1;
 		break;
 	}
 	case UROCE_OP_RESIZE_CQ: {

@@ -233,6 +233,9 @@ static void cq_ex(void)
 	vt_connect(&t, a, b);
 	for (i = 0; i < 4; i++)
 		vt_post_recv(b, t.mr, 0, 64, 10 + (uint64_t)i);
+	/* the CQ asked for timestamps (the daemon stamps only such CQs):
+	 * CLOCK_MONOTONIC, between the posts and the poll, in ring order */
+	uint64_t t0 = vt_mono_ns(), last_ts = 0;
 	for (i = 0; i < 4; i++)
 		CHECK(!vt_post_send(a, t.mr, IBV_WR_SEND_WITH_IMM, 8192, 32,
 				    IBV_SEND_SIGNALED, htonl(7), 0, 0, (uint64_t)i));
@@ -245,6 +248,10 @@ static void cq_ex(void)
 			continue;
 		CHECK(r == 0);
 		do {
+			uint64_t ts = ibv_wc_read_completion_ts(cx);
+
+			CHECK(ts >= t0 && ts >= last_ts && ts <= vt_mono_ns());
+			last_ts = ts;
 			CHECK(cx->status == IBV_WC_SUCCESS);
 			if (ibv_wc_read_opcode(cx) == IBV_WC_RECV) {
 				CHECK(cx->wr_id >= 10 && ibv_wc_read_byte_len(cx) == 32);

@@ -57,6 +57,15 @@ static inline double vt_now(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* CLOCK_MONOTONIC in ns, the clock of completion timestamps */
+static inline uint64_t vt_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 struct ibv_context *vt_open(void);
 int vt_find_gid(struct ibv_context *ctx, union ibv_gid *gid);
 void vt_init(struct vt *t, const struct vt_opts *o);
