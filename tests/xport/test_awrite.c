@@ -158,6 +158,17 @@ static int t_atomic_write(void)
 	return 0;
 }
 
+/* Post w (no SGEs) on p's A side, run up to ns of virtual time: the one
+ * completion's status (~0u when not exactly one came). */
+static uint32_t post_one(struct pair *p, const struct uroce_send_wqe *w, uint64_t ns)
+{
+	struct uroce_cqe c[4];
+
+	sim_post_send(&p->a, w, NULL, NULL);
+	sim_run(&p->s, ns);
+	return sim_poll(p->a.scq, c, 4) == 1 ? c[0].status : ~0u;
+}
+
 /* On a fresh pair, one ATOMIC WRITE of v to B + off with B's rkey
  * xor rkey_xor: its one completion's status, the frames of it seen on the
  * wire, and the 8 bytes at B + off afterwards. */
@@ -166,17 +177,13 @@ static void awrite_once(uint32_t off, uint32_t rkey_xor, uint64_t v, uint32_t *s
 {
 	struct pair p;
 	struct uroce_send_wqe w;
-	struct uroce_cqe c[4];
 
 	*status = *frames = ~0u; /* what no run gives: a failed set-up fails the checks */
 	*after = ~0ull;
 	if (setup(&p))
 		return;
 	awrite_wqe(&w, 1, (uint8_t *)p.mb.buf + off, p.mb.rkey ^ rkey_xor, v);
-	sim_post_send(&p.a, &w, NULL, NULL);
-	sim_run(&p.s, 5000000000ull);
-	CHECK_EQ(sim_poll(p.a.scq, c, 4), 1);
-	*status = c[0].status;
+	*status = post_one(&p, &w, 5000000000ull);
 	*frames = n_awrite;
 	memcpy(after, (uint8_t *)p.mb.buf + off, sizeof(*after));
 	pair_fini(&p);
@@ -208,7 +215,6 @@ static int t_atomic_write_dup(void)
 {
 	struct pair p;
 	struct uroce_send_wqe w;
-	struct uroce_cqe c[4];
 	uint64_t *dst;
 
 	if (setup(&p))
@@ -218,10 +224,7 @@ static int t_atomic_write_dup(void)
 	poke = dst;
 	poke_val = 0xdddddddddddddddd;
 	awrite_wqe(&w, 1, dst, p.mb.rkey, 0x5555555555555555ull);
-	sim_post_send(&p.a, &w, NULL, NULL);
-	sim_run(&p.s, 20000000000ull);
-	CHECK_EQ(sim_poll(p.a.scq, c, 4), 1);
-	CHECK_EQ(c[0].status, IBV_WC_SUCCESS);
+	CHECK_EQ(post_one(&p, &w, 20000000000ull), IBV_WC_SUCCESS);
 	CHECK_EQ(n_awrite, 2);
 	CHECK_EQ(n_zero, 2);
 	CHECK_EQ(zero_psn, awrite_psn);
@@ -231,10 +234,7 @@ static int t_atomic_write_dup(void)
 	CHECK_EQ(p.b.qp->attr.qp_state, IBV_QPS_RTS);
 	/* the QP goes on */
 	awrite_wqe(&w, 2, dst + 1, p.mb.rkey, 7);
-	sim_post_send(&p.a, &w, NULL, NULL);
-	sim_run(&p.s, 5000000000ull);
-	CHECK_EQ(sim_poll(p.a.scq, c, 4), 1);
-	CHECK_EQ(c[0].status, IBV_WC_SUCCESS);
+	CHECK_EQ(post_one(&p, &w, 5000000000ull), IBV_WC_SUCCESS);
 	CHECK_EQ(dst[1], 7);
 	pair_fini(&p);
 	return 0;
@@ -245,7 +245,6 @@ static int t_atomic_write_nores(void)
 	for (int k = 0; k < 2; k++) {
 		struct pair p;
 		struct uroce_send_wqe w;
-		struct uroce_cqe c[4];
 		uint64_t *dst;
 
 		if (setup(&p))
@@ -259,10 +258,7 @@ static int t_atomic_write_nores(void)
 			p.b.qp->attr.qp_access_flags |= UROCE_ACCESS_FLUSH;
 			flush8_wqe(&w, 1, dst, p.mb.rkey);
 		}
-		sim_post_send(&p.a, &w, NULL, NULL);
-		sim_run(&p.s, 5000000000ull);
-		CHECK_EQ(sim_poll(p.a.scq, c, 4), 1);
-		CHECK_EQ(c[0].status, IBV_WC_REM_INV_REQ_ERR);
+		CHECK_EQ(post_one(&p, &w, 5000000000ull), IBV_WC_REM_INV_REQ_ERR);
 		CHECK_EQ(*dst, 0);
 		CHECK_EQ(n_zero, 0);
 		CHECK_EQ(p.b.qp->attr.qp_state, IBV_QPS_ERR);
