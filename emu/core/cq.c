@@ -173,7 +173,7 @@ int emu_cq_put(struct emu_cq *cq, const struct uroce_cqe *cqe,
 		return -ENOSPC;
 	}
 	/* the data a CQE announces must be in application memory first */
-	emu_mem_flush();
+	emu_mem_flush(cq->ctx->dev);
 	uint32_t i = cq->prod & cq->mask;
 	struct uroce_cqe *slot = &cq->slots[i];
 	*slot = *cqe;

@@ -92,6 +92,11 @@ uint64_t emu_now_ns(void);
 /* NULL restores CLOCK_MONOTONIC. */
 void emu_clock_set(uint64_t (*fn)(void));
 
+/* Deterministic PRNG (splitmix64) on a bare state (*state advances): the
+ * seeded keys and QPNs of UROCE_TEST_SEED (ctx.c), fault injection and the
+ * CM engine's losses. Not for secrets. */
+uint64_t emu_rand_next(uint64_t *state);
+
 /* ------------------------------------------------------------------ */
 /* Objects                                                             */
 /* ------------------------------------------------------------------ */
@@ -632,6 +637,10 @@ struct emu_dev {
 	/* QP1: the CM engine (struct emu_gsi_ops above) */
 	const struct emu_gsi_ops *gsi;
 	void *gsi_priv;
+	/* the engine thread's: the RX burst open now (emu_rx_burst_begin,
+	 * NULL between bursts) and the guard of its memory accesses */
+	struct emu_burst *burst;
+	struct emu_mem_guard *guard;
 };
 
 /* The core's half of a device (tables, addresses, attributes); the
@@ -707,41 +716,80 @@ void emu_mrmap_put(struct emu_mrmap_hold *h);
 /* memcpy that turns a SIGBUS (a client shrank a mapped file) into -EFAULT */
 int emu_mrmap_copy(void *dst, const void *src, size_t n);
 /* Stall guard (mem.c, docs/security.md): an engine thread publishes each
- * access to application memory in its guard: token != 0 while a system
- * call is under way, ctx whose memory it is. A watchdog that sees the same
- * token for too long claims it (emu_mem_guard_abandon); the thread then
- * exits the moment its call returns, touching nothing, and a fresh engine
- * thread takes the device over (emu_mem_quarantine for ctx). */
+ * access to application memory in its guard, which it attaches to the
+ * device it serves (d->guard): token != 0 while a system call is under
+ * way, ctx whose memory it is. A watchdog that sees the same token for
+ * too long claims it (emu_mem_guard_abandon); the thread then exits the
+ * moment its call returns, touching nothing, and a fresh engine thread
+ * takes the device over (emu_xport_quarantine for ctx). */
 #define EMU_MEM_ABANDONED UINT64_MAX
 struct emu_mem_guard {
 	uint64_t token;               /* atomic; 0 = not in an access */
 	struct emu_ctx *ctx;          /* atomic */
 	pid_t tid;                    /* the engine thread */
-	void *cqb;                    /* its held-back CQEs (emu_xport_cqb_self) */
+	uint64_t seq;                 /* its last token (only it writes this) */
 	struct emu_mem_guard *next;   /* abandoned guards (never freed) */
 };
-/* The calling thread publishes its accesses in g (NULL: none, tests). */
-void emu_mem_guard_set(struct emu_mem_guard *g);
+/* The engine thread of d publishes its accesses in g from now on (NULL:
+ * none, tests). */
+void emu_mem_guard_set(struct emu_dev *d, struct emu_mem_guard *g);
 /* Watchdog: claim g's access token; true if the thread is now abandoned. */
 bool emu_mem_guard_abandon(struct emu_mem_guard *g, uint64_t token);
-/* After a takeover: every later access to c's memory fails at once, and
- * its QPs go to the error state with IBV_EVENT_QP_FATAL. */
-void emu_mem_quarantine(struct emu_ctx *c);
 
-/* Batched writes across packets (mem.c): between emu_mem_batch(true) and
- * emu_mem_batch(false) (the engine brackets each RX burst with them),
- * emu_mem_write_deferred only records the write; src must stay valid until
- * the batch ends. emu_mem_flush writes the record out: every other memory
- * access does it first, and so must anything that makes the data visible
- * (a CQE). A failed deferred write calls emu_xport_mem_fault(qp, tag), tag
- * being the caller's word for what the write was. Outside a batch the
- * write is immediate (0 or -errno). */
-void emu_mem_batch(bool on);
-void emu_mem_flush(void);
+/* Batched writes across packets (mem.c): while d's RX burst is open
+ * (struct emu_burst, d->burst, wb.on), emu_mem_write_deferred only records
+ * the write; src must stay valid until the burst ends. emu_mem_flush
+ * writes the record out: every other memory access does it first, and so
+ * must anything that makes the data visible (a CQE). A failed deferred
+ * write calls d->xops->mem_fault(qp, tag), tag being the caller's word
+ * for what the write was. Outside a burst the write is immediate (0 or
+ * -errno). */
+void emu_mem_batch(struct emu_dev *d, bool on);
+void emu_mem_flush(struct emu_dev *d);
 /* has qp a deferred write not written yet? (no system call) */
 bool emu_mem_pending(const struct emu_qp *qp);
 int emu_mem_write_deferred(struct emu_qp *qp, struct emu_ctx *c, const struct emu_rvec *r,
 			   unsigned nr, const void *src, uint32_t len, uint64_t tag);
+
+/* ------------------------------------------------------------------ */
+/* RX burst                                                            */
+/* ------------------------------------------------------------------ */
+/* What an engine thread holds back while it works through one burst of
+ * received frames, so that the burst costs one system call per process
+ * for its payloads and one producer-index store per ring for its
+ * completions: the deferred payload writes (mem.c), the CQEs (their data
+ * goes first) and the SQ consumer indices the burst moved (transport/
+ * cqe.c). The object is the worker's own (the daemon's struct emu_worker,
+ * a test's simulator), passed to emu_rx_burst_begin, which attaches it to
+ * the device until emu_rx_burst_end: everything the device produces
+ * meanwhile, down to a flush deep in an error path, queues behind what
+ * the burst already holds, in order. A thread that takes a device over
+ * from an abandoned one finds the burst it left in d->burst
+ * (emu_rx_burst_adopt). */
+#define EMU_WB_MAX 64
+#define EMU_BURST_CQES 64
+struct emu_burst {
+	struct {                         /* deferred writes, for one process at a time */
+		bool on;
+		struct emu_ctx *ctx;
+		unsigned nl, nr;
+		struct iovec lv[EMU_WB_MAX];
+		struct emu_rvec rv[EMU_WB_MAX];
+		struct emu_qp *qp[EMU_WB_MAX];  /* who asked, per local entry */
+		uint64_t tag[EMU_WB_MAX];       /* and what for */
+		uint8_t r0[EMU_WB_MAX], rn[EMU_WB_MAX]; /* its remote ranges */
+	} wb;
+	bool hold;                       /* CQEs wait in cqe[] */
+	unsigned n;
+	struct {
+		struct emu_qp *qp;
+		struct emu_cq *cq;
+		struct uroce_cqe e;
+		struct uroce_cqe_inl inl; /* used when e.inl_nseg */
+	} cqe[EMU_BURST_CQES];
+	unsigned nsq;
+	struct emu_qp *sq[EMU_BURST_CQES]; /* SQs whose cons moved in the burst */
+};
 
 /* ------------------------------------------------------------------ */
 /* Keys                                                                */

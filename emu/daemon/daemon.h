@@ -65,6 +65,20 @@ struct emu_ep {
 	void *p;
 };
 
+/* What an engine thread owns (main.c emu_engine_start): the guard of its
+ * accesses to application memory (attached to its device, d->guard), the
+ * RX burst it works through (emu_rx_burst_begin) and the buffer it
+ * linearises multi-segment frames in (port_dpdk.c). An abandoned thread's
+ * is never freed: it looks at its guard when its blocked call returns, and
+ * the kernel may still be copying from its buffer; the thread that takes
+ * the device over adopts the burst it left (emu_engine_adopt). */
+#define EMU_RX_LIN_MAX 16384
+struct emu_worker {
+	struct emu_mem_guard guard;
+	struct emu_burst burst;
+	uint8_t rx_lin[EMU_RX_LIN_MAX];
+};
+
 /* One device with its port, control socket and engine loop: one worker
  * thread each (the only one when there is a single device), sharing no
  * mutable state with the others. */
@@ -89,7 +103,7 @@ struct emu_daemon {
 	void *pcap;
 	uint64_t refused_log_ms;  /* last "refused" log line (rate limit) */
 	uint64_t refused_unlogged;
-	struct emu_mem_guard *guard; /* the engine thread's (main.c watchdog) */
+	struct emu_worker *worker; /* the engine thread's (main.c watchdog) */
 	struct emu_mem_guard *adopt; /* set: the new engine takes over from it */
 	uint64_t accept_resume_ns; /* accept paused on EMFILE & co until then; 0 = not */
 	struct {                  /* port_wake.c */
@@ -179,8 +193,9 @@ int emu_admin_capture_stop(struct emu_daemon *dm, struct uroce_capture_rep *r);
 /* engine.c */
 int emu_engine_run(struct emu_daemon *dm);
 /* A fresh engine thread takes the device over from the abandoned one whose
- * guard is dm->adopt: its held CQEs of other clients go out, the client
- * whose memory blocked is quarantined (emu_mem_quarantine). */
+ * guard is dm->adopt: the CQEs of other clients its burst held go out
+ * (emu_rx_burst_adopt), the client whose memory blocked is quarantined
+ * (emu_xport_quarantine). */
 void emu_engine_adopt(struct emu_daemon *dm);
 void emu_stats_dump(struct emu_dev *d);
 

@@ -113,7 +113,7 @@ static bool comp_settle_read(struct emu_qp *qp, struct emu_xport_swqe *sw)
 	if (!sw->need_resp || sw->status != IBV_WC_SUCCESS || !emu_mem_pending(qp))
 		return false;
 	x->comp_settling = 1;
-	emu_mem_flush();
+	emu_mem_flush(qp->dev);
 	x->comp_settling = 0;
 	fault = x->fault_held;
 	x->fault_held = 0;
@@ -148,7 +148,8 @@ static void comp_wqe(struct emu_qp *qp)
 	}
 	/* free the slot before the CQE is visible: an application that polls
 	 * the completion may post into that slot at once (max_send_wr); in an
-	 * RX burst both wait for its end, the index first */
+	 * RX burst (qp->dev->burst) both wait for its end, the index first,
+	 * after the burst's deferred payload writes (cqe.c) */
 	xp_sq_retire(qp, x->sq_comp);
 	if (cqe)
 		xp_cq_push(qp, qp->send_cq, &e); /* overrun: QP to ERR, the rest flushed */

@@ -62,7 +62,7 @@ static bool resp_settle(struct emu_qp *qp)
 	struct emu_xport_qp *x = &qp->x;
 
 	if (__builtin_expect(x->wr_unsettled, 0)) {
-		emu_mem_flush();
+		emu_mem_flush(qp->dev);
 		x->wr_unsettled = 0;
 	}
 	return !x->wr_failed;
@@ -143,6 +143,9 @@ static void recv_cqe_sl(struct emu_qp *qp, uint8_t status, uint32_t opcode, uint
 	e.solicited = se;
 	e.inl_nseg = (uint8_t)inl_nseg;
 	qp->x.rwqe_valid = 0;
+	/* in an RX burst (qp->dev->burst) the CQE waits in the burst and
+	 * enters the ring at its end, after the burst's deferred payload
+	 * writes (cqe.c); outside one, now */
 	xp_cq_push_inl(qp, qp->recv_cq, &e, inl_nseg ? inl : NULL);
 }
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Transport entry points called by the core: QP setup, doorbells, packet
- * dispatch, timers. */
+ * dispatch, the poll of the timers (timer.c keeps the list). */
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>

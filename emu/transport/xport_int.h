@@ -66,7 +66,7 @@ static inline void xp_drop(struct emu_qp *qp, enum emu_xport_drop why)
 	qp->dev->cnt.xdrops[why]++;
 }
 
-/* xport_util.c */
+/* tx.c */
 /* Build a frame for qp to path with headers from d (bth, ext headers,
  * payload_len); the payload is taken from pay (or, if NULL, gathered by the
  * caller-supplied fill callback into the frame). 0 or -ENOBUFS/-EFAULT. */
@@ -117,10 +117,14 @@ void xp_pkt_init(struct emu_qp *qp, const struct emu_xport_path *path, struct wi
 		 uint8_t opcode, uint32_t dqpn, uint32_t psn);
 void xp_path_from_av(struct emu_xport_path *p, const struct emu_av *av, uint32_t qpn);
 
-/* Push a CQE; on CQ overrun the QP gets QP_FATAL and goes to ERR. */
 /* stats.c: may viewer see qp (its uid's, or every QP for root and the
  * daemon's uid; NULL viewer: yes)? docs/security.md */
 bool xp_qp_visible(const struct emu_ctx *viewer, const struct emu_qp *qp);
+
+/* cqe.c: push a CQE; on CQ overrun the QP gets QP_FATAL and goes to ERR.
+ * While the device's RX burst is open (d->burst) the CQE waits in the
+ * burst and enters its ring at the burst's end, after the burst's
+ * deferred payload writes; otherwise at once. */
 void xp_cq_push(struct emu_qp *qp, struct emu_cq *cq, struct uroce_cqe *e);
 /* The SQ's consumer index is now cons: published at once, or at the end
  * of the RX burst being worked through (before the burst's CQEs). */
@@ -128,10 +132,10 @@ void xp_sq_retire(struct emu_qp *qp, uint32_t cons);
 /* Same, with e->inl_nseg segments and e->byte_len bytes in inl (abi.h). */
 void xp_cq_push_inl(struct emu_qp *qp, struct emu_cq *cq, struct uroce_cqe *e,
 		    const struct uroce_cqe_inl *inl);
-/* Move to ERR (flushing) and raise ev (0 = none). */
-void xp_qp_error(struct emu_qp *qp, int ev);
 void xp_event(struct emu_qp *qp, enum ibv_event_type ev);
-/* Active list: QPs with timers or pending ACKs. */
+/* cqe.c: move to ERR (flushing) and raise ev (0 = none). */
+void xp_qp_error(struct emu_qp *qp, int ev);
+/* timer.c: the active list, QPs with timers or pending ACKs. */
 void xp_act_add(struct emu_qp *qp);
 void xp_act_del(struct emu_qp *qp);
 /* The PD a receive WQE's lkeys belong to: an SRQ's own PD, which may
@@ -159,7 +163,7 @@ static inline uint8_t xp_rc_op(uint8_t opcode)
 	return wire_opcode_transport(opcode) == WIRE_TR_XRC ? opcode & 0x1f : opcode;
 }
 
-/* Gather/scatter between qp's application memory and a buffer, across SGEs
+/* sge.c: gather/scatter between qp's application memory and a buffer, across SGEs
  * starting at byte off. Every piece is checked again, for every packet,
  * against its lkey (qp's PD; the receive WQE's: xp_recv_pd), bounds,
  * access) and must go through an MR no
@@ -197,6 +201,7 @@ int xp_sge_write_deferred(struct emu_qp *qp, const struct uroce_sge *sge, unsign
 unsigned xp_sge_inline(struct emu_qp *qp, const struct uroce_sge *sge, unsigned nsge,
 		       const void *src, uint32_t len, uint64_t epoch,
 		       struct uroce_cqe_inl *inl);
+/* cqe.c: the work completion opcode of a send WR opcode */
 enum ibv_wc_opcode xp_wc_opcode(uint8_t wr_opcode);
 
 /* xport.c: ECN CE -> CNP (rate-limited), CNP accounting */
@@ -238,9 +243,10 @@ static inline uint64_t xp_rp_wake(const struct emu_dcqcn_rp *rp)
 	return t;
 }
 
-/* (Re)start the retransmit timer: restart = after forward progress, else
+/* timer.c: (re)start the retransmit timer: restart = after forward progress, else
  * only if it is not running. Never while an RNR wait is pending. */
 void xp_retrans_start(struct emu_qp *qp, bool restart);
+/* cqe.c */
 void xp_flush_sq(struct emu_qp *qp);
 void xp_flush_rq(struct emu_qp *qp);
 
