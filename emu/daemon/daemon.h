@@ -82,6 +82,7 @@ struct emu_worker {
 /* One device with its port, control socket and engine loop: one worker
  * thread each (the only one when there is a single device), sharing no
  * mutable state with the others. */
+struct emu_client;
 struct emu_daemon {
 	struct emu_opts o;
 	struct emu_dev dev;
@@ -106,6 +107,13 @@ struct emu_daemon {
 	struct emu_worker *worker; /* the engine thread's (main.c watchdog) */
 	struct emu_mem_guard *adopt; /* set: the new engine takes over from it */
 	uint64_t accept_resume_ns; /* accept paused on EMFILE & co until then; 0 = not */
+	/* control server (ctl.c): clients closed in the current epoll batch,
+	 * freed after it (a later event of the batch may still name them);
+	 * the request being read from a socket (one extra byte detects an
+	 * oversized message) or copied out of a mailbox */
+	struct emu_client *dead_clients;
+	uint8_t ctl_buf[UROCE_MAX_MSG + 1];
+	uint8_t ctl_mbox_buf[UROCE_MBOX_MAX];
 	struct {                  /* port_wake.c */
 		struct emu_ep ep;
 		int fds[EMU_WAKE_MAX]; /* the port's RX sockets in epfd */

@@ -46,7 +46,7 @@ CYCLE_EXCEPT = []
 # Headers private to their folder: only files of that folder include them.
 PRIVATE_HEADERS = {"emu/core/emu_int.h", "emu/core/memcheck.h",
                    "emu/transport/xport_int.h", "emu/daemon/daemon.h",
-                   "emu/daemon/access.h", "emu/daemon/sysfs.h",
+                   "emu/daemon/access.h", "emu/daemon/sysfs.h", "emu/daemon/ctl_op.h",
                    "emu/cm/ucma_int.h"}
 
 # The one public header of each layer, for the layers above (emu.h also
