@@ -9,7 +9,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "emu.h"
+#include "emu_obj.h"
+#include "emu_dev.h"
 #include "emu_int.h"
 
 int emu_ah_create(struct emu_ctx *c, const struct uroce_create_ah_req *q, uint32_t *handle)

@@ -11,7 +11,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "emu.h"
+#include "emu_log.h"
+#include "emu_obj.h"
+#include "emu_dev.h"
+#include "emu_mem.h"
+#include "emu_cq.h"
 #include "emu_int.h"
 #include "memcheck.h"
 

@@ -12,7 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "emu.h"
+#include "emu_log.h"
+#include "emu_obj.h"
+#include "emu_dev.h"
 #include "emu_int.h"
 
 /* Identifiers a remote peer must not guess (key bytes, the QPN start) come
@@ -128,10 +130,10 @@ static void emu_dev_attrs(struct emu_dev *d)
 	a->max_cqe = (int)EMU_MAX_CQE - 1;
 	a->max_mr = EMU_MAX_MR;
 	a->max_pd = EMU_MAX_PD;
-	a->max_qp_rd_atom = EMU_XPORT_MAX_RD_ATOMIC;
+	a->max_qp_rd_atom = EMU_MAX_RD_ATOMIC;
 	a->max_ee_rd_atom = 0;
-	a->max_res_rd_atom = EMU_MAX_QP * EMU_XPORT_MAX_RD_ATOMIC;
-	a->max_qp_init_rd_atom = EMU_XPORT_MAX_RD_ATOMIC;
+	a->max_res_rd_atom = EMU_MAX_QP * EMU_MAX_RD_ATOMIC;
+	a->max_qp_init_rd_atom = EMU_MAX_RD_ATOMIC;
 	a->max_ee_init_rd_atom = 0;
 	a->atomic_cap = IBV_ATOMIC_HCA;
 	a->max_mw = EMU_MAX_MW;

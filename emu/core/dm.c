@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "emu.h"
+#include "emu_obj.h"
 #include "emu_int.h"
 
 /* mlx5's largest log_align_req is the page: an allocation starts on one */

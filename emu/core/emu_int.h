@@ -3,7 +3,8 @@
 #ifndef EMU_EMU_INT_H
 #define EMU_EMU_INT_H
 
-#include "emu.h"
+#include "emu_obj.h"
+#include "emu_dev.h"
 
 void emu_random_init(const char *dev);
 uint32_t emu_random_u32(void);

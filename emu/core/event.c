@@ -9,7 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "emu.h"
+#include "emu_log.h"
+#include "emu_obj.h"
+#include "emu_dev.h"
+#include "emu_cq.h"
 #include "emu_int.h"
 
 int emu_evq_pipe(int *rfd, int *wfd)

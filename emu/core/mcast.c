@@ -8,7 +8,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "emu.h"
+#include "emu_obj.h"
+#include "emu_dev.h"
 #include "emu_int.h"
 
 int emu_mcast_op(struct emu_ctx *c, const struct uroce_mcast_req *q, bool attach)

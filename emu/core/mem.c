@@ -16,7 +16,10 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "emu.h"
+#include "emu_obj.h"
+#include "emu_dev.h"
+#include "emu_mem.h"
+#include "emu_burst.h"
 
 #define EMU_IOV_BATCH 64
 

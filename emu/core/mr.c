@@ -11,7 +11,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "emu.h"
+#include "emu_obj.h"
+#include "emu_dev.h"
+#include "emu_mem.h"
 #include "emu_int.h"
 #include <uroce/flush.h>
 

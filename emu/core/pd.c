@@ -9,7 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "emu.h"
+#include "emu_obj.h"
 #include "emu_int.h"
 
 int emu_pd_alloc(struct emu_ctx *c, uint32_t *handle)

@@ -11,7 +11,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "emu.h"
+#include "emu_obj.h"
+#include "emu_dev.h"
 #include "emu_int.h"
 
 static int emu_qpn_alloc(struct emu_dev *d, struct emu_qp *qp)
@@ -137,7 +138,7 @@ static int emu_qp_rings_get(struct emu_ctx *c, struct emu_qp *qp, const struct e
 			    struct uroce_create_qp_arena_rep *ar, int *new_fd, uint64_t *off)
 {
 	/* the transport's private copy of the send queue */
-	uint64_t charge = (uint64_t)l->sq_entries * (l->sq_stride + sizeof(struct emu_xport_swqe));
+	uint64_t charge = (uint64_t)l->sq_entries * (l->sq_stride + c->dev->xops->swqe_size);
 	bool own = !ar || l->size > UROCE_ARENA_MAX_RINGS;
 	struct emu_arena_piece p;
 	int rc;
@@ -210,7 +211,8 @@ static int emu_qp_new(struct emu_ctx *c, const struct uroce_create_qp_req *q,
 	if (rc)
 		return rc;
 
-	struct emu_qp *qp = calloc(1, sizeof(*qp));
+	/* the transport's state of the QP follows it (qp->x, XQP) */
+	struct emu_qp *qp = calloc(1, sizeof(*qp) + d->xops->qp_size);
 	if (!qp)
 		return -ENOMEM;
 	emu_qp_layout(&cap, srq || emu_qp_no_rq(q->qp_type), &l);
@@ -220,6 +222,7 @@ static int emu_qp_new(struct emu_ctx *c, const struct uroce_create_qp_req *q,
 		return rc;
 	}
 	qp->dev = d;
+	qp->x = (struct emu_xport_qp *)(qp + 1);
 	qp->ctx = c;
 	qp->type = (enum ibv_qp_type)q->qp_type;
 	qp->pd = pd;

@@ -5,7 +5,9 @@
 #include <errno.h>
 #include <string.h>
 
-#include "emu.h"
+#include "emu_obj.h"
+#include "emu_cq.h"
+#include "emu_ring.h"
 #include "emu_int.h"
 #include <uroce/wr.h>
 

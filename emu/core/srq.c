@@ -10,7 +10,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "emu.h"
+#include "emu_obj.h"
+#include "emu_ring.h"
 #include "emu_int.h"
 
 int emu_srq_create(struct emu_ctx *c, const struct uroce_create_srq_req *q,

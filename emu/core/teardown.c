@@ -9,7 +9,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "emu.h"
+#include "emu_log.h"
+#include "emu_obj.h"
+#include "emu_dev.h"
+#include "emu_cq.h"
 #include "emu_int.h"
 
 void emu_ctx_destroy(struct emu_ctx *c)

@@ -142,28 +142,13 @@ void emu_xsrq_fini(struct emu_srq *srq)
 		qp->srq = NULL;
 		qp->pd = NULL;
 		qp->recv_cq = NULL;
-		qp->x.rwqe_valid = 0;
-		qp->x.rcv_off = 0;
+		d->xops->xrc_tgt_unbind(qp);
 	}
 	d->srqn[srq->srqn] = NULL;
 	srq->cq->refcnt--;
 	srq->xref->users--;
 	srq->xref = NULL;
 	srq->cq = NULL;
-}
-
-bool emu_xrc_tgt_bind(struct emu_qp *qp, uint32_t srqn)
-{
-	struct emu_srq *srq = emu_xrc_srq_find(qp->dev, srqn);
-	bool ok = srq && srq->xref->x == qp->xref->x;
-
-	if (qp->x.rwqe_valid)
-		/* a message in progress finishes on the SRQ it started on */
-		return ok && srq == qp->srq;
-	qp->srq = ok ? srq : NULL;
-	qp->pd = ok ? srq->pd : NULL;
-	qp->recv_cq = ok ? srq->cq : NULL;
-	return ok;
 }
 
 int emu_xrc_qp_close(struct emu_ctx *c, uint32_t handle)

@@ -126,16 +126,16 @@ void emu_stats_dump(struct emu_dev *d)
 		EMU_LOG(NOTICE, "%s: fault drop %lu dup %lu reorder %lu corrupt %lu delay %lu\n",
 			d->name, c->fault_drop, c->fault_dup, c->fault_reorder, c->fault_corrupt,
 			c->fault_delay);
-	if (d->dcqcn_cnt.ce_rcvd + d->dcqcn_cnt.cnp_rcvd)
+	if (d->x->dcqcn_cnt.ce_rcvd + d->x->dcqcn_cnt.cnp_rcvd)
 		EMU_LOG(NOTICE, "%s: dcqcn ce %lu, cnp sent %lu rcvd %lu, rate cuts %lu\n", d->name,
-			d->dcqcn_cnt.ce_rcvd, d->dcqcn_cnt.cnp_sent, d->dcqcn_cnt.cnp_rcvd,
-			d->dcqcn_cnt.rate_cuts);
+			d->x->dcqcn_cnt.ce_rcvd, d->x->dcqcn_cnt.cnp_sent, d->x->dcqcn_cnt.cnp_rcvd,
+			d->x->dcqcn_cnt.rate_cuts);
 	emu_ibcm_dump(d);
 	for (uint32_t q = 0; q < EMU_QPN_TABLE; q++) {
 		struct emu_qp *qp = d->qpn[q];
 		if (!qp)
 			continue;
-		struct emu_xport_counters *x = &qp->x.cnt;
+		struct emu_xport_counters *x = &qp->x->cnt;
 		EMU_LOG(NOTICE, "qp 0x%x (pid %d) state %d: tx %lu rx %lu retrans %lu timeouts %lu "
 			"dup %lu oos %lu naks %lu/%lu rnr %lu/%lu\n", qp->qpn, (int)qp->ctx->pid,
 			qp->attr.qp_state, x->tx_pkts, x->rx_pkts, x->retransmits, x->timeouts,

@@ -643,7 +643,7 @@ static int emu_daemon_setup(struct emu_daemon *dm)
 	emu_port_attach(dm);
 	if (emu_shared_attach(dm))
 		return -1;
-	dm->dev.dcqcn = dm->o.dcqcn;
+	dm->dev.x->dcqcn = dm->o.dcqcn;
 	if (dm->o.fault_set) {
 		dm->dev.fault = emu_fault_new(&dm->o.fault);
 		if (!dm->dev.fault) {
@@ -686,8 +686,8 @@ static int emu_daemon_setup(struct emu_daemon *dm)
 		dm->dev.mac[4], dm->dev.mac[5], dm->o.mtu, 128u << dm->dev.active_mtu,
 		dm->dev.loopback ? " (loopback)" : "");
 	EMU_LOG(NOTICE, "%s: dcqcn ect %s np %s rp %s, line rate %u Mb/s\n", dm->dev.name,
-		dm->dev.dcqcn.ect ? "on" : "off", dm->dev.dcqcn.np ? "on" : "off",
-		dm->dev.dcqcn.rp ? "on" : "off", emu_dcqcn_line_mbps(&dm->dev.dcqcn));
+		dm->dev.x->dcqcn.ect ? "on" : "off", dm->dev.x->dcqcn.np ? "on" : "off",
+		dm->dev.x->dcqcn.rp ? "on" : "off", emu_dcqcn_line_mbps(&dm->dev.x->dcqcn));
 	return 0;
 }
 

@@ -2,11 +2,15 @@
 /* Net layer (emu/net/): frames in and out of a port (tx helpers with
  * counting and capture), neighbour resolution with ARP / ND / ICMP, and
  * fault injection on received frames. The public header of the layer for
- * the transport above it; includes the core's header (emu.h). */
+ * the transport above it; includes the core's headers it builds on (the
+ * device and its port, objects, log). */
 #ifndef EMU_NET_H
 #define EMU_NET_H
 
-#include "emu.h"
+#include "emu_log.h"
+#include "emu_obj.h"
+#include "emu_dev.h"
+#include "emu_mem.h"
 
 /* Transmit helpers: count, capture, then the port op. */
 int emu_tx_alloc(struct emu_dev *d, struct emu_txbuf *b);

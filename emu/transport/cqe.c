@@ -244,7 +244,7 @@ static void flush_cqe(struct emu_qp *qp, struct emu_cq *cq, uint64_t wr_id, uint
 
 void xp_flush_sq(struct emu_qp *qp)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 	uint32_t prod;
 
 	if (!x->sq_copy)
@@ -285,7 +285,7 @@ void xp_flush_sq(struct emu_qp *qp)
 
 void xp_flush_rq(struct emu_qp *qp)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 	struct emu_recv_wqe *r = x->rwqe;
 
 	/* from now on receives posted to this QP ring the doorbell, so

@@ -12,7 +12,7 @@
  * XRC SRQ's, of another process of the TGT QP's domain. */
 static struct emu_ctx *xp_sge_owner(const struct emu_qp *qp, const struct uroce_sge *sge)
 {
-	return qp->x.rwqe && sge == qp->x.rwqe->sge ? xp_recv_ctx(qp) : qp->ctx;
+	return qp->x->rwqe && sge == qp->x->rwqe->sge ? xp_recv_ctx(qp) : qp->ctx;
 }
 
 /* Remote ranges of [off, off + len) of an SGE list, each piece checked
@@ -25,7 +25,7 @@ static int xp_sge_ranges(struct emu_qp *qp, const struct uroce_sge *sge, unsigne
 	unsigned n = 0, i;
 	uint64_t left = len;
 	/* the responder scatters through the receive WQE it took */
-	struct emu_pd *pd = qp->x.rwqe && sge == qp->x.rwqe->sge ? xp_recv_pd(qp) : qp->pd;
+	struct emu_pd *pd = qp->x->rwqe && sge == qp->x->rwqe->sge ? xp_recv_pd(qp) : qp->pd;
 
 	for (i = 0; i < nsge && left && n < EMU_MAX_SGE; i++) {
 		uint32_t l = sge[i].length;

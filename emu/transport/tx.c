@@ -35,7 +35,7 @@ void xp_pkt_init(struct emu_qp *qp, const struct emu_xport_path *path, struct wi
 	/* DCQCN: the daemon owns the ECN bits. Data packets are ECN-capable,
 	 * as ConnectX's with congestion control on; ACKs and CNPs (xp_ce_rx)
 	 * are not: a CE mark on them would slow nothing down */
-	if (dev->dcqcn.ect) {
+	if (dev->x->dcqcn.ect) {
 		bool data = xp_rc_op(opcode) != WIRE_OP_RC_ACK &&
 			    xp_rc_op(opcode) != WIRE_OP_RC_ATOMIC_ACK &&
 			    opcode != WIRE_OP_CNP;
@@ -75,7 +75,7 @@ int xp_tx_begin(struct emu_qp *qp, const struct emu_xport_path *path, struct wir
 	}
 	if (emu_tx_alloc_len(dev, &f->b, (uint32_t)wire_hdr_len(d) + d->payload_len + 3 +
 					 WIRE_ICRC_LEN)) {
-		qp->x.cnt.tx_no_buf++;
+		qp->x->cnt.tx_no_buf++;
 		return -ENOBUFS;
 	}
 	if (wire_build_headers(d, f->b.data, f->b.cap, 0, &f->hl) ||
@@ -117,8 +117,8 @@ int xp_tx_end_zc(struct emu_qp *qp, struct xp_txf *f)
 		return 0;
 	}
 	qp->dev->cnt.icrc_skipped++;
-	qp->x.cnt.tx_pkts++;
-	qp->x.cnt.tx_bytes += f->hl + f->len + tl;
+	qp->x->cnt.tx_pkts++;
+	qp->x->cnt.tx_bytes += f->hl + f->len + tl;
 	return 0;
 }
 
@@ -137,8 +137,8 @@ void xp_tx_end(struct emu_qp *qp, struct xp_txf *f)
 		tl = wire_finish_icrc(f->b.data, f->hl, &iov, 1, f->pay + f->len);
 	}
 
-	qp->x.cnt.tx_pkts++;
-	qp->x.cnt.tx_bytes += f->hl + f->len + tl;
+	qp->x->cnt.tx_pkts++;
+	qp->x->cnt.tx_bytes += f->hl + f->len + tl;
 	emu_tx_send(qp->dev, &f->b, (uint32_t)(f->hl + f->len + tl));
 }
 

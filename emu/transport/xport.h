@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Transport (RC/UC/UD requester, responder, completer): the public header
- * of emu/transport/ for the layers above it (the daemon). Includes the
- * net layer's header (net.h), which includes the core's (emu.h). The
- * transport's state lives in the core's objects (xport_state.h); the core
+ * of emu/transport/ for the layers above it (the daemon, cm). Includes the
+ * net layer's header (net.h) and the core's headers the transport builds
+ * on. The transport's state of a QP and of a device is its own
+ * (xport_state.h): the core allocates and points to it (qp->x, d->x) and
  * reaches the transport only through the struct emu_xport_ops that
  * emu_dev_init installs (d->xops). Single-threaded per device (one engine
  * thread owns a device and all its QPs), so nothing here is locked. */
@@ -10,6 +11,11 @@
 #define EMU_XPORT_H
 
 #include "net.h"
+#include "emu_burst.h"
+#include "emu_cq.h"
+#include "emu_keys.h"
+#include "emu_ring.h"
+#include "xport_state.h"
 
 extern const char *const emu_resp_state_name[EMU_RESP_NSTATES];
 extern const char *const emu_comp_state_name[EMU_COMP_NSTATES];
@@ -99,6 +105,10 @@ void emu_rx_burst_adopt(struct emu_dev *d, struct emu_ctx *skip);
  * IBV_EVENT_QP_FATAL. */
 void emu_xport_quarantine(struct emu_ctx *c);
 
+/* xrc.c: the XRC SRQ TGT QP qp served its request from went (d->xops):
+ * forget the message in progress. */
+void emu_xport_xrc_tgt_unbind(struct emu_qp *qp);
+
 /* A deferred write into the application memory qp placed failed (the
  * application unmapped registered memory): what it was for (tag,
  * xp_wb_tag) completes in error, then the QP goes to ERR. */
@@ -108,7 +118,7 @@ void emu_xport_mem_fault(struct emu_qp *qp, uint64_t tag);
 void emu_xport_flush(struct emu_qp *qp);
 
 /* dcqcn.c: congestion control (docs/dcqcn.md). emu_dev_init sets the
- * defaults into d->dcqcn; the daemon changes them before traffic (options)
+ * defaults into d->x->dcqcn; the daemon changes them before traffic (options)
  * or while it runs (emu_dcqcn_set). */
 enum emu_dcqcn_stage {
 	EMU_DCQCN_LINE_RATE,     /* not rate-limited (no CNP, or recovered) */

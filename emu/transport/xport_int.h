@@ -9,7 +9,11 @@
 #include "xport.h"
 #include <uroce/flush.h>
 
-#define XQP(x) ((struct emu_qp *)((char *)(x) - offsetof(struct emu_qp, x)))
+/* A QP's transport state sits right after it, in one allocation (the
+ * core's emu_qp_new, d->xops->qp_size): from the state back to the QP. */
+#define XQP(x) ((struct emu_qp *)(x) - 1)
+_Static_assert(_Alignof(struct emu_xport_qp) <= _Alignof(struct emu_qp),
+	       "the transport state of a QP follows it unpadded");
 
 /* Progress of a private send WQE copy. */
 enum emu_swqe_state {
@@ -21,13 +25,13 @@ enum emu_swqe_state {
 
 static inline struct uroce_send_wqe *xp_wqe(struct emu_qp *qp, uint32_t idx)
 {
-	return (struct uroce_send_wqe *)(qp->x.sq_copy +
-					 (size_t)(idx & (qp->x.sq_entries - 1)) * qp->x.sq_stride);
+	return (struct uroce_send_wqe *)(qp->x->sq_copy +
+					 (size_t)(idx & (qp->x->sq_entries - 1)) * qp->x->sq_stride);
 }
 
 static inline struct emu_xport_swqe *xp_swqe(struct emu_qp *qp, uint32_t idx)
 {
-	return &qp->x.swqe[idx & (qp->x.sq_entries - 1)];
+	return &qp->x->swqe[idx & (qp->x->sq_entries - 1)];
 }
 
 static inline bool xp_is_rd_atomic(uint8_t opcode)
@@ -58,12 +62,12 @@ static inline uint32_t xp_mtu(const struct emu_qp *qp)
 	return wire_mtu_to_bytes((enum wire_mtu)qp->attr.path_mtu);
 }
 
-/* Count a received packet the transport drops, per QP and per port. */
+/* Count a received packet the transport drops, per QP and per device. */
 static inline void xp_drop(struct emu_qp *qp, enum emu_xport_drop why)
 {
-	qp->x.cnt.rx_dropped++;
-	qp->x.cnt.drops[why]++;
-	qp->dev->cnt.xdrops[why]++;
+	qp->x->cnt.rx_dropped++;
+	qp->x->cnt.drops[why]++;
+	qp->dev->x->xdrops[why]++;
 }
 
 /* tx.c */
@@ -257,7 +261,7 @@ void xp_flush_rq(struct emu_qp *qp);
  * next. */
 static inline void xp_sq_rewind(struct emu_qp *qp, uint32_t psn)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 	uint32_t idx;
 
 	for (idx = x->sq_comp; idx != x->sq_fetch; idx++) {
@@ -360,6 +364,11 @@ void xp_comp_progress(struct emu_qp *qp);
  * head (it moves the QP to ERR itself, after). */
 bool xp_comp_mem_fault(struct emu_qp *qp, uint64_t tag);
 void xp_comp_timeout(struct emu_qp *qp, uint64_t now);
+/* xrc.c: a request for XRC TGT QP qp names XRC SRQ srqn: serve it from that SRQ
+ * (its PD, CQ, receive WQEs) if it is in qp's domain; false (qp unbound,
+ * unless a message in progress still holds its SRQ) otherwise. */
+bool xp_xrc_tgt_bind(struct emu_qp *qp, uint32_t srqn);
+
 /* resp.c */
 void xp_resp_rx(struct emu_qp *qp, const struct wire_pkt *pkt);
 void xp_resp_send_ack(struct emu_qp *qp);

@@ -11,8 +11,12 @@ the built objects:
   3. no function in emu/ or verbs/ longer than MAX_FUNC_LINES, except in the
      files other engineers are shortening right now (LEN_EXCEPT).
 
-  4. every emu/ file is in a layer folder, and every header is either its
-     layer's public header (PUBLIC_HEADERS) or private (PRIVATE_HEADERS).
+  4. every emu/ file is in a layer folder, and every header is either one
+     of its layer's public headers (PUBLIC_HEADERS) or private
+     (PRIVATE_HEADERS); an umbrella header (core/emu.h) is included only
+     where UMBRELLA allows (the daemon);
+  5. no core file names anything of the transport's state (XPORT_STATE)
+     but the opaque pointers to it, nor reaches through them.
 
 usage: check_arch.py SOURCE_ROOT BUILD_ROOT [--no-objects]
        check_arch.py SOURCE_ROOT --longest N
@@ -49,14 +53,30 @@ PRIVATE_HEADERS = {"emu/core/emu_int.h", "emu/core/memcheck.h",
                    "emu/daemon/access.h", "emu/daemon/sysfs.h", "emu/daemon/ctl_op.h",
                    "emu/cm/ucma_int.h"}
 
-# The one public header of each layer, for the layers above (emu.h also
-# pulls in xport_state.h: the types of the transport state the core
-# stores). Every header of emu/ is either here or in PRIVATE_HEADERS, so a
+# The public headers of each layer, for the layers above. The core has one
+# per concern (log, objects, device and ops tables, memory, RX burst, keys,
+# CQ, rings) and emu.h, an umbrella of them all for the daemon only
+# (UMBRELLA); the transport's state of a QP and of a device has its own
+# header. Every header of emu/ is either here or in PRIVATE_HEADERS, so a
 # new header has to be placed on purpose.
-PUBLIC_HEADERS = {"emu/core/emu.h", "emu/core/xport_state.h",
-                  "emu/net/net.h", "emu/transport/xport.h",
+PUBLIC_HEADERS = {"emu/core/emu.h", "emu/core/emu_log.h", "emu/core/emu_obj.h",
+                  "emu/core/emu_dev.h", "emu/core/emu_mem.h", "emu/core/emu_burst.h",
+                  "emu/core/emu_keys.h", "emu/core/emu_cq.h", "emu/core/emu_ring.h",
+                  "emu/net/net.h", "emu/transport/xport.h", "emu/transport/xport_state.h",
                   # cm: the IB CM engine and the rdma_ucm, each used by the daemon
                   "emu/cm/ibcm.h", "emu/cm/ucma.h"}
+
+# Umbrella headers and the only folders that may include them: a layer
+# below includes the headers of the concerns it uses, so what it depends
+# on stays visible (and a change to one concern rebuilds only its users).
+UMBRELLA = {"emu/core/emu.h": {"daemon"}}
+
+# The transport's own state (types of a QP's and a device's transport
+# state, kept by the core only as opaque pointers qp->x and d->x): no core
+# file names anything declared in it, nor reaches through those pointers.
+# Only the two tags may appear, as the opaque pointers' types.
+XPORT_STATE = "emu/transport/xport_state.h"
+XPORT_STATE_OPAQUE = {"emu_xport_qp", "emu_xport_dev"}
 
 INC_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
@@ -121,13 +141,13 @@ def include_edges(src, files):
     return edges
 
 
-def object_map(src, build):
+def object_map(src, build, top="emu/"):
     with open(os.path.join(build, "compile_commands.json")) as fh:
         cmds = json.load(fh)
     objs = {}
     for c in cmds:
         f = rel(src, os.path.join(c["directory"], c["file"]))
-        if not f.startswith("emu/"):
+        if not f.startswith(top):
             continue
         o = os.path.join(c["directory"], c["output"])
         if os.path.exists(o):
@@ -202,6 +222,9 @@ def check_graph(edges, errors):
     for a, b, w in edges:
         if w == "include" and b in PRIVATE_HEADERS and folder(a) != folder(b):
             errors.append("%s includes %s, private to its folder" % (a, b))
+        if w == "include" and b in UMBRELLA and folder(a) not in UMBRELLA[b]:
+            errors.append("%s includes the umbrella %s: include the headers of the "
+                          "concerns it uses" % (a, b))
     # file level: x.c/x.h are one node
     adj, why = {}, {}
     nodes = set()
@@ -237,6 +260,45 @@ def check_graph(edges, errors):
         detail = "; ".join(fwhy[(a, b)] for a in comp for b in comp
                            if (a, b) in fwhy)
         errors.append("folder cycle: %s\n    %s" % (" <-> ".join(comp), detail))
+
+
+def strip_comments(text):
+    return re.sub(r"//[^\n]*", "", re.sub(r"/\*.*?\*/", " ", text, flags=re.S))
+
+
+def state_names(src):
+    """What XPORT_STATE declares: struct and enum tags, enum constants,
+    macros (member names are unreachable: the type is incomplete in core)."""
+    path = os.path.join(src, XPORT_STATE)
+    if not os.path.exists(path):
+        return set()
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        t = strip_comments(fh.read())
+    names = set(re.findall(r"\b(?:struct|enum)\s+(\w+)\s*\{", t))
+    names |= set(re.findall(r"^\s*#\s*define\s+(\w+)", t, flags=re.M))
+    for body in re.findall(r"\benum\s+\w+\s*\{(.*?)\}", t, flags=re.S):
+        names |= set(re.findall(r"^\s*(\w+)", body, flags=re.M))
+    names.discard(re.sub(r"\W", "_", XPORT_STATE).upper())
+    return {n for n in names if not n.startswith("EMU_XPORT_STATE_H")}
+
+
+def check_core_state(src, files, errors):
+    """No core file names the transport's state or reaches through it."""
+    names = state_names(src)
+    for f in files:
+        if folder(f) != "core":
+            continue
+        with open(os.path.join(src, f), encoding="utf-8", errors="replace") as fh:
+            t = strip_comments(fh.read())
+        for n in sorted(names):
+            for m in re.finditer(r"\b%s\b" % re.escape(n), t):
+                if n in XPORT_STATE_OPAQUE and re.match(r"\s*(\*|;)", t[m.end():]):
+                    continue  # the opaque pointer (or its forward declaration)
+                errors.append("%s names %s of the transport's state (%s)"
+                              % (f, n, XPORT_STATE))
+                break
+        if re.search(r"\b(?:qp|d|dev)\s*->\s*x\s*->", t):
+            errors.append("%s reaches into the transport's state (qp->x->, d->x->)" % f)
 
 
 FUNC_START = re.compile(r"^[A-Za-z_][^;]*\($|^[A-Za-z_][^;]*\)\s*$")
@@ -328,6 +390,7 @@ def main():
             return 1
         edges += symbol_edges(objs, errors)
     check_graph(edges, errors)
+    check_core_state(src, files, errors)
     check_lengths(src, errors)
     for e in errors:
         print("FAIL: " + e)

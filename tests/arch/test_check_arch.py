@@ -10,16 +10,19 @@ import sys
 import tempfile
 
 CLEAN = {
-    "emu/core/emu.h": '#include "xport_state.h"\n',
-    "emu/core/xport_state.h": "",
-    "emu/core/emu_int.h": '#include "emu.h"\n',
-    "emu/core/objs.c": '#include "emu.h"\n#include "emu_int.h"\n',
-    "emu/net/net.h": '#include "emu.h"\n',
+    "emu/core/emu.h": '#include "emu_obj.h"\n',
+    "emu/core/emu_obj.h": "struct emu_xport_qp;\nstruct emu_qp { struct emu_xport_qp *x; };\n",
+    "emu/core/emu_int.h": '#include "emu_obj.h"\n',
+    "emu/core/objs.c": '#include "emu_obj.h"\n#include "emu_int.h"\n',
+    "emu/net/net.h": '#include "emu_obj.h"\n',
     "emu/net/tx.c": '#include "net.h"\n',
-    "emu/transport/xport.h": '#include "net.h"\n',
+    "emu/transport/xport_state.h": "struct emu_xport_qp { int psn; };\n"
+                                   "enum emu_xport_drop { EMU_XDROP_QP_STATE };\n",
+    "emu/transport/xport.h": '#include "net.h"\n#include "xport_state.h"\n',
     "emu/transport/xport_int.h": '#include "xport.h"\n',
-    "emu/transport/req.c": '#include "xport_int.h"\n',
-    "emu/daemon/daemon.h": '#include "xport.h"\n',
+    "emu/transport/req.c": '#include "xport_int.h"\nint f(struct emu_qp *qp) '
+                           '{ return qp->x->psn; }\n',
+    "emu/daemon/daemon.h": '#include "xport.h"\n#include "emu.h"\n',
     "emu/daemon/main.c": '#include "daemon.h"\n',
 }
 
@@ -44,10 +47,20 @@ CASES = [
      "neither PUBLIC_HEADERS nor PRIVATE_HEADERS"),
     ("include cycle inside a folder",
      {"emu/core/a.c": '#include "emu_int.h"\n',
-      "emu/core/emu_int.h": '#include "emu.h"\n#include "a.c"\n'},
+      "emu/core/emu_int.h": '#include "emu_obj.h"\n#include "a.c"\n'},
      "file cycle"),
-    ("folder outside LAYERS", {"emu/extra/x.c": '#include "emu.h"\n'},
+    ("folder outside LAYERS", {"emu/extra/x.c": '#include "emu_obj.h"\n'},
      "not in LAYERS"),
+    ("a layer below the daemon includes the core's umbrella",
+     {"emu/net/tx.c": '#include "net.h"\n#include "emu.h"\n'},
+     "includes the umbrella emu/core/emu.h"),
+    ("a core file names the transport's state",
+     {"emu/core/objs.c": '#include "emu_obj.h"\nint f(void) { return EMU_XDROP_QP_STATE; }\n'},
+     "names EMU_XDROP_QP_STATE"),
+    ("a core file reaches through qp->x",
+     {"emu/core/objs.c": '#include "emu_obj.h"\nint f(struct emu_qp *qp) '
+                         '{ return qp->x->psn; }\n'},
+     "reaches into the transport's state"),
     ("function over the length limit", {"verbs/long.c": LONG_C},
      "big() is 122 lines"),
 ]
