@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """check_arch.py must fail for each rule it enforces: run it (--no-objects)
-on small made-up emu/ trees, one broken rule each, and on a clean one.
+on small made-up emu/ and verbs/ trees, one broken rule each, and on a
+clean one.
 
 usage: test_check_arch.py CHECK_ARCH_PY"""
 import os
@@ -24,6 +25,14 @@ CLEAN = {
                            '{ return qp->x->psn; }\n',
     "emu/daemon/daemon.h": '#include "xport.h"\n#include "emu.h"\n',
     "emu/daemon/main.c": '#include "daemon.h"\n',
+    # the shim: concern headers, the umbrella for ops.c, and the rdma_ucm
+    # cycle the ratchet still allows
+    "verbs/urv_base.h": "",
+    "verbs/urv.h": '#include "urv_base.h"\n',
+    "verbs/ops.c": '#include "urv.h"\n',
+    "verbs/pd.c": '#include "urv_base.h"\n',
+    "verbs/ucma.c": '#include "ucma_cmd.c"\n',
+    "verbs/ucma_cmd.c": '#include "ucma.c"\n',
 }
 
 
@@ -61,6 +70,19 @@ CASES = [
      {"emu/core/objs.c": '#include "emu_obj.h"\nint f(struct emu_qp *qp) '
                          '{ return qp->x->psn; }\n'},
      "reaches into the transport's state"),
+    ("verbs: a cycle between two files",
+     {"verbs/pd.c": '#include "urv_base.h"\n#include "qp.c"\n',
+      "verbs/qp.c": '#include "pd.c"\n'},
+     "file cycle: verbs/pd.c <-> verbs/qp.c"),
+    ("verbs: a file joins the rdma_ucm cycle of the ratchet",
+     {"verbs/ucma_cmd.c": '#include "ucma_new.c"\n',
+      "verbs/ucma_new.c": '#include "ucma.c"\n'},
+     "file cycle"),
+    ("verbs: a header not placed on purpose", {"verbs/urv_new.h": ""},
+     "not in VERBS_HEADERS"),
+    ("verbs: the umbrella outside ops.c and interpose.c",
+     {"verbs/pd.c": '#include "urv.h"\n'},
+     "includes the umbrella verbs/urv.h"),
     ("function over the length limit", {"verbs/long.c": LONG_C},
      "big() is 122 lines"),
 ]
