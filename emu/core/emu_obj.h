@@ -445,7 +445,7 @@ int emu_mr_advise(struct emu_ctx *c, const struct uroce_advise_mr_req *q,
 		  struct uroce_advise_mr_rep *r);
 int emu_obj_import(struct emu_ctx *c, const struct uroce_import_req *q,
 		   struct uroce_import_rep *r);
-/* Device memory (dm.c; its MRs: objs.c). *memfd_out: still owned by the
+/* Device memory (dm.c; its MRs: mr.c). *memfd_out: still owned by the
  * DM (send it). */
 int emu_dm_alloc(struct emu_ctx *c, const struct uroce_alloc_dm_req *q,
 		 struct uroce_alloc_dm_rep *r, int *memfd_out);

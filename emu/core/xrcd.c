@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* XRC domains and their handles (IBTA annex A14 as mlx5 exposes it;
  * docs/verbs.md "XRC"): the bookkeeping the core's object operations
- * consult (objs.c); xrc_create.c makes the objects. A domain belongs to
+ * consult (srq.c, qp.c); xrc_create.c makes the objects. A domain belongs to
  * the device: every context that opens the same file shares it. The file
  * is what the client's descriptor designates (dev/ino by fstat), so a
  * client names only files it could open itself. */

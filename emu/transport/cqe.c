@@ -19,7 +19,7 @@ void xp_event(struct emu_qp *qp, enum ibv_event_type ev)
 }
 
 /* CQEs produced while an RX burst is worked through wait in the burst
- * (struct emu_burst, core/emu.h; d->burst while it is open) and enter
+ * (struct emu_burst, core/emu_burst.h; d->burst while it is open) and enter
  * their rings at its end, right after the deferred payload writes
  * (emu_mem_batch): a burst of SENDs then costs one process_vm_writev
  * instead of one per message, as each CQE would otherwise flush. */

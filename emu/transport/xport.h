@@ -89,7 +89,7 @@ void emu_xport_rx(struct emu_dev *d, struct emu_qp *qp, const struct wire_pkt *p
 void emu_xport_poll(struct emu_dev *d, uint64_t now_ns);
 uint64_t emu_xport_next_deadline(struct emu_dev *d);
 
-/* cqe.c: an RX burst (struct emu_burst, core/emu.h). The engine thread
+/* cqe.c: an RX burst (struct emu_burst, core/emu_burst.h). The engine thread
  * passes its own burst object to begin, which attaches it to d; until
  * end, payload writes into one process are deferred (emu_mem_batch) and
  * the CQEs d produces are held back, to go out together, writes first,
