@@ -45,10 +45,10 @@ import sys
 import tempfile
 import time
 
-from tcheck import check, verdict
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
+from harness import check, verdict  # noqa: E402  (tests/lib/harness.py)
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'verbs'))
-import run as vrun  # noqa: E402  (wait_socket, stop, daemon_faults)
+import harness as vrun  # noqa: E402  (tests/lib/harness.py: wait_socket, stop, daemon_faults)
 
 NOBODY = 65534
 
