@@ -54,6 +54,16 @@ def verdict():
     return FAIL if failures else PASS
 
 
+def require(cond, what):
+    """A check the rest of the script depends on: a failure ends the run
+    (exit 1) with what was expected. Python tests use this instead of
+    assert, which python3 -O removes."""
+    if not cond:
+        print('FAIL:', what, flush=True)
+        sys.exit(FAIL)
+    return True
+
+
 def fail(msg):
     print('FAIL:', msg, flush=True)
     return FAIL
@@ -322,6 +332,12 @@ def pair(srv_cmd, cli_cmd, env, ready=None, races=(), moved_on=None, srv_exits=T
             sout = srv.kill()
             sys.stdout.write('--- server (%s) ---\n%s' % (moved_on.name, sout))
             return False, out, sout
+        if not ok:
+            # the client failed for a reason that is not a race: the
+            # server would wait for it until its timeout
+            sout = srv.kill()
+            sys.stdout.write('--- server (stopped: the client failed) ---\n' + sout)
+            return False, out, sout
         if not srv_exits:
             alive = srv.alive()
             sout = srv.kill()
@@ -331,8 +347,8 @@ def pair(srv_cmd, cli_cmd, env, ready=None, races=(), moved_on=None, srv_exits=T
             return ok and alive, out, sout
         src, sout = srv.finish(timeout)
         sys.stdout.write('--- server ---\n' + sout)
-        if not ok or src != 0:
-            print('client %s, server status %s' % ('ok' if ok else 'failed', src), flush=True)
+        if src != 0:
+            print('server status %s' % src, flush=True)
             return False, out, sout
         return True, out, sout
     finally:
