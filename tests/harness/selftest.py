@@ -1,0 +1,293 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Tests of the harnesses themselves (issue 24): each case runs a real
+harness of tests/ against wrappers that fail in one described way (a fake
+uroced, fake programs first on PATH: fake_uroced.py, fake_prog.py) and
+checks that the harness fails — or skips — with its reason; the control
+cases check that the same harness passes when nothing fails, so that a
+case cannot pass because the harness fails for some other reason.
+
+  selftest.py CASE [--fuzz-replay PATH]
+Exit 0 when the harness judged as expected, 1 otherwise."""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TESTS = os.path.dirname(HERE)
+SRC = os.path.dirname(TESTS)
+sys.path.insert(0, os.path.join(TESTS, 'lib'))
+import harness as h  # noqa: E402
+
+FAKES = ['ibv_rc_pingpong', 'rping', 'fi_info']
+PY = '/usr/bin/python3'
+
+
+class World:
+    """A temp dir with the fake programs on PATH and the fake uroced."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix='uroce-harness-')
+        self.bin = os.path.join(self.dir, 'bin')
+        os.mkdir(self.bin)
+        for n in FAKES:
+            os.symlink(os.path.join(HERE, 'fake_prog.py'), os.path.join(self.bin, n))
+        self.uroced = os.path.join(HERE, 'fake_uroced.py')
+        self.shim = os.path.join(self.dir, 'liburoce.so')     # preloaded into fakes: unused
+        open(self.shim, 'w').close()
+
+    def run(self, cmd, daemon='clean', client='ok', timeout=120):
+        env = dict(os.environ, PATH=self.bin + ':' + os.environ['PATH'],
+                   FAKE_UROCED=daemon, FAKE_CLIENT=client)
+        # the fakes are Python: an empty LD_PRELOAD file would only warn
+        env['UROCE_HARNESS_SELFTEST'] = '1'
+        rc, out = h.run(cmd, env, timeout, quiet=True)
+        print('  -> exit %d; last lines:\n    %s' % (
+            rc, '\n    '.join(out.strip().splitlines()[-6:])), flush=True)
+        return rc, out
+
+    def close(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def failed(rc):
+    return rc not in (0, 77)
+
+
+def run_py(w, mode, *args):
+    return [PY, os.path.join(TESTS, 'verbs', 'run.py'), '--uroced', w.uroced,
+            '--shim', '/dev/null', mode] + list(args)
+
+
+def cm_py(w, mode, *args):
+    return [PY, os.path.join(TESTS, 'cm', 'cm.py'), '--uroced', w.uroced,
+            '--shim', '/dev/null', '--seed', '1', mode] + list(args)
+
+
+def stack_py(w, mode, *args):
+    return [PY, os.path.join(TESTS, 'stack', 'stack.py'), '--uroced', w.uroced,
+            '--shim', '/dev/null', mode] + list(args)
+
+
+PP = ['pair', 'ibv_rc_pingpong', '-d', 'uroce0', '-g', '1', '-c', '-p', '1']
+
+
+def case_run_pair(w):
+    """run.py pair: a client that exits 1 after its exchange, one that
+    finds no device, and a daemon that reports at its end each fail it,
+    at once (no retry); all-good passes."""
+    rc, out = w.run(run_py(w, *PP))
+    h.check(rc == 0, 'run.py pair, nothing wrong: passes')
+    rc, out = w.run(run_py(w, *PP), client='exit1')
+    h.check(failed(rc), 'run.py pair, client exits 1 after its exchange: fails')
+    rc, out = w.run(run_py(w, *PP), client='nodev')
+    h.check(failed(rc) and 'RETRY' not in out,
+            'run.py pair, client finds no device: fails, not retried')
+    rc, out = w.run(run_py(w, *PP), daemon='report')
+    h.check(failed(rc) and 'runtime error' in out,
+            'run.py pair, daemon prints a UBSan report and exits 3: fails')
+    rc, out = w.run(run_py(w, *PP), daemon='leak')
+    h.check(failed(rc) and 'LeakSanitizer' in out, 'run.py pair, daemon leaks: fails')
+
+
+def case_daemon_start(w):
+    """A daemon that exits at start fails the test with its status, as
+    soon as it exited (the wait is bounded by the daemon being alive);
+    a missing uroced is a skip."""
+    rc, out = w.run(run_py(w, *PP), daemon='die')
+    h.check(failed(rc) and 'did not come up (exit status 1)' in out,
+            'daemon exits 1 at start: fails with its status')
+    cmd = run_py(w, *PP)
+    cmd[cmd.index(w.uroced)] = os.path.join(w.dir, 'no-uroced')
+    rc, out = w.run(cmd)
+    h.check(rc == 77 and 'SKIP:' in out, 'no uroced built: skips (77) with the reason')
+
+
+def case_stack(w):
+    """stack.py judges its daemon (it discarded the exit status)."""
+    rc, out = w.run(stack_py(w, 'fi-info'))
+    h.check(rc == 0, 'stack.py fi-info, nothing wrong: passes')
+    rc, out = w.run(stack_py(w, 'fi-info'), daemon='report')
+    h.check(failed(rc) and 'runtime error' in out,
+            'stack.py fi-info, daemon prints a UBSan report and exits 3: fails')
+
+
+def case_cm(w):
+    """cm.py pair: a client that finds no RDMA device or that completes
+    and exits 1 fails at once; the named race (REJECTED 8 before the
+    listen) is retried, printed and counted, and not without bound."""
+    rc, out = w.run(cm_py(w, 'rping', '64', '3'))
+    h.check(rc == 0 and 'retries' not in out, 'cm.py rping, nothing wrong: passes')
+    rc, out = w.run(cm_py(w, 'rping', '64', '3'), client='nodev')
+    h.check(failed(rc) and 'RETRY' not in out, 'cm.py rping, client finds no device: fails, '
+            'not retried')
+    rc, out = w.run(cm_py(w, 'rping', '64', '3'), client='exit1')
+    h.check(failed(rc), 'cm.py rping, client completes and exits 1: fails')
+    rc, out = w.run(cm_py(w, 'rping', '64', '3'), client='race')
+    h.check(rc == 0 and re.search(r'RETRY 1/\d+ of client: client before the listen', out)
+            and 'retries: 1 (client before the listen x1)' in out,
+            'cm.py rping, REJECTED 8 once: retried once, printed and counted, passes')
+    rc, out = w.run(cm_py(w, 'rping', '64', '3'), client='race-always')
+    h.check(failed(rc) and 'RETRY limit' in out, 'cm.py rping, REJECTED 8 for ever: fails '
+            'after the bound')
+    rc, out = w.run(cm_py(w, 'fi-info'), daemon='leak')
+    h.check(failed(rc) and 'LeakSanitizer' in out, 'cm.py fi-info, daemon leaks: fails')
+
+
+def fake_suite(w, skipped_doc):
+    """An rdma-core-like suite with one module: one test passes, one
+    skips ('No ODP caps'); a doc that lists the skip or not."""
+    suite = os.path.join(w.dir, 'suite')
+    os.mkdir(suite)
+    with open(os.path.join(suite, 'run_tests.py'), 'w') as f:
+        f.write('''import os, sys, unittest
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+args = [a for i, a in enumerate(sys.argv[1:]) if not a.startswith('--')
+        and not sys.argv[i].startswith('--')]
+mods = [a for a in args if a != '-v']
+s = unittest.defaultTestLoader.loadTestsFromNames(['tests.' + m for m in mods])
+r = unittest.TextTestRunner(verbosity=2).run(s)
+sys.exit(0 if r.wasSuccessful() else 1)
+''')
+    with open(os.path.join(suite, 'test_fake.py'), 'w') as f:
+        f.write('''import unittest
+class T(unittest.TestCase):
+    def test_runs(self):
+        pass
+    def test_odp_thing(self):
+        raise unittest.SkipTest('No ODP caps')
+''')
+    with open(os.path.join(suite, '__init__.py'), 'w') as f:
+        f.write('')
+    doc = os.path.join(w.dir, 'conformance.md')
+    with open(doc, 'w') as f:
+        f.write('# skips\n\n| module | test | message |\n|---|---|---|\n')
+        if skipped_doc:
+            f.write('| test_fake | test_odp_thing | No ODP caps |\n')
+    return [PY, os.path.join(TESTS, 'conformance', 'rdma_core_suite.py'), '--uroced',
+            w.uroced, '--shim', '/dev/null', '--suite-dir', suite, '--doc', doc, 'test_fake']
+
+
+def case_conformance(w):
+    """rdma_core_suite.py: a test that skips without being in the doc's
+    table fails the module (a capability uroce stopped reporting); listed,
+    the module passes."""
+    if subprocess.call([PY, '-c', 'import pyverbs.device']) != 0:
+        raise h.Missing('pyverbs not installed: rdma_core_suite.py cannot run')
+    rc, out = w.run(fake_suite(w, True))
+    h.check(rc == 0, 'module with a documented skip: passes')
+    shutil.rmtree(os.path.join(w.dir, 'suite'))
+    rc, out = w.run(fake_suite(w, False))
+    h.check(failed(rc) and 'test_fake.test_odp_thing skipped; docs/conformance.md does not '
+            'list it' in out, 'module with an undocumented skip: fails')
+
+
+def case_fuzz_replay(w, replay):
+    """fuzz_replay with no input (an empty corpus directory) fails."""
+    empty = os.path.join(w.dir, 'corpus')
+    os.mkdir(empty)
+    rc, out = w.run([replay, '-seed=1', '-gen=100', empty])
+    h.check(rc != 0 and 'nothing to replay' in out, 'fuzz replay of an empty corpus: fails')
+    with open(os.path.join(empty, 'one'), 'wb') as f:
+        f.write(b'\0' * 64)
+    rc, out = w.run([replay, '-seed=1', '-gen=10', empty])
+    h.check(rc == 0, 'fuzz replay of one input: passes')
+
+
+def case_ci_skips(w):
+    """tests/ci_skips.py: a skip not in tests/ci-skips.txt fails CI; the
+    listed ones, per build, do not."""
+    log = os.path.join(w.dir, 'testlog.json')
+
+    def gate(rows, build='plain'):
+        with open(log, 'w') as f:
+            for name, res in rows:
+                f.write(json.dumps({'name': 'uroce:x / ' + name, 'result': res}) + '\n')
+        return w.run([PY, os.path.join(TESTS, 'ci_skips.py'),
+                      os.path.join(TESTS, 'ci-skips.txt'), '%s=%s' % (build, log)])
+    rc, _ = gate([('pingpong-rc', 'OK'), ('rdma-core-flow', 'SKIP'),
+                  ('fuzz-libfuzzer', 'SKIP')])
+    h.check(rc == 0, 'listed skips: CI passes')
+    rc, _ = gate([('pingpong-rc', 'SKIP')])
+    h.check(rc != 0, 'a test expected to run skipped: CI fails')
+    rc, _ = gate([('fuzz-libfuzzer', 'SKIP')], 'asan')
+    h.check(rc != 0, 'a skip listed for the other build only: CI fails')
+    rc, _ = gate([])
+    h.check(rc != 0, 'no test ran: CI fails')
+
+
+def case_sanitizer_env(w):
+    """meson's default test setup makes UBSan and ASan halt on a report."""
+    u = os.environ.get('UBSAN_OPTIONS', '')
+    a = os.environ.get('ASAN_OPTIONS', '')
+    h.check('halt_on_error=1' in u.split(':') and 'print_stacktrace=1' in u.split(':'),
+            'UBSAN_OPTIONS=%r halts and prints a stack' % u)
+    h.check('halt_on_error=1' in a.split(':'), 'ASAN_OPTIONS=%r halts' % a)
+
+
+def case_no_assert(w):
+    """No Python test checks with assert (python3 -O removes it)."""
+    bad = []
+    for root, _, files in os.walk(TESTS):
+        for fn in files:
+            if fn.endswith('.py'):
+                p = os.path.join(root, fn)
+                for i, ln in enumerate(open(p, errors='replace'), 1):
+                    if re.match(r'\s*assert[\s(]', ln):
+                        bad.append('%s:%d' % (os.path.relpath(p, SRC), i))
+    h.check(not bad, 'no assert in tests/**/*.py: %s' % (bad[:10] or 'none'))
+
+
+def case_subdirs(w):
+    """tests/meson.build enters every area without a guess: a tree
+    without tests/arch/meson.build does not configure (the arch suite is
+    not dropped silently); the same tree with it does."""
+    if not shutil.which('meson') or not shutil.which('git'):
+        raise h.Missing('meson or git not installed')
+    tree = os.path.join(w.dir, 'tree')
+    files = subprocess.run(['git', '-C', SRC, 'ls-files', '-co', '--exclude-standard'],
+                           capture_output=True, text=True, timeout=60)
+    if files.returncode != 0:
+        raise h.Missing('not a git checkout: %s' % files.stderr.strip())
+    for rel in files.stdout.split('\n'):
+        if not rel or not os.path.exists(os.path.join(SRC, rel)):
+            continue
+        dst = os.path.join(tree, rel)
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        shutil.copy2(os.path.join(SRC, rel), dst)
+    os.unlink(os.path.join(tree, 'tests', 'arch', 'meson.build'))
+    rc, out = w.run(['meson', 'setup', os.path.join(w.dir, 'b'), tree], timeout=600)
+    h.check(rc != 0 and re.search(r'tests/arch.*meson\.build|Nonexistent build file', out),
+            'tests/arch/meson.build deleted: meson setup fails')
+
+
+CASES = {'run-pair': case_run_pair, 'daemon-start': case_daemon_start, 'stack': case_stack,
+         'cm': case_cm, 'conformance': case_conformance, 'fuzz-replay': case_fuzz_replay,
+         'ci-skips': case_ci_skips, 'sanitizer-env': case_sanitizer_env,
+         'no-assert': case_no_assert, 'subdirs': case_subdirs}
+
+
+def run_test():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('case', choices=sorted(CASES))
+    ap.add_argument('--fuzz-replay', default='')
+    a = ap.parse_args()
+    w = World()
+    try:
+        print('== %s: %s' % (a.case, CASES[a.case].__doc__.split('\n')[0]), flush=True)
+        if a.case == 'fuzz-replay':
+            CASES[a.case](w, a.fuzz_replay)
+        else:
+            CASES[a.case](w)
+        return h.verdict()
+    finally:
+        w.close()
+
+
+if __name__ == '__main__':
+    sys.exit(h.main(run_test))
