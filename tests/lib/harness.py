@@ -38,6 +38,14 @@ TIMEOUT = 90        # a hung program, not a verdict
 # ---- verdicts ---------------------------------------------------------------
 
 failures = []
+partials = []     # parts of a test that could not run: the test is a skip
+
+
+def part_skipped(reason):
+    """A part of the test cannot run here (a tool missing, not root): the
+    rest runs, and the test then ends as a skip (77), not a pass."""
+    print('SKIP (part):', reason, flush=True)
+    partials.append(reason)
 
 
 def check(cond, what):
@@ -49,9 +57,14 @@ def check(cond, what):
 
 
 def verdict():
-    """Exit status of a run of check()s: 0 when every one passed."""
+    """Exit status of a run of check()s: 0 when every one passed and no
+    part was skipped, 77 when one was, 1 when any check failed."""
     print('%d failure(s)' % len(failures), flush=True)
-    return FAIL if failures else PASS
+    if failures:
+        return FAIL
+    if partials:
+        return skip('parts not run: ' + '; '.join(partials))
+    return PASS
 
 
 def require(cond, what):
@@ -568,6 +581,8 @@ def main(fn, *args):
     finally:
         for r in rigs:
             r.remove()
+    if rc == PASS and partials:
+        rc = skip('parts not run: ' + '; '.join(partials))
     why = [w for r in rigs for w in r.faults]
     if why and rc in (PASS, SKIP):
         for w in why:
