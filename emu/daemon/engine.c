@@ -126,6 +126,11 @@ void emu_stats_dump(struct emu_dev *d)
 		EMU_LOG(NOTICE, "%s: fault drop %lu dup %lu reorder %lu corrupt %lu delay %lu\n",
 			d->name, c->fault_drop, c->fault_dup, c->fault_reorder, c->fault_corrupt,
 			c->fault_delay);
+	if (c->fault_corrupt)
+		EMU_LOG(NOTICE, "%s: fault corrupt fates: icrc %lu hdr %lu other %lu masked %lu "
+			"passed %lu unseen %lu\n", d->name, c->fault_corrupt_icrc, c->fault_corrupt_hdr,
+			c->fault_corrupt_other, c->fault_corrupt_masked, c->fault_corrupt_passed,
+			c->fault_corrupt_unseen);
 	if (d->dcqcn_cnt.ce_rcvd + d->dcqcn_cnt.cnp_rcvd)
 		EMU_LOG(NOTICE, "%s: dcqcn ce %lu, cnp sent %lu rcvd %lu, rate cuts %lu\n", d->name,
 			d->dcqcn_cnt.ce_rcvd, d->dcqcn_cnt.cnp_sent, d->dcqcn_cnt.cnp_rcvd,
