@@ -379,6 +379,45 @@ def print_retries():
         print('retries: 0', flush=True)
 
 
+# ---- fault accounting -------------------------------------------------------
+
+FATES = re.compile(r'(\S+): fault drop \d+ dup \d+ reorder \d+ corrupt (\d+) delay \d+\n'
+                   r'.*?\1: fault corrupt fates: icrc (\d+) hdr (\d+) other (\d+) '
+                   r'masked (\d+) passed (\d+) unseen (\d+)', re.S)
+
+
+def corrupt_accounting(log_text, need_icrc=True, follow_all=True):
+    """Every frame uroced's fault injector corrupted, accounted for from
+    the daemon's closing counters (emu/net/fault.c): caught by the ICRC,
+    by a header check, no longer RoCE or ours, or passed with its flipped
+    bit in an ICRC-masked field. A flip in a covered byte that passed, or
+    a corrupted frame not followed, is a problem. Returns the problems
+    ([] when every fault is accounted for) and prints the tally.
+    follow_all=False: with dup/reorder/delay beside corrupt, a corrupted
+    frame that was duplicated or held is counted, not followed."""
+    devs = FATES.findall(log_text)
+    if not devs:
+        return ['no corrupted frame in the daemon\'s counters (no "fault corrupt fates")']
+    bad = []
+    for dev, n, icrc, hdr, other, masked, passed, unseen in devs:
+        n, icrc, hdr, other, masked, passed, unseen = (int(x) for x in (
+            n, icrc, hdr, other, masked, passed, unseen))
+        print('%s: %d corrupted: ICRC %d, header %d, not RoCE/ours %d, masked field %d, '
+              'passed %d, not followed %d' % (dev, n, icrc, hdr, other, masked, passed, unseen))
+        if icrc + hdr + other + masked + passed + unseen != n:
+            bad.append('%s: %d corrupted frames, %d accounted for' %
+                       (dev, n, icrc + hdr + other + masked + passed + unseen))
+        if passed:
+            bad.append('%s: %d frames with a covered byte flipped passed the checks' %
+                       (dev, passed))
+        if unseen and follow_all:
+            bad.append('%s: %d corrupted frames not followed (dup/reorder/delay with '
+                       'corrupt)' % (dev, unseen))
+        if need_icrc and not icrc:
+            bad.append('%s: the ICRC caught none of %d corrupted frames' % (dev, n))
+    return bad
+
+
 # ---- daemons ----------------------------------------------------------------
 
 # what sanitizers, glibc's assert and a crashing daemon print; an exit
