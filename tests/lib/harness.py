@@ -633,3 +633,21 @@ def main(fn, *args):
         rc = FAIL
     print({PASS: 'PASS', SKIP: 'SKIP'}.get(rc, 'FAIL (%s)' % rc), flush=True)
     return rc
+
+
+def _cli(argv):
+    """For shell harnesses (tests/interop/*.sh), the same verdicts:
+      harness.py daemon-verdict STATUS LOGFILE   exit 1 and the reasons
+                                                 when uroced faulted"""
+    if len(argv) == 3 and argv[0] == 'daemon-verdict':
+        with open(argv[2], errors='replace') as f:
+            why = daemon_faults([int(argv[1])], f.read())
+        for w in why:
+            print('FAIL:', w)
+        return FAIL if why else PASS
+    print(_cli.__doc__)
+    return 2
+
+
+if __name__ == '__main__':
+    sys.exit(_cli(sys.argv[1:]))
