@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 
 #include "vt.h"
+#include "urv.h" /* the doorbell page: need_wakeup, the daemon asleep */
 
 #define NO_EVENT_MS 300 /* a correct run never waits less; only false passes */
 
@@ -1014,6 +1015,23 @@ static unsigned long thread_syscw(void)
 	return v;
 }
 
+/* The daemon says it sleeps: it sets need_wakeup in the context's
+ * doorbell page before it blocks (abi.h). Waited for while the daemon
+ * lives (its pid is in the page), VT_WAIT_S at most: an event, not a
+ * pause that a loaded machine outlasts. */
+static void wait_daemon_asleep(struct ibv_context *ctx)
+{
+	struct uroce_db_page *db = to_uctx(ctx)->db;
+
+	for (long i = 0; i < VT_WAIT_S * 1000L; i++) {
+		if (__atomic_load_n(&db->need_wakeup, __ATOMIC_ACQUIRE))
+			return;
+		CHECK(kill((pid_t)db->daemon_pid, 0) == 0); /* gone: it cannot sleep */
+		usleep(1000);
+	}
+	CHECK(!"the daemon never went to sleep");
+}
+
 /* Posting receives rings no doorbell (the daemon takes them when a
  * message needs one), so it never wakes a sleeping daemon; a send does.
  * The send afterwards shows the daemon was asleep, so the first check
@@ -1026,7 +1044,7 @@ static void recv_no_wake(void)
 	vt_init(&t, NULL);
 	send_one(&t, 0, 1);
 	vt_poll_n(t.rcq, 1, &wc);
-	usleep(200000); /* the default daemon sleeps after 50 us idle */
+	wait_daemon_asleep(t.ctx); /* the default daemon sleeps after 50 us idle */
 	unsigned long w0 = thread_syscw();
 	for (int i = 0; i < 16; i++)
 		vt_post_recv(t.qb, t.mr, 0, 4096, 100 + (uint64_t)i);
