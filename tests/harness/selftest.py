@@ -10,6 +10,7 @@ case cannot pass because the harness fails for some other reason.
   selftest.py CASE [--fuzz-replay PATH]
 Exit 0 when the harness judged as expected, 1 otherwise."""
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -266,10 +267,156 @@ def case_subdirs(w):
             'tests/arch/meson.build deleted: meson setup fails')
 
 
+# what build-vm.sh --verify wants in a guest rootfs (tests/interop/build-vm.sh)
+GUEST_PROGS = ['/bin/dash', '/bin/ip', '/sbin/tc', '/usr/bin/ibv_devinfo',
+               '/usr/bin/ibv_rc_pingpong', '/usr/bin/ib_write_bw', '/usr/bin/rping',
+               '/usr/bin/ucmatose']
+
+
+def host_rootfs(w):
+    """A guest rootfs made of this machine's own programs and libraries
+    (what build-vm.sh assembles from the same Debian packages): verifies."""
+    root = os.path.join(w.dir, 'rootfs')
+    rxe = [os.path.join('/usr/lib/x86_64-linux-gnu/libibverbs', f)
+           for f in os.listdir('/usr/lib/x86_64-linux-gnu/libibverbs')
+           if f.startswith('librxe-')] if os.path.isdir('/usr/lib/x86_64-linux-gnu/libibverbs') \
+        else []
+    progs = [p for p in GUEST_PROGS if os.path.exists(p)]
+    if len(progs) != len(GUEST_PROGS) or not rxe:
+        raise h.Missing('the guest programs are not installed here (ibverbs-utils, perftest, '
+                        'rdmacm-utils, iproute2)')
+
+    def put(path):
+        real = os.path.realpath(path)
+        dst = root + path
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        if not os.path.exists(dst):
+            shutil.copy2(real, dst)
+    put('/lib64/ld-linux-x86-64.so.2')
+    for p in progs + rxe:
+        put(p)
+        ld = subprocess.run(['ldd', p], capture_output=True, text=True)
+        for lib in re.findall(r'=> (/\S+)', ld.stdout):
+            put(lib)
+    os.symlink('dash', os.path.join(root, 'bin', 'sh'))
+    with open(os.path.join(root, 'init'), 'w') as f:
+        f.write('#!/bin/dash\necho "RXEVM: init start"\n')
+    os.chmod(os.path.join(root, 'init'), 0o755)
+    return root
+
+
+BUILD_VM = os.path.join(TESTS, 'interop', 'build-vm.sh')
+
+
+def case_vm_verify(w):
+    """build-vm.sh's check of a guest rootfs: one whose programs resolve
+    verifies; without libc (apt's metadata incomplete) it does not, nor
+    without /init."""
+    if os.geteuid() != 0:
+        raise h.Missing('chroot needs root')
+    root = host_rootfs(w)
+    rc, _ = w.run(['bash', BUILD_VM, '--verify', root])
+    h.check(rc == 0, 'a rootfs whose programs resolve: verifies')
+    libc = [os.path.join(dp, f) for dp, _, fs in os.walk(root) for f in fs if f == 'libc.so.6']
+    for f in libc:
+        os.rename(f, f + '.gone')
+    rc, out = w.run(['bash', BUILD_VM, '--verify', root])
+    h.check(rc != 0 and 'does not resolve' in out, 'the same without libc: rejected')
+    for f in libc:
+        os.rename(f + '.gone', f)
+    os.unlink(os.path.join(root, 'init'))
+    rc, out = w.run(['bash', BUILD_VM, '--verify', root])
+    h.check(rc != 0 and 'no executable /init' in out, 'without /init: rejected')
+
+
+def case_interop_vm_dead(w):
+    """interop.sh with a guest that panics (its /init cannot execute): the
+    rig fails at once with the console's last lines, instead of waiting
+    and running every case into its timeout. qemu is a stand-in on PATH
+    that prints the kernel's panic and then hangs, as a VM would."""
+    if os.geteuid() != 0 or not os.path.exists('/dev/net/tun'):
+        raise h.Missing('interop.sh needs root and /dev/net/tun')
+    build = os.environ.get('UROCE_BUILD_ROOT', '')
+    if not os.path.exists(os.path.join(build, 'emu', 'uroced')):
+        raise h.Missing('no uroced in the build (UROCE_BUILD_ROOT)')
+    vm = os.path.join(w.dir, 'rxevm')
+    os.mkdir(vm)
+    os.rename(host_rootfs(w), os.path.join(vm, 'rootfs'))
+    for f in ('initrd.img', 'vmlinuz'):
+        open(os.path.join(vm, f), 'w').close()
+    data = b''
+    for f in ('build-vm.sh', 'guest-init.sh'):
+        data += open(os.path.join(TESTS, 'interop', f), 'rb').read()
+    with open(os.path.join(vm, 'image.key'), 'w') as f:
+        f.write(hashlib.sha256(data).hexdigest() + '\n')
+    qemu = os.path.join(w.bin, 'qemu-system-x86_64')
+    with open(qemu, 'w') as f:
+        f.write('#!/bin/sh\necho "Run /init as init process"\n'
+                'echo "Failed to execute /init (error -2)"\n'
+                'echo "Kernel panic - not syncing: No working init found."\n'
+                'exec sleep 600\n')
+    os.chmod(qemu, 0o755)
+    os.environ['UROCE_RXEVM_DIR'] = vm
+    rc, out = w.run(['bash', os.path.join(TESTS, 'interop', 'interop.sh'), 'basic', build,
+                     os.path.join(w.dir, 'out')], timeout=240)
+    h.check(rc not in (0, 77) and 'the guest did not come up' in out and 'Kernel panic' in out,
+            'a guest that panics: interop.sh fails with the console\'s last lines')
+    h.check('rxe ready' not in out and 'PASS' not in out, 'no case ran')
+
+
+def case_pcap_indep(w):
+    """pcap_indep.py: a genuine capture passes; one bit flipped in a
+    RoCE frame's payload (the ICRC no longer matches) fails it."""
+    src = os.path.join(TESTS, 'data', 'rc_pingpong.pcap')
+    tool = os.path.join(TESTS, 'tools', 'pcap_indep.py')
+    rc, _ = w.run([PY, tool, src])
+    h.check(rc == 0, 'a genuine rxe capture: passes')
+    d = bytearray(open(src, 'rb').read())
+    # the first record's frame: pcap header 24, record header 16, then a
+    # RoCE frame; a byte well inside its payload
+    incl = int.from_bytes(d[24 + 8:24 + 12], 'little')
+    d[24 + 16 + incl - 8] ^= 0x10
+    bad = os.path.join(w.dir, 'bad.pcap')
+    open(bad, 'wb').write(bytes(d))
+    rc, out = w.run([PY, tool, bad])
+    h.check(rc == 1 and 'Annex A17 computes' in out, 'a flipped payload bit: fails')
+
+
+def case_fault_accounting(w):
+    """harness.corrupt_accounting: every corrupted frame must be
+    accounted for, none may pass with a covered byte flipped."""
+    line = ('uroce0: fault drop 0 dup 0 reorder 0 corrupt %d delay 0\n'
+            'uroce0: fault corrupt fates: icrc %d hdr %d other %d masked %d passed %d '
+            'unseen %d\n')
+    h.check(h.corrupt_accounting(line % (13, 9, 4, 0, 0, 0, 0)) == [], 'all caught: accepted')
+    h.check(h.corrupt_accounting(line % (13, 9, 3, 0, 0, 0, 0)) != [], 'one missing: rejected')
+    h.check(h.corrupt_accounting(line % (13, 9, 3, 0, 0, 1, 0)) != [],
+            'a covered flip passed: rejected')
+    h.check(h.corrupt_accounting(line % (2, 0, 1, 1, 0, 0, 0)) != [],
+            'the ICRC caught nothing: rejected')
+    h.check(h.corrupt_accounting('uroce0: tx 1 pkts\n') != [], 'no fates at all: rejected')
+    h.check(h.corrupt_accounting(line % (13, 9, 3, 0, 0, 0, 1), follow_all=False) == [],
+            'held frames counted when dup/reorder are on: accepted')
+
+
+def case_partial_skip(w):
+    """A test with a part that cannot run ends as a skip (77), not 0."""
+    prog = os.path.join(w.dir, 'partial.py')
+    with open(prog, 'w') as f:
+        f.write('import sys\nsys.path.insert(0, %r)\nimport harness as h\n'
+                'h.check(True, "the part that ran")\n'
+                'h.part_skipped("the part that needs a tool")\n'
+                'sys.exit(h.verdict())\n' % os.path.join(TESTS, 'lib'))
+    rc, out = w.run([PY, prog])
+    h.check(rc == 77 and 'SKIP' in out, 'partial run: 77')
+
+
 CASES = {'run-pair': case_run_pair, 'daemon-start': case_daemon_start, 'stack': case_stack,
          'cm': case_cm, 'conformance': case_conformance, 'fuzz-replay': case_fuzz_replay,
          'ci-skips': case_ci_skips, 'sanitizer-env': case_sanitizer_env,
-         'no-assert': case_no_assert, 'subdirs': case_subdirs}
+         'no-assert': case_no_assert, 'subdirs': case_subdirs, 'vm-verify': case_vm_verify,
+         'interop-vm-dead': case_interop_vm_dead, 'pcap-indep': case_pcap_indep,
+         'fault-accounting': case_fault_accounting, 'partial-skip': case_partial_skip}
 
 
 def run_test():
