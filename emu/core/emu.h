@@ -502,6 +502,9 @@ struct emu_port_counters {
 	 * flipped (a miss), not followed (duplicated or held) */
 	uint64_t fault_corrupt_icrc, fault_corrupt_hdr, fault_corrupt_other;
 	uint64_t fault_corrupt_masked, fault_corrupt_passed, fault_corrupt_unseen;
+	/* the engine's sleeps, and those bounded by RX polling rather than a
+	 * timer (daemon/engine.c; in the log, not the stats ABI) */
+	uint64_t idle_sleeps, idle_sleeps_rx_poll;
 	uint64_t tx_stalls;   /* requester paused: port TX backlog full */
 	uint64_t clients_refused; /* connections the access rule refused */
 	uint64_t evq_lost;    /* event-pipe records dropped past the backlog (cq.c) */

@@ -353,34 +353,42 @@ VERBS_PROGS = ('ibv_rc_pingpong', 'ibv_uc_pingpong', 'ibv_ud_pingpong', 'ibv_srq
                'ib_send_lat', 'ib_read_lat', 'ib_atomic_lat', 'rping', 'ucmatose')
 
 
-def daemon_wakeups(rig, s):
-    """voluntary context switches of every thread of s's uroced"""
-    n = 0
-    for t in os.listdir('/proc/%d/task' % rig.daemons[s].pid):
-        try:
-            with open('/proc/%d/task/%s/status' % (rig.daemons[s].pid, t)) as f:
-                n += sum(int(ln.split()[1]) for ln in f if ln.startswith('voluntary_'))
-        except OSError:
-            pass
-    return n
+SLEEPS = re.compile(r'uroce0: engine sleeps (\d+), of them to poll RX (\d+)')
 
 
-IDLE_SECS, IDLE_MAX_WAKEUPS = 2, 400
+def engine_sleeps(rig, s):
+    """(sleeps, sleeps that ended to poll RX) of s's engine: SIGUSR1 makes
+    the daemon log its counters (waking it once); the new line is waited
+    for while the daemon lives."""
+    before = len(SLEEPS.findall(rig.log(s)))
+    rig.daemons[s].send_signal(signal.SIGUSR1)
+    if not h.wait_until(lambda: len(SLEEPS.findall(rig.log(s))) > before,
+                        lambda: rig.daemons[s].poll() is None, 60):
+        raise Fail('[%s] uroced logged no engine counters after SIGUSR1' % s)
+    return tuple(int(x) for x in SLEEPS.findall(rig.log(s))[-1])
+
+
+IDLE_ROUNDS = 10
 
 
 def check_idle(rig):
     """Idle daemons on af_packet or af_xdp sleep until a frame comes
-    (their port's RX socket in the engine's epoll, port_wake.c): a few
-    wake-ups a second, where polling RX every ms made ~800 a second."""
+    (their port's RX socket in the engine's epoll, port_wake.c): none of
+    their sleeps ends to poll RX, where polling made ~800 wake-ups a
+    second. Counted by the daemon over IDLE_ROUNDS sleeps (each SIGUSR1
+    ends one), not timed."""
     for s in 'ab':
         if 'rx wake-up: 1 kernel socket(s)' not in rig.log(s):
             raise Fail('[%s] the port\'s RX socket is not in the engine\'s epoll' % s)
-    w0 = {s: daemon_wakeups(rig, s) for s in 'ab'}
-    time.sleep(IDLE_SECS)
-    w = {s: daemon_wakeups(rig, s) - w0[s] for s in 'ab'}
-    print('idle %d s: wake-ups a %d, b %d' % (IDLE_SECS, w['a'], w['b']))
-    if max(w.values()) > IDLE_MAX_WAKEUPS:
-        raise Fail('idle daemons woke %s times in %d s (RX polled?)' % (w, IDLE_SECS))
+    for s in 'ab':
+        s0, p0 = engine_sleeps(rig, s)
+        for _ in range(IDLE_ROUNDS):
+            s1, p1 = engine_sleeps(rig, s)
+        print('[%s] idle: %d engine sleeps, %d of them to poll RX' % (s, s1 - s0, p1 - p0))
+        if s1 - s0 < IDLE_ROUNDS:
+            raise Fail('[%s] the engine slept %d times in %d rounds' % (s, s1 - s0, IDLE_ROUNDS))
+        if p1 != p0:
+            raise Fail('[%s] an idle daemon slept %d times only to poll RX' % (s, p1 - p0))
 
 
 def case_xdp(rig, a):
