@@ -26,25 +26,10 @@
 
 #include <uroce/abi.h>
 
-#define T_SKIP 77
-
-static int t_failures __attribute__((unused));
-
-#define CHECK(cond, ...) do { \
-		if (!(cond)) { \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__); \
-			fprintf(stderr, "\n"); \
-			t_failures++; \
-		} \
-	} while (0)
-
-#define REQUIRE(cond, ...) do { \
-		if (!(cond)) { \
-			CHECK(cond, __VA_ARGS__); \
-			t_exit(1); \
-		} \
-	} while (0)
+/* REQUIRE ends the test through t_exit(): the daemon it started stops */
+static inline void t_exit(int code);
+#define T_EXIT(code) t_exit(code)
+#include "../include/check.h"
 
 struct t_daemon {
 	pid_t pid;

@@ -411,12 +411,52 @@ def case_partial_skip(w):
     h.check(rc == 77 and 'SKIP' in out, 'partial run: 77')
 
 
+
+def case_c_check(w):
+    """One check family for the C tests: CHECK counts and goes on, REQUIRE
+    ends the test with 1, a test with no failure passes; no other file
+    defines CHECK, REQUIRE or CHECK_EQ."""
+    cc = shutil.which('cc') or shutil.which('gcc') or shutil.which('clang')
+    if not cc:
+        raise h.Missing('no C compiler')
+    src = os.path.join(w.dir, 't.c')
+    with open(src, 'w') as f:
+        f.write('#include "%s"\n'
+                'int main(int argc, char **argv)\n{\n\t(void)argv;\n'
+                '\tCHECK(argc == 1);\n\tCHECK(argc == 2, "argc %%d", argc);\n'
+                '\tCHECK_EQ(argc, 3);\n\tif (argc > 2)\n\t\tREQUIRE(argc == 5, "required");\n'
+                '\tprintf("after\\n");\n\treturn t_done("t");\n}\n'
+                % os.path.join(TESTS, 'include', 'check.h'))
+    exe = os.path.join(w.dir, 't')
+    rc, out = w.run([cc, '-std=gnu11', '-Wall', '-Wextra', '-Werror', '-o', exe, src])
+    h.check(rc == 0, 'a test using check.h compiles with -Wall -Wextra -Werror')
+    if rc:
+        return
+    rc, out = w.run([exe])
+    h.check(rc == 1 and 'argc == 2: argc 1' in out and 'argc = 1, 3 = 3' in out
+            and 'after' in out and '3 checks, 2 failures' in out,
+            'failed CHECKs are printed and counted, the test goes on, exits 1')
+    rc, out = w.run([exe, 'a', 'b'])
+    h.check(rc == 1 and 'required' in out and 'after' not in out,
+            'a failed REQUIRE ends the test with 1')
+    bad = []
+    for root, _, files in os.walk(TESTS):
+        for fn in files:
+            p = os.path.join(root, fn)
+            if fn.endswith(('.c', '.h')) and p != os.path.join(TESTS, 'include', 'check.h'):
+                for i, ln in enumerate(open(p, errors='replace'), 1):
+                    if re.match(r'\s*#\s*define\s+(CHECK|REQUIRE|CHECK_EQ)\b', ln):
+                        bad.append('%s:%d' % (os.path.relpath(p, SRC), i))
+    h.check(not bad, 'no other check family: %s' % (bad or 'none'))
+
+
 CASES = {'run-pair': case_run_pair, 'daemon-start': case_daemon_start, 'stack': case_stack,
          'cm': case_cm, 'conformance': case_conformance, 'fuzz-replay': case_fuzz_replay,
          'ci-skips': case_ci_skips, 'sanitizer-env': case_sanitizer_env,
          'no-assert': case_no_assert, 'subdirs': case_subdirs, 'vm-verify': case_vm_verify,
          'interop-vm-dead': case_interop_vm_dead, 'pcap-indep': case_pcap_indep,
-         'fault-accounting': case_fault_accounting, 'partial-skip': case_partial_skip}
+         'fault-accounting': case_fault_accounting, 'partial-skip': case_partial_skip,
+         'c-check': case_c_check}
 
 
 def run_test():
