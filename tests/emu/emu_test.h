@@ -30,6 +30,7 @@
 static inline void t_exit(int code);
 #define T_EXIT(code) t_exit(code)
 #include "../include/check.h"
+#include "../include/t_sendfds.h"
 
 struct t_daemon {
 	pid_t pid;
@@ -202,23 +203,11 @@ static inline int t_raw(int fd, const void *msg, size_t len, const int *fds, uns
 		 void *rep, size_t rcap, int *rfds, unsigned *nrfds)
 {
 	union { struct cmsghdr c; uint8_t b[CMSG_SPACE(sizeof(int) * 4)]; } cb;
-	struct iovec iov = { (void *)msg, len };
+	struct iovec iov = { rep, rcap };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 
-	if (nfds) {
-		memset(&cb, 0, sizeof(cb));
-		mh.msg_control = cb.b;
-		mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-		memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
-	}
-	if (sendmsg(fd, &mh, MSG_NOSIGNAL) < 0)
+	if (t_sendfds(fd, msg, len, fds, nfds, MSG_NOSIGNAL) < 0)
 		return -errno;
-	iov.iov_base = rep;
-	iov.iov_len = rcap;
 	mh.msg_control = cb.b;
 	mh.msg_controllen = sizeof(cb.b);
 	ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);

@@ -25,6 +25,7 @@
 #include <sys/wait.h>
 
 #include "vt.h"
+#include "../include/t_sendfds.h"
 
 #define MW_OFF 16384u  /* the bound MR's buffer inside t.buf */
 #define MW_LEN 4096u
@@ -483,17 +484,7 @@ static void import_shared(void)
 
 static int send_fd(int sock, int fd)
 {
-	char c = 'f', cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = { &c, 1 };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-			    .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *h = CMSG_FIRSTHDR(&m);
-
-	h->cmsg_level = SOL_SOCKET;
-	h->cmsg_type = SCM_RIGHTS;
-	h->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(h), &fd, sizeof(int));
-	return sendmsg(sock, &m, 0) == 1 ? 0 : -1;
+	return t_sendfds(sock, "f", 1, &fd, 1, 0) == 1 ? 0 : -1;
 }
 
 static int recv_fd(int sock)
