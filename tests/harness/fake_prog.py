@@ -44,7 +44,7 @@ def client_mode():
 
 if name.startswith('ibv_') and name.endswith('_pingpong'):
     port = int(arg('-p', '18515'))
-    if args and args[-1] == '127.0.0.1':          # the client
+    if args and args[-1] in ('127.0.0.1', 'localhost'):   # the client
         if client_mode():
             print("Couldn't connect to 127.0.0.1:%d" % port)
             sys.exit(1)

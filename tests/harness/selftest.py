@@ -450,25 +450,41 @@ def case_c_check(w):
     h.check(not bad, 'no other check family: %s' % (bad or 'none'))
 
 
+
+def case_e2e_c(w, e2e, uroced):
+    """test_e2e_pingpong.c (C): a client that finds no device fails the
+    test at once (it was retried 20 times without a line); all-good passes."""
+    prog = os.path.join(w.bin, 'ibv_rc_pingpong')
+    rc, out = w.run([e2e, uroced, '/dev/null', prog])
+    h.check(rc == 0, 'e2e pingpong, nothing wrong: passes')
+    rc, out = w.run([e2e, uroced, '/dev/null', prog], client='nodev')
+    h.check(rc == 1 and 'client 1 server' in out, 'e2e pingpong, client finds no device: fails')
+
+
 CASES = {'run-pair': case_run_pair, 'daemon-start': case_daemon_start, 'stack': case_stack,
          'cm': case_cm, 'conformance': case_conformance, 'fuzz-replay': case_fuzz_replay,
          'ci-skips': case_ci_skips, 'sanitizer-env': case_sanitizer_env,
          'no-assert': case_no_assert, 'subdirs': case_subdirs, 'vm-verify': case_vm_verify,
          'interop-vm-dead': case_interop_vm_dead, 'pcap-indep': case_pcap_indep,
          'fault-accounting': case_fault_accounting, 'partial-skip': case_partial_skip,
-         'c-check': case_c_check}
+         'c-check': case_c_check, 'e2e-c': case_e2e_c}
 
 
 def run_test():
     ap = argparse.ArgumentParser()
     ap.add_argument('case', choices=sorted(CASES))
     ap.add_argument('--fuzz-replay', default='')
+    ap.add_argument('--e2e', nargs=2, metavar=('TEST_EMU_E2E_PINGPONG', 'UROCED'))
     a = ap.parse_args()
     w = World()
     try:
         print('== %s: %s' % (a.case, CASES[a.case].__doc__.split('\n')[0]), flush=True)
         if a.case == 'fuzz-replay':
             CASES[a.case](w, a.fuzz_replay)
+        elif a.case == 'e2e-c':
+            if not a.e2e:
+                raise h.Missing('no --e2e (built without ibverbs)')
+            CASES[a.case](w, *a.e2e)
         else:
             CASES[a.case](w)
         return h.verdict()
