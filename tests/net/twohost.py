@@ -463,9 +463,16 @@ def case_jumbo(rig, a):
         check_port(rig, s, 500)
 
 
+# frames b sends while a's engine is stopped: more than a's 16 ring slots
+OVERLOAD_FRAMES = 48
+
+
 def case_overload(rig, a):
     """The receiver's af_packet ring cut to 16 slots: the kernel drops
-    what does not fit, RC retransmits, every byte checked."""
+    what does not fit, RC retransmits, every byte checked. The drop is
+    made certain, not left to timing: once data flows, a's daemon is
+    stopped (SIGSTOP) until b has sent OVERLOAD_FRAMES more frames, which
+    a's ring cannot hold; then it goes on (SIGCONT)."""
     need('ibv_rc_pingpong', 'ib_write_bw')
     rig.up(mgmt=True)
     for s in 'ab':
@@ -475,31 +482,56 @@ def case_overload(rig, a):
     p = Programs(rig, a.preload_first, MGMT['a'])
     # QP counters live as long as their QP: watch them while it runs
     seen = {'retransmits': 0, 'seq_naks_sent': 0, 'timeouts': 0}
+    frz = {'tx0': None, 'sent': 0, 'done': False}
     done = threading.Event()
+    da = rig.daemons['a']
+
+    def qp_counters(s):
+        try:
+            port, qps = rig.stats(s)
+        except (subprocess.SubprocessError, OSError):
+            return None
+        for q in qps:
+            for k in seen:
+                seen[k] = max(seen[k], q.get(k, 0))
+        return port
 
     def watch():
         while not done.is_set():
-            for s in 'ab':
-                try:
-                    _, qps = rig.stats(s)
-                except (subprocess.SubprocessError, OSError):
-                    continue
-                for q in qps:
-                    for k in seen:
-                        seen[k] = max(seen[k], q.get(k, 0))
-            done.wait(0.1)
+            if frz['tx0'] is None and not frz['done']:
+                pa = qp_counters('a')
+                if pa and pa.get('rx_roce', 0) >= 200:      # the data flows
+                    pb = qp_counters('b')
+                    if pb:
+                        frz['tx0'] = pb.get('tx_pkts', 0)
+                        da.send_signal(signal.SIGSTOP)
+            elif frz['tx0'] is not None:
+                pb = qp_counters('b')            # only b answers while a is stopped
+                if pb:
+                    frz['sent'] = pb.get('tx_pkts', 0) - frz['tx0']
+                    if frz['sent'] >= OVERLOAD_FRAMES:
+                        da.send_signal(signal.SIGCONT)
+                        frz['tx0'], frz['done'] = None, True
+            else:
+                for s in 'ab':
+                    qp_counters(s)
+            done.wait(0.05)
     t = threading.Thread(target=watch, daemon=True)
     t.start()
     try:
-        p.pingpong('ibv_rc_pingpong', ['-g', '1', '-s', '65536', '-n', '40'])
+        p.pingpong('ibv_rc_pingpong', ['-g', '1', '-s', '65536', '-n', '100'])
         # a window of 2 x 64 KB (128 packets) into 16 ring slots
         p.perftest('ib_write_bw', ['-x', '1', '-s', '65536', '-n', '40', '-t', '2'])
     finally:
         done.set()
         t.join(30)
-        print('QP counters seen (max):', seen)
+        da.send_signal(signal.SIGCONT)           # whatever happened: never left stopped
+        print('a stopped while b sent %d frames into its 16 ring slots; QP counters seen '
+              '(max): %s' % (frz['sent'], seen))
+    if not frz['done']:
+        raise Fail('the transfer ended before a could be stopped under it')
     if seen['retransmits'] == 0:
-        raise Fail('no retransmission seen: the overload did not drop anything')
+        raise Fail('%d frames into 16 ring slots, and no retransmission' % frz['sent'])
     check_port(rig, 'a', 1000, v6=False)
 
 
