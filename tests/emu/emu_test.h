@@ -27,7 +27,7 @@
 #include <uroce/abi.h>
 
 /* REQUIRE ends the test through t_exit(): the daemon it started stops */
-static inline void t_exit(int code);
+__attribute__((noreturn)) static inline void t_exit(int code);
 #define T_EXIT(code) t_exit(code)
 #include "../include/check.h"
 #include "../include/t_sendfds.h"
@@ -43,7 +43,7 @@ static struct t_daemon *t_cur __attribute__((unused));
 
 static inline void t_daemon_stop_now(struct t_daemon *d);
 
-static inline void t_exit(int code)
+__attribute__((noreturn)) static inline void t_exit(int code)
 {
 	if (t_cur)
 		t_daemon_stop_now(t_cur);
