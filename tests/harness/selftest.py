@@ -324,9 +324,20 @@ def case_vm_verify(w):
     h.check(rc != 0 and 'does not resolve' in out, 'the same without libc: rejected')
     for f in libc:
         os.rename(f + '.gone', f)
+    img = os.path.join(w.dir, 'initrd.img')
+
+    def pack():
+        subprocess.run('cd "%s" && find . -print0 | cpio --null -o -H newc --quiet | gzip -1 '
+                       '> "%s"' % (root, img), shell=True, check=True, timeout=300)
+    pack()
+    rc, _ = w.run(['bash', BUILD_VM, '--verify-initrd', img])
+    h.check(rc == 0, 'its packed image (as build-vm.sh packs it): holds /init')
     os.unlink(os.path.join(root, 'init'))
     rc, out = w.run(['bash', BUILD_VM, '--verify', root])
     h.check(rc != 0 and 'no executable /init' in out, 'without /init: rejected')
+    pack()
+    rc, out = w.run(['bash', BUILD_VM, '--verify-initrd', img])
+    h.check(rc != 0 and 'holds no /init' in out, 'its packed image without /init: rejected')
 
 
 def case_interop_vm_dead(w):

@@ -13,7 +13,7 @@
 # Idempotent: host packages are installed only if missing, .debs are downloaded only if
 # missing, the rootfs is re-assembled from scratch each run (takes a few seconds).
 #
-# usage: build-vm.sh [--with-python] | --verify ROOTFS
+# usage: build-vm.sh [--with-python] | --verify ROOTFS | --verify-initrd INITRD
 #   --with-python   build a second image instead, out/initrd-py.img (rootfs in out/rootfs-py):
 #                   the default package set plus bash, coreutils, python3(-minimal) and
 #                   python3-pyverbs, enough to run rdma-core's pyverbs tests in the VM
@@ -24,12 +24,13 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-$HERE/out}
 DEBS=$OUT/debs
-WITH_PY= VERIFY_ONLY=
+WITH_PY= VERIFY_ONLY= VERIFY_INITRD=
 while (($#)); do
     case "$1" in
         --with-python) WITH_PY=1; shift ;;
         # only the verification below, of an assembled rootfs (the harness suite)
         --verify) VERIFY_ONLY=${2:?--verify ROOTFS}; shift 2 ;;
+        --verify-initrd) VERIFY_INITRD=${2:?--verify-initrd INITRD}; shift 2 ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "build-vm.sh: unknown argument $1" >&2; exit 2 ;;
     esac
@@ -72,6 +73,15 @@ verify_rootfs() {
         { log "VERIFY: no rxe provider (librxe)"; bad=1; }
     return $bad
 }
+# the packed image holds /init (cpio lists the names as find gave them: ./init)
+verify_initrd() {
+    gzip -dc "$1" | cpio -t --quiet 2>/dev/null | grep -qxE '(\./)?init' ||
+        { log "VERIFY: the packed image holds no /init"; return 1; }
+}
+if [ -n "$VERIFY_INITRD" ]; then
+    verify_initrd "$VERIFY_INITRD" && { log "$VERIFY_INITRD holds /init"; exit 0; }
+    exit 1
+fi
 if [ -n "$VERIFY_ONLY" ]; then
     ROOT=$VERIFY_ONLY
     verify_rootfs && { log "$ROOT verifies"; exit 0; }
@@ -216,7 +226,6 @@ verify_rootfs || { log "the rootfs does not verify: no image written"; rm -f "$I
 
 log "packing initramfs"
 (cd "$ROOT" && find . -print0 | cpio --null -o -H newc --quiet | gzip -1) > "$INITRD.tmp"
-gzip -dc "$INITRD.tmp" | cpio -t --quiet 2>/dev/null | grep -qx init ||
-    { log "VERIFY: the packed image holds no /init"; rm -f "$INITRD.tmp" "$INITRD"; exit 1; }
+verify_initrd "$INITRD.tmp" || { rm -f "$INITRD.tmp" "$INITRD"; exit 1; }
 mv "$INITRD.tmp" "$INITRD"
 log "done: $OUT/vmlinuz ($(du -h "$OUT/vmlinuz" | cut -f1)), $INITRD ($(du -h "$INITRD" | cut -f1)), rootfs $(du -sh "$ROOT" | cut -f1)"

@@ -18,6 +18,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from interop_check import icrc_independent  # noqa: E402
 
 
+# tshark 4.0's heuristic dissectors of the infiniband.payload table
+PAYLOAD_HEURISTICS = ('eth_over_ib', 'iser_infiniband', 'lnet_ib', 'sdp_infiniband',
+                      'smb_direct_infiniband', 'smcr_infiniband', 'rpcrdma_infiniband',
+                      'nvme_rdma', 'fc_infiniband', 'mellanox_eoib')
+
+
 def roce_frames(path):
     """(frame number, IP packet) of every UDP/4791 frame (Ethernet, no
     VLAN tag), read with struct: no decoder of ours."""
@@ -61,8 +67,17 @@ def check(path, min_frames=1):
         mine, trailer = icrc_independent(ip)
         if mine != trailer:
             bad.append('frame %d: ICRC %s, Annex A17 computes %s' % (n, trailer.hex(), mine.hex()))
+    # tshark's heuristic dissectors guess at protocols carried in the IB
+    # payload (NVMe, SMB Direct, Ethernet over IB ...) and call random
+    # payload bytes malformed (seen: a SEND payload taken for an Ethernet
+    # frame): they judge guesses about data we do not carry, so they are
+    # off and tshark judges the RoCE headers
+    heur = []
+    for n in PAYLOAD_HEURISTICS:
+        heur += ['--disable-heuristic', n]
     r = subprocess.run([tshark, '-r', path, '--disable-protocol', 'rpcordma',
-                        '--disable-protocol', 'infiniband.eoib', '-Y', 'udp.dstport == 4791',
+                        '--disable-protocol', 'infiniband.eoib'] + heur + [
+                        '-Y', 'udp.dstport == 4791',
                         '-T', 'fields', '-e', 'frame.number', '-e', 'infiniband.bth.opcode',
                         '-e', '_ws.malformed'], capture_output=True, text=True, timeout=300)
     # the frames read above (tshark also shows IPv6 ones behind extension
