@@ -6,6 +6,8 @@ first on PATH. FAKE_CLIENT says how a client behaves:
   ok       does its part and exits 0
   exit1    does its part, prints a result, then exits 1
   nodev    "No IB devices found" / "No RDMA devices", exit 1 (never connects)
+  nodev-once  the first run as nodev, later runs as ok (a transient
+           failure that a retry-on-anything harness hides)
   race     the first run prints its program's "nobody listens yet" answer
            and exits 1; later runs behave as ok (a race, once)
   race-always  the "nobody listens yet" answer on every run"""
@@ -35,7 +37,7 @@ def once(tag):
 
 
 def client_mode():
-    if mode == 'nodev':
+    if mode == 'nodev' or (mode == 'nodev-once' and once('nodev-' + name)):
         print('No IB devices found' if name.startswith('ibv_') else 'No RDMA devices',
               file=sys.stderr)
         sys.exit(1)

@@ -89,6 +89,8 @@ def case_run_pair(w):
     rc, out = w.run(run_py(w, *PP), client='nodev')
     h.check(failed(rc) and 'RETRY' not in out,
             'run.py pair, client finds no device: fails, not retried')
+    rc, out = w.run(run_py(w, *PP), client='nodev-once')
+    h.check(failed(rc), 'run.py pair, first client finds no device, a second would pass: fails')
     rc, out = w.run(run_py(w, *PP), daemon='report')
     h.check(failed(rc) and 'runtime error' in out,
             'run.py pair, daemon prints a UBSan report and exits 3: fails')
@@ -127,6 +129,9 @@ def case_cm(w):
     rc, out = w.run(cm_py(w, 'rping', '64', '3'), client='nodev')
     h.check(failed(rc) and 'RETRY' not in out, 'cm.py rping, client finds no device: fails, '
             'not retried')
+    rc, out = w.run(cm_py(w, 'rping', '64', '3'), client='nodev-once')
+    h.check(failed(rc), 'cm.py rping, first client finds no device, a second would pass: '
+            'fails (the old pair passed it)')
     rc, out = w.run(cm_py(w, 'rping', '64', '3'), client='exit1')
     h.check(failed(rc), 'cm.py rping, client completes and exits 1: fails')
     rc, out = w.run(cm_py(w, 'rping', '64', '3'), client='race')
