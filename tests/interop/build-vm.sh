@@ -74,8 +74,10 @@ verify_rootfs() {
     return $bad
 }
 # the packed image holds /init (cpio lists the names as find gave them: ./init)
+# (grep reads the whole listing: with -q it would stop at the match and,
+# under pipefail, cpio's SIGPIPE would fail a good image)
 verify_initrd() {
-    gzip -dc "$1" | cpio -t --quiet 2>/dev/null | grep -qxE '(\./)?init' ||
+    gzip -dc "$1" | cpio -t --quiet 2>/dev/null | grep -xE '(\./)?init' >/dev/null ||
         { log "VERIFY: the packed image holds no /init"; return 1; }
 }
 if [ -n "$VERIFY_INITRD" ]; then
