@@ -214,7 +214,8 @@ static int fuzz_dir(const char *path)
 			exit(2);
 	}
 	closedir(d);
-	qsort(names, nn, sizeof(*names), fuzz_cmp);
+	if (nn) /* qsort's array may not be NULL, even for no element */
+		qsort(names, nn, sizeof(*names), fuzz_cmp);
 	for (size_t i = 0; i < nn; i++) {
 		struct stat st;
 

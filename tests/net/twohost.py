@@ -463,16 +463,30 @@ def case_jumbo(rig, a):
         check_port(rig, s, 500)
 
 
-# frames b sends while a's engine is stopped: more than a's 16 ring slots
+# frames that reach a's interface while a's engine is stopped: more than
+# its 16 ring slots
 OVERLOAD_FRAMES = 48
+
+
+def rx_packets(pid, dev='ud0'):
+    """The kernel's receive count of dev in pid's network namespace (read
+    from /proc: instant, whatever the build's speed)."""
+    with open('/proc/%d/net/dev' % pid) as f:
+        for ln in f:
+            if ln.strip().startswith(dev + ':'):
+                return int(ln.split(':', 1)[1].split()[1])
+    raise Fail('no %s in /proc/%d/net/dev' % (dev, pid))
 
 
 def case_overload(rig, a):
     """The receiver's af_packet ring cut to 16 slots: the kernel drops
     what does not fit, RC retransmits, every byte checked. The drop is
-    made certain, not left to timing: once data flows, a's daemon is
-    stopped (SIGSTOP) until b has sent OVERLOAD_FRAMES more frames, which
-    a's ring cannot hold; then it goes on (SIGCONT)."""
+    made certain, not left to timing: while ib_write_bw's window (2 x
+    64 KB, 128 frames) is in flight, a's daemon is stopped (SIGSTOP) until
+    OVERLOAD_FRAMES more frames have reached a's interface (the kernel's
+    count), which its ring cannot hold; then it goes on (SIGCONT). The
+    pause is that short (a /proc read, not a poll of the daemons) so that
+    the sender's RC retry budget outlasts it."""
     need('ibv_rc_pingpong', 'ib_write_bw')
     rig.up(mgmt=True)
     for s in 'ab':
@@ -482,7 +496,7 @@ def case_overload(rig, a):
     p = Programs(rig, a.preload_first, MGMT['a'])
     # QP counters live as long as their QP: watch them while it runs
     seen = {'retransmits': 0, 'seq_naks_sent': 0, 'timeouts': 0}
-    frz = {'tx0': None, 'sent': 0, 'done': False}
+    frz = {'armed': False, 'rx0': None, 'arrived': 0, 'done': False}
     done = threading.Event()
     da = rig.daemons['a']
 
@@ -496,42 +510,47 @@ def case_overload(rig, a):
                 seen[k] = max(seen[k], q.get(k, 0))
         return port
 
+    def freeze():
+        rx0 = rx_packets(da.pid)
+        da.send_signal(signal.SIGSTOP)
+        try:
+            end = time.monotonic() + 30    # a last bound: b stopped sending
+            while rx_packets(da.pid) - rx0 < OVERLOAD_FRAMES and time.monotonic() < end:
+                time.sleep(0.001)
+        finally:
+            frz['arrived'] = rx_packets(da.pid) - rx0
+            da.send_signal(signal.SIGCONT)
+        frz['done'] = True
+
     def watch():
+        base = None
         while not done.is_set():
-            if frz['tx0'] is None and not frz['done']:
-                pa = qp_counters('a')
-                if pa and pa.get('rx_roce', 0) >= 200:      # the data flows
-                    pb = qp_counters('b')
-                    if pb:
-                        frz['tx0'] = pb.get('tx_pkts', 0)
-                        da.send_signal(signal.SIGSTOP)
-            elif frz['tx0'] is not None:
-                pb = qp_counters('b')            # only b answers while a is stopped
-                if pb:
-                    frz['sent'] = pb.get('tx_pkts', 0) - frz['tx0']
-                    if frz['sent'] >= OVERLOAD_FRAMES:
-                        da.send_signal(signal.SIGCONT)
-                        frz['tx0'], frz['done'] = None, True
-            else:
-                for s in 'ab':
-                    qp_counters(s)
+            pa = qp_counters('a')
+            qp_counters('b')
+            if frz['armed'] and not frz['done'] and pa:
+                base = pa.get('rx_roce', 0) if base is None else base
+                if pa.get('rx_roce', 0) - base >= 100:      # the window is in flight
+                    freeze()
             done.wait(0.05)
     t = threading.Thread(target=watch, daemon=True)
     t.start()
     try:
-        p.pingpong('ibv_rc_pingpong', ['-g', '1', '-s', '65536', '-n', '100'])
+        p.pingpong('ibv_rc_pingpong', ['-g', '1', '-s', '65536', '-n', '40'])
         # a window of 2 x 64 KB (128 packets) into 16 ring slots
-        p.perftest('ib_write_bw', ['-x', '1', '-s', '65536', '-n', '40', '-t', '2'])
+        frz['armed'] = True
+        p.perftest('ib_write_bw', ['-x', '1', '-s', '65536', '-n', '400', '-t', '2'])
     finally:
         done.set()
-        t.join(30)
+        t.join(60)
         da.send_signal(signal.SIGCONT)           # whatever happened: never left stopped
-        print('a stopped while b sent %d frames into its 16 ring slots; QP counters seen '
-              '(max): %s' % (frz['sent'], seen))
+        print('a stopped while %d frames reached its 16 ring slots; QP counters seen '
+              '(max): %s' % (frz['arrived'], seen))
     if not frz['done']:
         raise Fail('the transfer ended before a could be stopped under it')
+    if frz['arrived'] < OVERLOAD_FRAMES:
+        raise Fail('only %d frames reached a while it was stopped' % frz['arrived'])
     if seen['retransmits'] == 0:
-        raise Fail('%d frames into 16 ring slots, and no retransmission' % frz['sent'])
+        raise Fail('%d frames into 16 ring slots, and no retransmission' % frz['arrived'])
     check_port(rig, 'a', 1000, v6=False)
 
 
