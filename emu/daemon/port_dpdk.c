@@ -45,6 +45,9 @@ struct emu_port {
 	uint16_t nfree, nsm_free;
 	struct rte_mbuf *free[EMU_BURST], *sm_free[EMU_BURST];
 	struct rte_ring *ring;
+	/* frames to our own MAC on a port that would not bring them back:
+	 * received from here like the port's own (emu_dpdk_to_self) */
+	struct rte_ring *self;
 	uint16_t port;
 	uint32_t txq_head, txq_tail; /* backlog: [head, tail) */
 	struct rte_mbuf *txq[EMU_TXQ_SIZE];
@@ -123,8 +126,29 @@ static void emu_dpdk_tx_send(struct emu_dev *d, struct emu_txbuf *b, uint32_t le
 	emu_dpdk_txq_put(d, p, m);
 }
 
+/* A frame to the device's own MAC: a NIC, af_packet or a link ring would
+ * carry it away (and a switch not send it back to the port it came from),
+ * so it goes to the port's self ring and comes in with the next RX burst,
+ * through the same receive path as a frame from the wire: what the
+ * kernel's rxe_loopback does with a local frame (rxe_rcv), and what an
+ * HCA's internal loopback does. One path for local and remote peers
+ * (rdma_cm between two ids of this device included, docs/cm.md). A full
+ * ring drops the frame as a congested wire would (counted: tx-nobuf). */
+static bool emu_dpdk_to_self(struct emu_dev *d, struct emu_port *p, struct rte_mbuf *m)
+{
+	if (!p->self || memcmp(rte_pktmbuf_mtod(m, const uint8_t *), d->mac, 6))
+		return false;
+	if (rte_ring_sp_enqueue(p->self, m)) {
+		d->cnt.drops[EMU_DROP_TX_NOBUF]++;
+		rte_pktmbuf_free(m);
+	}
+	return true;
+}
+
 static void emu_dpdk_txq_put(struct emu_dev *d, struct emu_port *p, struct rte_mbuf *m)
 {
+	if (emu_dpdk_to_self(d, p, m))
+		return;
 	p->txq[p->txq_tail++ & (EMU_TXQ_SIZE - 1)] = m;
 	d->tx_backlog = p->txq_tail - p->txq_head;
 	if (d->tx_backlog >= EMU_BURST)
@@ -234,8 +258,11 @@ unsigned emu_port_rx(struct emu_daemon *dm)
 {
 	struct emu_port *p = dm->port;
 	struct rte_mbuf *m[EMU_BURST];
-	uint16_t n = rte_eth_rx_burst(p->port, 0, m, EMU_BURST);
+	/* our own frames first, up to half a burst: the port cannot starve them */
+	uint16_t n = p->self ? (uint16_t)rte_ring_sc_dequeue_burst(p->self, (void **)m,
+								  EMU_BURST / 2, NULL) : 0;
 
+	n += rte_eth_rx_burst(p->port, 0, m + n, (uint16_t)(EMU_BURST - n));
 	if (!n)
 		return 0;
 	/* payloads of the burst go to application memory in one system
@@ -508,6 +535,15 @@ int emu_port_init(struct emu_daemon *dm)
 	}
 	if (emu_port_setup(dm, p, !loop && strncmp(dm->o.vdev, "link:", 5)))
 		return -1;
+	if (!loop) {
+		snprintf(name, sizeof(name), "uroce_self%u", dm->index);
+		p->self = rte_ring_create(name, EMU_RING_SIZE, (int)rte_socket_id(),
+					  RING_F_SP_ENQ | RING_F_SC_DEQ);
+		if (!p->self) {
+			fprintf(stderr, "uroced: %s: ring: %s\n", dm->o.dev, rte_strerror(rte_errno));
+			return -1;
+		}
+	}
 	dm->port_up = true;
 	dm->port_id = p->port;
 	if (!loop) {
@@ -543,6 +579,8 @@ void emu_port_fini(struct emu_daemon *dm)
 			rte_pktmbuf_free(p->txq[p->txq_head++ & (EMU_TXQ_SIZE - 1)]);
 		rte_pktmbuf_free_bulk(p->free, p->nfree);
 		rte_pktmbuf_free_bulk(p->sm_free, p->nsm_free);
+		for (void *f; p->self && rte_ring_sc_dequeue(p->self, &f) == 0;)
+			rte_pktmbuf_free(f);
 		p->nfree = p->nsm_free = 0;
 		/* frames sent to us and never received may hold client
 		 * mappings (zero-copy): let them go */
