@@ -32,7 +32,7 @@ int emu_ucma_cmd(struct emu_ctx *c, const void *body, size_t len, void *out, siz
 int emu_ucma_close(struct emu_ctx *c, uint32_t handle);
 /* The client went away: every file of c, as UCMA_CLOSE. */
 void emu_ucma_ctx_gone(struct emu_ctx *c);
-/* Timers (address resolution timeouts, TIMEWAIT_EXIT); the engine calls
+/* Timers (address resolution timeouts); the engine calls
  * it every few iterations. */
 void emu_ucma_poll(struct emu_dev *d, uint64_t now_ns);
 /* When emu_ucma_poll has work next (UINT64_MAX: none): a sleeping engine

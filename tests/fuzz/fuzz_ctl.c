@@ -45,6 +45,8 @@
 #include <rte_log.h>
 
 #include "daemon.h"
+#include "ibcm.h"
+#include "ucma.h"
 #include "emu_int.h"
 #include "fz_in.h"
 
@@ -152,7 +154,14 @@ static const struct { uint16_t req, rep; uint8_t fds_out; } fz_shape[UROCE_OP_MA
 				       sizeof(struct uroce_create_qp_arena_rep), 0 },
 };
 
-/* The simulated port drops every frame: only the control path matters. */
+/* The simulated port is a loopback port: what the device sends comes
+ * back through its receive path at the next fz_pump (at most FZ_LOOP
+ * frames a round, the rest dropped as by a congested wire), so rdma_cm
+ * commands run the IB CM engine's exchange as they do in the daemon. */
+#define FZ_LOOP 16
+static struct { uint32_t len; uint8_t f[2048]; } fz_loop[FZ_LOOP];
+static unsigned fz_nloop;
+
 static int fz_tx_alloc(struct emu_dev *d, struct emu_txbuf *b)
 {
 	(void)d;
@@ -165,7 +174,10 @@ static int fz_tx_alloc(struct emu_dev *d, struct emu_txbuf *b)
 static void fz_tx_send(struct emu_dev *d, struct emu_txbuf *b, uint32_t len)
 {
 	(void)d;
-	(void)len;
+	if (fz_nloop < FZ_LOOP && len <= sizeof(fz_loop[0].f)) {
+		memcpy(fz_loop[fz_nloop].f, b->data, len);
+		fz_loop[fz_nloop++].len = len;
+	}
 	free(b->data);
 }
 
@@ -178,6 +190,18 @@ static void fz_tx_free(struct emu_dev *d, struct emu_txbuf *b)
 static void fz_tx_flush(struct emu_dev *d)
 {
 	(void)d;
+}
+
+/* the frames sent since the last round, received (they may send more) */
+static void fz_loop_deliver(struct emu_dev *d)
+{
+	static struct { uint32_t len; uint8_t f[2048]; } in[FZ_LOOP];
+	unsigned n = fz_nloop;
+
+	memcpy(in, fz_loop, sizeof(in[0]) * n);
+	fz_nloop = 0;
+	for (unsigned i = 0; i < n; i++)
+		emu_port_rx_frame(d, in[i].f, in[i].len);
 }
 
 static const struct emu_port_ops fz_ops = {
@@ -269,8 +293,10 @@ static void fz_pump(struct fz *f)
 	fz_now += 1000000;
 	for (struct emu_ctx *c = f->dm->dev.ctxs; c; c = c->next)
 		emu_ctx_doorbells(c);
+	fz_loop_deliver(&f->dm->dev);
 	emu_xport_poll(&f->dm->dev, fz_now);
 	emu_core_poll(&f->dm->dev, fz_now);
+	emu_ucma_poll(&f->dm->dev, fz_now);
 }
 
 /* The client is another process, as a real one is: a helper child (one
@@ -1095,6 +1121,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	snprintf(f.dm->o.run_dir, sizeof(f.dm->o.run_dir), "%s", fz_dir);
 	fz_assert(emu_dev_init(&f.dm->dev, "fz0", mac, 1500, &g, 1) == 0);
 	f.dm->dev.ops = &fz_ops;
+	f.dm->dev.loopback = true;
+	fz_nloop = 0;
+	/* QP1's engine, as the daemon's engine loop attaches it (seeded: an
+	 * input replays the same comm IDs) */
+	struct emu_ibcm_cfg cmc = { .seed = 1 };
+	fz_assert(emu_ibcm_attach(&f.dm->dev, &cmc) == 0);
 	f.dm->epfd = epoll_create1(EPOLL_CLOEXEC);
 	fz_assert(f.dm->epfd >= 0);
 	fz_assert(emu_ctl_open(f.dm) == 0);
@@ -1128,6 +1160,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fz_assert(emu_admin_capture_stop(f.dm, &cr) == 0);
 	}
 	emu_ctl_close(f.dm);
+	emu_ibcm_detach(&f.dm->dev);
+	fz_nloop = 0;
 	emu_dev_fini(&f.dm->dev);
 	close(f.dm->epfd);
 	free(f.dm);
