@@ -38,11 +38,6 @@ void emu_ucma_poll(struct emu_dev *d, uint64_t now_ns);
 /* When emu_ucma_poll has work next (UINT64_MAX: none): a sleeping engine
  * wakes for it */
 uint64_t emu_ucma_next_deadline(struct emu_dev *d);
-/* cma_igmp.c: an IGMPv2 (IPv4 group) or MLDv1 (IPv6 group) report on
- * join, leave/done otherwise, sent from src (a GID of the group's
- * family). 0 or -errno. */
-int emu_cma_mcast_report(struct emu_dev *d, const union ibv_gid *group,
-			 const union ibv_gid *src, bool join);
 /* The device goes away (daemon stop): free its state. */
 void emu_ucma_dev_fini(struct emu_dev *d);
 
