@@ -377,6 +377,8 @@ struct emu_ctx {
 	pid_t pid;
 	uid_t uid;                    /* SO_PEERCRED at connect */
 	bool see_all;                 /* root or the daemon's uid: all QPs in stats */
+	bool privileged;              /* CAP_NET_RAW or --privileged-uid (HELLO):
+				       * controlled Q_Keys, sends to QP0/QP1 */
 	int mem_fd;                   /* the client's /proc/<pid>/mem, -1 = none (tests) */
 	int maps_fd;                  /* its /proc/<pid>/maps (vma.c), -1 = not open */
 	int sock;                     /* control socket, -1 = none (tests) */

@@ -53,8 +53,9 @@
  * 2: pipes made by the daemon, /proc/self/mem in HELLO;
  * 3: small receive payloads in the CQ ring (uroce_cqe_inl);
  * 4: UROCE_RING_F_KICK in the RQ header, the QP arena
- *    (UROCE_OP_CREATE_QP_ARENA) and the control mailbox (uroce_ctl_mbox) */
-#define UROCE_ABI_VERSION 4
+ *    (UROCE_OP_CREATE_QP_ARENA) and the control mailbox (uroce_ctl_mbox);
+ * 5: uroce_hello_rep.flags (UROCE_HELLO_F_PRIVILEGED), UROCE_OP_QUERY_LIMITS */
+#define UROCE_ABI_VERSION 5
 
 /** Environment variable naming the directory of the control sockets. */
 #define UROCE_ENV_RUN_DIR "UROCE_RUN_DIR"
@@ -459,7 +460,16 @@ struct uroce_hello_rep {
 	uint16_t pkeys[1];                 /**< P_Key table: 0xffff */
 	uint8_t mac[6];
 	uint64_t node_guid;                /**< network order */
+	uint32_t flags;                    /**< UROCE_HELLO_F_* */
+	uint32_t rsvd;
 };
+/** The context may use what the kernel reserves to CAP_NET_RAW: controlled
+ *  Q_Keys (bit 31) and UD sends to QP0/QP1 (the client has CAP_NET_RAW, or
+ *  its uid is a --privileged-uid of the daemon); without it those are
+ *  EPERM (docs/security.md, "Privileged operations"). */
+#define UROCE_HELLO_F_PRIVILEGED 1u
+/** Controlled Q_Keys: bit 31 set (IBTA; the GSI's is 0x80010000). */
+#define UROCE_QKEY_CONTROLLED 0x80000000u
 
 struct uroce_query_port_req { uint32_t port_num; uint32_t rsvd; };
 struct uroce_query_port_rep {
