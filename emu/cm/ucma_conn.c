@@ -298,6 +298,21 @@ static void ucma_conn_done(struct ucma_dev *u, struct ucma_id *id, uint32_t even
 	ucma_event(u, id, event, status);
 }
 
+/* A request the application never fetched, reclaimed by the engine (not
+ * answered within its bound): it goes with its CONNECT_REQUEST, as
+ * ucma_destroy.c destroys a request (all a hidden request has: no
+ * events of its own, no joins, no requests of its own). */
+static void ucma_req_expired(struct ucma_dev *u, struct ucma_id *n)
+{
+	ucma_ev_free(ucma_ev_take(n->file, NULL, n, NULL));
+	if (n->listen) {
+		n->listen->pending--;
+		n->listen = NULL;
+	}
+	ucma_cm_destroy(u, n);
+	ucma_id_free(u, n);
+}
+
 static int ucma_handler(struct emu_ibcm_id *c, const struct emu_ibcm_event *ev)
 {
 	if (ev->event == EMU_IBCM_REQ_RECEIVED || ev->event == EMU_IBCM_SIDR_REQ_RECEIVED)
@@ -324,7 +339,14 @@ static int ucma_handler(struct emu_ibcm_id *c, const struct emu_ibcm_event *ev)
 	case EMU_IBCM_REQ_ERROR:
 	case EMU_IBCM_REP_ERROR:
 	case EMU_IBCM_SIDR_REQ_ERROR:
-		ucma_conn_done(u, id, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT);
+		/* a request the engine reclaimed before the application even
+		 * fetched it goes (its engine id with it: a handler may
+		 * destroy its own id in IDLE); else UNREACHABLE, as a REP
+		 * that ran out of retries */
+		if (id->hidden)
+			ucma_req_expired(u, id);
+		else
+			ucma_conn_done(u, id, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT);
 		break;
 	case EMU_IBCM_DREQ_RECEIVED:
 		ucma_dreq_rcvd(u, id);

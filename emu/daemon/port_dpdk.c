@@ -259,8 +259,9 @@ unsigned emu_port_rx(struct emu_daemon *dm)
 	struct emu_port *p = dm->port;
 	struct rte_mbuf *m[EMU_BURST];
 	/* our own frames first, up to half a burst: the port cannot starve them */
-	uint16_t n = p->self ? (uint16_t)rte_ring_sc_dequeue_burst(p->self, (void **)m,
-								  EMU_BURST / 2, NULL) : 0;
+	uint16_t nself = p->self ? (uint16_t)rte_ring_sc_dequeue_burst(p->self, (void **)m,
+								      EMU_BURST / 2, NULL) : 0;
+	uint16_t n = nself;
 
 	n += rte_eth_rx_burst(p->port, 0, m + n, (uint16_t)(EMU_BURST - n));
 	if (!n)
@@ -283,11 +284,13 @@ unsigned emu_port_rx(struct emu_daemon *dm)
 			rte_prefetch0(m[i + 1]->next);
 			rte_prefetch0(&m[i + 1]->next->next);
 		}
+		dm->dev.rx_self = i < nself; /* the self ring's come first */
 		if (b->nb_segs == 1)
 			emu_port_rx_frame(&dm->dev, rte_pktmbuf_mtod(b, const uint8_t *), b->data_len);
 		else if (!emu_port_rx_segs(&dm->dev, b))
 			emu_port_rx_lin(&dm->dev, b);
 	}
+	dm->dev.rx_self = false;
 	emu_xport_rx_batch(&dm->dev, false); /* before the mbufs holding the payloads go */
 	rte_pktmbuf_free_bulk(m, n);
 	return n;

@@ -47,7 +47,7 @@ CYCLE_EXCEPT = []
 PRIVATE_HEADERS = {"emu/core/emu_int.h", "emu/core/memcheck.h",
                    "emu/transport/xport_int.h", "emu/daemon/daemon.h",
                    "emu/daemon/access.h", "emu/daemon/sysfs.h",
-                   "emu/cm/ucma_int.h"}
+                   "emu/cm/ucma_int.h", "emu/cm/ibcm_src.h"}
 
 # The one public header of each layer, for the layers above (emu.h also
 # pulls in xport_state.h: the types of the transport state the core
