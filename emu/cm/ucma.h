@@ -12,12 +12,13 @@
 
 #include "xport.h" /* the layers below: core, net, transport */
 
-/* Limits against hostile clients (docs/cm.md): files, ids, queued events
- * and multicast joins per context (all its files). Past them: -ENOMEM /
+/* Limits against hostile clients (docs/cm.md): files, queued events and
+ * multicast joins per context (all its files). Past them: -ENOMEM /
  * -EMFILE, an event is dropped (logged), and a connection request whose
- * listener's context is full is rejected. */
+ * listener's context is full is rejected. Ids, listening ids and
+ * connections are charged to the context and its uid with every other
+ * object (EMU_OBJ_CM_*, --limit / --uid-limit cm_id, cm_listen, cm_conn). */
 #define EMU_UCMA_MAX_FILES  64u
-#define EMU_UCMA_MAX_IDS    4096u
 #define EMU_UCMA_MAX_EVENTS 8192u  /* per context, ~3 MB */
 #define EMU_UCMA_MAX_MCS    1024u  /* multicast joins per context */
 

@@ -56,11 +56,19 @@ static struct ucma_id *ucma_req_new(struct ucma_dev *u, struct ucma_id *l, struc
 
 	if (l->pending < l->backlog && ucma_ev_room(l->file))
 		n = ucma_id_new(u, l->file, l->ps, l->qp_type, &err);
+	/* the connection is charged to the listener's context and uid: one
+	 * user's listeners cannot take the engine's table from the others */
+	if (n && emu_ctx_obj_add(l->file->ctx, EMU_OBJ_CM_CONN)) {
+		ucma_id_free(u, n);
+		n = NULL;
+	}
 	if (n)
 		e = ucma_ev_new(l, RDMA_CM_EVENT_CONNECT_REQUEST, 0);
 	if (!e) {
-		if (n)
+		if (n) {
+			emu_ctx_obj_del(l->file->ctx, EMU_OBJ_CM_CONN);
 			ucma_id_free(u, n);
+		}
 		return NULL;
 	}
 	n->hidden = true;
@@ -393,12 +401,25 @@ static bool ucma_engine_live(struct ucma_dev *u)
 	return u->cm && emu_ibcm_get(u->d) == u->cm;
 }
 
-/* an engine id for active id a (its CONNECT), or NULL */
+/* an engine id for active id a (its CONNECT), charged to a's context
+ * and uid (cm_conn), or NULL */
 struct emu_ibcm_id *ucma_cm_new(struct ucma_dev *u, struct ucma_id *a)
 {
 	struct emu_ibcm *cm = ucma_engine(u);
 
-	return cm ? emu_ibcm_create_id(cm, ucma_handler, a) : NULL;
+	if (!cm || emu_ctx_obj_add(a->file->ctx, EMU_OBJ_CM_CONN))
+		return NULL;
+	struct emu_ibcm_id *c = emu_ibcm_create_id(cm, ucma_handler, a);
+	if (!c)
+		emu_ctx_obj_del(a->file->ctx, EMU_OBJ_CM_CONN);
+	return c;
+}
+
+/* an engine id that never became a's (its send failed) */
+void ucma_cm_drop(struct ucma_id *a, struct emu_ibcm_id *c)
+{
+	emu_ibcm_destroy_id(c);
+	emu_ctx_obj_del(a->file->ctx, EMU_OBJ_CM_CONN);
 }
 
 /* a listener's service on the wire (shared per port space and port): 0,
@@ -410,6 +431,9 @@ int ucma_cm_listen(struct ucma_dev *u, struct ucma_id *l)
 
 	if (!cm)
 		return -ENODEV;
+	int rc = emu_ctx_obj_add(l->file->ctx, EMU_OBJ_CM_LISTEN);
+	if (rc)
+		return rc;
 	for (struct ucma_wl *w = u->wls; w; w = w->next)
 		if (w->ps == l->ps && w->port == port) {
 			w->refs++;
@@ -418,12 +442,12 @@ int ucma_cm_listen(struct ucma_dev *u, struct ucma_id *l)
 		}
 	struct ucma_wl *w = calloc(1, sizeof(*w));
 	struct emu_ibcm_id *c = w ? emu_ibcm_create_id(cm, ucma_handler, u) : NULL;
-	int rc = c ? emu_ibcm_listen(c, (uint64_t)l->ps << 16 | port, 0, UCMA_MAX_BACKLOG) :
-		     -ENOMEM;
+	rc = c ? emu_ibcm_listen(c, (uint64_t)l->ps << 16 | port, 0, UCMA_MAX_BACKLOG) : -ENOMEM;
 	if (rc) {
 		if (c)
 			emu_ibcm_destroy_id(c);
 		free(w);
+		emu_ctx_obj_del(l->file->ctx, EMU_OBJ_CM_LISTEN);
 		return rc;
 	}
 	w->ps = l->ps;
@@ -441,7 +465,10 @@ static void ucma_cm_unlisten(struct ucma_dev *u, struct ucma_id *l)
 	struct ucma_wl *w = l->wl;
 
 	l->wl = NULL;
-	if (!w || --w->refs)
+	if (!w)
+		return;
+	emu_ctx_obj_del(l->file->ctx, EMU_OBJ_CM_LISTEN);
+	if (--w->refs)
 		return;
 	for (struct ucma_wl **pp = &u->wls; *pp; pp = &(*pp)->next)
 		if (*pp == w) {
@@ -466,5 +493,6 @@ void ucma_cm_destroy(struct ucma_dev *u, struct ucma_id *id)
 			emu_ibcm_destroy_id(id->cm);
 		}
 		id->cm = NULL;
+		emu_ctx_obj_del(id->file->ctx, EMU_OBJ_CM_CONN);
 	}
 }

@@ -94,7 +94,7 @@ static int ucma_send_req(struct ucma_dev *u, struct ucma_id *a, const struct rdm
 	int rc = a->qp_type == IBV_QPT_UD ? ucma_send_sidr_req(a, c, q, pd) :
 					     ucma_send_req_rc(a, c, q, pd);
 	if (rc) {
-		emu_ibcm_destroy_id(c);
+		ucma_cm_drop(a, c);
 		return rc;
 	}
 	a->cm = c;

@@ -107,21 +107,20 @@ static int ucma_handle_alloc(struct ucma_dev *u, struct ucma_id *id)
 struct ucma_id *ucma_id_new(struct ucma_dev *u, struct ucma_file *f, uint16_t ps,
 			    uint8_t qp_type, int *err)
 {
-	struct ucma_ctx *x = f->ctx->ucma;
-	if (!x || x->nids >= EMU_UCMA_MAX_IDS) {
-		*err = -ENOMEM;
+	/* charged to the context and its uid (--limit cm_id=) */
+	if ((*err = emu_ctx_obj_add(f->ctx, EMU_OBJ_CM_ID)))
 		return NULL;
-	}
 	struct ucma_id *id = calloc(1, sizeof(*id));
 	if (!id) {
+		emu_ctx_obj_del(f->ctx, EMU_OBJ_CM_ID);
 		*err = -ENOMEM;
 		return NULL;
 	}
 	if ((*err = ucma_handle_alloc(u, id))) {
+		emu_ctx_obj_del(f->ctx, EMU_OBJ_CM_ID);
 		free(id);
 		return NULL;
 	}
-	x->nids++;
 	id->file = f;
 	id->ps = ps;
 	id->qp_type = qp_type;
@@ -136,7 +135,7 @@ void ucma_id_free(struct ucma_dev *u, struct ucma_id *id)
 {
 	if (id->handle < u->nids && u->ids[id->handle] == id)
 		u->ids[id->handle] = NULL;
-	((struct ucma_ctx *)id->file->ctx->ucma)->nids--;
+	emu_ctx_obj_del(id->file->ctx, EMU_OBJ_CM_ID);
 	free(id);
 }
 

@@ -157,7 +157,7 @@ struct ucma_wl {
 
 /* what one client context holds (emu_ctx.ucma): the limits' counters */
 struct ucma_ctx {
-	uint32_t nfiles, nids, nev, nmcs;
+	uint32_t nfiles, nev, nmcs;
 };
 
 struct ucma_dev {
@@ -255,6 +255,7 @@ int ucma_cmd_resolve_route(struct ucma_call *k);
 void ucma_ah_attr(const struct ucma_id *id, struct ib_uverbs_ah_attr *ah);
 struct emu_ibcm *ucma_engine(struct ucma_dev *u);
 struct emu_ibcm_id *ucma_cm_new(struct ucma_dev *u, struct ucma_id *a);
+void ucma_cm_drop(struct ucma_id *a, struct emu_ibcm_id *c);
 int ucma_cm_listen(struct ucma_dev *u, struct ucma_id *l);
 void ucma_cm_destroy(struct ucma_dev *u, struct ucma_id *id);
 

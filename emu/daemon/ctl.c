@@ -412,6 +412,7 @@ union emu_req {
 	struct uroce_create_ah_req ah;
 	struct uroce_mcast_req mc;
 	struct uroce_query_stats_req st;
+	struct uroce_query_limits_req lim;
 	struct uroce_query_qps_req qps;
 	struct uroce_fault_set_req fault;
 	struct uroce_open_xrcd_req xrcd;
@@ -438,6 +439,7 @@ union emu_rep {
 	struct uroce_query_qp_rep qq;
 	struct uroce_query_stats_rep stats;
 	struct uroce_cm_stats_rep cm_stats;
+	struct uroce_query_limits_rep limits;
 	struct uroce_query_cc_rep cc;
 	struct uroce_ucma_open_rep ucma_open;
 	struct uroce_dev_info dev_info;
@@ -757,6 +759,22 @@ static int emu_op_query_cm_stats(struct emu_op *k)
 	return rc;
 }
 
+/* limits and usage (uroce-ctl limits): one's own uid, any for root and
+ * the daemon's user (who see every QP already) */
+static int emu_op_query_limits(struct emu_op *k)
+{
+	uint32_t uid = k->q->lim.uid == UROCE_LIMITS_SELF ? k->c->uid : k->q->lim.uid;
+	struct emu_ibcm *cm = emu_ibcm_get(&k->dm->dev);
+
+	if (uid != k->c->uid && !k->c->see_all)
+		return -EPERM;
+	emu_limits_fill(k->c, uid, &k->rep->limits);
+	k->rep->limits.cm_ids = cm ? emu_ibcm_ids_max(cm) : 0;
+	k->rep->limits.cm_ids_used = cm ? emu_ibcm_ids_in_use(cm) : 0;
+	k->rlen = sizeof(k->rep->limits);
+	return 0;
+}
+
 static int emu_op_query_cc(struct emu_op *k)
 {
 	emu_cc_fill(&k->dm->dev, k->c, k->q->st.first_qpn, &k->rep->cc);
@@ -891,6 +909,7 @@ static const struct {
 				emu_op_ucma_cmd },
 	[UROCE_OP_UCMA_CLOSE] = { sizeof(struct uroce_handle_msg), 0, emu_op_ucma_close },
 	[UROCE_OP_QUERY_CM_STATS] = { 0, 0, emu_op_query_cm_stats },
+	[UROCE_OP_QUERY_LIMITS] = { sizeof(struct uroce_query_limits_req), 0, emu_op_query_limits },
 	[UROCE_OP_DEV_INFO] = { 0, 0, emu_op_dev_info },
 	[UROCE_OP_QUERY_QPS] = { sizeof(struct uroce_query_qps_req), 0, emu_op_query_qps },
 	[UROCE_OP_FAULT_GET] = { 0, 0, emu_op_fault },

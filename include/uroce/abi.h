@@ -422,6 +422,7 @@ enum uroce_op {
 	UROCE_OP_CREATE_QP_ARENA, /**< uroce_create_qp_req -> uroce_create_qp_arena_rep;
 				   *  the rings in the context's QP arena; fds out:
 				   *  [0] with UROCE_ARENA_F_NEW only */
+	UROCE_OP_QUERY_LIMITS,   /**< uroce_query_limits_req -> uroce_query_limits_rep */
 	UROCE_OP_MAX
 };
 
@@ -957,6 +958,33 @@ struct uroce_cc_set_req {
 
 /* ------------------------------------------------------------------ */
 /* RDMA CM: the kernel's rdma_ucm device, emulated (docs/cm.md)        */
+/** UROCE_OP_QUERY_LIMITS: the object limits (--limit per context,
+ *  --uid-limit per uid; docs/security.md) with what the asking context and
+ *  a uid hold now, one entry per kind of object under the name --limit
+ *  takes ("ctx": the uid's contexts), and the device's IB CM table (ids of
+ *  every user and every peer on the wire). uid UROCE_LIMITS_SELF (or the
+ *  asker's own) for the asker's uid; another uid: root and the daemon's
+ *  uid only (-EPERM). */
+#define UROCE_LIMITS_SELF 0xFFFFFFFFu
+#define UROCE_LIMITS_MAX 24
+struct uroce_query_limits_req {
+	uint32_t uid;
+	uint32_t rsvd;
+};
+struct uroce_limit {
+	char name[UROCE_STATS_NAME_LEN];
+	uint32_t ctx_max, uid_max;   /**< the limits (0: none of the kind) */
+	uint32_t ctx_used, uid_used; /**< held by the asking context / the uid */
+};
+struct uroce_query_limits_rep {
+	uint32_t n;                  /**< entries used */
+	uint32_t uid;
+	uint64_t mem_ctx_max, mem_uid_max, mem_ctx_used, mem_uid_used;
+	uint32_t cm_ids, cm_ids_used; /**< the device's IB CM id table */
+	struct uroce_limit e[UROCE_LIMITS_MAX];
+};
+_Static_assert(sizeof(struct uroce_query_limits_rep) + 16 <= UROCE_MAX_MSG, "limits reply");
+
 /* ------------------------------------------------------------------ */
 
 /*

@@ -152,6 +152,8 @@ static const struct { uint16_t req, rep; uint8_t fds_out; } fz_shape[UROCE_OP_MA
 	/* fds out: the chunk's memfd when the reply says it is new (fz_reply) */
 	[UROCE_OP_CREATE_QP_ARENA] = { sizeof(struct uroce_create_qp_req),
 				       sizeof(struct uroce_create_qp_arena_rep), 0 },
+	[UROCE_OP_QUERY_LIMITS] = { sizeof(struct uroce_query_limits_req),
+				    sizeof(struct uroce_query_limits_rep), 0 },
 };
 
 /* The simulated port is a loopback port: what the device sends comes
