@@ -277,6 +277,9 @@ struct emu_xrcd {
 	struct emu_xrcd *next;    /* dev->xrcds */
 	uint32_t num;             /* xrcdn, unique on the device */
 	bool by_file;
+	int fd;                   /* by_file: our own descriptor of the file, so
+				   * its inode (and dev/ino) cannot be freed and
+				   * reused while the domain lives; else -1 */
 	dev_t fdev;
 	ino_t fino;
 	uint32_t refs;            /* handles, in every context */

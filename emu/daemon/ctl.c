@@ -543,8 +543,8 @@ static int emu_op_map_mr(struct emu_op *k)
 	return emu_mr_map(k->c, &k->q->map, k->fds[0]);
 }
 
-/* XRC (core/xrcd.c); the domain's file descriptor is closed with the
- * request's: the daemon keeps only its dev/ino */
+/* XRC (core/xrcd.c); the descriptor that came with the request is
+ * closed with it: a new domain keeps a copy of its own (the inode) */
 static int emu_op_open_xrcd(struct emu_op *k)
 {
 	k->rlen = sizeof(k->rep->xrcd);
