@@ -889,7 +889,7 @@ int main(int argc, char **argv)
 	sigaction(SIGUSR1, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	if (emu_eal_init(eal_ac, eal_av))
+	if (emu_eal_init(eal_ac, eal_av, os[0].run_dir))
 		return 1;
 	unsigned up = 0;
 	for (; up < emu_nds; up++)

@@ -6,6 +6,8 @@
  * device has its own port, mbuf pool and TX backlog (one worker each). */
 #include <dirent.h>
 #include <errno.h>
+#include <sys/stat.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -297,7 +299,10 @@ unsigned emu_port_rx(struct emu_daemon *dm)
 }
 
 /* EAL keeps a runtime directory per file prefix (ours: "uroce<pid>")
- * under /var/run/dpdk, $XDG_RUNTIME_DIR/dpdk or /tmp/dpdk, and never
+ * under $RUNTIME_DIRECTORY/dpdk, which we point at our own run
+ * directory (checked ours, not a symlink, not writable by others:
+ * emu_run_dir_prepare), never at a directory others share (/tmp/dpdk,
+ * where another user could swap entries under a removal); DPDK never
  * removes it. We remove ours on a clean exit and, at start, those of our
  * daemons that died without one. */
 static char emu_eal_rundir[PATH_MAX];
@@ -316,33 +321,50 @@ static bool emu_eal_dir_stale(const char *name)
 	return pid != getpid() && kill(pid, 0) < 0 && errno == ESRCH;
 }
 
+/* stale directories in own's parent: only directories of ours, removed
+ * through the parent's descriptor (emu_rm_at) */
 static void emu_eal_clean_stale(const char *own)
 {
 	char base[PATH_MAX];
 	const char *slash = strrchr(own, '/');
+	struct stat st;
 
 	if (!slash || (size_t)(slash - own) >= sizeof(base))
 		return;
 	memcpy(base, own, (size_t)(slash - own));
 	base[slash - own] = 0;
-	DIR *dir = opendir(base);
-	if (!dir)
+	int bfd = open(base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (bfd < 0)
 		return;
+	DIR *dir = fstat(bfd, &st) == 0 && st.st_uid == geteuid() ? fdopendir(bfd) : NULL;
+	if (!dir) {
+		close(bfd);
+		return;
+	}
 	for (struct dirent *e; (e = readdir(dir)) != NULL;) {
-		char p[PATH_MAX];
 		if (!emu_eal_dir_stale(e->d_name) ||
-		    snprintf(p, sizeof(p), "%s/%s", base, e->d_name) >= (int)sizeof(p))
+		    fstatat(dirfd(dir), e->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
+		    st.st_uid != geteuid() || (!S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode)))
 			continue;
-		EMU_LOG(INFO, "removing stale DPDK runtime directory %s\n", p);
-		emu_rm_tree(p);
+		EMU_LOG(INFO, "removing stale DPDK runtime directory %s/%s\n", base, e->d_name);
+		emu_rm_at(dirfd(dir), e->d_name); /* a symlink: the link alone */
 	}
 	closedir(dir);
 }
 
-int emu_eal_init(int argc, char **argv)
+int emu_eal_init(int argc, char **argv, const char *run_dir)
 {
+	/* EAL's runtime directory under our run directory (DPDK reads
+	 * RUNTIME_DIRECTORY, systemd's, at init only: restored after) */
+	const char *prev = getenv("RUNTIME_DIRECTORY");
+	char *saved = prev ? strdup(prev) : NULL;
+	setenv("RUNTIME_DIRECTORY", run_dir, 1);
 	int rc = rte_eal_init(argc, argv);
-
+	if (saved)
+		setenv("RUNTIME_DIRECTORY", saved, 1);
+	else
+		unsetenv("RUNTIME_DIRECTORY");
+	free(saved);
 	if (rc < 0) {
 		fprintf(stderr, "uroced: EAL init failed: %s\n", rte_strerror(rte_errno));
 		return -1;
