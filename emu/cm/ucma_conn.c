@@ -142,21 +142,27 @@ static void ucma_req_addrs(struct ucma_dev *u, struct ucma_id *n, const struct w
 	n->hop_limit = path->hop_limit ? path->hop_limit : UCMA_HOP_LIMIT;
 }
 
-/* the REQ's fields, turned to the receiving side's view (cm_req_handler:
- * we send from the peer's PSN, seq_num stays our own; cm_format_req_event
- * swaps responder resources and initiator depth) */
+/* The fields a REQ and a REP both carry (same names in the engine's two
+ * event structs), turned to the receiving side's view: we send from the
+ * peer's PSN (seq_num stays our own); cm_format_req_event and
+ * cm_format_rep_event swap responder resources and initiator depth. */
+#define UCMA_PEER_FIELDS(n, p) do { \
+	(n)->rqpn = (p)->remote_qpn; \
+	(n)->sq_psn = (p)->starting_psn; \
+	(n)->resp_res = (p)->initiator_depth; \
+	(n)->init_depth = (p)->responder_resources; \
+	(n)->rnr_retry = (p)->rnr_retry_count; \
+	(n)->flow_control = (p)->flow_control; \
+	(n)->srq = (p)->srq; \
+} while (0)
+
+/* the REQ's fields: the shared ones and its ACK timeout and retry count */
 static void ucma_req_fields(struct ucma_id *n, const struct emu_ibcm_req_event_param *p)
 {
 	n->timeout = p->local_ack_timeout;
 	n->timeout_set = true;
-	n->rqpn = p->remote_qpn;
-	n->sq_psn = p->starting_psn;
-	n->resp_res = p->initiator_depth;
-	n->init_depth = p->responder_resources;
 	n->retry = p->retry_count;
-	n->rnr_retry = p->rnr_retry_count;
-	n->flow_control = p->flow_control;
-	n->srq = p->srq;
+	UCMA_PEER_FIELDS(n, p);
 }
 
 /* a REQ or SIDR_REQ for one of our listeners: the new id and its
@@ -219,13 +225,7 @@ static void ucma_rep_rcvd(struct ucma_dev *u, struct ucma_id *a, const struct em
 	const struct emu_ibcm_rep_event_param *p = &ev->param.rep_rcvd;
 
 	a->cp = CP_REP_RCVD;
-	a->rqpn = p->remote_qpn;
-	a->sq_psn = p->starting_psn;
-	a->resp_res = p->initiator_depth;
-	a->init_depth = p->responder_resources;
-	a->rnr_retry = p->rnr_retry_count;
-	a->flow_control = p->flow_control;
-	a->srq = p->srq;
+	UCMA_PEER_FIELDS(a, p);
 	struct ucma_ev *e = ucma_ev_new(a, RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
 	if (!e)
 		return;
