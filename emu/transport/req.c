@@ -26,7 +26,7 @@ struct req_turn {
 static inline void req_paced(struct emu_qp *qp, const struct req_turn *t, uint64_t before)
 {
 	if (t->paced)
-		xp_rp_sent(qp, qp->x.cnt.tx_bytes - before);
+		xp_rp_sent(qp, qp->x->cnt.tx_bytes - before);
 }
 
 static unsigned req_access(uint8_t op)
@@ -140,7 +140,7 @@ static bool req_qp01_denied(const struct emu_qp *qp, const struct uroce_send_wqe
 
 static void req_fetch(struct emu_qp *qp)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 	uint32_t prod = emu_ring_prod(&qp->sq);
 
 	if (prod - x->sq_comp > x->sq_entries) {
@@ -214,7 +214,7 @@ static uint8_t req_opcode(struct emu_qp *qp, uint8_t wr_op, enum xp_pos pos)
 /* Request packet psn went out: advance, and count it if it was sent before. */
 static inline void req_sent(struct emu_qp *qp, uint32_t psn)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 
 	if (xp_rc_like(qp)) {
 		if (wire_psn_before(psn, x->sq_psn_hw))
@@ -231,7 +231,7 @@ static inline void req_sent(struct emu_qp *qp, uint32_t psn)
 static int req_gather_chunk(struct emu_qp *qp, const struct uroce_send_wqe *w,
 			    struct xp_txf *fr, unsigned *nf, uint32_t off, struct req_turn *t)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 	struct iovec lv[REQ_CHUNK];
 	unsigned n = *nf, i;
 
@@ -287,7 +287,7 @@ static int req_send_rd_atomic(struct emu_qp *qp, const struct emu_xport_path *pa
 			      const struct uroce_send_wqe *w, struct emu_xport_swqe *sw,
 			      struct req_turn *t)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 	uint32_t k = x->sq_req_pkt, mtu = xp_mtu(qp);
 	uint64_t before = x->cnt.tx_bytes;
 	struct wire_pkt d;
@@ -348,9 +348,9 @@ static int req_may_send(struct emu_qp *qp, uint32_t psn, const struct req_turn *
 		return -EAGAIN;
 	if (emu_tx_congested(qp->dev))
 		return -ENOBUFS; /* resumed by emu_xport_poll once the port drains */
-	if (xp_rc_like(qp) && wire_psn_diff(psn, qp->x.acked_psn) >= (int32_t)xp_cwnd(&qp->x))
+	if (xp_rc_like(qp) && wire_psn_diff(psn, qp->x->acked_psn) >= (int32_t)xp_cwnd(qp->x))
 		return -EAGAIN;
-	if (xp_gbn_held(&qp->x, psn))
+	if (xp_gbn_held(qp->x, psn))
 		return -EBUSY;
 	if (t->paced && xp_rp_pace(qp, t->now))
 		return -EBUSY;
@@ -362,7 +362,7 @@ static void req_build(struct emu_qp *qp, const struct emu_xport_path *path,
 		      const struct uroce_send_wqe *w, const struct emu_xport_swqe *sw,
 		      uint32_t k, uint32_t psn, struct wire_pkt *d)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 	uint32_t mtu = xp_mtu(qp), off = k * mtu;
 	enum xp_pos pos = xp_pos(k, sw->npkts);
 	bool first = pos & XP_POS_FIRST, last = pos & XP_POS_LAST;
@@ -410,7 +410,7 @@ static int req_send_data(struct emu_qp *qp, const struct emu_xport_path *path,
 			 const struct uroce_send_wqe *w, struct emu_xport_swqe *sw,
 			 struct req_turn *t)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 	uint32_t mtu = xp_mtu(qp);
 	/* ATOMIC WRITE: the 8 bytes the WQE carries */
 	const uint8_t *inl = w->opcode == IBV_WR_ATOMIC_WRITE ? (const uint8_t *)&w->atomic.swap
@@ -477,7 +477,7 @@ static int req_send_wqe(struct emu_qp *qp, struct uroce_send_wqe *w,
 			struct emu_xport_swqe *sw, struct req_turn *t)
 {
 	struct emu_xport_path udp_path;
-	const struct emu_xport_path *path = &qp->x.path;
+	const struct emu_xport_path *path = &qp->x->path;
 	int r;
 
 	if (qp->type == IBV_QPT_UD) {
@@ -517,7 +517,7 @@ static void req_local_op(struct emu_qp *qp, const struct uroce_send_wqe *w,
 static int req_start(struct emu_qp *qp, const struct uroce_send_wqe *w,
 		     struct emu_xport_swqe *sw)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 
 	if (qp->attr.qp_state == IBV_QPS_SQD)
 		return -1;
@@ -548,7 +548,7 @@ static int req_start(struct emu_qp *qp, const struct uroce_send_wqe *w,
  * its ACK or response. */
 static void req_wqe_out(struct emu_qp *qp, struct emu_xport_swqe *sw)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 
 	if (qp->type == IBV_QPT_UD) {
 		/* UD completes once on the wire; the PSN only orders. */
@@ -566,7 +566,7 @@ static void req_wqe_out(struct emu_qp *qp, struct emu_xport_swqe *sw)
 
 void xp_req_progress(struct emu_qp *qp)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 	enum ibv_qp_state st = qp->attr.qp_state;
 	struct req_turn t = { .budget = REQ_BURST, .paced = xp_rp_active(x) };
 
@@ -641,7 +641,7 @@ void xp_req_progress(struct emu_qp *qp)
 
 void xp_req_reset(struct emu_qp *qp)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 
 	x->retrans_at = 0;
 	x->rnr_at = 0;

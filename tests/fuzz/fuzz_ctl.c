@@ -301,7 +301,7 @@ static void fz_pump(struct fz *f)
 		emu_ctx_doorbells(c);
 	fz_loop_deliver(&f->dm->dev);
 	emu_xport_poll(&f->dm->dev, fz_now);
-	emu_core_poll(&f->dm->dev, fz_now);
+	emu_port_poll(&f->dm->dev, fz_now);
 	emu_ucma_poll(&f->dm->dev, fz_now);
 }
 
