@@ -1303,8 +1303,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	f.dm->dev.loopback = true;
 	fz_nloop = 0;
 	/* QP1's engine, as the daemon's engine loop attaches it (seeded: an
-	 * input replays the same comm IDs) */
-	struct emu_ibcm_cfg cmc = { .seed = 1 };
+	 * input replays the same comm IDs), with a small table: a full table
+	 * and the per-source budget (a quarter of it) are in an input's reach,
+	 * and an input does not pay for clearing 4096 slots */
+	struct emu_ibcm_cfg cmc = { .seed = 1, .max_ids = 64 };
 	fz_assert(emu_ibcm_attach(&f.dm->dev, &cmc) == 0);
 	f.dm->epfd = epoll_create1(EPOLL_CLOEXEC);
 	fz_assert(f.dm->epfd >= 0);
