@@ -5,7 +5,7 @@
  * RouterAlert and PadN / ICMPv6MLReport, ICMPv6MLDone), and the refusals. */
 #include <string.h>
 
-#include "check.h"
+#include "../include/check.h"
 #include "wire.h"
 
 static const uint8_t smac[6] = { 0x02, 0, 0, 0, 0, 0x01 };
