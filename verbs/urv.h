@@ -74,6 +74,10 @@ struct urv_context {
 	 * mapped once each, by chunk index; under ctl_lock */
 	uint8_t **arena;
 	uint32_t narena;
+	/* the memory channel (mr_pin.c): the io_uring through which this
+	 * connection's registrations are pinned; made at the first one */
+	struct urv_pin *pin;
+	pthread_mutex_t pin_lock;
 };
 
 /* Objects that the daemon names in event records, found by id. */
@@ -104,13 +108,19 @@ static inline struct urv_pd *to_upd(struct ibv_pd *pd)
 	return urv_container_of(pd, struct urv_pd, ibpd);
 }
 
+/* How the device reaches a registration's pages (mr_pin.c) */
+struct urv_pin_ref {
+	uint32_t pin;           /* enum uroce_pin; 0: ODP, device memory */
+	uint32_t slot, n;       /* UROCE_PIN_RING: the ring's buffers it pinned */
+	int32_t why;            /* UROCE_PIN_NONE: the errno that refused pinning */
+};
+
 struct urv_mr {
 	struct ibv_mr ibmr;
 	uint64_t iova;          /* address the peer uses (ibv_reg_mr_iova2) */
 	unsigned access;        /* as registered (what the daemon maps writable) */
 	bool mapped;            /* the daemon maps (part of) it: mr_map.c */
-	struct urv_moved *mv;   /* its private pages moved onto a memfd: mr_move.c */
-	struct urv_mr *mv_next; /* mr_move.c's list of such MRs */
+	struct urv_pin_ref pin;
 };
 
 struct urv_mw {
@@ -291,17 +301,14 @@ bool urv_mr_odp(const struct urv_mr *umr);
 int urv_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
 		  struct ibv_sge *sg, uint32_t num_sge);
 
-/* mr_move.c: private anonymous pages moved onto a memfd while registered;
- * munmap/mremap/fork with such pages and daemon-mapped MRs */
-struct urv_moved;
-void urv_mv_setup(void);
-void urv_mv_fork_init(void);
-void urv_mv_lock(void);
-void urv_mv_unlock(void);
-struct urv_moved *urv_mv_get(uintptr_t s, uintptr_t e, int *fd);
-struct urv_moved *urv_mv_of_file(unsigned maj, unsigned min, uint64_t ino);
-void urv_mv_track(struct urv_mr *umr);
-void urv_mv_release(struct urv_mr *umr);
+/* mr_pin.c: registered pages pinned through the connection's io_uring.
+ * urv_pin_reg: 0 with r filled (pinned, or unpinned and why), or -errno
+ * for ibv_reg_mr (what an HCA refuses too). */
+struct urv_pin;
+int urv_pin_reg(struct urv_context *c, void *addr, size_t len, unsigned access,
+		struct urv_pin_ref *r);
+void urv_pin_unreg(struct urv_context *c, const struct urv_pin_ref *r);
+void urv_pin_close(struct urv_context *c);
 
 /* registry.c */
 void urv_obj_add(struct urv_obj *o, enum urv_obj_type type);

@@ -150,8 +150,21 @@ struct emu_mr {
 	uint32_t lkey, rkey;
 	uint32_t mw_bound;  /* windows bound to it: dereg = -EBUSY */
 	uint64_t gen;       /* dev->mr_epoch when registered or last reregistered */
-	uint32_t nmaps;     /* its pieces in ctx->maps (mrmap.c) */
 	struct emu_dm *dm;  /* ibv_reg_dm_mr: the device memory it covers */
+	/* How the device reaches its memory (docs/verbs.md, "Registered
+	 * memory"): the pages the client pinned into buffers [slot, slot +
+	 * n) of its memory channel (pin.c), or, where the kernel could not
+	 * pin, the address as the process maps it now (pvm.c; why: the errno
+	 * the shim met). ODP and device memory have neither (0). */
+	uint8_t pin;        /* enum uroce_pin, 0 */
+	uint32_t slot;
+	int32_t why;
+	/* pieces of it the daemon maps (mrmap.c): shared tmpfs / hugetlbfs
+	 * files, device memory; found by MR, never by address alone (two
+	 * registrations of one address may hold different pages) */
+	uint32_t nmaps;
+	struct emu_mrmap *maps;
+	uint64_t moved[3];  /* payload pieces: pinned, unpinned, mapped */
 };
 
 /* Device memory (dm.c): a sealed memfd the daemon maps and the shim maps
@@ -189,9 +202,9 @@ struct emu_mrmap {
 	/* the mapping (what to munmap, and the references on it: frames
 	 * sent zero-copy point into it); NULL for device memory */
 	struct emu_mrmap_hold *hold;
-	struct emu_mr *mr;
 	bool writable;
 };
+#define EMU_MRMAP_PER_MR 3
 
 enum emu_mw_state { EMU_MW_FREE, EMU_MW_VALID };
 
@@ -377,8 +390,11 @@ struct emu_ctx {
 	pid_t pid;
 	uid_t uid;                    /* SO_PEERCRED at connect */
 	bool see_all;                 /* root or the daemon's uid: all QPs in stats */
+	gid_t gid;                    /* SO_PEERCRED at connect */
 	int mem_fd;                   /* the client's /proc/<pid>/mem, -1 = none (tests) */
 	int maps_fd;                  /* its /proc/<pid>/maps (vma.c), -1 = not open */
+	int pidfd;                    /* the process bound at HELLO (mem.c), -1 = none */
+	struct emu_pin *pin;          /* its memory channel (pin.c), NULL = none yet */
 	int sock;                     /* control socket, -1 = none (tests) */
 	int wake_fd;                  /* eventfd the shim kicks */
 	int async_fd;                 /* async pipe write end, -1 = none */
@@ -399,9 +415,9 @@ struct emu_ctx {
 	uint32_t nobj[EMU_OBJ_NTYPES];
 	int32_t uid_slot;             /* dev->uids index, -1 = not accounted (tests) */
 	uint64_t mem;                 /* daemon memory charged (queues), bytes */
-	struct emu_mrmap *maps;       /* mapped MR pieces, sorted by addr (mrmap.c) */
-	uint32_t nmaps, capmaps;
+	uint32_t nmaps;               /* mapped MR pieces (mrmap.c) */
 	uint64_t mr_mapped, mr_syscall; /* payload pieces by path (mem.c) */
+	uint64_t mr_pinned, mr_unpinned;
 	struct emu_arena *arena;      /* QP rings (arena.c), NULL until the first */
 };
 
@@ -502,7 +518,9 @@ struct emu_port_counters {
 	uint64_t cqe_inline;  /* receives whose payload went in the CQ ring */
 	uint64_t icrc_skipped; /* frames whose ICRC work the internal ring skipped */
 	uint64_t mr_mapped;   /* payload pieces moved by memcpy through a mapped MR */
-	uint64_t mr_syscall;  /* ... through the client's /proc/<pid>/mem */
+	uint64_t mr_syscall;  /* ... through the client's /proc/<pid>/mem (ODP) */
+	uint64_t mr_pinned;   /* ... through pages the client pinned (pin.c) */
+	uint64_t mr_unpinned; /* ... at the address, process_vm_* (unpinned MRs) */
 	uint64_t tx_zc, tx_zc_bytes; /* frames whose payload went out of a mapped MR
 				      * without a copy, and those payload bytes */
 	uint64_t rx_seg;      /* multi-segment frames placed from their segments */
@@ -667,44 +685,84 @@ int emu_vma_attach(struct emu_ctx *c);
 int emu_vma_allowed(struct emu_ctx *c, uint64_t addr, uint64_t len, bool write);
 /* the same from maps text read with pread from fd (kernels before 6.11) */
 int emu_vma_scan(int fd, uint64_t addr, uint64_t len, bool write);
+/* the mapping of c's process at addr, asked through the maps descriptor
+ * bound at HELLO (never opened by pid): 0, or -EACCES (none, or that
+ * address space is gone) */
+struct uroce_vma;
+int emu_vma_get(struct emu_ctx *c, uint64_t addr, struct uroce_vma *v);
 /* may the daemon read (write) [proc, proc + len) of mr's process? Always
  * for an MR that is not ODP (checked at registration, as pinning does);
  * for an ODP one only where the process maps it so now. 0 or -EFAULT. */
 int emu_mr_odp_access(const struct emu_mr *mr, uint64_t proc, uint64_t len, bool write);
-/* Batched: local iovecs against remote ranges {addr,len}. */
-struct emu_rvec { uint64_t addr; uint64_t len; };
+/* Batched: local iovecs against remote ranges {addr, len} of mr, which
+ * decides how the device reaches them (docs/verbs.md, "Registered
+ * memory"): its pieces the daemon maps (memcpy), the pages the client
+ * pinned (pin.c), the address as the process maps it now (pvm.c, for
+ * registrations the kernel could not pin), or, for ODP registrations and
+ * for mr NULL (a bare address of c's process), /proc/<pid>/mem. */
+struct emu_rvec { uint64_t addr; uint64_t len; struct emu_mr *mr; };
 int emu_mem_readv(struct emu_ctx *c, const struct iovec *local, unsigned nlocal,
 		  const struct emu_rvec *remote, unsigned nremote);
 int emu_mem_writev(struct emu_ctx *c, const struct iovec *local, unsigned nlocal,
 		   const struct emu_rvec *remote, unsigned nremote);
+/* [addr, addr + len) of mr: one range */
+int emu_mr_read(struct emu_mr *mr, void *dst, uint64_t addr, size_t len);
+int emu_mr_write(struct emu_mr *mr, uint64_t addr, const void *src, size_t len);
+/* Is the address space c was bound to at HELLO still there: not gone
+ * with an exit or an exec? (a read of its /proc/<pid>/mem descriptor,
+ * which returns nothing once that address space is gone). Contexts
+ * without one (in-process tests): yes. */
+bool emu_mem_alive(const struct emu_ctx *c);
+
+/* Memory channel (pin.c): the client's io_uring, through whose buffer
+ * table the pages of its registrations are pinned. Attach takes it from
+ * the process bound at HELLO, restricts and enables it, and tries it on
+ * the probe page: 0 or -EINVAL (every refusal the same), -EBUSY, -ENOMEM. */
+struct emu_pin;
+int emu_pin_attach(struct emu_ctx *c, const struct uroce_mem_chan_req *q);
+void emu_pin_detach(struct emu_ctx *c);
+/* may a registration of len bytes use buffers slot.. of c's channel? */
+bool emu_pin_slots_ok(const struct emu_ctx *c, uint32_t slot, uint64_t len);
+/* One piece: local bytes against client address addr in buffer slot; at
+ * most EMU_PIN_PIECE bytes. write: into the client. 0 or -EFAULT. */
+#define EMU_PIN_PIECE (32u << 10)
+struct emu_pin_io { uint8_t *local; uint64_t addr; uint32_t len; uint32_t slot; };
+int emu_pin_xfer(struct emu_ctx *c, const struct emu_pin_io *io, unsigned n, bool write);
+
+/* uroce-ctl mrs: the registrations viewer may see (its uid's; every one
+ * for root and the daemon's uid), from q's place on */
+void emu_mr_info_fill(struct emu_dev *d, const struct emu_ctx *viewer,
+		      const struct uroce_query_mrs_req *q, struct uroce_query_mrs_rep *r);
+
 /* Daemon-mapped MRs (mrmap.c, docs/security.md): map a piece of an MR
  * from the file descriptor the client sent after checking it against the
- * client's own mapping; 0 or -errno (the piece then stays on the
- * /proc/<pid>/mem path). emu_mr_unmap drops every piece of mr. */
+ * client's own mapping (through the maps descriptor bound at HELLO); 0,
+ * or -EACCES for every refusal (the MR keeps the route it has).
+ * emu_mr_unmap drops every piece of mr. */
 int emu_mr_map(struct emu_ctx *c, const struct uroce_map_mr_req *q, int fd);
 void emu_mr_unmap(struct emu_mr *mr);
-int emu_mr_unmap_handle(struct emu_ctx *c, uint32_t handle);
 /* mr over device memory: its one piece is the DM's own mapping */
 int emu_mr_map_dm(struct emu_mr *mr, uint8_t *base);
-/* the daemon address of client [addr, addr + len) if one mapped piece of
- * c holds it (and may be written, if write), else NULL */
-uint8_t *emu_mrmap_find(const struct emu_ctx *c, uint64_t addr, uint64_t len, bool write);
-/* Write back what the daemon's mappings of c hold of client [addr, addr +
+/* the daemon address of client [addr, addr + len) of mr if one of its
+ * mapped pieces holds it (and may be written, if write), else NULL */
+uint8_t *emu_mrmap_at(const struct emu_mr *mr, uint64_t addr, uint64_t len, bool write);
+/* Write back what the daemon's mappings of mr hold of client [addr, addr +
  * len) to the files behind them (msync MS_SYNC): a persistent FLUSH.
  * Memory it does not map has no file of its own to write back. 0 or -errno. */
-int emu_mrmap_persist(const struct emu_ctx *c, uint64_t addr, uint64_t len);
+int emu_mrmap_persist(const struct emu_mr *mr, uint64_t addr, uint64_t len);
 /* Zero-copy TX (docs/performance.md): the daemon address of client
- * [addr, addr + len) of c if one mapped piece of a file (not device
+ * [addr, addr + len) of mr if one mapped piece of a file (not device
  * memory) holds it, and *h the mapping it lies in; else NULL. A frame that
  * points into it takes a reference (emu_mrmap_get) and drops it when the
  * port has let go of it (emu_mrmap_put, from any thread): the mapping is
  * unmapped at the last put, so a deregistration or a client's exit waits
  * for the frames in flight without blocking anything. */
-const uint8_t *emu_mrmap_find_held(const struct emu_ctx *c, uint64_t addr, uint64_t len,
+const uint8_t *emu_mrmap_find_held(const struct emu_mr *mr, uint64_t addr, uint64_t len,
 				   struct emu_mrmap_hold **h);
 void emu_mrmap_get(struct emu_mrmap_hold *h);
 void emu_mrmap_put(struct emu_mrmap_hold *h);
-/* memcpy that turns a SIGBUS (a client shrank a mapped file) into -EFAULT */
+/* memcpy that turns a SIGBUS (a client shrank a mapped file, or a page of
+ * it is gone: the daemon never faults one in) into -EFAULT */
 int emu_mrmap_copy(void *dst, const void *src, size_t n);
 /* Stall guard (mem.c, docs/security.md): an engine thread publishes each
  * access to application memory in its guard: token != 0 while a system

@@ -257,6 +257,7 @@ static void emu_accept(struct emu_daemon *dm)
 		cl->ctx = c;
 		c->priv = cl;
 		c->uid = cr.uid;
+		c->gid = cr.gid;
 		c->see_all = cr.uid == 0 || cr.uid == geteuid();
 		cl->ep_sock.kind = EMU_EP_SOCK;
 		cl->ep_sock.p = cl;
@@ -395,6 +396,8 @@ union emu_req {
 	struct uroce_reg_mr_req mr;
 	struct uroce_rereg_mr_req rereg;
 	struct uroce_map_mr_req map;
+	struct uroce_mem_chan_req chan;
+	struct uroce_query_mrs_req mrs;
 	struct uroce_alloc_mw_req mw;
 	struct uroce_import_req imp;
 	struct uroce_alloc_dm_req dm;
@@ -440,6 +443,7 @@ union emu_rep {
 	struct uroce_ucma_open_rep ucma_open;
 	struct uroce_dev_info dev_info;
 	struct uroce_query_qps_rep qps;
+	struct uroce_query_mrs_rep mrs;
 	struct uroce_fault_info fault;
 	struct uroce_capture_rep capture;
 	struct uroce_open_xrcd_rep xrcd;
@@ -531,11 +535,11 @@ static int emu_op_dereg_mr(struct emu_op *k)
 }
 
 /* the file stays mapped through its own reference; the descriptor is
- * closed with the request's */
+ * closed with the request's. Every refusal -EACCES (core/mrmap.c). */
 static int emu_op_map_mr(struct emu_op *k)
 {
 	if (k->nfds != 1)
-		return -EINVAL;
+		return -EACCES;
 	return emu_mr_map(k->c, &k->q->map, k->fds[0]);
 }
 
@@ -570,9 +574,10 @@ static int emu_op_open_qp(struct emu_op *k)
 	return emu_xrc_qp_open(k->c, &k->q->xqp, &k->rep->xqp);
 }
 
-static int emu_op_unmap_mr(struct emu_op *k)
+/* the client's io_uring, taken from its process (core/pin.c) */
+static int emu_op_mem_channel(struct emu_op *k)
 {
-	return emu_mr_unmap_handle(k->c, k->q->hm.handle);
+	return emu_pin_attach(k->c, &k->q->chan);
 }
 
 static int emu_op_import(struct emu_op *k)
@@ -799,6 +804,13 @@ static int emu_op_query_qps(struct emu_op *k)
 	return 0;
 }
 
+static int emu_op_query_mrs(struct emu_op *k)
+{
+	emu_mr_info_fill(&k->dm->dev, k->c, &k->q->mrs, &k->rep->mrs);
+	k->rlen = sizeof(k->rep->mrs);
+	return 0;
+}
+
 static int emu_op_fault(struct emu_op *k)
 {
 	int rc = 0;
@@ -897,7 +909,7 @@ static const struct {
 	[UROCE_OP_CAPTURE_START] = { 0, 1, emu_op_capture_start },
 	[UROCE_OP_CAPTURE_STOP] = { 0, 0, emu_op_capture_stop },
 	[UROCE_OP_MAP_MR] = { sizeof(struct uroce_map_mr_req), 1, emu_op_map_mr },
-	[UROCE_OP_UNMAP_MR] = { sizeof(struct uroce_handle_msg), 0, emu_op_unmap_mr },
+	[UROCE_OP_MEM_CHANNEL] = { sizeof(struct uroce_mem_chan_req), 0, emu_op_mem_channel },
 	[UROCE_OP_IMPORT] = { sizeof(struct uroce_import_req), 0, emu_op_import },
 	[UROCE_OP_QUERY_CC] = { sizeof(struct uroce_query_stats_req), 0, emu_op_query_cc },
 	[UROCE_OP_ALLOC_DM] = { sizeof(struct uroce_alloc_dm_req), 0, emu_op_alloc_dm },
@@ -912,6 +924,7 @@ static const struct {
 	[UROCE_OP_ADVISE_MR] = { sizeof(struct uroce_advise_mr_req), 0, emu_op_advise_mr },
 	[UROCE_OP_CREATE_QP_ARENA] = { sizeof(struct uroce_create_qp_req), 0,
 				       emu_op_create_qp_arena },
+	[UROCE_OP_QUERY_MRS] = { sizeof(struct uroce_query_mrs_req), 0, emu_op_query_mrs },
 };
 
 /* validate the header against the shape table: 0 or the reply status */

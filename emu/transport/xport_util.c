@@ -88,12 +88,14 @@ int xp_tx_begin(struct emu_qp *qp, const struct emu_xport_path *path, struct wir
 	return 0;
 }
 
-bool xp_txf_zc(struct emu_qp *qp, struct xp_txf *f, struct emu_ctx *c, uint64_t addr)
+bool xp_txf_zc(struct emu_qp *qp, struct xp_txf *f, struct emu_mr *mr, uint64_t addr)
 {
-	if (f->len < XP_ZC_MIN || !xp_rc_like(qp) || !emu_tx_zc_ok(qp->dev) || !c->nmaps ||
+	struct emu_ctx *c = mr->ctx;
+
+	if (f->len < XP_ZC_MIN || !xp_rc_like(qp) || !emu_tx_zc_ok(qp->dev) || !mr->nmaps ||
 	    c->mem_stalled || (c->dead && !c->nh))
 		return false;
-	f->zc = emu_mrmap_find_held(c, addr, f->len, &f->zh);
+	f->zc = emu_mrmap_find_held(mr, addr, f->len, &f->zh);
 	return f->zc != NULL;
 }
 
@@ -437,6 +439,7 @@ static int xp_sge_ranges(struct emu_qp *qp, const struct uroce_sge *sge, unsigne
 		if (!mr || mr->gen > epoch)
 			return -EACCES;
 		rv[n].addr = mr->addr + (rv[n].addr - emu_mr_lbase(mr)); /* DM: its piece */
+		rv[n].mr = mr;
 		if (odp && (mr->access & IBV_ACCESS_ON_DEMAND))
 			*odp = true;
 		/* ODP memory: only where the process maps it readable, or
@@ -482,7 +485,7 @@ bool xp_sge_zc(struct emu_qp *qp, const struct uroce_sge *sge, unsigned nsge, ui
 	/* a failing check is the copy's to report, as before */
 	if (xp_sge_ranges(qp, sge, nsge, off, f->len, 0, epoch, rv, NULL) != 1)
 		return false;
-	return xp_txf_zc(qp, f, xp_sge_owner(qp, sge), rv[0].addr);
+	return xp_txf_zc(qp, f, rv[0].mr, rv[0].addr);
 }
 
 int xp_sge_write_deferred(struct emu_qp *qp, const struct uroce_sge *sge, unsigned nsge,

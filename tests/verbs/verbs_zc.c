@@ -17,13 +17,15 @@
 
 
 /* One side: a context (VT_DEV_A / VT_DEV_B, default uroce0), a 1 MiB
- * buffer registered whole (malloc'd memory: the shim moves it onto a
- * memfd the daemon maps), and a small MR over part of one page of a second
- * buffer (the shim does not move partial pages: the /proc/<pid>/mem path). */
+ * buffer registered whole (a shared memfd mapping: the daemon maps it and
+ * sends from it without a copy), and a small MR over part of one page of
+ * a second, malloc'd buffer (pinned: placed and gathered through the
+ * client's io_uring, never zero-copy). */
 struct end {
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	uint8_t *buf, *side;
+	int fd;                 /* buf's memfd: open, so the shim finds it */
 	struct ibv_mr *mr, *part;
 	struct ibv_cq *cq;
 	struct ibv_qp *qp;
@@ -63,7 +65,10 @@ static void end_open(struct end *e, const char *name)
 	CHECK(!ibv_query_port(e->ctx, 1, &pa));
 	e->mtu = pa.active_mtu;
 	e->pd = ibv_alloc_pd(e->ctx);
-	e->buf = aligned_alloc(4096, ZBUF);
+	e->fd = memfd_create("vt-zc", MFD_CLOEXEC);
+	CHECK(e->fd >= 0 && !ftruncate(e->fd, ZBUF));
+	e->buf = mmap(NULL, ZBUF, PROT_READ | PROT_WRITE, MAP_SHARED, e->fd, 0);
+	CHECK(e->buf != MAP_FAILED);
 	e->side = aligned_alloc(4096, 4096);
 	CHECK(e->pd && e->buf && e->side);
 	memset(e->buf, 0, ZBUF);
@@ -95,7 +100,8 @@ static void end_close(struct end *e)
 	if (e->mr)
 		CHECK(!ibv_dereg_mr(e->mr));
 	CHECK(!ibv_dereg_mr(e->part) && !ibv_dealloc_pd(e->pd) && !ibv_close_device(e->ctx));
-	free(e->buf);
+	munmap(e->buf, ZBUF);
+	close(e->fd);
 	free(e->side);
 }
 

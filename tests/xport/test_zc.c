@@ -79,6 +79,7 @@ static int zmr_setup(struct sim_node *n, struct zmr *m)
 	q.access = ALL_ACCESS;
 	q.addr = q.iova = (uintptr_t)m->buf;
 	q.length = LEN;
+	q.pin = UROCE_PIN_NONE; /* at the address, as a client whose pages cannot be pinned */
 	if (emu_mr_reg(n->ctx, &q, &r))
 		return -1;
 	m->handle = r.handle;
