@@ -634,6 +634,210 @@ static void case_counted(void)
 	vt_fini(&t);
 }
 
+/* ---------------- memory cgroups ---------------- */
+
+/* Bytes the device writes into a client's memory are charged to that
+ * client (docs/security.md, "Whose memory"): the pinned pages are the
+ * client's own, faulted in by its registration, and the daemon brings
+ * no page into being (a hole punched in a shared file stays a hole).
+ * The daemon is moved into a memory cgroup of its own to measure what it
+ * holds; the client into one limited to 64 MiB. */
+struct cg {
+	bool v2;
+	char base[1024];    /* where our groups go */
+	char c[1100], d[1100];
+	char orig_self[1024], orig_daemon[1024];
+	pid_t daemon;
+};
+
+static bool cg_write(const char *dir, const char *file, const char *val)
+{
+	char path[1200];
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	bool ok = write(fd, val, strlen(val)) == (ssize_t)strlen(val);
+	close(fd);
+	return ok;
+}
+
+static uint64_t cg_usage(const struct cg *g, bool daemon)
+{
+	char path[1200];
+	unsigned long long v = 0;
+	snprintf(path, sizeof(path), "%s/%s", daemon ? g->d : g->c,
+		 g->v2 ? "memory.current" : "memory.usage_in_bytes");
+	FILE *f = fopen(path, "r");
+	CHECK(f && fscanf(f, "%llu", &v) == 1);
+	fclose(f);
+	return v;
+}
+
+/* the cgroup directory pid is in now (the memory hierarchy's) */
+static bool cg_of(const struct cg *g, pid_t pid, const char *mnt, char *out, size_t n)
+{
+	char path[64], line[512];
+	bool ok = false;
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	FILE *f = fopen(path, "r");
+	while (f && !ok && fgets(line, sizeof(line), f)) {
+		char *p = strchr(line, ':'), *q = p ? strchr(p + 1, ':') : NULL;
+		if (!q)
+			continue;
+		line[strcspn(line, "\n")] = 0;
+		bool mine = g->v2 ? !strncmp(line, "0::", 3) : !strncmp(p + 1, "memory:", 7);
+		if (mine) {
+			snprintf(out, n, "%s%s", mnt, q + 1);
+			ok = true;
+		}
+	}
+	if (f)
+		fclose(f);
+	return ok;
+}
+
+/* a cgroup2 mount whose root offers the memory controller */
+static bool cg_v2_mount(char *out, size_t n)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	char line[1024], ctl[256];
+	bool ok = false;
+	while (f && !ok && fgets(line, sizeof(line), f)) {
+		char mnt[256], fstype[64];
+		char *sep = strstr(line, " - ");
+		if (!sep || sscanf(line, "%*s %*s %*s %*s %255s", mnt) != 1 ||
+		    sscanf(sep + 3, "%63s", fstype) != 1 || strcmp(fstype, "cgroup2"))
+			continue;
+		char path[600];
+		snprintf(path, sizeof(path), "%s/cgroup.controllers", mnt);
+		FILE *c = fopen(path, "r");
+		if (c && fgets(ctl, sizeof(ctl), c) && strstr(ctl, "memory")) {
+			snprintf(out, n, "%s", mnt);
+			ok = true;
+		}
+		if (c)
+			fclose(c);
+	}
+	if (f)
+		fclose(f);
+	return ok;
+}
+
+static void cg_setup(struct cg *g, bool v2)
+{
+	const char *e = getenv("UROCE_TEST_DAEMON_PID");
+	char mnt[256];
+
+	memset(g, 0, sizeof(*g));
+	g->v2 = v2;
+	if (geteuid() != 0 || !e) {
+		fprintf(stderr, "needs root and the daemon's pid: skipped\n");
+		exit(VT_SKIP);
+	}
+	g->daemon = (pid_t)atoi(e);
+	if (v2 ? !cg_v2_mount(mnt, sizeof(mnt)) : access("/sys/fs/cgroup/memory/cgroup.procs", W_OK)) {
+		fprintf(stderr, "no cgroup %s memory controller here: skipped\n", v2 ? "v2" : "v1");
+		exit(VT_SKIP);
+	}
+	if (!v2)
+		snprintf(mnt, sizeof(mnt), "/sys/fs/cgroup/memory");
+	CHECK(cg_of(g, getpid(), mnt, g->orig_self, sizeof(g->orig_self)));
+	CHECK(cg_of(g, g->daemon, mnt, g->orig_daemon, sizeof(g->orig_daemon)));
+	/* v2: processes only in leaves, so our own group of two leaves under
+	 * the hierarchy's root (exempt from that rule); v1: under ours */
+	if (v2) {
+		snprintf(g->base, sizeof(g->base), "%s/uroce-pin-%d", mnt, (int)getpid());
+		CHECK(!mkdir(g->base, 0755));
+		if ((!cg_write(mnt, "cgroup.subtree_control", "+memory") && errno != EBUSY) ||
+		    !cg_write(g->base, "cgroup.subtree_control", "+memory")) {
+			rmdir(g->base);
+			fprintf(stderr, "memory controller not delegable: skipped\n");
+			exit(VT_SKIP);
+		}
+	} else {
+		snprintf(g->base, sizeof(g->base), "%s", g->orig_self);
+	}
+	snprintf(g->c, sizeof(g->c), "%s/uroce-pin-%d-client", g->base, (int)getpid());
+	snprintf(g->d, sizeof(g->d), "%s/uroce-pin-%d-daemon", g->base, (int)getpid());
+	CHECK(!mkdir(g->c, 0755) && !mkdir(g->d, 0755));
+	CHECK(cg_write(g->c, v2 ? "memory.max" : "memory.limit_in_bytes", "67108864"));
+	char pid[16];
+	snprintf(pid, sizeof(pid), "%d", (int)g->daemon);
+	CHECK(cg_write(g->d, "cgroup.procs", pid));
+	CHECK(cg_write(g->c, "cgroup.procs", "0"));
+}
+
+static void cg_teardown(struct cg *g)
+{
+	char pid[16];
+
+	snprintf(pid, sizeof(pid), "%d", (int)g->daemon);
+	cg_write(g->orig_daemon, "cgroup.procs", pid);
+	cg_write(g->orig_self, "cgroup.procs", "0");
+	/* charges left behind go to the parent; the groups must be empty */
+	for (int i = 0; i < 50 && (rmdir(g->c) || rmdir(g->d)) && errno == EBUSY; i++)
+		usleep(100000);
+	if (g->v2)
+		rmdir(g->base);
+}
+
+static void cgroup_check(bool v2)
+{
+	const size_t n = 32u << 20, sh = 16u << 20;
+	struct cg g;
+	struct vt t;
+
+	cg_setup(&g, v2);
+	vt_init(&t, NULL);
+	uint64_t d0 = cg_usage(&g, true), c0 = cg_usage(&g, false);
+	/* untouched memory: the registration faults it in, on the client */
+	uint8_t *p = anon(n);
+	struct ibv_mr *mr = ibv_reg_mr(t.pd, p, n, ACC);
+	CHECK(mr);
+	uint64_t c1 = cg_usage(&g, false), d1 = cg_usage(&g, true);
+	fprintf(stderr, "after registering %zu MiB: client +%lld KiB, daemon %+lld KiB\n", n >> 20,
+		(long long)(c1 - c0) / 1024, (long long)(d1 - d0) / 1024);
+	CHECK(c1 >= c0 + n - (1u << 20));
+	/* a peer writes all of it */
+	fill(t.buf, VT_BUF, 7);
+	for (size_t off = 0; off < n; off += VT_BUF)
+		CHECK(op(&t, IBV_WR_RDMA_WRITE, 0, VT_BUF, (uintptr_t)p + off, mr->rkey, 0) ==
+		      IBV_WC_SUCCESS);
+	CHECK(!memcmp(p + n - VT_BUF, t.buf, VT_BUF));
+	uint64_t d2 = cg_usage(&g, true);
+	fprintf(stderr, "after %zu MiB written into it: daemon %+lld KiB\n", n >> 20,
+		(long long)(d2 - d0) / 1024);
+	CHECK(d2 < d0 + (8u << 20));
+	/* a shared file: pages punched out after registration stay out */
+	int fd = memfd_create("vt-pin-cg", MFD_CLOEXEC);
+	CHECK(fd >= 0 && !ftruncate(fd, (off_t)sh));
+	uint8_t *s = mmap(NULL, sh, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	CHECK(s != MAP_FAILED);
+	struct ibv_mr *smr = ibv_reg_mr(t.pd, s, sh, ACC);
+	CHECK(smr);
+	CHECK(!fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)(sh / 2)));
+	for (size_t off = 0; off < sh / 2; off += VT_BUF)
+		CHECK(op(&t, IBV_WR_RDMA_WRITE, 0, VT_BUF, (uintptr_t)s + off, smr->rkey, 0) ==
+		      IBV_WC_SUCCESS);
+	struct stat st;
+	CHECK(!fstat(fd, &st));
+	uint64_t d3 = cg_usage(&g, true);
+	fprintf(stderr, "after %zu MiB written into a punched file: daemon %+lld KiB, file %lld KiB\n",
+		(sh / 2) >> 20, (long long)(d3 - d0) / 1024, (long long)st.st_blocks / 2);
+	CHECK((uint64_t)st.st_blocks * 512 <= sh / 2);
+	CHECK(d3 < d0 + (8u << 20));
+	CHECK(!ibv_dereg_mr(smr) && !ibv_dereg_mr(mr));
+	munmap(s, sh);
+	close(fd);
+	munmap(p, n);
+	vt_fini(&t);
+	cg_teardown(&g);
+}
+
+static void case_cgroup_v1(void) { cgroup_check(false); }
+static void case_cgroup_v2(void) { cgroup_check(true); }
+
 static char **pin_argv;
 
 int main(int argc, char **argv)
@@ -657,6 +861,8 @@ int main(int argc, char **argv)
 		{ "no_uring", case_no_uring },
 		{ "memlock", case_memlock },
 		{ "counted", case_counted },
+		{ "cgroup_v1", case_cgroup_v1 },
+		{ "cgroup_v2", case_cgroup_v2 },
 	};
 
 	pin_argv = argv;
