@@ -586,7 +586,7 @@ URV_EXPORT int ibv_resolve_eth_l2_from_gid(struct ibv_context *c,
 
 /* Rings are MAP_SHARED and every fd is close-on-exec. Registered pages
  * are libibverbs' own business here as for any provider: ibv_reg_mr marks
- * them with its ibv_dontfork_range (pd_mr.c), which acts once this call
+ * them with its ibv_dontfork_range (mr.c), which acts once this call
  * (or RDMAV_FORK_SAFE) asked for it. */
 URV_EXPORT int ibv_fork_init(void)
 {

@@ -32,7 +32,10 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "urv.h"
+#include "urv_dev.h"
+#include "urv_ctl.h"
+#include "urv_obj.h"
+#include "urv_mem.h"
 
 #define URV_PIN_NBUFS 16384u /* the kernel's most (IORING_MAX_REG_BUFFERS) */
 #define URV_PIN_SQ 64u

@@ -45,7 +45,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "emu.h"
+#include "emu_obj.h"
+#include "emu_mem.h"
 
 #ifndef SYS_pidfd_getfd
 #define SYS_pidfd_getfd 438
