@@ -301,29 +301,45 @@ static void emu_uffd_open(void)
 	emu_uffd = fd;
 }
 
-static int emu_uffd_guard(void *p, size_t len)
+static int emu_uffd_guard(void *p, size_t len, bool minor)
 {
 	struct uffdio_register r = { .range = { (uintptr_t)p, len },
 				     .mode = UFFDIO_REGISTER_MODE_MISSING |
-					     UFFDIO_REGISTER_MODE_MINOR };
+					     (minor ? UFFDIO_REGISTER_MODE_MINOR : 0) };
 
 	pthread_once(&emu_uffd_once, emu_uffd_open);
 	return emu_uffd >= 0 && !ioctl(emu_uffd, UFFDIO_REGISTER, &r) ? 0 : -EOPNOTSUPP;
 }
 
-/* Page tables now, as a NIC translates an MR when it is registered, and
- * before the userfaultfd refuses every later fault: what is filled now is
- * what the registration pinned. Bounded, so a huge registration does not
- * hold up the engine's other QPs; past the bound, accesses take the
- * registration's own route. */
+/* Page tables now, as a NIC translates an MR when it is registered, for
+ * the pages the file holds (mincore), with the "missing" guard already
+ * on: a page the client punches out meanwhile is a failed populate, not
+ * a page allocated on our account. Then the "minor" guard too (it would
+ * have refused the populate itself). Bounded, so a huge registration
+ * does not hold up the engine's other QPs; past the bound, accesses take
+ * the registration's own route. */
 #define EMU_MRMAP_POPULATE_MAX (256ull << 20)
 
 static void emu_mrmap_populate(uint8_t *p, size_t len, bool wr, uint64_t align)
 {
-	if (align != (uint64_t)sysconf(_SC_PAGESIZE))
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), n;
+	unsigned char *vec;
+
+	if (align != pg)
 		return; /* hugetlbfs: one fault per huge page anyway */
-	(void)madvise(p, len > EMU_MRMAP_POPULATE_MAX ? EMU_MRMAP_POPULATE_MAX : len,
-		      wr ? MADV_POPULATE_WRITE : MADV_POPULATE_READ);
+	n = (len > EMU_MRMAP_POPULATE_MAX ? EMU_MRMAP_POPULATE_MAX : len) / pg;
+	if (!n || !(vec = malloc(n)))
+		return;
+	if (!mincore(p, n * pg, vec)) {
+		for (size_t i = 0, j; i < n; i = j + 1) {
+			for (j = i; j < n && (vec[j] & 1); j++)
+				;
+			if (j > i)
+				(void)madvise(p + i * pg, (j - i) * pg,
+					      wr ? MADV_POPULATE_WRITE : MADV_POPULATE_READ);
+		}
+	}
+	free(vec);
 }
 
 int emu_mr_map(struct emu_ctx *c, const struct uroce_map_mr_req *q, int fd)
@@ -351,8 +367,12 @@ int emu_mr_map(struct emu_ctx *c, const struct uroce_map_mr_req *q, int fd)
 		return -EACCES;
 	}
 	*h = (struct emu_mrmap_hold){ .refs = 1, .map = p, .maplen = mlen };
+	if (emu_uffd_guard(p, mlen, false)) {
+		emu_mrmap_put(h);
+		return -EACCES;
+	}
 	emu_mrmap_populate(p, mlen, wr, align);
-	if (emu_uffd_guard(p, mlen)) {
+	if (emu_uffd_guard(p, mlen, true)) {
 		emu_mrmap_put(h);
 		return -EACCES;
 	}

@@ -1081,6 +1081,24 @@ static void case_mrmap(struct t_daemon *d)
 	rc = mm_map(&e, e.handle, e.pa, MM_LEN, 0, fa);
 	CHECK(rc == -EACCES, "a fourth piece of one MR: %d", rc);
 	mm_write(&e, true, "mapping (again)");
+	/* a page punched out between registration and mapping: the daemon's
+	 * mapping brings no page of the file into being (it would be on the
+	 * daemon's account: docs/security.md, "Whose memory") */
+	int fh = memfd_create("mm-h", MFD_CLOEXEC);
+	REQUIRE(fh >= 0, "memfd: %s", strerror(errno));
+	uint8_t *ph = mm_file(fh, 0x33);
+	uint32_t h3 = mm_reg(&e, ph, NULL);
+	REQUIRE(fallocate(fh, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 4096, 4096) == 0,
+		"punch: %s", strerror(errno));
+	struct stat st0, st1;
+	REQUIRE(fstat(fh, &st0) == 0, "fstat");
+	rc = mm_map(&e, h3, ph, MM_LEN, 0, fh);
+	REQUIRE(fstat(fh, &st1) == 0, "fstat");
+	CHECK(rc == 0 && st1.st_blocks == st0.st_blocks,
+	      "mapping a punched file: %d, blocks %lld -> %lld", rc, (long long)st0.st_blocks,
+	      (long long)st1.st_blocks);
+	munmap(ph, MM_LEN);
+	close(fh);
 	close(fa_ro);
 	t_rc_close(&e.r);
 	t_client_close(&e.a);
