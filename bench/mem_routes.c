@@ -14,6 +14,9 @@
  *   pin-punt    READ_FIXED / WRITE_FIXED against a memfd staging file
  *               (no NOWAIT on tmpfs: every operation goes to an io-wq
  *               worker), memcpy to or from the staging mapping
+ *   pin-ext4    the same against a staging file on a disk file system
+ *               ($TMPDIR, else /var/tmp: NOWAIT works, but every write
+ *               dirties page cache that writeback then sends to the disk)
  *   pvm         process_vm_writev / readv (uroce's unpinned route)
  *   procmem     pwritev / preadv on /proc/<pid>/mem (ODP registrations)
  *
@@ -105,13 +108,14 @@ struct env {
 	uint8_t *priv;      /* the child's pinned buffer (its address) */
 	uint8_t *shm;       /* our mapping of its memfd */
 	uint8_t *stg;       /* our staging memfd, fixed file 2 */
+	uint8_t *dstg;      /* our staging file on disk, fixed file 3 */
 	int pr, pw, gr, gw; /* placement and gather pipes: fixed files 0, 1 */
 	int mem;            /* /proc/<kid>/mem */
 	uint8_t *src;       /* our side */
 };
 
-enum { M_MEMCPY, M_PIN, M_PUNT, M_PVM, M_PROCMEM, M_N };
-static const char *names[M_N] = { "memcpy", "pin", "pin-punt", "pvm", "procmem" };
+enum { M_MEMCPY, M_PIN, M_PUNT, M_EXT4, M_PVM, M_PROCMEM, M_N };
+static const char *names[M_N] = { "memcpy", "pin", "pin-punt", "pin-ext4", "pvm", "procmem" };
 
 /* one burst of n pieces of len each way: place (write into the child),
  * then gather (read it back) */
@@ -149,17 +153,21 @@ static void burst(struct env *e, int m, unsigned n, uint32_t len, size_t at)
 		break;
 	}
 	case M_PUNT:
+	case M_EXT4: {
+		uint8_t *stg = m == M_PUNT ? e->stg : e->dstg;
+		int f = m == M_PUNT ? 2 : 3;
 		for (unsigned i = 0; i < n; i++)
-			memcpy(e->stg + i * len, e->src + i * len, len);
+			memcpy(stg + i * len, e->src + i * len, len);
 		for (unsigned i = 0; i < n; i++)
-			sqe(&e->r, IORING_OP_READ_FIXED, 2, (uint64_t)i * len, dst + i * len, len, false);
+			sqe(&e->r, IORING_OP_READ_FIXED, f, (uint64_t)i * len, dst + i * len, len, false);
 		run(&e->r, n, len);
 		for (unsigned i = 0; i < n; i++)
-			sqe(&e->r, IORING_OP_WRITE_FIXED, 2, (uint64_t)i * len, dst + i * len, len, false);
+			sqe(&e->r, IORING_OP_WRITE_FIXED, f, (uint64_t)i * len, dst + i * len, len, false);
 		run(&e->r, n, len);
 		for (unsigned i = 0; i < n; i++)
-			memcpy(e->src + i * len, e->stg + i * len, len);
+			memcpy(e->src + i * len, stg + i * len, len);
 		break;
+	}
 	case M_PVM:
 		if (process_vm_writev(e->kid, l, n, rv, n, 0) != (ssize_t)n * len ||
 		    process_vm_readv(e->kid, l, n, rv, n, 0) != (ssize_t)n * len)
@@ -229,6 +237,14 @@ static void setup(struct env *e)
 	if (sfd < 0 || ftruncate(sfd, STG))
 		die("stage");
 	e->stg = mmap(NULL, STG, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, sfd, 0);
+	/* a staging file on disk, unlinked at once */
+	const char *td = getenv("TMPDIR") ? getenv("TMPDIR") : "/var/tmp";
+	char dpath[512];
+	snprintf(dpath, sizeof(dpath), "%s/mem_routes.XXXXXX", td);
+	int dfd = mkstemp(dpath);
+	if (dfd < 0 || unlink(dpath) || ftruncate(dfd, STG))
+		die("disk stage in %s: %s", td, strerror(errno));
+	e->dstg = mmap(NULL, STG, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, dfd, 0);
 	if (pipe2(fds, O_NONBLOCK | O_CLOEXEC))
 		die("pipe");
 	e->pr = fds[0];
@@ -239,8 +255,8 @@ static void setup(struct env *e)
 	e->gw = fds[1];
 	fcntl(e->pw, F_SETPIPE_SZ, 1 << 20);
 	fcntl(e->gw, F_SETPIPE_SZ, 1 << 20);
-	int files[3] = { e->pr, e->gw, sfd };
-	if (reg(e->r.fd, IORING_REGISTER_FILES, files, 3))
+	int files[4] = { e->pr, e->gw, sfd, dfd };
+	if (reg(e->r.fd, IORING_REGISTER_FILES, files, 4))
 		die("register files: %s", strerror(errno));
 	size_t sq = e->r.p.sq_off.array + e->r.p.sq_entries * 4;
 	size_t cq = e->r.p.cq_off.cqes + e->r.p.cq_entries * sizeof(struct io_uring_cqe);
@@ -254,7 +270,8 @@ static void setup(struct env *e)
 	e->mem = open(path, O_RDWR | O_CLOEXEC);
 	e->src = mmap(NULL, STG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
 		      -1, 0);
-	if (e->shm == MAP_FAILED || e->stg == MAP_FAILED || e->r.sq == MAP_FAILED ||
+	if (e->shm == MAP_FAILED || e->stg == MAP_FAILED || e->dstg == MAP_FAILED ||
+	    e->r.sq == MAP_FAILED ||
 	    e->r.sqes == MAP_FAILED || e->mem < 0 || e->src == MAP_FAILED)
 		die("setup: %s", strerror(errno));
 	memset(e->src, 0x5a, STG);

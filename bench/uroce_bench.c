@@ -416,6 +416,31 @@ static void bench_first(uint32_t size_mb, uint32_t chunk, int depth)
 	       (double)treg / 1e6);
 }
 
+/* Registration cost: ibv_reg_mr + ibv_dereg_mr of a malloc'd buffer of
+ * SIZE whose every page was touched (what an application that registers
+ * per operation pays), ITERS times; the median pair. */
+static void bench_reg(size_t size, long iters)
+{
+	uint64_t *t = calloc((size_t)iters, sizeof(*t));
+	uint8_t *buf = malloc(size);
+
+	if (!t || !buf || iters < 1)
+		die("args");
+	memset(buf, 1, size);
+	for (long i = 0; i < iters; i++) {
+		uint64_t t0 = now_ns();
+		struct ibv_mr *mr = ibv_reg_mr(pd, buf, size,
+					       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+		if (!mr || ibv_dereg_mr(mr))
+			die("reg/dereg %zu: %s", size, strerror(errno));
+		t[i] = now_ns() - t0;
+	}
+	qsort(t, (size_t)iters, sizeof(*t), cmp64);
+	printf("reg_%zu us %.1f\n", size, (double)t[iters / 2] / 1e3);
+	free(buf);
+	free(t);
+}
+
 /* Message rate: 64-byte (SIZE) SENDs, posted in lists of 32 with one
  * signaled, the receiver reposting as it polls. Counted at the receiver. */
 static void bench_rate(uint32_t size, long iters)
@@ -664,12 +689,14 @@ int main(int argc, char **argv)
 		bench_lat("send", 8, atol(argv[3]), (uint64_t)atol(argv[2]));
 	else if (!strcmp(argv[1], "first") && argc >= 5)
 		bench_first((uint32_t)atol(argv[2]), (uint32_t)atol(argv[3]), atoi(argv[4]));
+	else if (!strcmp(argv[1], "reg") && argc >= 4)
+		bench_reg((size_t)atol(argv[2]), atol(argv[3]));
 	else
 		goto usage;
 	return 0;
 usage:
 	fprintf(stderr, "usage: uroce_bench lat send|write|read SIZE ITERS | bw write|read|send SIZE ITERS DEPTH |"
 		" rate SIZE ITERS | qps N DAEMON_PID | wake GAP_US ITERS |"
-		" first SIZE_MB CHUNK DEPTH\n");
+		" first SIZE_MB CHUNK DEPTH | reg SIZE ITERS\n");
 	return 2;
 }
