@@ -405,6 +405,26 @@ static uint32_t emu_pin_pages(const struct emu_pin_io *io)
 	return (uint32_t)(((e + 4095) >> 12) - (s >> 12));
 }
 
+/* Queue the pieces as operations op, linked, contiguous pieces of one
+ * buffer merged (up to 4 pieces' worth); their lengths in lens. */
+static unsigned emu_pin_queue(struct emu_pin *p, uint8_t op, const struct emu_pin_io *io,
+			      unsigned n, uint32_t *lens)
+{
+	unsigned ns = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t addr = io[i].addr;
+		uint32_t len = io[i].len;
+
+		while (i + 1 < n && io[i + 1].slot == io[i].slot && io[i + 1].addr == addr + len &&
+		       len + io[i + 1].len <= EMU_PIN_PIECE * 4)
+			len += io[++i].len;
+		lens[ns++] = len;
+		emu_pin_sqe(p, op, io[i].slot, addr, len, i + 1 < n);
+	}
+	return ns;
+}
+
 /* One round of a placement: the payload of io[0..n) into the pipe, then
  * read into the pinned buffers (remote-contiguous pieces of one buffer in
  * one submission). n and the pipe's capacity were checked by the caller. */
@@ -414,7 +434,7 @@ static int emu_pin_place(struct emu_ctx *c, const struct emu_pin_io *io, unsigne
 	struct emu_pin *p = c->pin;
 	struct iovec v[EMU_PIN_SQE_BATCH];
 	uint32_t lens[EMU_PIN_SQE_BATCH];
-	unsigned i, ns = 0;
+	unsigned i;
 	bool spliced = total > EMU_PIN_COPY_MAX;
 	ssize_t w;
 
@@ -427,17 +447,7 @@ static int emu_pin_place(struct emu_ctx *c, const struct emu_pin_io *io, unsigne
 		emu_pin_drain(p, p->pr);
 		return -EFAULT;
 	}
-	for (i = 0; i < n; i++) {
-		uint64_t addr = io[i].addr;
-		uint32_t len = io[i].len;
-
-		while (i + 1 < n && io[i + 1].slot == io[i].slot && io[i + 1].addr == addr + len &&
-		       len + io[i + 1].len <= EMU_PIN_PIECE * 4)
-			len += io[++i].len;
-		lens[ns++] = len;
-		emu_pin_sqe(p, IORING_OP_READ_FIXED, io[i].slot, addr, len, i + 1 < n);
-	}
-	int rc = emu_pin_run(c, ns, lens);
+	int rc = emu_pin_run(c, emu_pin_queue(p, IORING_OP_READ_FIXED, io, n, lens), lens);
 	/* write() copied: a leftover holds only this client's own bytes, and
 	 * the next placement's result shows it. vmsplice lent our pages. */
 	if (rc || spliced)
@@ -453,21 +463,10 @@ static int emu_pin_gather(struct emu_ctx *c, const struct emu_pin_io *io, unsign
 	struct emu_pin *p = c->pin;
 	struct iovec v[EMU_PIN_SQE_BATCH];
 	uint32_t lens[EMU_PIN_SQE_BATCH];
-	unsigned i, ns = 0;
 
-	for (i = 0; i < n; i++)
+	for (unsigned i = 0; i < n; i++)
 		v[i] = (struct iovec){ io[i].local, io[i].len };
-	for (i = 0; i < n; i++) {
-		uint64_t addr = io[i].addr;
-		uint32_t len = io[i].len;
-
-		while (i + 1 < n && io[i + 1].slot == io[i].slot && io[i + 1].addr == addr + len &&
-		       len + io[i + 1].len <= EMU_PIN_PIECE * 4)
-			len += io[++i].len;
-		lens[ns++] = len;
-		emu_pin_sqe(p, IORING_OP_WRITE_FIXED, io[i].slot, addr, len, i + 1 < n);
-	}
-	int rc = emu_pin_run(c, ns, lens);
+	int rc = emu_pin_run(c, emu_pin_queue(p, IORING_OP_WRITE_FIXED, io, n, lens), lens);
 	ssize_t r = 0;
 	if (!rc) {
 		do {

@@ -13,29 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint8_t pat(uint64_t seed, size_t size, int dir, size_t i)
-{
-	uint64_t x = seed ^ (size * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)dir << 56) ^ i;
-
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	return (uint8_t)x;
-}
-
-static void fill(uint8_t *b, size_t n, uint64_t seed, int dir)
-{
-	for (size_t i = 0; i < n; i++)
-		b[i] = pat(seed, n, dir, i);
-}
-
-static long check(const uint8_t *b, size_t n, uint64_t seed, int dir)
-{
-	for (size_t i = 0; i < n; i++)
-		if (b[i] != pat(seed, n, dir, i))
-			return (long)i;
-	return -1;
-}
+#include "mpi_pat.h"
 
 static void *fresh(size_t n)
 {
