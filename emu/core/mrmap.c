@@ -107,6 +107,27 @@ int emu_mrmap_copy(void *dst, const void *src, size_t n)
 	return 0;
 }
 
+/* Are all pages of [p, p + n) in our page tables? One guarded load per
+ * page: a page our mapping lacks (beyond what registration populated, or
+ * punched out since) is a SIGBUS, not a fault served on our account. */
+static bool emu_mrmap_present(const uint8_t *p, size_t n)
+{
+	const uintptr_t pg = 4096;
+	sigjmp_buf env;
+
+	if (!n)
+		return true;
+	if (sigsetjmp(env, 0))
+		return false;
+	emu_bus_env = &env;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	for (uintptr_t a = (uintptr_t)p & ~(pg - 1); a < (uintptr_t)p + n; a += pg)
+		(void)*(const volatile uint8_t *)(a < (uintptr_t)p ? (uintptr_t)p : a);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	emu_bus_env = NULL;
+	return true;
+}
+
 /* ---------------- the mapping and its references ---------------- */
 
 /* refs: one for the registration (dropped at emu_mr_unmap) and one per
@@ -163,8 +184,14 @@ const uint8_t *emu_mrmap_find_held(const struct emu_mr *mr, uint64_t addr, uint6
 
 	if (!m || !m->hold)
 		return NULL;
+	const uint8_t *p = m->base + (addr - m->addr);
+	/* a frame is read where no guard is (a port, the receiver's
+	 * linearisation): only pages we can read without a fault; the others
+	 * are copied, through the registration's own route */
+	if (!emu_mrmap_present(p, (size_t)len))
+		return NULL;
 	*h = m->hold;
-	return m->base + (addr - m->addr);
+	return p;
 }
 
 int emu_mrmap_persist(const struct emu_mr *mr, uint64_t addr, uint64_t len)
