@@ -22,7 +22,7 @@ static void counts(uint64_t *mapped, uint64_t *other)
 {
 	struct uroce_port_stats p;
 
-	CHECK(vt_port_stats(&p) == 0);
+	REQUIRE(vt_port_stats(&p) == 0);
 	*mapped = p.mr_mapped;
 	*other = p.mr_syscall + p.mr_pinned + p.mr_unpinned;
 }
@@ -45,10 +45,10 @@ static uint8_t *region(enum backing b, int *fd)
 		snprintf(name, sizeof(shm_name), "/vt-mrmap-%d", (int)getpid());
 		f = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
 	}
-	CHECK(f >= 0);
-	CHECK(!ftruncate(f, RLEN));
+	REQUIRE(f >= 0);
+	REQUIRE(!ftruncate(f, RLEN));
 	uint8_t *p = mmap(NULL, RLEN, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
-	CHECK(p != MAP_FAILED);
+	REQUIRE(p != MAP_FAILED);
 	if (b == B_SHM) {
 		close(f);
 		f = -1;
@@ -63,12 +63,12 @@ static void run_one(struct vt *t, struct ibv_qp *q, enum ibv_wr_opcode op, struc
 {
 	struct ibv_wc wc;
 
-	CHECK(!vt_post_send(q, lmr, op, loff, len, IBV_SEND_SIGNALED, add, raddr, rkey, 7));
+	REQUIRE(!vt_post_send(q, lmr, op, loff, len, IBV_SEND_SIGNALED, add, raddr, rkey, 7));
 	vt_poll_n(t->scq, 1, &wc);
 	if (wc.status != want)
 		fprintf(stderr, "op %d: status %s, want %s\n", op, ibv_wc_status_str(wc.status),
 			ibv_wc_status_str(want));
-	CHECK(wc.status == want);
+	REQUIRE(wc.status == want);
 }
 
 /* WRITE, READ, SEND, FETCH_ADD, CMP_SWAP between two MRs in r, checked
@@ -78,7 +78,7 @@ static void traffic(struct vt *t, uint8_t *r, struct ibv_mr *src, struct ibv_mr 
 	uint8_t *model = calloc(1, RLEN);
 	struct ibv_wc wc;
 
-	CHECK(model);
+	REQUIRE(model);
 	for (size_t i = 0; i < VT_BUF; i++)
 		r[i] = model[i] = (uint8_t)vt_rnd();
 	memset(r + VT_BUF, 0, VT_BUF);
@@ -98,7 +98,7 @@ static void traffic(struct vt *t, uint8_t *r, struct ibv_mr *src, struct ibv_mr 
 	vt_post_recv(t->qb, dst, sro, sl, 9);
 	run_one(t, t->qa, IBV_WR_SEND, src, 3000, sl, 0, 0, 0, IBV_WC_SUCCESS);
 	vt_poll_n(t->rcq, 1, &wc);
-	CHECK(wc.status == IBV_WC_SUCCESS && wc.byte_len == sl);
+	REQUIRE(wc.status == IBV_WC_SUCCESS && wc.byte_len == sl);
 	memcpy(model + VT_BUF + sro, model + 3000, sl);
 	/* atomics on dst (still zero there: past what WRITE and SEND
 	 * reached), originals into src */
@@ -117,7 +117,7 @@ static void traffic(struct vt *t, uint8_t *r, struct ibv_mr *src, struct ibv_mr 
 	for (size_t i = 0; i < RLEN; i++)
 		if (r[i] != model[i]) {
 			fprintf(stderr, "byte %zu: 0x%02x, want 0x%02x\n", i, r[i], model[i]);
-			CHECK(0);
+			REQUIRE(0);
 		}
 	free(model);
 }
@@ -135,7 +135,7 @@ static void ops(enum backing b, bool want_mapped)
 	uint8_t *r = region(b, &fd);
 	struct ibv_mr *src = ibv_reg_mr(t.pd, r, VT_BUF, acc);
 	struct ibv_mr *dst = ibv_reg_mr(t.pd, r + VT_BUF, VT_BUF, acc);
-	CHECK(src && dst);
+	REQUIRE(src && dst);
 	if (b == B_SHM)
 		shm_unlink(shm_name);
 	counts(&m0, &s0);
@@ -144,12 +144,12 @@ static void ops(enum backing b, bool want_mapped)
 	fprintf(stderr, "mapped %llu, through /proc/pid/mem %llu\n",
 		(unsigned long long)(m1 - m0), (unsigned long long)(s1 - s0));
 	if (want_mapped) {
-		CHECK(m1 - m0 >= 6 && s1 == s0);
+		REQUIRE(m1 - m0 >= 6 && s1 == s0);
 	} else {
-		CHECK(m1 == m0 && s1 - s0 >= 6);
+		REQUIRE(m1 == m0 && s1 - s0 >= 6);
 	}
-	CHECK(!ibv_dereg_mr(src));
-	CHECK(!ibv_dereg_mr(dst));
+	REQUIRE(!ibv_dereg_mr(src));
+	REQUIRE(!ibv_dereg_mr(dst));
 	munmap(r, RLEN);
 	if (fd >= 0)
 		close(fd);
@@ -164,7 +164,7 @@ static struct ibv_mr *setup_w(struct vt *t, uint8_t **r, int *fd, size_t len)
 	*r = region(B_MEMFD, fd);
 	struct ibv_mr *mr = ibv_reg_mr(t->pd, *r, len, IBV_ACCESS_LOCAL_WRITE |
 				       IBV_ACCESS_REMOTE_WRITE);
-	CHECK(mr);
+	REQUIRE(mr);
 	return mr;
 }
 
@@ -188,7 +188,7 @@ static void case_rereg(void)
 	uint8_t *r;
 	struct ibv_mr *mr = setup_w(&t, &r, &fd, VT_BUF);
 
-	CHECK(!ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, r + VT_BUF, VT_BUF, 0));
+	REQUIRE(!ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, r + VT_BUF, VT_BUF, 0));
 	memset(r, 0, RLEN);
 	for (size_t i = 0; i < 4096; i++)
 		t.buf[i] = (uint8_t)vt_rnd();
@@ -196,19 +196,19 @@ static void case_rereg(void)
 	run_one(&t, t.qa, IBV_WR_RDMA_WRITE, t.mr, 0, 4096, (uintptr_t)r + VT_BUF + 100, mr->rkey,
 		0, IBV_WC_SUCCESS);
 	counts(&m1, &s1);
-	CHECK(!memcmp(r + VT_BUF + 100, t.buf, 4096));
+	REQUIRE(!memcmp(r + VT_BUF + 100, t.buf, 4096));
 	for (size_t i = 0; i < VT_BUF; i++)
-		CHECK(r[i] == 0);
+		REQUIRE(r[i] == 0);
 	/* the write into the new translation: mapped (per packet) */
 	fprintf(stderr, "mapped %llu, through /proc/pid/mem %llu\n",
 		(unsigned long long)(m1 - m0), (unsigned long long)(s1 - s0));
-	CHECK(m1 - m0 >= 1);
+	REQUIRE(m1 - m0 >= 1);
 	/* the old range is no longer registered */
 	run_one(&t, t.qa, IBV_WR_RDMA_WRITE, t.mr, 0, 16, (uintptr_t)r + 100, mr->rkey, 0,
 		IBV_WC_REM_ACCESS_ERR);
 	for (size_t i = 0; i < VT_BUF; i++)
-		CHECK(r[i] == 0);
-	CHECK(!ibv_dereg_mr(mr));
+		REQUIRE(r[i] == 0);
+	REQUIRE(!ibv_dereg_mr(mr));
 	munmap(r, RLEN);
 	close(fd);
 	/* qa is in error now: vt_fini destroys it all the same */
@@ -234,21 +234,21 @@ static void truncate_check(bool pinned)
 	memset(t.buf, 0x5a, 4096);
 	run_one(&t, t.qa, IBV_WR_RDMA_WRITE, t.mr, 0, 4096, (uintptr_t)r + 8192, mr->rkey, 0,
 		IBV_WC_SUCCESS);
-	CHECK(r[8192] == 0x5a && r[8192 + 4095] == 0x5a);
-	CHECK(!ftruncate(fd, 4096)); /* r + 8192 on is beyond the end of the file now */
+	REQUIRE(r[8192] == 0x5a && r[8192 + 4095] == 0x5a);
+	REQUIRE(!ftruncate(fd, 4096)); /* r + 8192 on is beyond the end of the file now */
 	run_one(&t, t.qa, IBV_WR_RDMA_WRITE, t.mr, 0, 4096, (uintptr_t)r + 8192, mr->rkey, 0,
 		pinned ? IBV_WC_SUCCESS : IBV_WC_REM_ACCESS_ERR);
 	struct stat st;
-	CHECK(!fstat(fd, &st) && st.st_size == 4096 && st.st_blocks <= 4096 / 512);
+	REQUIRE(!fstat(fd, &st) && st.st_size == 4096 && st.st_blocks <= 4096 / 512);
 	/* a second client: verified data */
 	vt_init(&u, NULL);
 	for (size_t i = 0; i < 8192; i++)
 		u.buf[i] = (uint8_t)vt_rnd();
 	run_one(&u, u.qa, IBV_WR_RDMA_WRITE, u.mr, 0, 8192, (uintptr_t)u.buf + 20000, u.mr->rkey,
 		0, IBV_WC_SUCCESS);
-	CHECK(!memcmp(u.buf + 20000, u.buf, 8192));
+	REQUIRE(!memcmp(u.buf + 20000, u.buf, 8192));
 	vt_fini(&u);
-	CHECK(!ibv_dereg_mr(mr));
+	REQUIRE(!ibv_dereg_mr(mr));
 	munmap(r, RLEN);
 	close(fd);
 	vt_fini(&t);
@@ -264,7 +264,7 @@ static long long blocks(int fd)
 {
 	struct stat st;
 
-	CHECK(!fstat(fd, &st));
+	REQUIRE(!fstat(fd, &st));
 	return (long long)st.st_blocks;
 }
 
@@ -282,7 +282,7 @@ static void case_hole(void)
 	struct ibv_mr *mr = setup_w(&t, &r, &fd, RLEN);
 
 	memset(r, 0x11, RLEN);
-	CHECK(!fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 4 * PG, PG));
+	REQUIRE(!fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 4 * PG, PG));
 	long long b0 = blocks(fd);
 	memset(t.buf, 0x5a, 256);
 	counts(&m0, &s0);
@@ -292,16 +292,16 @@ static void case_hole(void)
 	fprintf(stderr, "file blocks %lld after the punch, %lld after the WRITE; mapped +%llu, "
 		"other routes +%llu\n", b0, blocks(fd), (unsigned long long)(m1 - m0),
 		(unsigned long long)(s1 - s0));
-	CHECK(blocks(fd) == b0);
-	CHECK(s1 > s0); /* the daemon's copy refused the hole, the pinned page took it */
+	REQUIRE(blocks(fd) == b0);
+	REQUIRE(s1 > s0); /* the daemon's copy refused the hole, the pinned page took it */
 	/* and the rest of the registration is still the file */
 	run_one(&t, t.qa, IBV_WR_RDMA_WRITE, t.mr, 0, 256, (uintptr_t)r + 6 * PG, mr->rkey, 0,
 		IBV_WC_SUCCESS);
-	CHECK(r[6 * PG] == 0x5a && r[6 * PG + 255] == 0x5a);
+	REQUIRE(r[6 * PG] == 0x5a && r[6 * PG + 255] == 0x5a);
 	for (size_t i = 0; i < PG; i++)
-		CHECK(r[4 * PG + i] == 0);
-	CHECK(blocks(fd) == b0 + PG / 512);
-	CHECK(!ibv_dereg_mr(mr));
+		REQUIRE(r[4 * PG + i] == 0);
+	REQUIRE(blocks(fd) == b0 + PG / 512);
+	REQUIRE(!ibv_dereg_mr(mr));
 	munmap(r, RLEN);
 	close(fd);
 	vt_fini(&t);
@@ -319,16 +319,16 @@ static void case_unpinned(void)
 
 	setenv("UROCE_MR_PIN", "off", 1);
 	struct ibv_mr *mr = setup_w(&t, &r, &fd, RLEN);
-	CHECK(blocks(fd) >= RLEN / 512);
+	REQUIRE(blocks(fd) >= RLEN / 512);
 	memset(t.buf, 0x6b, 256);
 	run_one(&t, t.qa, IBV_WR_RDMA_WRITE, t.mr, 0, 256, (uintptr_t)r + 64, mr->rkey, 0,
 		IBV_WC_SUCCESS);
-	CHECK(r[64] == 0x6b && r[319] == 0x6b);
-	CHECK(!fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 4 * PG, PG));
+	REQUIRE(r[64] == 0x6b && r[319] == 0x6b);
+	REQUIRE(!fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 4 * PG, PG));
 	run_one(&t, t.qa, IBV_WR_RDMA_WRITE, t.mr, 0, 256, (uintptr_t)r + 4 * PG + 64, mr->rkey, 0,
 		IBV_WC_SUCCESS);
-	CHECK(r[4 * PG + 64] == 0x6b && r[4 * PG + 319] == 0x6b);
-	CHECK(!ibv_dereg_mr(mr));
+	REQUIRE(r[4 * PG + 64] == 0x6b && r[4 * PG + 319] == 0x6b);
+	REQUIRE(!ibv_dereg_mr(mr));
 	munmap(r, RLEN);
 	close(fd);
 	vt_fini(&t);
@@ -342,10 +342,10 @@ static unsigned long daemon_minflt(pid_t pid)
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	f = fopen(path, "r");
-	CHECK(f && fgets(buf, sizeof(buf), f));
+	REQUIRE(f && fgets(buf, sizeof(buf), f));
 	fclose(f);
 	/* field 10 (minflt), counted from the ')' that ends the name */
-	CHECK(sscanf(strrchr(buf, ')') + 2, "%*c %*d %*d %*d %*d %*d %*u %lu", &v) == 1);
+	REQUIRE(sscanf(strrchr(buf, ')') + 2, "%*c %*d %*d %*d %*d %*d %*u %lu", &v) == 1);
 	return v;
 }
 
@@ -367,21 +367,21 @@ static void case_populate(void)
 		exit(VT_SKIP);
 	}
 	pid_t dpid = (pid_t)atoi(e);
-	CHECK(fd >= 0 && !ftruncate(fd, N * PG));
+	REQUIRE(fd >= 0 && !ftruncate(fd, N * PG));
 	uint8_t *p = mmap(NULL, N * PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	CHECK(p != MAP_FAILED);
+	REQUIRE(p != MAP_FAILED);
 	/* even pages in the file, odd ones holes */
 	for (int i = 0; i < N; i += 2)
 		p[i * PG] = 1;
 	vt_init(&t, NULL);
-	CHECK(!fstat(fd, &st0));
+	REQUIRE(!fstat(fd, &st0));
 	struct ibv_mr *mr = ibv_reg_mr(t.pd, p, N * PG, IBV_ACCESS_LOCAL_WRITE |
 				       IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
-	CHECK(mr);
-	CHECK(!fstat(fd, &st1));
+	REQUIRE(mr);
+	REQUIRE(!fstat(fd, &st1));
 	fprintf(stderr, "file blocks %lld before registration, %lld after\n",
 		(long long)st0.st_blocks, (long long)st1.st_blocks);
-	CHECK(st1.st_blocks == N * PG / 512);
+	REQUIRE(st1.st_blocks == N * PG / 512);
 	memset(t.buf, 'P', 64);
 	unsigned long f0 = daemon_minflt(dpid);
 	for (int i = 0; i < N; i += 2)
@@ -390,11 +390,11 @@ static void case_populate(void)
 	unsigned long f1 = daemon_minflt(dpid);
 	fprintf(stderr, "daemon minor faults during %d page-placing WRITEs: %lu\n", N / 2, f1 - f0);
 	for (int i = 0; i < N; i += 2)
-		CHECK(p[i * PG + 8] == 'P' && p[i * PG + 71] == 'P' && p[i * PG + 72] == 0);
+		REQUIRE(p[i * PG + 8] == 'P' && p[i * PG + 71] == 'P' && p[i * PG + 72] == 0);
 	/* without the page tables every WRITE faults once; a few faults of
 	 * the daemon's own (a new stack page, the log) are allowed */
-	CHECK(f1 - f0 < N / 4);
-	CHECK(!ibv_dereg_mr(mr));
+	REQUIRE(f1 - f0 < N / 4);
+	REQUIRE(!ibv_dereg_mr(mr));
 	vt_fini(&t);
 	munmap(p, N * PG);
 	close(fd);
