@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -232,15 +233,35 @@ static int emu_proc_fd_check(const struct emu_ctx *c, int fd, const char *name, 
 	return 0;
 }
 
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77 /* Linux 6.5; Debian 12's headers predate it */
+#endif
+
+/* The process at the other end of the control socket, as a pidfd (pin.c
+ * takes the client's ring through it). The kernel's own answer first
+ * (SO_PEERPIDFD): it names the process that connected whatever pid
+ * namespace it is in, also one the daemon cannot see (SO_PEERCRED's pid
+ * is 0 then), and no pid can be reused under it. Older kernels: the pid,
+ * opened before the caller compares its mem inode with the descriptor's
+ * (a pid is not reused while its process lives, so a match proves the
+ * pidfd is the client's). -1: none; such a client's registrations are
+ * not pinned (docs/verbs.md, "Registered memory"). */
+int emu_ctx_pidfd(const struct emu_ctx *c)
+{
+	int pidfd = -1;
+	socklen_t l = sizeof(pidfd);
+
+	if (c->sock >= 0 && !getsockopt(c->sock, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &l) &&
+	    l == sizeof(pidfd) && pidfd >= 0)
+		return pidfd;
+	return c->pid > 0 ? (int)syscall(SYS_pidfd_open, c->pid, 0) : -1;
+}
+
 int emu_mem_attach(struct emu_ctx *c, int fd, int maps_fd)
 {
 	if (fd < 0)
 		return -EINVAL;
-	/* the process, opened before its mem inode is compared with the
-	 * descriptor's: if they match, the pid was the client's all along
-	 * (a pid is not reused while its process lives), so the pidfd is
-	 * the client's (pin.c takes its ring through it) */
-	int pidfd = c->pid > 0 ? (int)syscall(SYS_pidfd_open, c->pid, 0) : -1;
+	int pidfd = emu_ctx_pidfd(c);
 	if (emu_proc_fd_check(c, fd, "mem", true) ||
 	    (maps_fd >= 0 && emu_proc_fd_check(c, maps_fd, "maps", false))) {
 		if (pidfd >= 0)
