@@ -425,6 +425,13 @@ static unsigned emu_pin_queue(struct emu_pin *p, uint8_t op, const struct emu_pi
 	return ns;
 }
 
+/* The daemon-side buffers of the pieces, as iovecs */
+static void emu_pin_iovs(const struct emu_pin_io *io, unsigned n, struct iovec *v)
+{
+	for (unsigned i = 0; i < n; i++)
+		v[i] = (struct iovec){ io[i].local, io[i].len };
+}
+
 /* One round of a placement: the payload of io[0..n) into the pipe, then
  * read into the pinned buffers (remote-contiguous pieces of one buffer in
  * one submission). n and the pipe's capacity were checked by the caller. */
@@ -434,12 +441,10 @@ static int emu_pin_place(struct emu_ctx *c, const struct emu_pin_io *io, unsigne
 	struct emu_pin *p = c->pin;
 	struct iovec v[EMU_PIN_SQE_BATCH];
 	uint32_t lens[EMU_PIN_SQE_BATCH];
-	unsigned i;
 	bool spliced = total > EMU_PIN_COPY_MAX;
 	ssize_t w;
 
-	for (i = 0; i < n; i++)
-		v[i] = (struct iovec){ io[i].local, io[i].len };
+	emu_pin_iovs(io, n, v);
 	do {
 		w = spliced ? vmsplice(p->pw, v, n, SPLICE_F_NONBLOCK) : writev(p->pw, v, (int)n);
 	} while (w < 0 && errno == EINTR);
@@ -464,8 +469,7 @@ static int emu_pin_gather(struct emu_ctx *c, const struct emu_pin_io *io, unsign
 	struct iovec v[EMU_PIN_SQE_BATCH];
 	uint32_t lens[EMU_PIN_SQE_BATCH];
 
-	for (unsigned i = 0; i < n; i++)
-		v[i] = (struct iovec){ io[i].local, io[i].len };
+	emu_pin_iovs(io, n, v);
 	int rc = emu_pin_run(c, emu_pin_queue(p, IORING_OP_WRITE_FIXED, io, n, lens), lens);
 	ssize_t r = 0;
 	if (!rc) {
