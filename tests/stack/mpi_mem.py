@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """Open MPI over UCX on uroce with fresh buffers per size (issue 19).
 
-  mpi_mem.py --uroced P --shim P [--preload-first P] [--max BYTES]
+  mpi_mem.py --uroced P --shim P [--max BYTES]
              TOPO RCACHE PROGRAM
 
 TOPO    one     both ranks on uroce0 of one default daemon
@@ -48,23 +48,27 @@ def test(a):
     seed = int(os.environ.get('MPI_MEM_SEED', '19'))
     print('seed', seed, '(MPI_MEM_SEED= to change)', flush=True)
     env = {k: v for k, v in rig.env.items() if k not in ('LD_PRELOAD', 'ASAN_OPTIONS')}
+    # the shim goes into the ranks alone: the rank program is ours, built
+    # with the sanitizer runtime when there is one (a second, preloaded
+    # runtime is refused: "incompatible ASan runtimes")
     pre = os.path.abspath(a.shim)
-    if a.preload_first:
-        pre = a.preload_first + ':' + pre
     ucx = ['-x', 'UCX_TLS=rc_verbs,ud_verbs', '-x', 'UCX_LOG_LEVEL=warn']
     if a.rcache == 'off':
         ucx += ['-x', 'UCX_IB_REG_METHODS=direct', '-x', 'UCX_RCACHE_ENABLE=n']
     if a.topo == 'one':
-        ucx += ['-x', 'UCX_NET_DEVICES=uroce0:1', '-x', 'UCX_IB_GID_INDEX=1']
+        ucx += ['-x', 'UCX_NET_DEVICES=uroce0:1', '-x', 'UCX_IB_GID_INDEX=1',
+                '-x', 'LD_PRELOAD=' + pre]
         prog = [a.prog]
     else:
-        # rank r on uroce<r>: the device is chosen in the rank itself
+        # rank r on uroce<r>: the device is chosen in the rank itself, and
+        # the shim preloaded there, not into the shell (uninstrumented: a
+        # sanitized shim cannot load into it)
         ucx += ['-x', 'UCX_IB_GID_INDEX=1']
-        prog = ['/bin/sh', '-c',
-                'UCX_NET_DEVICES=uroce${OMPI_COMM_WORLD_RANK}:1 exec "$0" "$@"', a.prog]
+        prog = ['/bin/sh', '-c', 'UCX_NET_DEVICES=uroce${OMPI_COMM_WORLD_RANK}:1 '
+                'LD_PRELOAD=' + pre + ' exec "$0" "$@"', a.prog]
     cmd = (['mpirun', '--allow-run-as-root', '--oversubscribe', '-np', '2',
             '--mca', 'pml', 'ucx', '--mca', 'osc', 'ucx', '--mca', 'btl', 'self',
-            '-x', 'LD_PRELOAD=' + pre, '-x', 'UROCE_RUN_DIR',
+            '-x', 'UROCE_RUN_DIR',
             # Open MPI's components leak at finalize (sanitized builds)
             '-x', 'ASAN_OPTIONS=detect_leaks=0'] + ucx + prog + [str(seed), a.max])
     rc, out = h.run(cmd, env, 600)
@@ -77,7 +81,6 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--uroced', required=True)
     ap.add_argument('--shim', required=True)
-    ap.add_argument('--preload-first', default='')
     ap.add_argument('--max', default=str(64 << 20))
     ap.add_argument('topo', choices=('one', 'two'))
     ap.add_argument('rcache', choices=('on', 'off'))
