@@ -12,6 +12,7 @@ PKGS=(build-essential pkg-config meson ninja-build clang libclang-rt-14-dev
       qemu-system-x86 cpio kmod gzip
       ucx-utils openmpi-bin libopenmpi-dev libfabric-bin infiniband-diags
       rdmacm-utils librdmacm-dev qperf
+      libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0  # verbs_pin's allocators (pin-alloc-*)
       dpkg-dev debhelper)  # the Debian package and its test (tests/tools/deb_test.py)
 
 install_deps() {

@@ -96,7 +96,9 @@ struct emu_port_counters {
 	uint64_t cqe_inline;  /* receives whose payload went in the CQ ring */
 	uint64_t icrc_skipped; /* frames whose ICRC work the internal ring skipped */
 	uint64_t mr_mapped;   /* payload pieces moved by memcpy through a mapped MR */
-	uint64_t mr_syscall;  /* ... through the client's /proc/<pid>/mem */
+	uint64_t mr_syscall;  /* ... through the client's /proc/<pid>/mem (ODP) */
+	uint64_t mr_pinned;   /* ... through pages the client pinned (pin.c) */
+	uint64_t mr_unpinned; /* ... at the address, process_vm_* (unpinned MRs) */
 	uint64_t tx_zc, tx_zc_bytes; /* frames whose payload went out of a mapped MR
 				      * without a copy, and those payload bytes */
 	uint64_t rx_seg;      /* multi-segment frames placed from their segments */

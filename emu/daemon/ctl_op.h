@@ -27,6 +27,8 @@ union emu_req {
 	struct uroce_reg_mr_req mr;
 	struct uroce_rereg_mr_req rereg;
 	struct uroce_map_mr_req map;
+	struct uroce_mem_chan_req chan;
+	struct uroce_query_mrs_req mrs;
 	struct uroce_alloc_mw_req mw;
 	struct uroce_import_req imp;
 	struct uroce_alloc_dm_req dm;
@@ -74,6 +76,7 @@ union emu_rep {
 	struct uroce_ucma_open_rep ucma_open;
 	struct uroce_dev_info dev_info;
 	struct uroce_query_qps_rep qps;
+	struct uroce_query_mrs_rep mrs;
 	struct uroce_fault_info fault;
 	struct uroce_capture_rep capture;
 	struct uroce_open_xrcd_rep xrcd;

@@ -223,11 +223,11 @@ static int resp_get_rwqe(struct emu_qp *qp)
 
 /* Fill n begun READ response frames from [proc, ...) with one read, send
  * them. false when the memory could not be read (frames dropped). */
-static bool resp_read_chunk(struct emu_qp *qp, struct emu_ctx *owner, uint64_t proc,
+static bool resp_read_chunk(struct emu_qp *qp, struct emu_mr *mr, uint64_t proc,
 			    struct xp_txf *fr, unsigned n)
 {
 	struct iovec lv[RESP_CHUNK];
-	struct emu_rvec rv = { proc, 0 };
+	struct emu_rvec rv = { proc, 0, mr };
 	unsigned i, nz = 0;
 	int rc = 0;
 
@@ -240,17 +240,18 @@ static bool resp_read_chunk(struct emu_qp *qp, struct emu_ctx *owner, uint64_t p
 		nz += fr[i].zc != NULL;
 	}
 	if (!nz && rv.len)
-		rc = emu_mem_readv(owner, lv, n, &rv, 1);
+		rc = emu_mem_readv(mr->ctx, lv, n, &rv, 1);
 	for (i = 0; nz && i < n && !rc; proc += fr[i++].len)
 		if (!fr[i].zc) /* zero-copy ones need nothing */
-			rc = emu_mem_read(owner, fr[i].pay, proc, fr[i].len);
+			rc = emu_mr_read(mr, fr[i].pay, proc, fr[i].len);
 	for (i = 0; i < n; i++)
 		(void)xp_tx_finish(qp, &fr[i], &rc);
 	return !rc;
 }
 
-/* READ responses for [va, va+len) starting at psn. */
-static void resp_read_reply(struct emu_qp *qp, struct emu_ctx *owner, uint64_t proc,
+/* READ responses for [va, va+len) starting at psn: proc of mr (NULL when
+ * len is 0). */
+static void resp_read_reply(struct emu_qp *qp, struct emu_mr *mr, uint64_t proc,
 			    uint32_t len, uint32_t psn)
 {
 	uint32_t mtu = xp_mtu(qp);
@@ -278,16 +279,17 @@ static void resp_read_reply(struct emu_qp *qp, struct emu_ctx *owner, uint64_t p
 		d.payload_len = l;
 		if (xp_tx_begin(qp, &qp->x->path, &d, &fr[nf]))
 			break; /* the requester times out and asks again */
-		(void)xp_txf_zc(qp, &fr[nf], owner, proc + off);
+		if (mr)
+			(void)xp_txf_zc(qp, &fr[nf], mr, proc + off);
 		if (!nf)
 			chunk = proc + off;
 		if (++nf == RESP_CHUNK) {
-			if (!resp_read_chunk(qp, owner, chunk, fr, nf))
+			if (!resp_read_chunk(qp, mr, chunk, fr, nf))
 				return;
 			nf = 0;
 		}
 	}
-	(void)resp_read_chunk(qp, owner, chunk, fr, nf);
+	(void)resp_read_chunk(qp, mr, chunk, fr, nf);
 }
 
 static void resp_atomic_ack(struct emu_qp *qp, uint32_t psn, uint64_t orig)
@@ -360,16 +362,17 @@ static void resp_duplicate(struct emu_qp *qp, const struct wire_pkt *pkt)
 	} else if (cls == WIRE_OPC_READ) {
 		uint64_t proc = 0, off = pkt->reth.va - r->va;
 		struct emu_ctx *owner = NULL;
+		struct emu_mr *mr = NULL;
 		int err;
 
 		/* a re-issued READ may start inside the original one */
 		if (pkt->reth.va < r->va || off + pkt->reth.dma_len > r->len)
 			return;
 		if (pkt->reth.dma_len &&
-		    !emu_mr_check_rkey(qp, pkt->reth.rkey, pkt->reth.va, pkt->reth.dma_len,
-				       IBV_ACCESS_REMOTE_READ, &proc, &owner, &err))
+		    !(mr = emu_mr_check_rkey(qp, pkt->reth.rkey, pkt->reth.va, pkt->reth.dma_len,
+					     IBV_ACCESS_REMOTE_READ, &proc, &owner, &err)))
 			return;
-		resp_read_reply(qp, owner, proc, pkt->reth.dma_len, psn);
+		resp_read_reply(qp, mr, proc, pkt->reth.dma_len, psn);
 	}
 }
 
@@ -471,6 +474,7 @@ struct resp_ctx {
 	uint32_t psn, mtu;
 	uint64_t proc;          /* checked target of READ/atomic/WRITE */
 	struct emu_ctx *owner;
+	struct emu_mr *mr;      /* ... and its registration (how it is reached) */
 	int err;
 	uint8_t wc;             /* receive completion status of the error (0 none) */
 	uint8_t uc;             /* RESP_UC_* */
@@ -730,7 +734,8 @@ static enum emu_resp_state resp_chk_resource(struct resp_ctx *c)
 static bool resp_rkey_ok(struct resp_ctx *c, uint32_t rkey, uint64_t va, uint32_t len,
 			 unsigned access)
 {
-	return emu_mr_check_rkey(c->qp, rkey, va, len, access, &c->proc, &c->owner, &c->err);
+	c->mr = emu_mr_check_rkey(c->qp, rkey, va, len, access, &c->proc, &c->owner, &c->err);
+	return c->mr != NULL;
 }
 
 static enum emu_resp_state resp_rkey_violation(struct resp_ctx *c)
@@ -833,7 +838,7 @@ static enum emu_resp_state resp_exec_write(struct resp_ctx *c)
 					     IBV_ACCESS_REMOTE_WRITE, &c->proc, &c->owner, &c->err);
 	if (len && (!mr || mr->gen > x->wr_epoch || c->owner != x->wr_owner))
 		return resp_rkey_violation(c);
-	struct emu_rvec rv = { c->proc, len };
+	struct emu_rvec rv = { c->proc, len, mr };
 
 	if (len && emu_mem_write_deferred(c->qp, x->wr_owner, &rv, 1, pkt->payload, len,
 					  xp_wb_tag(XP_WB_WRITE, c->psn)))
@@ -881,7 +886,7 @@ static enum emu_resp_state resp_exec_atomic_write(struct resp_ctx *c)
 			       &c->proc, &c->owner, &c->err);
 	if (!mr || mr->gen > x->wr_epoch || c->owner != x->wr_owner)
 		return resp_rkey_violation(c);
-	if (emu_mem_write(c->owner, c->proc, c->pkt->payload, 8))
+	if (emu_mr_write(mr, c->proc, c->pkt->payload, 8))
 		return resp_fail(c, EMU_RESP_ERR_REM_ACCESS, 0, IBV_EVENT_QP_ACCESS_ERR, 0);
 	x->wr_va += 8;
 	x->wr_left = 0;
@@ -899,7 +904,7 @@ static enum emu_resp_state resp_exec_flush(struct resp_ctx *c)
 		return EMU_RESP_EXIT; /* an earlier write failed: the QP is dead */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if ((c->pkt->feth.plt & WIRE_FLUSH_PERSISTENT) &&
-	    emu_mrmap_persist(c->owner, c->proc, c->flen))
+	    emu_mrmap_persist(c->mr, c->proc, c->flen))
 		return resp_fail(c, EMU_RESP_ERR_REM_ACCESS, 0, IBV_EVENT_QP_ACCESS_ERR, 0);
 	return resp_zero_reply(c);
 }
@@ -945,7 +950,7 @@ static enum emu_resp_state resp_read_reply_st(struct resp_ctx *c)
 	}
 	x->msn = wire_msn_next(x->msn);
 	x->epsn = wire_psn_add(c->psn, n);
-	resp_read_reply(c->qp, c->owner, c->proc, len, c->psn);
+	resp_read_reply(c->qp, len ? c->mr : NULL, c->proc, len, c->psn);
 	return EMU_RESP_CLEANUP;
 }
 
@@ -960,13 +965,13 @@ static enum emu_resp_state resp_atomic_reply(struct resp_ctx *c)
 		return EMU_RESP_EXIT; /* an earlier write failed: the QP is dead */
 	/* single engine thread: atomic w.r.t. every other atomic through this
 	 * daemon (IBV_ATOMIC_HCA) */
-	if (emu_mem_read(c->owner, &old, c->proc, 8))
+	if (emu_mr_read(c->mr, &old, c->proc, 8))
 		return resp_fail(c, EMU_RESP_ERR_REM_ACCESS, 0, IBV_EVENT_QP_ACCESS_ERR, 0);
 	if (xp_rc_op(pkt->bth.opcode) == WIRE_OP_RC_CMP_SWAP)
 		val = old == pkt->atomiceth.compare ? pkt->atomiceth.swap_add : old;
 	else
 		val = old + pkt->atomiceth.swap_add;
-	if (val != old && emu_mem_write(c->owner, c->proc, &val, 8))
+	if (val != old && emu_mr_write(c->mr, c->proc, &val, 8))
 		return resp_fail(c, EMU_RESP_ERR_REM_ACCESS, 0, IBV_EVENT_QP_ACCESS_ERR, 0);
 	r = resp_res_new(c->qp);
 	if (r) {

@@ -81,9 +81,13 @@ void emu_stats_fill(struct emu_dev *d, const struct emu_ctx *viewer, uint32_t fi
 	p->rx_seg = c->rx_seg;
 	p->rx_lin = c->rx_lin;
 	p->zc_unmap_deferred = c->zc_unmap_deferred;
+	p->mr_pinned = c->mr_pinned;
+	p->mr_unpinned = c->mr_unpinned;
 	if (viewer) {
 		r->self_mr_mapped = viewer->mr_mapped;
 		r->self_mr_syscall = viewer->mr_syscall;
+		r->self_mr_pinned = viewer->mr_pinned;
+		r->self_mr_unpinned = viewer->mr_unpinned;
 	}
 
 	uint32_t q = first_qpn;

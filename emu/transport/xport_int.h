@@ -97,14 +97,14 @@ int xp_tx_begin(struct emu_qp *qp, const struct emu_xport_path *path, struct wir
 void xp_tx_end(struct emu_qp *qp, struct xp_txf *f);
 void xp_tx_abort(struct emu_qp *qp, struct xp_txf *f);
 /* Zero-copy TX of RC requests and READ responses (docs/performance.md):
- * point begun frame f at its source, client c's [addr, addr + f->len),
+ * point begun frame f at its source, [addr, addr + f->len) of mr,
  * when the port can send it from there (emu_tx_zc_ok) and one mapped
  * piece holds it; true then, false to copy as before. Pieces shorter than
  * XP_ZC_MIN are copied: two more mbufs cost more than their copy. UC and
  * UD complete a send when it is queued, so the application may rewrite
  * the buffer while the frame still points into it: they always copy. */
 #define XP_ZC_MIN 512u
-bool xp_txf_zc(struct emu_qp *qp, struct xp_txf *f, struct emu_ctx *c, uint64_t addr);
+bool xp_txf_zc(struct emu_qp *qp, struct xp_txf *f, struct emu_mr *mr, uint64_t addr);
 /* The same for [off, off + f->len) of an SGE list: one SGE must hold it;
  * lkeys checked as xp_sge_copyv does (epoch: the message's) */
 bool xp_sge_zc(struct emu_qp *qp, const struct uroce_sge *sge, unsigned nsge, uint32_t off,

@@ -94,6 +94,7 @@ void ctl_gid_str(const union ibv_gid *g, char *buf, size_t len);
 /* the commands: argv[0] is the command name */
 int ctl_cmd_devices(struct ctl *c, int argc, char **argv);
 int ctl_cmd_qps(struct ctl *c, int argc, char **argv);
+int ctl_cmd_mrs(struct ctl *c, int argc, char **argv);
 int ctl_cmd_counters(struct ctl *c, int argc, char **argv);
 int ctl_cmd_fault(struct ctl *c, int argc, char **argv);
 int ctl_cmd_capture(struct ctl *c, int argc, char **argv);

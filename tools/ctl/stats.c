@@ -91,7 +91,7 @@ static const struct ctl_field port_tail[] = {
 	{ "qps", offsetof(struct uroce_port_stats, nqp) },
 	{ "contexts", offsetof(struct uroce_port_stats, nctx) },
 	{ "clients_refused", offsetof(struct uroce_port_stats, clients_refused) },
-	PF(evq_lost), PF(cqe_inline), PF(icrc_skipped), PF(mr_mapped), PF(mr_syscall),
+	PF(evq_lost), PF(cqe_inline), PF(icrc_skipped), PF(mr_mapped), PF(mr_syscall), PF(mr_pinned), PF(mr_unpinned),
 	PF(tx_zc), PF(tx_zc_bytes), PF(rx_seg), PF(rx_lin), PF(zc_unmap_deferred),
 };
 #define QF(n) { #n, offsetof(struct uroce_qp_stats, n) }
