@@ -19,6 +19,7 @@ const char *const emu_drop_name[EMU_DROP_NUM] = {
 	[EMU_DROP_FAULT] = "fault",
 	[EMU_DROP_SRC_MISMATCH] = "src-mismatch",
 	[EMU_DROP_GSI_MAD] = "gsi-mad",
+	[EMU_DROP_PKEY] = "bad-pkey",
 };
 
 int emu_tx_alloc(struct emu_dev *d, struct emu_txbuf *b)
