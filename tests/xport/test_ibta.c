@@ -1460,6 +1460,27 @@ static int read_resumed(uint8_t op)
 static int t_read_resumed_first(void) { return read_resumed(WIRE_OP_RC_READ_RESP_FIRST); }
 static int t_read_resumed_middle(void) { return read_resumed(WIRE_OP_RC_READ_RESP_MIDDLE); }
 
+/* A requester held by its send window (req_stalled) whose QP then fails
+ * (found by fuzz_rings' frame rewriting): the flush must take it off the
+ * device's timer list, or the engine woke every 10 us for a dead QP */
+static int t_err_stalled_idle(void)
+{
+	struct t t;
+	struct ibv_qp_attr a;
+
+	if (t_setup(&t, IBV_QPT_RC, 0, 0))
+		return 1;
+	(void)q_post(&t, IBV_WR_RDMA_WRITE, 200 * PKT, 19);
+	CHECK(t.q->qp->x.req_stalled);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_ERR;
+	CHECK_EQ(emu_qp_modify(t.q->qp, &a, IBV_QP_STATE), 0);
+	sim_run(&t.p.s, RUN_NS);
+	CHECK_EQ(emu_xport_next_deadline(&t.p.s.n[0].dev), UINT64_MAX);
+	pair_fini(&t.p);
+	return 0;
+}
+
 static const struct xt_test tests[] = {
 	/* header validation */
 	{ "ibta_hdr_icrc", t_hdr_icrc },
@@ -1547,6 +1568,7 @@ static const struct xt_test tests[] = {
 	{ "ibta_resp_ack_payload", t_resp_ack_payload },
 	{ "ibta_read_resumed_first", t_read_resumed_first },
 	{ "ibta_read_resumed_middle", t_read_resumed_middle },
+	{ "ibta_err_stalled_idle", t_err_stalled_idle },
 };
 
 int main(int argc, char **argv)
