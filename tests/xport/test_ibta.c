@@ -585,26 +585,42 @@ static int dup_atomic(uint8_t op)
 static int t_dup_fetch_add(void) { return dup_atomic(WIRE_OP_RC_FETCH_ADD); }
 static int t_dup_cmp_swap(void) { return dup_atomic(WIRE_OP_RC_CMP_SWAP); }
 
-/* opcode not allowed by the QP's access flags: invalid request */
-static int t_op_access(void)
+/* One request op of len bytes, edited by edit (the packet, or the QP
+ * before it arrives), to a fresh RC responder with nrecv receives: the
+ * class A/C error of NAK code (t_expect_fatal), nothing executed. */
+static int fatal_case(unsigned nrecv, uint8_t op, uint32_t len,
+		      void (*edit)(struct t *t, struct wire_pkt *d), uint8_t code, int ev, int wc)
 {
 	struct t t;
-	struct ibv_qp_attr a;
-	unsigned mark;
-	uint32_t psn;
+	struct wire_pkt d;
 
-	if (t_setup(&t, IBV_QPT_RC, 1, 1))
+	if (t_setup(&t, IBV_QPT_RC, 1, nrecv))
 		return 1;
-	memset(&a, 0, sizeof(a));
-	a.qp_access_flags = IBV_ACCESS_REMOTE_READ;
-	CHECK_EQ(emu_qp_modify(t.q->qp, &a, IBV_QP_ACCESS_FLAGS), 0);
-	mark = nrec;
-	psn = t.psn;
-	t_req(&t, WIRE_OP_RC_WRITE_ONLY, 64);
-	t_expect_fatal(&t, mark, WIRE_NAK_INVALID_REQ, psn, IBV_EVENT_QP_REQ_ERR, 0);
+	t_pkt(&t, &d, op, t.psn, len);
+	edit(&t, &d);
+	t_send(&t, &d);
+	t_expect_fatal(&t, 0, code, t.psn, ev, wc);
 	CHECK(xt_zero(t.mr->buf, 64));
+	CHECK(xt_zero((uint8_t *)t.mr->buf + 8192, 16));
 	pair_fini(&t.p);
 	return 0;
+}
+
+/* opcode not allowed by the QP's access flags: invalid request */
+static void ed_no_write(struct t *t, struct wire_pkt *d)
+{
+	struct ibv_qp_attr a;
+
+	(void)d;
+	memset(&a, 0, sizeof(a));
+	a.qp_access_flags = IBV_ACCESS_REMOTE_READ;
+	CHECK_EQ(emu_qp_modify(t->q->qp, &a, IBV_QP_ACCESS_FLAGS), 0);
+}
+
+static int t_op_access(void)
+{
+	return fatal_case(1, WIRE_OP_RC_WRITE_ONLY, 64, ed_no_write, WIRE_NAK_INVALID_REQ,
+			  IBV_EVENT_QP_REQ_ERR, 0);
 }
 
 /* no receive WQE: RNR NAK with the QP's min_rnr_timer, no state change */
@@ -624,62 +640,45 @@ static int t_rnr(void)
 }
 
 /* R_Key violation: NAK remote access, QP_ACCESS_ERR, nothing written */
+static void ed_rkey(struct t *t, struct wire_pkt *d)
+{
+	(void)t;
+	d->reth.rkey ^= 0x100;
+}
+
 static int t_rkey(void)
 {
-	struct t t;
-	struct wire_pkt d;
-	unsigned mark;
-
-	if (t_setup(&t, IBV_QPT_RC, 1, 1))
-		return 1;
-	mark = nrec;
-	t_pkt(&t, &d, WIRE_OP_RC_WRITE_ONLY, t.psn, 64);
-	d.reth.rkey ^= 0x100;
-	t_send(&t, &d);
-	t_expect_fatal(&t, mark, WIRE_NAK_REM_ACCESS_ERR, t.psn, IBV_EVENT_QP_ACCESS_ERR, 0);
-	CHECK(xt_zero(t.mr->buf, 64));
-	pair_fini(&t.p);
-	return 0;
+	return fatal_case(1, WIRE_OP_RC_WRITE_ONLY, 64, ed_rkey, WIRE_NAK_REM_ACCESS_ERR,
+			  IBV_EVENT_QP_ACCESS_ERR, 0);
 }
 
 /* a SEND longer than the receive: remote operational error (as rxe and
  * ConnectX say; IBTA: invalid request), the receive LOC_LEN_ERR */
+static void ed_short_recv(struct t *t, struct wire_pkt *d)
+{
+	struct uroce_sge r = xt_sge(t->mr, 4096, 100);
+
+	(void)d;
+	sim_post_recv(t->q, 100, &r, 1);
+}
+
 static int t_send_too_long(void)
 {
-	struct t t;
-	struct wire_pkt d;
-	struct uroce_sge r;
-	unsigned mark;
-
-	if (t_setup(&t, IBV_QPT_RC, 1, 0))
-		return 1;
-	r = xt_sge(t.mr, 0, 100);
-	sim_post_recv(t.q, 100, &r, 1);
-	mark = nrec;
-	t_pkt(&t, &d, WIRE_OP_RC_SEND_ONLY, t.psn, 200);
-	t_send(&t, &d);
-	t_expect_fatal(&t, mark, WIRE_NAK_REM_OP_ERR, t.psn, 0, IBV_WC_LOC_LEN_ERR);
-	pair_fini(&t.p);
-	return 0;
+	return fatal_case(0, WIRE_OP_RC_SEND_ONLY, 200, ed_short_recv, WIRE_NAK_REM_OP_ERR, 0,
+			  IBV_WC_LOC_LEN_ERR);
 }
 
 /* an atomic to an address not 8-aligned: invalid request, not executed */
+static void ed_misalign(struct t *t, struct wire_pkt *d)
+{
+	(void)t;
+	d->atomiceth.va += 4;
+}
+
 static int t_atomic_align(void)
 {
-	struct t t;
-	struct wire_pkt d;
-	unsigned mark;
-
-	if (t_setup(&t, IBV_QPT_RC, 1, 1))
-		return 1;
-	mark = nrec;
-	t_pkt(&t, &d, WIRE_OP_RC_FETCH_ADD, t.psn, 0);
-	d.atomiceth.va += 4;
-	t_send(&t, &d);
-	t_expect_fatal(&t, mark, WIRE_NAK_INVALID_REQ, t.psn, IBV_EVENT_QP_REQ_ERR, 0);
-	CHECK(xt_zero((uint8_t *)t.mr->buf + 8192, 16));
-	pair_fini(&t.p);
-	return 0;
+	return fatal_case(1, WIRE_OP_RC_FETCH_ADD, 0, ed_misalign, WIRE_NAK_INVALID_REQ,
+			  IBV_EVENT_QP_REQ_ERR, 0);
 }
 
 /* READ/atomic with max_dest_rd_atomic 0: invalid request */
