@@ -91,8 +91,8 @@ struct emu_xport_swqe {
 	uint8_t need_resp;    /* READ / atomic: completes on response, not ACK */
 	uint8_t rd_res;       /* holds a responder resource (READ, atomics, IBTA 1.5
 			       * ATOMIC WRITE and FLUSH): counted in max_rd_atomic */
-	uint8_t rd_resumed;   /* READ re-issued from the middle: its responses may
-			       * start again there (comp_read_pos_ok) */
+	uint8_t rd_resent;    /* READ request sent more than once: its responses may
+			       * start again, or go on, where it asked (comp_read_pos_ok) */
 	uint64_t mr_epoch;    /* dev->mr_epoch when its local keys were checked */
 };
 

@@ -261,20 +261,24 @@ static void comp_rewind(struct emu_qp *qp, uint32_t psn)
 }
 
 /* The opcode the k-th response of a READ of sw->npkts packets must carry:
- * FIRST..MIDDLE..LAST, or ONLY. A READ the requester re-issued from the
- * middle (rd_resumed) is answered from there either as a new message
- * (FIRST/ONLY: uroce's responder) or as the rest of the old one
- * (MIDDLE/LAST: rxe's read_reply replay), so both are taken after k 0. */
+ * FIRST..MIDDLE..LAST, or ONLY. A READ whose request went more than once
+ * (rd_resent: re-issued from the middle, or again after an RNR NAK or a
+ * timeout) may be answered from where it was asked as a new message
+ * (FIRST/ONLY: uroce's responder) or as the rest of the one the responder
+ * had begun (MIDDLE/LAST: rxe's read_reply, which after an RNR NAK of a
+ * READ even starts its first response as a MIDDLE), so both are taken
+ * there; only the position of the end (LAST/ONLY) and every length stay
+ * exact. */
 static bool comp_read_pos_ok(const struct emu_xport_swqe *sw, uint32_t k, uint8_t op)
 {
-	bool resumed = k && sw->rd_resumed;
+	bool first = op == WIRE_OP_RC_READ_RESP_FIRST || op == WIRE_OP_RC_READ_RESP_ONLY;
 
 	if (k + 1 == sw->npkts)
-		return op == WIRE_OP_RC_READ_RESP_LAST ? k > 0 :
-		       op == WIRE_OP_RC_READ_RESP_ONLY && (!k || resumed);
-	if (!k)
-		return op == WIRE_OP_RC_READ_RESP_FIRST;
-	return op == WIRE_OP_RC_READ_RESP_MIDDLE || (resumed && op == WIRE_OP_RC_READ_RESP_FIRST);
+		return op == WIRE_OP_RC_READ_RESP_LAST ? k > 0 || sw->rd_resent :
+		       op == WIRE_OP_RC_READ_RESP_ONLY && (!k || sw->rd_resent);
+	if (op != WIRE_OP_RC_READ_RESP_FIRST && op != WIRE_OP_RC_READ_RESP_MIDDLE)
+		return false;
+	return sw->rd_resent || first == !k;
 }
 
 static void comp_read_resp(struct emu_qp *qp, struct emu_xport_swqe *sw,
@@ -435,8 +439,18 @@ static enum emu_comp_state comp_check_psn(struct comp_ctx *c)
 {
 	struct emu_xport_swqe *sw = c->sw;
 
-	if (c->bad)
-		return comp_stale(c) ? EMU_COMP_EXIT : comp_bad_resp(c, c->bad, c->bad_why);
+	if (c->bad) {
+		if (comp_stale(c))
+			return EMU_COMP_EXIT;
+		/* past the head: it answers a later WQE. A head that waits
+		 * for no response is acknowledged by it as by any response
+		 * (the loop comes back here for the next head); one that
+		 * waits for its READ/atomic data keeps waiting */
+		if (!wire_psn_before(sw->last_psn, c->psn))
+			return comp_bad_resp(c, c->bad, c->bad_why);
+		if (sw->need_resp)
+			return EMU_COMP_EXIT;
+	}
 	comp_zero_read_ack(c);
 
 	/* WQEs wholly before the packet's PSN are implicitly acknowledged (a

@@ -1256,6 +1256,40 @@ static int t_resp_ack_payload(void)
 	return wrong_kind(IBV_WR_SEND, 8, WIRE_OP_RC_ACK, 4, IBV_WC_BAD_RESP_ERR);
 }
 
+/* a bad response for the WQE after the head: the head, a WRITE, is
+ * acknowledged by it as by any later response and completes; the READ it
+ * answers fails - once with a length fault (the parser's), once with a
+ * NAK syndrome on READ data */
+static int bad_after_write(uint8_t syn, int pad)
+{
+	struct t t;
+	struct wire_pkt d;
+	struct uroce_cqe c[4];
+	uint32_t w, r;
+
+	if (t_setup(&t, IBV_QPT_RC, 0, 0))
+		return 1;
+	w = q_post(&t, IBV_WR_RDMA_WRITE, 100, 21);
+	r = q_post(&t, IBV_WR_RDMA_READ, 100, 22);
+	CHECK_EQ(r, wire_psn_next(w));
+	t_pkt(&t, &d, WIRE_OP_RC_READ_RESP_ONLY, r, 100);
+	d.aeth.syndrome = syn;
+	if (pad >= 0)
+		d.bth.pad = (uint8_t)pad;
+	t_send(&t, &d);
+	CHECK_EQ(sim_poll(t.q->scq, c, 4), 2);
+	CHECK(c[0].wr_id == 21 && c[0].status == IBV_WC_SUCCESS);
+	CHECK(c[1].wr_id == 22 && c[1].status == IBV_WC_BAD_RESP_ERR);
+	CHECK_EQ(t.q->qp->attr.qp_state, IBV_QPS_ERR);
+	pair_fini(&t.p);
+	return 0;
+}
+
+static int t_resp_bad_after_write(void)
+{
+	return bad_after_write(ACK_SYN, 3) || bad_after_write(0x61, -1);
+}
+
 /* an atomic result with a NAK syndrome */
 static int t_resp_atomic_nak_aeth(void)
 {
@@ -1456,6 +1490,34 @@ static int read_resumed(uint8_t op)
 	return 0;
 }
 
+/* rxe, asked again for a READ it had RNR-NAKed, answers from its first
+ * PSN with MIDDLEs (its responder resource was already past FIRST): seen
+ * in interop_rxe_loss. The READ was asked twice, so that completes it; a
+ * MIDDLE first for a READ asked once is a bad response
+ * (xport_ibta_resp_read_no_first). */
+static int t_read_rnr_middle(void)
+{
+	struct t t;
+	uint32_t psn;
+	unsigned mark;
+	struct uroce_cqe c[2];
+
+	if (t_setup(&t, IBV_QPT_RC, 0, 0))
+		return 1;
+	psn = q_post(&t, IBV_WR_RDMA_READ, 3 * PKT, 20);
+	mark = nrec;
+	q_resp(&t, WIRE_OP_RC_ACK, psn, 0, wire_aeth_rnr_nak(1));
+	CHECK(nrec == mark + 1 && rec[mark].op == WIRE_OP_RC_READ_REQ && rec[mark].psn == psn);
+	q_resp(&t, WIRE_OP_RC_READ_RESP_MIDDLE, psn, PKT, ACK_SYN);
+	q_resp(&t, WIRE_OP_RC_READ_RESP_MIDDLE, psn + 1, PKT, ACK_SYN);
+	q_resp(&t, WIRE_OP_RC_READ_RESP_LAST, psn + 2, PKT, ACK_SYN);
+	CHECK_EQ(sim_poll(t.q->scq, c, 2), 1);
+	CHECK_EQ(c[0].status, IBV_WC_SUCCESS);
+	CHECK_EQ(t.q->qp->attr.qp_state, IBV_QPS_RTS);
+	pair_fini(&t.p);
+	return 0;
+}
+
 static int t_read_resumed_first(void) { return read_resumed(WIRE_OP_RC_READ_RESP_FIRST); }
 static int t_read_resumed_middle(void) { return read_resumed(WIRE_OP_RC_READ_RESP_MIDDLE); }
 
@@ -1565,8 +1627,10 @@ static const struct xt_test tests[] = {
 	{ "ibta_resp_atomic_nak_aeth", t_resp_atomic_nak_aeth },
 	{ "ibta_resp_zero_read_for_send", t_resp_zero_read_for_send },
 	{ "ibta_resp_ack_payload", t_resp_ack_payload },
+	{ "ibta_resp_bad_after_write", t_resp_bad_after_write },
 	{ "ibta_read_resumed_first", t_read_resumed_first },
 	{ "ibta_read_resumed_middle", t_read_resumed_middle },
+	{ "ibta_read_rnr_middle", t_read_rnr_middle },
 	{ "ibta_err_stalled_idle", t_err_stalled_idle },
 };
 
