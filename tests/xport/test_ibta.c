@@ -80,7 +80,7 @@ static int t_setup(struct t *t, enum ibv_qp_type type, int dut, unsigned nrecv)
 
 		sim_post_recv(t->q, 100 + i, &r, 1);
 	}
-	t->psn = t->q->qp->x.epsn;
+	t->psn = t->q->qp->x->epsn;
 	xt_fill(pat, sizeof(pat), 3);
 	nrec = 0;
 	rec_to = 1 - dut;
@@ -705,7 +705,7 @@ static int t_no_rd_res(void)
 	CHECK_EQ(sim_connect_with(t.q, &t.p.a, &conn0), 0);
 	struct uroce_sge r = xt_sge(t.mr, 0, RECV_LEN);
 	sim_post_recv(t.q, 100, &r, 1);
-	t.psn = t.q->qp->x.epsn;
+	t.psn = t.q->qp->x->epsn;
 	mark = nrec;
 	psn = t.psn;
 	t_req(&t, WIRE_OP_RC_READ_REQ, 0);
@@ -1422,7 +1422,7 @@ static int ghost_case(bool unsent, uint8_t op)
 	CHECK_EQ(sim_poll(t.q->scq, c, 2), 0);
 	CHECK_EQ(t.q->qp->attr.qp_state, IBV_QPS_RTS);
 	CHECK_EQ(t_cnt(&t).drops[EMU_XDROP_ACK_PSN], 1);
-	CHECK_EQ(t.q->qp->x.acked_psn, psn);
+	CHECK_EQ(t.q->qp->x->acked_psn, psn);
 	if (!unsent) {
 		q_resp(&t, WIRE_OP_RC_ACK, psn, 0, ACK_SYN);
 		CHECK_EQ(sim_poll(t.q->scq, c, 2), 1);
@@ -1532,7 +1532,7 @@ static int t_err_stalled_idle(void)
 	if (t_setup(&t, IBV_QPT_RC, 0, 0))
 		return 1;
 	(void)q_post(&t, IBV_WR_RDMA_WRITE, 200 * PKT, 19);
-	CHECK(t.q->qp->x.req_stalled);
+	CHECK(t.q->qp->x->req_stalled);
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_ERR;
 	CHECK_EQ(emu_qp_modify(t.q->qp, &a, IBV_QP_STATE), 0);
