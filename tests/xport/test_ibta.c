@@ -652,6 +652,47 @@ static int t_rkey(void)
 			  IBV_EVENT_QP_ACCESS_ERR, 0);
 }
 
+/* the same for a READ (no READ response goes out: t_expect_fatal counts
+ * one frame) and an atomic (not executed): each kind's key is checked
+ * before it executes, not only the WRITE's, whose packets are checked
+ * again while they land */
+static void ed_rkey_read(struct t *t, struct wire_pkt *d)
+{
+	(void)t;
+	d->reth.rkey ^= 0x100;
+	d->reth.dma_len = 64;
+}
+
+static void ed_rkey_atomic(struct t *t, struct wire_pkt *d)
+{
+	(void)t;
+	d->atomiceth.rkey ^= 0x100;
+}
+
+/* a WRITE whose range ends past its MR: a bounds violation */
+static void ed_rkey_bounds(struct t *t, struct wire_pkt *d)
+{
+	d->reth.va = (uintptr_t)t->mr->buf + t->mr->len - 32;
+}
+
+static int t_rkey_read(void)
+{
+	return fatal_case(1, WIRE_OP_RC_READ_REQ, 0, ed_rkey_read, WIRE_NAK_REM_ACCESS_ERR,
+			  IBV_EVENT_QP_ACCESS_ERR, 0);
+}
+
+static int t_rkey_atomic(void)
+{
+	return fatal_case(1, WIRE_OP_RC_FETCH_ADD, 0, ed_rkey_atomic, WIRE_NAK_REM_ACCESS_ERR,
+			  IBV_EVENT_QP_ACCESS_ERR, 0);
+}
+
+static int t_rkey_bounds(void)
+{
+	return fatal_case(1, WIRE_OP_RC_WRITE_ONLY, 64, ed_rkey_bounds, WIRE_NAK_REM_ACCESS_ERR,
+			  IBV_EVENT_QP_ACCESS_ERR, 0);
+}
+
 /* a SEND longer than the receive: remote operational error (as rxe and
  * ConnectX say; IBTA: invalid request), the receive LOC_LEN_ERR */
 static void ed_short_recv(struct t *t, struct wire_pkt *d)
@@ -759,17 +800,22 @@ static void hdr_send_raw(struct t *t, const struct wire_pkt *d, void (*edit)(uin
 }
 
 static int hdr_case(void (*edit)(uint8_t *f, size_t *n), bool icrc_again,
-		    void (*pkt_edit)(struct t *t, struct wire_pkt *d), int drop, int xdrop)
+		    void (*pkt_edit)(struct t *t, struct wire_pkt *d), int drop, int xdrop,
+		    int reason)
 {
 	struct t t;
 	struct wire_pkt d;
 	struct uroce_cqe c[2];
-	uint64_t before;
+	uint64_t before, rbefore;
 
 	if (t_setup(&t, IBV_QPT_RC, 1, 1))
 		return 1;
 	struct emu_dev *dev = &t.p.s.n[1].dev;
 	before = drop >= 0 ? dev->cnt.drops[drop] : 0;
+	/* the parser's reason too: a later check that happens to drop the
+	 * same packet (a reserved opcode also fails the payload check) must
+	 * not stand in for the one of the row */
+	rbefore = reason >= 0 ? dev->cnt.rx_reason[reason] : 0;
 	t_pkt(&t, &d, WIRE_OP_RC_SEND_ONLY, t.psn, 100);
 	if (pkt_edit)
 		pkt_edit(&t, &d);
@@ -780,6 +826,8 @@ static int hdr_case(void (*edit)(uint8_t *f, size_t *n), bool icrc_again,
 		CHECK_EQ(dev->cnt.drops[drop], before + 1);
 	if (xdrop >= 0)
 		CHECK_EQ(t_cnt(&t).drops[xdrop], 1);
+	if (reason >= 0)
+		CHECK_EQ(dev->cnt.rx_reason[reason], rbefore + 1);
 	/* and the QP takes the right packet at that PSN afterwards */
 	t_req(&t, WIRE_OP_RC_SEND_ONLY, 100);
 	CHECK_EQ(sim_poll(t.q->rcq, c, 2), 1);
@@ -807,14 +855,14 @@ static void pe_qpn(struct t *t, struct wire_pkt *d) { (void)t; d->bth.dqpn = 0x7
 static void pe_uc_op(struct t *t, struct wire_pkt *d) { (void)t; d->bth.opcode = WIRE_OP_UC_SEND_ONLY; }
 static void pe_src(struct t *t, struct wire_pkt *d) { (void)t; d->ip.src.raw[15] ^= 0x40; }
 
-static int t_hdr_icrc(void) { return hdr_case(ed_icrc, false, NULL, EMU_DROP_ICRC, -1); }
-static int t_hdr_tver(void) { return hdr_case(ed_tver, true, NULL, EMU_DROP_PARSE, -1); }
-static int t_hdr_opcode(void) { return hdr_case(ed_opcode, true, NULL, EMU_DROP_PARSE, -1); }
-static int t_hdr_trunc(void) { return hdr_case(ed_trunc, true, NULL, EMU_DROP_PARSE, -1); }
-static int t_hdr_pkey(void) { return hdr_case(NULL, false, pe_pkey, EMU_DROP_PKEY, -1); }
-static int t_hdr_qpn(void) { return hdr_case(NULL, false, pe_qpn, EMU_DROP_UNKNOWN_QP, -1); }
-static int t_hdr_qp_type(void) { return hdr_case(NULL, false, pe_uc_op, -1, EMU_XDROP_OPCODE); }
-static int t_hdr_src(void) { return hdr_case(NULL, false, pe_src, EMU_DROP_SRC_MISMATCH, EMU_XDROP_SRC); }
+static int t_hdr_icrc(void) { return hdr_case(ed_icrc, false, NULL, EMU_DROP_ICRC, -1, WIRE_R_ICRC); }
+static int t_hdr_tver(void) { return hdr_case(ed_tver, true, NULL, EMU_DROP_PARSE, -1, WIRE_R_BTH_TVER); }
+static int t_hdr_opcode(void) { return hdr_case(ed_opcode, true, NULL, EMU_DROP_PARSE, -1, WIRE_R_OPCODE); }
+static int t_hdr_trunc(void) { return hdr_case(ed_trunc, true, NULL, EMU_DROP_PARSE, -1, WIRE_R_TRUNC_EXT); }
+static int t_hdr_pkey(void) { return hdr_case(NULL, false, pe_pkey, EMU_DROP_PKEY, -1, -1); }
+static int t_hdr_qpn(void) { return hdr_case(NULL, false, pe_qpn, EMU_DROP_UNKNOWN_QP, -1, -1); }
+static int t_hdr_qp_type(void) { return hdr_case(NULL, false, pe_uc_op, -1, EMU_XDROP_OPCODE, -1); }
+static int t_hdr_src(void) { return hdr_case(NULL, false, pe_src, EMU_DROP_SRC_MISMATCH, EMU_XDROP_SRC, -1); }
 
 /* A P_Key that matches the default one as a limited member (0x7fff) is
  * taken: the port's key is a full member */
@@ -1437,7 +1485,7 @@ static int t_ghost_ack_unsent(void) { return ghost_case(true, WIRE_OP_RC_ACK); }
 static int t_ghost_read_resp(void) { return ghost_case(false, WIRE_OP_RC_READ_RESP_ONLY); }
 
 /* duplicates: an ACK again, a READ response again, an ACK when nothing
- * is outstanding - ignored */
+ * is outstanding, an old response while a later WQE is the head - ignored */
 static int t_dup_responses(void)
 {
 	struct t t;
@@ -1461,6 +1509,19 @@ static int t_dup_responses(void)
 	CHECK_EQ(sim_poll(t.q->scq, c, 2), 0);
 	CHECK_EQ(t.q->qp->attr.qp_state, IBV_QPS_RTS);
 	CHECK(!memcmp(t.mr->buf, pat, PKT) && !memcmp((uint8_t *)t.mr->buf + PKT, pat, PKT));
+	/* the READ's response again, and an ACK of bytes at its PSN, while a
+	 * WRITE is the head: old news, not a bad response for the WRITE */
+	uint32_t wpsn = q_post(&t, IBV_WR_RDMA_WRITE, 64, 20);
+
+	q_resp(&t, WIRE_OP_RC_READ_RESP_LAST, psn + 1, PKT, ACK_SYN);
+	q_resp(&t, WIRE_OP_RC_ACK, psn + 1, 4, ACK_SYN);
+	CHECK_EQ(sim_poll(t.q->scq, c, 2), 0);
+	CHECK_EQ(t.q->qp->attr.qp_state, IBV_QPS_RTS);
+	q_resp(&t, WIRE_OP_RC_ACK, wpsn, 0, ACK_SYN);
+	CHECK_EQ(sim_poll(t.q->scq, c, 2), 1);
+	CHECK_EQ(c[0].wr_id, 20);
+	CHECK_EQ(c[0].status, IBV_WC_SUCCESS);
+	CHECK_EQ(t.q->qp->attr.qp_state, IBV_QPS_RTS);
 	pair_fini(&t.p);
 	return 0;
 }
@@ -1584,6 +1645,9 @@ static const struct xt_test tests[] = {
 	{ "ibta_no_rd_res", t_no_rd_res },
 	{ "ibta_rnr", t_rnr },
 	{ "ibta_rkey", t_rkey },
+	{ "ibta_rkey_read", t_rkey_read },
+	{ "ibta_rkey_atomic", t_rkey_atomic },
+	{ "ibta_rkey_bounds", t_rkey_bounds },
 	{ "ibta_atomic_align", t_atomic_align },
 	{ "ibta_send_too_long", t_send_too_long },
 	{ "ibta_bad_inv", t_bad_inv },
