@@ -101,7 +101,8 @@ case " $SIDES " in *" rxe "*)
 	OUT=$VMOUT setsid "$HERE/run-peer.sh" --netns "$NS" --tap iop0 --ip "$VM_IP/24" \
 		--mac "$VM_MAC" --share "$OUT/share" --timeout 900 --log "$OUT/vm-console.log" \
 		>/dev/null 2>"$OUT/run-peer.log" &
-	PIDS+=("$!")
+	VPID=$!
+	PIDS+=("$VPID")
 	;;
 esac
 
@@ -118,16 +119,58 @@ case " $SIDES " in *" uroce "*)
 	[ -S "$OUT/run/uroce0.sock" ] || { cat "$OUT/uroced.log"; say "FAIL: uroced did not start"; exit 1; }
 	setsid "${NSX[@]}" env UROCE_RUN_DIR="$OUT/run" LD_PRELOAD="$SHIM" \
 		"$PEERBIN" "$CR_IP2" "$PORT_UROCE" uroce0 1 >"$OUT/peer-uroce.log" 2>&1 &
-	PIDS+=("$!")
+	PPID_UROCE=$!
+	PIDS+=("$PPID_UROCE")
 	;;
 esac
 
-wait "$CPID"
-RC=$?
+# The crafter waits for its peers (CRAFTED_WAIT, 600 s, a last bound only):
+# whatever it waits for that ends first - uroced, the VM or the uroce side's
+# peer ending in error - fails the test at once, with its reason.
+# (A peer or VM that ends well has answered every case already: the crafter
+# only writes its verdict after that.)
+gone() {	# gone PID: PID has exited; its status in $GONE_RC
+	kill -0 "$1" 2>/dev/null && return 1
+	wait "$1" 2>/dev/null
+	GONE_RC=$?
+	return 0
+}
+dead=""
+while kill -0 "$CPID" 2>/dev/null; do
+	if [ -n "${UPID:-}" ] && gone "$UPID"; then
+		dead="uroced exited (status $GONE_RC) while the crafter ran"; URC=$GONE_RC; UPID=""
+	elif [ -n "${VPID:-}" ] && gone "$VPID"; then
+		VPID=""
+		[ "$GONE_RC" = 0 ] || dead="the rxe VM ended with status $GONE_RC ($(tail -1 "$OUT/run-peer.log" 2>/dev/null))"
+	elif [ -n "${PPID_UROCE:-}" ] && gone "$PPID_UROCE"; then
+		PPID_UROCE=""
+		[ "$GONE_RC" = 0 ] || dead="crafted_peer (uroce side) ended with status $GONE_RC: $(tail -3 "$OUT/peer-uroce.log" | tr '\n' ' ')"
+	fi
+	[ -n "$dead" ] && break
+	sleep 0.2
+done
+if [ -n "$dead" ]; then
+	kill -TERM -- "-$CPID" 2>/dev/null
+	RC=1
+else
+	wait "$CPID"
+	RC=$?
+fi
 sed 's/^/  /' "$OUT/crafter.log"
+[ -n "$dead" ] && say "FAIL: $dead"
+# uroced's end: its exit status and its log (sanitizer, leak, assertion
+# reports), as every test that starts it (docs/testing.md)
 if [ -n "${UPID:-}" ]; then
-	kill -USR1 "$UPID" 2>/dev/null && sleep 0.3
+	kill -USR1 "$UPID" 2>/dev/null && sleep 0.3   # counters into uroced.log
 	grep -E 'drop|nak|bad-resp|xport_drop' "$OUT/uroced.log" | sed 's/^/  uroced: /' | head -20
+	kill -TERM "$UPID" 2>/dev/null
+	for _ in $(seq 100); do kill -0 "$UPID" 2>/dev/null || break; sleep 0.1; done
+	kill -0 "$UPID" 2>/dev/null && { say "uroced ignored SIGTERM: killed"; kill -KILL -- "-$UPID" 2>/dev/null; }
+	wait "$UPID" 2>/dev/null
+	URC=$?
+fi
+if [ -n "${URC:-}" ] && ! python3 "$HERE/../lib/harness.py" daemon-verdict "$URC" "$OUT/uroced.log"; then
+	say "FAIL: uroced's end (exit status $URC)"; tail -20 "$OUT/uroced.log"; RC=1
 fi
 [ "$RC" = 0 ] && say "pass" || say "FAILED (logs in $OUT)"
 exit "$RC"
