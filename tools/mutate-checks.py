@@ -12,7 +12,7 @@ for wire/, every wire-reason-* case). Prints the cases that failed for each.
 
 Exit 0 when every mutation is caught; 1 when one is caught by no test (a
 check without a test) or no longer applies to the source (the code moved:
-update its row). Not part of meson test (about 50 rebuilds); run it by hand
+update its row). Not part of meson test (47 rebuilds); run it by hand
 after changing a check or its test (docs/transport.md, "Checks on received
 packets")."""
 import os
