@@ -68,6 +68,7 @@ enum emu_drop {
 	EMU_DROP_SRC_MISMATCH, /* RC/UC source IP is not the QP's connected peer */
 	EMU_DROP_GSI_MAD,     /* a MAD to QP1 the CM engine dropped (its counters say why) */
 	EMU_DROP_MARTIAN,     /* from the wire with one of our addresses as its source */
+	EMU_DROP_PKEY,        /* BTH P_Key not in the port's table (IBTA 9.6: silently dropped) */
 	EMU_DROP_NUM
 };
 

@@ -261,6 +261,27 @@ static void comp_rewind(struct emu_qp *qp, uint32_t psn)
 	}
 }
 
+/* The opcode the k-th response of a READ of sw->npkts packets must carry:
+ * FIRST..MIDDLE..LAST, or ONLY. A READ whose request went more than once
+ * (rd_resent: re-issued from the middle, or again after an RNR NAK or a
+ * timeout) may be answered from where it was asked as a new message
+ * (FIRST/ONLY: uroce's responder) or as the rest of the one the responder
+ * had begun (MIDDLE/LAST: rxe's read_reply, which after an RNR NAK of a
+ * READ even starts its first response as a MIDDLE), so both are taken
+ * there; only the position of the end (LAST/ONLY) and every length stay
+ * exact. */
+static bool comp_read_pos_ok(const struct emu_xport_swqe *sw, uint32_t k, uint8_t op)
+{
+	bool first = op == WIRE_OP_RC_READ_RESP_FIRST || op == WIRE_OP_RC_READ_RESP_ONLY;
+
+	if (k + 1 == sw->npkts)
+		return op == WIRE_OP_RC_READ_RESP_LAST ? k > 0 || sw->rd_resent :
+		       op == WIRE_OP_RC_READ_RESP_ONLY && (!k || sw->rd_resent);
+	if (op != WIRE_OP_RC_READ_RESP_FIRST && op != WIRE_OP_RC_READ_RESP_MIDDLE)
+		return false;
+	return sw->rd_resent || first == !k;
+}
+
 static void comp_read_resp(struct emu_qp *qp, struct emu_xport_swqe *sw,
 			   const struct wire_pkt *pkt)
 {
@@ -278,15 +299,13 @@ static void comp_read_resp(struct emu_qp *qp, struct emu_xport_swqe *sw,
 			comp_rewind(qp, sw->resp_psn); /* a response was lost */
 		return;
 	}
-	/* A READ re-issued from the middle is answered FIRST..LAST again, so
-	 * the position is checked against the whole message loosely: only the
-	 * final packet may be LAST/ONLY, and lengths must match exactly. */
-	if (k + 1 == sw->npkts)
-		ok = op == WIRE_OP_RC_READ_RESP_LAST || op == WIRE_OP_RC_READ_RESP_ONLY;
-	else
-		ok = op == WIRE_OP_RC_READ_RESP_FIRST || op == WIRE_OP_RC_READ_RESP_MIDDLE;
+	ok = comp_read_pos_ok(sw, k, op);
 	if (!ok || pkt->payload_len != want) {
-		xp_drop(qp, EMU_XDROP_READ_RESP);
+		/* not the response this READ is waiting for: a bad response
+		 * (IBTA 9.7.5.2; mlx5 CQE syndrome "bad response"), not a loss
+		 * to wait out with retries */
+		xp_drop(qp, EMU_XDROP_BAD_RESP);
+		comp_fail_head(qp, IBV_WC_BAD_RESP_ERR);
 		return;
 	}
 	if (xp_sge_write_deferred(qp, emu_wqe_sges(w), w->num_sge, off, pkt->payload, want,
@@ -336,9 +355,30 @@ struct comp_ctx {
 	enum wire_aeth_type type;
 	struct emu_xport_swqe *sw;  /* head WQE */
 	bool progress;              /* forward progress: renew retries, rearm */
+	uint8_t status;             /* the head fails with it (comp_error); 0: by NAK code */
+	uint8_t bad;                /* a malformed response: its status (0 none) */
+	uint8_t bad_why;            /* ... and the drop reason it counts */
 };
 
 typedef enum emu_comp_state (*comp_state_fn)(struct comp_ctx *c);
+
+/* What a response that cannot be taken as it is does to the head WQE
+ * once it is known not to be stale (comp_check_psn): its length does not
+ * fit its opcode (the parser's len_reason) or its AETH type is reserved:
+ * a bad response (IBTA 9.7.5.2; mlx5: IBV_WC_BAD_RESP_ERR); a NAK with a
+ * reserved code: a remote operational error, as rxe's check_ack says for
+ * an "unexpected nak". Bit 7 of the syndrome is reserved and ignored. */
+static enum emu_comp_state comp_judge(struct comp_ctx *c, const struct wire_pkt *pkt)
+{
+	if (pkt->len_reason != WIRE_OK) {
+		c->bad = IBV_WC_BAD_RESP_ERR;
+		c->bad_why = EMU_XDROP_BAD_RESP;
+	} else if ((pkt->hdrs & WIRE_HDR_AETH) && !wire_aeth_syndrome_valid(c->syn)) {
+		c->bad = c->type == WIRE_AETH_NAK ? IBV_WC_REM_OP_ERR : IBV_WC_BAD_RESP_ERR;
+		c->bad_why = EMU_XDROP_ACK_SYNDROME;
+	}
+	return EMU_COMP_GET_WQE;
+}
 
 static enum emu_comp_state comp_get_ack(struct comp_ctx *c)
 {
@@ -350,12 +390,10 @@ static enum emu_comp_state comp_get_ack(struct comp_ctx *c)
 	if (!xp_rc_like(qp) ||
 	    (qp->attr.qp_state != IBV_QPS_RTS && qp->attr.qp_state != IBV_QPS_SQD))
 		why = EMU_XDROP_QP_STATE;
-	else if (!wire_psn_before(c->psn, qp->x->sq_psn_max))
-		why = EMU_XDROP_ACK_PSN;
-	else if ((pkt->hdrs & WIRE_HDR_AETH) && !wire_aeth_syndrome_valid(c->syn))
-		why = EMU_XDROP_ACK_SYNDROME;
+	else if (!wire_psn_before(c->psn, qp->x->sq_psn_hw))
+		why = EMU_XDROP_ACK_PSN; /* a ghost: no request ever took this PSN */
 	else
-		return EMU_COMP_GET_WQE;
+		return comp_judge(c, pkt);
 	xp_drop(qp, why);
 	return EMU_COMP_EXIT;
 }
@@ -377,17 +415,43 @@ static enum emu_comp_state comp_get_wqe(struct comp_ctx *c)
  * for no response data it is an ACK of its PSN, read as one. */
 static void comp_zero_read_ack(struct comp_ctx *c)
 {
-	if (c->pkt->bth.opcode == WIRE_OP_RC_READ_RESP_ONLY && !c->pkt->payload_len &&
-	    !c->sw->need_resp && c->type == WIRE_AETH_ACK) {
+	if (xp_rc_op(c->pkt->bth.opcode) == WIRE_OP_RC_READ_RESP_ONLY && !c->pkt->payload_len &&
+	    c->sw->rd_res && !c->sw->need_resp && c->type == WIRE_AETH_ACK) {
 		c->cls = WIRE_OPC_ACK;
 		c->is_ack = true;
 	}
+}
+
+/* A response for a PSN already acknowledged: a duplicate, ignored. */
+static bool comp_stale(const struct comp_ctx *c)
+{
+	return wire_psn_before(c->psn, c->qp->x->acked_psn);
+}
+
+/* The head WQE fails with status: the response was not one it can take. */
+static enum emu_comp_state comp_bad_resp(struct comp_ctx *c, uint8_t status, uint8_t why)
+{
+	xp_drop(c->qp, (enum emu_xport_drop)why);
+	c->status = status;
+	return EMU_COMP_ERROR;
 }
 
 static enum emu_comp_state comp_check_psn(struct comp_ctx *c)
 {
 	struct emu_xport_swqe *sw = c->sw;
 
+	if (c->bad) {
+		if (comp_stale(c))
+			return EMU_COMP_EXIT;
+		/* past the head: it answers a later WQE. A head that waits
+		 * for no response is acknowledged by it as by any response
+		 * (the loop comes back here for the next head); one that
+		 * waits for its READ/atomic data keeps waiting */
+		if (!wire_psn_before(sw->last_psn, c->psn))
+			return comp_bad_resp(c, c->bad, c->bad_why);
+		if (sw->need_resp)
+			return EMU_COMP_EXIT;
+	}
 	comp_zero_read_ack(c);
 
 	/* WQEs wholly before the packet's PSN are implicitly acknowledged (a
@@ -411,6 +475,11 @@ static enum emu_comp_state comp_check_psn(struct comp_ctx *c)
 
 static enum emu_comp_state comp_comp_wqe(struct comp_ctx *c)
 {
+	struct emu_xport_qp *x = c->qp->x;
+
+	/* a head that failed on the way here was retired, the QP flushed */
+	if (x->sq_comp == x->sq_fetch || c->qp->attr.qp_state == IBV_QPS_ERR)
+		return EMU_COMP_DONE;
 	comp_wqe(c->qp);
 	return c->qp->attr.qp_state == IBV_QPS_ERR ? EMU_COMP_DONE : EMU_COMP_GET_WQE;
 }
@@ -419,11 +488,21 @@ static enum emu_comp_state comp_check_ack(struct comp_ctx *c)
 {
 	struct emu_xport_qp *x = c->qp->x;
 	bool read = xp_wqe(c->qp, x->sq_comp)->opcode == IBV_WR_RDMA_READ;
+	bool data = c->cls == WIRE_OPC_READ_RESP || c->cls == WIRE_OPC_ATOMIC_ACK;
 
+	/* IBTA 9.7.5.2: READ data only for a READ, an atomic's result only
+	 * for an atomic, and either with an ACK syndrome (an error comes as
+	 * an Acknowledge NAK); anything else is a bad response - once it is
+	 * not a duplicate of something already taken */
+	if (data && comp_stale(c))
+		return EMU_COMP_EXIT;
+	if (data && (!c->sw->need_resp || read != (c->cls == WIRE_OPC_READ_RESP) ||
+		     ((c->pkt->hdrs & WIRE_HDR_AETH) && c->type != WIRE_AETH_ACK)))
+		return comp_bad_resp(c, IBV_WC_BAD_RESP_ERR, EMU_XDROP_BAD_RESP);
 	if (c->cls == WIRE_OPC_READ_RESP)
-		return c->sw->need_resp && read ? EMU_COMP_READ : EMU_COMP_EXIT;
+		return EMU_COMP_READ;
 	if (c->cls == WIRE_OPC_ATOMIC_ACK)
-		return c->sw->need_resp && !read ? EMU_COMP_ATOMIC : EMU_COMP_EXIT;
+		return EMU_COMP_ATOMIC;
 	if (c->type == WIRE_AETH_ACK)
 		return EMU_COMP_WRITE_SEND;
 	if (c->type == WIRE_AETH_RNR_NAK)
@@ -444,6 +523,8 @@ static enum emu_comp_state comp_read(struct comp_ctx *c)
 	uint32_t before = c->sw->resp_bytes;
 
 	comp_read_resp(c->qp, c->sw, c->pkt);
+	if (c->qp->attr.qp_state == IBV_QPS_ERR)
+		return EMU_COMP_DONE; /* the READ failed (bad response, placement) */
 	if (c->sw->resp_bytes != before || c->sw->state == EMU_SWQE_DONE)
 		c->progress = true;
 	return EMU_COMP_UPDATE_COMP;
@@ -452,6 +533,8 @@ static enum emu_comp_state comp_read(struct comp_ctx *c)
 static enum emu_comp_state comp_atomic(struct comp_ctx *c)
 {
 	comp_atomic_ack(c->qp, c->sw, c->pkt);
+	if (c->qp->attr.qp_state == IBV_QPS_ERR)
+		return EMU_COMP_DONE;
 	if (c->sw->state == EMU_SWQE_DONE)
 		c->progress = true;
 	return EMU_COMP_UPDATE_COMP;
@@ -554,7 +637,7 @@ static enum emu_comp_state comp_rnr_retry(struct comp_ctx *c)
 
 static enum emu_comp_state comp_error(struct comp_ctx *c)
 {
-	comp_fail_head(c->qp, comp_nak_status(wire_aeth_value(c->syn)));
+	comp_fail_head(c->qp, c->status ? c->status : comp_nak_status(wire_aeth_value(c->syn)));
 	return EMU_COMP_DONE;
 }
 
@@ -587,7 +670,9 @@ void xp_comp_rx(struct emu_qp *qp, const struct wire_pkt *pkt)
 	c.pkt = pkt;
 	c.psn = pkt->bth.psn;
 	c.cls = pkt->op->cls;
-	c.syn = (pkt->hdrs & WIRE_HDR_AETH) ? pkt->aeth.syndrome : 0;
+	/* bit 7 of the syndrome is reserved: ignored, as IBTA has receivers
+	 * ignore reserved bits (rxe reads the type the same way) */
+	c.syn = (pkt->hdrs & WIRE_HDR_AETH) ? pkt->aeth.syndrome & 0x7f : 0;
 	c.is_ack = c.cls == WIRE_OPC_ACK;
 	c.type = wire_aeth_type(c.syn);
 	while (st != EMU_COMP_EXIT && st != EMU_COMP_DONE) {

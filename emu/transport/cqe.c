@@ -280,6 +280,9 @@ void xp_flush_sq(struct emu_qp *qp)
 	x->rd_atomic_out = 0;
 	x->retrans_at = 0;
 	x->rnr_at = 0;
+	/* a requester stalled (a go-back-N, TX full) when its QP failed: the
+	 * poll loop would kick it every 10 us for as long as the QP lives */
+	x->req_stalled = 0;
 	emu_ring_publish(&qp->sq, x->sq_comp);
 }
 

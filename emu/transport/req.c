@@ -305,6 +305,9 @@ static int req_send_rd_atomic(struct emu_qp *qp, const struct emu_xport_path *pa
 		return -EAGAIN;
 
 	if (w->opcode == IBV_WR_RDMA_READ) {
+		/* asked again (from the middle, or after an RNR NAK or a
+		 * timeout): the responder may answer from where it stood */
+		sw->rd_resent |= k != 0 || wire_psn_before(sw->last_psn, x->sq_psn_hw);
 		xp_pkt_init(qp, path, &d, WIRE_OP_RC_READ_REQ, qp->attr.dest_qp_num, psn);
 		d.reth.va = w->rdma.remote_addr + (uint64_t)k * mtu;
 		d.reth.rkey = w->rdma.rkey;

@@ -403,8 +403,10 @@ static void resp_ud(struct emu_qp *qp, const struct wire_pkt *pkt)
 	uint32_t flags = IBV_WC_GRH, imm = 0;
 	int n;
 
+	/* UD answers nothing (IBTA 9.8): a wrong Q_Key, or a length fault
+	 * (len_reason), drops the datagram silently */
 	if (pkt->op->cls != WIRE_OPC_SEND || !(pkt->hdrs & WIRE_HDR_DETH) ||
-	    pkt->deth.qkey != qp->attr.qkey) {
+	    pkt->deth.qkey != qp->attr.qkey || pkt->len_reason != WIRE_OK) {
 		xp_drop(qp, EMU_XDROP_UD_INVALID);
 		return;
 	}
@@ -688,13 +690,21 @@ static enum emu_resp_state resp_chk_op_valid(struct resp_ctx *c)
 	return EMU_RESP_CHK_LENGTH;
 }
 
+/* IBTA 9.7.5.1 length check: the packet's length fits its opcode. The
+ * parser's length faults (payload on an opcode that carries none, none on
+ * a FIRST/MIDDLE, a pad count its length cannot have: len_reason), then
+ * FIRST/MIDDLE exactly one MTU, LAST 1..MTU (a message of n MTUs ends
+ * with a full packet: no sender builds an empty LAST), ONLY at most one
+ * MTU. Invalid request (rxe: RESPST_ERR_LENGTH, class C); UC drops it. */
 static enum emu_resp_state resp_chk_length(struct resp_ctx *c)
 {
 	const struct wire_pkt *pkt = c->pkt;
+	uint32_t n = pkt->payload_len;
 
-	/* FIRST/MIDDLE carry exactly one MTU, LAST/ONLY at most one */
+	if (pkt->len_reason != WIRE_OK)
+		return resp_malformed(c, EMU_RESP_ERR_MALFORMED);
 	if ((pkt->op->flags & WIRE_OPF_PAYLOAD) &&
-	    (c->last ? pkt->payload_len > c->mtu : pkt->payload_len != c->mtu))
+	    (!c->last ? n != c->mtu : n > c->mtu || (!c->first && !n)))
 		return resp_malformed(c, EMU_RESP_ERR_MALFORMED);
 	if (((c->cls == WIRE_OPC_READ || (c->cls == WIRE_OPC_WRITE && c->first)) &&
 	     pkt->reth.dma_len > EMU_XPORT_MAX_MSG) ||

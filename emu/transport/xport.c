@@ -281,7 +281,7 @@ const char *const emu_xport_drop_name[EMU_XDROP_NUM] = {
 	[EMU_XDROP_UC_RKEY] = "uc-rkey",
 	[EMU_XDROP_ACK_PSN] = "ack-psn",
 	[EMU_XDROP_ACK_SYNDROME] = "ack-syndrome",
-	[EMU_XDROP_READ_RESP] = "read-resp",
+	[EMU_XDROP_BAD_RESP] = "bad-resp",
 };
 
 void emu_xport_rx(struct emu_dev *d, struct emu_qp *qp, const struct wire_pkt *pkt)

@@ -92,6 +92,8 @@ struct emu_xport_swqe {
 	uint8_t need_resp;    /* READ / atomic: completes on response, not ACK */
 	uint8_t rd_res;       /* holds a responder resource (READ, atomics, IBTA 1.5
 			       * ATOMIC WRITE and FLUSH): counted in max_rd_atomic */
+	uint8_t rd_resent;    /* READ request sent more than once: its responses may
+			       * start again, or go on, where it asked (comp_read_pos_ok) */
 	uint64_t mr_epoch;    /* dev->mr_epoch when its local keys were checked */
 };
 
@@ -141,8 +143,9 @@ enum emu_xport_drop {
 	EMU_XDROP_UC_NO_RECV,   /* UC: no receive posted (no RNR on UC) */
 	EMU_XDROP_UC_RKEY,      /* UC: WRITE rkey violation */
 	EMU_XDROP_ACK_PSN,      /* response for a PSN never sent */
-	EMU_XDROP_ACK_SYNDROME, /* response with a reserved AETH syndrome */
-	EMU_XDROP_READ_RESP,    /* READ response out of place or of wrong length */
+	EMU_XDROP_ACK_SYNDROME, /* response with a reserved AETH syndrome: the head WQE fails */
+	EMU_XDROP_BAD_RESP,     /* response that does not fit the outstanding request (opcode,
+				 * length, AETH type): the head WQE fails IBV_WC_BAD_RESP_ERR */
 	EMU_XDROP_NUM
 };
 
