@@ -201,7 +201,7 @@ int emu_port_param(struct emu_opts *o)
 		obj += rte_mempool_calc_obj_size(sizeof(struct rte_mbuf) + o->tx_mbuf_room, 0, NULL);
 	else
 		sm = rte_mempool_calc_obj_size(sizeof(struct rte_mbuf) + RTE_PKTMBUF_HEADROOM +
-					       EMU_SM_ROOM, 0, NULL) * EMU_NB_SM_MBUF;
-	o->pool_mb = (uint32_t)((obj * EMU_NB_MBUF + sm + (1u << 20) - 1) >> 20) + 128;
+					       EMU_SM_ROOM, 0, NULL) * o->nb_mbuf;
+	o->pool_mb = (uint32_t)((obj * o->nb_mbuf + sm + (1u << 20) - 1) >> 20) + 128;
 	return 0;
 }

@@ -283,8 +283,10 @@ static int req_send_rd_atomic(struct emu_qp *qp, const struct emu_xport_path *pa
 	struct wire_pkt d;
 	int r;
 
-	if (emu_tx_congested(qp->dev))
+	if (emu_tx_congested(qp->dev)) {
+		x->cnt.tx_stalls++;
 		return -ENOBUFS;
+	}
 	if (t->paced && xp_rp_pace(qp, t->now))
 		return -EBUSY;
 	uint32_t psn = wire_psn_add(sw->first_psn, k);
@@ -336,8 +338,10 @@ static int req_may_send(struct emu_qp *qp, uint32_t psn, const struct req_turn *
 {
 	if (t->budget <= queued)
 		return -EAGAIN;
-	if (emu_tx_congested(qp->dev))
+	if (emu_tx_congested(qp->dev)) {
+		qp->x->cnt.tx_stalls++;
 		return -ENOBUFS; /* resumed by emu_xport_poll once the port drains */
+	}
 	if (xp_rc_like(qp) && wire_psn_diff(psn, qp->x->acked_psn) >= (int32_t)xp_cwnd(qp->x))
 		return -EAGAIN;
 	if (xp_gbn_held(qp->x, psn))

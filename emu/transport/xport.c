@@ -129,6 +129,7 @@ void emu_xport_qp_fini(struct emu_qp *qp)
 	struct emu_xport_qp *x = qp->x;
 
 	xp_tomb_add(qp);
+	xp_cnt_retire(qp);
 	xp_act_del(qp);
 	free(x->sq_copy);
 	free(x->swqe);

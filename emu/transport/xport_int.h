@@ -124,6 +124,30 @@ void xp_path_from_av(struct emu_xport_path *p, const struct emu_av *av, uint32_t
 /* stats.c: may viewer see qp (its uid's, or every QP for root and the
  * daemon's uid; NULL viewer: yes)? docs/security.md */
 bool xp_qp_visible(const struct emu_ctx *viewer, const struct emu_qp *qp);
+/* The counters UROCE_OP_QUERY_DROPS totals over a device's QPs (stats.c):
+ * t += c; a QP's go into its device's totals before they are cleared
+ * (RESET) or freed (destroy), so the totals cover every QP it had. */
+static inline void xp_cnt_add(struct emu_xport_counters *t, const struct emu_xport_counters *c)
+{
+	t->out_of_seq += c->out_of_seq;
+	t->dup_requests += c->dup_requests;
+	t->rnr_naks_sent += c->rnr_naks_sent;
+	t->rnr_naks_rcvd += c->rnr_naks_rcvd;
+	t->seq_naks_sent += c->seq_naks_sent;
+	t->seq_naks_rcvd += c->seq_naks_rcvd;
+	t->retransmits += c->retransmits;
+	t->timeouts += c->timeouts;
+	t->retry_exceeded += c->retry_exceeded;
+	t->rnr_retry_exceeded += c->rnr_retry_exceeded;
+	t->tx_no_buf += c->tx_no_buf;
+	t->tx_stalls += c->tx_stalls;
+}
+
+static inline void xp_cnt_retire(struct emu_qp *qp)
+{
+	if (qp->dev && qp->dev->x)
+		xp_cnt_add(&qp->dev->x->gone, &qp->x->cnt);
+}
 
 /* cqe.c: push a CQE; on CQ overrun the QP gets QP_FATAL and goes to ERR.
  * While the device's RX burst is open (d->burst) the CQE waits in the

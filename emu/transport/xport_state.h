@@ -158,6 +158,7 @@ struct emu_xport_counters {
 	uint64_t naks_sent, naks_rcvd; /* non-sequence NAKs */
 	uint64_t rx_dropped;       /* sum of drops[] */
 	uint64_t tx_no_buf;        /* transmit buffer allocation failed */
+	uint64_t tx_stalls;        /* requester paused: the port's TX backlog was full */
 	uint64_t ce_rcvd;          /* packets that arrived ECN CE-marked */
 	uint64_t cnp_sent;         /* CNPs sent for them (rate-limited) */
 	uint64_t cnp_rcvd;         /* CNPs received (the reaction point's input) */
@@ -323,6 +324,10 @@ struct emu_xport_dev {
 		uint64_t ce_rcvd, cnp_sent, cnp_rcvd, rate_cuts;
 	} dcqcn_cnt;
 	uint64_t xdrops[EMU_XDROP_NUM]; /* received packets dropped, by reason */
+	/* the counters of QPs destroyed or reset, so that the device's totals
+	 * (UROCE_OP_QUERY_DROPS) cover every QP it ever had: a benchmark's
+	 * QPs are gone by the time anyone asks (xp_cnt_retire) */
+	struct emu_xport_counters gone;
 };
 
 #endif /* EMU_XPORT_STATE_H */
