@@ -28,7 +28,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import struct
 import subprocess
 import sys
@@ -36,8 +35,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, '..', 'verbs'))
-import run as vr  # noqa: E402  (tests/verbs/run.py: wait_socket, stop, daemon_faults)
+sys.path.insert(0, os.path.join(HERE, '..', 'lib'))
+import harness  # noqa: E402  (tests/lib/harness.py)
 
 NS_PREFIX = 'ulk-'
 TIMEOUT = 120
@@ -133,7 +132,7 @@ class Net:
         d = subprocess.Popen(self.nsx(h, cmd), env=env, stdout=log, stderr=subprocess.STDOUT,
                              start_new_session=True)
         self.daemons[key], self.logs[key] = d, log
-        if not vr.wait_socket(os.path.join(self.run_dir[h], 'uroce0.sock'), d):
+        if not harness.wait_socket(os.path.join(self.run_dir[h], 'uroce0.sock'), d):
             raise Fail('uroced in %s did not start:\n%s' % (h, self.log(key)))
         return d
 
@@ -144,8 +143,8 @@ class Net:
 
     def stop(self, key):
         """SIGTERM it; a crash, leak or sanitizer report fails the test."""
-        st = vr.stop(self.daemons.pop(key))
-        why = vr.daemon_faults([st], self.log(key))
+        st = harness.stop(self.daemons.pop(key))
+        why = harness.daemon_faults([st], self.log(key))
         if why:
             raise Fail('[%s] %s' % (key, '; '.join(why)))
 
@@ -323,19 +322,19 @@ def drops_txnobuf(net, preload_first):
                LD_PRELOAD=(preload_first + ':' if preload_first else '') + shim)
     if preload_first:
         env['ASAN_OPTIONS'] = 'detect_leaks=0:symbolize=0'
-    port = str(free_port())
+    port = str(harness.free_tcp_port())
     base = ['ibv_rc_pingpong', '-d', 'uroce0', '-g', '1', '-s', '1048576', '-n', '10', '-c',
             '-p', port]
     srv = subprocess.Popen(base, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            text=True, start_new_session=True)
     try:
-        wait_for(lambda: port_listens(int(port)) or srv.poll() is not None, 'the server', 20)
+        harness.wait_until(lambda: harness.tcp_listening(int(port), srv.pid), lambda: srv.poll() is None, 30)
         r = subprocess.run(base + ['127.0.0.1'], env=env, capture_output=True, text=True,
                            timeout=TIMEOUT)
         sout = srv.communicate(timeout=TIMEOUT)[0]
     finally:
         if srv.poll() is None:
-            vr.kill_group(srv)
+            harness.kill_group(srv)
     if r.returncode or srv.returncode:
         raise Fail('rc_pingpong 1 MB with 64 mbufs: %s %s' % (r.stdout[-300:], sout[-300:]))
     c, _ = net.counters('lo')
@@ -347,20 +346,6 @@ def drops_txnobuf(net, preload_first):
     if c.get('qps.retransmits') or c.get('qps.timeouts'):
         raise Fail('lo: an mbuf shortage cost retransmissions')
     net.stop('lo')
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(('127.0.0.1', 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-def port_listens(port):
-    with open('/proc/net/tcp') as f:
-        return any(ln.split()[1].endswith(':%04X' % port) and ln.split()[3] == '0A'
-                   for ln in f.readlines()[1:])
 
 
 def case_drops(net, a):
@@ -386,8 +371,7 @@ def main():
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda *_: sys.exit(1))
     if os.geteuid() != 0:
-        print('SKIP: needs root (network namespaces, AF_PACKET/AF_XDP)')
-        return 77
+        return harness.skip('needs root (network namespaces, AF_PACKET/AF_XDP)')
     stale_cleanup()
     net = Net(a.case, os.path.abspath(a.build))
     t0 = time.monotonic()
@@ -395,17 +379,15 @@ def main():
         CASES[a.case](net, a)
         net.stop_all()
     except Skip as e:
-        print('SKIP:', e)
-        return 77
+        return harness.skip(str(e))
     except Fail as e:
-        print('FAIL:', e)
         for k in net.logs:
             print('--- uroced %s ---\n%s' % (k, net.log(k)[-4000:]))
-        return 1
+        return harness.fail(str(e))
     finally:
         net.down()
     print('ok (%.1f s)' % (time.monotonic() - t0))
-    return 0
+    return harness.PASS
 
 
 if __name__ == '__main__':
