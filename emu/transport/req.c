@@ -211,6 +211,8 @@ static inline void req_sent(struct emu_qp *qp, uint32_t psn)
 			x->cnt.retransmits++;
 		else
 			x->sq_psn_hw = wire_psn_next(psn);
+		if (psn == x->rewind_psn)
+			x->rewind_resent = 1;
 	}
 	x->sq_psn = wire_psn_next(psn);
 }
@@ -319,6 +321,7 @@ static int req_send_rd_atomic(struct emu_qp *qp, const struct emu_xport_path *pa
 	}
 	d.xrc_srqn = w->xrc_srqn; /* sent by XRC INI QPs only (the opcode's XRCETH) */
 	d.bth.ackreq = true;
+	xp_rtt_start(x, psn);
 	r = xp_tx(qp, path, &d, NULL, NULL, NULL);
 	if (r)
 		return r;
@@ -395,6 +398,7 @@ static void req_build(struct emu_qp *qp, const struct emu_xport_path *path,
 				       xp_gbn_last(x, psn))) {
 		d->bth.ackreq = true;
 		x->pkts_since_ackreq = 0;
+		xp_rtt_start(x, psn);
 	}
 }
 
@@ -638,10 +642,15 @@ void xp_req_reset(struct emu_qp *qp)
 	struct emu_xport_qp *x = qp->x;
 
 	x->retrans_at = 0;
+	x->probe_at = 0;
+	x->probe_shift = 0;
+	x->rtt_at = 0;
+	x->srtt_ns = x->rttvar_ns = 0;
 	x->rnr_at = 0;
 	x->gbn_bound = XP_GBN_OFF;
 	x->cwnd = 0;
 	x->ssthresh = 0;
+	x->in_recovery = 0;
 	x->rd_atomic_out = 0;
 	x->pkts_since_ackreq = 0;
 	x->req_stalled = 0;

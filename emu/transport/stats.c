@@ -187,7 +187,7 @@ void emu_cc_fill(struct emu_dev *d, const struct emu_ctx *viewer, uint32_t first
  * (past a gap, repeated, no receive WQE), the frames the requester could
  * not build (no mbuf) or held back (the port's TX backlog full). The
  * port's totals of them over every QP add what recovered the losses. */
-#define XP_QP_NAMED 12
+#define XP_QP_NAMED 13
 static unsigned xp_qp_named(const struct emu_xport_counters *c, struct emu_named *v, bool totals)
 {
 	unsigned n = 0;
@@ -201,6 +201,7 @@ static unsigned xp_qp_named(const struct emu_xport_counters *c, struct emu_named
 		return n;
 	v[n++] = (struct emu_named){ "retransmits", c->retransmits };
 	v[n++] = (struct emu_named){ "timeouts", c->timeouts };
+	v[n++] = (struct emu_named){ "probes", c->probes };
 	v[n++] = (struct emu_named){ "seq-naks-sent", c->seq_naks_sent };
 	v[n++] = (struct emu_named){ "seq-naks-rcvd", c->seq_naks_rcvd };
 	v[n++] = (struct emu_named){ "rnr-naks-rcvd", c->rnr_naks_rcvd };
