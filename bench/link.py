@@ -218,11 +218,17 @@ def summarize(d0, d1):
                       "nobuf" in low or "ring_full" in low or "ring-full" in low or
                       "fill" in low or "k.rx_dropped" == k):
                 drops[s + ":" + k] = v
-    sum_qp = lambda n: sum(d[s].get("qp." + n, 0) + d[s].get(n, 0) for s in "ab")  # noqa: E731
+    # the port's totals over every QP it ever had ("qp_totals", kept when a
+    # QP goes: qperf's and perftest's QPs are gone when the test ends);
+    # the live QPs' own counters only for a daemon without them
+    def sum_qp(n):
+        return sum(d[s]["qp_totals." + n] if "qp_totals." + n in d[s] else
+                   d[s].get("qp." + n, 0) for s in "ab")
     return {"tx_frames": d["a"].get("tx_pkts", 0) + d["b"].get("tx_pkts", 0),
             "lost": lost, "drops": drops,
             "retransmits": sum_qp("retransmits"), "timeouts": sum_qp("timeouts"),
-            "seq_naks": sum_qp("seq_naks_sent"), "rnr_naks": sum_qp("rnr_naks_sent")}
+            "seq_naks": sum_qp("seq-naks-sent"), "rnr_naks": sum_qp("rnr-naks-rcvd"),
+            "probes": sum_qp("probes")}
 
 
 class Qperf:
