@@ -728,6 +728,14 @@ static void comp_probe(struct emu_qp *qp, uint64_t now)
 	sw = xp_swqe(qp, x->sq_comp);
 	if (sw->state == EMU_SWQE_DONE || sw->state == EMU_SWQE_NEW)
 		return;
+	/* A READ of more than one response is not probed: asked again, the
+	 * responder sends the whole rest of it again, and a READ that is only
+	 * slow (thousands of responses built at once on a loaded host) would
+	 * be asked again at every probe until the mbufs run out (32 MiB
+	 * ib_read_bw failed with RETRY_EXC on af_packet); its loss is
+	 * found by the gap in its responses or the retransmit timeout. */
+	if (sw->need_resp && sw->total_len > xp_mtu(qp))
+		return;
 	x->cnt.probes++;
 	comp_go_back(qp, sw, 1);
 	xp_probe_rearm(qp, now);
