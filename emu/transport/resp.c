@@ -569,7 +569,12 @@ static enum emu_resp_state resp_err_rem_op(struct resp_ctx *c)
 static enum emu_resp_state resp_err_seq(struct resp_ctx *c)
 {
 	struct emu_xport_qp *x = c->qp->x;
-	bool round = x->nak_sent && wire_psn_before(c->psn, x->oos_hi);
+	/* the requester's resend starts at epsn: when that packet is lost
+	 * again the next one seen is epsn + 1, below the PSNs seen before; a
+	 * packet merely reordered on the wire rarely is exactly that one, so
+	 * reordering does not NAK again (each such NAK would spend a retry) */
+	bool round = x->nak_sent && c->psn == wire_psn_next(x->epsn) &&
+		     wire_psn_before(c->psn, x->oos_hi);
 
 	x->cnt.out_of_seq++;
 	x->oos_hi = c->psn;
