@@ -44,6 +44,7 @@ union emu_req {
 	struct uroce_create_ah_req ah;
 	struct uroce_mcast_req mc;
 	struct uroce_query_stats_req st;
+	struct uroce_query_drops_req drops;
 	struct uroce_query_limits_req lim;
 	struct uroce_query_qps_req qps;
 	struct uroce_fault_set_req fault;
@@ -70,6 +71,7 @@ union emu_rep {
 	struct uroce_create_qp_arena_rep qpa;
 	struct uroce_query_qp_rep qq;
 	struct uroce_query_stats_rep stats;
+	struct uroce_query_drops_rep drops;
 	struct uroce_cm_stats_rep cm_stats;
 	struct uroce_query_limits_rep limits;
 	struct uroce_query_cc_rep cc;

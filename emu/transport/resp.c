@@ -565,13 +565,26 @@ static enum emu_resp_state resp_err_rem_op(struct resp_ctx *c)
 	return resp_err_class(c, WIRE_NAK_REM_OP_ERR);
 }
 
-/* Sequence error (RC only): one NAK per gap. */
+/* Sequence error (RC only): one NAK per gap, and per round of go-back-N.
+ * After the NAK the requester's pipeline keeps arriving, PSNs rising, and
+ * is dropped silently (as rxe does). When a PSN then falls back below the
+ * last one seen, the requester went back and resent, and the expected PSN
+ * is still missing: the resent packet was lost too (or the NAK was). One
+ * more NAK for it then makes the requester resend at once, where silence
+ * left it to its loss probe or the retransmit timeout. */
 static enum emu_resp_state resp_err_seq(struct resp_ctx *c)
 {
 	struct emu_xport_qp *x = c->qp->x;
+	/* the requester's resend starts at epsn: when that packet is lost
+	 * again the next one seen is epsn + 1, below the PSNs seen before; a
+	 * packet merely reordered on the wire rarely is exactly that one, so
+	 * reordering does not NAK again (each such NAK would spend a retry) */
+	bool round = x->nak_sent && c->psn == wire_psn_next(x->epsn) &&
+		     wire_psn_before(c->psn, x->oos_hi);
 
 	x->cnt.out_of_seq++;
-	if (!x->nak_sent) {
+	x->oos_hi = c->psn;
+	if (!x->nak_sent || round) {
 		x->nak_sent = 1;
 		x->cnt.seq_naks_sent++;
 		resp_ack(c->qp, wire_aeth_nak(WIRE_NAK_PSN_SEQ_ERR), x->epsn);
@@ -591,6 +604,7 @@ static enum emu_resp_state resp_err_rnr(struct resp_ctx *c)
 	 * behind it is dropped silently (one NAK per gap) rather than NAKed
 	 * again as a sequence error. */
 	x->nak_sent = 1;
+	x->oos_hi = c->psn;
 	return EMU_RESP_EXIT;
 }
 

@@ -429,6 +429,8 @@ enum uroce_op {
 				   *  [0] with UROCE_ARENA_F_NEW only */
 	UROCE_OP_QUERY_LIMITS,   /**< uroce_query_limits_req -> uroce_query_limits_rep */
 	UROCE_OP_QUERY_MRS,      /**< uroce_query_mrs_req -> uroce_query_mrs_rep (uroce-ctl mrs) */
+	UROCE_OP_QUERY_DROPS,    /**< uroce_query_drops_req -> uroce_query_drops_rep
+				  *  (uroce-ctl counters: drops by reason, per port and QP) */
 	UROCE_OP_MAX
 };
 
@@ -879,6 +881,35 @@ struct uroce_query_stats_rep {
 	uint64_t self_mr_pinned, self_mr_unpinned;
 };
 _Static_assert(sizeof(struct uroce_query_stats_rep) + 16 <= UROCE_MAX_MSG, "stats reply");
+
+/** UROCE_OP_QUERY_DROPS: every loss and discard the device counted, by
+ *  reason and where it happened, as named values (docs/running.md,
+ *  "Counters"): first the port's (qpn 0: what the NIC or the kernel socket
+ *  under the port missed — no room in its ring, no buffer to fill —, what
+ *  the PMD failed to send, the interface's own drop counters, then the
+ *  transport's discards and recoveries summed over every QP the device
+ *  ever had), then each QP's the caller may see (QUERY_STATS' visibility)
+ *  by reason. Names are stable; new ones may appear. Paged: ask with
+ *  {0, 0}, then again with {next_qpn, next} while more is set. */
+struct uroce_query_drops_req {
+	uint32_t first_qpn;        /**< 0: the port's values first */
+	uint32_t first;            /**< index within that QP's (or the port's) values */
+};
+#define UROCE_DROP_NAME_LEN 24
+struct uroce_drop_val {
+	uint32_t qpn;              /**< 0: the port's */
+	uint32_t rsvd;
+	uint64_t val;
+	char name[UROCE_DROP_NAME_LEN]; /**< NUL-terminated */
+};
+#define UROCE_DROPS_PER_MSG 96
+struct uroce_query_drops_rep {
+	uint32_t n;                /**< entries in v[] */
+	uint32_t more;             /**< 1: ask again from next_qpn / next */
+	uint32_t next_qpn, next;
+	struct uroce_drop_val v[UROCE_DROPS_PER_MSG];
+};
+_Static_assert(sizeof(struct uroce_query_drops_rep) + 16 <= UROCE_MAX_MSG, "drops reply");
 
 /** UROCE_OP_QUERY_CM_STATS (no request body): the IB CM engine's counters
  *  (docs/cm.md) as named values, so that a reader shows what a newer

@@ -163,6 +163,8 @@ static const struct { uint16_t req, rep; uint8_t fds_out; } fz_shape[UROCE_OP_MA
 				       sizeof(struct uroce_create_qp_arena_rep), 0 },
 	[UROCE_OP_QUERY_LIMITS] = { sizeof(struct uroce_query_limits_req),
 				    sizeof(struct uroce_query_limits_rep), 0 },
+	[UROCE_OP_QUERY_DROPS] = { sizeof(struct uroce_query_drops_req),
+				   sizeof(struct uroce_query_drops_rep), 0 },
 };
 
 /* The simulated port is a loopback port: what the device sends comes
@@ -1025,6 +1027,7 @@ static bool fz_rep_is_handle(uint32_t op)
 	case UROCE_OP_UCMA_CMD:
 	case UROCE_OP_QUERY_CM_STATS:
 	case UROCE_OP_QUERY_LIMITS:
+	case UROCE_OP_QUERY_DROPS:
 	case UROCE_OP_DEV_INFO:
 	case UROCE_OP_QUERY_QPS:
 	case UROCE_OP_FAULT_GET:

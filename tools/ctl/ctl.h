@@ -56,6 +56,17 @@ void ctl_stats_free(struct ctl_stats *s);
 /* counters of one QP in human ("  name value" lines) or JSON form */
 void ctl_qp_counters_print(const struct ctl *c, const struct uroce_qp_stats *q);
 
+/* drops.c: drops by reason (UROCE_OP_QUERY_DROPS), every page */
+struct ctl_drops {
+	struct uroce_drop_val *v;
+	uint32_t n;
+};
+void ctl_drops_get(struct ctl *c, struct ctl_drops *d, bool port_only);
+void ctl_drops_free(struct ctl_drops *d);
+/* the port's "link." and "qps." values; one QP's values */
+void ctl_drops_port_print(const struct ctl *c, const struct ctl_drops *d);
+void ctl_drops_qp_print(const struct ctl *c, const struct ctl_drops *d, uint32_t qpn);
+
 /* cc.c: DCQCN settings and per-QP reaction points (UROCE_OP_QUERY_CC) */
 struct ctl_cc {
 	bool ok;                   /* the daemon answered */

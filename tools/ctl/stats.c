@@ -156,7 +156,8 @@ static void drops_print(const struct ctl *c, const char *key, const char *prefix
 		js_end();
 }
 
-static void port_print(const struct ctl *c, const struct uroce_query_stats_rep *r)
+static void port_print(const struct ctl *c, const struct uroce_query_stats_rep *r,
+		       const struct ctl_drops *dr)
 {
 	const struct uroce_port_stats *p = &r->port;
 
@@ -169,6 +170,7 @@ static void port_print(const struct ctl *c, const struct uroce_query_stats_rep *
 	fields_print(c, p, port_tail, NF(port_tail), port_tail_u32);
 	drops_print(c, "xport_drops", "xport_drop", r->xdrops, r->xdrop_name, r->nxdrops,
 		    UROCE_STATS_XDROP_MAX);
+	ctl_drops_port_print(c, dr);
 	if (c->json)
 		js_end();
 }
@@ -208,18 +210,21 @@ int ctl_cmd_counters(struct ctl *c, int argc, char **argv)
 		return rc;
 	struct ctl_stats s;
 	struct ctl_cc cc;
+	struct ctl_drops dr;
 	ctl_cc_get(c, &cc);
+	ctl_drops_get(c, &dr, port_only);
 	rc = ctl_stats_get(c, &s, port_only);
 	if (rc) {
 		ctl_stats_free(&s);
 		ctl_cc_free(&cc);
+		ctl_drops_free(&dr);
 		return ctl_fail(c, "query stats", rc);
 	}
 	if (c->json) {
 		js_obj(NULL);
 		js_str("device", c->dev);
 	}
-	port_print(c, &s.first);
+	port_print(c, &s.first, &dr);
 	ctl_cc_port_print(c, &cc);
 	cm_print(c);
 	if (c->json && !port_only)
@@ -237,6 +242,7 @@ int ctl_cmd_counters(struct ctl *c, int argc, char **argv)
 			       ctl_qp_state(q->qp_state));
 		}
 		ctl_qp_counters_print(c, q);
+		ctl_drops_qp_print(c, &dr, q->qpn);
 		ctl_cc_qp_print(c, &cc, q->qpn);
 		if (c->json)
 			js_end();
@@ -249,5 +255,6 @@ int ctl_cmd_counters(struct ctl *c, int argc, char **argv)
 	}
 	ctl_stats_free(&s);
 	ctl_cc_free(&cc);
+	ctl_drops_free(&dr);
 	return CTL_OK;
 }
