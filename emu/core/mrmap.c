@@ -187,9 +187,13 @@ int emu_mrmap_persist(const struct emu_ctx *c, uint64_t addr, uint64_t len)
 /* ---------------- validation ---------------- */
 
 /* The client's own mapping at addr, read from the maps of the process its
- * mem descriptor is bound to: opened by pid, then that pid's mem file must
- * still be the inode of c->mem_fd, which the descriptor pins (a reused pid
- * gets a new inode), so the maps read are that process's. */
+ * mem descriptor is bound to. With the maps descriptor it sent (checked at
+ * HELLO like the mem one), a fresh open of that same file: it names the
+ * client's process whatever procfs it is on (another container's too), and
+ * fails once that process is gone. Without one: opened by pid, then that
+ * pid's mem file must still be the inode of c->mem_fd, which the
+ * descriptor pins (a reused pid gets a new inode), so the maps read are
+ * that process's. */
 static int emu_client_vma(const struct emu_ctx *c, uint64_t addr, struct uroce_vma *v)
 {
 	char path[48];
@@ -198,6 +202,15 @@ static int emu_client_vma(const struct emu_ctx *c, uint64_t addr, struct uroce_v
 
 	if (c->mem_fd < 0 || c->pid <= 0 || fstat(c->mem_fd, &a))
 		return -EACCES;
+	if (c->maps_fd >= 0) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", c->maps_fd);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		rc = uroce_vma_find(fd, addr, v);
+		close(fd);
+		return rc;
+	}
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)c->pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
