@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """The verdict of the tools tests that check many things in one run
-(ctl_test.py, install_test.py, deb_test.py, pcap_cli_test.py,
-pcap_cm_test.py): every check printed ok/FAIL,
+(ctl_test.py, install_test.py, pcap_cli_test.py, pcap_cm_test.py,
+and tests/pkg): every check printed ok/FAIL,
 the run fails if any did."""
 
 failures = []
