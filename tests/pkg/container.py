@@ -43,6 +43,7 @@ SRC_DIST = os.path.join('dist', 'container')
 # what this machine needs and users do not (see the module's text)
 ENGINE = ['podman', '--runtime', 'runc']
 RUN_EXTRA = ['--ulimit', 'nofile=1024:1024', '--ulimit', 'nproc=1024:1024']
+TAG_PREFIX = 'uroce-pkg-'
 # user namespaces: two disjoint uid ranges of the host
 MAP_A, MAP_B = 2000000000, 2000065536
 
@@ -71,6 +72,20 @@ class Pod:
     def running(self, name):
         rc, out = self('inspect', '-f', '{{.State.Running}}', name, quiet=True)
         return rc == 0 and out.strip() == 'true'
+
+    def sweep(self):
+        """What runs of this test that were killed left behind (their
+        process is gone): containers, volumes, images by their label."""
+        label = ' {{index .Labels "uroce-test"}}'
+        for ls, fmt, rm in ((['ps', '-a'], '{{.ID}}' + label, ['rm', '-f']),
+                            (['volume', 'ls'], '{{.Name}}' + label, ['volume', 'rm', '-f']),
+                            (['images', '-a'], '{{.ID}}' + label, ['rmi', '-f'])):
+            rc, out = self(*ls, '--filter', 'label=uroce-test', '--format', fmt, quiet=True)
+            dead = [ln.split()[0] for ln in out.splitlines() if rc == 0 and len(ln.split()) == 2
+                    and pkgenv.owner_gone(ln.split()[1], TAG_PREFIX)]
+            if dead:
+                print('removing what killed runs left: ' + ' '.join(dead))
+                self(*(rm + dead), quiet=True)
 
     def cleanup(self):
         f = 'label=' + self.label
@@ -269,8 +284,8 @@ def userns(pod, imgs):
     d = pod.name('uroced-userns')
     # :U gives the volume to the container's root (host uid MAP_A)
     rc, out = pod('run', '-d', '--name', d, '--label', pod.label, *RUN_EXTRA, *a,
-                  '--network', 'none', '-v', vol + ':/run/uroce:U', '-e', 'UROCED_ARGS=--dev uroce3 --allow-uid 1000',
-                  imgs['uroce'])
+                  '--network', 'none', '-v', vol + ':/run/uroce:U',
+                  '-e', 'UROCED_ARGS=--dev uroce3 --allow-uid 1000', imgs['uroce'])
     if not check(rc == 0 and healthy(pod, d),
                  'a daemon container in a user namespace, options from UROCED_ARGS'):
         print(out)
@@ -317,8 +332,9 @@ def body(a):
     pkgenv.need('podman', 'runc')
     debs = pkgenv.deb_paths(pkgenv.debs(a.src, a.build))
     tar = pkgenv.clean_root(a.build)
-    pod = Pod(pkgenv.uniq('uroce-pkg-'))
+    pod = Pod(pkgenv.uniq(TAG_PREFIX))
     pod.src = a.src
+    pod.sweep()
     shim_dir = tempfile.mkdtemp(prefix='uroce-shim-')
     try:
         # only the shim, from its package, for the container that mounts it

@@ -83,7 +83,8 @@ def boot(root):
            'mount -t tmpfs -o mode=755 tmpfs /run && exec "$@"', 'sh'] + nspawn
     print('+ ' + ' '.join(nspawn), flush=True)
     p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                         stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                         preexec_fn=pkgenv.die_with_parent)
     try:
         out, _ = p.communicate(timeout=BOOT_TIMEOUT)
     except subprocess.TimeoutExpired:

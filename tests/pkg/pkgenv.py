@@ -20,6 +20,7 @@ lock is a wait for the process that holds it, which releases it by
 exiting."""
 import argparse
 import contextlib
+import ctypes
 import datetime
 import fcntl
 import glob
@@ -83,8 +84,27 @@ def main(body):
 
 
 def uniq(prefix):
-    """A name no other test run on the machine uses."""
-    return '%s%d%04x' % (prefix, os.getpid(), random.randrange(0x10000))
+    """A name no other test run on the machine uses: prefix, this test's
+    pid (for owner_gone), '-', a random tag."""
+    return '%s%d-%04x' % (prefix, os.getpid(), random.randrange(0x10000))
+
+
+def owner_gone(name, prefix):
+    """For a name made by uniq(prefix): its test process has exited."""
+    try:
+        pid = int(name[len(prefix):].split('-')[0])
+    except ValueError:
+        return False
+    return name.startswith(prefix) and not os.path.exists('/proc/%d' % pid)
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent():
+    """preexec_fn: the child gets SIGKILL when this test process dies, so
+    a killed test leaves no root holder or container boot behind."""
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 # ---- caches under <build>/pkg-cache ------------------------------------------
@@ -340,7 +360,7 @@ class Root:
              '--kill-child', '--mount-proc=' + self.path('/proc')] + (['--net'] if net else []) +
             ['--', '/bin/sh', '-c', _HOLDER, 'holder', self.dir],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            start_new_session=True)
+            start_new_session=True, preexec_fn=die_with_parent)
         # its pid 1 is ready once it has chrooted (the mounts come first)
         while self.holder.poll() is None:
             kids = _children(self.holder.pid)
