@@ -6,7 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "urv.h"
+#include "urv_dev.h"
+#include "urv_ctl.h"
+#include "urv_obj.h"
+#include "urv_verbs.h"
 
 /* Member by member into a zeroed dst: a struct copy would carry the
  * application's padding bytes (uninitialised) into the daemon's socket. */

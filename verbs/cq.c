@@ -8,7 +8,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "urv.h"
+#include "urv_base.h"
+#include "urv_dev.h"
+#include "urv_ctl.h"
+#include "urv_obj.h"
+#include "urv_verbs.h"
 
 /* Liveness of the daemon while an application spins on an empty CQ: a
  * clock read (vDSO, no system call) every URV_EMPTY_CLOCK empty polls, and

@@ -12,7 +12,9 @@
 #include <unistd.h>
 #include <linux/futex.h>
 
-#include "urv.h"
+#include "urv_base.h"
+#include "urv_dev.h"
+#include "urv_ctl.h"
 
 /* After a fork, parent and children hold the same control socket (a
  * kernel uverbs fd is shared the same way, and rdma-core's

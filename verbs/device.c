@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* uroce devices: discovery through the run directory, contexts, queries. */
+/* uroce devices: discovery through the run directory, HELLO, queries
+ * (contexts: context.c). */
 #include <dirent.h>
 #include <endian.h>
 #include <errno.h>
@@ -14,7 +15,10 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "urv.h"
+#include "urv_base.h"
+#include "urv_dev.h"
+#include "urv_ctl.h"
+#include "urv_mem.h"
 
 /* Devices are never freed: an application may keep a device pointer
  * across list calls while a context is open on it, and keeping them makes
@@ -22,8 +26,6 @@
 static struct urv_device *devices[URV_MAX_DEVICES];
 static int ndevices;
 static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
-/* the contexts this process opened, for ibv_import_device (dev_lock) */
-static struct urv_context *contexts;
 
 bool urv_dev_ours(const struct ibv_device *d)
 {
@@ -75,7 +77,7 @@ void urv_run_dir(char *buf, size_t len)
 		close(fd);
 }
 
-static void set_timeout(int fd, int secs)
+void urv_sock_timeout(int fd, int secs)
 {
 	struct timeval tv = { .tv_sec = secs };
 
@@ -86,8 +88,8 @@ static void set_timeout(int fd, int secs)
 /* HELLO on a fresh connection to path. fds[0]: doorbell memfd, fds[1]:
  * wake pipe write end; *async_rd: the read end of the daemon's async
  * event pipe. A daemon of another ABI version is named once on stderr. */
-static int hello(const char *path, int sock, struct uroce_hello_rep *rep, int *async_rd,
-		 int fds[2])
+int urv_dev_hello(const char *path, int sock, struct uroce_hello_rep *rep, int *async_rd,
+		  int fds[2])
 {
 	uint32_t seq = 0;
 	int f[3], ret;
@@ -206,8 +208,8 @@ static struct urv_device *probe_device(const char *dir, const char *name)
 			warn_once(path, "ignored: the daemon is not run by this user or root");
 		return NULL;   /* else a stale socket: no daemon behind it */
 	}
-	set_timeout(sock, 2);
-	int hr = hello(path, sock, &rep, &ard, fds);
+	urv_sock_timeout(sock, 2);
+	int hr = urv_dev_hello(path, sock, &rep, &ard, fds);
 	if (hr) {
 		if (hr == -EACCES)
 			warn_once(path, "the daemon's access rule refuses uid %u",
@@ -267,146 +269,6 @@ struct ibv_device **urv_get_device_list(struct ibv_device **real, int nreal,
 	if (num)
 		*num = nreal + nfound;
 	return list;
-}
-
-static void ctx_register(struct urv_context *c)
-{
-	struct stat st;
-
-	c->refs = 1;
-	c->pid = getpid();
-	if (fstat(c->sock, &st) == 0) {
-		c->sock_dev = st.st_dev;
-		c->sock_ino = st.st_ino;
-	}
-	pthread_mutex_lock(&dev_lock);
-	c->next = contexts;
-	contexts = c;
-	pthread_mutex_unlock(&dev_lock);
-}
-
-struct ibv_context *urv_open_device(struct ibv_device *ibdev)
-{
-	struct urv_device *d = urv_container_of(ibdev, struct urv_device, ibdev);
-	struct urv_context *c;
-	int fds[2] = { -1, -1 }, ard = -1, ret;
-	void *db;
-
-	c = calloc(1, sizeof(*c));
-	if (!c) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	c->sock = urv_connect(d->sock_path);
-	if (c->sock < 0) {
-		ret = errno;
-		free(c);
-		errno = ret == EPERM ? EPERM : ENODEV;
-		return NULL;
-	}
-	set_timeout(c->sock, 30);
-	ret = hello(d->sock_path, c->sock, &c->info, &ard, fds);
-	if (ret) {
-		close(c->sock);
-		free(c);
-		errno = ret == -EPROTO || ret == -EACCES || ret == -EPROTONOSUPPORT ? -ret : ENODEV;
-		return NULL;
-	}
-	db = mmap(NULL, UROCE_DB_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
-		  fds[0], 0);
-	close(fds[0]);
-	if (db == MAP_FAILED) {
-		ret = errno;
-		close(fds[1]);
-		close(ard);
-		close(c->sock);
-		free(c);
-		errno = ret;
-		return NULL;
-	}
-	c->db = db;
-	c->wake_fd = fds[1];
-	c->dev = d;
-	pthread_mutex_init(&c->ctl_lock, NULL);
-	pthread_mutex_init(&c->async_lock, NULL);
-
-	c->vctx.sz = sizeof(c->vctx);
-	c->vctx.context.device = ibdev;
-	c->vctx.context.cmd_fd = c->sock;
-	c->vctx.context.async_fd = ard;
-	c->vctx.context.num_comp_vectors = 1;
-	pthread_mutex_init(&c->vctx.context.mutex, NULL);
-	c->vctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
-	urv_set_ops(c);
-	ctx_register(c);
-	return &c->vctx.context;
-}
-
-/* The context's connection outlives ibv_close_device while contexts
- * imported from it are open (as the kernel's uverbs file does). */
-void urv_ctx_put(struct urv_context *c)
-{
-	struct urv_context **pp;
-
-	pthread_mutex_lock(&dev_lock);
-	if (--c->refs) {
-		pthread_mutex_unlock(&dev_lock);
-		return;
-	}
-	for (pp = &contexts; *pp; pp = &(*pp)->next) {
-		if (*pp == c) {
-			*pp = c->next;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&dev_lock);
-	for (uint32_t i = 0; i < c->narena; i++)
-		if (c->arena[i])
-			munmap(c->arena[i], UROCE_ARENA_CHUNK);
-	free(c->arena);
-	munmap(c->db, UROCE_DB_PAGE_SIZE);
-	close(c->wake_fd);
-	close(c->vctx.context.async_fd);
-	close(c->sock);
-	pthread_mutex_destroy(&c->ctl_lock);
-	pthread_mutex_destroy(&c->async_lock);
-	pthread_mutex_destroy(&c->vctx.context.mutex);
-	free(c);
-}
-
-/* The open context of this process whose control socket is (dev, ino),
- * with a reference taken, or NULL. */
-struct urv_context *urv_ctx_by_sock(dev_t dev, ino_t ino)
-{
-	struct urv_context *c;
-
-	pthread_mutex_lock(&dev_lock);
-	for (c = contexts; c; c = c->next)
-		if (c->sock_dev == dev && c->sock_ino == ino)
-			break;
-	if (c)
-		c->refs++;
-	pthread_mutex_unlock(&dev_lock);
-	return c;
-}
-
-int urv_close_device(struct ibv_context *ibctx)
-{
-	struct urv_context *c = to_uctx(ibctx);
-
-	if (c->origin) {
-		struct urv_context *o = c->origin;
-
-		close(c->sock);
-		pthread_mutex_destroy(&c->ctl_lock);
-		pthread_mutex_destroy(&c->async_lock);
-		pthread_mutex_destroy(&ibctx->mutex);
-		free(c);
-		urv_ctx_put(o);
-		return 0;
-	}
-	urv_ctx_put(c);
-	return 0;
 }
 
 int urv_query_device(struct ibv_context *ibctx, struct ibv_device_attr *a)

@@ -9,7 +9,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "urv.h"
+#include "urv_base.h"
+#include "urv_dev.h"
+#include "urv_ctl.h"
+#include "urv_obj.h"
+#include "urv_verbs.h"
 
 struct urv_dm {
 	struct ibv_dm ibdm;

@@ -8,7 +8,8 @@
  * (docs/cm.md "ECE"). */
 #include <errno.h>
 
-#include "urv.h"
+#include "urv_dev.h"
+#include "urv_verbs.h"
 
 static uint32_t urv_ece_vendor(struct ibv_qp *qp)
 {

@@ -9,7 +9,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "urv.h"
+#include "urv_base.h"
+#include "urv_dev.h"
+#include "urv_ctl.h"
+#include "urv_obj.h"
+#include "urv_verbs.h"
 
 struct ibv_comp_channel *urv_create_comp_channel(struct ibv_context *ibctx)
 {

@@ -21,7 +21,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "urv.h"
+#include "urv_dev.h"
+#include "urv_ctl.h"
+#include "urv_obj.h"
+#include "urv_verbs.h"
 
 static struct urv_context *import_ctx(struct urv_context *o, int fd,
 				      const struct stat *st)

@@ -21,7 +21,10 @@
 
 #include <uroce/procmaps.h>
 
-#include "urv.h"
+#include "urv_dev.h"
+#include "urv_ctl.h"
+#include "urv_obj.h"
+#include "urv_mem.h"
 
 bool urv_mr_map_on(void)
 {

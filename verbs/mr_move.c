@@ -37,7 +37,10 @@
 
 #include <uroce/procmaps.h>
 
-#include "urv.h"
+#include "urv_dev.h"
+#include "urv_ctl.h"
+#include "urv_obj.h"
+#include "urv_mem.h"
 
 #define URV_EXPORT __attribute__((visibility("default")))
 

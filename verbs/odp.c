@@ -11,7 +11,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "urv.h"
+#include "urv_dev.h"
+#include "urv_ctl.h"
+#include "urv_obj.h"
+#include "urv_mem.h"
 
 /* What works on ODP memory per transport: all of it on RC, XRC (RC's
  * machinery: its receives are SRQ receives) and UC (UC has no READ or

@@ -5,7 +5,11 @@
 #include <errno.h>
 #include <string.h>
 
-#include "urv.h"
+#include "urv_base.h"
+#include "urv_dev.h"
+#include "urv_ctl.h"
+#include "urv_obj.h"
+#include "urv_verbs.h"
 #include <uroce/wr.h>
 
 /* The daemon's cons is read only when the value seen last says full: a

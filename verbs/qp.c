@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: MIT */
-/* Queue pairs: created by the daemon, whose rings the shim produces into. */
+/* Queue pairs: created by the daemon, whose rings the shim produces into;
+ * XRC TGT QPs (without rings) created and opened. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "urv.h"
+#include "urv_base.h"
+#include "urv_dev.h"
+#include "urv_ctl.h"
+#include "urv_obj.h"
+#include "urv_verbs.h"
 
 static int wq_setup(struct urv_wq *wq, void *map, size_t map_size,
 		    uint64_t off, uint32_t entries, uint32_t stride,
@@ -432,4 +437,62 @@ int urv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 int urv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
 	return mcast(qp, gid, lid, UROCE_OP_DETACH_MCAST);
+}
+
+/* An XRC TGT QP (UROCE_OP_CREATE_XTGT) or a handle on one (OPEN_QP):
+ * an ibv_qp without rings, from the attributes in ia. */
+struct ibv_qp *urv_xrc_qp_new(struct ibv_context *ibctx, uint32_t op, struct ibv_xrcd *xrcd,
+			      uint32_t qpn, const struct ibv_qp_init_attr_ex *ia)
+{
+	struct uroce_xrc_qp_req req = {
+		.xrcd = ((struct urv_xrcd *)(void *)xrcd)->handle,
+		.qpn = qpn,
+	};
+	struct uroce_create_qp_rep rep;
+	struct uroce_xrc_qp_rep r;
+	struct urv_qp *qp = calloc(1, sizeof(*qp));
+	int ret;
+
+	if (!qp) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	urv_obj_add(&qp->obj, URV_OBJ_QP);
+	req.user_handle = qp->obj.id;
+	ret = urv_ctl(to_uctx(ibctx), op, &req, sizeof(req), &r, sizeof(r), NULL, 0, NULL, 0);
+	if (ret) {
+		urv_obj_del(&qp->obj);
+		free(qp);
+		errno = -ret;
+		return NULL;
+	}
+	memset(&rep, 0, sizeof(rep));
+	rep.handle = r.handle;
+	rep.qpn = r.qpn;
+	rep.db_index = UINT32_MAX; /* nothing to post to */
+	urv_qp_fill(qp, ibctx, ia, &rep);
+	return &qp->ex.qp_base;
+}
+
+/* ibv_open_qp: a handle on a TGT QP of this domain, made by any process
+ * of it. Its state is the QP's own (query it). */
+struct ibv_qp *urv_open_qp(struct ibv_context *ibctx, struct ibv_qp_open_attr *a)
+{
+	const uint32_t need = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD |
+			      IBV_QP_OPEN_ATTR_TYPE;
+	struct ibv_qp_init_attr_ex ia;
+
+	if (a->comp_mask & ~(need | IBV_QP_OPEN_ATTR_CONTEXT)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if ((a->comp_mask & need) != need || a->qp_type != IBV_QPT_XRC_RECV || !a->xrcd ||
+	    a->xrcd->context != ibctx) {
+		errno = EINVAL;
+		return NULL;
+	}
+	memset(&ia, 0, sizeof(ia));
+	ia.qp_type = IBV_QPT_XRC_RECV;
+	ia.qp_context = (a->comp_mask & IBV_QP_OPEN_ATTR_CONTEXT) ? a->qp_context : NULL;
+	return urv_xrc_qp_new(ibctx, UROCE_OP_OPEN_QP, a->xrcd, a->qp_num, &ia);
 }

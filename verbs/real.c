@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "urv.h"
+#include "urv_dev.h"
 
 static void *libibverbs_handle(void)
 {

@@ -4,7 +4,7 @@
  * was destroyed finds nothing instead of freed memory. */
 #include <pthread.h>
 
-#include "urv.h"
+#include "urv_obj.h"
 
 #define URV_REG_BUCKETS 1024
 

@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: MIT */
-/* Shared receive queues. */
+/* Shared receive queues, XRC SRQs among them. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "urv.h"
+#include "urv_base.h"
+#include "urv_dev.h"
+#include "urv_ctl.h"
+#include "urv_obj.h"
+#include "urv_verbs.h"
 
 /* xq: an XRC SRQ of that domain and CQ (xq->srq is filled here) */
 struct ibv_srq *urv_srq_create_x(struct ibv_pd *pd, struct ibv_srq_init_attr *a,
@@ -198,5 +202,45 @@ int urv_destroy_srq(struct ibv_srq *ibsrq)
 	pthread_mutex_destroy(&ibsrq->mutex);
 	pthread_cond_destroy(&ibsrq->cond);
 	free(srq);
+	return 0;
+}
+
+/* ibv_create_srq_ex with IBV_SRQT_XRC: a PD, a domain and the CQ its
+ * receives complete on, all of this context. */
+struct ibv_srq *urv_create_xsrq(struct ibv_context *ibctx, struct ibv_srq_init_attr_ex *a)
+{
+	const uint32_t need = IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_XRCD |
+			      IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_TYPE;
+	struct uroce_create_xsrq_req xq;
+	struct ibv_srq_init_attr in;
+	struct ibv_srq *srq;
+
+	if (a->comp_mask & ~need) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if ((a->comp_mask & need) != need || !a->pd || !a->xrcd || !a->cq ||
+	    a->pd->context != ibctx || a->xrcd->context != ibctx || a->cq->context != ibctx) {
+		errno = EINVAL;
+		return NULL;
+	}
+	memset(&xq, 0, sizeof(xq));
+	xq.xrcd = ((struct urv_xrcd *)(void *)a->xrcd)->handle;
+	xq.cq = a->cq->handle;
+	in.srq_context = a->srq_context;
+	in.attr = a->attr;
+	srq = urv_srq_create_x(a->pd, &in, &xq);
+	if (srq)
+		a->attr = in.attr;
+	return srq;
+}
+
+int urv_get_srq_num(struct ibv_srq *srq, uint32_t *num)
+{
+	struct urv_srq *s = to_usrq(srq);
+
+	if (!s->xrc)
+		return EINVAL; /* only XRC SRQs are named on the wire */
+	*num = s->srqn;
 	return 0;
 }

@@ -33,7 +33,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "urv.h"
+#include "urv_dev.h"
 #include "real_fn.h"
 #include "sysfs.h"
 #include "ucma.h"

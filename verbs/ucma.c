@@ -49,7 +49,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "urv.h"
+#include "urv_ctl.h"
 #include "real_fn.h"
 #include "ucma.h"
 #include "ucma_int.h"

@@ -14,7 +14,7 @@
 
 #include <rdma/rdma_user_cm.h>
 
-#include "urv.h"
+#include "urv_ctl.h"
 #include "ucma_int.h"
 
 /* Where the command's `response` pointer is (-1: none) and how many bytes

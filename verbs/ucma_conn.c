@@ -13,7 +13,8 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "urv.h"
+#include "urv_ctl.h"
+#include "urv_obj.h"
 #include "ucma_int.h"
 
 /* The connection all of this process's rdma_cm files use (ctl_lock). */

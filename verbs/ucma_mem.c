@@ -7,7 +7,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "urv.h"
+#include "urv_ctl.h"
 #include "ucma_int.h"
 
 /* Copy through a pipe: the kernel reports a bad address as EFAULT. */

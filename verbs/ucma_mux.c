@@ -15,7 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "urv.h"
+#include "urv_ctl.h"
 #include "ucma_mux.h"
 
 #define MUX_CONNS URV_MUX_MAX

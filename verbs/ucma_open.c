@@ -10,7 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "urv.h"
+#include "urv_dev.h"
 #include "ucma.h"
 #include "ucma_int.h"
 

@@ -10,7 +10,9 @@
 
 #include <rdma/rdma_user_cm.h>
 
-#include "urv.h"
+#include "urv_base.h"
+#include "urv_dev.h"
+#include "urv_obj.h"
 #include "ucma_int.h"
 
 /* A command for secondary file src went out with the daemon's handle: the

@@ -11,7 +11,7 @@
  * (emu/rx.c), MADs leave as UD SEND ONLY packets from source QPN 1 through
  * the device's normal tx path. Timers (MAD retransmission on the CM
  * response timeout, TIMEWAIT) run from emu_ibcm_poll(), called with the
- * device's core timers (emu_core_poll). Everything runs on the engine
+ * device's port timers (emu_port_poll). Everything runs on the engine
  * thread: no locks.
  *
  * Ids live in a table allocated once per device (bounded: a REQ flood

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "emu.h"
+#include "emu_obj.h"
 
 #define EMU_ARENA_PAGES (UROCE_ARENA_CHUNK / 4096)
 #define EMU_ARENA_WORDS (EMU_ARENA_PAGES / 64)

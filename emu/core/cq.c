@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* CQ production and event delivery. The daemon is the only producer of a
+/* Completion queues: the objects (create, resize, destroy, with their
+ * ring memory) and CQE production. The daemon is the only producer of a
  * CQ ring; the application consumes. The arm word is set by the shim with
  * atomic OR and cleared here with an exchange when the one event an arm
  * allows is sent (ibv_req_notify_cq(3)). */
@@ -7,132 +8,154 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
-#include "emu.h"
+#include "emu_log.h"
+#include "emu_obj.h"
+#include "emu_dev.h"
+#include "emu_mem.h"
+#include "emu_cq.h"
+#include "emu_int.h"
 #include "memcheck.h"
 
-int emu_evq_pipe(int *rfd, int *wfd)
+static int emu_cq_ring_new(struct emu_cq *cq, uint32_t cqe)
 {
-	int p[2];
+	uint32_t entries = pow2_at_least(cqe < 2 ? 2 : cqe);
+	/* every CQE slot has its companion slot for small payloads */
+	size_t size = emu_ring_bytes(entries, UROCE_CQE_SIZE + UROCE_CQE_INL_SIZE);
+	void *map;
+	int fd;
+	int rc = emu_shm_create("uroce-cq", size, &fd, &map);
 
-	/* O_NONBLOCK is a flag of the file description: on our write end,
-	 * which never leaves the daemon, the application cannot clear it */
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -errno;
-	int fl = fcntl(p[1], F_GETFL);
-	if (fl < 0 || fcntl(p[1], F_SETFL, fl | O_NONBLOCK) < 0) {
-		int e = -errno;
-		close(p[0]);
-		close(p[1]);
-		return e;
-	}
-	*rfd = p[0];
-	*wfd = p[1];
+	if (rc)
+		return rc;
+	cq->memfd = fd;
+	cq->map = map;
+	cq->map_size = size;
+	cq->hdr = map;
+	cq->slots = (struct uroce_cqe *)((uint8_t *)map + UROCE_RING_HDR_SIZE);
+	cq->inl = (struct uroce_cqe_inl *)((uint8_t *)map + UROCE_CQ_INL_OFFSET(entries));
+	cq->entries = entries;
+	cq->mask = entries - 1;
+	cq->cqe = entries;
+	cq->hdr->entries = entries;
+	cq->hdr->stride = UROCE_CQE_SIZE;
 	return 0;
 }
 
-static void emu_evq_lost(struct emu_dev *d, struct emu_evq *q, uint64_t now)
+static void emu_cq_rep(const struct emu_cq *cq, struct uroce_create_cq_rep *r)
 {
-	q->lost++;
-	d->cnt.evq_lost++; /* the log is rate-limited; this count is not */
-	if (now - q->log_ns > 1000000000ull || !q->log_ns) {
-		q->log_ns = now;
-		EMU_LOG(WARNING, "event pipe %d: reader not keeping up, %lu record(s) lost\n",
-			q->fd, (unsigned long)q->lost);
-	}
+	memset(r, 0, sizeof(*r));
+	r->handle = cq->handle;
+	r->entries = cq->entries;
+	r->cqe = cq->cqe;
+	r->map_size = cq->map_size;
 }
 
-/* 1: written, 0: no room, -1: the reader is gone (or fd is broken) */
-static int emu_evq_write(int fd, const void *rec, uint32_t len)
+int emu_cq_create(struct emu_ctx *c, const struct uroce_create_cq_req *q,
+		  struct uroce_create_cq_rep *r, int *memfd_out)
 {
-	ssize_t n = write(fd, rec, len); /* len <= PIPE_BUF: all or nothing */
+	struct emu_channel *ch = NULL;
 
-	if (n == (ssize_t)len)
-		return 1;
-	return n < 0 && (errno == EAGAIN || errno == EINTR) ? 0 : -1;
+	if (q->cqe < 1 || q->cqe >= EMU_MAX_CQE)
+		return -EINVAL;
+	if (q->channel != -1) {
+		ch = emu_ctx_get(c, (uint32_t)q->channel, EMU_OBJ_CHANNEL);
+		if (!ch)
+			return -EINVAL;
+	}
+	if (q->comp_vector != 0)
+		return -EINVAL; /* num_comp_vectors is 1 */
+	if (q->flags & ~UROCE_CQ_F_TIMESTAMP)
+		return -EINVAL;
+	if (c->nobj[EMU_OBJ_CQ] >= EMU_MAX_CQ || emu_ctx_quota(c, EMU_OBJ_CQ))
+		return -ENOMEM;
+	struct emu_cq *cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return -ENOMEM;
+	cq->ctx = c;
+	cq->user_handle = q->user_handle;
+	cq->channel = ch;
+	cq->want_ts = q->flags & UROCE_CQ_F_TIMESTAMP;
+	int rc = emu_cq_ring_new(cq, q->cqe);
+	if (rc) {
+		free(cq);
+		return rc;
+	}
+	rc = emu_ctx_charge(c, cq->map_size);
+	if (!rc) {
+		rc = emu_ctx_put(c, EMU_OBJ_CQ, cq, &cq->handle);
+		if (rc)
+			emu_ctx_uncharge(c, cq->map_size);
+	}
+	if (rc) {
+		emu_shm_destroy(cq->memfd, cq->map, cq->map_size);
+		free(cq);
+		return rc;
+	}
+	if (ch)
+		ch->refcnt++;
+	emu_cq_rep(cq, r);
+	*memfd_out = cq->memfd;
+	return 0;
 }
 
-static void emu_evq_unlink(struct emu_dev *d, struct emu_evq *q)
+int emu_cq_resize(struct emu_ctx *c, const struct uroce_resize_cq_req *q,
+		  struct uroce_create_cq_rep *r, int *memfd_out)
 {
-	for (struct emu_evq **pp = &d->evq_pend; *pp; pp = &(*pp)->pend_next) {
-		if (*pp == q) {
-			*pp = q->pend_next;
-			break;
-		}
+	struct emu_cq *cq = emu_ctx_get(c, q->handle, EMU_OBJ_CQ);
+
+	if (!cq || q->cqe < 1 || q->cqe >= EMU_MAX_CQE)
+		return -EINVAL;
+	uint32_t cons = __atomic_load_n(&cq->hdr->cons, __ATOMIC_ACQUIRE);
+	uint32_t used = cq->prod - cons;
+	if (used > cq->entries || q->cqe < used)
+		return -EINVAL;
+	struct emu_cq nq = *cq;
+	int rc = emu_cq_ring_new(&nq, q->cqe);
+	if (rc)
+		return rc;
+	/* charge the new ring while the old one is still held (both exist
+	 * during the copy) */
+	rc = emu_ctx_charge(c, nq.map_size);
+	if (rc) {
+		emu_shm_destroy(nq.memfd, nq.map, nq.map_size);
+		return rc;
 	}
-	q->pend_next = NULL;
-	q->pending = false;
+	emu_ctx_uncharge(c, cq->map_size);
+	/* keep the free-running indices: the shim continues at cons */
+	for (uint32_t k = 0, i = cons; k < used; k++, i++) { /* used <= both sizes */
+		nq.slots[i & nq.mask] = cq->slots[i & cq->mask];
+		nq.inl[i & nq.mask] = cq->inl[i & cq->mask];
+	}
+	nq.hdr->cons = cons;
+	nq.cons_seen = cons;
+	nq.hdr->prod = cq->prod;
+	nq.hdr->arm = __atomic_load_n(&cq->hdr->arm, __ATOMIC_ACQUIRE);
+	nq.hdr->flags = cq->hdr->flags;
+	emu_shm_destroy(cq->memfd, cq->map, cq->map_size);
+	*cq = nq;
+	emu_cq_rep(cq, r);
+	*memfd_out = cq->memfd;
+	return 0;
 }
 
-void emu_evq_put(struct emu_dev *d, struct emu_evq *q, int fd, const void *rec, uint32_t len)
+int emu_cq_destroy(struct emu_ctx *c, uint32_t handle)
 {
-	if (fd < 0 || len > EMU_EVQ_REC_MAX)
-		return;
-	if (q->n == 0) {
-		int r = emu_evq_write(fd, rec, len);
-		if (r > 0)
-			return;
-		if (r < 0) { /* EPIPE: nobody will ever read it */
-			q->fd = fd;
-			emu_evq_lost(d, q, emu_now_ns());
-			return;
-		}
-	}
-	/* behind a backlog: queue, so records stay in order */
-	if (!q->buf)
-		q->buf = malloc((size_t)EMU_EVQ_BACKLOG * EMU_EVQ_REC_MAX);
-	q->fd = fd;
-	q->rec = len;
-	if (!q->buf || q->n == EMU_EVQ_BACKLOG) {
-		emu_evq_lost(d, q, emu_now_ns());
-		return;
-	}
-	memcpy(q->buf + (size_t)((q->head + q->n) % EMU_EVQ_BACKLOG) * EMU_EVQ_REC_MAX, rec, len);
-	q->n++;
-	if (!q->pending) {
-		q->pending = true;
-		q->pend_next = d->evq_pend;
-		d->evq_pend = q;
-	}
-}
+	struct emu_cq *cq = emu_ctx_get(c, handle, EMU_OBJ_CQ);
 
-void emu_evq_flush(struct emu_dev *d, uint64_t now)
-{
-	struct emu_evq *q = d->evq_pend, *next;
-
-	for (; q; q = next) {
-		next = q->pend_next;
-		while (q->n) {
-			int r = emu_evq_write(q->fd, q->buf + (size_t)q->head * EMU_EVQ_REC_MAX, q->rec);
-			if (r == 0)
-				break;
-			if (r < 0)
-				emu_evq_lost(d, q, now);
-			q->head = (q->head + 1) % EMU_EVQ_BACKLOG;
-			q->n--;
-		}
-		if (!q->n)
-			emu_evq_unlink(d, q);
-	}
-}
-
-void emu_evq_drop(struct emu_dev *d, struct emu_evq *q)
-{
-	if (q->pending)
-		emu_evq_unlink(d, q);
-	free(q->buf);
-	q->buf = NULL;
-	q->n = q->head = 0;
-}
-
-void emu_async_event(struct emu_ctx *c, uint64_t element, enum ibv_event_type type)
-{
-	struct uroce_async_event ev = { .element = element, .event_type = (uint32_t)type };
-
-	if (!c || c->async_fd < 0)
-		return;
-	emu_evq_put(c->dev, &c->async_q, c->async_fd, &ev, sizeof(ev));
+	if (!cq)
+		return -EINVAL;
+	if (cq->refcnt)
+		return -EBUSY;
+	if (cq->channel)
+		cq->channel->refcnt--;
+	emu_shm_destroy(cq->memfd, cq->map, cq->map_size);
+	emu_ctx_uncharge(c, cq->map_size);
+	emu_ctx_drop(c, handle);
+	free(cq);
+	return 0;
 }
 
 static void emu_cq_event(struct emu_cq *cq)
@@ -173,7 +196,7 @@ int emu_cq_put(struct emu_cq *cq, const struct uroce_cqe *cqe,
 		return -ENOSPC;
 	}
 	/* the data a CQE announces must be in application memory first */
-	emu_mem_flush();
+	emu_mem_flush(cq->ctx->dev);
 	uint32_t i = cq->prod & cq->mask;
 	struct uroce_cqe *slot = &cq->slots[i];
 	*slot = *cqe;

@@ -12,7 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "emu.h"
+#include "emu_log.h"
+#include "emu_obj.h"
+#include "emu_dev.h"
 #include "emu_int.h"
 
 /* Identifiers a remote peer must not guess (key bytes, the QPN start) come
@@ -20,13 +22,18 @@
 static uint64_t emu_rand_state;
 static int emu_rand_mode; /* 0 getrandom, 1 seeded (emu_random_init) */
 
-static uint32_t emu_rand_next(void)
+uint64_t emu_rand_next(uint64_t *state)
 {
-	/* splitmix64 */
-	uint64_t z = (emu_rand_state += 0x9e3779b97f4a7c15ull);
+	/* splitmix64: tiny, seedable, good enough for coin flips */
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return (uint32_t)((z ^ (z >> 31)) >> 16);
+	return z ^ (z >> 31);
+}
+
+static uint32_t emu_rand_u32(void)
+{
+	return (uint32_t)(emu_rand_next(&emu_rand_state) >> 16);
 }
 
 /* Read at every device start, so each start (and each test device) picks
@@ -47,7 +54,7 @@ uint32_t emu_random_u32(void)
 	uint32_t v;
 
 	if (emu_rand_mode)
-		return emu_rand_next();
+		return emu_rand_u32();
 	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) == (ssize_t)sizeof(v))
 		return v;
 	/* no entropy yet (early boot): still differ per start */
@@ -56,7 +63,7 @@ uint32_t emu_random_u32(void)
 		clock_gettime(CLOCK_REALTIME, &ts);
 		emu_rand_state = (uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec << 32 ^ (uint64_t)getpid();
 	}
-	return emu_rand_next();
+	return emu_rand_u32();
 }
 
 /* Every memfd the daemon hands to a client comes from here. It is sealed
@@ -123,10 +130,10 @@ static void emu_dev_attrs(struct emu_dev *d)
 	a->max_cqe = (int)EMU_MAX_CQE - 1;
 	a->max_mr = EMU_MAX_MR;
 	a->max_pd = EMU_MAX_PD;
-	a->max_qp_rd_atom = EMU_XPORT_MAX_RD_ATOMIC;
+	a->max_qp_rd_atom = EMU_MAX_RD_ATOMIC;
 	a->max_ee_rd_atom = 0;
-	a->max_res_rd_atom = EMU_MAX_QP * EMU_XPORT_MAX_RD_ATOMIC;
-	a->max_qp_init_rd_atom = EMU_XPORT_MAX_RD_ATOMIC;
+	a->max_res_rd_atom = EMU_MAX_QP * EMU_MAX_RD_ATOMIC;
+	a->max_qp_init_rd_atom = EMU_MAX_RD_ATOMIC;
 	a->max_ee_init_rd_atom = 0;
 	a->atomic_cap = IBV_ATOMIC_HCA;
 	a->max_mw = EMU_MAX_MW;

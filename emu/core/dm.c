@@ -4,16 +4,16 @@
  * and registers as a zero-based MR (ibv_reg_dm_mr) for local and remote
  * access. Here it is a sealed memfd of the daemon, mapped by both sides,
  * charged to the context's memory limit like its queues (security.md).
- * An MR over it (emu_dm_reg_mr, objs.c, with the other MRs) is a
+ * An MR over it (emu_dm_reg_mr, mr.c, with the other MRs) is a
  * daemon-mapped piece (mrmap.c) at the DM's addresses
- * in the kernel half (emu.h, EMU_DM_VA_BASE): nothing the client names
+ * in the kernel half (emu_obj.h, EMU_DM_VA_BASE): nothing the client names
  * can be confused with them, and a lookup that misses cannot reach any
  * other memory. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "emu.h"
+#include "emu_obj.h"
 #include "emu_int.h"
 
 /* mlx5's largest log_align_req is the page: an allocation starts on one */

@@ -10,7 +10,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "emu.h"
+#include "emu_obj.h"
+#include "emu_dev.h"
+#include "emu_mem.h"
+#include "emu_keys.h"
 #include "emu_int.h"
 
 #define EMU_KEYS_MAX (EMU_MAX_MR + EMU_MAX_MW + 1)

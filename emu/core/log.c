@@ -7,7 +7,7 @@
 
 #include <rte_log.h>
 
-#include "emu.h"
+#include "emu_log.h"
 
 static int emu_logtype = -1;
 

@@ -17,27 +17,20 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "emu.h"
+#include "emu_obj.h"
+#include "emu_dev.h"
+#include "emu_mem.h"
+#include "emu_burst.h"
+#include "emu_log.h"
 
 #define EMU_IOV_BATCH 64
 
 /* Deferred writes: while the engine works through an RX burst, payloads
- * bound for one process are collected (they stay in the burst's mbufs)
- * and written with one process_vm_writev instead of one per packet. Any
- * other access to application memory, every CQE (xp_cq_push) and the end
- * of the burst write them out first, so nothing can observe the delay. */
-#define EMU_WB_MAX 64
-static __thread struct { /* per worker thread */
-	bool on;
-	struct emu_ctx *ctx;
-	unsigned nl, nr;
-	struct iovec lv[EMU_WB_MAX];
-	struct emu_rvec rv[EMU_WB_MAX];
-	struct emu_qp *qp[EMU_WB_MAX];  /* who asked, per local entry */
-	uint64_t tag[EMU_WB_MAX];       /* and what for */
-	uint8_t r0[EMU_WB_MAX], rn[EMU_WB_MAX]; /* its remote ranges */
-} emu_wb;
-
+ * bound for one process are collected in the burst (d->burst->wb; they
+ * stay in the burst's mbufs) and written with one process_vm_writev
+ * instead of one per packet. Any other access to application memory,
+ * every CQE (xp_cq_push) and the end of the burst write them out first,
+ * so nothing can observe the delay. */
 static int emu_mem_xfer(struct emu_ctx *c, const struct iovec *l, unsigned nl,
 			const struct emu_rvec *r, unsigned nr, bool write);
 
@@ -51,12 +44,9 @@ static bool emu_mem_all_mapped(const struct emu_ctx *c, const struct emu_rvec *r
 	return true;
 }
 
-static __thread struct emu_mem_guard *emu_guard; /* per engine thread */
-static __thread uint64_t emu_guard_seq;
-
-void emu_mem_guard_set(struct emu_mem_guard *g)
+void emu_mem_guard_set(struct emu_dev *d, struct emu_mem_guard *g)
 {
-	emu_guard = g;
+	d->guard = g;
 }
 
 bool emu_mem_guard_abandon(struct emu_mem_guard *g, uint64_t token)
@@ -67,26 +57,28 @@ bool emu_mem_guard_abandon(struct emu_mem_guard *g, uint64_t token)
 }
 
 /* Around every system call that may fault on application memory: two
- * stores and a compare-and-swap on a line of our own, no clock. */
-static inline uint64_t emu_guard_enter(struct emu_ctx *c)
+ * stores and a compare-and-swap on a line of our own, no clock. g is the
+ * guard as it was when the call began: a thread that takes the device
+ * over meanwhile attaches its own. */
+static inline uint64_t emu_guard_enter(struct emu_mem_guard *g, struct emu_ctx *c)
 {
 	uint64_t t;
 
-	if (!emu_guard)
+	if (!g)
 		return 0;
-	t = ++emu_guard_seq;
+	t = ++g->seq;
 	if (t == EMU_MEM_ABANDONED)
-		t = emu_guard_seq = 1;
-	__atomic_store_n(&emu_guard->ctx, c, __ATOMIC_RELAXED);
-	__atomic_store_n(&emu_guard->token, t, __ATOMIC_RELEASE);
+		t = g->seq = 1;
+	__atomic_store_n(&g->ctx, c, __ATOMIC_RELAXED);
+	__atomic_store_n(&g->token, t, __ATOMIC_RELEASE);
 	return t;
 }
 
-static inline void emu_guard_leave(uint64_t t)
+static inline void emu_guard_leave(struct emu_mem_guard *g, uint64_t t)
 {
-	if (!emu_guard)
+	if (!g)
 		return;
-	if (__atomic_compare_exchange_n(&emu_guard->token, &t, 0, false, __ATOMIC_ACQ_REL,
+	if (__atomic_compare_exchange_n(&g->token, &t, 0, false, __ATOMIC_ACQ_REL,
 					__ATOMIC_ACQUIRE))
 		return;
 	/* the watchdog gave the device to another engine thread while we
@@ -95,57 +87,63 @@ static inline void emu_guard_leave(uint64_t t)
 	pthread_exit(NULL);
 }
 
-void emu_mem_flush(void)
+void emu_mem_flush(struct emu_dev *d)
 {
-	unsigned n = emu_wb.nl, nr = emu_wb.nr;
+	struct emu_burst *b = d->burst;
 
-	if (!n)
+	if (!b || !b->wb.nl)
 		return;
-	emu_wb.nl = emu_wb.nr = 0;
-	if (!emu_mem_xfer(emu_wb.ctx, emu_wb.lv, n, emu_wb.rv, nr, true))
+	unsigned n = b->wb.nl, nr = b->wb.nr;
+
+	b->wb.nl = b->wb.nr = 0;
+	if (!emu_mem_xfer(b->wb.ctx, b->wb.lv, n, b->wb.rv, nr, true))
 		return;
 	/* someone's memory went away: find whose, fail only those QPs */
 	for (unsigned i = 0; i < n; i++)
-		if (emu_mem_xfer(emu_wb.ctx, &emu_wb.lv[i], 1, &emu_wb.rv[emu_wb.r0[i]],
-				 emu_wb.rn[i], true))
-			emu_wb.qp[i]->dev->xops->mem_fault(emu_wb.qp[i], emu_wb.tag[i]);
+		if (emu_mem_xfer(b->wb.ctx, &b->wb.lv[i], 1, &b->wb.rv[b->wb.r0[i]],
+				 b->wb.rn[i], true))
+			b->wb.qp[i]->dev->xops->mem_fault(b->wb.qp[i], b->wb.tag[i]);
 }
 
 bool emu_mem_pending(const struct emu_qp *qp)
 {
-	for (unsigned i = 0; i < emu_wb.nl; i++)
-		if (emu_wb.qp[i] == qp)
+	const struct emu_burst *b = qp->dev->burst;
+
+	for (unsigned i = 0; b && i < b->wb.nl; i++)
+		if (b->wb.qp[i] == qp)
 			return true;
 	return false;
 }
 
-void emu_mem_batch(bool on)
+void emu_mem_batch(struct emu_dev *d, bool on)
 {
 	if (!on)
-		emu_mem_flush();
-	emu_wb.on = on;
+		emu_mem_flush(d);
+	if (d->burst)
+		d->burst->wb.on = on;
 }
 
 int emu_mem_write_deferred(struct emu_qp *qp, struct emu_ctx *c, const struct emu_rvec *r,
 			   unsigned nr, const void *src, uint32_t len, uint64_t tag)
 {
 	struct iovec l = { (void *)(uintptr_t)src, len };
+	struct emu_burst *b = qp->dev->burst;
 
 	/* a mapped target costs no system call: nothing to batch */
-	if (!emu_wb.on || !len || nr > EMU_MAX_SGE || emu_mem_all_mapped(c, r, nr))
+	if (!b || !b->wb.on || !len || nr > EMU_MAX_SGE || emu_mem_all_mapped(c, r, nr))
 		return emu_mem_xfer(c, &l, 1, r, nr, true);
-	if (emu_wb.nl && (emu_wb.ctx != c || emu_wb.nl == EMU_WB_MAX ||
-			  emu_wb.nr + nr > EMU_WB_MAX))
-		emu_mem_flush();
-	emu_wb.ctx = c;
-	emu_wb.lv[emu_wb.nl] = l;
-	emu_wb.qp[emu_wb.nl] = qp;
-	emu_wb.tag[emu_wb.nl] = tag;
-	emu_wb.r0[emu_wb.nl] = (uint8_t)emu_wb.nr;
-	emu_wb.rn[emu_wb.nl] = (uint8_t)nr;
-	emu_wb.nl++;
+	if (b->wb.nl && (b->wb.ctx != c || b->wb.nl == EMU_WB_MAX ||
+			 b->wb.nr + nr > EMU_WB_MAX))
+		emu_mem_flush(qp->dev);
+	b->wb.ctx = c;
+	b->wb.lv[b->wb.nl] = l;
+	b->wb.qp[b->wb.nl] = qp;
+	b->wb.tag[b->wb.nl] = tag;
+	b->wb.r0[b->wb.nl] = (uint8_t)b->wb.nr;
+	b->wb.rn[b->wb.nl] = (uint8_t)nr;
+	b->wb.nl++;
 	for (unsigned i = 0; i < nr; i++)
-		emu_wb.rv[emu_wb.nr++] = r[i];
+		b->wb.rv[b->wb.nr++] = r[i];
 	return 0;
 }
 
@@ -188,11 +186,12 @@ static int emu_mem_fd_xfer(struct emu_ctx *c, const struct iovec *l, unsigned nl
 				return -EINVAL; /* lengths were checked equal */
 			ssize_t x;
 			do {
-				uint64_t t = emu_guard_enter(c);
+				struct emu_mem_guard *g = c->dev->guard;
+				uint64_t t = emu_guard_enter(g, c);
 				x = write ? pwritev(fd, v, (int)nv, (off_t)addr)
 					  : preadv(fd, v, (int)nv, (off_t)addr);
 				int e = errno;
-				emu_guard_leave(t);
+				emu_guard_leave(g, t);
 				errno = e;
 			} while (x < 0 && errno == EINTR);
 			if (x < 0)
@@ -329,10 +328,14 @@ static int emu_mem_sys_xfer(struct emu_ctx *c, const struct iovec *l, unsigned n
 			return -EFAULT; /* device memory is reached only through its piece */
 	c->mr_syscall += nr;
 	c->dev->cnt.mr_syscall += nr;
-	static __thread pid_t self;
-	if (!self)
-		self = getpid();
-	if (c->mem_fd < 0 && c->pid == self) {
+	/* getpid() once: the same value for every thread */
+	static pid_t self;
+	pid_t me = __atomic_load_n(&self, __ATOMIC_RELAXED);
+	if (!me) {
+		me = getpid();
+		__atomic_store_n(&self, me, __ATOMIC_RELAXED);
+	}
+	if (c->mem_fd < 0 && c->pid == me) {
 		/* in-process tests: walk both lists */
 		unsigned li = 0, ri = 0;
 		size_t lo = 0, ro = 0;
@@ -429,8 +432,9 @@ static int emu_mem_xfer(struct emu_ctx *c, const struct iovec *l, unsigned nl,
 	/* keep every access to one process in posting order; another
 	 * process's pending writes can wait (and a client whose memory
 	 * blocks then stalls no other client's packet half-way) */
-	if (emu_wb.nl && emu_wb.ctx == c)
-		emu_mem_flush();
+	struct emu_burst *b = c->dev->burst;
+	if (b && b->wb.nl && b->wb.ctx == c)
+		emu_mem_flush(c->dev);
 	if (c->nmaps && nr <= EMU_WB_MAX)
 		return emu_mem_map_xfer(c, l, nl, r, nr, write);
 	return emu_mem_sys_xfer(c, l, nl, r, nr, write);

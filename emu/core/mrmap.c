@@ -27,7 +27,10 @@
 
 #include <uroce/procmaps.h>
 
-#include "emu.h"
+#include "emu_log.h"
+#include "emu_obj.h"
+#include "emu_dev.h"
+#include "emu_mem.h"
 
 /* Every mapping counts against the daemon's vm.max_map_count (65530 by
  * default), which its rings need too: at most three pieces per MR (the

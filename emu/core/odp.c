@@ -9,7 +9,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "emu.h"
+#include "emu_obj.h"
+#include "emu_dev.h"
 #include "emu_int.h"
 
 bool emu_mr_implicit(uint64_t addr, uint64_t len, unsigned access)

@@ -5,7 +5,10 @@
 #include <errno.h>
 #include <string.h>
 
-#include "emu.h"
+#include "emu_obj.h"
+#include "emu_cq.h"
+#include "emu_ring.h"
+#include "emu_int.h"
 #include <uroce/wr.h>
 
 uint32_t emu_ring_prod(const struct emu_ring *r)
@@ -129,4 +132,30 @@ int emu_recv_take(struct emu_qp *qp, struct emu_recv_wqe *out)
 int emu_recv_peek(struct emu_qp *qp, struct emu_recv_wqe *out)
 {
 	return emu_recv_get(qp, out, false);
+}
+
+/* Bytes of a shared ring (header, then entries slots of stride bytes),
+ * rounded to whole pages: every CQ, SQ, RQ and SRQ ring is sized here. */
+size_t emu_ring_bytes(uint32_t entries, uint32_t stride)
+{
+	return page_align(UROCE_RING_HDR_SIZE + (size_t)entries * stride);
+}
+
+/* Slot size of a receive ring (RQ or SRQ) for sge scatter entries. */
+uint32_t emu_recv_stride(uint32_t sge)
+{
+	return pow2_at_least(UROCE_RECV_WQE_HDR + sge * (uint32_t)sizeof(struct uroce_sge));
+}
+
+void emu_ring_init(struct emu_ring *r, void *base, uint32_t entries, uint32_t stride)
+{
+	r->hdr = base;
+	r->slots = (uint8_t *)base + UROCE_RING_HDR_SIZE;
+	r->entries = entries;
+	r->mask = entries ? entries - 1 : 0;
+	r->stride = stride;
+	r->cons = 0;
+	r->prod_seen = 0;
+	r->hdr->entries = entries;
+	r->hdr->stride = stride;
 }

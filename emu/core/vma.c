@@ -18,7 +18,8 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "emu.h"
+#include "emu_obj.h"
+#include "emu_mem.h"
 
 /* <linux/fs.h> of Linux 6.11; Debian 12's headers predate it */
 struct emu_procmap_query {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* XRC objects made on top of the core's (objs.c): XRC SRQs, TGT QPs, and
+/* XRC objects made on top of the core's (srq.c, qp.c): XRC SRQs, TGT QPs, and
  * handles from ibv_open_qp; their domain bookkeeping is xrcd.c's
  * (docs/verbs.md "XRC"). */
 #include <errno.h>

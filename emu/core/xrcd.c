@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* XRC domains and their handles (IBTA annex A14 as mlx5 exposes it;
  * docs/verbs.md "XRC"): the bookkeeping the core's object operations
- * consult (objs.c); xrc_create.c makes the objects. A domain belongs to
+ * consult (srq.c, qp.c); xrc_create.c makes the objects. A domain belongs to
  * the device: every context that opens the same file shares it. The file
  * is what the client's descriptor designates (dev/ino by fstat), so a
  * client names only files it could open itself. */
@@ -142,28 +142,13 @@ void emu_xsrq_fini(struct emu_srq *srq)
 		qp->srq = NULL;
 		qp->pd = NULL;
 		qp->recv_cq = NULL;
-		qp->x.rwqe_valid = 0;
-		qp->x.rcv_off = 0;
+		d->xops->xrc_tgt_unbind(qp);
 	}
 	d->srqn[srq->srqn] = NULL;
 	srq->cq->refcnt--;
 	srq->xref->users--;
 	srq->xref = NULL;
 	srq->cq = NULL;
-}
-
-bool emu_xrc_tgt_bind(struct emu_qp *qp, uint32_t srqn)
-{
-	struct emu_srq *srq = emu_xrc_srq_find(qp->dev, srqn);
-	bool ok = srq && srq->xref->x == qp->xref->x;
-
-	if (qp->x.rwqe_valid)
-		/* a message in progress finishes on the SRQ it started on */
-		return ok && srq == qp->srq;
-	qp->srq = ok ? srq : NULL;
-	qp->pd = ok ? srq->pd : NULL;
-	qp->recv_cq = ok ? srq->cq : NULL;
-	return ok;
 }
 
 int emu_xrc_qp_close(struct emu_ctx *c, uint32_t handle)

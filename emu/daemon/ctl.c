@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* Control server: one SOCK_SEQPACKET socket per device, one message per
- * verbs call. Everything a client sends is validated (length per op, fds
- * per op, handles in its own context); a client that closes its socket or
- * dies loses all its objects. */
+/* Control server: one SOCK_SEQPACKET socket per device (and the mailbox in
+ * each context's doorbell page), one message per verbs call. Everything a
+ * client sends is validated against its op's entry in the request tables
+ * (length, fds, who may; the handlers are in ctl_<object>.c), handles in
+ * its own context; a client that closes its socket or dies loses all its
+ * objects. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,24 +21,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon.h"
+#include "ctl_op.h"
 #include "cm/ibcm.h"
 #include "cm/ucma.h"
 
 #define EMU_MAX_FDS_IN 4
-
-struct emu_client {
-	struct emu_ctx *ctx;      /* NULL once closed */
-	struct emu_client *next_dead;
-	struct emu_ep ep_sock;
-	struct emu_ep ep_wake;
-	uint32_t mbox_seen;       /* the mailbox's req_seq last served */
-	bool mbox_busy;           /* the request being executed came by the mailbox */
-};
-
-/* Closed clients are freed only after the current epoll batch: a later
- * event of the same batch may still name them. */
-static __thread struct emu_client *emu_dead_clients; /* per worker */
 
 /* Out of descriptors or memory, accept() fails at once while the listening
  * socket stays readable: polling it would spin. Stop watching it for a
@@ -59,12 +49,49 @@ static void emu_accept_resume_check(struct emu_daemon *dm)
 	}
 }
 
+static int emu_op_hello(struct emu_op *k);
+static const struct emu_op_def emu_ctl_session_defs[] = {
+	{ .op = UROCE_OP_HELLO, .len = sizeof(struct uroce_hello_req),
+	  .fds = 2, .run = emu_op_hello },
+};
+static const struct emu_op_table emu_ctl_session = EMU_OP_TABLE(emu_ctl_session_defs);
+
+/* Every request the control socket serves, one table per kind of object
+ * (ctl_<object>.c), so that a new verb touches only its object's file. */
+static const struct emu_op_table *const emu_ctl_tables[] = {
+	&emu_ctl_session, &emu_ctl_dev, &emu_ctl_pd, &emu_ctl_mr, &emu_ctl_mw, &emu_ctl_dm,
+	&emu_ctl_cq, &emu_ctl_srq, &emu_ctl_qp, &emu_ctl_ah, &emu_ctl_mcast, &emu_ctl_xrc,
+	&emu_ctl_ucma, &emu_ctl_admin,
+};
+
+/* The same by op code, made once (emu_ctl_open): an op nobody serves is
+ * refused. */
+static const struct emu_op_def *emu_req_shape[UROCE_OP_MAX];
+static pthread_once_t emu_req_once = PTHREAD_ONCE_INIT;
+static bool emu_req_bad;
+
+static void emu_req_index(void)
+{
+	for (size_t t = 0; t < sizeof(emu_ctl_tables) / sizeof(emu_ctl_tables[0]); t++) {
+		for (unsigned i = 0; i < emu_ctl_tables[t]->n; i++) {
+			const struct emu_op_def *d = &emu_ctl_tables[t]->def[i];
+
+			if (d->op == 0 || d->op >= UROCE_OP_MAX || emu_req_shape[d->op]) {
+				EMU_LOG(ERR, "control op %u defined twice or out of range\n", d->op);
+				emu_req_bad = true;
+				continue;
+			}
+			emu_req_shape[d->op] = d;
+		}
+	}
+}
+
 void emu_ctl_reap(struct emu_daemon *dm)
 {
 	emu_accept_resume_check(dm);
-	while (emu_dead_clients) {
-		struct emu_client *cl = emu_dead_clients;
-		emu_dead_clients = cl->next_dead;
+	while (dm->dead_clients) {
+		struct emu_client *cl = dm->dead_clients;
+		dm->dead_clients = cl->next_dead;
 		free(cl);
 	}
 }
@@ -75,6 +102,9 @@ int emu_ctl_open(struct emu_daemon *dm)
 	int n = snprintf(dm->sock_path, sizeof(dm->sock_path), "%s/%s%s", dm->o.run_dir,
 			 dm->o.dev, UROCE_SOCK_SUFFIX);
 
+	pthread_once(&emu_req_once, emu_req_index);
+	if (emu_req_bad)
+		return -EINVAL;
 	if (n < 0 || (size_t)n >= sizeof(sa.sun_path)) {
 		EMU_LOG(ERR, "socket path too long: %s\n", dm->sock_path);
 		return -ENAMETOOLONG;
@@ -160,8 +190,8 @@ static void emu_client_close(struct emu_daemon *dm, struct emu_client *cl)
 	emu_ucma_ctx_gone(c); /* its rdma_cm ids first: peers see DREQ/REJ */
 	emu_ctx_destroy(c);
 	cl->ctx = NULL;
-	cl->next_dead = emu_dead_clients;
-	emu_dead_clients = cl;
+	cl->next_dead = dm->dead_clients;
+	dm->dead_clients = cl;
 }
 
 void emu_ctl_close(struct emu_daemon *dm)
@@ -386,86 +416,6 @@ fail:
 	return rc;
 }
 
-/* One control request being served: what the handler reads, and what it
- * leaves for the reply. */
-union emu_req {
-	struct uroce_hello_req hello;
-	struct uroce_query_port_req port;
-	struct uroce_handle_msg hm;
-	struct uroce_reg_mr_req mr;
-	struct uroce_rereg_mr_req rereg;
-	struct uroce_map_mr_req map;
-	struct uroce_alloc_mw_req mw;
-	struct uroce_import_req imp;
-	struct uroce_alloc_dm_req dm;
-	struct uroce_reg_dm_mr_req dmmr;
-	struct uroce_advise_mr_req adv;
-	struct uroce_create_cq_req cq;
-	struct uroce_resize_cq_req rcq;
-	struct uroce_create_srq_req srq;
-	struct uroce_modify_srq_req msrq;
-	struct uroce_create_qp_req qp;
-	struct uroce_modify_qp_req mqp;
-	struct uroce_query_qp_req qqp;
-	struct uroce_create_ah_req ah;
-	struct uroce_mcast_req mc;
-	struct uroce_query_stats_req st;
-	struct uroce_query_qps_req qps;
-	struct uroce_fault_set_req fault;
-	struct uroce_open_xrcd_req xrcd;
-	struct uroce_create_xsrq_req xsrq;
-	struct uroce_xrc_qp_req xqp;
-	struct uroce_cc_set_req cc_set;
-	uint8_t ucma[sizeof(struct uroce_ucma_cmd_req) + UROCE_UCMA_MAX_IN];
-};
-
-union emu_rep {
-	struct uroce_hello_rep hello;
-	struct uroce_query_port_rep port;
-	struct uroce_handle_msg hm;
-	struct uroce_reg_mr_rep mr;
-	struct uroce_alloc_mw_rep mw;
-	struct uroce_import_rep imp;
-	struct uroce_alloc_dm_rep dm;
-	struct uroce_advise_mr_rep adv;
-	struct uroce_create_cq_rep cq;
-	struct uroce_create_srq_rep srq;
-	struct ibv_srq_attr srq_attr;
-	struct uroce_create_qp_rep qp;
-	struct uroce_create_qp_arena_rep qpa;
-	struct uroce_query_qp_rep qq;
-	struct uroce_query_stats_rep stats;
-	struct uroce_cm_stats_rep cm_stats;
-	struct uroce_query_cc_rep cc;
-	struct uroce_ucma_open_rep ucma_open;
-	struct uroce_dev_info dev_info;
-	struct uroce_query_qps_rep qps;
-	struct uroce_fault_info fault;
-	struct uroce_capture_rep capture;
-	struct uroce_open_xrcd_rep xrcd;
-	struct uroce_create_xsrq_rep xsrq;
-	struct uroce_xrc_qp_rep xqp;
-	uint8_t ucma_out[UROCE_UCMA_MAX_OUT];
-};
-
-struct emu_op {
-	struct emu_daemon *dm;
-	struct emu_client *cl;
-	struct emu_ctx *c;
-	uint16_t op;
-	const union emu_req *q;
-	size_t qlen;          /* request body length (variable-length ops) */
-	union emu_rep *rep;
-	size_t rlen;          /* reply body length */
-	size_t elen;          /* body length of an error reply (HELLO's refusal) */
-	int *fds;             /* received descriptors */
-	unsigned nfds;
-	int ofds[3];          /* descriptors sent with the reply */
-	unsigned nofds;
-	unsigned oclose;      /* ofds[oclose..nofds) are ours to close once sent */
-	int mfd;              /* an object's ring memfd to send (owned by it) */
-};
-
 static int emu_op_hello(struct emu_op *k)
 {
 	int no_fd = -1, no_maps = -1;
@@ -484,455 +434,25 @@ static int emu_op_hello(struct emu_op *k)
 	return rc;
 }
 
-static int emu_op_query_port(struct emu_op *k)
-{
-	const struct emu_dev *d = &k->dm->dev;
-	struct uroce_query_port_rep *r = &k->rep->port;
-
-	if (k->q->port.port_num != 1)
-		return -EINVAL;
-	r->port_attr = d->port_attr;
-	r->port_attr.state = d->port_state;
-	r->gid_count = d->gid_count;
-	for (uint32_t i = 0; i < d->gid_count; i++) {
-		r->gids[i] = d->gids[i];
-		r->gid_type[i] = IBV_GID_TYPE_ROCE_V2;
-	}
-	k->rlen = sizeof(*r);
-	return 0;
-}
-
-static int emu_op_alloc_pd(struct emu_op *k)
-{
-	k->rlen = sizeof(k->rep->hm);
-	return emu_pd_alloc(k->c, &k->rep->hm.handle);
-}
-
-static int emu_op_dealloc_pd(struct emu_op *k)
-{
-	return emu_pd_dealloc(k->c, k->q->hm.handle);
-}
-
-static int emu_op_reg_mr(struct emu_op *k)
-{
-	k->rlen = sizeof(k->rep->mr);
-	return emu_mr_reg(k->c, &k->q->mr, &k->rep->mr);
-}
-
-static int emu_op_rereg_mr(struct emu_op *k)
-{
-	k->rlen = sizeof(k->rep->mr);
-	return emu_mr_rereg(k->c, &k->q->rereg, &k->rep->mr);
-}
-
-static int emu_op_dereg_mr(struct emu_op *k)
-{
-	return emu_mr_dereg(k->c, k->q->hm.handle);
-}
-
-/* the file stays mapped through its own reference; the descriptor is
- * closed with the request's */
-static int emu_op_map_mr(struct emu_op *k)
-{
-	if (k->nfds != 1)
-		return -EINVAL;
-	return emu_mr_map(k->c, &k->q->map, k->fds[0]);
-}
-
-/* XRC (core/xrcd.c); the domain's file descriptor is closed with the
- * request's: the daemon keeps only its dev/ino */
-static int emu_op_open_xrcd(struct emu_op *k)
-{
-	k->rlen = sizeof(k->rep->xrcd);
-	return emu_xrcd_open(k->c, &k->q->xrcd, k->nfds ? k->fds[0] : -1, &k->rep->xrcd);
-}
-
-static int emu_op_close_xrcd(struct emu_op *k)
-{
-	return emu_xrcd_close(k->c, k->q->hm.handle);
-}
-
-static int emu_op_create_xsrq(struct emu_op *k)
-{
-	k->rlen = sizeof(k->rep->xsrq);
-	return emu_xsrq_create(k->c, &k->q->xsrq, &k->rep->xsrq, &k->mfd);
-}
-
-static int emu_op_create_xtgt(struct emu_op *k)
-{
-	k->rlen = sizeof(k->rep->xqp);
-	return emu_xrc_tgt_create(k->c, &k->q->xqp, &k->rep->xqp);
-}
-
-static int emu_op_open_qp(struct emu_op *k)
-{
-	k->rlen = sizeof(k->rep->xqp);
-	return emu_xrc_qp_open(k->c, &k->q->xqp, &k->rep->xqp);
-}
-
-static int emu_op_unmap_mr(struct emu_op *k)
-{
-	return emu_mr_unmap_handle(k->c, k->q->hm.handle);
-}
-
-static int emu_op_import(struct emu_op *k)
-{
-	const struct uroce_import_req *q = &k->q->imp;
-
-	k->rlen = sizeof(k->rep->imp);
-	if (q->type != UROCE_IMPORT_DM)
-		return emu_obj_import(k->c, q, &k->rep->imp);
-	memset(&k->rep->imp, 0, sizeof(k->rep->imp));
-	if (q->pd || q->rsvd)
-		return -EINVAL;
-	return emu_dm_import(k->c, q->handle, &k->rep->imp.length, &k->mfd);
-}
-
-static int emu_op_alloc_dm(struct emu_op *k)
-{
-	k->rlen = sizeof(k->rep->dm);
-	return emu_dm_alloc(k->c, &k->q->dm, &k->rep->dm, &k->mfd);
-}
-
-static int emu_op_free_dm(struct emu_op *k)
-{
-	return emu_dm_free(k->c, k->q->hm.handle);
-}
-
-static int emu_op_reg_dm_mr(struct emu_op *k)
-{
-	k->rlen = sizeof(k->rep->mr);
-	return emu_dm_reg_mr(k->c, &k->q->dmmr, &k->rep->mr);
-}
-
-static int emu_op_advise_mr(struct emu_op *k)
-{
-	k->rlen = sizeof(k->rep->adv);
-	return emu_mr_advise(k->c, &k->q->adv, &k->rep->adv);
-}
-
-static int emu_op_alloc_mw(struct emu_op *k)
-{
-	k->rlen = sizeof(k->rep->mw);
-	return emu_mw_alloc(k->c, &k->q->mw, &k->rep->mw);
-}
-
-static int emu_op_dealloc_mw(struct emu_op *k)
-{
-	return emu_mw_dealloc(k->c, k->q->hm.handle);
-}
-
-static int emu_op_create_channel(struct emu_op *k)
-{
-	int wfd;
-	int rc = emu_evq_pipe(&k->ofds[0], &wfd);
-	if (rc)
-		return rc;
-	rc = emu_channel_create(k->c, wfd, &k->rep->hm.handle); /* owns wfd, even on error */
-	if (rc) {
-		close(k->ofds[0]);
-		return rc;
-	}
-	k->nofds = 1;
-	k->oclose = 0; /* the read end goes to the client only */
-	k->rlen = sizeof(k->rep->hm);
-	return 0;
-}
-
-static int emu_op_destroy_channel(struct emu_op *k)
-{
-	return emu_channel_destroy(k->c, k->q->hm.handle);
-}
-
-static int emu_op_create_cq(struct emu_op *k)
-{
-	k->rlen = sizeof(k->rep->cq);
-	return emu_cq_create(k->c, &k->q->cq, &k->rep->cq, &k->mfd);
-}
-
-static int emu_op_resize_cq(struct emu_op *k)
-{
-	k->rlen = sizeof(k->rep->cq);
-	return emu_cq_resize(k->c, &k->q->rcq, &k->rep->cq, &k->mfd);
-}
-
-static int emu_op_destroy_cq(struct emu_op *k)
-{
-	return emu_cq_destroy(k->c, k->q->hm.handle);
-}
-
-static int emu_op_create_srq(struct emu_op *k)
-{
-	k->rlen = sizeof(k->rep->srq);
-	return emu_srq_create(k->c, &k->q->srq, &k->rep->srq, &k->mfd);
-}
-
-static int emu_op_modify_srq(struct emu_op *k)
-{
-	if (k->q->msrq.attr_mask & IBV_SRQ_MAX_WR)
-		k->rlen = sizeof(k->rep->srq);
-	return emu_srq_modify_ex(k->c, &k->q->msrq, &k->rep->srq, &k->mfd);
-}
-
-static int emu_op_query_srq(struct emu_op *k)
-{
-	k->rlen = sizeof(k->rep->srq_attr);
-	return emu_srq_query(k->c, k->q->hm.handle, &k->rep->srq_attr);
-}
-
-static int emu_op_destroy_srq(struct emu_op *k)
-{
-	return emu_srq_destroy(k->c, k->q->hm.handle);
-}
-
-static int emu_op_create_qp(struct emu_op *k)
-{
-	k->rlen = sizeof(k->rep->qp);
-	return emu_qp_create(k->c, &k->q->qp, &k->rep->qp, &k->mfd);
-}
-
-static int emu_op_create_qp_arena(struct emu_op *k)
-{
-	int fd;
-	bool fd_close;
-	int rc = emu_qp_create_arena(k->c, &k->q->qp, &k->rep->qpa, &fd, &fd_close);
-
-	if (rc)
-		return rc;
-	k->rlen = sizeof(k->rep->qpa);
-	if (fd >= 0) {
-		k->ofds[0] = fd;
-		k->nofds = 1;
-		k->oclose = fd_close ? 0 : 1;
-	}
-	return 0;
-}
-
-static int emu_op_modify_qp(struct emu_op *k)
-{
-	return emu_qp_modify_op(k->c, &k->q->mqp);
-}
-
-static int emu_op_query_qp(struct emu_op *k)
-{
-	k->rlen = sizeof(k->rep->qq);
-	return emu_qp_query_op(k->c, &k->q->qqp, &k->rep->qq);
-}
-
-static int emu_op_destroy_qp(struct emu_op *k)
-{
-	return emu_qp_destroy(k->c, k->q->hm.handle);
-}
-
-static int emu_op_create_ah(struct emu_op *k)
-{
-	k->rlen = sizeof(k->rep->hm);
-	return emu_ah_create(k->c, &k->q->ah, &k->rep->hm.handle);
-}
-
-static int emu_op_destroy_ah(struct emu_op *k)
-{
-	return emu_ah_destroy(k->c, k->q->hm.handle);
-}
-
-static int emu_op_mcast(struct emu_op *k)
-{
-	return emu_mcast_op(k->c, &k->q->mc, k->op == UROCE_OP_ATTACH_MCAST);
-}
-
-static int emu_op_query_stats(struct emu_op *k)
-{
-	emu_stats_fill(&k->dm->dev, k->c, k->q->st.first_qpn, &k->rep->stats);
-	k->rlen = sizeof(k->rep->stats);
-	return 0;
-}
-
-static int emu_op_query_cm_stats(struct emu_op *k)
-{
-	int rc = emu_ibcm_stats_fill(&k->dm->dev, &k->rep->cm_stats);
-	if (!rc)
-		k->rlen = sizeof(k->rep->cm_stats);
-	return rc;
-}
-
-static int emu_op_query_cc(struct emu_op *k)
-{
-	emu_cc_fill(&k->dm->dev, k->c, k->q->st.first_qpn, &k->rep->cc);
-	k->rlen = sizeof(k->rep->cc);
-	return 0;
-}
-
-/* rdma_cm (emu/cm/ucma.c): the pipe's read end goes to the client only */
-static int emu_op_ucma_open(struct emu_op *k)
-{
-	int rc = emu_ucma_open(k->c, &k->rep->ucma_open.handle, &k->ofds[0]);
-	if (rc)
-		return rc;
-	k->nofds = 1;
-	k->oclose = 0;
-	k->rlen = sizeof(k->rep->ucma_open);
-	return 0;
-}
-
-static int emu_op_ucma_cmd(struct emu_op *k)
-{
-	return emu_ucma_cmd(k->c, k->q->ucma, k->qlen, k->rep->ucma_out, &k->rlen);
-}
-
-static int emu_op_ucma_close(struct emu_op *k)
-{
-	return emu_ucma_close(k->c, k->q->hm.handle);
-}
-
-/* uroce-ctl (admin.c) */
-static int emu_op_dev_info(struct emu_op *k)
-{
-	emu_admin_dev_info(k->dm, &k->rep->dev_info);
-	k->rlen = sizeof(k->rep->dev_info);
-	return 0;
-}
-
-static int emu_op_query_qps(struct emu_op *k)
-{
-	emu_qp_info_fill(&k->dm->dev, k->c, k->q->qps.first_qpn, &k->rep->qps);
-	k->rlen = sizeof(k->rep->qps);
-	return 0;
-}
-
-static int emu_op_fault(struct emu_op *k)
-{
-	int rc = 0;
-
-	if (k->op == UROCE_OP_FAULT_SET)
-		rc = emu_admin_fault_set(k->dm, &k->q->fault, &k->rep->fault);
-	else if (k->op == UROCE_OP_FAULT_CLEAR)
-		emu_admin_fault_clear(k->dm, &k->rep->fault);
-	else
-		emu_admin_fault_get(k->dm, &k->rep->fault);
-	k->rlen = sizeof(k->rep->fault);
-	return rc;
-}
-
-static int emu_op_cc_set(struct emu_op *k)
-{
-	k->rlen = sizeof(k->rep->cc);
-	return emu_admin_cc_set(k->dm, k->c, &k->q->cc_set, &k->rep->cc);
-}
-
-static int emu_op_capture_start(struct emu_op *k)
-{
-	int no_fd = -1;
-
-	return emu_admin_capture_start(k->dm, k->nfds >= 1 ? &k->fds[0] : &no_fd);
-}
-
-static int emu_op_capture_stop(struct emu_op *k)
-{
-	k->rlen = sizeof(k->rep->capture);
-	return emu_admin_capture_stop(k->dm, &k->rep->capture);
-}
-
-/* Requests that change what every user's traffic goes through: root and
- * the daemon's uid only (admin.c). */
-static bool emu_op_admin(uint32_t op)
-{
-	switch (op) {
-	case UROCE_OP_FAULT_SET:
-	case UROCE_OP_FAULT_CLEAR:
-	case UROCE_OP_CAPTURE_START:
-	case UROCE_OP_CAPTURE_STOP:
-	case UROCE_OP_CC_SET:
-		return true;
-	default:
-		return false;
-	}
-}
-
-/* Each request: its exact body length (UCMA_CMD: at most), how many
- * descriptors it may carry, and its handler. An op without a handler is
- * refused. */
-static const struct {
-	uint16_t len;
-	uint8_t fds;
-	int (*run)(struct emu_op *k);
-} emu_req_shape[UROCE_OP_MAX] = {
-	[UROCE_OP_HELLO] = { sizeof(struct uroce_hello_req), 2, emu_op_hello },
-	[UROCE_OP_QUERY_PORT] = { sizeof(struct uroce_query_port_req), 0, emu_op_query_port },
-	[UROCE_OP_ALLOC_PD] = { 0, 0, emu_op_alloc_pd },
-	[UROCE_OP_DEALLOC_PD] = { sizeof(struct uroce_handle_msg), 0, emu_op_dealloc_pd },
-	[UROCE_OP_REG_MR] = { sizeof(struct uroce_reg_mr_req), 0, emu_op_reg_mr },
-	[UROCE_OP_REREG_MR] = { sizeof(struct uroce_rereg_mr_req), 0, emu_op_rereg_mr },
-	[UROCE_OP_DEREG_MR] = { sizeof(struct uroce_handle_msg), 0, emu_op_dereg_mr },
-	[UROCE_OP_ALLOC_MW] = { sizeof(struct uroce_alloc_mw_req), 0, emu_op_alloc_mw },
-	[UROCE_OP_DEALLOC_MW] = { sizeof(struct uroce_handle_msg), 0, emu_op_dealloc_mw },
-	[UROCE_OP_CREATE_COMP_CHANNEL] = { 0, 0, emu_op_create_channel },
-	[UROCE_OP_DESTROY_COMP_CHANNEL] = { sizeof(struct uroce_handle_msg), 0,
-					    emu_op_destroy_channel },
-	[UROCE_OP_CREATE_CQ] = { sizeof(struct uroce_create_cq_req), 0, emu_op_create_cq },
-	[UROCE_OP_RESIZE_CQ] = { sizeof(struct uroce_resize_cq_req), 0, emu_op_resize_cq },
-	[UROCE_OP_DESTROY_CQ] = { sizeof(struct uroce_handle_msg), 0, emu_op_destroy_cq },
-	[UROCE_OP_CREATE_SRQ] = { sizeof(struct uroce_create_srq_req), 0, emu_op_create_srq },
-	[UROCE_OP_MODIFY_SRQ] = { sizeof(struct uroce_modify_srq_req), 0, emu_op_modify_srq },
-	[UROCE_OP_QUERY_SRQ] = { sizeof(struct uroce_handle_msg), 0, emu_op_query_srq },
-	[UROCE_OP_DESTROY_SRQ] = { sizeof(struct uroce_handle_msg), 0, emu_op_destroy_srq },
-	[UROCE_OP_CREATE_QP] = { sizeof(struct uroce_create_qp_req), 0, emu_op_create_qp },
-	[UROCE_OP_MODIFY_QP] = { sizeof(struct uroce_modify_qp_req), 0, emu_op_modify_qp },
-	[UROCE_OP_QUERY_QP] = { sizeof(struct uroce_query_qp_req), 0, emu_op_query_qp },
-	[UROCE_OP_DESTROY_QP] = { sizeof(struct uroce_handle_msg), 0, emu_op_destroy_qp },
-	[UROCE_OP_CREATE_AH] = { sizeof(struct uroce_create_ah_req), 0, emu_op_create_ah },
-	[UROCE_OP_DESTROY_AH] = { sizeof(struct uroce_handle_msg), 0, emu_op_destroy_ah },
-	[UROCE_OP_ATTACH_MCAST] = { sizeof(struct uroce_mcast_req), 0, emu_op_mcast },
-	[UROCE_OP_DETACH_MCAST] = { sizeof(struct uroce_mcast_req), 0, emu_op_mcast },
-	[UROCE_OP_QUERY_STATS] = { sizeof(struct uroce_query_stats_req), 0, emu_op_query_stats },
-	[UROCE_OP_UCMA_OPEN] = { 0, 0, emu_op_ucma_open },
-	[UROCE_OP_UCMA_CMD] = { sizeof(struct uroce_ucma_cmd_req) + UROCE_UCMA_MAX_IN, 0,
-				emu_op_ucma_cmd },
-	[UROCE_OP_UCMA_CLOSE] = { sizeof(struct uroce_handle_msg), 0, emu_op_ucma_close },
-	[UROCE_OP_QUERY_CM_STATS] = { 0, 0, emu_op_query_cm_stats },
-	[UROCE_OP_DEV_INFO] = { 0, 0, emu_op_dev_info },
-	[UROCE_OP_QUERY_QPS] = { sizeof(struct uroce_query_qps_req), 0, emu_op_query_qps },
-	[UROCE_OP_FAULT_GET] = { 0, 0, emu_op_fault },
-	[UROCE_OP_FAULT_SET] = { sizeof(struct uroce_fault_set_req), 0, emu_op_fault },
-	[UROCE_OP_FAULT_CLEAR] = { 0, 0, emu_op_fault },
-	[UROCE_OP_CAPTURE_START] = { 0, 1, emu_op_capture_start },
-	[UROCE_OP_CAPTURE_STOP] = { 0, 0, emu_op_capture_stop },
-	[UROCE_OP_MAP_MR] = { sizeof(struct uroce_map_mr_req), 1, emu_op_map_mr },
-	[UROCE_OP_UNMAP_MR] = { sizeof(struct uroce_handle_msg), 0, emu_op_unmap_mr },
-	[UROCE_OP_IMPORT] = { sizeof(struct uroce_import_req), 0, emu_op_import },
-	[UROCE_OP_QUERY_CC] = { sizeof(struct uroce_query_stats_req), 0, emu_op_query_cc },
-	[UROCE_OP_ALLOC_DM] = { sizeof(struct uroce_alloc_dm_req), 0, emu_op_alloc_dm },
-	[UROCE_OP_FREE_DM] = { sizeof(struct uroce_handle_msg), 0, emu_op_free_dm },
-	[UROCE_OP_REG_DM_MR] = { sizeof(struct uroce_reg_dm_mr_req), 0, emu_op_reg_dm_mr },
-	[UROCE_OP_OPEN_XRCD] = { sizeof(struct uroce_open_xrcd_req), 1, emu_op_open_xrcd },
-	[UROCE_OP_CLOSE_XRCD] = { sizeof(struct uroce_handle_msg), 0, emu_op_close_xrcd },
-	[UROCE_OP_CREATE_XSRQ] = { sizeof(struct uroce_create_xsrq_req), 0, emu_op_create_xsrq },
-	[UROCE_OP_CREATE_XTGT] = { sizeof(struct uroce_xrc_qp_req), 0, emu_op_create_xtgt },
-	[UROCE_OP_OPEN_QP] = { sizeof(struct uroce_xrc_qp_req), 0, emu_op_open_qp },
-	[UROCE_OP_CC_SET] = { sizeof(struct uroce_cc_set_req), 0, emu_op_cc_set },
-	[UROCE_OP_ADVISE_MR] = { sizeof(struct uroce_advise_mr_req), 0, emu_op_advise_mr },
-	[UROCE_OP_CREATE_QP_ARENA] = { sizeof(struct uroce_create_qp_req), 0,
-				       emu_op_create_qp_arena },
-};
-
 /* validate the header against the shape table: 0 or the reply status */
 static int emu_req_check(const struct emu_ctx *c, const struct uroce_msg_hdr *h, size_t n,
 			 unsigned nfds)
 {
 	if (n < sizeof(*h))
 		return -EINVAL;
-	if (h->op == 0 || h->op >= UROCE_OP_MAX || h->len != n || !emu_req_shape[h->op].run)
+	if (h->op == 0 || h->op >= UROCE_OP_MAX || h->len != n || !emu_req_shape[h->op])
 		return -EINVAL;
 	/* the one variable-length request: an rdma_ucm command */
 	if (h->op == UROCE_OP_UCMA_CMD ? n - sizeof(*h) < sizeof(struct uroce_ucma_cmd_req) ||
-					 n - sizeof(*h) > emu_req_shape[h->op].len :
-	    n - sizeof(*h) != emu_req_shape[h->op].len)
+					 n - sizeof(*h) > emu_req_shape[h->op]->len :
+	    n - sizeof(*h) != emu_req_shape[h->op]->len)
 		return -EINVAL;
-	if (nfds > emu_req_shape[h->op].fds)
+	if (nfds > emu_req_shape[h->op]->fds)
 		return -EINVAL;
 	if (!c->hello_done && h->op != UROCE_OP_HELLO)
 		return -ENOTCONN;
 	/* the uid is the kernel's (SO_PEERCRED at connect), not the client's word */
-	if (emu_op_admin(h->op) && !emu_admin_allowed(c))
+	if (emu_req_shape[h->op]->admin && !emu_admin_allowed(c))
 		return -EPERM;
 	return 0;
 }
@@ -999,7 +519,7 @@ static bool emu_dispatch(struct emu_daemon *dm, struct emu_client *cl, const uin
 	memcpy(&q, buf + sizeof(h), n - sizeof(h));
 	k.qlen = n - sizeof(h);
 	k.op = h.op;
-	rc = emu_req_shape[h.op].run(&k);
+	rc = emu_req_shape[h.op]->run(&k);
 	if (!rc && k.mfd >= 0) {
 		k.ofds[0] = k.mfd;
 		k.nofds = 1;
@@ -1050,7 +570,7 @@ bool emu_ctl_mbox_ready(struct emu_daemon *dm)
 
 unsigned emu_ctl_mbox_poll(struct emu_daemon *dm)
 {
-	static __thread uint8_t buf[UROCE_MBOX_MAX]; /* per worker */
+	uint8_t *buf = dm->ctl_mbox_buf;
 	unsigned served = 0;
 
 	for (struct emu_ctx *c = dm->dev.ctxs, *next; c; c = next) {
@@ -1082,15 +602,14 @@ unsigned emu_ctl_mbox_poll(struct emu_daemon *dm)
 /* *served counts the requests answered */
 static bool emu_client_read(struct emu_daemon *dm, struct emu_client *cl, unsigned *served)
 {
-	/* one extra byte detects an oversized message */
-	static __thread uint8_t buf[UROCE_MAX_MSG + 1]; /* per worker */
+	uint8_t *buf = dm->ctl_buf;
 	union {
 		struct cmsghdr c;
 		uint8_t b[CMSG_SPACE(sizeof(int) * EMU_MAX_FDS_IN)];
 	} cb;
 
 	for (int k = 0; k < 64; k++) {
-		struct iovec iov = { buf, sizeof(buf) };
+		struct iovec iov = { buf, sizeof(dm->ctl_buf) };
 		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
 				     .msg_control = cb.b, .msg_controllen = sizeof(cb.b) };
 		ssize_t n = recvmsg(cl->ctx->sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);

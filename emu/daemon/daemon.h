@@ -65,9 +65,24 @@ struct emu_ep {
 	void *p;
 };
 
+/* What an engine thread owns (main.c emu_engine_start): the guard of its
+ * accesses to application memory (attached to its device, d->guard), the
+ * RX burst it works through (emu_rx_burst_begin) and the buffer it
+ * linearises multi-segment frames in (port_dpdk.c). An abandoned thread's
+ * is never freed: it looks at its guard when its blocked call returns, and
+ * the kernel may still be copying from its buffer; the thread that takes
+ * the device over adopts the burst it left (emu_engine_adopt). */
+#define EMU_RX_LIN_MAX 16384
+struct emu_worker {
+	struct emu_mem_guard guard;
+	struct emu_burst burst;
+	uint8_t rx_lin[EMU_RX_LIN_MAX];
+};
+
 /* One device with its port, control socket and engine loop: one worker
  * thread each (the only one when there is a single device), sharing no
  * mutable state with the others. */
+struct emu_client;
 struct emu_daemon {
 	struct emu_opts o;
 	struct emu_dev dev;
@@ -89,9 +104,16 @@ struct emu_daemon {
 	void *pcap;
 	uint64_t refused_log_ms;  /* last "refused" log line (rate limit) */
 	uint64_t refused_unlogged;
-	struct emu_mem_guard *guard; /* the engine thread's (main.c watchdog) */
+	struct emu_worker *worker; /* the engine thread's (main.c watchdog) */
 	struct emu_mem_guard *adopt; /* set: the new engine takes over from it */
 	uint64_t accept_resume_ns; /* accept paused on EMFILE & co until then; 0 = not */
+	/* control server (ctl.c): clients closed in the current epoll batch,
+	 * freed after it (a later event of the batch may still name them);
+	 * the request being read from a socket (one extra byte detects an
+	 * oversized message) or copied out of a mailbox */
+	struct emu_client *dead_clients;
+	uint8_t ctl_buf[UROCE_MAX_MSG + 1];
+	uint8_t ctl_mbox_buf[UROCE_MBOX_MAX];
 	struct {                  /* port_wake.c */
 		struct emu_ep ep;
 		int fds[EMU_WAKE_MAX]; /* the port's RX sockets in epfd */
@@ -179,8 +201,9 @@ int emu_admin_capture_stop(struct emu_daemon *dm, struct uroce_capture_rep *r);
 /* engine.c */
 int emu_engine_run(struct emu_daemon *dm);
 /* A fresh engine thread takes the device over from the abandoned one whose
- * guard is dm->adopt: its held CQEs of other clients go out, the client
- * whose memory blocked is quarantined (emu_mem_quarantine). */
+ * guard is dm->adopt: the CQEs of other clients its burst held go out
+ * (emu_rx_burst_adopt), the client whose memory blocked is quarantined
+ * (emu_xport_quarantine). */
 void emu_engine_adopt(struct emu_daemon *dm);
 void emu_stats_dump(struct emu_dev *d);
 

@@ -126,16 +126,16 @@ void emu_stats_dump(struct emu_dev *d)
 		EMU_LOG(NOTICE, "%s: fault drop %lu dup %lu reorder %lu corrupt %lu delay %lu\n",
 			d->name, c->fault_drop, c->fault_dup, c->fault_reorder, c->fault_corrupt,
 			c->fault_delay);
-	if (d->dcqcn_cnt.ce_rcvd + d->dcqcn_cnt.cnp_rcvd)
+	if (d->x->dcqcn_cnt.ce_rcvd + d->x->dcqcn_cnt.cnp_rcvd)
 		EMU_LOG(NOTICE, "%s: dcqcn ce %lu, cnp sent %lu rcvd %lu, rate cuts %lu\n", d->name,
-			d->dcqcn_cnt.ce_rcvd, d->dcqcn_cnt.cnp_sent, d->dcqcn_cnt.cnp_rcvd,
-			d->dcqcn_cnt.rate_cuts);
+			d->x->dcqcn_cnt.ce_rcvd, d->x->dcqcn_cnt.cnp_sent, d->x->dcqcn_cnt.cnp_rcvd,
+			d->x->dcqcn_cnt.rate_cuts);
 	emu_ibcm_dump(d);
 	for (uint32_t q = 0; q < EMU_QPN_TABLE; q++) {
 		struct emu_qp *qp = d->qpn[q];
 		if (!qp)
 			continue;
-		struct emu_xport_counters *x = &qp->x.cnt;
+		struct emu_xport_counters *x = &qp->x->cnt;
 		EMU_LOG(NOTICE, "qp 0x%x (pid %d) state %d: tx %lu rx %lu retrans %lu timeouts %lu "
 			"dup %lu oos %lu naks %lu/%lu rnr %lu/%lu\n", qp->qpn, (int)qp->ctx->pid,
 			qp->attr.qp_state, x->tx_pkts, x->rx_pkts, x->retransmits, x->timeouts,
@@ -174,9 +174,9 @@ void emu_engine_adopt(struct emu_daemon *dm)
 	EMU_LOG(WARNING, "%s: access to the memory of pid %d blocked for %u ms: its QPs "
 		"are quarantined, a new engine thread serves the device\n", dm->o.dev,
 		c ? (int)c->pid : -1, dm->o.mem_stall_ms);
-	emu_xport_cqb_adopt(old->cqb, c);
+	emu_rx_burst_adopt(&dm->dev, c);
 	if (c) {
-		emu_mem_quarantine(c);
+		emu_xport_quarantine(c);
 		emu_ctl_abandoned(c, -EFAULT);
 	}
 	emu_tx_flush(&dm->dev);
@@ -190,7 +190,7 @@ static uint64_t emu_engine_sleep_ns(struct emu_daemon *dm)
 {
 	struct emu_dev *d = &dm->dev;
 	uint64_t dl = emu_xport_next_deadline(d);
-	uint64_t cdl = emu_core_next_deadline(d);
+	uint64_t cdl = emu_port_next_deadline(d);
 	uint64_t udl = emu_ucma_next_deadline(d);
 	uint64_t now;
 
@@ -276,7 +276,7 @@ int emu_engine_run(struct emu_daemon *dm)
 		 * every iteration only slowed the busy loop; delayed fault
 		 * frames want microsecond accuracy */
 		if (d->fault || (iter & 63) == 0)
-			emu_core_poll(d, now);
+			emu_port_poll(d, now);
 		emu_ucma_poll(d, now); /* rdma_cm timers: nothing to do unless armed */
 		emu_tx_flush(d);
 		/* event records waiting for their reader to make room: at

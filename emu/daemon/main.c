@@ -644,7 +644,7 @@ static int emu_daemon_setup(struct emu_daemon *dm)
 	emu_port_attach(dm);
 	if (emu_shared_attach(dm))
 		return -1;
-	dm->dev.dcqcn = dm->o.dcqcn;
+	dm->dev.x->dcqcn = dm->o.dcqcn;
 	if (dm->o.fault_set) {
 		dm->dev.fault = emu_fault_new(&dm->o.fault);
 		if (!dm->dev.fault) {
@@ -687,8 +687,8 @@ static int emu_daemon_setup(struct emu_daemon *dm)
 		dm->dev.mac[4], dm->dev.mac[5], dm->o.mtu, 128u << dm->dev.active_mtu,
 		dm->dev.loopback ? " (loopback)" : "");
 	EMU_LOG(NOTICE, "%s: dcqcn ect %s np %s rp %s, line rate %u Mb/s\n", dm->dev.name,
-		dm->dev.dcqcn.ect ? "on" : "off", dm->dev.dcqcn.np ? "on" : "off",
-		dm->dev.dcqcn.rp ? "on" : "off", emu_dcqcn_line_mbps(&dm->dev.dcqcn));
+		dm->dev.x->dcqcn.ect ? "on" : "off", dm->dev.x->dcqcn.np ? "on" : "off",
+		dm->dev.x->dcqcn.rp ? "on" : "off", emu_dcqcn_line_mbps(&dm->dev.x->dcqcn));
 	return 0;
 }
 
@@ -740,11 +740,10 @@ static void emu_daemon_teardown(struct emu_daemon *dm, bool served)
 static void *emu_worker(void *arg)
 {
 	struct emu_daemon *dm = arg;
-	struct emu_mem_guard *g = dm->guard;
+	struct emu_mem_guard *g = &dm->worker->guard;
 
 	__atomic_store_n(&g->tid, (pid_t)gettid(), __ATOMIC_RELEASE);
-	g->cqb = emu_xport_cqb_self();
-	emu_mem_guard_set(g);
+	emu_mem_guard_set(&dm->dev, g);
 	emu_port_thread_init();
 	if (dm->o.cpu >= 0) {
 		cpu_set_t set;
@@ -777,18 +776,19 @@ static bool emu_thread_blocked(pid_t tid)
 	return p && p[1] == ' ' && (p[2] == 'S' || p[2] == 'D');
 }
 
-/* Start (or restart) the engine thread of dm with a fresh guard. */
+/* Start (or restart) the engine thread of dm with a fresh worker (guard,
+ * RX burst, linearisation buffer). */
 static int emu_engine_start(struct emu_daemon *dm, pthread_t *th)
 {
-	struct emu_mem_guard *g = calloc(1, sizeof(*g));
-	if (!g)
+	struct emu_worker *w = calloc(1, sizeof(*w));
+	if (!w)
 		return ENOMEM;
-	struct emu_mem_guard *old = dm->guard;
-	dm->guard = g;
+	struct emu_worker *old = dm->worker;
+	dm->worker = w;
 	int e = pthread_create(th, NULL, emu_worker, dm);
 	if (e) {
-		dm->guard = old;
-		free(g);
+		dm->worker = old;
+		free(w);
 	}
 	return e;
 }
@@ -815,7 +815,7 @@ static void emu_watchdog(pthread_t *th)
 		uint64_t now = emu_now_ns();
 		for (unsigned i = 0; i < emu_nds; i++) {
 			struct emu_daemon *dm = emu_ds[i];
-			struct emu_mem_guard *g = dm->guard;
+			struct emu_mem_guard *g = &dm->worker->guard;
 			uint64_t t = __atomic_load_n(&g->token, __ATOMIC_ACQUIRE);
 
 			if (!dm->o.mem_stall_ms || !t || t == EMU_MEM_ABANDONED) {
@@ -923,8 +923,11 @@ int main(int argc, char **argv)
 			emu_watchdog(th);
 		for (unsigned i = 0; i < started; i++)
 			pthread_join(th[i], NULL);
-		for (unsigned i = 0; i < started; i++)
-			free(emu_ds[i]->guard);
+		for (unsigned i = 0; i < started; i++) {
+			/* teardown runs on this thread: no guard, no burst */
+			emu_mem_guard_set(&emu_ds[i]->dev, NULL);
+			free(emu_ds[i]->worker);
+		}
 	}
 	for (unsigned i = 0; i < emu_nds; i++)
 		emu_daemon_teardown(emu_ds[i], true);

@@ -190,11 +190,6 @@ static const struct emu_port_ops emu_dpdk_ops = {
 	.tx_alloc_small = emu_dpdk_tx_alloc_small,
 };
 
-/* Linearised multi-segment RX frame. Per engine thread, not per port: an
- * engine thread abandoned while the kernel still copies from it (a blocked
- * access, emu_mem_guard) must not see the next thread reuse it. */
-static __thread uint8_t emu_rx_lin[16384];
-
 /* A zero-copy frame (emu_dpdk_tx_send_ext) delivered from its three
  * segments; the headers are parsed in place, which may read WIRE_HDRS_MAX
  * bytes of the first segment's buffer. */
@@ -211,23 +206,26 @@ static bool emu_port_rx_segs(struct emu_dev *d, const struct rte_mbuf *b)
 }
 
 /* Any other multi-segment frame, or one a capture or faults want whole:
- * copied into one buffer first. A segment may be a client's mapping that
- * the client shrank: the copy turns that SIGBUS into a dropped frame. */
-static void emu_port_rx_lin(struct emu_dev *d, const struct rte_mbuf *b)
+ * copied into one buffer first, the engine thread's own (struct
+ * emu_worker: a thread abandoned while the kernel still copies from it, a
+ * blocked access, must not see the next thread reuse it). A segment may be
+ * a client's mapping that the client shrank: the copy turns that SIGBUS
+ * into a dropped frame. */
+static void emu_port_rx_lin(struct emu_dev *d, uint8_t *lin, const struct rte_mbuf *b)
 {
 	uint32_t off = 0;
 
-	if (b->pkt_len > sizeof(emu_rx_lin))
+	if (b->pkt_len > EMU_RX_LIN_MAX)
 		return;
 	for (const struct rte_mbuf *s = b; s; s = s->next) {
-		if (s->data_len > sizeof(emu_rx_lin) - off ||
-		    emu_mrmap_copy(emu_rx_lin + off, rte_pktmbuf_mtod(s, const void *), s->data_len))
+		if (s->data_len > EMU_RX_LIN_MAX - off ||
+		    emu_mrmap_copy(lin + off, rte_pktmbuf_mtod(s, const void *), s->data_len))
 			return;
 		off += s->data_len;
 	}
 	d->cnt.rx_lin++;
-	emu_port_rx_frame(d, emu_rx_lin, off);
-	emu_mem_flush(); /* emu_rx_lin is reused by the next frame */
+	emu_port_rx_frame(d, lin, off);
+	emu_mem_flush(d); /* lin is reused by the next frame */
 }
 
 unsigned emu_port_rx(struct emu_daemon *dm)
@@ -241,8 +239,9 @@ unsigned emu_port_rx(struct emu_daemon *dm)
 	/* payloads of the burst go to application memory in one system
 	 * call per process; the fault layer keeps frames in buffers of its
 	 * own that it reuses, so it gets immediate writes */
+	struct emu_worker *w = dm->worker;
 	if (!dm->dev.fault)
-		emu_xport_rx_batch(&dm->dev, true);
+		emu_rx_burst_begin(&dm->dev, &w->burst);
 	/* the burst's mbuf headers (both lines: nb_segs, next) come in
 	 * together, and each zero-copy frame's second segment one frame
 	 * ahead, instead of one dependent miss after another */
@@ -259,9 +258,9 @@ unsigned emu_port_rx(struct emu_daemon *dm)
 		if (b->nb_segs == 1)
 			emu_port_rx_frame(&dm->dev, rte_pktmbuf_mtod(b, const uint8_t *), b->data_len);
 		else if (!emu_port_rx_segs(&dm->dev, b))
-			emu_port_rx_lin(&dm->dev, b);
+			emu_port_rx_lin(&dm->dev, w->rx_lin, b);
 	}
-	emu_xport_rx_batch(&dm->dev, false); /* before the mbufs holding the payloads go */
+	emu_rx_burst_end(&dm->dev); /* before the mbufs holding the payloads go */
 	rte_pktmbuf_free_bulk(m, n);
 	return n;
 }

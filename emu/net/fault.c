@@ -95,15 +95,6 @@ int emu_fault_parse(const char *s, struct emu_fault_cfg *cfg)
 	return 0;
 }
 
-uint64_t emu_rand_next(uint64_t *state)
-{
-	/* splitmix64: tiny, seedable, good enough for coin flips */
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 bool emu_rand_coin(uint64_t *state, double p)
 {
 	if (p <= 0)

@@ -2,13 +2,15 @@
 /* Net layer (emu/net/): frames in and out of a port (tx helpers with
  * counting and capture), neighbour resolution with ARP / ND / ICMP, and
  * fault injection on received frames. The public header of the layer for
- * the transport above it; includes the core's header (emu.h). */
+ * the transport above it; includes the core's headers it builds on (the
+ * device and its port, objects, log). */
 #ifndef EMU_NET_H
 #define EMU_NET_H
 
-#include "emu.h"
-
-extern const char *const emu_drop_name[EMU_DROP_NUM];
+#include "emu_log.h"
+#include "emu_obj.h"
+#include "emu_dev.h"
+#include "emu_mem.h"
 
 /* Transmit helpers: count, capture, then the port op. */
 int emu_tx_alloc(struct emu_dev *d, struct emu_txbuf *b);
@@ -66,7 +68,7 @@ int emu_kneigh_query(struct emu_dev *d, const union ibv_gid *ip, uint8_t mac[6])
 
 /* Frames that are not RoCE (ARP, ND, ICMP): answered and learnt from. */
 void emu_ip_l2_input(struct emu_dev *d, const uint8_t *frame, uint32_t len);
-/* Neighbour resolution retries (the transport's emu_core_poll runs them). */
+/* Neighbour resolution retries (the port's timers, emu_port_poll, run them). */
 void emu_neigh_poll(struct emu_dev *d, uint64_t now);
 uint64_t emu_neigh_next_deadline(struct emu_dev *d);
 
@@ -104,11 +106,10 @@ void emu_fault_rx(struct emu_fault *f, struct emu_dev *d, const uint8_t *frame, 
 void emu_fault_poll(struct emu_fault *f, struct emu_dev *d, uint64_t now_ns,
 		    void (*deliver)(struct emu_dev *, const uint8_t *, uint32_t));
 uint64_t emu_fault_next_deadline(const struct emu_fault *f);
-/* Deterministic PRNG (splitmix64/xorshift) for tests too. */
+/* The fault injector's PRNG (emu_rand_next on its state), for tests too. */
 uint64_t emu_fault_rand(struct emu_fault *f);
-/* The same generator on a bare state (*state advances), and a coin that
- * is true with probability p (never for p <= 0). */
-uint64_t emu_rand_next(uint64_t *state);
+/* A coin that is true with probability p (never for p <= 0), from
+ * emu_rand_next on *state. */
 bool emu_rand_coin(uint64_t *state, double p);
 
 #endif /* EMU_NET_H */

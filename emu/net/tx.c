@@ -1,25 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* Frame exit of a device: transmit wrappers over the port ops, with capture
- * and drop accounting (and the drop reason names). Below rx.c and neigh.c,
- * which both send through it. */
+ * and drop accounting. Below transport/rx.c and neigh.c, which both send
+ * through it. */
 #include <errno.h>
 #include <string.h>
 
 #include "net.h"
-
-const char *const emu_drop_name[EMU_DROP_NUM] = {
-	[EMU_DROP_NOT_ROCE] = "not-roce",
-	[EMU_DROP_PARSE] = "parse",
-	[EMU_DROP_ICRC] = "icrc",
-	[EMU_DROP_NOT_OUR_MAC] = "not-our-mac",
-	[EMU_DROP_NOT_OUR_IP] = "not-our-ip",
-	[EMU_DROP_UNKNOWN_QP] = "unknown-qp",
-	[EMU_DROP_MCAST] = "mcast-no-member",
-	[EMU_DROP_TX_NOBUF] = "tx-nobuf",
-	[EMU_DROP_FAULT] = "fault",
-	[EMU_DROP_SRC_MISMATCH] = "src-mismatch",
-	[EMU_DROP_GSI_MAD] = "gsi-mad",
-};
 
 int emu_tx_alloc(struct emu_dev *d, struct emu_txbuf *b)
 {

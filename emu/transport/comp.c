@@ -25,7 +25,7 @@ const char *const emu_comp_state_name[EMU_COMP_NSTATES] = {
 
 static bool comp_outstanding(const struct emu_qp *qp)
 {
-	const struct emu_xport_qp *x = &qp->x;
+	const struct emu_xport_qp *x = qp->x;
 
 	return x->sq_comp != x->sq_req || x->sq_req_pkt;
 }
@@ -36,7 +36,7 @@ static void comp_rearm(struct emu_qp *qp)
 	if (comp_outstanding(qp))
 		xp_retrans_start(qp, true);
 	else
-		qp->x.retrans_at = 0;
+		qp->x->retrans_at = 0;
 }
 
 /* Bounded go-back-N, and an ACK made progress. After an RNR wait it
@@ -49,7 +49,7 @@ static void comp_rearm(struct emu_qp *qp)
  * resent packets: the bound moves on, its window doubled. */
 static void comp_gbn_progress(struct emu_qp *qp)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 
 	if (x->gbn_bound == XP_GBN_OFF)
 		return;
@@ -95,9 +95,9 @@ static void comp_cwnd_cut(struct emu_xport_qp *x)
 static void comp_progress_made(struct emu_qp *qp)
 {
 	comp_gbn_progress(qp);
-	qp->x.rewound = XP_REWOUND_NO;
-	qp->x.retry_left = qp->attr.retry_cnt;
-	qp->x.rnr_left = qp->attr.rnr_retry;
+	qp->x->rewound = XP_REWOUND_NO;
+	qp->x->retry_left = qp->attr.retry_cnt;
+	qp->x->rnr_left = qp->attr.rnr_retry;
 	comp_rearm(qp);
 }
 
@@ -107,13 +107,13 @@ static void comp_progress_made(struct emu_qp *qp)
  * (xp_comp_mem_fault) and the QP goes to ERR once it is retired. */
 static bool comp_settle_read(struct emu_qp *qp, struct emu_xport_swqe *sw)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 	bool fault;
 
 	if (!sw->need_resp || sw->status != IBV_WC_SUCCESS || !emu_mem_pending(qp))
 		return false;
 	x->comp_settling = 1;
-	emu_mem_flush();
+	emu_mem_flush(qp->dev);
 	x->comp_settling = 0;
 	fault = x->fault_held;
 	x->fault_held = 0;
@@ -123,7 +123,7 @@ static bool comp_settle_read(struct emu_qp *qp, struct emu_xport_swqe *sw)
 /* Post the CQE of the head WQE (if due) and retire it. */
 static void comp_wqe(struct emu_qp *qp)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 	struct uroce_send_wqe *w = xp_wqe(qp, x->sq_comp);
 	struct emu_xport_swqe *sw = xp_swqe(qp, x->sq_comp);
 	bool fault = comp_settle_read(qp, sw);
@@ -148,7 +148,8 @@ static void comp_wqe(struct emu_qp *qp)
 	}
 	/* free the slot before the CQE is visible: an application that polls
 	 * the completion may post into that slot at once (max_send_wr); in an
-	 * RX burst both wait for its end, the index first */
+	 * RX burst (qp->dev->burst) both wait for its end, the index first,
+	 * after the burst's deferred payload writes (cqe.c) */
 	xp_sq_retire(qp, x->sq_comp);
 	if (cqe)
 		xp_cq_push(qp, qp->send_cq, &e); /* overrun: QP to ERR, the rest flushed */
@@ -168,7 +169,7 @@ static void comp_wqe(struct emu_qp *qp)
 
 static void comp_check_drained(struct emu_qp *qp)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 
 	if (qp->attr.qp_state == IBV_QPS_SQD && x->sq_drain_evt && !comp_outstanding(qp)) {
 		uint32_t idx;
@@ -184,7 +185,7 @@ static void comp_check_drained(struct emu_qp *qp)
 /* Retire every WQE at the head whose result is known. */
 void xp_comp_progress(struct emu_qp *qp)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 
 	while (x->sq_comp != x->sq_fetch && qp->attr.qp_state != IBV_QPS_ERR) {
 		struct emu_xport_swqe *sw = xp_swqe(qp, x->sq_comp);
@@ -200,18 +201,18 @@ void xp_comp_progress(struct emu_qp *qp)
 
 static void comp_fail_head(struct emu_qp *qp, uint8_t status)
 {
-	struct emu_xport_swqe *sw = xp_swqe(qp, qp->x.sq_comp);
+	struct emu_xport_swqe *sw = xp_swqe(qp, qp->x->sq_comp);
 
 	sw->state = EMU_SWQE_DONE;
 	sw->status = status;
-	qp->x.retrans_at = 0;
-	qp->x.rnr_at = 0;
+	qp->x->retrans_at = 0;
+	qp->x->rnr_at = 0;
 	comp_wqe(qp);
 }
 
 bool xp_comp_mem_fault(struct emu_qp *qp, uint64_t tag)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 	struct emu_xport_swqe *sw = xp_swqe(qp, x->sq_comp);
 	/* READ responses are placed for the head WQE only (comp_read) */
 	bool read = (unsigned)(tag >> 32) == XP_WB_READ && x->sq_comp != x->sq_fetch &&
@@ -250,20 +251,20 @@ static void comp_rewind(struct emu_qp *qp, uint32_t psn)
 {
 	/* Every duplicate ACK of a go-back-N burst would rewind again and
 	 * multiply the burst: one rewind per PSN until something progresses. */
-	if (qp->x.rewound == XP_REWOUND_NAK && qp->x.rewind_psn == psn)
+	if (qp->x->rewound == XP_REWOUND_NAK && qp->x->rewind_psn == psn)
 		return;
-	if (wire_psn_before(psn, qp->x.sq_psn)) {
-		qp->x.rewound = XP_REWOUND_NAK;
-		qp->x.rewind_psn = psn;
+	if (wire_psn_before(psn, qp->x->sq_psn)) {
+		qp->x->rewound = XP_REWOUND_NAK;
+		qp->x->rewind_psn = psn;
 		xp_sq_rewind(qp, psn);
-		qp->x.req_stalled = 1;
+		qp->x->req_stalled = 1;
 	}
 }
 
 static void comp_read_resp(struct emu_qp *qp, struct emu_xport_swqe *sw,
 			   const struct wire_pkt *pkt)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 	struct uroce_send_wqe *w = xp_wqe(qp, x->sq_comp);
 	uint32_t psn = pkt->bth.psn, mtu = xp_mtu(qp);
 	uint32_t k = wire_psn_dist(sw->first_psn, psn);
@@ -306,7 +307,7 @@ static void comp_read_resp(struct emu_qp *qp, struct emu_xport_swqe *sw,
 static void comp_atomic_ack(struct emu_qp *qp, struct emu_xport_swqe *sw,
 			    const struct wire_pkt *pkt)
 {
-	struct uroce_send_wqe *w = xp_wqe(qp, qp->x.sq_comp);
+	struct uroce_send_wqe *w = xp_wqe(qp, qp->x->sq_comp);
 	uint64_t orig = pkt->atomicacketh.orig;
 
 	if (pkt->bth.psn != sw->first_psn || sw->state == EMU_SWQE_DONE)
@@ -318,7 +319,7 @@ static void comp_atomic_ack(struct emu_qp *qp, struct emu_xport_swqe *sw,
 	}
 	sw->state = EMU_SWQE_DONE;
 	sw->status = IBV_WC_SUCCESS;
-	qp->x.acked_psn = wire_psn_next(pkt->bth.psn);
+	qp->x->acked_psn = wire_psn_next(pkt->bth.psn);
 	comp_progress_made(qp);
 }
 
@@ -349,7 +350,7 @@ static enum emu_comp_state comp_get_ack(struct comp_ctx *c)
 	if (!xp_rc_like(qp) ||
 	    (qp->attr.qp_state != IBV_QPS_RTS && qp->attr.qp_state != IBV_QPS_SQD))
 		why = EMU_XDROP_QP_STATE;
-	else if (!wire_psn_before(c->psn, qp->x.sq_psn_max))
+	else if (!wire_psn_before(c->psn, qp->x->sq_psn_max))
 		why = EMU_XDROP_ACK_PSN;
 	else if ((pkt->hdrs & WIRE_HDR_AETH) && !wire_aeth_syndrome_valid(c->syn))
 		why = EMU_XDROP_ACK_SYNDROME;
@@ -361,7 +362,7 @@ static enum emu_comp_state comp_get_ack(struct comp_ctx *c)
 
 static enum emu_comp_state comp_get_wqe(struct comp_ctx *c)
 {
-	struct emu_xport_qp *x = &c->qp->x;
+	struct emu_xport_qp *x = c->qp->x;
 
 	if (x->sq_comp == x->sq_fetch)
 		return EMU_COMP_EXIT;
@@ -399,7 +400,7 @@ static enum emu_comp_state comp_check_psn(struct comp_ctx *c)
 			return EMU_COMP_ERROR_RETRY;
 		sw->state = EMU_SWQE_DONE;
 		sw->status = IBV_WC_SUCCESS;
-		c->qp->x.acked_psn = wire_psn_next(sw->last_psn);
+		c->qp->x->acked_psn = wire_psn_next(sw->last_psn);
 		c->progress = true;
 		return EMU_COMP_COMP_WQE;
 	}
@@ -416,7 +417,7 @@ static enum emu_comp_state comp_comp_wqe(struct comp_ctx *c)
 
 static enum emu_comp_state comp_check_ack(struct comp_ctx *c)
 {
-	struct emu_xport_qp *x = &c->qp->x;
+	struct emu_xport_qp *x = c->qp->x;
 	bool read = xp_wqe(c->qp, x->sq_comp)->opcode == IBV_WR_RDMA_READ;
 
 	if (c->cls == WIRE_OPC_READ_RESP)
@@ -458,7 +459,7 @@ static enum emu_comp_state comp_atomic(struct comp_ctx *c)
 
 static enum emu_comp_state comp_write_send(struct comp_ctx *c)
 {
-	struct emu_xport_qp *x = &c->qp->x;
+	struct emu_xport_qp *x = c->qp->x;
 	uint32_t next = wire_psn_next(c->psn);
 
 	/* ACK inside a multi-packet message: partial progress */
@@ -479,7 +480,7 @@ static enum emu_comp_state comp_update_comp(struct comp_ctx *c)
  * or a consequence of a go-back-N already under way. */
 static enum emu_comp_state comp_nak_retry(struct comp_ctx *c, uint32_t from)
 {
-	struct emu_xport_qp *x = &c->qp->x;
+	struct emu_xport_qp *x = c->qp->x;
 
 	if (!wire_psn_before(from, x->sq_psn) || wire_psn_before(from, x->acked_psn))
 		return EMU_COMP_DONE; /* stale (reordered) NAK */
@@ -526,7 +527,7 @@ static enum emu_comp_state comp_error_retry(struct comp_ctx *c)
 static enum emu_comp_state comp_rnr_retry(struct comp_ctx *c)
 {
 	struct emu_qp *qp = c->qp;
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 	uint64_t wait;
 
 	x->cnt.rnr_naks_rcvd++;
@@ -575,7 +576,7 @@ static const comp_state_fn comp_state_fns[EMU_COMP_NSTATES] = {
 /* A response packet (ACK, READ response, atomic ACK) for an RC QP. */
 void xp_comp_rx(struct emu_qp *qp, const struct wire_pkt *pkt)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 	enum emu_comp_state st = EMU_COMP_GET_ACK;
 	struct comp_ctx c;
 	bool trace = emu_log_enabled(EMU_LOG_LVL_DEBUG);
@@ -609,7 +610,7 @@ void xp_comp_rx(struct emu_qp *qp, const struct wire_pkt *pkt)
 /* Retransmit and RNR timers of one QP. */
 void xp_comp_timeout(struct emu_qp *qp, uint64_t now)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 
 	if (x->rnr_at && now >= x->rnr_at) {
 		x->rnr_at = 0;

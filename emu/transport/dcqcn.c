@@ -197,12 +197,12 @@ static enum emu_dcqcn_stage rp_stage(const struct emu_dcqcn_cfg *c, const struct
 
 enum emu_dcqcn_stage emu_dcqcn_stage(const struct emu_qp *qp)
 {
-	return qp->x.rp ? rp_stage(&qp->dev->dcqcn, qp->x.rp) : EMU_DCQCN_LINE_RATE;
+	return qp->x->rp ? rp_stage(&qp->dev->x->dcqcn, qp->x->rp) : EMU_DCQCN_LINE_RATE;
 }
 
 uint64_t emu_dcqcn_rate_kbps(const struct emu_qp *qp)
 {
-	return xp_rp_active(&qp->x) ? qp->x.rp->rc : rp_max(&qp->dev->dcqcn);
+	return xp_rp_active(qp->x) ? qp->x->rp->rc : rp_max(&qp->dev->x->dcqcn);
 }
 
 /* Back at line rate: the next CNP starts afresh (alpha at its initial
@@ -299,13 +299,13 @@ static void rp_catch_up(const struct emu_dcqcn_cfg *c, struct emu_dcqcn_rp *rp, 
 
 void xp_rp_advance(struct emu_qp *qp, uint64_t now)
 {
-	struct emu_dcqcn_rp *rp = qp->x.rp;
+	struct emu_dcqcn_rp *rp = qp->x->rp;
 
 	if (rp) {
 		uint64_t cuts = rp->cuts;
 
-		rp_catch_up(&qp->dev->dcqcn, rp, now);
-		qp->dev->dcqcn_cnt.rate_cuts += rp->cuts - cuts;
+		rp_catch_up(&qp->dev->x->dcqcn, rp, now);
+		qp->dev->x->dcqcn_cnt.rate_cuts += rp->cuts - cuts;
 	}
 }
 
@@ -369,21 +369,21 @@ static void rp_start(const struct emu_dcqcn_cfg *c, struct emu_dcqcn_rp *rp, uin
 
 void xp_rp_cnp(struct emu_qp *qp, uint64_t now)
 {
-	const struct emu_dcqcn_cfg *c = &qp->dev->dcqcn;
+	const struct emu_dcqcn_cfg *c = &qp->dev->x->dcqcn;
 	struct emu_dcqcn_rp *rp;
 	uint64_t cuts;
 
 	if (!c->rp)
 		return;
-	if (!qp->x.rp) {
-		qp->x.rp = calloc(1, sizeof(*qp->x.rp));
-		if (!qp->x.rp) {
+	if (!qp->x->rp) {
+		qp->x->rp = calloc(1, sizeof(*qp->x->rp));
+		if (!qp->x->rp) {
 			EMU_LOG_RL(WARNING, "qp %u: no memory for DCQCN: not rate-limited\n",
 				   qp->qpn);
 			return;
 		}
 	}
-	rp = qp->x.rp;
+	rp = qp->x->rp;
 	xp_rp_advance(qp, now);
 	cuts = rp->cuts;
 	if (!rp->active || rp->recovered) {
@@ -397,12 +397,12 @@ void xp_rp_cnp(struct emu_qp *qp, uint64_t now)
 		else
 			rp->cut_pending = 1; /* at most one cut per monitor period */
 	}
-	qp->dev->dcqcn_cnt.rate_cuts += rp->cuts - cuts;
+	qp->dev->x->dcqcn_cnt.rate_cuts += rp->cuts - cuts;
 }
 
 int xp_rp_pace(struct emu_qp *qp, uint64_t now)
 {
-	struct emu_dcqcn_rp *rp = qp->x.rp;
+	struct emu_dcqcn_rp *rp = qp->x->rp;
 
 	if (rp->pace_next <= now)
 		return 0;
@@ -413,7 +413,7 @@ int xp_rp_pace(struct emu_qp *qp, uint64_t now)
 
 void xp_rp_turn(struct emu_qp *qp, uint64_t now)
 {
-	struct emu_dcqcn_rp *rp = qp->x.rp;
+	struct emu_dcqcn_rp *rp = qp->x->rp;
 
 	xp_rp_advance(qp, now);
 	if (rp->active && rp->pace_next + DCQCN_BURST_NS < now) {
@@ -424,8 +424,8 @@ void xp_rp_turn(struct emu_qp *qp, uint64_t now)
 
 void xp_rp_sent(struct emu_qp *qp, uint64_t bytes)
 {
-	const struct emu_dcqcn_cfg *c = &qp->dev->dcqcn;
-	struct emu_dcqcn_rp *rp = qp->x.rp;
+	const struct emu_dcqcn_cfg *c = &qp->dev->x->dcqcn;
+	struct emu_dcqcn_rp *rp = qp->x->rp;
 	uint64_t ps;
 
 	if (!rp || !rp->active)
@@ -452,8 +452,8 @@ void xp_rp_sent(struct emu_qp *qp, uint64_t bytes)
  * rescaled, so a QP held back at the old rate is not stranded. */
 static void rp_reconfigure(struct emu_qp *qp, uint64_t now)
 {
-	const struct emu_dcqcn_cfg *c = &qp->dev->dcqcn;
-	struct emu_dcqcn_rp *rp = qp->x.rp;
+	const struct emu_dcqcn_cfg *c = &qp->dev->x->dcqcn;
+	struct emu_dcqcn_rp *rp = qp->x->rp;
 	uint64_t max = rp_max(c), was = rp->rc;
 
 	if (!rp->active)
@@ -467,24 +467,24 @@ static void rp_reconfigure(struct emu_qp *qp, uint64_t now)
 
 int emu_dcqcn_set(struct emu_dev *d, const char *spec, char *err, size_t errlen)
 {
-	struct emu_dcqcn_cfg c = d->dcqcn;
+	struct emu_dcqcn_cfg c = d->x->dcqcn;
 	uint64_t now = emu_now_ns();
 	int rc = emu_dcqcn_parse(&c, spec, err, errlen);
 
 	if (rc)
 		return rc;
 	for (uint32_t q = 0; q < EMU_QPN_TABLE; q++)
-		if (d->qpn[q] && d->qpn[q]->x.rp)
+		if (d->qpn[q] && d->qpn[q]->x->rp)
 			xp_rp_advance(d->qpn[q], now);
-	d->dcqcn = c;
+	d->x->dcqcn = c;
 	for (uint32_t q = 0; q < EMU_QPN_TABLE; q++)
-		if (d->qpn[q] && d->qpn[q]->x.rp)
+		if (d->qpn[q] && d->qpn[q]->x->rp)
 			rp_reconfigure(d->qpn[q], now);
 	return 0;
 }
 
 void xp_rp_reset(struct emu_qp *qp)
 {
-	free(qp->x.rp);
-	qp->x.rp = NULL;
+	free(qp->x->rp);
+	qp->x->rp = NULL;
 }

@@ -16,7 +16,7 @@ static uint32_t qp_info_clamp(int64_t n, uint32_t entries)
 
 static void qp_info_one(const struct emu_qp *qp, struct uroce_qp_info *s)
 {
-	const struct emu_xport_qp *x = &qp->x;
+	const struct emu_xport_qp *x = qp->x;
 
 	s->qpn = qp->qpn;
 	s->pid = qp->ctx ? (uint32_t)qp->ctx->pid : 0;

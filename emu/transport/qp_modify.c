@@ -245,7 +245,7 @@ static int check_values(struct emu_qp *qp, const struct ibv_qp_attr *a, int mask
 
 static void to_reset(struct emu_qp *qp)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 	uint32_t prod;
 
 	/* Everything posted is discarded without completions (IBTA 10.3.1). */
@@ -280,7 +280,7 @@ static int modify_prepare(struct emu_qp *qp, const struct ibv_qp_attr *attr, int
 			  enum ibv_qp_state cur, enum ibv_qp_state next,
 			  struct emu_xport_path *path, struct emu_xport_res **res)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 	int r;
 
 	if ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != cur &&
@@ -332,7 +332,7 @@ static void modify_attrs(struct emu_qp *qp, const struct ibv_qp_attr *attr, int 
 		qp->attr.qp_access_flags = attr->qp_access_flags;
 	if (mask & IBV_QP_AV) {
 		qp->attr.ah_attr = attr->ah_attr;
-		qp->x.path = *path;
+		qp->x->path = *path;
 	}
 	if (mask & IBV_QP_PATH_MTU)
 		qp->attr.path_mtu = attr->path_mtu;
@@ -370,7 +370,7 @@ static void modify_attrs(struct emu_qp *qp, const struct ibv_qp_attr *attr, int 
 static void modify_xport(struct emu_qp *qp, const struct ibv_qp_attr *attr, int mask,
 			 struct emu_xport_res *res)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 
 	if (qp->type == IBV_QPT_UD)
 		qp->attr.path_mtu = qp->dev->active_mtu;
@@ -395,7 +395,7 @@ static void modify_xport(struct emu_qp *qp, const struct ibv_qp_attr *attr, int 
 static void modify_transition(struct emu_qp *qp, const struct ibv_qp_attr *attr, int mask,
 			      enum ibv_qp_state cur, enum ibv_qp_state next)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 
 	qp->attr.qp_state = next;
 	qp->attr.cur_qp_state = next;
@@ -453,7 +453,7 @@ int emu_qp_query(struct emu_qp *qp, struct ibv_qp_attr *attr, int mask)
 	attr->cur_qp_state = qp->attr.qp_state;
 	attr->cap = qp->cap;
 	if (qp->attr.qp_state == IBV_QPS_SQD) {
-		const struct emu_xport_qp *x = &qp->x;
+		const struct emu_xport_qp *x = qp->x;
 
 		attr->sq_draining = x->sq_comp != x->sq_req || x->sq_req_pkt;
 	}

@@ -26,7 +26,7 @@ struct req_turn {
 static inline void req_paced(struct emu_qp *qp, const struct req_turn *t, uint64_t before)
 {
 	if (t->paced)
-		xp_rp_sent(qp, qp->x.cnt.tx_bytes - before);
+		xp_rp_sent(qp, qp->x->cnt.tx_bytes - before);
 }
 
 static unsigned req_access(uint8_t op)
@@ -130,7 +130,7 @@ static void req_validate(struct emu_qp *qp, const struct uroce_send_wqe *w,
 
 static void req_fetch(struct emu_qp *qp)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 	uint32_t prod = emu_ring_prod(&qp->sq);
 
 	if (prod - x->sq_comp > x->sq_entries) {
@@ -204,7 +204,7 @@ static uint8_t req_opcode(struct emu_qp *qp, uint8_t wr_op, enum xp_pos pos)
 /* Request packet psn went out: advance, and count it if it was sent before. */
 static inline void req_sent(struct emu_qp *qp, uint32_t psn)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 
 	if (xp_rc_like(qp)) {
 		if (wire_psn_before(psn, x->sq_psn_hw))
@@ -221,7 +221,7 @@ static inline void req_sent(struct emu_qp *qp, uint32_t psn)
 static int req_gather_chunk(struct emu_qp *qp, const struct uroce_send_wqe *w,
 			    struct xp_txf *fr, unsigned *nf, uint32_t off, struct req_turn *t)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 	struct iovec lv[REQ_CHUNK];
 	unsigned n = *nf, i;
 
@@ -277,7 +277,7 @@ static int req_send_rd_atomic(struct emu_qp *qp, const struct emu_xport_path *pa
 			      const struct uroce_send_wqe *w, struct emu_xport_swqe *sw,
 			      struct req_turn *t)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 	uint32_t k = x->sq_req_pkt, mtu = xp_mtu(qp);
 	uint64_t before = x->cnt.tx_bytes;
 	struct wire_pkt d;
@@ -338,9 +338,9 @@ static int req_may_send(struct emu_qp *qp, uint32_t psn, const struct req_turn *
 		return -EAGAIN;
 	if (emu_tx_congested(qp->dev))
 		return -ENOBUFS; /* resumed by emu_xport_poll once the port drains */
-	if (xp_rc_like(qp) && wire_psn_diff(psn, qp->x.acked_psn) >= (int32_t)xp_cwnd(&qp->x))
+	if (xp_rc_like(qp) && wire_psn_diff(psn, qp->x->acked_psn) >= (int32_t)xp_cwnd(qp->x))
 		return -EAGAIN;
-	if (xp_gbn_held(&qp->x, psn))
+	if (xp_gbn_held(qp->x, psn))
 		return -EBUSY;
 	if (t->paced && xp_rp_pace(qp, t->now))
 		return -EBUSY;
@@ -352,7 +352,7 @@ static void req_build(struct emu_qp *qp, const struct emu_xport_path *path,
 		      const struct uroce_send_wqe *w, const struct emu_xport_swqe *sw,
 		      uint32_t k, uint32_t psn, struct wire_pkt *d)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 	uint32_t mtu = xp_mtu(qp), off = k * mtu;
 	enum xp_pos pos = xp_pos(k, sw->npkts);
 	bool first = pos & XP_POS_FIRST, last = pos & XP_POS_LAST;
@@ -400,7 +400,7 @@ static int req_send_data(struct emu_qp *qp, const struct emu_xport_path *path,
 			 const struct uroce_send_wqe *w, struct emu_xport_swqe *sw,
 			 struct req_turn *t)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 	uint32_t mtu = xp_mtu(qp);
 	/* ATOMIC WRITE: the 8 bytes the WQE carries */
 	const uint8_t *inl = w->opcode == IBV_WR_ATOMIC_WRITE ? (const uint8_t *)&w->atomic.swap
@@ -467,7 +467,7 @@ static int req_send_wqe(struct emu_qp *qp, struct uroce_send_wqe *w,
 			struct emu_xport_swqe *sw, struct req_turn *t)
 {
 	struct emu_xport_path udp_path;
-	const struct emu_xport_path *path = &qp->x.path;
+	const struct emu_xport_path *path = &qp->x->path;
 	int r;
 
 	if (qp->type == IBV_QPT_UD) {
@@ -507,7 +507,7 @@ static void req_local_op(struct emu_qp *qp, const struct uroce_send_wqe *w,
 static int req_start(struct emu_qp *qp, const struct uroce_send_wqe *w,
 		     struct emu_xport_swqe *sw)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 
 	if (qp->attr.qp_state == IBV_QPS_SQD)
 		return -1;
@@ -538,7 +538,7 @@ static int req_start(struct emu_qp *qp, const struct uroce_send_wqe *w,
  * its ACK or response. */
 static void req_wqe_out(struct emu_qp *qp, struct emu_xport_swqe *sw)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 
 	if (qp->type == IBV_QPT_UD) {
 		/* UD completes once on the wire; the PSN only orders. */
@@ -556,7 +556,7 @@ static void req_wqe_out(struct emu_qp *qp, struct emu_xport_swqe *sw)
 
 void xp_req_progress(struct emu_qp *qp)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 	enum ibv_qp_state st = qp->attr.qp_state;
 	struct req_turn t = { .budget = REQ_BURST, .paced = xp_rp_active(x) };
 
@@ -631,7 +631,7 @@ void xp_req_progress(struct emu_qp *qp)
 
 void xp_req_reset(struct emu_qp *qp)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 
 	x->retrans_at = 0;
 	x->rnr_at = 0;

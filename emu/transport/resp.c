@@ -46,9 +46,9 @@ const char *const emu_resp_state_name[EMU_RESP_NSTATES] = {
 static void resp_pkt_init(struct emu_qp *qp, struct wire_pkt *d, uint8_t op, uint32_t psn,
 			  uint8_t syn)
 {
-	xp_pkt_init(qp, &qp->x.path, d, op, qp->attr.dest_qp_num, psn);
+	xp_pkt_init(qp, &qp->x->path, d, op, qp->attr.dest_qp_num, psn);
 	d->aeth.syndrome = syn;
-	d->aeth.msn = qp->x.msn & WIRE_PSN_MASK;
+	d->aeth.msn = qp->x->msn & WIRE_PSN_MASK;
 }
 
 /* A response (or a receive completion) must not acknowledge a deferred
@@ -59,10 +59,10 @@ static void resp_pkt_init(struct emu_qp *qp, struct wire_pkt *d, uint8_t op, uin
  * common path this is one flag test. */
 static bool resp_settle(struct emu_qp *qp)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 
 	if (__builtin_expect(x->wr_unsettled, 0)) {
-		emu_mem_flush();
+		emu_mem_flush(qp->dev);
 		x->wr_unsettled = 0;
 	}
 	return !x->wr_failed;
@@ -72,7 +72,7 @@ static bool resp_settle(struct emu_qp *qp)
  * receive completion). */
 static void resp_unsettled(struct emu_qp *qp)
 {
-	qp->x.wr_unsettled = 1;
+	qp->x->wr_unsettled = 1;
 }
 
 static void resp_ack_tx(struct emu_qp *qp, uint8_t syn, uint32_t psn)
@@ -80,10 +80,10 @@ static void resp_ack_tx(struct emu_qp *qp, uint8_t syn, uint32_t psn)
 	struct wire_pkt d;
 
 	/* a pending coalesced ACK goes out before a NAK for a later PSN */
-	if (qp->x.ack_pending && wire_aeth_type(syn) != WIRE_AETH_ACK)
+	if (qp->x->ack_pending && wire_aeth_type(syn) != WIRE_AETH_ACK)
 		xp_resp_send_ack(qp);
 	resp_pkt_init(qp, &d, WIRE_OP_RC_ACK, psn, syn);
-	xp_tx(qp, &qp->x.path, &d, NULL, NULL, NULL);
+	xp_tx(qp, &qp->x->path, &d, NULL, NULL, NULL);
 }
 
 /* Immediately send an ACK/NAK with syndrome syn for psn. */
@@ -96,7 +96,7 @@ static void resp_ack(struct emu_qp *qp, uint8_t syn, uint32_t psn)
 /* Coalesced ACK flushed by emu_xport_poll (bounded by one engine turn). */
 static void resp_ack_later(struct emu_qp *qp, uint32_t psn)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 
 	x->ack_pending = 1;
 	x->ack_psn = psn;
@@ -106,7 +106,7 @@ static void resp_ack_later(struct emu_qp *qp, uint32_t psn)
 
 void xp_resp_send_ack(struct emu_qp *qp)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 
 	if (!x->ack_pending)
 		return;
@@ -133,7 +133,7 @@ static void recv_cqe_sl(struct emu_qp *qp, uint8_t status, uint32_t opcode, uint
 
 	memset(&e, 0, sizeof(e));
 	e.sl = sl;
-	e.wr_id = qp->x.rwqe->wr_id;
+	e.wr_id = qp->x->rwqe->wr_id;
 	e.status = status;
 	e.opcode = opcode;
 	e.byte_len = len;
@@ -142,7 +142,10 @@ static void recv_cqe_sl(struct emu_qp *qp, uint8_t status, uint32_t opcode, uint
 	e.src_qp = src_qp;
 	e.solicited = se;
 	e.inl_nseg = (uint8_t)inl_nseg;
-	qp->x.rwqe_valid = 0;
+	qp->x->rwqe_valid = 0;
+	/* in an RX burst (qp->dev->burst) the CQE waits in the burst and
+	 * enters the ring at its end, after the burst's deferred payload
+	 * writes (cqe.c); outside one, now */
 	xp_cq_push_inl(qp, qp->recv_cq, &e, inl_nseg ? inl : NULL);
 }
 
@@ -154,7 +157,7 @@ static void recv_cqe(struct emu_qp *qp, uint8_t status, uint32_t opcode, uint32_
 
 void xp_resp_mem_fault(struct emu_qp *qp, uint64_t tag)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 	unsigned kind = (unsigned)(tag >> 32);
 
 	if (kind == XP_WB_READ || x->wr_failed)
@@ -182,7 +185,7 @@ void xp_resp_mem_fault(struct emu_qp *qp, uint64_t tag)
  * (completed in error already). */
 static int resp_get_rwqe(struct emu_qp *qp)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 	struct emu_pd *pd = xp_recv_pd(qp);
 	uint64_t total = 0;
 	unsigned i;
@@ -273,7 +276,7 @@ static void resp_read_reply(struct emu_qp *qp, struct emu_ctx *owner, uint64_t p
 		resp_pkt_init(qp, &d, op, wire_psn_add(psn, i),
 			      wire_aeth_ack(WIRE_AETH_CREDITS_INVALID));
 		d.payload_len = l;
-		if (xp_tx_begin(qp, &qp->x.path, &d, &fr[nf]))
+		if (xp_tx_begin(qp, &qp->x->path, &d, &fr[nf]))
 			break; /* the requester times out and asks again */
 		(void)xp_txf_zc(qp, &fr[nf], owner, proc + off);
 		if (!nf)
@@ -295,12 +298,12 @@ static void resp_atomic_ack(struct emu_qp *qp, uint32_t psn, uint64_t orig)
 		return;
 	resp_pkt_init(qp, &d, WIRE_OP_RC_ATOMIC_ACK, psn, wire_aeth_ack(WIRE_AETH_CREDITS_INVALID));
 	d.atomicacketh.orig = orig;
-	xp_tx(qp, &qp->x.path, &d, NULL, NULL, NULL);
+	xp_tx(qp, &qp->x->path, &d, NULL, NULL, NULL);
 }
 
 static struct emu_xport_res *resp_res_new(struct emu_qp *qp)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 	struct emu_xport_res *r;
 
 	if (!x->res_n)
@@ -315,7 +318,7 @@ static struct emu_xport_res *resp_res_new(struct emu_qp *qp)
 /* The responder resource of request psn of kind k, or NULL. */
 static struct emu_xport_res *resp_res_find(struct emu_qp *qp, uint32_t psn, uint8_t k)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 
 	for (uint32_t i = 0; i < x->res_n; i++) {
 		struct emu_xport_res *r = &x->res[i];
@@ -335,7 +338,7 @@ static struct emu_xport_res *resp_res_find(struct emu_qp *qp, uint32_t psn, uint
  * max_dest_rd_atomic) is dropped, as rxe's class D handling drops it. */
 static void resp_duplicate(struct emu_qp *qp, const struct wire_pkt *pkt)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 	uint8_t cls = pkt->op->cls;
 	uint32_t psn = pkt->bth.psn;
 	bool zero = cls == WIRE_OPC_FLUSH || pkt->bth.opcode == WIRE_OP_RC_ATOMIC_WRITE;
@@ -391,7 +394,7 @@ static bool resp_op_allowed(struct emu_qp *qp, uint8_t cls)
 }
 static void resp_ud(struct emu_qp *qp, const struct wire_pkt *pkt)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 	uint8_t grh[40];
 	const uint8_t *frame = pkt->payload - pkt->payload_off;
 	uint32_t flags = IBV_WC_GRH, imm = 0;
@@ -494,7 +497,7 @@ static enum emu_resp_state resp_fail(struct resp_ctx *c, enum emu_resp_state st,
 static void resp_fatal(struct emu_qp *qp, const struct wire_pkt *pkt, uint8_t nak,
 		       uint8_t wc_status, int ev)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 
 	if (xp_rc_like(qp)) {
 		x->cnt.naks_sent++;
@@ -510,7 +513,7 @@ static void resp_fatal(struct emu_qp *qp, const struct wire_pkt *pkt, uint8_t na
  * resp_chk_psn_uc). */
 static enum emu_resp_state resp_uc_fail(struct resp_ctx *c)
 {
-	struct emu_xport_qp *x = &c->qp->x;
+	struct emu_xport_qp *x = c->qp->x;
 
 	if (c->uc & RESP_UC_COUNT)
 		xp_drop(c->qp, x->resp_state == EMU_RESP_ERR_RNR ? EMU_XDROP_UC_NO_RECV :
@@ -544,7 +547,7 @@ static enum emu_resp_state resp_err_inv_req(struct resp_ctx *c)
 
 static enum emu_resp_state resp_err_rem_access(struct resp_ctx *c)
 {
-	if (c->qp->x.resp_state == EMU_RESP_ERR_RKEY_VIOLATION)
+	if (c->qp->x->resp_state == EMU_RESP_ERR_RKEY_VIOLATION)
 		EMU_LOG_RL(DEBUG, "qp %u: rkey %#x violation (%d)\n", c->qp->qpn,
 			   c->cls == WIRE_OPC_ATOMIC ? c->pkt->atomiceth.rkey : c->pkt->reth.rkey,
 			   c->err);
@@ -559,7 +562,7 @@ static enum emu_resp_state resp_err_rem_op(struct resp_ctx *c)
 /* Sequence error (RC only): one NAK per gap. */
 static enum emu_resp_state resp_err_seq(struct resp_ctx *c)
 {
-	struct emu_xport_qp *x = &c->qp->x;
+	struct emu_xport_qp *x = c->qp->x;
 
 	x->cnt.out_of_seq++;
 	if (!x->nak_sent) {
@@ -572,7 +575,7 @@ static enum emu_resp_state resp_err_seq(struct resp_ctx *c)
 
 static enum emu_resp_state resp_err_rnr(struct resp_ctx *c)
 {
-	struct emu_xport_qp *x = &c->qp->x;
+	struct emu_xport_qp *x = c->qp->x;
 
 	if (!c->rc)
 		return resp_uc_fail(c); /* UC has no RNR: drop the whole message */
@@ -594,7 +597,7 @@ static enum emu_resp_state resp_get_req(struct resp_ctx *c)
  * progress is abandoned and the stream resynchronises on a FIRST/ONLY. */
 static enum emu_resp_state resp_chk_psn_uc(struct resp_ctx *c, int32_t diff)
 {
-	struct emu_xport_qp *x = &c->qp->x;
+	struct emu_xport_qp *x = c->qp->x;
 
 	if (diff < 0) {
 		x->cnt.dup_requests++;
@@ -618,7 +621,7 @@ static enum emu_resp_state resp_chk_psn_uc(struct resp_ctx *c, int32_t diff)
 
 static enum emu_resp_state resp_chk_psn(struct resp_ctx *c)
 {
-	struct emu_xport_qp *x = &c->qp->x;
+	struct emu_xport_qp *x = c->qp->x;
 	int32_t diff = wire_psn_cmp(c->psn, x->epsn);
 
 	if (!c->rc)
@@ -647,7 +650,7 @@ static enum emu_resp_state resp_malformed(struct resp_ctx *c, enum emu_resp_stat
 
 static enum emu_resp_state resp_chk_op_seq(struct resp_ctx *c)
 {
-	uint8_t opseq = c->qp->x.resp_opseq;
+	uint8_t opseq = c->qp->x->resp_opseq;
 
 	if (opseq)
 		return c->first || c->cls != opseq ?
@@ -754,7 +757,7 @@ static enum emu_resp_state resp_chk_rkey_flush(struct resp_ctx *c)
 static enum emu_resp_state resp_chk_rkey(struct resp_ctx *c)
 {
 	const struct wire_pkt *pkt = c->pkt;
-	struct emu_xport_qp *x = &c->qp->x;
+	struct emu_xport_qp *x = c->qp->x;
 
 	if (c->cls == WIRE_OPC_WRITE && c->first) {
 		x->wr_len = pkt->reth.dma_len;
@@ -785,7 +788,7 @@ static enum emu_resp_state resp_chk_rkey(struct resp_ctx *c)
 /* SEND payload into the receive WQE. */
 static enum emu_resp_state resp_exec_send(struct resp_ctx *c)
 {
-	struct emu_xport_qp *x = &c->qp->x;
+	struct emu_xport_qp *x = c->qp->x;
 	const struct wire_pkt *pkt = c->pkt;
 
 	if ((uint64_t)x->rcv_off + pkt->payload_len > x->rwqe_len)
@@ -817,7 +820,7 @@ static enum emu_resp_state resp_exec_send(struct resp_ctx *c)
 /* WRITE payload into the target checked at the FIRST packet. */
 static enum emu_resp_state resp_exec_write(struct resp_ctx *c)
 {
-	struct emu_xport_qp *x = &c->qp->x;
+	struct emu_xport_qp *x = c->qp->x;
 	const struct wire_pkt *pkt = c->pkt;
 	uint32_t len = pkt->payload_len;
 	struct emu_mr *mr;
@@ -848,7 +851,7 @@ static enum emu_resp_state resp_exec_write(struct resp_ctx *c)
  * the answer again from it, never a second execution. */
 static enum emu_resp_state resp_zero_reply(struct resp_ctx *c)
 {
-	struct emu_xport_qp *x = &c->qp->x;
+	struct emu_xport_qp *x = c->qp->x;
 	struct emu_xport_res *r = resp_res_new(c->qp);
 
 	if (r) {
@@ -869,7 +872,7 @@ static enum emu_resp_state resp_zero_reply(struct resp_ctx *c)
  * order. Its key was checked at chk_rkey; again here, as for any WRITE. */
 static enum emu_resp_state resp_exec_atomic_write(struct resp_ctx *c)
 {
-	struct emu_xport_qp *x = &c->qp->x;
+	struct emu_xport_qp *x = c->qp->x;
 	struct emu_mr *mr;
 
 	if (!resp_settle(c->qp))
@@ -903,7 +906,7 @@ static enum emu_resp_state resp_exec_flush(struct resp_ctx *c)
 
 static enum emu_resp_state resp_execute(struct resp_ctx *c)
 {
-	struct emu_xport_qp *x = &c->qp->x;
+	struct emu_xport_qp *x = c->qp->x;
 	enum emu_resp_state st = EMU_RESP_NONE;
 
 	if (c->cls == WIRE_OPC_SEND)
@@ -927,7 +930,7 @@ static enum emu_resp_state resp_execute(struct resp_ctx *c)
 
 static enum emu_resp_state resp_read_reply_st(struct resp_ctx *c)
 {
-	struct emu_xport_qp *x = &c->qp->x;
+	struct emu_xport_qp *x = c->qp->x;
 	struct emu_xport_res *r = resp_res_new(c->qp);
 	uint32_t len = c->pkt->reth.dma_len;
 	uint32_t n = len ? (len + c->mtu - 1) / c->mtu : 1;
@@ -948,7 +951,7 @@ static enum emu_resp_state resp_read_reply_st(struct resp_ctx *c)
 
 static enum emu_resp_state resp_atomic_reply(struct resp_ctx *c)
 {
-	struct emu_xport_qp *x = &c->qp->x;
+	struct emu_xport_qp *x = c->qp->x;
 	const struct wire_pkt *pkt = c->pkt;
 	struct emu_xport_res *r;
 	uint64_t old, val;
@@ -983,7 +986,7 @@ static enum emu_resp_state resp_atomic_reply(struct resp_ctx *c)
 
 static enum emu_resp_state resp_complete(struct resp_ctx *c)
 {
-	struct emu_xport_qp *x = &c->qp->x;
+	struct emu_xport_qp *x = c->qp->x;
 	const struct wire_pkt *pkt = c->pkt;
 	uint8_t f = pkt->op->flags;
 	uint32_t flags = 0, imm = 0, opc = IBV_WC_RECV, len = x->rcv_off;
@@ -1061,7 +1064,7 @@ static const resp_state_fn resp_state_fns[EMU_RESP_NSTATES] = {
 /* Before the state machine: state gate, COMM_EST, UD. true to go on. */
 static bool resp_admit(struct emu_qp *qp, const struct wire_pkt *pkt)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 
 	if (qp->attr.qp_state < IBV_QPS_RTR || qp->attr.qp_state == IBV_QPS_ERR) {
 		xp_drop(qp, EMU_XDROP_QP_STATE);
@@ -1094,7 +1097,7 @@ void xp_resp_rx(struct emu_qp *qp, const struct wire_pkt *pkt)
 	c.rc = xp_rc_like(qp);
 	/* XRC TGT: the request names the SRQ (and so the PD and CQ) that
 	 * serves it; one of another domain, or none, is an invalid request */
-	c.xrc_bad = qp->type == IBV_QPT_XRC_RECV && !emu_xrc_tgt_bind(qp, pkt->xrc_srqn);
+	c.xrc_bad = qp->type == IBV_QPT_XRC_RECV && !xp_xrc_tgt_bind(qp, pkt->xrc_srqn);
 	c.first = pkt->op->flags & WIRE_OPF_FIRST;
 	c.last = pkt->op->flags & WIRE_OPF_LAST;
 	c.psn = pkt->bth.psn;
@@ -1102,7 +1105,7 @@ void xp_resp_rx(struct emu_qp *qp, const struct wire_pkt *pkt)
 	c.inl = &inl;
 	trace = emu_log_enabled(EMU_LOG_LVL_DEBUG);
 	while (st != EMU_RESP_DONE && st != EMU_RESP_EXIT) {
-		qp->x.resp_state = (uint8_t)st;
+		qp->x->resp_state = (uint8_t)st;
 		if (trace)
 			EMU_LOG(DEBUG, "qp %u psn %u resp %s\n", qp->qpn, c.psn,
 				emu_resp_state_name[st]);
@@ -1112,7 +1115,7 @@ void xp_resp_rx(struct emu_qp *qp, const struct wire_pkt *pkt)
 
 void xp_resp_reset(struct emu_qp *qp)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 
 	x->resp_opseq = 0;
 	x->nak_sent = 0;

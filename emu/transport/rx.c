@@ -9,6 +9,22 @@
 
 #include "xport.h"
 
+/* Why the port dropped a frame (d->cnt.drops): counted here, in the
+ * fault layer (fault) and by the transmit helpers (tx-nobuf). */
+const char *const emu_drop_name[EMU_DROP_NUM] = {
+	[EMU_DROP_NOT_ROCE] = "not-roce",
+	[EMU_DROP_PARSE] = "parse",
+	[EMU_DROP_ICRC] = "icrc",
+	[EMU_DROP_NOT_OUR_MAC] = "not-our-mac",
+	[EMU_DROP_NOT_OUR_IP] = "not-our-ip",
+	[EMU_DROP_UNKNOWN_QP] = "unknown-qp",
+	[EMU_DROP_MCAST] = "mcast-no-member",
+	[EMU_DROP_TX_NOBUF] = "tx-nobuf",
+	[EMU_DROP_FAULT] = "fault",
+	[EMU_DROP_SRC_MISMATCH] = "src-mismatch",
+	[EMU_DROP_GSI_MAD] = "gsi-mad",
+};
+
 static const uint8_t emu_bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 
 static void emu_port_rx_roce(struct emu_dev *d, const struct wire_pkt *pkt);
@@ -149,9 +165,9 @@ void emu_dev_fault_clear(struct emu_dev *d)
 	emu_fault_free(f);
 }
 
-/* the device's timers: neighbour resolution retries, and frames fault
- * injection held back, which re-enter here */
-void emu_core_poll(struct emu_dev *d, uint64_t now)
+/* the port's timers: neighbour resolution retries, the CM engine's on
+ * QP1, and frames fault injection held back, which re-enter here */
+void emu_port_poll(struct emu_dev *d, uint64_t now)
 {
 	emu_neigh_poll(d, now);
 	if (d->gsi)
@@ -160,7 +176,7 @@ void emu_core_poll(struct emu_dev *d, uint64_t now)
 		emu_fault_poll(d->fault, d, now, emu_port_rx_deliver);
 }
 
-uint64_t emu_core_next_deadline(struct emu_dev *d)
+uint64_t emu_port_next_deadline(struct emu_dev *d)
 {
 	uint64_t t = emu_fault_next_deadline(d->fault);
 	uint64_t n = emu_neigh_next_deadline(d);

@@ -65,7 +65,7 @@ void emu_stats_fill(struct emu_dev *d, const struct emu_ctx *viewer, uint32_t fi
 	_Static_assert(EMU_XDROP_NUM <= UROCE_STATS_XDROP_MAX, "transport drop reasons");
 	r->nxdrops = EMU_XDROP_NUM;
 	for (unsigned i = 0; i < EMU_XDROP_NUM; i++) {
-		r->xdrops[i] = c->xdrops[i];
+		r->xdrops[i] = d->x->xdrops[i];
 		strncpy(r->xdrop_name[i], emu_xport_drop_name[i], UROCE_STATS_NAME_LEN - 1);
 	}
 	p->nqp = d->nqp;
@@ -155,11 +155,11 @@ void emu_cc_fill(struct emu_dev *d, const struct emu_ctx *viewer, uint32_t first
 	memset(r, 0, sizeof(*r));
 	r->dev_size = sizeof(r->dev);
 	r->qp_size = sizeof(r->qps[0]);
-	emu_cc_dev_fill(&d->dcqcn, &r->dev);
-	r->dev.ce_rcvd = d->dcqcn_cnt.ce_rcvd;
-	r->dev.cnp_sent = d->dcqcn_cnt.cnp_sent;
-	r->dev.cnp_rcvd = d->dcqcn_cnt.cnp_rcvd;
-	r->dev.rate_cuts = d->dcqcn_cnt.rate_cuts;
+	emu_cc_dev_fill(&d->x->dcqcn, &r->dev);
+	r->dev.ce_rcvd = d->x->dcqcn_cnt.ce_rcvd;
+	r->dev.cnp_sent = d->x->dcqcn_cnt.cnp_sent;
+	r->dev.cnp_rcvd = d->x->dcqcn_cnt.cnp_rcvd;
+	r->dev.rate_cuts = d->x->dcqcn_cnt.rate_cuts;
 	uint32_t q = first_qpn;
 	for (const struct emu_qp *qp; (qp = emu_stats_next(d, viewer, &q)); q++) {
 		if (r->nqps == UROCE_CC_QP_PER_MSG) {
@@ -167,7 +167,7 @@ void emu_cc_fill(struct emu_dev *d, const struct emu_ctx *viewer, uint32_t first
 			return;
 		}
 		struct uroce_cc_qp *s = &r->qps[r->nqps++];
-		const struct emu_dcqcn_rp *rp = qp->x.rp;
+		const struct emu_dcqcn_rp *rp = qp->x->rp;
 
 		s->qpn = qp->qpn;
 		s->stage = emu_dcqcn_stage(qp);

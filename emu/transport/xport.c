@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Transport entry points called by the core: QP setup, doorbells, packet
- * dispatch, timers. */
+ * dispatch, the poll of the timers (timer.c keeps the list). */
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -11,7 +11,7 @@
 int xp_qp_alloc(struct emu_qp *qp);
 int xp_qp_alloc(struct emu_qp *qp)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 	uint32_t entries = qp->sq.entries, stride = qp->sq.stride;
 
 	if (stride < UROCE_SEND_WQE_HDR)
@@ -52,7 +52,7 @@ int xp_qp_alloc(struct emu_qp *qp)
 
 void emu_xport_qp_init(struct emu_qp *qp)
 {
-	memset(&qp->x, 0, sizeof(qp->x));
+	memset(qp->x, 0, sizeof(*qp->x));
 	/* failure is reported again by emu_qp_modify (RESET -> INIT) */
 	(void)xp_qp_alloc(qp);
 }
@@ -62,15 +62,15 @@ static void xp_tomb_add(struct emu_qp *qp)
 	struct emu_dev *d = qp->dev;
 	struct emu_xport_tomb *t;
 
-	if (!d || qp->type != IBV_QPT_RC || !qp->x.path.valid ||
+	if (!d || qp->type != IBV_QPT_RC || !qp->x->path.valid ||
 	    qp->attr.qp_state == IBV_QPS_RESET || qp->attr.qp_state == IBV_QPS_INIT)
 		return;
-	t = &d->xport_tomb[d->xport_tomb_next++ % EMU_XPORT_TOMB_MAX];
+	t = &d->x->tomb[d->x->tomb_next++ % EMU_XPORT_TOMB_MAX];
 	t->qpn = qp->qpn;
 	t->dest_qpn = qp->attr.dest_qp_num;
-	t->epsn = qp->x.epsn;
-	t->msn = qp->x.msn;
-	t->path = qp->x.path;
+	t->epsn = qp->x->epsn;
+	t->msn = qp->x->msn;
+	t->path = qp->x->path;
 	t->expires_ns = emu_now_ns() + EMU_XPORT_TOMB_NS;
 }
 
@@ -84,7 +84,7 @@ static void xp_tomb_rx(struct emu_dev *d, const struct wire_pkt *pkt)
 	    (pkt->op->flags & WIRE_OPF_RESP))
 		return;
 	for (unsigned i = 0; i < EMU_XPORT_TOMB_MAX; i++) {
-		struct emu_xport_tomb *t = &d->xport_tomb[i];
+		struct emu_xport_tomb *t = &d->x->tomb[i];
 
 		if (!t->qpn || t->qpn != qpn)
 			continue;
@@ -96,32 +96,37 @@ static void xp_tomb_rx(struct emu_dev *d, const struct wire_pkt *pkt)
 		 * must not make us ACK the real peer */
 		if (memcmp(pkt->ip.src.raw, t->path.dgid.raw, 16)) {
 			d->cnt.drops[EMU_DROP_SRC_MISMATCH]++;
-			d->cnt.xdrops[EMU_XDROP_SRC]++;
+			d->x->xdrops[EMU_XDROP_SRC]++;
 			return;
 		}
 		if (!wire_psn_before(pkt->bth.psn, t->epsn))
 			return; /* new work for a dead QP: nothing to say */
-		/* only the shell's dev, path and counters are used to build */
-		struct emu_qp shell;
+		/* only the shell's dev, path and counters are used to build;
+		 * its transport state follows it, as in every QP */
+		struct {
+			struct emu_qp qp;
+			struct emu_xport_qp x;
+		} shell;
 		struct wire_pkt ack;
 
 		memset(&shell, 0, sizeof(shell));
-		shell.dev = d;
-		shell.type = IBV_QPT_RC;
-		shell.qpn = qpn;
-		shell.attr.dest_qp_num = t->dest_qpn;
-		xp_pkt_init(&shell, &t->path, &ack, WIRE_OP_RC_ACK, t->dest_qpn,
+		shell.qp.x = &shell.x;
+		shell.qp.dev = d;
+		shell.qp.type = IBV_QPT_RC;
+		shell.qp.qpn = qpn;
+		shell.qp.attr.dest_qp_num = t->dest_qpn;
+		xp_pkt_init(&shell.qp, &t->path, &ack, WIRE_OP_RC_ACK, t->dest_qpn,
 			    wire_psn_add(t->epsn, WIRE_PSN_MASK)); /* epsn - 1 */
 		ack.aeth.syndrome = wire_aeth_ack(WIRE_AETH_CREDITS_INVALID);
 		ack.aeth.msn = t->msn & WIRE_PSN_MASK;
-		(void)xp_tx(&shell, &t->path, &ack, NULL, NULL, NULL);
+		(void)xp_tx(&shell.qp, &t->path, &ack, NULL, NULL, NULL);
 		return;
 	}
 }
 
 void emu_xport_qp_fini(struct emu_qp *qp)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 
 	xp_tomb_add(qp);
 	xp_act_del(qp);
@@ -135,7 +140,7 @@ void emu_xport_qp_fini(struct emu_qp *qp)
 
 void xp_run(struct emu_qp *qp)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 
 	/* the completer schedules nothing for the requester from
 	 * xp_comp_progress, so one pass each settles it */
@@ -151,7 +156,7 @@ void xp_run(struct emu_qp *qp)
 
 void xp_req_kick(struct emu_qp *qp)
 {
-	qp->x.req_sched = 1;
+	qp->x->req_sched = 1;
 	xp_run(qp);
 }
 
@@ -195,7 +200,7 @@ static bool cnp_path(struct emu_qp *qp, const struct wire_pkt *pkt,
 		     struct emu_xport_path *p, uint32_t *dqpn)
 {
 	if (qp->type != IBV_QPT_UD) {
-		*p = qp->x.path; /* set at RTR, which the caller checked */
+		*p = qp->x->path; /* set at RTR, which the caller checked */
 		*dqpn = qp->attr.dest_qp_num;
 		return true;
 	}
@@ -215,29 +220,29 @@ static bool cnp_path(struct emu_qp *qp, const struct wire_pkt *pkt,
 
 void xp_cnp_rx(struct emu_qp *qp)
 {
-	qp->x.cnt.cnp_rcvd++;
-	qp->dev->dcqcn_cnt.cnp_rcvd++;
-	if (qp->dev->dcqcn.rp && qp->attr.qp_state >= IBV_QPS_RTS &&
+	qp->x->cnt.cnp_rcvd++;
+	qp->dev->x->dcqcn_cnt.cnp_rcvd++;
+	if (qp->dev->x->dcqcn.rp && qp->attr.qp_state >= IBV_QPS_RTS &&
 	    qp->attr.qp_state != IBV_QPS_ERR)
 		xp_rp_cnp(qp, emu_now_ns());
 }
 
 void xp_ce_rx(struct emu_qp *qp, const struct wire_pkt *pkt)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 	struct emu_xport_path path;
 	struct wire_pkt d;
 	uint32_t dqpn;
 	uint64_t now;
 
 	x->cnt.ce_rcvd++;
-	qp->dev->dcqcn_cnt.ce_rcvd++;
-	if (!qp->dev->dcqcn.np || qp->attr.qp_state < IBV_QPS_RTR ||
+	qp->dev->x->dcqcn_cnt.ce_rcvd++;
+	if (!qp->dev->x->dcqcn.np || qp->attr.qp_state < IBV_QPS_RTR ||
 	    qp->attr.qp_state == IBV_QPS_ERR)
 		return;
 	now = emu_now_ns();
 	if (x->cnt.cnp_sent &&
-	    now - x->cnp_last < (uint64_t)qp->dev->dcqcn.min_time_between_cnps * 1000)
+	    now - x->cnp_last < (uint64_t)qp->dev->x->dcqcn.min_time_between_cnps * 1000)
 		return;
 	if (!cnp_path(qp, pkt, &path, &dqpn))
 		return;
@@ -245,12 +250,12 @@ void xp_ce_rx(struct emu_qp *qp, const struct wire_pkt *pkt)
 	d.bth.becn = true;
 	/* ConnectX's cnp_dscp; the CNP must not itself be marked
 	 * ECN-capable and echo forever */
-	d.ip.tos = (uint8_t)(qp->dev->dcqcn.cnp_dscp << 2);
+	d.ip.tos = (uint8_t)(qp->dev->x->dcqcn.cnp_dscp << 2);
 	if (xp_tx(qp, &path, &d, NULL, NULL, NULL))
 		return;
 	x->cnp_last = now;
 	x->cnt.cnp_sent++;
-	qp->dev->dcqcn_cnt.cnp_sent++;
+	qp->dev->x->dcqcn_cnt.cnp_sent++;
 }
 
 /* A connected QP takes packets only from its peer: the source IP must be
@@ -261,7 +266,7 @@ static bool xp_src_ok(const struct emu_qp *qp, const struct wire_pkt *pkt)
 {
 	if (qp->attr.qp_state < IBV_QPS_RTR)
 		return true;
-	return !memcmp(pkt->ip.src.raw, qp->x.path.dgid.raw, 16);
+	return !memcmp(pkt->ip.src.raw, qp->x->path.dgid.raw, 16);
 }
 
 const char *const emu_xport_drop_name[EMU_XDROP_NUM] = {
@@ -318,8 +323,8 @@ void emu_xport_rx(struct emu_dev *d, struct emu_qp *qp, const struct wire_pkt *p
 		xp_drop(qp, EMU_XDROP_SRC);
 		return;
 	}
-	qp->x.cnt.rx_pkts++;
-	qp->x.cnt.rx_bytes += pkt->frame_len;
+	qp->x->cnt.rx_pkts++;
+	qp->x->cnt.rx_bytes += pkt->frame_len;
 	if (__builtin_expect((pkt->ip.tos & WIRE_ECN_MASK) == WIRE_ECN_CE, 0))
 		xp_ce_rx(qp, pkt);
 	if (pkt->op->flags & WIRE_OPF_RESP) {
@@ -338,7 +343,7 @@ static bool xp_qp_idle(const struct emu_xport_qp *x)
 
 void emu_xport_poll(struct emu_dev *d, uint64_t now_ns)
 {
-	struct emu_xport_qp *x = d->xport_act, *next;
+	struct emu_xport_qp *x = d->x->act, *next;
 	bool any = false;
 
 	for (; x; x = next) {
@@ -372,7 +377,7 @@ uint64_t emu_xport_next_deadline(struct emu_dev *d)
 	const struct emu_xport_qp *x;
 	uint64_t t = UINT64_MAX;
 
-	for (x = d->xport_act; x; x = x->act_next) {
+	for (x = d->x->act; x; x = x->act_next) {
 		if (x->ack_pending)
 			t = 0;
 		if (x->retrans_at && x->retrans_at < t)
@@ -394,7 +399,7 @@ uint64_t emu_xport_next_deadline(struct emu_dev *d)
 
 void emu_xport_qp_counters(const struct emu_qp *qp, struct emu_xport_counters *out)
 {
-	*out = qp->x.cnt;
+	*out = qp->x->cnt;
 }
 
 void emu_xport_mem_fault(struct emu_qp *qp, uint64_t tag)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Transport (RC/UC/UD requester, responder, completer): the public header
- * of emu/transport/ for the layers above it (the daemon). Includes the
- * net layer's header (net.h), which includes the core's (emu.h). The
- * transport's state lives in the core's objects (xport_state.h); the core
+ * of emu/transport/ for the layers above it (the daemon, cm). Includes the
+ * net layer's header (net.h) and the core's headers the transport builds
+ * on. The transport's state of a QP and of a device is its own
+ * (xport_state.h): the core allocates and points to it (qp->x, d->x) and
  * reaches the transport only through the struct emu_xport_ops that
  * emu_dev_init installs (d->xops). Single-threaded per device (one engine
  * thread owns a device and all its QPs), so nothing here is locked. */
@@ -10,10 +11,17 @@
 #define EMU_XPORT_H
 
 #include "net.h"
+#include "emu_burst.h"
+#include "emu_cq.h"
+#include "emu_keys.h"
+#include "emu_ring.h"
+#include "xport_state.h"
 
 extern const char *const emu_resp_state_name[EMU_RESP_NSTATES];
 extern const char *const emu_comp_state_name[EMU_COMP_NSTATES];
 extern const char *const emu_xport_drop_name[EMU_XDROP_NUM];
+/* rx.c: the port's drop reasons (enum emu_drop) by name */
+extern const char *const emu_drop_name[EMU_DROP_NUM];
 
 /* A device, whole: the core's tables (emu_dev_core_init) with the
  * transport's operations installed (d->xops). gids/ngid: GID table
@@ -43,9 +51,10 @@ bool emu_port_rx_split(struct emu_dev *d, const uint8_t *hdr, uint32_t hl, const
 int emu_dev_fault_set(struct emu_dev *d, const struct emu_fault_cfg *cfg);
 void emu_dev_fault_clear(struct emu_dev *d);
 
-/* Core timers (neighbour retries, delayed fault frames). */
-void emu_core_poll(struct emu_dev *d, uint64_t now_ns);
-uint64_t emu_core_next_deadline(struct emu_dev *d);
+/* rx.c: the port's timers (neighbour retries, QP1's CM engine, frames
+ * fault injection held back, which re-enter the receive path). */
+void emu_port_poll(struct emu_dev *d, uint64_t now_ns);
+uint64_t emu_port_next_deadline(struct emu_dev *d);
 
 /* stats.c: counters of d and of its QPs from first_qpn on (one page). */
 /* viewer: only its uid's QPs unless see_all (NULL: every QP) */
@@ -80,15 +89,25 @@ void emu_xport_rx(struct emu_dev *d, struct emu_qp *qp, const struct wire_pkt *p
 void emu_xport_poll(struct emu_dev *d, uint64_t now_ns);
 uint64_t emu_xport_next_deadline(struct emu_dev *d);
 
-/* Bracket an RX burst (port_dpdk.c): payload writes into one process
- * (emu_mem_batch) and the CQEs of the burst are held back and go out
- * together, writes first, at on = false, which must come before the
- * frames' buffers are released. Outside a burst everything is immediate. */
-void emu_xport_rx_batch(struct emu_dev *d, bool on);
-/* The calling thread's held-back CQEs, and taking over another thread's
- * (after a takeover, emu_mem_guard): pushed except those of skip. */
-void *emu_xport_cqb_self(void);
-void emu_xport_cqb_adopt(void *cqb, struct emu_ctx *skip);
+/* cqe.c: an RX burst (struct emu_burst, core/emu_burst.h). The engine thread
+ * passes its own burst object to begin, which attaches it to d; until
+ * end, payload writes into one process are deferred (emu_mem_batch) and
+ * the CQEs d produces are held back, to go out together, writes first,
+ * at end, which must come before the frames' buffers are released.
+ * Outside a burst everything is immediate. adopt: a thread taking d over
+ * from an abandoned one (emu_mem_guard) pushes the CQEs that one's burst
+ * held, except those of skip. */
+void emu_rx_burst_begin(struct emu_dev *d, struct emu_burst *b);
+void emu_rx_burst_end(struct emu_dev *d);
+void emu_rx_burst_adopt(struct emu_dev *d, struct emu_ctx *skip);
+/* cqe.c: after a takeover, every later access to c's memory fails at
+ * once (c->mem_stalled), and its QPs go to the error state with
+ * IBV_EVENT_QP_FATAL. */
+void emu_xport_quarantine(struct emu_ctx *c);
+
+/* xrc.c: the XRC SRQ TGT QP qp served its request from went (d->xops):
+ * forget the message in progress. */
+void emu_xport_xrc_tgt_unbind(struct emu_qp *qp);
 
 /* A deferred write into the application memory qp placed failed (the
  * application unmapped registered memory): what it was for (tag,
@@ -99,7 +118,7 @@ void emu_xport_mem_fault(struct emu_qp *qp, uint64_t tag);
 void emu_xport_flush(struct emu_qp *qp);
 
 /* dcqcn.c: congestion control (docs/dcqcn.md). emu_dev_init sets the
- * defaults into d->dcqcn; the daemon changes them before traffic (options)
+ * defaults into d->x->dcqcn; the daemon changes them before traffic (options)
  * or while it runs (emu_dcqcn_set). */
 enum emu_dcqcn_stage {
 	EMU_DCQCN_LINE_RATE,     /* not rate-limited (no CNP, or recovered) */

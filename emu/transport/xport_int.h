@@ -9,7 +9,11 @@
 #include "xport.h"
 #include <uroce/flush.h>
 
-#define XQP(x) ((struct emu_qp *)((char *)(x) - offsetof(struct emu_qp, x)))
+/* A QP's transport state sits right after it, in one allocation (the
+ * core's emu_qp_new, d->xops->qp_size): from the state back to the QP. */
+#define XQP(x) ((struct emu_qp *)(x) - 1)
+_Static_assert(_Alignof(struct emu_xport_qp) <= _Alignof(struct emu_qp),
+	       "the transport state of a QP follows it unpadded");
 
 /* Progress of a private send WQE copy. */
 enum emu_swqe_state {
@@ -21,13 +25,13 @@ enum emu_swqe_state {
 
 static inline struct uroce_send_wqe *xp_wqe(struct emu_qp *qp, uint32_t idx)
 {
-	return (struct uroce_send_wqe *)(qp->x.sq_copy +
-					 (size_t)(idx & (qp->x.sq_entries - 1)) * qp->x.sq_stride);
+	return (struct uroce_send_wqe *)(qp->x->sq_copy +
+					 (size_t)(idx & (qp->x->sq_entries - 1)) * qp->x->sq_stride);
 }
 
 static inline struct emu_xport_swqe *xp_swqe(struct emu_qp *qp, uint32_t idx)
 {
-	return &qp->x.swqe[idx & (qp->x.sq_entries - 1)];
+	return &qp->x->swqe[idx & (qp->x->sq_entries - 1)];
 }
 
 static inline bool xp_is_rd_atomic(uint8_t opcode)
@@ -58,15 +62,15 @@ static inline uint32_t xp_mtu(const struct emu_qp *qp)
 	return wire_mtu_to_bytes((enum wire_mtu)qp->attr.path_mtu);
 }
 
-/* Count a received packet the transport drops, per QP and per port. */
+/* Count a received packet the transport drops, per QP and per device. */
 static inline void xp_drop(struct emu_qp *qp, enum emu_xport_drop why)
 {
-	qp->x.cnt.rx_dropped++;
-	qp->x.cnt.drops[why]++;
-	qp->dev->cnt.xdrops[why]++;
+	qp->x->cnt.rx_dropped++;
+	qp->x->cnt.drops[why]++;
+	qp->dev->x->xdrops[why]++;
 }
 
-/* xport_util.c */
+/* tx.c */
 /* Build a frame for qp to path with headers from d (bth, ext headers,
  * payload_len); the payload is taken from pay (or, if NULL, gathered by the
  * caller-supplied fill callback into the frame). 0 or -ENOBUFS/-EFAULT. */
@@ -117,10 +121,14 @@ void xp_pkt_init(struct emu_qp *qp, const struct emu_xport_path *path, struct wi
 		 uint8_t opcode, uint32_t dqpn, uint32_t psn);
 void xp_path_from_av(struct emu_xport_path *p, const struct emu_av *av, uint32_t qpn);
 
-/* Push a CQE; on CQ overrun the QP gets QP_FATAL and goes to ERR. */
 /* stats.c: may viewer see qp (its uid's, or every QP for root and the
  * daemon's uid; NULL viewer: yes)? docs/security.md */
 bool xp_qp_visible(const struct emu_ctx *viewer, const struct emu_qp *qp);
+
+/* cqe.c: push a CQE; on CQ overrun the QP gets QP_FATAL and goes to ERR.
+ * While the device's RX burst is open (d->burst) the CQE waits in the
+ * burst and enters its ring at the burst's end, after the burst's
+ * deferred payload writes; otherwise at once. */
 void xp_cq_push(struct emu_qp *qp, struct emu_cq *cq, struct uroce_cqe *e);
 /* The SQ's consumer index is now cons: published at once, or at the end
  * of the RX burst being worked through (before the burst's CQEs). */
@@ -128,10 +136,10 @@ void xp_sq_retire(struct emu_qp *qp, uint32_t cons);
 /* Same, with e->inl_nseg segments and e->byte_len bytes in inl (abi.h). */
 void xp_cq_push_inl(struct emu_qp *qp, struct emu_cq *cq, struct uroce_cqe *e,
 		    const struct uroce_cqe_inl *inl);
-/* Move to ERR (flushing) and raise ev (0 = none). */
-void xp_qp_error(struct emu_qp *qp, int ev);
 void xp_event(struct emu_qp *qp, enum ibv_event_type ev);
-/* Active list: QPs with timers or pending ACKs. */
+/* cqe.c: move to ERR (flushing) and raise ev (0 = none). */
+void xp_qp_error(struct emu_qp *qp, int ev);
+/* timer.c: the active list, QPs with timers or pending ACKs. */
 void xp_act_add(struct emu_qp *qp);
 void xp_act_del(struct emu_qp *qp);
 /* The PD a receive WQE's lkeys belong to: an SRQ's own PD, which may
@@ -159,7 +167,7 @@ static inline uint8_t xp_rc_op(uint8_t opcode)
 	return wire_opcode_transport(opcode) == WIRE_TR_XRC ? opcode & 0x1f : opcode;
 }
 
-/* Gather/scatter between qp's application memory and a buffer, across SGEs
+/* sge.c: gather/scatter between qp's application memory and a buffer, across SGEs
  * starting at byte off. Every piece is checked again, for every packet,
  * against its lkey (qp's PD; the receive WQE's: xp_recv_pd), bounds,
  * access) and must go through an MR no
@@ -197,6 +205,7 @@ int xp_sge_write_deferred(struct emu_qp *qp, const struct uroce_sge *sge, unsign
 unsigned xp_sge_inline(struct emu_qp *qp, const struct uroce_sge *sge, unsigned nsge,
 		       const void *src, uint32_t len, uint64_t epoch,
 		       struct uroce_cqe_inl *inl);
+/* cqe.c: the work completion opcode of a send WR opcode */
 enum ibv_wc_opcode xp_wc_opcode(uint8_t wr_opcode);
 
 /* xport.c: ECN CE -> CNP (rate-limited), CNP accounting */
@@ -238,9 +247,10 @@ static inline uint64_t xp_rp_wake(const struct emu_dcqcn_rp *rp)
 	return t;
 }
 
-/* (Re)start the retransmit timer: restart = after forward progress, else
+/* timer.c: (re)start the retransmit timer: restart = after forward progress, else
  * only if it is not running. Never while an RNR wait is pending. */
 void xp_retrans_start(struct emu_qp *qp, bool restart);
+/* cqe.c */
 void xp_flush_sq(struct emu_qp *qp);
 void xp_flush_rq(struct emu_qp *qp);
 
@@ -251,7 +261,7 @@ void xp_flush_rq(struct emu_qp *qp);
  * next. */
 static inline void xp_sq_rewind(struct emu_qp *qp, uint32_t psn)
 {
-	struct emu_xport_qp *x = &qp->x;
+	struct emu_xport_qp *x = qp->x;
 	uint32_t idx;
 
 	for (idx = x->sq_comp; idx != x->sq_fetch; idx++) {
@@ -354,6 +364,11 @@ void xp_comp_progress(struct emu_qp *qp);
  * head (it moves the QP to ERR itself, after). */
 bool xp_comp_mem_fault(struct emu_qp *qp, uint64_t tag);
 void xp_comp_timeout(struct emu_qp *qp, uint64_t now);
+/* xrc.c: a request for XRC TGT QP qp names XRC SRQ srqn: serve it from that SRQ
+ * (its PD, CQ, receive WQEs) if it is in qp's domain; false (qp unbound,
+ * unless a message in progress still holds its SRQ) otherwise. */
+bool xp_xrc_tgt_bind(struct emu_qp *qp, uint32_t srqn);
+
 /* resp.c */
 void xp_resp_rx(struct emu_qp *qp, const struct wire_pkt *pkt);
 void xp_resp_send_ack(struct emu_qp *qp);

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """check_arch.py must fail for each rule it enforces: run it (--no-objects)
-on small made-up emu/ trees, one broken rule each, and on a clean one.
+on small made-up emu/ and verbs/ trees, one broken rule each, and on a
+clean one.
 
 usage: test_check_arch.py CHECK_ARCH_PY"""
 import os
@@ -10,17 +11,28 @@ import sys
 import tempfile
 
 CLEAN = {
-    "emu/core/emu.h": '#include "xport_state.h"\n',
-    "emu/core/xport_state.h": "",
-    "emu/core/emu_int.h": '#include "emu.h"\n',
-    "emu/core/objs.c": '#include "emu.h"\n#include "emu_int.h"\n',
-    "emu/net/net.h": '#include "emu.h"\n',
+    "emu/core/emu.h": '#include "emu_obj.h"\n',
+    "emu/core/emu_obj.h": "struct emu_xport_qp;\nstruct emu_qp { struct emu_xport_qp *x; };\n",
+    "emu/core/emu_int.h": '#include "emu_obj.h"\n',
+    "emu/core/objs.c": '#include "emu_obj.h"\n#include "emu_int.h"\n',
+    "emu/net/net.h": '#include "emu_obj.h"\n',
     "emu/net/tx.c": '#include "net.h"\n',
-    "emu/transport/xport.h": '#include "net.h"\n',
+    "emu/transport/xport_state.h": "struct emu_xport_qp { int psn; };\n"
+                                   "enum emu_xport_drop { EMU_XDROP_QP_STATE };\n",
+    "emu/transport/xport.h": '#include "net.h"\n#include "xport_state.h"\n',
     "emu/transport/xport_int.h": '#include "xport.h"\n',
-    "emu/transport/req.c": '#include "xport_int.h"\n',
-    "emu/daemon/daemon.h": '#include "xport.h"\n',
+    "emu/transport/req.c": '#include "xport_int.h"\nint f(struct emu_qp *qp) '
+                           '{ return qp->x->psn; }\n',
+    "emu/daemon/daemon.h": '#include "xport.h"\n#include "emu.h"\n',
     "emu/daemon/main.c": '#include "daemon.h"\n',
+    # the shim: concern headers, the umbrella for ops.c, and the rdma_ucm
+    # cycle the ratchet still allows
+    "verbs/urv_base.h": "",
+    "verbs/urv.h": '#include "urv_base.h"\n',
+    "verbs/ops.c": '#include "urv.h"\n',
+    "verbs/pd.c": '#include "urv_base.h"\n',
+    "verbs/ucma.c": '#include "ucma_cmd.c"\n',
+    "verbs/ucma_cmd.c": '#include "ucma.c"\n',
 }
 
 
@@ -44,10 +56,33 @@ CASES = [
      "neither PUBLIC_HEADERS nor PRIVATE_HEADERS"),
     ("include cycle inside a folder",
      {"emu/core/a.c": '#include "emu_int.h"\n',
-      "emu/core/emu_int.h": '#include "emu.h"\n#include "a.c"\n'},
+      "emu/core/emu_int.h": '#include "emu_obj.h"\n#include "a.c"\n'},
      "file cycle"),
-    ("folder outside LAYERS", {"emu/extra/x.c": '#include "emu.h"\n'},
+    ("folder outside LAYERS", {"emu/extra/x.c": '#include "emu_obj.h"\n'},
      "not in LAYERS"),
+    ("a layer below the daemon includes the core's umbrella",
+     {"emu/net/tx.c": '#include "net.h"\n#include "emu.h"\n'},
+     "includes the umbrella emu/core/emu.h"),
+    ("a core file names the transport's state",
+     {"emu/core/objs.c": '#include "emu_obj.h"\nint f(void) { return EMU_XDROP_QP_STATE; }\n'},
+     "names EMU_XDROP_QP_STATE"),
+    ("a core file reaches through qp->x",
+     {"emu/core/objs.c": '#include "emu_obj.h"\nint f(struct emu_qp *qp) '
+                         '{ return qp->x->psn; }\n'},
+     "reaches into the transport's state"),
+    ("verbs: a cycle between two files",
+     {"verbs/pd.c": '#include "urv_base.h"\n#include "qp.c"\n',
+      "verbs/qp.c": '#include "pd.c"\n'},
+     "file cycle: verbs/pd.c <-> verbs/qp.c"),
+    ("verbs: a file joins the rdma_ucm cycle of the ratchet",
+     {"verbs/ucma_cmd.c": '#include "ucma_new.c"\n',
+      "verbs/ucma_new.c": '#include "ucma.c"\n'},
+     "file cycle"),
+    ("verbs: a header not placed on purpose", {"verbs/urv_new.h": ""},
+     "not in VERBS_HEADERS"),
+    ("verbs: the umbrella outside ops.c and interpose.c",
+     {"verbs/pd.c": '#include "urv.h"\n'},
+     "includes the umbrella verbs/urv.h"),
     ("function over the length limit", {"verbs/long.c": LONG_C},
      "big() is 122 lines"),
 ]

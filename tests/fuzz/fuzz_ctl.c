@@ -270,7 +270,7 @@ static void fz_pump(struct fz *f)
 	for (struct emu_ctx *c = f->dm->dev.ctxs; c; c = c->next)
 		emu_ctx_doorbells(c);
 	emu_xport_poll(&f->dm->dev, fz_now);
-	emu_core_poll(&f->dm->dev, fz_now);
+	emu_port_poll(&f->dm->dev, fz_now);
 }
 
 /* The client is another process, as a real one is: a helper child (one

@@ -153,7 +153,7 @@ static bool fz_step(struct fz *f, uint64_t end)
 		u = emu_xport_next_deadline(&f->s.n[i].dev);
 		if (u < t)
 			t = u;
-		u = emu_core_next_deadline(&f->s.n[i].dev);
+		u = emu_port_next_deadline(&f->s.n[i].dev);
 		if (u < t)
 			t = u;
 	}

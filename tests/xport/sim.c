@@ -239,7 +239,7 @@ static void sim_poll_nodes(struct sim *s)
 {
 	for (int i = 0; i < 2; i++) {
 		emu_xport_poll(&s->n[i].dev, sim_now);
-		emu_core_poll(&s->n[i].dev, sim_now);
+		emu_port_poll(&s->n[i].dev, sim_now);
 	}
 }
 
@@ -253,12 +253,16 @@ static uint64_t sim_next_deadline(struct sim *s)
 		u = emu_xport_next_deadline(&s->n[i].dev);
 		if (u < t)
 			t = u;
-		u = emu_core_next_deadline(&s->n[i].dev);
+		u = emu_port_next_deadline(&s->n[i].dev);
 		if (u < t)
 			t = u;
 	}
 	return t;
 }
+
+/* Each node's RX burst (emu_rx_burst_begin), as each device of the daemon
+ * has its engine thread's. */
+static struct emu_burst sim_burst[2];
 
 /* One engine turn: untimed, everything queued (and whatever it causes);
  * timed, at most SIM_BURST frames, each costing its receiver's processing
@@ -271,7 +275,8 @@ static void sim_turn(struct sim *s)
 	if (sim_wire)
 		sim_wire->run(sim_now);
 	if (sim_batch && q_head)
-		emu_xport_rx_batch(&s->n[0].dev, true);
+		for (int i = 0; i < 2; i++)
+			emu_rx_burst_begin(&s->n[i].dev, &sim_burst[i]);
 	for (unsigned n = 0; q_head && n < limit; n++) {
 		struct sim_frame *f = sim_pop();
 
@@ -282,7 +287,8 @@ static void sim_turn(struct sim *s)
 		done = f;
 	}
 	if (sim_batch)
-		emu_xport_rx_batch(&s->n[0].dev, false);
+		for (int i = 0; i < 2; i++)
+			emu_rx_burst_end(&s->n[i].dev);
 	sim_free_list(done);
 }
 

@@ -41,7 +41,7 @@ extern int64_t sim_psn_start;
 /* Called for every frame before delivery (to = receiving node 0/1); may
  * rewrite it in place. Return false to drop it. NULL = none. */
 extern bool (*sim_hook)(struct sim *s, int to, uint8_t *frame, uint32_t len);
-/* Deliver the queued frames as one RX burst (emu_xport_rx_batch), as the
+/* Deliver the queued frames as one RX burst (emu_rx_burst_begin), as the
  * daemon does: placements become deferred writes flushed at its end,
  * before timers and coalesced ACKs run. */
 extern bool sim_batch;

@@ -228,7 +228,7 @@ static int t_atomic_write_dup(void)
 	CHECK_EQ(n_awrite, 2);
 	CHECK_EQ(n_zero, 2);
 	CHECK_EQ(zero_psn, awrite_psn);
-	CHECK(p.b.qp->x.cnt.dup_requests >= 1);
+	CHECK(p.b.qp->x->cnt.dup_requests >= 1);
 	/* executed once: what the application wrote after it stays */
 	CHECK_EQ(*dst, poke_val);
 	CHECK_EQ(p.b.qp->attr.qp_state, IBV_QPS_RTS);
@@ -286,13 +286,13 @@ static int t_atomic_write_limit(void)
 	flush8_wqe(&w, 9, mf.buf, mf.rkey);
 	p.b.qp->attr.qp_access_flags |= UROCE_ACCESS_FLUSH;
 	sim_post_send(&p.a, &w, NULL, NULL);
-	CHECK_EQ(p.a.qp->x.rd_atomic_out, 1);
+	CHECK_EQ(p.a.qp->x->rd_atomic_out, 1);
 	sim_run(&p.s, 5000000000ull);
 	CHECK_EQ(sim_poll(p.a.scq, c, 8), 4);
 	for (unsigned i = 0; i < 4; i++)
 		CHECK_EQ(c[i].status, IBV_WC_SUCCESS);
 	CHECK_EQ(n_awrite, 3);
-	CHECK_EQ(p.a.qp->x.rd_atomic_out, 0);
+	CHECK_EQ(p.a.qp->x->rd_atomic_out, 0);
 	CHECK(dst[0] == 100 && dst[1] == 101 && dst[2] == 102);
 	pair_fini(&p);
 	free(mf.buf);

@@ -58,10 +58,10 @@ static int ect_run(enum ibv_qp_type t, bool on)
 
 	if (pair_setup(&p, t, IBV_MTU_1024, 1 << 16))
 		return 1;
-	p.s.n[0].dev.dcqcn.ect = on;
-	p.s.n[1].dev.dcqcn.ect = on;
-	p.a.qp->x.path.tclass = 46 << 2 | WIRE_ECN_ECT1;
-	p.b.qp->x.path.tclass = 46 << 2 | WIRE_ECN_ECT1;
+	p.s.n[0].dev.x->dcqcn.ect = on;
+	p.s.n[1].dev.x->dcqcn.ect = on;
+	p.a.qp->x->path.tclass = 46 << 2 | WIRE_ECN_ECT1;
+	p.b.qp->x->path.tclass = 46 << 2 | WIRE_ECN_ECT1;
 	memset(&ect, 0, sizeof(ect));
 	ect.dscp = 46;
 	ect.ecn = on ? WIRE_ECN_ECT0 : WIRE_ECN_ECT1;
@@ -144,8 +144,8 @@ static int t_np_off(void)
 
 		if (pair_setup(&p, IBV_QPT_RC, IBV_MTU_1024, 1 << 16))
 			return 1;
-		p.s.n[1].dev.dcqcn.np = (uint8_t)on;
-		p.s.n[0].dev.dcqcn.rp = 0; /* only the NP here */
+		p.s.n[1].dev.x->dcqcn.np = (uint8_t)on;
+		p.s.n[0].dev.x->dcqcn.rp = 0; /* only the NP here */
 		memset(&ect, 0, sizeof(ect));
 		ect.ecn = WIRE_ECN_ECT0;
 		ect.mark_ce = true;
@@ -163,7 +163,7 @@ static int t_np_off(void)
 		CHECK_EQ(ca.cnp_rcvd, on ? 3 : 0);
 		CHECK_EQ(ect.cnp, on ? 3 : 0);
 		CHECK_EQ(ect.cnp_bad, 0);
-		CHECK(!xp_rp_active(&p.a.qp->x)); /* rp=off: never rate-limited */
+		CHECK(!xp_rp_active(p.a.qp->x)); /* rp=off: never rate-limited */
 		pair_fini(&p);
 	}
 	return 0;
@@ -208,12 +208,12 @@ static int t_cnp_source(void)
 	emu_xport_qp_counters(p.a.qp, &c);
 	CHECK_EQ(c.cnp_rcvd, 0);
 	CHECK_EQ(c.drops[EMU_XDROP_SRC], 1);
-	CHECK(!p.a.qp->x.rp);
+	CHECK(!p.a.qp->x->rp);
 	cnp_to_a(&p, &p.s.n[1].dev.gids[1]);
 	emu_xport_qp_counters(p.a.qp, &c);
 	CHECK_EQ(c.cnp_rcvd, 1);
-	CHECK(xp_rp_active(&p.a.qp->x));
-	CHECK_EQ(p.s.n[0].dev.dcqcn_cnt.rate_cuts, 1);
+	CHECK(xp_rp_active(p.a.qp->x));
+	CHECK_EQ(p.s.n[0].dev.x->dcqcn_cnt.rate_cuts, 1);
 	pair_fini(&p);
 	return 0;
 }
@@ -228,7 +228,7 @@ static struct emu_qp *rp_qp(struct pair *p, void (*cfg)(struct emu_dcqcn_cfg *c)
 	if (pair_setup(p, IBV_QPT_RC, IBV_MTU_1024, 1 << 16))
 		return NULL;
 	if (cfg)
-		cfg(&p->s.n[0].dev.dcqcn);
+		cfg(&p->s.n[0].dev.x->dcqcn);
 	return p->a.qp;
 }
 
@@ -244,10 +244,10 @@ static int t_rp_cut(void)
 
 	if (!qp)
 		return 1;
-	CHECK(!qp->x.rp); /* nothing allocated before a CNP */
+	CHECK(!qp->x->rp); /* nothing allocated before a CNP */
 	CHECK_EQ(emu_dcqcn_rate_kbps(qp), MAX_KBPS);
 	xp_rp_cnp(qp, t0);
-	rp = qp->x.rp;
+	rp = qp->x->rp;
 	if (!rp)
 		return 1;
 	CHECK(rp->active);
@@ -311,7 +311,7 @@ static int t_rp_stages(void)
 		return 1;
 	xp_rp_cnp(qp, t0);
 	xp_rp_cnp(qp, t0 + 4 * US); /* second cut: rt = the rate before it */
-	rp = qp->x.rp;
+	rp = qp->x->rp;
 	if (!rp)
 		return 1;
 	CHECK_EQ(rp->cuts, 2);
@@ -381,7 +381,7 @@ static int t_rp_floor(void)
 	if (!qp)
 		return 1;
 	xp_rp_cnp(qp, t);
-	rp = qp->x.rp;
+	rp = qp->x->rp;
 	if (!rp)
 		return 1;
 	CHECK_EQ(rp->rc, 8000000); /* alpha/2 would take ~50%, 20% at most */
@@ -425,7 +425,7 @@ static int t_rp_pace(void)
 	if (!qp)
 		return 1;
 	xp_rp_cnp(qp, t0);
-	rp = qp->x.rp;
+	rp = qp->x->rp;
 	if (!rp)
 		return 1;
 	CHECK_EQ(rp->rc, 1000000);
@@ -657,8 +657,8 @@ static int bn_run_flows(bool rp, FILE *csv, struct bn_result *res)
 	    sim_qp(&p.s.n[1], IBV_QPT_RC, 256, &b2, -1) || sim_connect(&a2, &b2, IBV_MTU_1024) ||
 	    sim_connect(&b2, &a2, IBV_MTU_1024))
 		return 1;
-	cfg_bn(&p.s.n[0].dev.dcqcn);
-	p.s.n[0].dev.dcqcn.rp = rp;
+	cfg_bn(&p.s.n[0].dev.x->dcqcn);
+	p.s.n[0].dev.x->dcqcn.rp = rp;
 	memset(&bn, 0, sizeof(bn));
 	bn.rng = seed;
 	bn.qpn[0] = p.b.qp->qpn;
@@ -700,8 +700,8 @@ static int bn_run_flows(bool rp, FILE *csv, struct bn_result *res)
 
 	res->util = (x + y) * 8 / (BN_MBPS * 1e6 * secs);
 	res->jain = (x + y) * (x + y) / (2 * (x * x + y * y) + 1e-9);
-	res->cuts[0] = p.a.qp->x.rp ? p.a.qp->x.rp->cuts : 0;
-	res->cuts[1] = a2.qp->x.rp ? a2.qp->x.rp->cuts : 0;
+	res->cuts[0] = p.a.qp->x->rp ? p.a.qp->x->rp->cuts : 0;
+	res->cuts[1] = a2.qp->x->rp ? a2.qp->x->rp->cuts : 0;
 	struct emu_xport_counters c1, c2;
 	emu_xport_qp_counters(p.a.qp, &c1);
 	emu_xport_qp_counters(a2.qp, &c2);

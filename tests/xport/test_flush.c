@@ -306,7 +306,7 @@ static int t_flush_dup(void)
 	CHECK_EQ(h.flush_frames, 2);
 	CHECK_EQ(h.flush_psn[1], h.flush_psn[0]);
 	CHECK_EQ(h.flush_resps, 2);
-	CHECK(p.b.qp->x.cnt.dup_requests >= 1);
+	CHECK(p.b.qp->x->cnt.dup_requests >= 1);
 	/* the QP goes on: a second FLUSH at the next PSN */
 	CHECK_EQ(flush_once(&p, (uintptr_t)mf.buf, mf.rkey, 8, UROCE_FLUSH_GLOBAL,
 			    UROCE_FLUSH_RANGE), IBV_WC_SUCCESS);
@@ -335,7 +335,7 @@ static int t_awrite_rc_ack(void)
 	CHECK_EQ(c[0].status, IBV_WC_SUCCESS);
 	CHECK_EQ(c[0].opcode, IBV_WC_ATOMIC_WRITE);
 	CHECK_EQ(h.flush_resps, 0);
-	CHECK_EQ(p.a.qp->x.cnt.timeouts, 0);
+	CHECK_EQ(p.a.qp->x->cnt.timeouts, 0);
 	CHECK_EQ(*(uint64_t *)(void *)((uint8_t *)p.mb.buf + 64), 0x0102030405060708ull);
 	fini(&p, &mf);
 	return 0;

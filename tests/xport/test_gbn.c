@@ -100,7 +100,7 @@ static int slow_stream_op(uint8_t op, uint32_t msg, unsigned depth, unsigned cou
 	       op, msg, depth, slow, (unsigned long long)factor, ok, count, bad,
 	       (double)(sim_now - t0) / 1e9,
 	       (unsigned long long)ca.timeouts, (unsigned long long)ca.retransmits,
-	       (unsigned long long)ca.seq_naks_rcvd, xp_cwnd(&p.a.qp->x),
+	       (unsigned long long)ca.seq_naks_rcvd, xp_cwnd(p.a.qp->x),
 	       (unsigned long long)ca.tx_pkts, (unsigned long long)ca.rx_pkts);
 	CHECK_EQ(bad, -1);
 	CHECK_EQ(ok, count);
@@ -113,7 +113,7 @@ static int slow_stream_op(uint8_t op, uint32_t msg, unsigned depth, unsigned cou
 	}
 	CHECK(!memcmp(p.ma.buf, p.mb.buf, msg));
 	CHECK_EQ(p.a.qp->attr.qp_state, IBV_QPS_RTS);
-	last_cwnd = xp_cwnd(&p.a.qp->x);
+	last_cwnd = xp_cwnd(p.a.qp->x);
 	pair_fini(&p);
 	return 0;
 }
@@ -200,7 +200,7 @@ static int t_gbn_timer_restart(void)
 		return 1;
 	xt_fill(p.ma.buf, 65536, 11);
 	sim_fault(&p.s, 0, &f); /* everything A receives is 40 ms late */
-	rt_from = wire_psn_add(p.a.qp->x.sq_psn, 32);
+	rt_from = wire_psn_add(p.a.qp->x->sq_psn, 32);
 	rt_pass = 0;
 	rt_first_resend = 0;
 	sim_hook = rt_hook;
@@ -208,7 +208,7 @@ static int t_gbn_timer_restart(void)
 	xt_post(&p, 1, IBV_WR_RDMA_WRITE, 0, 65536, 0);
 	sim_run(&p.s, 1000000000ull);
 	CHECK_EQ(rt_first_resend - t0, 40000000ull + to);
-	CHECK_EQ(p.a.qp->x.cnt.timeouts, 1);
+	CHECK_EQ(p.a.qp->x->cnt.timeouts, 1);
 	return one_write_done(&p, 65536);
 }
 
@@ -236,8 +236,8 @@ static int t_gbn_timer_long_msg(void)
 	xt_post(&p, 1, IBV_WR_RDMA_WRITE, 0, 2 << 20, 0);
 	/* the first burst (256 packets, 19 ms) arms it */
 	sim_run(&p.s, to + 256 * COST_NS * SLOW + 1000000);
-	CHECK_EQ(p.a.qp->x.cnt.timeouts, 1);
-	CHECK(wire_psn_before(p.a.qp->x.sq_psn_hw, p.a.qp->x.sq_psn_max));
+	CHECK_EQ(p.a.qp->x->cnt.timeouts, 1);
+	CHECK(wire_psn_before(p.a.qp->x->sq_psn_hw, p.a.qp->x->sq_psn_max));
 	pair_fini(&p);
 	return 0;
 }
@@ -282,13 +282,13 @@ static int t_gbn_lossy_stream(void)
 		}
 	}
 	printf("%u done, timeouts %llu, retransmits %llu, seq NAKs %llu\n", done,
-	       (unsigned long long)p.a.qp->x.cnt.timeouts,
-	       (unsigned long long)p.a.qp->x.cnt.retransmits,
-	       (unsigned long long)p.a.qp->x.cnt.seq_naks_rcvd);
+	       (unsigned long long)p.a.qp->x->cnt.timeouts,
+	       (unsigned long long)p.a.qp->x->cnt.retransmits,
+	       (unsigned long long)p.a.qp->x->cnt.seq_naks_rcvd);
 	CHECK_EQ(bad, -1);
 	CHECK_EQ(done, 96);
-	CHECK(p.a.qp->x.cnt.timeouts > 0);
-	CHECK_EQ(p.a.qp->x.gbn_bound, XP_GBN_OFF);
+	CHECK(p.a.qp->x->cnt.timeouts > 0);
+	CHECK_EQ(p.a.qp->x->gbn_bound, XP_GBN_OFF);
 	pair_fini(&p);
 	return 0;
 }
@@ -316,11 +316,11 @@ static bool nak_hook(struct sim *s, int to, uint8_t *frame, uint32_t len)
 		return false;
 	}
 	if (to == 1 && p.bth.psn == nak_first && nak_len && !nak_injected &&
-	    nak_req->qp->x.cnt.timeouts == 1) {
+	    nak_req->qp->x->cnt.timeouts == 1) {
 		/* the timeout's resend is under way: now the NAK arrives */
-		nak_left_before = nak_req->qp->x.retry_left;
+		nak_left_before = nak_req->qp->x->retry_left;
 		emu_port_rx_frame(&s->n[0].dev, nak_frame, nak_len);
-		nak_left_after = nak_req->qp->x.retry_left;
+		nak_left_after = nak_req->qp->x->retry_left;
 		nak_injected = 1;
 	}
 	return true;
@@ -333,7 +333,7 @@ static int t_gbn_nak_resent(void)
 	if (pair_setup(&p, IBV_QPT_RC, IBV_MTU_1024, 8192))
 		return 1;
 	xt_fill(p.ma.buf, 8192, 5);
-	nak_first = p.a.qp->x.sq_psn;
+	nak_first = p.a.qp->x->sq_psn;
 	nak_req = &p.a;
 	sim_hook = nak_hook;
 	xt_post(&p, 1, IBV_WR_RDMA_WRITE, 0, 8192, 0);
@@ -344,10 +344,10 @@ static int t_gbn_nak_resent(void)
 	/* the timeout spent one retry, the NAK none */
 	CHECK_EQ(nak_left_before, 6);
 	CHECK_EQ(nak_left_after, 6);
-	CHECK_EQ(p.a.qp->x.cnt.timeouts, 1);
-	CHECK_EQ(p.a.qp->x.cnt.seq_naks_rcvd, 1);
+	CHECK_EQ(p.a.qp->x->cnt.timeouts, 1);
+	CHECK_EQ(p.a.qp->x->cnt.seq_naks_rcvd, 1);
 	/* and the 8 packets went again once, not twice */
-	CHECK_EQ(p.a.qp->x.cnt.retransmits, 8);
+	CHECK_EQ(p.a.qp->x->cnt.retransmits, 8);
 	return one_write_done(&p, 8192);
 }
 
@@ -389,7 +389,7 @@ static int t_gbn_tail_loss(void)
 	if (pair_setup(&p, IBV_QPT_RC, IBV_MTU_1024, 1 << 20))
 		return 1;
 	xt_fill(p.ma.buf, 1 << 20, 9);
-	first = p.a.qp->x.sq_psn;
+	first = p.a.qp->x->sq_psn;
 	/* everything after the 100th packet of a 1024-packet WRITE is lost:
 	 * the responder sees no gap and stays silent, only the timer helps */
 	tail_from = wire_psn_add(first, 100);
@@ -399,15 +399,15 @@ static int t_gbn_tail_loss(void)
 	tail_nrun = 0;
 	/* the whole send window open (it starts small: xp_cwnd), so the
 	 * first pass sends all 1024 packets before the timeout */
-	p.a.qp->x.cwnd = XP_GBN_WIN_MAX;
+	p.a.qp->x->cwnd = XP_GBN_WIN_MAX;
 	sim_hook = tail_hook;
 	xt_post(&p, 1, IBV_WR_RDMA_WRITE, 0, 1 << 20, 0);
 	sim_run(&p.s, 2000000000ull);
 	CHECK_EQ(tail_lost, -1);
-	CHECK_EQ(p.a.qp->x.cnt.timeouts, 1);
+	CHECK_EQ(p.a.qp->x->cnt.timeouts, 1);
 	/* from the last ACK (packet 96, AckReq every 16) to the end, once,
 	 * in round trips of growing size */
-	CHECK_EQ(p.a.qp->x.cnt.retransmits, 1024 - 96);
+	CHECK_EQ(p.a.qp->x->cnt.retransmits, 1024 - 96);
 	/* XP_GBN_BURST, then twice as many per round trip */
 	CHECK_EQ(tail_run[0], XP_GBN_BURST);
 	for (unsigned k = 1, sum = XP_GBN_BURST; k < 16 && sum < 1024 - 96; k++) {
@@ -501,8 +501,8 @@ static int t_rnr_pace(void)
 	/* NAKs at 0, 0.64, 1.28 and 1.92 ms; the probe at 2.56 ms finds the
 	 * receives posted at 2 ms */
 	CHECK_EQ(naks, 4);
-	CHECK_EQ(p.a.qp->x.cnt.rnr_naks_rcvd, 4);
-	CHECK_EQ(p.a.qp->x.cnt.retransmits, 4 + 47);
+	CHECK_EQ(p.a.qp->x->cnt.rnr_naks_rcvd, 4);
+	CHECK_EQ(p.a.qp->x->cnt.retransmits, 4 + 47);
 	n = sim_poll(p.a.scq, c, 128);
 	CHECK_EQ(n, 64);
 	for (int i = 0; i < n; i++)

@@ -61,16 +61,16 @@ static int t_fence(void)
 	sim_hook = fence_hook;
 	/* READ 8 KB, a plain WRITE (may pass the READ), a fenced WRITE (may not) */
 	xt_post(&p, 1, IBV_WR_RDMA_READ, 0, 8192, 0);
-	fence_plain_psn = wire_psn_add(p.a.qp->x.sq_psn_max, 0);
+	fence_plain_psn = wire_psn_add(p.a.qp->x->sq_psn_max, 0);
 	xt_post(&p, 2, IBV_WR_RDMA_WRITE, 16384, 64, 16384);
-	fence_write_psn = p.a.qp->x.sq_psn_max;
+	fence_write_psn = p.a.qp->x->sq_psn_max;
 	xt_wqe(&w, 3, IBV_WR_RDMA_WRITE, 1);
 	w.send_flags |= IBV_SEND_FENCE;
 	w.rdma.remote_addr = (uintptr_t)p.mb.buf + 20000;
 	w.rdma.rkey = p.mb.rkey;
 	s = xt_sge(&p.ma, 20000, 64);
 	sim_post_send(&p.a, &w, &s, NULL);
-	CHECK_EQ(p.a.qp->x.sq_req, 2);  /* held behind the READ */
+	CHECK_EQ(p.a.qp->x->sq_req, 2);  /* held behind the READ */
 	sim_run(&p.s, 1000000000ull);
 	CHECK_EQ(fence_violations, 0);
 	CHECK_EQ(fence_unfenced_early, 1);
@@ -144,7 +144,7 @@ static int t_rd_atomic_limit(void)
 		if (i == 5)
 			xt_post(&p, 100, IBV_WR_RDMA_WRITE, 90000, 100, 90000);
 	}
-	CHECK_EQ(p.a.qp->x.rd_atomic_out, 2);
+	CHECK_EQ(p.a.qp->x->rd_atomic_out, 2);
 	sim_run(&p.s, 1000000000ull);
 	CHECK_EQ(rd_max, 2);
 	CHECK_EQ(rd_out, 0);
@@ -191,7 +191,7 @@ static int t_dest_rd_atomic0(void)
 		}
 		CHECK_EQ(p.b.qp->attr.qp_state, IBV_QPS_ERR);
 		CHECK_EQ(xt_events(&p.s.n[1], IBV_EVENT_QP_REQ_ERR), 1);
-		CHECK_EQ(p.a.qp->x.cnt.naks_rcvd, 1);
+		CHECK_EQ(p.a.qp->x->cnt.naks_rcvd, 1);
 		pair_fini(&p);
 	}
 	return 0;
@@ -219,7 +219,7 @@ static int t_sqd(void)
 	xt_fill(p.ma.buf, 1 << 17, 4);
 	/* the whole send window open from the start (it starts small and
 	 * grows with the ACKs: xp_cwnd), so all 80 packets go at once */
-	p.a.qp->x.cwnd = XP_GBN_WIN_MAX;
+	p.a.qp->x->cwnd = XP_GBN_WIN_MAX;
 	for (i = 0; i < 20; i++)
 		xt_post(&p, (uint64_t)i, IBV_WR_RDMA_WRITE, (uint32_t)i * 4096, 4000,
 			(uint32_t)i * 4096);
@@ -232,7 +232,7 @@ static int t_sqd(void)
 	/* ACKs lost: still draining (retransmits happen in SQD) */
 	sim_hook = drop_acks;
 	sim_run(&p.s, 200000000ull);
-	CHECK(p.a.qp->x.cnt.timeouts >= 1);
+	CHECK(p.a.qp->x->cnt.timeouts >= 1);
 	CHECK_EQ(xt_events(&p.s.n[0], IBV_EVENT_SQ_DRAINED), 0);
 	CHECK_EQ(emu_qp_query(p.a.qp, &q, 0), 0);
 	CHECK_EQ(q.sq_draining, 1);
@@ -265,7 +265,7 @@ static int t_sqd(void)
 	CHECK_EQ(q.retry_cnt, 3);
 	CHECK_EQ(q.rnr_retry, 2);
 	CHECK_EQ(q.min_rnr_timer, 5);
-	CHECK_EQ(p.a.qp->x.retry_left, 3);
+	CHECK_EQ(p.a.qp->x->retry_left, 3);
 	at.qp_state = IBV_QPS_SQD;
 	at.sq_psn = 5;           /* not modifiable in SQD */
 	CHECK_EQ(emu_qp_modify(p.a.qp, &at, IBV_QP_STATE | IBV_QP_SQ_PSN), -EINVAL);

@@ -109,17 +109,17 @@ static int t_rnr_retry(void)
 		xt_post(&p, 1, IBV_WR_SEND, 0, 64, 0);
 		if (n < 7) {
 			sim_run(&p.s, 10ull * 1000000000ull);
-			CHECK_EQ(p.a.qp->x.cnt.rnr_naks_rcvd, n + 1);
-			CHECK_EQ(p.b.qp->x.cnt.rnr_naks_sent, n + 1);
+			CHECK_EQ(p.a.qp->x->cnt.rnr_naks_rcvd, n + 1);
+			CHECK_EQ(p.b.qp->x->cnt.rnr_naks_sent, n + 1);
 			CHECK_EQ(sim_poll(p.a.scq, c, 4), 1);
 			CHECK_EQ(c[0].status, IBV_WC_RNR_RETRY_EXC_ERR);
-			CHECK_EQ(p.a.qp->x.cnt.rnr_retry_exceeded, 1);
+			CHECK_EQ(p.a.qp->x->cnt.rnr_retry_exceeded, 1);
 		} else {
 			struct uroce_sge s = xt_sge(&p.mb, 0, 64);
 
 			/* 7 = forever: 10 ms of 10 us NAKs, still trying */
 			sim_run(&p.s, 10000000ull);
-			CHECK(p.a.qp->x.cnt.rnr_naks_rcvd > 100);
+			CHECK(p.a.qp->x->cnt.rnr_naks_rcvd > 100);
 			CHECK_EQ(p.a.qp->attr.qp_state, IBV_QPS_RTS);
 			CHECK_EQ(sim_poll(p.a.scq, c, 4), 0);
 			sim_post_recv(&p.b, 9, &s, 1);
@@ -221,7 +221,7 @@ static int t_read_gbn(void)
 	if (pair_setup(&p, IBV_QPT_RC, IBV_MTU_1024, 1 << 16))
 		return 1;
 	xt_fill(p.mb.buf, 16384, 5);
-	gbn_first_psn = p.a.qp->x.sq_psn_max;
+	gbn_first_psn = p.a.qp->x->sq_psn_max;
 	gbn_va = (uintptr_t)p.mb.buf + 4096;
 	sim_hook = gbn_hook;
 	xt_post(&p, 1, IBV_WR_RDMA_READ, 0, 8000, 4096);
@@ -232,9 +232,9 @@ static int t_read_gbn(void)
 	CHECK_EQ(sim_poll(p.a.scq, c, 4), 1);
 	CHECK_EQ(c[0].status, IBV_WC_SUCCESS);
 	CHECK(!memcmp(p.ma.buf, (uint8_t *)p.mb.buf + 4096, 8000));
-	CHECK_EQ(p.a.qp->x.cnt.timeouts, 0);       /* no timer needed */
-	CHECK(p.a.qp->x.cnt.retransmits >= 1);
-	CHECK_EQ(p.b.qp->x.cnt.dup_requests, 1);
+	CHECK_EQ(p.a.qp->x->cnt.timeouts, 0);       /* no timer needed */
+	CHECK(p.a.qp->x->cnt.retransmits >= 1);
+	CHECK_EQ(p.b.qp->x->cnt.dup_requests, 1);
 	pair_fini(&p);
 	return 0;
 }
@@ -282,7 +282,7 @@ static int t_cnp(void)
 	cnp_dqpn = p.a.qp->qpn;
 	/* the notification point alone: a paced sender would spread each
 	 * burst past the CNP interval (test_dcqcn has the reaction point) */
-	p.s.n[0].dev.dcqcn.rp = 0;
+	p.s.n[0].dev.x->dcqcn.rp = 0;
 	sim_hook = cnp_hook;
 	for (i = 0; i < 20; i++) {
 		xt_post(&p, (uint64_t)i, IBV_WR_RDMA_WRITE, 0, 3000, 0);
@@ -648,7 +648,7 @@ static int t_state_trace(void)
 	CHECK(f != NULL);
 	CHECK_EQ(rte_openlog_stream(f), 0);
 	CHECK_EQ(rte_log_set_level_pattern("uroce.emu", RTE_LOG_DEBUG), 0);
-	psn0 = p.b.qp->x.epsn;
+	psn0 = p.b.qp->x->epsn;
 	xt_post(&p, 1, IBV_WR_RDMA_WRITE, 0, 2 * 1024, 0);
 	sim_run(&p.s, 1000000000ull);
 	CHECK_EQ(sim_poll(p.a.scq, c, 4), 1);
@@ -717,7 +717,7 @@ static int t_drop_reasons(void)
 		sum += cb.drops[i];
 	CHECK_EQ(sum, 2);
 	CHECK_EQ(cb.rx_dropped, 2);
-	CHECK_EQ(p.b.qp->dev->cnt.xdrops[EMU_XDROP_UC_GAP], 2);
+	CHECK_EQ(p.b.qp->dev->x->xdrops[EMU_XDROP_UC_GAP], 2);
 	emu_stats_fill(p.b.qp->dev, NULL, 0, &rep);
 	CHECK_EQ(rep.nxdrops, EMU_XDROP_NUM);
 	for (i = 0; i < rep.nxdrops; i++) {

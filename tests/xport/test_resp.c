@@ -195,8 +195,8 @@ static int t_tomb_src(void)
 	sim_run(&p.s, 1000000000ull);
 	CHECK_EQ(sim_poll(p.a.scq, c, 4), 1);
 	CHECK_EQ(sim_poll(p.b.rcq, c, 4), 1);
-	struct emu_xport_path path = p.b.qp->x.path;
-	uint32_t qpn = p.b.qp->qpn, dup = wire_psn_add(p.b.qp->x.epsn, WIRE_PSN_MASK);
+	struct emu_xport_path path = p.b.qp->x->path;
+	uint32_t qpn = p.b.qp->qpn, dup = wire_psn_add(p.b.qp->x->epsn, WIRE_PSN_MASK);
 	union ibv_gid forged = path.dgid;
 	forged.raw[15] ^= 0x40;
 	CHECK_EQ(emu_qp_destroy(p.s.n[1].ctx, p.b.handle), 0);
@@ -208,7 +208,7 @@ static int t_tomb_src(void)
 	sim_run(&p.s, 1000000ull);
 	CHECK_EQ(tw_acks, 0);
 	CHECK_EQ(db->cnt.drops[EMU_DROP_SRC_MISMATCH], src0 + 1);
-	CHECK_EQ(db->cnt.xdrops[EMU_XDROP_SRC], 1);
+	CHECK_EQ(db->x->xdrops[EMU_XDROP_SRC], 1);
 	/* the same duplicate from the peer: acknowledged */
 	len = tw_frame(&p, &path, qpn, dup, &path.dgid, f, sizeof(f));
 	emu_port_rx_frame(db, f, (uint32_t)len);

@@ -63,10 +63,10 @@ static int random_frame(struct rig *g, int to, uint8_t *buf, size_t cap, size_t 
 	p.bth.becn = r32() % 8 == 0;
 	switch (r32() % 4) {
 	case 0: /* around what the responder expects */
-		p.bth.psn = wire_psn_add(qp->x.epsn, (r32() % 16) - 8);
+		p.bth.psn = wire_psn_add(qp->x->epsn, (r32() % 16) - 8);
 		break;
 	case 1: /* around what the requester has outstanding */
-		p.bth.psn = wire_psn_add(qp->x.acked_psn, r32() % 16);
+		p.bth.psn = wire_psn_add(qp->x->acked_psn, r32() % 16);
 		break;
 	default:
 		p.bth.psn = r32() & WIRE_PSN_MASK;
@@ -186,7 +186,7 @@ static void victim_check(struct sim_qp *q, uint64_t nposted)
 			seen++;
 		}
 	CHECK_EQ(seen, nposted);
-	CHECK_EQ(q->qp->x.sq_comp, q->qp->x.sq_fetch);
+	CHECK_EQ(q->qp->x->sq_comp, q->qp->x->sq_fetch);
 	CHECK_EQ(q->qp->sq.hdr->cons, q->qp->sq.hdr->prod);
 	CHECK(q->qp->attr.qp_state == IBV_QPS_RTS || q->qp->attr.qp_state == IBV_QPS_ERR ||
 	      q->qp->attr.qp_state == IBV_QPS_SQE);
@@ -253,7 +253,7 @@ static int run_random(uint64_t seed, unsigned iters)
 			struct sim_mr *mm[4] = { &g.ma, &g.mb, &g.ma, &g.mb };
 			unsigned v = r32() % 4;
 
-			if (q[v]->qp->x.sq_fetch - q[v]->qp->x.sq_comp < 32)
+			if (q[v]->qp->x->sq_fetch - q[v]->qp->x->sq_comp < 32)
 				victim_post(&g, q[v], mm[v], mm[v ^ 1], pe[v], nv[v]++);
 		}
 		for (k = 0; k < nf; k++) {
@@ -293,7 +293,7 @@ static int run_random(uint64_t seed, unsigned iters)
 	}
 	CHECK_EQ(g.ga.qp->attr.qp_state, IBV_QPS_RTS);
 	CHECK_EQ(g.gb.qp->attr.qp_state, IBV_QPS_RTS);
-	CHECK_EQ(g.ga.qp->x.cnt.rx_dropped, 0);
+	CHECK_EQ(g.ga.qp->x->cnt.rx_dropped, 0);
 	victim_check(&g.va, nv[0]);
 	victim_check(&g.vb, nv[1]);
 	victim_check(&g.ua, nv[2]);
@@ -340,25 +340,28 @@ static int t_qp_memory(void)
 		    sim_qp_cap(&s.n[1], IBV_QPT_RC, &cap, 0, &b, -1) ||
 		    sim_connect(&a, &b, IBV_MTU_1024))
 			return 1;
-		/* what the transport keeps whatever the queue depth ... */
-		fixed = sizeof(struct emu_qp) + sizeof(struct emu_recv_wqe) +
-			a.qp->x.res_n * sizeof(struct emu_xport_res);
+		/* what the transport keeps whatever the queue depth (the QP
+		 * and its transport state, one allocation) ... */
+		fixed = sizeof(struct emu_qp) + sizeof(struct emu_xport_qp) +
+			sizeof(struct emu_recv_wqe) +
+			a.qp->x->res_n * sizeof(struct emu_xport_res);
 		/* ... and per send queue entry (private slot copy + progress) */
-		per_wr = a.qp->x.sq_stride + sizeof(struct emu_xport_swqe);
-		total = fixed + a.qp->x.sq_entries * per_wr;
+		per_wr = a.qp->x->sq_stride + sizeof(struct emu_xport_swqe);
+		total = fixed + a.qp->x->sq_entries * per_wr;
 		fprintf(stderr, "  RC QP, max_send_wr %u (1 SGE, max_dest_rd_atomic %u): "
-			"sizeof(emu_qp) %zu + rwqe %zu + res %u x %zu = %zu B fixed; "
+			"sizeof(emu_qp) + state %zu + rwqe %zu + res %u x %zu = %zu B fixed; "
 			"%u SQ entries x (%u copy + %zu) B = %zu B total\n",
-			depth[k], a.qp->attr.max_dest_rd_atomic, sizeof(struct emu_qp),
-			sizeof(struct emu_recv_wqe), a.qp->x.res_n, sizeof(struct emu_xport_res),
-			fixed, a.qp->x.sq_entries, a.qp->x.sq_stride, sizeof(struct emu_xport_swqe),
+			depth[k], a.qp->attr.max_dest_rd_atomic,
+			sizeof(struct emu_qp) + sizeof(struct emu_xport_qp),
+			sizeof(struct emu_recv_wqe), a.qp->x->res_n, sizeof(struct emu_xport_res),
+			fixed, a.qp->x->sq_entries, a.qp->x->sq_stride, sizeof(struct emu_xport_swqe),
 			total);
 		CHECK(fixed <= 2048);
 	}
 	/* the responder resources follow max_dest_rd_atomic: up to 16 of them
 	 * still fit 2 KB; the device maximum (128) costs more only when a QP
 	 * asks for it */
-	CHECK(sizeof(struct emu_qp) + sizeof(struct emu_recv_wqe) +
+	CHECK(sizeof(struct emu_qp) + sizeof(struct emu_xport_qp) + sizeof(struct emu_recv_wqe) +
 	      16 * sizeof(struct emu_xport_res) <= 2048);
 	CHECK(EMU_XPORT_MAX_RD_ATOMIC >= 128);
 	sim_fini(&s);
@@ -381,11 +384,11 @@ static int t_sq_prod_back(void)
 		return 1;
 	for (uint64_t id = 0; id < 3; id++)
 		xt_post(&p, id, IBV_WR_RDMA_WRITE, (uint32_t)id * 64, 64, (uint32_t)id * 64);
-	CHECK_EQ(p.a.qp->x.sq_fetch, 3);
-	CHECK(p.a.qp->x.sq_comp < 3);
+	CHECK_EQ(p.a.qp->x->sq_fetch, 3);
+	CHECK(p.a.qp->x->sq_comp < 3);
 	__atomic_store_n(&p.a.qp->sq.hdr->prod, 1, __ATOMIC_RELEASE);
 	emu_xport_sq_kick(p.a.qp);
-	CHECK_EQ(p.a.qp->x.sq_fetch, 3);
+	CHECK_EQ(p.a.qp->x->sq_fetch, 3);
 	__atomic_store_n(&p.a.qp->sq.hdr->prod, 3, __ATOMIC_RELEASE);
 	sim_run(&p.s, 1000000000ull);
 	while ((k = sim_poll(p.a.scq, c + n, 8 - n)) > 0)
@@ -412,16 +415,16 @@ static size_t src_frame(struct pair *p, const union ibv_gid *src, uint8_t *buf, 
 	size_t len = 0;
 
 	memset(pay, 0x5c, sizeof(pay));
-	wire_pkt_init(&w, b->x.path.ipv6 ? 6 : 4);
+	wire_pkt_init(&w, b->x->path.ipv6 ? 6 : 4);
 	memcpy(w.dmac, p->s.n[1].dev.mac, 6);
 	memcpy(w.smac, p->s.n[0].dev.mac, 6);
 	memcpy(w.ip.src.raw, src->raw, 16);
-	memcpy(w.ip.dst.raw, b->x.path.sgid.raw, 16);
+	memcpy(w.ip.dst.raw, b->x->path.sgid.raw, 16);
 	w.udp.sport = 0xc123;
 	w.bth.opcode = b->type == IBV_QPT_RC ? 0x04 : 0x24; /* SEND_ONLY */
 	w.bth.dqpn = b->qpn;
 	w.bth.pkey = 0xffff;
-	w.bth.psn = b->x.epsn;
+	w.bth.psn = b->x->epsn;
 	w.payload = pay;
 	w.payload_len = sizeof(pay);
 	CHECK_EQ(wire_build(&w, buf, cap, 0, &len), 0);
@@ -438,18 +441,18 @@ static int source_check(enum ibv_qp_type t)
 	if (pair_setup(&p, t, IBV_MTU_1024, 1 << 16))
 		return 1;
 	struct emu_dev *db = &p.s.n[1].dev;
-	union ibv_gid forged = p.b.qp->x.path.dgid, peer = p.b.qp->x.path.dgid;
+	union ibv_gid forged = p.b.qp->x->path.dgid, peer = p.b.qp->x->path.dgid;
 	forged.raw[15] ^= 0x40; /* another host of the same subnet */
 	struct uroce_sge r = xt_sge(&p.mb, 0, 4096);
 	sim_post_recv(&p.b, 1, &r, 1);
-	uint32_t epsn = p.b.qp->x.epsn;
+	uint32_t epsn = p.b.qp->x->epsn;
 
 	len = src_frame(&p, &forged, f, sizeof(f));
 	emu_port_rx_frame(db, f, (uint32_t)len);
 	sim_run(&p.s, 1000000000ull);
 	CHECK_EQ(db->cnt.drops[EMU_DROP_SRC_MISMATCH], 1);
 	CHECK_EQ(sim_poll(p.b.rcq, c, 8), 0);
-	CHECK_EQ(p.b.qp->x.epsn, epsn);
+	CHECK_EQ(p.b.qp->x->epsn, epsn);
 	CHECK(((uint8_t *)p.mb.buf)[0] != 0x5c);
 
 	/* the same packet from the peer's address: accepted */

@@ -135,7 +135,7 @@ static int t_srq_shared(void)
 	/* an empty SRQ: RNR NAKs, then a post lets the retry through */
 	srq_send(&r, 0, 4);
 	sim_run(&r.s, 5000);
-	CHECK(r.a[0].qp->x.cnt.rnr_naks_rcvd >= 1);
+	CHECK(r.a[0].qp->x->cnt.rnr_naks_rcvd >= 1);
 	for (i = 12; i < 20; i++)
 		srq_post(&r, (uint64_t)i);
 	srq_limit(&r, 4);
@@ -204,7 +204,7 @@ static int t_srq_err_midmsg(void)
 	sim_post_send(&r.a[0], &w, &s, NULL);
 	sim_run(&r.s, 1000); /* FIRST arrives, the rest is lost; no timeout yet */
 	sim_hook = NULL;
-	CHECK_EQ(r.b[0].qp->x.rwqe_valid, 1);
+	CHECK_EQ(r.b[0].qp->x->rwqe_valid, 1);
 	CHECK_EQ(emu_ring_pending(&r.srq->rq), 3);
 	memset(&at, 0, sizeof(at));
 	at.qp_state = IBV_QPS_ERR;
@@ -259,7 +259,7 @@ static int t_cq_overrun_send(void)
 	}
 	/* every WR retired exactly once: the SQ consumer index equals prod */
 	CHECK_EQ(a.qp->sq.hdr->cons, a.qp->sq.hdr->prod);
-	CHECK_EQ(a.qp->x.sq_comp, a.qp->x.sq_fetch);
+	CHECK_EQ(a.qp->x->sq_comp, a.qp->x->sq_fetch);
 	/* the CQ stays dead: nothing more lands in it, posting still terminates */
 	prod = a.scq->hdr->prod;
 	for (i = 0; i < 5; i++) {
@@ -270,7 +270,7 @@ static int t_cq_overrun_send(void)
 	}
 	sim_run(&s, 1000000000ull);
 	CHECK_EQ(a.scq->hdr->prod, prod);
-	CHECK_EQ(a.qp->x.sq_comp, a.qp->x.sq_fetch);
+	CHECK_EQ(a.qp->x->sq_comp, a.qp->x->sq_fetch);
 	CHECK_EQ(a.qp->sq.hdr->cons, a.qp->sq.hdr->prod);
 	sim_fini(&s);
 	free(ma.buf);

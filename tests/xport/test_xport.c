@@ -128,8 +128,8 @@ static int t_rc_ops(void)
 	if (pair_setup(&p, IBV_QPT_RC, IBV_MTU_1024, 1 << 16))
 		return 1;
 	run_rc_ops(&p);
-	CHECK_EQ(p.a.qp->x.cnt.retransmits, 0);
-	CHECK_EQ(p.b.qp->x.cnt.dup_requests, 0);
+	CHECK_EQ(p.a.qp->x->cnt.retransmits, 0);
+	CHECK_EQ(p.b.qp->x->cnt.dup_requests, 0);
 	pair_fini(&p);
 	return 0;
 }
@@ -312,19 +312,19 @@ static int run_faults(enum ibv_qp_type type, const struct emu_fault_cfg *cfg0, u
 		CHECK_EQ(p.a.qp->attr.qp_state, IBV_QPS_RTS);
 		CHECK_EQ(p.b.qp->attr.qp_state, IBV_QPS_RTS);
 		if (cfg0->drop > 0 || cfg0->corrupt > 0)
-			CHECK(p.a.qp->x.cnt.retransmits > 0 || p.a.qp->x.cnt.timeouts > 0);
+			CHECK(p.a.qp->x->cnt.retransmits > 0 || p.a.qp->x->cnt.timeouts > 0);
 		if (cfg0->dup > 0)
-			CHECK(p.b.qp->x.cnt.dup_requests > 0);
+			CHECK(p.b.qp->x->cnt.dup_requests > 0);
 		if (cfg0->drop == 0 && cfg0->corrupt == 0 && cfg0->reorder == 0 && cfg0->dup == 0)
-			CHECK_EQ(p.a.qp->x.cnt.retransmits, 0);
+			CHECK_EQ(p.a.qp->x->cnt.retransmits, 0);
 	}
 	if (sim_psn_start >= 0) {
 		/* both directions started just below 2^24 and went past it */
-		CHECK(p.a.qp->x.sq_psn < (uint32_t)sim_psn_start);
-		CHECK(p.b.qp->x.epsn < (uint32_t)sim_psn_start);
+		CHECK(p.a.qp->x->sq_psn < (uint32_t)sim_psn_start);
+		CHECK(p.b.qp->x->epsn < (uint32_t)sim_psn_start);
 	}
 	if (sim_failures) {
-		struct emu_xport_qp *x = &p.a.qp->x;
+		struct emu_xport_qp *x = p.a.qp->x;
 
 		fprintf(stderr, "  (seed %llu) A state %d comp %u req %u/%u fetch %u psn %x max %x "
 			"acked %x retrans_at %llu rnr_at %llu rdat %u stalled %u now %llu B epsn %x\n",
@@ -332,7 +332,7 @@ static int run_faults(enum ibv_qp_type type, const struct emu_fault_cfg *cfg0, u
 			x->sq_req_pkt, x->sq_fetch, x->sq_psn, x->sq_psn_max, x->acked_psn,
 			(unsigned long long)x->retrans_at, (unsigned long long)x->rnr_at,
 			x->rd_atomic_out, x->req_stalled, (unsigned long long)sim_now,
-			p.b.qp->x.epsn);
+			p.b.qp->x->epsn);
 		for (uint32_t j = x->sq_comp; j != x->sq_comp + 3; j++) {
 			struct emu_xport_swqe *sw = xp_swqe(p.a.qp, j);
 			fprintf(stderr, "  wqe %u op %u st %u first %x last %x npkts %u resp_psn %x len %u\n",
@@ -341,7 +341,7 @@ static int run_faults(enum ibv_qp_type type, const struct emu_fault_cfg *cfg0, u
 		}
 		fprintf(stderr, "  cnt retrans %llu timeouts %llu B dup %llu\n",
 			(unsigned long long)x->cnt.retransmits, (unsigned long long)x->cnt.timeouts,
-			(unsigned long long)p.b.qp->x.cnt.dup_requests);
+			(unsigned long long)p.b.qp->x->cnt.dup_requests);
 	}
 	pair_fini(&p);
 	return 0;
@@ -449,7 +449,7 @@ static int t_ud(void)
 		CHECK_EQ(c[2].wr_id, 702);
 		CHECK_EQ(c[2].byte_len, 240);
 	}
-	CHECK(p.b.qp->x.cnt.rx_dropped >= 1);
+	CHECK(p.b.qp->x->cnt.rx_dropped >= 1);
 	n = sim_poll(p.a.scq, c, 16);
 	CHECK_EQ(n, 4);
 	for (int i = 0; i < n; i++) {
@@ -566,14 +566,14 @@ static int t_err_rnr(void)
 	if (pair_setup(&p, IBV_QPT_RC, IBV_MTU_1024, 1 << 16))
 		return 1;
 	p.a.qp->attr.rnr_retry = 2;
-	p.a.qp->x.rnr_left = 2;
+	p.a.qp->x->rnr_left = 2;
 	one_send(&p, 1, IBV_WR_SEND, 0, 10, 0, p.ma.lkey);
 	one_send(&p, 2, IBV_WR_SEND, 0, 10, 0, p.ma.lkey);
 	sim_run(&p.s, 10000000000ull);
 	expect_err(&p, IBV_WC_RNR_RETRY_EXC_ERR);
-	CHECK_EQ(p.a.qp->x.cnt.rnr_naks_rcvd, 3);
-	CHECK_EQ(p.b.qp->x.cnt.rnr_naks_sent, 3);
-	CHECK_EQ(p.a.qp->x.cnt.rnr_retry_exceeded, 1);
+	CHECK_EQ(p.a.qp->x->cnt.rnr_naks_rcvd, 3);
+	CHECK_EQ(p.b.qp->x->cnt.rnr_naks_sent, 3);
+	CHECK_EQ(p.a.qp->x->cnt.rnr_retry_exceeded, 1);
 	pair_fini(&p);
 	return 0;
 }
@@ -589,7 +589,7 @@ static int t_rnr_recover(void)
 	fill(p.ma.buf, 100, 5);
 	one_send(&p, 1, IBV_WR_SEND, 0, 100, 0, p.ma.lkey);
 	sim_run(&p.s, 5000); /* RNR NAKed, waiting */
-	CHECK_EQ(p.a.qp->x.cnt.rnr_naks_rcvd, 1);
+	CHECK_EQ(p.a.qp->x->cnt.rnr_naks_rcvd, 1);
 	s = sge_of(&p.mb, 0, 100);
 	sim_post_recv(&p.b, 9, &s, 1);
 	sim_run(&p.s, 10000000000ull);
@@ -614,8 +614,8 @@ static int t_err_retry(void)
 	one_send(&p, 2, IBV_WR_RDMA_WRITE, 0, 10, p.mb.rkey, p.ma.lkey);
 	sim_run(&p.s, 100000000000ull);
 	expect_err(&p, IBV_WC_RETRY_EXC_ERR);
-	CHECK_EQ(p.a.qp->x.cnt.timeouts, 8); /* retry_cnt 7: 1 + 7 tries */
-	CHECK_EQ(p.a.qp->x.cnt.retry_exceeded, 1);
+	CHECK_EQ(p.a.qp->x->cnt.timeouts, 8); /* retry_cnt 7: 1 + 7 tries */
+	CHECK_EQ(p.a.qp->x->cnt.retry_exceeded, 1);
 	pair_fini(&p);
 	return 0;
 }
@@ -784,7 +784,7 @@ static int t_err_mw_bind(void)
 	sim_run(&p.s, 10000000000ull);
 	expect_err(&p, IBV_WC_MW_BIND_ERR);
 	/* nothing reached the wire, and the key was never made valid */
-	CHECK_EQ(p.b.qp->x.cnt.rx_pkts, 0);
+	CHECK_EQ(p.b.qp->x->cnt.rx_pkts, 0);
 	{
 		int err = 0;
 		uint64_t pa;

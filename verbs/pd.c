@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Thread domains and parent domains (ibv_alloc_td, ibv_alloc_parent_domain).
- * A parent domain stands for its PD everywhere a PD is taken: it carries
+/* Protection domains (ibv_alloc_pd, ibv_dealloc_pd), thread domains and
+ * parent domains (ibv_alloc_td, ibv_alloc_parent_domain). A parent domain stands for its PD everywhere a PD is taken: it carries
  * the PD's handle, so the daemon never sees it. A thread domain is a hint
  * that a provider may drop its locks; the shim keeps its spinlocks (a few
  * atomics, no system call).
@@ -13,8 +13,65 @@
  * (docs/security.md); the allocator could not supply such memory. */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
-#include "urv.h"
+#include "urv_base.h"
+#include "urv_dev.h"
+#include "urv_ctl.h"
+#include "urv_obj.h"
+#include "urv_verbs.h"
+
+struct urv_pd *urv_pd_new(struct ibv_context *c, uint32_t handle)
+{
+	struct urv_pd *pd = calloc(1, sizeof(*pd));
+
+	if (!pd) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pd->ibpd.context = c;
+	pd->ibpd.handle = handle;
+	return pd;
+}
+
+struct ibv_pd *urv_alloc_pd(struct ibv_context *ibctx)
+{
+	struct uroce_handle_msg rep;
+	struct urv_pd *pd;
+	int ret;
+
+	pd = urv_pd_new(ibctx, 0);
+	if (!pd)
+		return NULL;
+	ret = urv_ctl(to_uctx(ibctx), UROCE_OP_ALLOC_PD, NULL, 0, &rep,
+		      sizeof(rep), NULL, 0, NULL, 0);
+	if (ret) {
+		free(pd);
+		errno = -ret;
+		return NULL;
+	}
+	pd->ibpd.handle = rep.handle;
+	return &pd->ibpd;
+}
+
+int urv_dealloc_pd(struct ibv_pd *ibpd)
+{
+	struct uroce_handle_msg req = { .handle = ibpd->handle };
+	int ret;
+
+	if (to_upd(ibpd)->inner)
+		return urv_dealloc_parent_domain(to_upd(ibpd));
+	if (__atomic_load_n(&to_upd(ibpd)->parents, __ATOMIC_ACQUIRE))
+		return EBUSY; /* a parent domain stands for it */
+
+	ret = urv_ctl(to_uctx(ibpd->context), UROCE_OP_DEALLOC_PD, &req,
+		      sizeof(req), NULL, 0, NULL, 0, NULL, 0);
+	/* a dead daemon has released everything already */
+	if (ret && ret != -ENODEV)
+		return -ret;
+	free(ibpd);
+	return 0;
+}
 
 struct urv_td {
 	struct ibv_td ibtd;

@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* The transport's per-QP and per-device state, as types only: the core
- * stores it inside struct emu_qp and struct emu_dev (as rxe_verbs.h holds
- * rxe_qp's requester, responder and completer state), so a QP is one
- * allocation and the transport reaches its state without a pointer chase.
- * The core never reads these fields; the functions that do are the
- * transport's (xport.h). */
+/* The transport's per-QP and per-device state, as types: the transport's
+ * own. The core allocates a QP's (d->xops->qp_size bytes right after the
+ * QP: qp->x, one allocation, as rxe_verbs.h keeps rxe_qp's requester,
+ * responder and completer state in the QP) and points to the device's
+ * (d->x, made by emu_dev_init); it never looks inside (tests/arch). */
 #ifndef EMU_XPORT_STATE_H
 #define EMU_XPORT_STATE_H
 
@@ -12,11 +11,13 @@
 #include <stdint.h>
 #include <infiniband/verbs.h>
 
+#include "emu_obj.h"
+
 struct emu_ctx;
 struct emu_recv_wqe;
 
 /* Limits of the transport; the core reports them in ibv_device_attr. */
-#define EMU_XPORT_MAX_RD_ATOMIC 128  /* max_qp_rd_atom, max_qp_init_rd_atom (memory only when used: resources are sized at RTR) */
+#define EMU_XPORT_MAX_RD_ATOMIC EMU_MAX_RD_ATOMIC /* max_qp_rd_atom (memory only when used: resources are sized at RTR) */
 #define EMU_XPORT_ACK_EVERY     16   /* requester asks for an ACK at least this often */
 #define EMU_XPORT_ACK_DELAY_NS  20000 /* responder ACK coalescing bound */
 #define EMU_XPORT_MAX_MSG       (1u << 31) /* max_msg_sz: longer -> LOC_LEN_ERR */
@@ -127,7 +128,7 @@ struct emu_xport_path {
 };
 
 /* Why the transport dropped a received packet: counted per QP
- * (emu_xport_counters.drops) and per port (emu_port_counters.xdrops);
+ * (emu_xport_counters.drops) and per device (emu_xport_dev.xdrops);
  * names in emu_xport_drop_name[], shown by uroce-stat. */
 enum emu_xport_drop {
 	EMU_XDROP_QP_STATE,     /* QP not in a state that takes the packet */
@@ -310,6 +311,18 @@ struct emu_xport_tomb {
 	uint32_t msn;
 	uint64_t expires_ns;
 	struct emu_xport_path path;
+};
+
+/* The transport's state of a device (d->x, emu_dev_init). */
+struct emu_xport_dev {
+	struct emu_xport_qp *act;  /* head of the active-QP list (timer.c) */
+	struct emu_xport_tomb tomb[EMU_XPORT_TOMB_MAX];
+	uint32_t tomb_next;
+	struct emu_dcqcn_cfg dcqcn; /* congestion control (emu_dev_init: defaults) */
+	struct {                    /* ... what it did, for every QP ever */
+		uint64_t ce_rcvd, cnp_sent, cnp_rcvd, rate_cuts;
+	} dcqcn_cnt;
+	uint64_t xdrops[EMU_XDROP_NUM]; /* received packets dropped, by reason */
 };
 
 #endif /* EMU_XPORT_STATE_H */

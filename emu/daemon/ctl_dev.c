@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/* Control requests about the device as a whole: its port (ibv_query_port),
+ * counters (uroce-stat), DCQCN state, the description uroce-ctl shows and
+ * the transport state of its QPs. */
+#include <errno.h>
+#include <string.h>
+
+#include "ctl_op.h"
+
+static int emu_op_query_port(struct emu_op *k)
+{
+	const struct emu_dev *d = &k->dm->dev;
+	struct uroce_query_port_rep *r = &k->rep->port;
+
+	if (k->q->port.port_num != 1)
+		return -EINVAL;
+	r->port_attr = d->port_attr;
+	r->port_attr.state = d->port_state;
+	r->gid_count = d->gid_count;
+	for (uint32_t i = 0; i < d->gid_count; i++) {
+		r->gids[i] = d->gids[i];
+		r->gid_type[i] = IBV_GID_TYPE_ROCE_V2;
+	}
+	k->rlen = sizeof(*r);
+	return 0;
+}
+
+static int emu_op_query_stats(struct emu_op *k)
+{
+	emu_stats_fill(&k->dm->dev, k->c, k->q->st.first_qpn, &k->rep->stats);
+	k->rlen = sizeof(k->rep->stats);
+	return 0;
+}
+
+static int emu_op_query_cc(struct emu_op *k)
+{
+	emu_cc_fill(&k->dm->dev, k->c, k->q->st.first_qpn, &k->rep->cc);
+	k->rlen = sizeof(k->rep->cc);
+	return 0;
+}
+
+/* uroce-ctl (admin.c) */
+static int emu_op_dev_info(struct emu_op *k)
+{
+	emu_admin_dev_info(k->dm, &k->rep->dev_info);
+	k->rlen = sizeof(k->rep->dev_info);
+	return 0;
+}
+
+static int emu_op_query_qps(struct emu_op *k)
+{
+	emu_qp_info_fill(&k->dm->dev, k->c, k->q->qps.first_qpn, &k->rep->qps);
+	k->rlen = sizeof(k->rep->qps);
+	return 0;
+}
+
+static const struct emu_op_def emu_ctl_dev_defs[] = {
+	{ .op = UROCE_OP_QUERY_PORT, .len = sizeof(struct uroce_query_port_req),
+	  .run = emu_op_query_port },
+	{ .op = UROCE_OP_QUERY_STATS, .len = sizeof(struct uroce_query_stats_req),
+	  .run = emu_op_query_stats },
+	{ .op = UROCE_OP_QUERY_CC, .len = sizeof(struct uroce_query_stats_req),
+	  .run = emu_op_query_cc },
+	{ .op = UROCE_OP_DEV_INFO, .len = 0, .run = emu_op_dev_info },
+	{ .op = UROCE_OP_QUERY_QPS, .len = sizeof(struct uroce_query_qps_req),
+	  .run = emu_op_query_qps },
+};
+const struct emu_op_table emu_ctl_dev = EMU_OP_TABLE(emu_ctl_dev_defs);
