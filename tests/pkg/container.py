@@ -27,7 +27,6 @@ limits (crun refuses its hybrid cgroups): the tests add them, users do not
 need them. Exit 0 pass, 1 fail, 77 skip (no podman/runc, no dpkg-dev, no
 mmdebstrap)."""
 import os
-import random
 import re
 import resource
 import shutil
@@ -37,7 +36,7 @@ import tempfile
 import yaml
 
 import pkgenv
-from pkgenv import check
+from pkgenv import check, h
 
 SRC_DIST = os.path.join('dist', 'container')
 # what this machine needs and users do not (see the module's text)
@@ -178,13 +177,21 @@ def compose_run_args(svc, pod, imgs, volumes):
 
 def healthy(pod, name):
     """The image's HEALTHCHECK passes, while the container runs."""
-    ok = pkgenv.wait_for('%s healthy' % name,
-                         lambda: pod('healthcheck', 'run', name, quiet=True,
-                                     timeout=60)[0] == 0,
-                         lambda: pod.running(name), limit=180)
+    ok = h.wait_until(lambda: pod('healthcheck', 'run', name, quiet=True, timeout=60)[0] == 0,
+                      lambda: pod.running(name), 180)
     if not ok:
         print(pod('logs', name)[1][-3000:])
     return ok
+
+
+def stopped(pod, name, what):
+    """podman stop, and the daemon's end judged as every test judges it."""
+    rc, out = pod('stop', '-t', '30', name)
+    _, code = pod('inspect', '-f', '{{.State.ExitCode}}', name, quiet=True)
+    _, log = pod('logs', name, quiet=True)
+    print('--- %s ---\n%s' % (name, log[-1500:]))
+    code = int(code.strip()) if rc == 0 and code.strip().lstrip('-').isdigit() else -9
+    return pkgenv.daemon_ended(code, log, what)
 
 
 def compose(pod, imgs):
@@ -226,28 +233,28 @@ def app_args(pod, volumes, tests, extra_env=()):
     return args
 
 
-def pair(pod, server, client, what, count_re, want):
+def pair(pod, server, cli_args, what, count_re, want, races):
     """A server container (detached) and a client container, the client
-    retried while the server does not listen yet: both must succeed and
-    each must count want lines of count_re."""
+    retried only while the server does not listen yet (races): both must
+    succeed and each must count want lines of count_re."""
     srv_name = server[0]
     try:
         rc, out = pod('run', '-d', '--name', srv_name, '--label', pod.label, *server[1:])
         if not check(rc == 0, '%s: server container starts' % what):
             print(out)
             return
-        for _ in range(40):
-            rc, cout = pod('run', '--rm', '--label', pod.label, *client, timeout=180)
-            if rc == 0 or not pod.running(srv_name) or \
-                    not re.search(r"Couldn't connect|REJECTED|UNREACHABLE", cout):
-                break
-            pkgenv.pause(lambda: pod.running(srv_name), 0.5)
+
+        def attempt():
+            rc, out = pod('run', '--rm', '--label', pod.label, *cli_args, timeout=180)
+            return rc == 0, out
+        ok, cout = h.retry(attempt, races, limit=h.LISTEN_RETRIES, what=what + ': client',
+                           alive=lambda: pod.running(srv_name), pause=0.5)
         print(cout[-2000:])
-        wrc, _ = pod('wait', srv_name, timeout=120)
+        pod('wait', srv_name, timeout=120)
         _, sout = pod('logs', srv_name, quiet=True)
         _, code = pod('inspect', '-f', '{{.State.ExitCode}}', srv_name, quiet=True)
         print('--- server ---\n' + sout[-2000:])
-        check(rc == 0 and code.strip() == '0' and
+        check(ok and code.strip() == '0' and
               len(re.findall(count_re, cout, re.M)) >= want and
               len(re.findall(count_re, sout, re.M)) >= want, what)
     finally:
@@ -258,21 +265,21 @@ def two_apps(pod, imgs, d, volumes, tests, shim_dir):
     """The app image (shim installed) and the plain base image with only
     liburoce.so mounted, on the compose daemon; TCP between them through
     one network namespace (the first's)."""
-    port = str(random.randrange(20000, 60000))
     a1 = pod.name('app1')
     installed = app_args(pod, volumes, tests) + ['--network', 'none', imgs['uroce-app']]
     mounted = (app_args(pod, volumes, tests, ['LD_PRELOAD=/opt/uroce/liburoce.so']) +
                ['-v', '%s:/opt/uroce:ro' % shim_dir, '--network', 'container:' + a1,
                 imgs['base']])
-    pp = ['ibv_rc_pingpong', '-d', 'uroce0', '-g', '1', '-c', '-n', '200', '-p', port]
+    # default ports: the two share a network namespace of their own
+    pp = ['ibv_rc_pingpong', '-d', 'uroce0', '-g', '1', '-c', '-n', '200']
     pair(pod, [a1] + RUN_EXTRA + installed + pp, RUN_EXTRA + mounted + pp + ['127.0.0.1'],
          'ibv_rc_pingpong -c between an app container (shim installed) and a plain one '
-         '(shim mounted)', r'iters in', 1)
-    base = ['-v', '-V', '-C', '20', '-S', '4096', '-p', port, '-a', '127.0.0.1']
+         '(shim mounted)', r'iters in', 1, [pkgenv.PINGPONG_NOT_LISTENING])
+    base = ['-v', '-V', '-C', '20', '-S', '4096', '-a', '127.0.0.1']
     pair(pod, [a1] + RUN_EXTRA + installed + ['rping', '-s'] + base,
          RUN_EXTRA + mounted + ['rping', '-c'] + base,
          'rping -V (RDMA CM) between the two application containers',
-         r'ping data: rdma-ping-\d+: ', 20)
+         r'ping data: rdma-ping-\d+: ', 20, [pkgenv.RPING_NOT_LISTENING])
 
 
 def userns(pod, imgs):
@@ -298,11 +305,11 @@ def userns(pod, imgs):
     app = RUN_EXTRA + ['--userns', 'container:' + d, '--pid', 'container:' + d,
                        '--network', 'container:' + d, '-v', vol + ':/run/uroce',
                        '-e', 'LD_PRELOAD=liburoce.so', imgs['uroce-app']]
-    port = str(random.randrange(20000, 60000))
-    pp = ['ibv_rc_pingpong', '-d', 'uroce3', '-g', '1', '-c', '-n', '100', '-p', port]
-    pair(pod, [pod.name('ns-srv')] + app + pp, ['--user', '1000:1000'] + app + pp + ['127.0.0.1'],
+    pp = ['ibv_rc_pingpong', '-d', 'uroce3', '-g', '1', '-c', '-n', '100']
+    pair(pod, [pod.name('ns-srv')] + app + pp,
+         ['--user', '1000:1000'] + app + pp + ['127.0.0.1'],
          'same uid mapping: root and the allowed uid 1000 (two containers) run '
-         'ibv_rc_pingpong -c', r'iters in', 1)
+         'ibv_rc_pingpong -c', r'iters in', 1, [pkgenv.PINGPONG_NOT_LISTENING])
     rc, out = pod('run', '--rm', '--label', pod.label, '--user', '1001:1001', *app,
                   'ibv_devinfo', '-d', 'uroce3')
     print(out)
@@ -310,9 +317,10 @@ def userns(pod, imgs):
           'uid 1001 of the same mapping: refused by the daemon\'s peer-uid check')
     # the same user namespace, but a pid namespace of its own: the daemon
     # cannot tell its process, and the shim says so
-    rc, out = pod('run', '--rm', '--label', pod.label, *RUN_EXTRA, '--userns', 'container:' + d,
-                  '--network', 'container:' + d, '-v', vol + ':/run/uroce',
-                  '-e', 'LD_PRELOAD=liburoce.so', imgs['uroce-app'], 'ibv_devinfo', '-d', 'uroce3')
+    rc, out = pod('run', '--rm', '--label', pod.label, *RUN_EXTRA,
+                  '--userns', 'container:' + d, '--network', 'container:' + d,
+                  '-v', vol + ':/run/uroce', '-e', 'LD_PRELOAD=liburoce.so', imgs['uroce-app'],
+                  'ibv_devinfo', '-d', 'uroce3')
     print(out)
     check(rc != 0 and 'the daemon cannot see this process' in out,
           'a client in a pid namespace the daemon cannot see: refused, and told why')
@@ -323,9 +331,7 @@ def userns(pod, imgs):
     print(out)
     check(rc != 0 and 'owned by another user' in out,
           'another uid mapping: its shim does not trust the run directory (not its root\'s)')
-    rc, out = pod('stop', '-t', '30', d)
-    _, code = pod('inspect', '-f', '{{.State.ExitCode}}', d, quiet=True)
-    check(rc == 0 and code.strip() == '0', 'podman stop: uroced ends with 0')
+    stopped(pod, d, 'podman stop: the user-namespace uroced ends with 0, no fault in its log')
 
 
 def body(a):
@@ -352,10 +358,7 @@ def body(a):
         if got:
             d, volumes, tests = got
             two_apps(pod, imgs, d, volumes, tests, shim_dir)
-            rc, out = pod('stop', '-t', '30', d)
-            _, code = pod('inspect', '-f', '{{.State.ExitCode}}', d, quiet=True)
-            print(pod('logs', d, quiet=True)[1][-1500:])
-            check(rc == 0 and code.strip() == '0', 'podman stop: the compose uroced ends with 0')
+            stopped(pod, d, 'podman stop: the compose uroced ends with 0, no fault in its log')
         userns(pod, imgs)
     finally:
         left = pod.cleanup()

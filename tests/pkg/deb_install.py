@@ -23,11 +23,10 @@ machine's Debian sources, with ibverbs-utils and rdmacm-utils):
 Exit 0 pass, 1 fail, 77 skip (no dpkg-dev/debhelper, mmdebstrap, Debian
 sources)."""
 import os
-import random
 import re
 
 import pkgenv
-from pkgenv import check
+from pkgenv import check, h
 
 PRELOAD = {'LD_PRELOAD': 'liburoce.so'}  # the bare name: the linker's path finds it
 # what the snapshots before install and after purge compare: not the
@@ -37,38 +36,46 @@ SNAP_SKIP = ('proc', 'sys', 'dev', 'run', 'tmp', 'var/lib/apt', 'var/cache', 'va
 
 
 def pingpong(root, env, server_addr, extra=()):
-    """ibv_rc_pingpong -c server and client through the installed shim,
-    the client retried while the server is not listening yet."""
-    port = str(random.randrange(20000, 60000))
-    base = ['ibv_rc_pingpong', '-d', 'uroce0', '-g', '1', '-c', '-n', '200', '-p', port]
-    srv = root.popen(base + list(extra), dict(PRELOAD, **env))
+    """ibv_rc_pingpong -c server and client through the installed shim (its
+    default TCP port: root is in a network namespace of its own), the
+    client retried only while the server does not listen yet."""
+    base = ['ibv_rc_pingpong', '-d', 'uroce0', '-g', '1', '-c', '-n', '200'] + list(extra)
+    srv = root.popen(base, dict(PRELOAD, **env))
     try:
-        for _ in range(40):
-            rc, out = root.run(base + list(extra) + [server_addr], dict(PRELOAD, **env),
-                               timeout=120, quiet=True)
-            if rc == 0 or 'Couldn\'t connect' not in out or not srv.alive():
-                break
-            pkgenv.pause(srv.alive, 0.5)
-        print(out)
+        def client():
+            rc, out = root.run(base + [server_addr], dict(PRELOAD, **env), timeout=120)
+            return rc == 0, out
+        ok, out = h.retry(client, [pkgenv.PINGPONG_NOT_LISTENING], limit=h.LISTEN_RETRIES,
+                          what='ibv_rc_pingpong client', alive=srv.alive, pause=0.5)
+        print(out[-3000:])
         src = srv.wait(120)
         sout = srv.output()
         print('--- server ---\n' + sout)
-        return rc == 0 and src == 0 and 'iters in' in out and 'iters in' in sout
+        return ok and src == 0 and 'iters in' in out and 'iters in' in sout
     finally:
         srv.stop()
         srv.remove_log()
 
 
 def daemon(root, args, sock, env=None):
-    """uroced in the root, once its socket exists (None if it never came)."""
+    """uroced in the root, once its socket exists (None if it never came:
+    it exited, or hung for a minute)."""
     d = root.popen(['uroced'] + args, env)
-    if pkgenv.wait_for('uroced\'s socket ' + sock, lambda: os.path.exists(root.path(sock)),
-                       d.alive):
+    if h.wait_until(lambda: os.path.exists(root.path(sock)), d.alive, 60):
         return d
     print(d.output())
     d.stop()
     d.remove_log()
     return None
+
+
+def stop_daemon(d, what):
+    """SIGTERM, and its end judged (harness.daemon_faults)."""
+    rc = d.stop()
+    log = d.output()
+    print('--- uroced ---\n' + log[-1500:])
+    d.remove_log()
+    return pkgenv.daemon_ended(rc, log, what)
 
 
 def one_line(out, want):
@@ -78,13 +85,12 @@ def one_line(out, want):
 
 def install(root, debs):
     inside = root.copy_in([debs['uroce'], debs['liburoce']], '/tmp/debs')
-    rc, out = root.run(['apt-get', 'install', '-y', '-q', '--no-install-recommends'] + inside,
-                       timeout=pkgenv.APT_TIMEOUT)
+    rc, out = root.apt_install(['--no-install-recommends'] + inside)
     print(out[-3000:])
-    check(rc == 0, 'apt-get install ./uroce_*.deb ./liburoce_*.deb into a clean root')
-    rc, out = root.run(['dpkg-query', '-W', '-f=${Status}', 'uroce-ports'], quiet=True)
+    ok = check(rc == 0, 'apt-get install ./uroce_*.deb ./liburoce_*.deb into a clean root')
+    _, out = root.run(['dpkg-query', '-W', '-f=${Status}', 'uroce-ports'], quiet=True)
     check('install ok installed' not in out, 'uroce-ports is not installed (a Recommends)')
-    return rc
+    return ok
 
 
 def use_default(root):
@@ -112,16 +118,13 @@ def use_default(root):
         rc, out = root.run(['uroce-stat', '-d', 'uroce0', '-q'])
         check(rc == 0 and 'uroce0' in out, 'uroce-stat')
     finally:
-        rc = d.stop()
-        print(d.output()[-2000:])
-        d.remove_log()
-    check(rc == 0, 'uroced stops on SIGTERM with 0')
+        stop_daemon(d, 'uroced stops on SIGTERM with 0, no fault in its log')
     check(not os.path.exists(root.path('/tmp/uroce-0/uroce0.sock')), 'its socket is removed')
 
 
 def ports(root, debs):
     inside = root.copy_in([debs['uroce-ports']], '/tmp/debs')
-    rc, out = root.run(['apt-get', 'install', '-y', '-q'] + inside, timeout=pkgenv.APT_TIMEOUT)
+    rc, out = root.apt_install(inside)
     print(out[-2000:])
     check(rc == 0, 'apt-get install ./uroce-ports_*.deb')
     rc, out = root.run(['uroced', '--port', 'net_af_packet0,iface=uroce-none0'], timeout=120)
@@ -168,7 +171,7 @@ def body(a):
     with pkgenv.Root.from_tar(a.build, tar) as root:
         before = root.snapshot(SNAP_SKIP)
         root.start()
-        if install(root, debs) != 0:
+        if not install(root, debs):
             return None
         root.stop()
         root.start(net=True)   # its own loopback: ports of nobody else

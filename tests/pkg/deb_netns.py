@@ -15,8 +15,8 @@ import re
 import subprocess
 
 import pkgenv
-from pkgenv import check
-from deb_install import daemon, pingpong
+from pkgenv import check, h
+from deb_install import daemon, pingpong, stop_daemon
 
 SIDES = ('a', 'b')
 KIP = {'a': '10.93.0.1', 'b': '10.93.0.2'}        # the kernels': TCP of the programs
@@ -29,8 +29,7 @@ def install(build, debs, tar):
     try:
         root.start()
         inside = root.copy_in([debs[p] for p in pkgenv.PACKAGES], '/tmp/debs')
-        rc, out = root.run(['apt-get', 'install', '-y', '-q'] + inside,
-                           timeout=pkgenv.APT_TIMEOUT)
+        rc, out = root.apt_install(inside)
         print(out[-2000:])
         root.stop()
     except BaseException:
@@ -49,7 +48,7 @@ def link(roots):
     r = subprocess.run(['ip', 'link', 'add', names['a'], 'type', 'veth', 'peer', 'name',
                         names['b']], capture_output=True, text=True, timeout=30)
     if r.returncode != 0:
-        raise pkgenv.Skip('no veth here: ' + r.stderr.strip())
+        raise h.Missing('no veth here: ' + r.stderr.strip())
     try:
         for s in SIDES:
             r = subprocess.run(['ip', 'link', 'set', names[s], 'netns', str(roots[s].pid)],
@@ -103,10 +102,7 @@ def body(a):
     finally:
         for s, d in ds.items():
             if d:
-                rc = d.stop()
-                print('--- uroced %s ---\n%s' % (s, d.output()[-1500:]))
-                d.remove_log()
-                check(rc == 0, '[%s] uroced stops with 0' % s)
+                stop_daemon(d, '[%s] uroced stops with 0, no fault in its log' % s)
         for r in roots.values():
             r.remove()
     return None
@@ -130,25 +126,24 @@ def pingpong_across(srv, cli, env):
 
 
 def rping_across(srv, cli):
-    port = str(random.randrange(20000, 60000))
-    base = ['-v', '-V', '-C', '20', '-S', '4096', '-p', port]
+    """rping -V, the client retried only while the server does not listen
+    yet (the CM's REJ 8)."""
+    base = ['-v', '-V', '-C', '20', '-S', '4096', '-a', UIP['a']]
     env = {'LD_PRELOAD': 'liburoce.so'}
-    s = srv.popen(['rping', '-s', '-a', UIP['a']] + base, env)
+    s = srv.popen(['rping', '-s'] + base, env)
     try:
-        for _ in range(40):
-            rc, out = cli.run(['rping', '-c', '-a', UIP['a']] + base, env, timeout=120,
-                              quiet=True)
-            # a client before the server listens is rejected at once
-            if rc == 0 or not s.alive() or not re.search(r'REJECTED|UNREACHABLE', out):
-                break
-            pkgenv.pause(s.alive, 0.5)
+        def client():
+            rc, out = cli.run(['rping', '-c'] + base, env, timeout=120)
+            return rc == 0, out
+        ok, out = h.retry(client, [pkgenv.RPING_NOT_LISTENING], limit=h.LISTEN_RETRIES,
+                          what='rping client', alive=s.alive, pause=0.5)
         print(out[-1500:])
         src = s.wait(60)
         sout = s.output()
         print('--- rping server ---\n' + sout[-1500:])
         got_c = len(re.findall(r'^ping data: rdma-ping-\d+: ', out, re.M))
         got_s = len(re.findall(r'^server ping data: rdma-ping-\d+: ', sout, re.M))
-        return rc == 0 and src == 0 and got_c == 20 and got_s == 20
+        return ok and src == 0 and got_c == 20 and got_s == 20
     finally:
         s.stop()
         s.remove_log()

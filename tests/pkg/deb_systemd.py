@@ -16,7 +16,7 @@ import shutil
 import subprocess
 
 import pkgenv
-from pkgenv import check
+from pkgenv import check, h
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROBE_UNIT = '''[Unit]
@@ -39,8 +39,7 @@ def prepare(root, debs):
     inside = root.copy_in([debs['uroce'], debs['liburoce']], '/tmp/debs')
     # systemd (with the system bus and the PAM session a user's manager
     # needs) and the packages, as on an installed machine
-    rc, out = root.run(['apt-get', 'install', '-y', '-q', '--no-install-recommends'] +
-                       list(SYSTEMD) + inside, timeout=pkgenv.APT_TIMEOUT)
+    rc, out = root.apt_install(['--no-install-recommends'] + list(SYSTEMD) + inside)
     print(out[-2000:])
     if not check(rc == 0, 'apt-get install %s ./uroce_*.deb ./liburoce_*.deb' %
                  ' '.join(SYSTEMD)):
@@ -112,6 +111,14 @@ def results(root):
         if ln.startswith(('ok   ', 'FAIL ')):
             check(ln.startswith('ok'), '[booted] ' + ln[5:])
     check('done' in lines, 'the probe ran to its end in the booted container')
+    try:
+        log = open(root.path('/probe.uroced'), errors='replace').read()
+    except OSError:
+        log = ''
+    why = h.daemon_faults([], log)
+    for w in why:
+        print('  ' + w)
+    check('uroce0' in log and not why, 'the daemons\' journal: no fault reported')
 
 
 def body(a):

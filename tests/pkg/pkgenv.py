@@ -4,10 +4,13 @@
 - `debs(src, build)`: the Debian packages of the source tree, built once per
   build directory and tree content (`dpkg-buildpackage -us -uc -b` in a copy
   of the tree) and kept in <build>/pkg-cache/debs-<key>/.
-- `clean_root(build)`: a clean Debian 12 root as a tar, made once per day
-  and apt-sources content with mmdebstrap from the machine's own Debian
-  sources (<build>/pkg-cache/root-<key>.tar). It keeps apt's lists, so
-  `apt-get install ./uroce_*.deb` in it resolves at once.
+- `clean_root(build)`: a clean Debian 12 root as a tar, made with
+  mmdebstrap from the machine's own Debian sources and cached by content
+  (<build>/pkg-cache/root-<key>.tar; the key: the sources, the package
+  indexes the machine's apt has, mmdebstrap's version and arguments), as
+  tests/interop's VM image is. A new root is verified before it is cached
+  (a wrong one is never kept). It keeps apt's lists, so `apt-get install
+  ./uroce_*.deb` in it resolves at once.
 - `Root`: a private copy of that root, entered the way chroot is, in a
   mount, pid (and optionally network) namespace of its own held by one
   process: every command of a test shares one /proc (the daemon checks its
@@ -21,12 +24,12 @@ exiting."""
 import argparse
 import contextlib
 import ctypes
-import datetime
 import fcntl
 import glob
 import hashlib
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -34,16 +37,18 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'tools'))
-from tcheck import check, verdict  # noqa: E402,F401  (re-exported for the tests)
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, '..', 'lib'))
+sys.path.insert(0, os.path.join(HERE, '..', 'cm'))
+import harness as h  # noqa: E402  (tests/lib/harness.py)
+from harness import check  # noqa: E402,F401  (re-exported for the tests)
+import cm  # noqa: E402  (tests/cm/cm.py: the RDMA CM programs' races)
 
-SKIP = 77
 BUILD_TIMEOUT = 1500     # dpkg-buildpackage of the tree on a loaded machine
 ROOT_TIMEOUT = 900       # mmdebstrap
 APT_TIMEOUT = 600        # one apt-get run inside a root
-# The clean root: Debian 12 with apt (--variant=apt, as the issue's user
-# made it), the stock verbs and RDMA CM programs the tests run through the
-# installed shim
+# The clean root's extra packages: the stock verbs and RDMA CM programs the
+# tests run through the installed shim
 ROOT_INCLUDE = 'ibverbs-utils,rdmacm-utils'
 # The three packages users install (not the dbgsym ones)
 PACKAGES = ('uroce', 'liburoce', 'uroce-ports')
@@ -52,35 +57,47 @@ ENV = {'PATH': '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
        'TERM': 'dumb'}
 
 
-class Skip(Exception):
-    """A prerequisite is missing: the test exits 77 with this reason."""
+# A client that came before its server listened (the programs' start-up
+# against ours): it alone comes again, printed and counted (docs/testing.md)
+PINGPONG_NOT_LISTENING = h.Race(
+    'client before the listen (TCP)', r"(?m)^Couldn't connect to \S+:\d+$",
+    'the ibv_*_pingpong server did not listen on its TCP port yet')
+RPING_NOT_LISTENING = cm.NOT_LISTENING
+# The cached root's apt lists are older than the mirror's pool
+APT_STALE = h.Race(
+    'the mirror moved on', r'(?m)^(Err:\d+ .* 404 +Not Found|E: Unable to fetch some archives)',
+    "the cached root's apt lists name packages the mirror has replaced")
 
 
 def need(*tools):
+    """Every program installed, or the test is a skip (77)."""
     missing = [t for t in tools if not shutil.which(t)]
     if missing:
-        raise Skip('not installed: ' + ' '.join(missing))
-
-
-def run_main(fn):
-    """Exit status of a test body: its verdict, 77 on Skip."""
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
-    try:
-        rc = fn()
-    except Skip as e:
-        print('SKIP:', e, flush=True)
-        return SKIP
-    return verdict() if rc is None else rc
+        raise h.Missing('not installed: ' + ' '.join(missing))
 
 
 def main(body):
     """The command line of every test here (--src SOURCE_DIR --build
-    BUILD_DIR): body(args)'s verdict as the exit status."""
+    BUILD_DIR): the verdict of body(args)'s checks (harness.main: 77 for
+    harness.Missing, SIGTERM ends through every finally)."""
     ap = argparse.ArgumentParser()
     ap.add_argument('--src', required=True)
     ap.add_argument('--build', required=True)
     a = ap.parse_args()
-    return run_main(lambda: body(a))
+
+    def run():
+        rc = body(a)
+        return h.verdict() if rc is None else rc
+    return h.main(run)
+
+
+def daemon_ended(rc, log, what):
+    """A daemon's end judged as every test judges it (harness.daemon_faults:
+    exit status, sanitizer, leak and assertion reports in its log)."""
+    why = h.daemon_faults([rc if rc is not None else -9], log)
+    for w in why:
+        print('  ' + w)
+    return check(not why, what)
 
 
 def uniq(prefix):
@@ -128,19 +145,18 @@ def tree_files(src):
     r = subprocess.run(['git', '-C', src, 'ls-files', '-co', '--exclude-standard', '-z'],
                        capture_output=True, timeout=60)
     if r.returncode != 0:
-        raise Skip('%s is not a git checkout: %s' % (src, r.stderr.decode().strip()))
+        raise h.Missing('%s is not a git checkout: %s' % (src, r.stderr.decode().strip()))
     return sorted(f for f in r.stdout.decode().split('\0')
                   if f and not f.startswith(('build', 'obj-'))
                   and os.path.isfile(os.path.join(src, f)))
 
 
 def tree_key(src, files):
-    """Of what the packages are built from: the test programs are not
-    (-Dtests=false), so editing one does not rebuild them; the meson files
-    that configure the build are."""
+    """Of what the packages are built from: tests/ is not (-Dtests=false:
+    meson does not enter it), so editing a test does not rebuild them."""
     h = hashlib.sha256()
     for f in files:
-        if f.startswith('tests/') and os.path.basename(f) != 'meson.build':
+        if f.startswith('tests/'):
             continue
         p = os.path.join(src, f)
         h.update(f.encode() + b'\0%o\0' % (os.stat(p).st_mode & 0o111))
@@ -149,10 +165,31 @@ def tree_key(src, files):
     return h.hexdigest()[:16]
 
 
+_in_use = []   # shared locks on the cache entries this process uses
+
+
+def _use(entry):
+    """Hold a shared lock on entry's .use file for this process's life: a
+    test that made a newer entry (the tree changed during a run) does not
+    remove it under us."""
+    f = open(entry + '.use', 'a')
+    fcntl.flock(f, fcntl.LOCK_SH)
+    _in_use.append(f)
+    return entry
+
+
 def _drop_others(cache, pattern, keep):
+    """Remove the other entries of pattern that no test process uses."""
     for old in glob.glob(os.path.join(cache, pattern)):
-        if old != keep:
+        if old == keep or old.endswith('.use'):
+            continue
+        with open(old + '.use', 'a') as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue        # in use: the next run removes it
             shutil.rmtree(old, ignore_errors=True) if os.path.isdir(old) else os.unlink(old)
+            os.unlink(old + '.use')
 
 
 def debs(src, build):
@@ -163,6 +200,7 @@ def debs(src, build):
     files = tree_files(src)
     out = os.path.join(cache, 'debs-' + tree_key(src, files))
     with locked(os.path.join(cache, 'debs.lock')):
+        _use(out)
         if os.path.isfile(os.path.join(out, 'done')):
             return out
         tmp = tempfile.mkdtemp(prefix='debs-build-', dir=os.path.join(cache, 'tmp'))
@@ -210,17 +248,26 @@ def deb_paths(d, names=PACKAGES):
     return got
 
 
-def debian_sources():
-    """The machine's Debian 12 apt sources as deb822 text (apt's own view:
-    every Debian bookworm* index it has), None when it has none."""
+def debian_targets():
+    """The machine's Debian 12 package indexes as apt sees them:
+    [(uri, suite, component, index file)]."""
     r = subprocess.run(['apt-get', 'indextargets', '--format',
-                        '$(ORIGIN)|$(TARGET_OF)|$(REPO_URI)|$(RELEASE)|$(COMPONENT)'],
+                        '$(ORIGIN)|$(TARGET_OF)|$(REPO_URI)|$(RELEASE)|$(COMPONENT)|'
+                        '$(FILENAME)'],
                        capture_output=True, text=True, timeout=60)
-    suites = {}
+    got = []
     for line in r.stdout.splitlines():
         f = line.split('|')
-        if len(f) == 5 and f[0] == 'Debian' and f[1] == 'deb' and f[3].startswith('bookworm'):
-            suites.setdefault((f[2], f[3]), set()).add(f[4])
+        if len(f) == 6 and f[0] == 'Debian' and f[1] == 'deb' and f[3].startswith('bookworm'):
+            got.append(tuple(f[2:]))
+    return got
+
+
+def debian_sources(targets):
+    """Those suites as deb822 sources text, None when there are none."""
+    suites = {}
+    for uri, suite, comp, _ in targets:
+        suites.setdefault((uri, suite), set()).add(comp)
     if not suites:
         return None
     return '\n'.join('Types: deb\nURIs: %s\nSuites: %s\nComponents: %s\n' %
@@ -228,21 +275,62 @@ def debian_sources():
                      for (uri, suite), comps in sorted(suites.items()))
 
 
-def clean_root(build):
-    """A tar of a clean Debian 12 root (mmdebstrap --variant=apt), with
-    apt's lists of today. Made once per day and sources content."""
-    need('mmdebstrap')
-    sources = debian_sources()
-    if not sources:
-        raise Skip('no Debian bookworm apt sources with lists on this machine '
-                   '(apt-get update)')
+# how the clean root is made: Debian 12 with apt (--variant=apt, as the
+# issue's user made it) and its lists kept
+MMDEBSTRAP = ['mmdebstrap', '--quiet', '--variant=apt', '--skip=cleanup/apt/lists',
+              '--include=' + ROOT_INCLUDE, 'bookworm']
+# what a usable root holds (verify_root): apt with lists to resolve the
+# packages' dependencies, the stock programs the tests run
+ROOT_MUST = ('./usr/bin/apt-get', './usr/bin/dpkg', './usr/bin/ibv_rc_pingpong',
+             './usr/bin/ibv_devinfo', './usr/bin/rping', './usr/sbin/chroot')
+ROOT_MUST_RE = (r'^\./usr/lib/x86_64-linux-gnu/libibverbs\.so\.1$',
+                r'^\./usr/lib/x86_64-linux-gnu/librdmacm\.so\.1$',
+                r'^\./usr/lib/x86_64-linux-gnu/libc\.so\.6$',
+                r'^\./var/lib/apt/lists/.*_bookworm_.*Packages',
+                r'^\./etc/apt/sources\.list(\.d/.*)?$')
+
+
+def verify_root(tar):
+    """[] when the tar is a usable clean root, else what it lacks."""
+    r = subprocess.run(['tar', '-tf', tar], capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        return ['tar -t: ' + r.stderr.strip()[-500:]]
+    names = set(r.stdout.splitlines())
+    miss = [m for m in ROOT_MUST if m not in names]
+    miss += [m for m in ROOT_MUST_RE if not any(re.match(m, n) for n in names)]
+    return miss
+
+
+def root_key(targets, sources):
+    """What makes the root: the sources, the contents of the package
+    indexes the machine's apt has (an apt-get update that brings new ones
+    makes a new root), mmdebstrap's version and arguments, the checks."""
+    k = hashlib.sha256()
     ver = subprocess.run(['mmdebstrap', '--version'], capture_output=True, text=True,
                          timeout=60).stdout
-    day = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d')
-    key = hashlib.sha256(('%s|%s|%s|%s' % (sources, ROOT_INCLUDE, ver, day)).encode())
+    k.update(('%s|%s|%s|%s|%s' % (sources, ver, MMDEBSTRAP, ROOT_MUST, ROOT_MUST_RE)).encode())
+    for *_, fn in sorted(targets):
+        try:
+            with open(fn, 'rb') as f:
+                k.update(hashlib.sha256(f.read()).digest())
+        except OSError:
+            k.update(b'absent:' + fn.encode())
+    return k.hexdigest()[:16]
+
+
+def clean_root(build):
+    """A tar of a clean Debian 12 root (mmdebstrap --variant=apt), cached
+    by content (root_key) once verified (verify_root)."""
+    need('mmdebstrap')
+    targets = debian_targets()
+    sources = debian_sources(targets)
+    if not sources:
+        raise h.Missing('no Debian bookworm apt sources with lists on this machine '
+                        '(apt-get update)')
     cache = cache_dir(build)
-    out = os.path.join(cache, 'root-%s.tar' % key.hexdigest()[:16])
+    out = os.path.join(cache, 'root-%s.tar' % root_key(targets, sources))
     with locked(os.path.join(cache, 'root.lock')):
+        _use(out)
         if os.path.isfile(out):
             return out
         tmp = tempfile.mkdtemp(prefix='root-build-', dir=os.path.join(cache, 'tmp'))
@@ -250,15 +338,16 @@ def clean_root(build):
             src = os.path.join(tmp, 'debian.sources')
             with open(src, 'w') as f:
                 f.write(sources)
-            print('+ mmdebstrap --variant=apt --include=%s bookworm (once a day)' % ROOT_INCLUDE,
+            print('+ %s (once per key: %s)' % (' '.join(MMDEBSTRAP), os.path.basename(out)),
                   flush=True)
-            r = subprocess.run(['mmdebstrap', '--quiet', '--variant=apt',
-                                '--skip=cleanup/apt/lists', '--include=' + ROOT_INCLUDE,
-                                'bookworm', os.path.join(tmp, 'root.tar'), src],
+            r = subprocess.run(MMDEBSTRAP + [os.path.join(tmp, 'root.tar'), src],
                                capture_output=True, text=True, timeout=ROOT_TIMEOUT)
             if r.returncode != 0:
                 print(r.stdout[-3000:] + r.stderr[-3000:])
                 raise RuntimeError('mmdebstrap failed (%d)' % r.returncode)
+            bad = verify_root(os.path.join(tmp, 'root.tar'))
+            if bad:
+                raise RuntimeError('mmdebstrap made a root without %s: not cached' % bad)
             os.rename(os.path.join(tmp, 'root.tar'), out)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -394,6 +483,25 @@ class Root:
             return 124, out + '\n(timed out after %d s)' % timeout
         return r.returncode, r.stdout + r.stderr
 
+    def apt_install(self, args):
+        """apt-get install args in the root: (exit status, output). A root
+        cached before the mirror moved on (a point release, a security
+        update) names .debs the mirror no longer has: apt-get update in
+        the root and install again, once, printed and counted."""
+        def attempt():
+            return self.run(['apt-get', 'install', '-y', '-q'] + list(args),
+                            timeout=APT_TIMEOUT)
+        res = attempt()
+        if res[0] != 0 and APT_STALE.matches(res[1]):
+            print('RETRY 1/1 of apt-get install: %s (%s)' % (APT_STALE.name, APT_STALE.why),
+                  flush=True)
+            h.retries.append((APT_STALE.name, 1))
+            rc, out = self.run(['apt-get', 'update', '-q'], timeout=APT_TIMEOUT)
+            if rc != 0:
+                return rc, res[1] + '\n' + out
+            res = attempt()
+        return res
+
     def popen(self, cmd, env=None, log=None):
         """cmd inside the root, in the background: a Bg."""
         print('+ [root] ' + ' '.join(cmd) + ' &', flush=True)
@@ -519,26 +627,3 @@ class Bg:
         self.close()
         with contextlib.suppress(OSError):
             os.unlink(self.log)
-
-
-def pause(alive, seconds):
-    """Sleep up to seconds, less if alive() turns false (a retry's pause
-    that ends when the thing retried against is gone)."""
-    end = time.monotonic() + seconds
-    while alive() and time.monotonic() < end:
-        time.sleep(0.05)
-
-
-def wait_for(what, cond, alive, limit=120):
-    """True once cond() holds; False as soon as alive() says the thing that
-    would make it hold is gone (limit: a hang, not a verdict)."""
-    end = time.monotonic() + limit
-    while time.monotonic() < end:
-        if cond():
-            return True
-        if not alive():
-            print('gave up waiting for %s: the process is gone' % what, flush=True)
-            return cond()
-        time.sleep(0.05)
-    print('gave up waiting for %s after %d s' % (what, limit), flush=True)
-    return False

@@ -79,5 +79,7 @@ t "it stopped cleanly (Result=success)" result_ok uctl
 t "alice's user manager stops" systemctl stop "user@$uid.service"
 
 journalctl -b --no-pager -o short-monotonic -n 300 > /probe.journal 2>&1 || true
+# every line both daemons wrote, judged by the test (sanitizer, assertion)
+journalctl -b --no-pager -o cat _COMM=uroced > /probe.uroced 2>&1 || true
 echo done >> "$out"
 systemctl --no-block poweroff
