@@ -264,7 +264,7 @@ def mode_qperf(env, rng, args):
     print('qperf listen port', lp)
     ok, out, _ = pair(['qperf', '-lp', str(lp)],
                       ['qperf', '-lp', str(lp), '-cm1', '-to', '20', '-t', '2',
-                       '127.0.0.1'] + args, env, srv_exits=False)
+                       '127.0.0.1'] + args, env, ready=lp, srv_exits=False)
     if not ok:
         return fail('qperf')
     if 'failed' in out.lower() or not re.search(r'(latency|bw)\s+=\s+[\d.]+', out):
@@ -288,7 +288,10 @@ def mode_fi_pingpong(env, rng, args):
     print('fi_pingpong control port', lp)
     base = ['fi_pingpong', '-p', 'verbs', '-e', 'msg', '-d', 'uroce0', '-c',
             '-S', args[0], '-I', args[1]]
-    ok, out, _ = pair(base + ['-B', str(lp)], base + ['-P', str(lp), '127.0.0.1'], env)
+    # the client's first act is a TCP connect to the control port: it
+    # starts once the server listens there (CI saw "Connection refused")
+    ok, out, _ = pair(base + ['-B', str(lp)], base + ['-P', str(lp), '127.0.0.1'], env,
+                      ready=lp)
     if not ok:
         return fail('fi_pingpong')
     if not re.search(r'^\S+\s+\d+\s+=?\d+', out, re.M):
