@@ -23,10 +23,11 @@ int emu_mem_read(struct emu_ctx *c, void *dst, uint64_t addr, size_t len);
 /* Bind c to its process's memory: fd must be a read-write /proc/<pid>/mem
  * of c->pid itself (the client opens /proc/self/mem), maps_fd (-1: none)
  * a read-only /proc/<pid>/maps of it (vma.c). On success c owns both; 0,
- * -EINVAL (no fd) or -EACCES (not the peer's own). */
+ * -EINVAL (no fd), -EACCES (not the peer's own) or -ESRCH (a peer in a pid
+ * namespace the daemon cannot see: another container). */
+int emu_mem_attach(struct emu_ctx *c, int fd, int maps_fd);
 /* the client process as a pidfd (SO_PEERPIDFD, else its pid), -1: none */
 int emu_ctx_pidfd(const struct emu_ctx *c);
-int emu_mem_attach(struct emu_ctx *c, int fd, int maps_fd);
 int emu_mem_write(struct emu_ctx *c, uint64_t addr, const void *src, size_t len);
 /* vma.c: open c's /proc/<pid>/maps (0 or -errno); is all of [addr, addr +
  * len) mapped by c's process with read (write: write) permission? 0, else

@@ -15,6 +15,7 @@
 #include <linux/magic.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -28,6 +29,7 @@
 #include "emu_dev.h"
 #include "emu_mem.h"
 #include "emu_burst.h"
+#include "emu_log.h"
 
 #define EMU_IOV_BATCH 64
 
@@ -211,13 +213,81 @@ static int emu_mem_fd_xfer(struct emu_ctx *c, const struct iovec *l, unsigned nl
 	return 0;
 }
 
+/* The peer's pid in its own (innermost) pid namespace: the last NSpid
+ * field of /proc/<pid>/status. 0 or -errno. */
+static int emu_proc_nspid(pid_t pid, long *own)
+{
+	char path[48], line[256];
+	FILE *f;
+	int rc = -ENOENT;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "NSpid:", 6)) {
+			char *t = strrchr(line, '\t'), *end;
+			errno = 0;
+			*own = t ? strtol(t + 1, &end, 10) : 0;
+			rc = t && !errno && *own > 0 && (*end == '\n' || !*end) ? 0 : -EINVAL;
+			break;
+		}
+	fclose(f);
+	return rc;
+}
+
+/* fd on a procfs instance other than ours: a client in another container
+ * (each mounts its own /proc; another instance has other device and inode
+ * numbers even in a shared pid namespace). The kernel's name for the
+ * descriptor, ".../<n>/<name>", gives the pid directory in the client's
+ * procfs: n must be the peer's pid in its own pid namespace, which we can
+ * read only when the peer is visible to us (the daemon in the clients' pid
+ * namespace or an ancestor of it: docs/running.md "Containers and CI").
+ * The client opened the file itself, with its own rights, so a name that
+ * matched by chance would give us nothing it could not reach already. A
+ * dead process's entry reads "... (deleted)" and does not match. -ESRCH
+ * when the peer is not visible to us, else 0 or -EACCES. */
+static int emu_proc_fd_foreign(const struct emu_ctx *c, int fd, const char *name)
+{
+	char link[48], path[256];
+	size_t nl = strlen(name);
+	long n, own = 0;
+	char *end;
+
+	if (c->pid <= 0) {
+		EMU_LOG_RL(NOTICE, "a client in a pid namespace the daemon cannot see (another "
+			   "container): run it in the daemon's pid namespace (--pid "
+			   "container:NAME) or the daemon in the host's (--pid host)\n");
+		return -ESRCH;
+	}
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	ssize_t len = readlink(link, path, sizeof(path) - 1);
+	if (len <= 0 || (size_t)len < nl + 3 || (size_t)len >= sizeof(path) - 1)
+		return -EACCES;
+	path[len] = 0;
+	if (strcmp(path + len - nl, name) || path[len - nl - 1] != '/')
+		return -EACCES;
+	path[len - nl - 1] = 0;
+	char *dir = strrchr(path, '/');
+	if (!dir || dir[1] < '1' || dir[1] > '9')
+		return -EACCES;
+	errno = 0;
+	n = strtol(dir + 1, &end, 10);
+	if (errno || *end || emu_proc_nspid(c->pid, &own) || own != n)
+		return -EACCES;
+	return 0;
+}
+
 /* fd must be /proc/<pid>/<name> of the peer itself, opened for reading
- * (and writing, if rw): the same procfs and inode as the one that pid
+ * (and writing, if rw): on our procfs, the same inode as the one that pid
  * names now (a proc inode lives while the descriptor pins it and is never
- * reused for a new process with the same pid). 0 or -EACCES. */
+ * reused for a new process with the same pid); on another (a client in
+ * another container), see emu_proc_fd_foreign. 0, -EACCES, or -ESRCH: a
+ * client in a pid namespace we cannot see. */
 static int emu_proc_fd_check(const struct emu_ctx *c, int fd, const char *name, bool rw)
 {
-	struct stat fs, ps;
+	struct stat fs, ps, ours;
 	struct statfs sf;
 	char path[48];
 	int fl = fcntl(fd, F_GETFL);
@@ -227,6 +297,8 @@ static int emu_proc_fd_check(const struct emu_ctx *c, int fd, const char *name, 
 	if (fstatfs(fd, &sf) || sf.f_type != PROC_SUPER_MAGIC || fstat(fd, &fs) ||
 	    !S_ISREG(fs.st_mode))
 		return -EACCES;
+	if (stat("/proc/self", &ours) == 0 && ours.st_dev != fs.st_dev)
+		return emu_proc_fd_foreign(c, fd, name);
 	snprintf(path, sizeof(path), "/proc/%d/%s", (int)c->pid, name);
 	if (c->pid <= 0 || stat(path, &ps) || ps.st_dev != fs.st_dev || ps.st_ino != fs.st_ino)
 		return -EACCES;
@@ -261,12 +333,17 @@ int emu_mem_attach(struct emu_ctx *c, int fd, int maps_fd)
 {
 	if (fd < 0)
 		return -EINVAL;
+	/* the pidfd before the checks: on a kernel without SO_PEERPIDFD it is
+	 * opened by pid, and the mem inode's match below proves it names the
+	 * client (emu_ctx_pidfd) */
 	int pidfd = emu_ctx_pidfd(c);
-	if (emu_proc_fd_check(c, fd, "mem", true) ||
-	    (maps_fd >= 0 && emu_proc_fd_check(c, maps_fd, "maps", false))) {
+	int rc = emu_proc_fd_check(c, fd, "mem", true);
+	if (!rc && maps_fd >= 0)
+		rc = emu_proc_fd_check(c, maps_fd, "maps", false);
+	if (rc) {
 		if (pidfd >= 0)
 			close(pidfd);
-		return -EACCES;
+		return rc;
 	}
 	if (c->pidfd >= 0)
 		close(c->pidfd);

@@ -17,6 +17,7 @@
 
 #include "daemon.h"
 #include "sysfs.h"
+#include "eal_check.h"
 #include "pcapw.h"
 
 struct emu_daemon *emu_ds[EMU_MAX_DEVS];
@@ -882,6 +883,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "uroced: EAL arguments too long\n");
 		return 2;
 	}
+	/* a missing driver plugin named as the package to install, not as
+	 * EAL's parse error */
+	for (unsigned i = 0; i < ndev; i++)
+		if (emu_eal_check(os[i].dev, os[i].vdev, os[0].eal))
+			return 1;
 	for (unsigned i = 0; i < ndev; i++) {
 		/* large (the device and its tables): not on any stack */
 		struct emu_daemon *dm = calloc(1, sizeof(*dm));
