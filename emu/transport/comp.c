@@ -810,6 +810,16 @@ static void comp_probe(struct emu_qp *qp, uint64_t now)
 	x->probe_at = 0;
 	if (!comp_outstanding(qp) || x->sq_comp == x->sq_fetch || x->rnr_at)
 		return;
+	/* The QP met no transmit buffer since the probe was armed: the
+	 * silence is our own back-pressure (drop.tx-nobuf), not a loss on
+	 * the wire, and a probe would only add a duplicate. Wait again. */
+	if (x->cnt.tx_no_buf != x->probe_nobuf) {
+		x->probe_nobuf = x->cnt.tx_no_buf;
+		x->probe_at = now + (x->retrans_at > now ? (x->retrans_at - now) / 2 : 0);
+		if (x->probe_at <= now || (x->retrans_at && x->probe_at >= x->retrans_at))
+			x->probe_at = 0;
+		return;
+	}
 	sw = xp_swqe(qp, x->sq_comp);
 	if (sw->state == EMU_SWQE_DONE || sw->state == EMU_SWQE_NEW)
 		return;

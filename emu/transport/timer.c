@@ -74,6 +74,7 @@ void xp_retrans_start(struct emu_qp *qp, bool restart)
 	x->probe_at = 0;
 	if (x->srtt_ns && xp_pto_ns(x) < t)
 		x->probe_at = now + xp_pto_ns(x);
+	x->probe_nobuf = x->cnt.tx_no_buf;
 	xp_act_add(qp);
 }
 
@@ -84,6 +85,7 @@ void xp_probe_rearm(struct emu_qp *qp, uint64_t now)
 	if (x->probe_shift < 255)
 		x->probe_shift++;
 	x->probe_at = now + xp_pto_ns(x);
+	x->probe_nobuf = x->cnt.tx_no_buf;
 	if (x->retrans_at && x->probe_at >= x->retrans_at)
 		x->probe_at = 0;
 }

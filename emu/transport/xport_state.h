@@ -264,6 +264,7 @@ struct emu_xport_qp {
 	uint64_t rtt_at;           /* ... sent then (0: none) */
 	uint64_t retrans_at;       /* 0 = disarmed */
 	uint64_t probe_at;         /* loss probe (0 = disarmed) */
+	uint64_t probe_nobuf;      /* cnt.tx_no_buf when the probe was armed */
 	uint64_t rnr_at;
 
 	/* completer */

@@ -257,7 +257,17 @@ def drops_ring(net, kind):
     wait_for(lambda: 'lladdr' in sh(*net.nsx(b, ['ip', 'neigh', 'show', '10.87.0.1'])).stdout,
              "b's neighbour entry for a", 10)
     time.sleep(0.5)
+    def if_rx():
+        # every frame that crossed a's interface, ours or not (the kernel's
+        # own ARP, ND, MLD, both ways: an af_packet socket also takes the
+        # frames the host sends), so the port's socket saw each of them too
+        n = 0
+        for d in ('rx', 'tx'):
+            r = sh(*net.nsx(a, ['cat', '/sys/class/net/e0/statistics/%s_packets' % d]))
+            n += int(r.stdout.strip() or 0)
+        return n
     c0, _ = net.counters(a)
+    k0 = if_rx()
     os.kill(pid_of(d), signal.SIGSTOP)
     try:
         sent = blast(net, b, '10.87.0.1', want_n)
@@ -285,8 +295,20 @@ def drops_ring(net, kind):
           flush=True)
     if lost <= 0:
         raise Fail('%s: the RX ring overflowed and link.%s did not move' % (kind, reason))
-    if got + lost != sent:
-        raise Fail('%s: %d sent, %d received + %d counted lost' % (kind, sent, got, lost))
+    # frames not ours that came meanwhile are received or lost like ours
+    # (an af_packet socket takes every frame of the interface; CI once saw
+    # one more than was sent): they may only explain an excess, never a
+    # shortfall
+    # A loss that no counter shows is the failure this test is for; an
+    # excess is tolerated up to the frames that crossed e0 besides ours
+    # plus a few more: the CI machine's ASan run and idle re-runs saw 1-2
+    # frames more than crossed e0, not yet attributed (the daemon's own
+    # frames through its self loop are a candidate); a double count of the
+    # 400 would exceed it.
+    other = max(0, if_rx() - k0 - sent)
+    if not sent <= got + lost <= sent + other + 8:
+        raise Fail('%s: %d sent (and %d other frames crossed e0), %d received + %d counted lost'
+                   % (kind, sent, other, got, lost))
     moved = [r for r in reason.split('+') if c1.get('link.' + r, 0) > c0.get('link.' + r, 0)]
     for r in moved:
         if r.replace('-', '_') not in json.dumps(j).replace('-', '_'):
