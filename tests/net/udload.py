@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""UD under load (issue 22): a UD datagram is lost only where a real HCA
+loses it, for want of a posted receive, and that loss is counted
+(xport_drop.ud-no-recv); every datagram sent is accounted for.
+
+  udload.py --build BUILD --prog UD_FLOOD [--preload-first LIB] CASE
+
+CASE
+  xdp      two hosts (namespaces on a veth pair, MTU 1500), a uroced on
+           each end with `net_af_xdp0,iface=e0 --shared`
+  packet   the same with `net_af_packet0` ports
+  nobuf    one loopback uroced with 64 mbufs: the sender meets no mbuf
+           (drop.tx-nobuf) and must wait (back-pressure), never drop a
+           datagram its send queue accepted
+
+Each case runs ud_flood.c twice: N datagrams of 1 KiB as fast as the send
+queue takes them to a QP with N receives posted (all N must arrive), then
+to one with N/8 posted (exactly N/8 arrive, the other 7N/8 are counted
+xport_drop.ud-no-recv by the receiving daemon). Every delivered datagram is
+checked byte for byte and must be unique. The harness waits until the
+receiving daemon accounted for all N (received as RoCE, or lost at its
+port and counted there) before it tells the program to stop polling. The
+two daemons share one run directory (uroce0 sends, uroce1 receives). Exit 0
+pass, 77 skip, else fail."""
+import argparse
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, '..', 'lib'))
+sys.path.insert(0, HERE)
+import harness  # noqa: E402  (tests/lib/harness.py)
+import link  # noqa: E402  (tests/net/link.py: hosts, daemons, counters)
+from link import Fail, Skip, sh  # noqa: E402
+
+N = 8192
+SIZE = 1024
+SEED = 22
+SETTLE = 60.0
+
+
+class UdNet(link.Net):
+    """link.Net whose hosts may hold a device other than uroce0 in a
+    shared run directory: uroce-ctl asked with -d."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.dev = {}
+
+    def ctl(self, h, args, json_out=False):
+        return super().ctl(h, ['-d', self.dev.get(h, 'uroce0')] + list(args), json_out)
+
+
+def start_pair(net, kind):
+    """uroce0 (sender) in a, uroce1 (receiver) in b, one run directory."""
+    net.host('a')
+    net.host('b')
+    net.veth('a', 'e0', 'b', 'e0', 1500, '02:00:00:93:00:01', '02:00:00:93:00:02')
+    net.run_dir['b'] = net.run_dir['a']
+    for h, i in (('a', 1), ('b', 2)):
+        dev = net.dev[h] = 'uroce%d' % (i - 1)
+        if kind == 'xdp':
+            sh(*net.nsx(h, ['ip', 'addr', 'add', '10.93.0.%d/24' % i, 'dev', 'e0']))
+            args = ['--port', 'net_af_xdp0,iface=e0', '--shared']
+        else:
+            args = ['--port', 'net_af_packet0,iface=e0', '--ip', '10.93.0.%d' % i,
+                    '--mac', '02:00:00:93:00:%02x' % i, '--mtu', '1500']
+        d = net.start(h, ['--dev', dev] + args)
+        sock = os.path.join(net.run_dir[h], dev + '.sock')
+        if not harness.wait_socket(sock, d):
+            raise Fail('%s did not start:\n%s' % (dev, net.log(h)))
+    return 'a', 'b'
+
+
+def drops(c0, c1):
+    """Every drop counter that moved: {name: delta}. xport_drop.* are the
+    device's transport discards, kept after the QP that met them is gone
+    (qps.* sum the live QPs and the retired ones' named counters)."""
+    out = {}
+    for k, v in c1.items():
+        if k.startswith(('drop.', 'link.', 'xport_drop.')):
+            d = v - c0.get(k, 0)
+            if d:
+                out[k] = d
+    return out
+
+
+NO_RECV = 'xport_drop.ud-no-recv'
+
+
+def one_run(net, a, prog, snd, rcv, devs, gidx, rq):
+    env = dict(os.environ, UROCE_RUN_DIR=net.run_dir[rcv],
+               LD_PRELOAD=(a.preload_first + ':' if a.preload_first else '') +
+               os.path.join(net.build, 'verbs', 'liburoce.so'))
+    if a.preload_first:
+        env['ASAN_OPTIONS'] = 'detect_leaks=0:symbolize=0'
+    r0 = net.counters(rcv)[0]
+    s0 = net.counters(snd)[0]
+    cmd = [prog, devs[0], devs[1], str(gidx), str(N), str(rq), str(SIZE), str(SEED)]
+    print('+', ' '.join(cmd), flush=True)
+    p = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    head = []
+    try:
+        # "sent N" once every send completed (or the program's end)
+        while True:
+            line = p.stdout.readline()
+            head.append(line)
+            print(line.rstrip(), flush=True)
+            if not line or line.startswith('sent'):
+                break
+
+        def accounted():
+            c = net.counters(rcv)[0]
+            arrived = c.get('rx_roce', 0) - r0.get('rx_roce', 0)
+            lost = sum(v for k, v in drops(r0, c).items() if k.startswith('link.'))
+            return arrived + lost >= N
+        # a loss no counter shows never settles: bounded, then judged below
+        harness.wait_until(accounted, lambda: net.daemons[rcv].poll() is None, SETTLE, 0.1)
+        try:
+            p.stdin.write('stop\n')
+            p.stdin.flush()
+        except BrokenPipeError:
+            pass  # it got every datagram it waited for and ended
+        out, _ = p.communicate(timeout=60)
+        out = ''.join(head) + out
+    finally:
+        if p.poll() is None:
+            harness.kill_group(p)
+    print(out.rstrip(), flush=True)
+    r1, s1 = net.counters(rcv)[0], net.counters(snd)[0]
+    rd, sd = drops(r0, r1), drops(s0, s1)
+    arrived = r1.get('rx_roce', 0) - r0.get('rx_roce', 0)
+    print('receiver: rx_roce %d, drops %s; sender: tx_pkts %d, drops %s' % (
+        arrived, rd, s1.get('tx_pkts', 0) - s0.get('tx_pkts', 0), sd), flush=True)
+    m = re.search(r'sent (\d+) received (\d+) dup (\d+) bad (\d+)', out)
+    if p.returncode or not m:
+        raise Fail('ud_flood (RQ %d): exit %s' % (rq, p.returncode))
+    want = min(rq, N)
+    got = int(m.group(2))
+    nr = rd.get(NO_RECV, 0)
+    # one daemon (nobuf): the sender's waits are in the receiver's counters
+    other = {k: v for k, v in rd.items()
+             if k != NO_RECV and (snd != rcv or k != 'drop.tx-nobuf')}
+    # the sender may wait for mbufs (back-pressure), the rest is loss
+    if snd != rcv:
+        other.update({'sender ' + k: v for k, v in sd.items() if k != 'drop.tx-nobuf'})
+    if got != want or nr != N - want or other:
+        raise Fail('RQ %d: %d of %d datagrams delivered (want %d), %d counted ud-no-recv '
+                   '(want %d), other drops %s' % (rq, got, N, want, nr, N - want, other))
+    return sd.get('drop.tx-nobuf', 0)
+
+
+def case(net, a):
+    if not os.path.exists(a.prog):
+        raise Skip('ud_flood was not built')
+    if a.kind == 'xdp' and not os.path.exists(os.path.join(net.build, 'emu', 'uroce_xdp.o')):
+        raise Skip('uroced was built without its XDP program (clang, libbpf-dev)')
+    if a.kind == 'nobuf':
+        # both QPs on the one device: the frames leave and come back
+        # through its ring port
+        net.start('lo', ['--mbufs', '64'])
+        snd, rcv, devs = 'lo', 'lo', ('uroce0', 'uroce0')
+    else:
+        snd, rcv = start_pair(net, a.kind)
+        devs = ('uroce0', 'uroce1')
+    waits = 0
+    for rq in (N, N // 8):
+        waits += one_run(net, a, a.prog, snd, rcv, devs, 1, rq)
+    if a.kind == 'nobuf' and not waits:
+        raise Fail('64 mbufs and the sender never met drop.tx-nobuf: the case tests nothing')
+    net.stop_all()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--build', required=True)
+    ap.add_argument('--prog', required=True)
+    ap.add_argument('--preload-first', default='')
+    ap.add_argument('kind', choices=['xdp', 'packet', 'nobuf'])
+    a = ap.parse_args()
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda *_: sys.exit(1))
+    if os.geteuid() != 0:
+        return harness.skip('needs root (network namespaces, AF_PACKET/AF_XDP)')
+    link.stale_cleanup()
+    net = UdNet('ud' + a.kind, os.path.abspath(a.build))
+    t0 = time.monotonic()
+    try:
+        case(net, a)
+    except Skip as e:
+        return harness.skip(str(e))
+    except Fail as e:
+        for k in net.logs:
+            print('--- uroced %s ---\n%s' % (k, net.log(k)[-3000:]))
+        return harness.fail(str(e))
+    finally:
+        net.down()
+    print('ok (%.1f s)' % (time.monotonic() - t0))
+    return harness.PASS
+
+
+if __name__ == '__main__':
+    sys.exit(main())
