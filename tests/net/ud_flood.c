@@ -8,12 +8,13 @@
  * from it and the seed: each delivered one is checked byte for byte and
  * seen at most once.
  *
- *   ud_flood SRC DST GIDX N RQ SIZE SEED
+ *   ud_flood SRC DST GIDX N RQ SIZE SEED [SQ]
  *
- * Once every send has completed, the receiver is polled until RQ (or N)
- * datagrams arrived or a line (or EOF) comes on stdin: the harness says
- * when the receiving daemon has accounted for all N (received or counted
- * lost), so no clock decides. Prints "sent N received R dup D bad B" and
+ * SQ (128 by default) sends are kept posted: a deep send queue lets the
+ * daemon put that many datagrams on the wire (or its self ring) at once.
+ * Once every send has completed, the receiver is polled until a line (or
+ * EOF) comes on stdin: the harness says when the receiving daemon has
+ * accounted for all N (received or counted lost), so no clock decides. Prints "sent N received R dup D bad B" and
  * exits 0 when the datagrams delivered are all intact and unique (the
  * count is the harness's verdict), 1 on a verbs error or a bad datagram. */
 #include <endian.h>
@@ -26,8 +27,9 @@
 #include <unistd.h>
 
 #define QKEY 0x11110022u
-#define SQ_DEPTH 128
 #define GRH 40
+
+static unsigned sq_depth = 128; /* the send queue: argv[8] */
 
 struct end {
 	struct ibv_context *ctx;
@@ -81,7 +83,7 @@ static int setup(struct end *e, const char *dev, size_t bytes, unsigned rq, unsi
 	}
 	ia.qp_type = IBV_QPT_UD;
 	ia.send_cq = ia.recv_cq = e->cq;
-	ia.cap.max_send_wr = SQ_DEPTH;
+	ia.cap.max_send_wr = sq_depth;
 	ia.cap.max_recv_wr = rq ? rq : 1;
 	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
 	e->qp = ibv_create_qp(e->pd, &ia);
@@ -152,7 +154,7 @@ static int flood(struct end *s, struct end *r, struct ibv_ah *ah, unsigned n, un
 	struct ibv_wc wc[64];
 
 	while (done < n) {
-		while (posted < n && posted - done < SQ_DEPTH) {
+		while (posted < n && posted - done < sq_depth) {
 			uint8_t *p = s->buf + (size_t)posted * size;
 			uint32_t seq = htole32(posted);
 			struct ibv_sge sg = { (uintptr_t)p, size, s->mr->lkey };
@@ -196,15 +198,16 @@ static int flood(struct end *s, struct end *r, struct ibv_ah *ah, unsigned n, un
 
 int main(int argc, char **argv)
 {
-	if (argc != 8) {
-		fprintf(stderr, "usage: ud_flood SRC DST GIDX N RQ SIZE SEED\n");
+	if (argc != 8 && argc != 9) {
+		fprintf(stderr, "usage: ud_flood SRC DST GIDX N RQ SIZE SEED [SQ]\n");
 		return 2;
 	}
 	int gidx = atoi(argv[3]);
 	unsigned n = (unsigned)strtoul(argv[4], NULL, 0), rq = (unsigned)strtoul(argv[5], NULL, 0);
 	unsigned size = (unsigned)strtoul(argv[6], NULL, 0);
 	uint64_t seed = strtoull(argv[7], NULL, 0);
-	unsigned want = rq < n ? rq : n;
+	if (argc == 9)
+		sq_depth = (unsigned)strtoul(argv[8], NULL, 0);
 	struct end s = { 0 }, r = { 0 };
 	struct tally t = { 0 };
 	union ibv_gid dgid;
@@ -215,7 +218,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	t.seen = calloc(n, 1);
-	if (!t.seen || setup(&s, argv[1], (size_t)n * size, 0, SQ_DEPTH) ||
+	if (!t.seen || setup(&s, argv[1], (size_t)n * size, 0, sq_depth + 1) ||
 	    setup(&r, argv[2], (size_t)(rq ? rq : 1) * (GRH + size), rq, n + 1))
 		return 1;
 	for (unsigned i = 0; i < rq; i++) {
@@ -247,10 +250,11 @@ int main(int argc, char **argv)
 		return 1;
 	printf("sent %u\n", n);
 	fflush(stdout);
-	/* until every expected datagram came, or the harness says the rest
-	 * was accounted for by the receiving daemon */
+	/* until the harness says the receiving daemon accounted for all N:
+	 * the QP stays until then (destroyed earlier, the datagrams still on
+	 * their way would be dropped for want of it, drop.unknown-qp) */
 	struct pollfd pf = { .fd = 0, .events = POLLIN };
-	while (t.got < want) {
+	for (;;) {
 		int k = ibv_poll_cq(r.cq, 64, wc);
 
 		if (k < 0 || drain_recv(&r, size, n, seed, &t, wc, k))

@@ -13,6 +13,10 @@ CASE
   nobuf    one loopback uroced with 64 mbufs: the sender meets no mbuf
            (drop.tx-nobuf) and must wait (back-pressure), never drop a
            datagram its send queue accepted
+  self     both QPs on one af_packet port, 8192 sends kept posted: the
+           datagrams to the device's own MAC go through the port's self
+           ring (port_dpdk.c), which must hold every frame the sender can
+           have out (a real HCA's loopback loses nothing)
 
 Each case runs ud_flood.c twice: N datagrams of 1 KiB as fast as the send
 queue takes them to a QP with N receives posted (all N must arrive), then
@@ -93,7 +97,7 @@ def drops(c0, c1):
 NO_RECV = 'xport_drop.ud-no-recv'
 
 
-def one_run(net, a, prog, snd, rcv, devs, gidx, rq):
+def one_run(net, a, prog, snd, rcv, devs, gidx, rq, sq=128):
     env = dict(os.environ, UROCE_RUN_DIR=net.run_dir[rcv],
                LD_PRELOAD=(a.preload_first + ':' if a.preload_first else '') +
                os.path.join(net.build, 'verbs', 'liburoce.so'))
@@ -101,7 +105,7 @@ def one_run(net, a, prog, snd, rcv, devs, gidx, rq):
         env['ASAN_OPTIONS'] = 'detect_leaks=0:symbolize=0'
     r0 = net.counters(rcv)[0]
     s0 = net.counters(snd)[0]
-    cmd = [prog, devs[0], devs[1], str(gidx), str(N), str(rq), str(SIZE), str(SEED)]
+    cmd = [prog, devs[0], devs[1], str(gidx), str(N), str(rq), str(SIZE), str(SEED), str(sq)]
     print('+', ' '.join(cmd), flush=True)
     p = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, start_new_session=True)
@@ -161,17 +165,25 @@ def case(net, a):
         raise Skip('ud_flood was not built')
     if a.kind == 'xdp' and not os.path.exists(os.path.join(net.build, 'emu', 'uroce_xdp.o')):
         raise Skip('uroced was built without its XDP program (clang, libbpf-dev)')
+    sq = 128
     if a.kind == 'nobuf':
         # both QPs on the one device: the frames leave and come back
         # through its ring port
         net.start('lo', ['--mbufs', '64'])
         snd, rcv, devs = 'lo', 'lo', ('uroce0', 'uroce0')
+    elif a.kind == 'self':
+        net.host('s')
+        net.veth('s', 'e0', 's', 'e1', 1500, '02:00:00:93:00:01', '02:00:00:93:00:02')
+        net.start('s', ['--port', 'net_af_packet0,iface=e0', '--ip', '10.93.0.1',
+                        '--mac', '02:00:00:93:00:01', '--mtu', '1500'])
+        snd, rcv, devs = 's', 's', ('uroce0', 'uroce0')
+        sq = N
     else:
         snd, rcv = start_pair(net, a.kind)
         devs = ('uroce0', 'uroce1')
     waits = 0
     for rq in (N, N // 8):
-        waits += one_run(net, a, a.prog, snd, rcv, devs, 1, rq)
+        waits += one_run(net, a, a.prog, snd, rcv, devs, 1, rq, sq)
     if a.kind == 'nobuf' and not waits:
         raise Fail('64 mbufs and the sender never met drop.tx-nobuf: the case tests nothing')
     net.stop_all()
@@ -182,7 +194,7 @@ def main():
     ap.add_argument('--build', required=True)
     ap.add_argument('--prog', required=True)
     ap.add_argument('--preload-first', default='')
-    ap.add_argument('kind', choices=['xdp', 'packet', 'nobuf'])
+    ap.add_argument('kind', choices=['xdp', 'packet', 'nobuf', 'self'])
     a = ap.parse_args()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda *_: sys.exit(1))
