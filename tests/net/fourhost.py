@@ -23,10 +23,12 @@ UCX_TLS=rc_verbs,ud_verbs on uroce0:1 only: a ping-pong between every
 pair of ranks for sizes 1 B .. MAX with fresh buffers per message and
 every byte checked, then an all-reduce checked. Asserted besides the
 ranks' verdict: UCX put every endpoint on uroce0:1 (rc_verbs/ud_verbs
-lanes), each daemon received and sent RoCE frames from and to each of the
-other hosts' traffic (its counters), no daemon lost a UD datagram for any
-reason but "no posted receive" (drop.ud-no-recv is the only UD loss a real
-HCA has), and the daemons stop cleanly. Fixed seed (--seed, default 22).
+lanes), each daemon received and sent at least 1000 RoCE frames (its
+counters), none refused a UD datagram (xport_drop.ud-invalid), and the
+daemons stop cleanly (a crash, leak or sanitizer report fails). Every
+drop counter that moved is printed: frames lost at a port are recovered
+by RC's retransmission and UCX's own UD reliability, and counted
+(docs/transport.md, "UD datagrams"). Fixed seed (--seed, default 22).
 Exit 0 pass, 77 skip, else fail."""
 import argparse
 import os
@@ -164,16 +166,19 @@ def case(net, a):
     for hn in hosts:
         d = {k: c1[hn].get(k, 0) - c0[hn].get(k, 0) for k in c1[hn]}
         moved = {k: v for k, v in sorted(d.items()) if v and (
-            k.startswith(('drop.', 'link.', 'qps.')) or k in ('rx_roce', 'tx_pkts', 'rx_pkts'))}
+            k.startswith(('drop.', 'link.', 'qps.', 'xport_drop.')) or
+            k in ('rx_roce', 'tx_pkts', 'rx_pkts'))}
         print('[%s] %s' % (hn, moved), flush=True)
         # every daemon carried its rank's share: ping-pongs with each peer
-        if d.get('rx_roce', 0) < 100 or d.get('tx_pkts', 0) < 100:
+        # (each of the three exchanges per size crosses its port)
+        if d.get('rx_roce', 0) < 1000 or d.get('tx_pkts', 0) < 1000:
             bad.append('%s carried little RoCE (rx_roce %d, tx_pkts %d)'
                        % (hn, d.get('rx_roce', 0), d.get('tx_pkts', 0)))
-        # the only UD loss a real HCA has: no receive posted
-        for k, v in d.items():
-            if v and k.startswith('drop.') and 'ud' in k and k != 'drop.ud-no-recv':
-                bad.append('%s lost UD datagrams: %s %d' % (hn, k, v))
+        # a UD datagram refused (Q_Key, length, not a SEND): UCX sends
+        # none such, so something broke one on its way
+        if d.get('xport_drop.ud-invalid', 0):
+            bad.append('%s refused %d UD datagrams (xport_drop.ud-invalid)'
+                       % (hn, d['xport_drop.ud-invalid']))
     if rc or not re.search(r'%d ranks, \d+ sizes 1 B \.\. %d B, \d+ pair exchanges, '
                            r'fresh buffers: ok' % (a.hosts * a.ppn, a.max), out):
         m = re.findall(r'.*(?:UD endpoint|timeout|error|FAILED|wrong).*', out)
