@@ -106,6 +106,16 @@ static int setup(struct end *e, const char *dev, size_t bytes, unsigned rq, unsi
 	return 0;
 }
 
+static void teardown(struct end *e)
+{
+	ibv_destroy_qp(e->qp);
+	ibv_dereg_mr(e->mr);
+	ibv_destroy_cq(e->cq);
+	ibv_dealloc_pd(e->pd);
+	ibv_close_device(e->ctx);
+	free(e->buf);
+}
+
 struct tally {
 	unsigned got, dup, bad;
 	uint8_t *seen;
@@ -264,7 +274,8 @@ int main(int argc, char **argv)
 	}
 	printf("sent %u received %u dup %u bad %u\n", n, t.got, t.dup, t.bad);
 	ibv_destroy_ah(ah);
-	ibv_destroy_qp(s.qp);
-	ibv_destroy_qp(r.qp);
+	teardown(&s);
+	teardown(&r);
+	free(t.seen);
 	return t.dup || t.bad ? 1 : 0;
 }

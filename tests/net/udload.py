@@ -139,12 +139,16 @@ def port_lost(d):
     return sum(d.get(k, 0) for k in PORT_LOST)
 
 
+def prog_env(net, h):
+    """ud_flood is ours, built with the sanitizer runtime when there is
+    one: the shim alone is preloaded (a second runtime is refused)."""
+    return dict({k: v for k, v in os.environ.items() if k != 'LD_PRELOAD'},
+                UROCE_RUN_DIR=net.run_dir[h],
+                LD_PRELOAD=os.path.join(net.build, 'verbs', 'liburoce.so'))
+
+
 def one_run(net, a, prog, snd, rcv, devs, gidx, rq, sq=128):
-    env = dict(os.environ, UROCE_RUN_DIR=net.run_dir[rcv],
-               LD_PRELOAD=(a.preload_first + ':' if a.preload_first else '') +
-               os.path.join(net.build, 'verbs', 'liburoce.so'))
-    if a.preload_first:
-        env['ASAN_OPTIONS'] = 'detect_leaks=0:symbolize=0'
+    env = prog_env(net, rcv)
     r0 = net.counters(rcv)[0]
     s0 = net.counters(snd)[0]
     cmd = [prog, devs[0], devs[1], str(gidx), str(N), str(rq), str(SIZE), str(SEED), str(sq)]
@@ -204,11 +208,7 @@ def one_run(net, a, prog, snd, rcv, devs, gidx, rq, sq=128):
 def incast(net, a, hosts, rq):
     """Every other host floods the first one's device at once, a QP each."""
     rcv = hosts[0]
-    env = dict(os.environ, UROCE_RUN_DIR=net.run_dir[rcv],
-               LD_PRELOAD=(a.preload_first + ':' if a.preload_first else '') +
-               os.path.join(net.build, 'verbs', 'liburoce.so'))
-    if a.preload_first:
-        env['ASAN_OPTIONS'] = 'detect_leaks=0:symbolize=0'
+    env = prog_env(net, rcv)
     r0 = net.counters(rcv)[0]
     ps = []
     try:
