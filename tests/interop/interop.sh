@@ -273,12 +273,15 @@ ip netns add "$NS" 2>/dev/null || skip "cannot create a network namespace"
 PIDS=()
 PARTIAL=
 cleanup() {
-	local p
+	local p left
 	for p in "${PIDS[@]}"; do kill -TERM -- "-$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null; done
-	sleep 0.5
+	# the VM and anything else in our namespace first, without a pause:
+	# meson follows its SIGTERM with a SIGKILL 0.5 s later, and a qemu
+	# left running would hold its tap and its cores until its own timeout
+	left=$(ip netns pids "$NS" 2>/dev/null)
+	[ -n "$left" ] && kill -KILL $left 2>/dev/null
+	sleep 0.3
 	for p in "${PIDS[@]}"; do kill -KILL -- "-$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null; done
-	# anything still running in our namespace was started by this script
-	local left
 	left=$(ip netns pids "$NS" 2>/dev/null)
 	[ -n "$left" ] && kill -KILL $left 2>/dev/null
 	ip netns del "$NS" 2>/dev/null
