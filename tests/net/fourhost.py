@@ -33,7 +33,6 @@ Exit 0 pass, 77 skip, else fail."""
 import argparse
 import os
 import re
-import signal
 import stat
 import sys
 import time
@@ -186,7 +185,6 @@ def case(net, a):
     print('UCX endpoints on uroce0:1: %d' % check_lanes(out, a.hosts))
     if bad:
         raise Fail('; '.join(bad))
-    net.stop_all()
 
 
 def main():
@@ -201,26 +199,8 @@ def main():
     ap.add_argument('--ppn', type=int, default=1, help='ranks per host')
     ap.add_argument('kind', choices=['xdp', 'packet'])
     a = ap.parse_args()
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, lambda *_: sys.exit(1))
-    if os.geteuid() != 0:
-        return harness.skip('needs root (network namespaces, AF_PACKET/AF_XDP)')
-    link.stale_cleanup()
-    net = link.Net('mpi' + a.kind, os.path.abspath(a.build))
     print('seed', a.seed, flush=True)
-    t0 = time.monotonic()
-    try:
-        case(net, a)
-    except Skip as e:
-        return harness.skip(str(e))
-    except Fail as e:
-        for k in net.logs:
-            print('--- uroced %s ---\n%s' % (k, net.log(k)[-3000:]))
-        return harness.fail(str(e))
-    finally:
-        net.down()
-    print('ok (%.1f s)' % (time.monotonic() - t0))
-    return harness.PASS
+    return link.run_case(lambda: link.Net('mpi' + a.kind, os.path.abspath(a.build)), case, a)
 
 
 if __name__ == '__main__':

@@ -36,10 +36,8 @@ pass, 77 skip, else fail."""
 import argparse
 import os
 import re
-import signal
 import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', 'lib'))
@@ -66,6 +64,22 @@ class UdNet(link.Net):
         return super().ctl(h, ['-d', self.dev.get(h, 'uroce0')] + list(args), json_out)
 
 
+def start_dev(net, h, i, kind):
+    """uroce<i-1> in host h on its e0 (address 10.93.0.<i>), in the run
+    directory h was given."""
+    dev = net.dev[h] = 'uroce%d' % (i - 1)
+    if kind == 'xdp':
+        sh(*net.nsx(h, ['ip', 'addr', 'add', '10.93.0.%d/24' % i, 'dev', 'e0']))
+        args = ['--port', 'net_af_xdp0,iface=e0', '--shared']
+    else:
+        args = ['--port', 'net_af_packet0,iface=e0', '--ip', '10.93.0.%d' % i,
+                '--mac', '02:00:00:93:00:%02x' % i, '--mtu', '1500']
+    d = net.start(h, ['--dev', dev] + args)
+    # net.start waited for uroce0's socket
+    if not harness.wait_socket(os.path.join(net.run_dir[h], dev + '.sock'), d):
+        raise Fail('%s did not start:\n%s' % (dev, net.log(h)))
+
+
 def start_pair(net, kind):
     """uroce0 (sender) in a, uroce1 (receiver) in b, one run directory."""
     net.host('a')
@@ -73,17 +87,7 @@ def start_pair(net, kind):
     net.veth('a', 'e0', 'b', 'e0', 1500, '02:00:00:93:00:01', '02:00:00:93:00:02')
     net.run_dir['b'] = net.run_dir['a']
     for h, i in (('a', 1), ('b', 2)):
-        dev = net.dev[h] = 'uroce%d' % (i - 1)
-        if kind == 'xdp':
-            sh(*net.nsx(h, ['ip', 'addr', 'add', '10.93.0.%d/24' % i, 'dev', 'e0']))
-            args = ['--port', 'net_af_xdp0,iface=e0', '--shared']
-        else:
-            args = ['--port', 'net_af_packet0,iface=e0', '--ip', '10.93.0.%d' % i,
-                    '--mac', '02:00:00:93:00:%02x' % i, '--mtu', '1500']
-        d = net.start(h, ['--dev', dev] + args)
-        sock = os.path.join(net.run_dir[h], dev + '.sock')
-        if not harness.wait_socket(sock, d):
-            raise Fail('%s did not start:\n%s' % (dev, net.log(h)))
+        start_dev(net, h, i, kind)
     return 'a', 'b'
 
 
@@ -100,16 +104,7 @@ def start_bridge(net, kind, nh):
         net.veth(h, 'e0', 'br', 'p%d' % i, 1500, '02:00:00:93:00:%02x' % i, None)
         sh('ip', '-n', br, 'link', 'set', 'p%d' % i, 'master', 'br0')
         net.run_dir[h] = net.run_dir['br']
-        dev = net.dev[h] = 'uroce%d' % (i - 1)
-        if kind == 'xdp':
-            sh(*net.nsx(h, ['ip', 'addr', 'add', '10.93.0.%d/24' % i, 'dev', 'e0']))
-            args = ['--port', 'net_af_xdp0,iface=e0', '--shared']
-        else:
-            args = ['--port', 'net_af_packet0,iface=e0', '--ip', '10.93.0.%d' % i,
-                    '--mac', '02:00:00:93:00:%02x' % i, '--mtu', '1500']
-        d = net.start(h, ['--dev', dev] + args)
-        if not harness.wait_socket(os.path.join(net.run_dir[h], dev + '.sock'), d):
-            raise Fail('%s did not start:\n%s' % (dev, net.log(h)))
+        start_dev(net, h, i, kind)
         hosts.append(h)
     return hosts
 
@@ -272,7 +267,6 @@ def case(net, a):
     if a.kind.startswith('incast'):
         hosts = start_bridge(net, a.kind[6:], 4)
         incast(net, a, hosts, N)
-        net.stop_all()
         return
     if a.kind == 'nobuf':
         # both QPs on the one device: the frames leave and come back
@@ -294,7 +288,6 @@ def case(net, a):
         waits += one_run(net, a, a.prog, snd, rcv, devs, 1, rq, sq)
     if a.kind == 'nobuf' and not waits:
         raise Fail('64 mbufs and the sender never met drop.tx-nobuf: the case tests nothing')
-    net.stop_all()
 
 
 def main():
@@ -304,25 +297,7 @@ def main():
     ap.add_argument('--preload-first', default='')
     ap.add_argument('kind', choices=['xdp', 'packet', 'nobuf', 'self', 'incastxdp', 'incastpacket'])
     a = ap.parse_args()
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, lambda *_: sys.exit(1))
-    if os.geteuid() != 0:
-        return harness.skip('needs root (network namespaces, AF_PACKET/AF_XDP)')
-    link.stale_cleanup()
-    net = UdNet('ud' + a.kind, os.path.abspath(a.build))
-    t0 = time.monotonic()
-    try:
-        case(net, a)
-    except Skip as e:
-        return harness.skip(str(e))
-    except Fail as e:
-        for k in net.logs:
-            print('--- uroced %s ---\n%s' % (k, net.log(k)[-3000:]))
-        return harness.fail(str(e))
-    finally:
-        net.down()
-    print('ok (%.1f s)' % (time.monotonic() - t0))
-    return harness.PASS
+    return link.run_case(lambda: UdNet('ud' + a.kind, os.path.abspath(a.build)), case, a)
 
 
 if __name__ == '__main__':
