@@ -14,9 +14,10 @@
  * daemon put that many datagrams on the wire (or its self ring) at once.
  * Once every send has completed, the receiver is polled until a line (or
  * EOF) comes on stdin: the harness says when the receiving daemon has
- * accounted for all N (received or counted lost), so no clock decides. Prints "sent N received R dup D bad B" and
- * exits 0 when the datagrams delivered are all intact and unique (the
- * count is the harness's verdict), 1 on a verbs error or a bad datagram. */
+ * accounted for all N (received or counted lost), so no clock decides.
+ * Prints "sent N received R dup D bad B" and exits 0 when the datagrams
+ * delivered are all intact and unique (the count is the harness's
+ * verdict), 1 on a verbs error or a bad datagram. */
 #include <endian.h>
 #include <infiniband/verbs.h>
 #include <poll.h>
