@@ -134,9 +134,8 @@ static void emu_dpdk_tx_send(struct emu_dev *d, struct emu_txbuf *b, uint32_t le
  * through the same receive path as a frame from the wire: what the
  * kernel's rxe_loopback does with a local frame (rxe_rcv), and what an
  * HCA's internal loopback does. One path for local and remote peers
- * (rdma_cm between two ids of this device included, docs/cm.md). The ring
- * holds every frame the pools can (emu_port_init): a full one would be a
- * bug, still counted (tx-nobuf) rather than leaked. */
+ * (rdma_cm between two ids of this device included, docs/cm.md). A full
+ * ring drops the frame as a congested wire would (counted: tx-nobuf). */
 static bool emu_dpdk_to_self(struct emu_dev *d, struct emu_port *p, struct rte_mbuf *m)
 {
 	if (!p->self || memcmp(rte_pktmbuf_mtod(m, const uint8_t *), d->mac, 6))
