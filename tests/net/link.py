@@ -399,15 +399,23 @@ def main():
     ap.add_argument('--seed', type=int, default=None)
     ap.add_argument('case', choices=sorted(CASES))
     a = ap.parse_args()
+    return run_case(lambda: Net(a.case, os.path.abspath(a.build)), CASES[a.case], a)
+
+
+def run_case(make_net, case, a):
+    """The verdict of case(net, a) on a fresh Net (also tests/net's
+    fourhost.py, udload.py): skip without root, stale namespaces removed
+    first, every daemon stopped and judged, everything removed after; the
+    daemons' logs printed on a failure."""
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda *_: sys.exit(1))
     if os.geteuid() != 0:
         return harness.skip('needs root (network namespaces, AF_PACKET/AF_XDP)')
     stale_cleanup()
-    net = Net(a.case, os.path.abspath(a.build))
+    net = make_net()
     t0 = time.monotonic()
     try:
-        CASES[a.case](net, a)
+        case(net, a)
         net.stop_all()
     except Skip as e:
         return harness.skip(str(e))
