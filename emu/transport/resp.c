@@ -950,8 +950,8 @@ static enum emu_resp_state resp_chk_resource(struct resp_ctx *c)
 	    (!c->qp->attr.max_dest_rd_atomic || !c->qp->x->res))
 		/* No responder resources at all (max_dest_rd_atomic 0): IBTA
 		 * 9.7.5.1.2 / rxe: NAK invalid request. A requester over a
-		 * non-zero limit cannot be told from a fast one here (see
-		 * docs/transport.md); it recycles the oldest. */
+		 * non-zero limit is told from a fast one only when every
+		 * resource still sends (below). */
 		return resp_fail(c, EMU_RESP_ERR_TOO_MANY_RDMA_ATM_REQ, 0, IBV_EVENT_QP_REQ_ERR, 0);
 	if ((c->cls == WIRE_OPC_READ || c->cls == WIRE_OPC_ATOMIC || c->cls == WIRE_OPC_FLUSH ||
 	     c->pkt->bth.opcode == WIRE_OP_RC_ATOMIC_WRITE) &&
