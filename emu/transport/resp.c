@@ -85,7 +85,8 @@ static bool resp_ack_held(struct emu_qp *qp, uint8_t syn, uint32_t psn)
 {
 	struct emu_xport_qp *x = qp->x;
 
-	if (!x->rd_pend || (wire_aeth_type(syn) == WIRE_AETH_NAK &&
+	if (!x->rd_pend || qp->attr.qp_state == IBV_QPS_ERR ||
+	    (wire_aeth_type(syn) == WIRE_AETH_NAK &&
 			    syn != wire_aeth_nak(WIRE_NAK_PSN_SEQ_ERR)))
 		return false;
 	if (!x->ack_pending || wire_aeth_type(x->ack_syndrome) == WIRE_AETH_ACK ||
@@ -138,7 +139,7 @@ void xp_resp_send_ack(struct emu_qp *qp)
 	struct emu_xport_qp *x = qp->x;
 
 	/* behind responses still to send: resp_pump sends it after them */
-	if (!x->ack_pending || x->rd_pend)
+	if (!x->ack_pending || (x->rd_pend && qp->attr.qp_state != IBV_QPS_ERR))
 		return;
 	x->ack_pending = 0;
 	/* after a failed deferred write only its NAK is left to send */

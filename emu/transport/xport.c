@@ -355,7 +355,12 @@ void emu_xport_poll(struct emu_dev *d, uint64_t now_ns)
 		struct emu_qp *qp = XQP(x);
 
 		next = x->act_next;
-		if (x->rd_pend && room && xp_resp_poll(qp, room))
+		/* a QP gone to ERR sends no more responses (xp_qp_error is
+		 * below the responder: its pending ones are dropped here, at
+		 * the first turn after) */
+		if (x->rd_pend && qp->attr.qp_state == IBV_QPS_ERR)
+			xp_resp_release(qp);
+		else if (x->rd_pend && room && xp_resp_poll(qp, room))
 			any = true;
 		/* a coalesced ACK is due at the first poll after its burst */
 		if (x->ack_pending) {
