@@ -391,7 +391,8 @@ uint64_t emu_xport_next_deadline(struct emu_dev *d)
 	uint64_t t = UINT64_MAX;
 
 	for (x = d->x->act; x; x = x->act_next) {
-		if (x->ack_pending)
+		/* (an ACK held behind READ responses goes with them) */
+		if (x->ack_pending && !x->rd_pend)
 			t = 0;
 		if (x->retrans_at && x->retrans_at < t)
 			t = x->retrans_at;
