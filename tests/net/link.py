@@ -21,8 +21,9 @@ CASE
   read      the READ responder paced by transmit room: the loopback
             daemon with 511 mbufs answers one 256 MiB READ (65536
             responses at MTU 4096, 128 times its pool): every byte
-            checked (bigread), drop.tx-nobuf and qps.tx-nobuf 0, no
-            retransmission, timeout or probe
+            checked (bigread), drop.tx-nobuf and qps.tx-nobuf 0
+            (retransmissions and timeouts printed: a descheduled
+            daemon makes them too)
 
 Hosts are network namespaces named ulk-CASE-PID-HOST, removed on the way
 out (also on failure, timeout or a signal); stale ones of dead runs are
@@ -415,8 +416,13 @@ def case_read(net, a):
     print('[lo] ' + ', '.join('%s %d' % kv for kv in bad.items()), flush=True)
     if 'qps.tx-nobuf' not in c or 'qps.retransmits' not in c:
         raise Fail('lo: uroce-ctl counters shows no qps.tx-nobuf / qps.retransmits')
-    if any(bad.values()):
-        raise Fail('lo: the READ responder ran out of mbufs or lost responses: %s' % bad)
+    # the verdict is the mbufs: a responder that outruns them loses
+    # responses (128 here before). Retransmissions and timeouts are
+    # printed, not judged: a daemon off its core for longer than the
+    # requester's 67 ms timer also makes them (docs/performance.md, "READ
+    # of any size"), with any responder
+    if bad['drop.tx-nobuf'] or bad['qps.tx-nobuf']:
+        raise Fail('lo: the READ responder ran out of mbufs: %s' % bad)
     net.stop('lo')
 
 
