@@ -42,6 +42,10 @@ struct emu_port_ops {
 	/* optional: a buffer of at least EMU_TX_SMALL bytes (ACKs, small
 	 * messages, the headers of a zero-copy frame); 0 or -ENOBUFS */
 	int (*tx_alloc_small)(struct emu_dev *d, struct emu_txbuf *b);
+	/* optional: frames the port can take now without running out of
+	 * buffers, less a reserve of its own for ACKs, NAKs and requests
+	 * (emu_tx_room); none: as many as asked */
+	uint32_t (*tx_room)(struct emu_dev *d);
 };
 #define EMU_TX_SMALL 256u
 

@@ -96,6 +96,19 @@ static int emu_dpdk_tx_alloc_small(struct emu_dev *d, struct emu_txbuf *b)
 	return emu_dpdk_txbuf(b, emu_dpdk_mbuf(p->sm_mp, p->sm_free, &p->nsm_free));
 }
 
+/* READ responses wait for room (emu_tx_room): the pool's free mbufs, an
+ * eighth of it kept for what cannot wait (ACKs, NAKs, CNPs, requests). On
+ * ring ports the frames queued to the peer (or to ourselves) hold theirs
+ * until received, so this is also the receiver's backlog. */
+static uint32_t emu_dpdk_tx_room(struct emu_dev *d)
+{
+	struct emu_port *p = d->port_priv;
+	uint32_t keep = p->mp->size / 8;
+	uint32_t avail = rte_mempool_avail_count(p->mp) + p->nfree;
+
+	return avail > keep ? avail - keep : 0;
+}
+
 static void emu_dpdk_tx_flush(struct emu_dev *d)
 {
 	struct emu_port *p = d->port_priv;
@@ -214,6 +227,7 @@ static const struct emu_port_ops emu_dpdk_ops = {
 	.tx_flush = emu_dpdk_tx_flush,
 	.tx_send_ext = emu_dpdk_tx_send_ext,
 	.tx_alloc_small = emu_dpdk_tx_alloc_small,
+	.tx_room = emu_dpdk_tx_room,
 };
 
 /* A zero-copy frame (emu_dpdk_tx_send_ext) delivered from its three

@@ -43,6 +43,18 @@ static inline bool emu_tx_congested(struct emu_dev *d)
 	d->cnt.tx_stalls++;
 	return true;
 }
+/* Frames a sender that can wait for room may queue now: READ responses
+ * (transport/resp.c) go out only as far as the port has buffers for them
+ * (its tx_room) and the TX backlog stays below EMU_TX_BACKLOG_STALL, and
+ * resume when room comes back, instead of failing to allocate (a lost
+ * response costs the requester a timeout). */
+static inline uint32_t emu_tx_room(struct emu_dev *d)
+{
+	uint32_t r = d->ops && d->ops->tx_room ? d->ops->tx_room(d) : UINT32_MAX;
+	uint32_t b = d->tx_backlog < EMU_TX_BACKLOG_STALL ? EMU_TX_BACKLOG_STALL - d->tx_backlog : 0;
+
+	return r < b ? r : b;
+}
 /* Send a complete frame by copy (ARP, ICMP, tests). 0 or -ENOBUFS. */
 int emu_tx_frame(struct emu_dev *d, const uint8_t *frame, uint32_t len);
 

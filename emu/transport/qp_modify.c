@@ -378,6 +378,7 @@ static void modify_xport(struct emu_qp *qp, const struct ibv_qp_attr *attr, int 
 	if (mask & IBV_QP_RQ_PSN)
 		x->epsn = qp->attr.rq_psn;
 	if (res) {
+		xp_resp_release(qp);
 		free(x->res);
 		x->res = res;
 		x->res_n = attr->max_dest_rd_atomic ? attr->max_dest_rd_atomic : 1;

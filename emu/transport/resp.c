@@ -75,10 +75,36 @@ static void resp_unsettled(struct emu_qp *qp)
 	qp->x->wr_unsettled = 1;
 }
 
+/* A QP's responses leave in PSN order (IBTA 9.7.5.2): while READ or
+ * atomic responses of earlier requests wait for transmit room (rd_pend),
+ * an ACK, RNR NAK or sequence NAK for a later PSN waits behind them in
+ * the pending-ACK slot (a NAK is not replaced by an ACK); it goes when
+ * they are all sent (resp_pump). A fatal NAK goes at once: the QP is
+ * going to ERR and its pending responses with it. */
+static bool resp_ack_held(struct emu_qp *qp, uint8_t syn, uint32_t psn)
+{
+	struct emu_xport_qp *x = qp->x;
+
+	if (!x->rd_pend || qp->attr.qp_state == IBV_QPS_ERR ||
+	    (wire_aeth_type(syn) == WIRE_AETH_NAK &&
+			    syn != wire_aeth_nak(WIRE_NAK_PSN_SEQ_ERR)))
+		return false;
+	if (!x->ack_pending || wire_aeth_type(x->ack_syndrome) == WIRE_AETH_ACK ||
+	    wire_aeth_type(syn) != WIRE_AETH_ACK) {
+		x->ack_pending = 1;
+		x->ack_psn = psn;
+		x->ack_syndrome = syn;
+	}
+	xp_act_add(qp);
+	return true;
+}
+
 static void resp_ack_tx(struct emu_qp *qp, uint8_t syn, uint32_t psn)
 {
 	struct wire_pkt d;
 
+	if (resp_ack_held(qp, syn, psn))
+		return;
 	/* a pending coalesced ACK goes out before a NAK for a later PSN */
 	if (qp->x->ack_pending && wire_aeth_type(syn) != WIRE_AETH_ACK)
 		xp_resp_send_ack(qp);
@@ -98,6 +124,10 @@ static void resp_ack_later(struct emu_qp *qp, uint32_t psn)
 {
 	struct emu_xport_qp *x = qp->x;
 
+	/* a NAK held behind READ responses stays, unless this is past it */
+	if (x->ack_pending && wire_aeth_type(x->ack_syndrome) != WIRE_AETH_ACK &&
+	    !wire_psn_before(x->ack_psn, psn))
+		return;
 	x->ack_pending = 1;
 	x->ack_psn = psn;
 	x->ack_syndrome = wire_aeth_ack(WIRE_AETH_CREDITS_INVALID);
@@ -108,7 +138,8 @@ void xp_resp_send_ack(struct emu_qp *qp)
 {
 	struct emu_xport_qp *x = qp->x;
 
-	if (!x->ack_pending)
+	/* behind responses still to send: resp_pump sends it after them */
+	if (!x->ack_pending || (x->rd_pend && qp->attr.qp_state != IBV_QPS_ERR))
 		return;
 	x->ack_pending = 0;
 	/* after a failed deferred write only its NAK is left to send */
@@ -249,58 +280,230 @@ static bool resp_read_chunk(struct emu_qp *qp, struct emu_mr *mr, uint64_t proc,
 	return !rc;
 }
 
-/* READ responses for [va, va+len) starting at psn: proc of mr (NULL when
- * len is 0). */
-static void resp_read_reply(struct emu_qp *qp, struct emu_mr *mr, uint64_t proc,
-			    uint32_t len, uint32_t psn)
+/* READ and atomic responses are paced by transmit room (docs/transport.md,
+ * "READ responses paced by transmit room"), as an HCA's responder walks
+ * its outstanding READ queue: each responder resource keeps how far its
+ * responses went (struct emu_xport_res: pend, rpsn, sent) and sends only
+ * what the port has buffers for (emu_tx_room), at most RESP_BATCH per
+ * turn; the rest goes from emu_xport_poll (xp_resp_poll), the room shared
+ * between the QPs that wait. Oldest request first, and anything later of
+ * the QP (ACKs, NAKs: resp_ack_held) behind it. */
+#define RESP_BATCH 256u
+
+static void resp_res_arm(struct emu_qp *qp, struct emu_xport_res *r, uint32_t psn)
+{
+	struct emu_xport_qp *x = qp->x;
+
+	r->rpsn = psn;
+	r->sent = 0;
+	if (r->pend)
+		return;
+	r->pend = 1;
+	if (!x->rd_pend++)
+		qp->dev->x->resp_npend++;
+	xp_act_add(qp);
+}
+
+static void resp_res_done(struct emu_qp *qp, struct emu_xport_res *r)
+{
+	r->pend = 0;
+	if (!--qp->x->rd_pend)
+		qp->dev->x->resp_npend--;
+}
+
+void xp_resp_release(struct emu_qp *qp)
+{
+	struct emu_xport_qp *x = qp->x;
+
+	for (uint32_t i = 0; x->res && i < x->res_n; i++)
+		x->res[i].pend = 0;
+	if (x->rd_pend && qp->dev)
+		qp->dev->x->resp_npend--;
+	x->rd_pend = 0;
+}
+
+/* The oldest resource with responses to send: the one whose request is
+ * farthest behind the expected PSN (a duplicate asking again for an old
+ * one goes before newer ones). */
+static struct emu_xport_res *resp_res_head(struct emu_qp *qp)
+{
+	struct emu_xport_qp *x = qp->x;
+	struct emu_xport_res *h = NULL;
+	uint32_t best = 0;
+
+	for (uint32_t i = 0; x->rd_pend && i < x->res_n; i++) {
+		struct emu_xport_res *r = &x->res[i];
+		uint32_t age = wire_psn_dist(r->first_psn, x->epsn);
+
+		if (r->pend && (!h || age > best)) {
+			h = r;
+			best = age;
+		}
+	}
+	return h;
+}
+
+/* A READ's memory cannot be read any more (deregistered, its window
+ * invalidated, the pages gone): NAK remote access error at the next
+ * response, as an HCA whose translation fails; the QP goes to ERR. */
+static int resp_read_fail(struct emu_qp *qp, struct emu_xport_res *r)
+{
+	uint32_t psn = wire_psn_add(r->rpsn, r->sent);
+
+	xp_resp_release(qp);
+	qp->x->cnt.naks_sent++;
+	resp_ack(qp, wire_aeth_nak(WIRE_NAK_REM_ACCESS_ERR), psn);
+	xp_qp_error(qp, IBV_EVENT_QP_ACCESS_ERR);
+	return -EACCES;
+}
+
+/* Up to max more READ responses of r (READ Response Only of no payload
+ * for ATOMIC WRITE and FLUSH): the number sent, or <0 when the QP failed.
+ * The key is checked again for the range about to be read. */
+static int resp_read_send(struct emu_qp *qp, struct emu_xport_res *r, uint32_t max)
 {
 	uint32_t mtu = xp_mtu(qp);
-	uint32_t n = len ? (len + mtu - 1) / mtu : 1, i;
+	/* the response message: from packet k of the request to its end */
+	uint64_t k = wire_psn_dist(r->first_psn, r->rpsn), rva = r->va + k * mtu;
+	uint32_t rlen = r->len > k * mtu ? (uint32_t)(r->len - k * mtu) : 0;
+	uint32_t n = rlen ? (uint32_t)(((uint64_t)rlen + mtu - 1) / mtu) : 1, i;
+	uint32_t end = n - r->sent > max ? r->sent + max : n;
+	uint64_t off = (uint64_t)r->sent * mtu, stop = (uint64_t)end * mtu, base = 0, chunk = 0;
 	struct xp_txf fr[RESP_CHUNK];
+	struct emu_mr *mr = NULL;
 	unsigned nf = 0;
-	uint64_t chunk = proc;
 
-	if (!resp_settle(qp))
-		return;
-	for (i = 0; i < n; i++) {
-		struct wire_pkt d;
-		uint32_t off = i * mtu;
-		uint32_t l = len - off < mtu ? len - off : mtu;
+	if (stop > rlen)
+		stop = rlen;
+	if (stop > off) {
+		struct emu_ctx *owner = NULL;
+		int err = 0;
+
+		mr = emu_mr_check_rkey(qp, r->rkey, rva + off, (uint32_t)(stop - off),
+				       IBV_ACCESS_REMOTE_READ, &base, &owner, &err);
+		if (!mr || mr->gen > r->epoch)
+			return resp_read_fail(qp, r);
+		base -= off; /* proc of the response message's byte 0 */
+	}
+	for (i = r->sent; i < end; i++) {
 		static const uint8_t ops[XP_POS_N] = {
 			[XP_POS_MIDDLE] = WIRE_OP_RC_READ_RESP_MIDDLE,
 			[XP_POS_FIRST] = WIRE_OP_RC_READ_RESP_FIRST,
 			[XP_POS_LAST] = WIRE_OP_RC_READ_RESP_LAST,
 			[XP_POS_ONLY] = WIRE_OP_RC_READ_RESP_ONLY,
 		};
-		uint8_t op = ops[xp_pos(i, n)];
+		uint64_t o = (uint64_t)i * mtu;
+		struct wire_pkt d;
 
-		resp_pkt_init(qp, &d, op, wire_psn_add(psn, i),
+		resp_pkt_init(qp, &d, ops[xp_pos(i, n)], wire_psn_add(r->rpsn, i),
 			      wire_aeth_ack(WIRE_AETH_CREDITS_INVALID));
-		d.payload_len = l;
+		d.aeth.msn = r->msn & WIRE_PSN_MASK;
+		d.payload_len = (uint32_t)(rlen - o < mtu ? rlen - o : mtu);
 		if (xp_tx_begin(qp, &qp->x->path, &d, &fr[nf]))
-			break; /* the requester times out and asks again */
+			break; /* resumed from here when there is room again */
 		if (mr)
-			(void)xp_txf_zc(qp, &fr[nf], mr, proc + off);
+			(void)xp_txf_zc(qp, &fr[nf], mr, base + o);
 		if (!nf)
-			chunk = proc + off;
+			chunk = base + o;
 		if (++nf == RESP_CHUNK) {
 			if (!resp_read_chunk(qp, mr, chunk, fr, nf))
-				return;
+				return resp_read_fail(qp, r);
 			nf = 0;
 		}
 	}
-	(void)resp_read_chunk(qp, mr, chunk, fr, nf);
+	if (!resp_read_chunk(qp, mr, chunk, fr, nf))
+		return resp_read_fail(qp, r);
+	max = i - r->sent;
+	r->sent = i;
+	if (i == n)
+		resp_res_done(qp, r);
+	return (int)max;
 }
 
-static void resp_atomic_ack(struct emu_qp *qp, uint32_t psn, uint64_t orig)
+static int resp_atomic_ack(struct emu_qp *qp, uint32_t psn, uint64_t orig, uint32_t msn)
 {
 	struct wire_pkt d;
 
-	if (!resp_settle(qp))
-		return;
 	resp_pkt_init(qp, &d, WIRE_OP_RC_ATOMIC_ACK, psn, wire_aeth_ack(WIRE_AETH_CREDITS_INVALID));
+	d.aeth.msn = msn & WIRE_PSN_MASK;
 	d.atomicacketh.orig = orig;
-	xp_tx(qp, &qp->x->path, &d, NULL, NULL, NULL);
+	return xp_tx(qp, &qp->x->path, &d, NULL, NULL, NULL);
+}
+
+static int resp_res_send(struct emu_qp *qp, struct emu_xport_res *r, uint32_t max)
+{
+	if (r->kind != EMU_RES_ATOMIC)
+		return resp_read_send(qp, r, max);
+	if (resp_atomic_ack(qp, r->rpsn, r->orig, r->msn))
+		return 0;
+	r->sent = 1;
+	resp_res_done(qp, r);
+	return 1;
+}
+
+/* Send what the QP's responder resources owe, oldest first, at most max
+ * packets (fewer when the port's buffers run out); then the ACK or NAK
+ * held behind them. The packets sent. */
+static uint32_t resp_pump(struct emu_qp *qp, uint32_t max)
+{
+	struct emu_xport_qp *x = qp->x;
+	struct emu_xport_res *r;
+	uint32_t done = 0;
+	int n;
+
+	/* a response acknowledges every request before it: their deferred
+	 * writes land first */
+	if (!resp_settle(qp))
+		return 0;
+	while (done < max && (r = resp_res_head(qp))) {
+		/* an ACK held for an earlier PSN is implied by this response
+		 * (its AETH acknowledges everything before); a NAK goes first */
+		if (x->ack_pending && wire_psn_before(x->ack_psn, r->rpsn)) {
+			x->ack_pending = 0;
+			if (wire_aeth_type(x->ack_syndrome) != WIRE_AETH_ACK)
+				resp_ack_tx(qp, x->ack_syndrome, x->ack_psn);
+		}
+		n = resp_res_send(qp, r, max - done);
+		if (n < 0)
+			return done;
+		done += (uint32_t)n;
+		if (r->pend)
+			break; /* out of room: the rest at a later turn */
+	}
+	if (!x->rd_pend && x->ack_pending)
+		xp_resp_send_ack(qp);
+	return done;
+}
+
+/* This turn's share of the port's room for one QP: what is there, split
+ * between the QPs that wait for it (round robin: each gets its share every
+ * turn), at most RESP_BATCH. */
+static uint32_t resp_share(struct emu_dev *d, uint32_t room)
+{
+	uint32_t n = d->x->resp_npend ? d->x->resp_npend : 1;
+	uint32_t s = room / n;
+
+	if (!s && room)
+		s = 1;
+	return s < RESP_BATCH ? s : RESP_BATCH;
+}
+
+/* A resource armed in the RX path: its first responses go now if it is
+ * the QP's oldest and the port has room (a small READ is answered in the
+ * same turn), else they wait their turn in xp_resp_poll. */
+static void resp_emit(struct emu_qp *qp)
+{
+	uint32_t room = emu_tx_room(qp->dev);
+
+	if (room)
+		(void)resp_pump(qp, resp_share(qp->dev, room));
+}
+
+uint32_t xp_resp_poll(struct emu_qp *qp, uint32_t room)
+{
+	if (!qp->x->rd_pend || !room)
+		return 0;
+	return resp_pump(qp, resp_share(qp->dev, room));
 }
 
 static struct emu_xport_res *resp_res_new(struct emu_qp *qp)
@@ -308,10 +511,9 @@ static struct emu_xport_res *resp_res_new(struct emu_qp *qp)
 	struct emu_xport_qp *x = qp->x;
 	struct emu_xport_res *r;
 
-	if (!x->res_n)
-		return NULL;
 	/* The oldest resource is recycled: a requester honouring
-	 * max_dest_rd_atomic never needs more. */
+	 * max_dest_rd_atomic never needs more, and resp_chk_resource refused
+	 * the request if that one still has responses to send. */
 	r = &x->res[x->res_next++ % x->res_n];
 	memset(r, 0, sizeof(*r));
 	return r;
@@ -355,25 +557,32 @@ static void resp_duplicate(struct emu_qp *qp, const struct wire_pkt *pkt)
 				   EMU_RES_READ);
 	if (!r || (cls != WIRE_OPC_READ && r->first_psn != psn))
 		return;
-	if (zero) {
-		resp_read_reply(qp, NULL, 0, 0, psn);
-	} else if (cls == WIRE_OPC_ATOMIC) {
-		resp_atomic_ack(qp, psn, r->orig);
-	} else if (cls == WIRE_OPC_READ) {
+	if (cls == WIRE_OPC_READ) {
 		uint64_t proc = 0, off = pkt->reth.va - r->va;
 		struct emu_ctx *owner = NULL;
-		struct emu_mr *mr = NULL;
 		int err;
 
-		/* a re-issued READ may start inside the original one */
-		if (pkt->reth.va < r->va || off + pkt->reth.dma_len > r->len)
+		/* a re-issued READ may start inside the original one, at the
+		 * packet its PSN names (as requesters re-issue, comp.c's
+		 * req_send_rd_atomic and rxe's), and goes to its end */
+		if (pkt->reth.va < r->va ||
+		    off != (uint64_t)wire_psn_dist(r->first_psn, psn) * xp_mtu(qp) ||
+		    off + pkt->reth.dma_len != r->len)
 			return;
 		if (pkt->reth.dma_len &&
-		    !(mr = emu_mr_check_rkey(qp, pkt->reth.rkey, pkt->reth.va, pkt->reth.dma_len,
-					     IBV_ACCESS_REMOTE_READ, &proc, &owner, &err)))
+		    !emu_mr_check_rkey(qp, pkt->reth.rkey, pkt->reth.va, pkt->reth.dma_len,
+				       IBV_ACCESS_REMOTE_READ, &proc, &owner, &err))
 			return;
-		resp_read_reply(qp, mr, proc, pkt->reth.dma_len, psn);
+		/* IBTA 9.9.1.1: answered again from the PSN asked for, as a
+		 * response message of its own, paced as the original: this
+		 * replaces where a resource still sending stood */
+		r->rkey = pkt->reth.rkey;
+		r->epoch = qp->dev->mr_epoch;
+		resp_res_arm(qp, r, psn);
+	} else {
+		resp_res_arm(qp, r, psn); /* the atomic ACK or empty response again */
 	}
+	resp_emit(qp);
 }
 
 static bool resp_op_allowed(struct emu_qp *qp, uint8_t cls)
@@ -739,12 +948,26 @@ static enum emu_resp_state resp_chk_resource(struct resp_ctx *c)
 
 	if ((c->cls == WIRE_OPC_READ || c->cls == WIRE_OPC_ATOMIC || c->cls == WIRE_OPC_FLUSH ||
 	     c->pkt->bth.opcode == WIRE_OP_RC_ATOMIC_WRITE) &&
-	    !c->qp->attr.max_dest_rd_atomic)
+	    (!c->qp->attr.max_dest_rd_atomic || !c->qp->x->res))
 		/* No responder resources at all (max_dest_rd_atomic 0): IBTA
 		 * 9.7.5.1.2 / rxe: NAK invalid request. A requester over a
-		 * non-zero limit cannot be told from a fast one here (see
-		 * docs/transport.md); it recycles the oldest. */
+		 * non-zero limit is told from a fast one only when every
+		 * resource still sends (below). */
 		return resp_fail(c, EMU_RESP_ERR_TOO_MANY_RDMA_ATM_REQ, 0, IBV_EVENT_QP_REQ_ERR, 0);
+	if ((c->cls == WIRE_OPC_READ || c->cls == WIRE_OPC_ATOMIC || c->cls == WIRE_OPC_FLUSH ||
+	     c->pkt->bth.opcode == WIRE_OP_RC_ATOMIC_WRITE) &&
+	    c->qp->x->res[c->qp->x->res_next % c->qp->x->res_n].pend) {
+		/* Every resource still owes responses: the requester has more
+		 * READs/atomics outstanding than max_dest_rd_atomic allows.
+		 * Dropped, not executed (the PSN stays expected): IBTA's NAK
+		 * invalid request would have to wait behind those responses
+		 * and then fail the QP; as rxe, which takes such a request
+		 * only once its earlier READs are answered, the requester is
+		 * served when it asks again (the sequence NAK for its next
+		 * packet, held behind the responses, or its timer). */
+		xp_drop(c->qp, EMU_XDROP_RD_OVER);
+		return EMU_RESP_EXIT;
+	}
 	if (!need)
 		return EMU_RESP_CHK_RKEY;
 	n = resp_get_rwqe(c->qp);
@@ -883,15 +1106,15 @@ static enum emu_resp_state resp_zero_reply(struct resp_ctx *c)
 	struct emu_xport_qp *x = c->qp->x;
 	struct emu_xport_res *r = resp_res_new(c->qp);
 
-	if (r) {
-		r->valid = 1;
-		r->kind = EMU_RES_ZERO;
-		r->first_psn = r->last_psn = c->psn;
-	}
+	r->valid = 1;
+	r->kind = EMU_RES_ZERO;
+	r->first_psn = r->last_psn = c->psn;
 	x->msn = wire_msn_next(x->msn);
 	x->epsn = wire_psn_next(c->psn);
 	x->resp_opseq = 0;
-	resp_read_reply(c->qp, NULL, 0, 0, c->psn);
+	r->msn = x->msn;
+	resp_res_arm(c->qp, r, c->psn);
+	resp_emit(c->qp);
 	return EMU_RESP_CLEANUP;
 }
 
@@ -964,17 +1187,18 @@ static enum emu_resp_state resp_read_reply_st(struct resp_ctx *c)
 	uint32_t len = c->pkt->reth.dma_len;
 	uint32_t n = len ? (len + c->mtu - 1) / c->mtu : 1;
 
-	if (r) {
-		r->valid = 1;
-		r->first_psn = c->psn;
-		r->last_psn = wire_psn_add(c->psn, n - 1);
-		r->va = c->pkt->reth.va;
-		r->rkey = c->pkt->reth.rkey;
-		r->len = len;
-	}
+	r->valid = 1;
+	r->first_psn = c->psn;
+	r->last_psn = wire_psn_add(c->psn, n - 1);
+	r->va = c->pkt->reth.va;
+	r->rkey = c->pkt->reth.rkey;
+	r->len = len;
+	r->epoch = c->qp->dev->mr_epoch;
 	x->msn = wire_msn_next(x->msn);
 	x->epsn = wire_psn_add(c->psn, n);
-	resp_read_reply(c->qp, len ? c->mr : NULL, c->proc, len, c->psn);
+	r->msn = x->msn;
+	resp_res_arm(c->qp, r, c->psn);
+	resp_emit(c->qp);
 	return EMU_RESP_CLEANUP;
 }
 
@@ -998,18 +1222,18 @@ static enum emu_resp_state resp_atomic_reply(struct resp_ctx *c)
 	if (val != old && emu_mr_write(c->mr, c->proc, &val, 8))
 		return resp_fail(c, EMU_RESP_ERR_REM_ACCESS, 0, IBV_EVENT_QP_ACCESS_ERR, 0);
 	r = resp_res_new(c->qp);
-	if (r) {
-		r->valid = 1;
-		r->kind = EMU_RES_ATOMIC;
-		r->first_psn = r->last_psn = c->psn;
-		r->va = pkt->atomiceth.va;
-		r->rkey = pkt->atomiceth.rkey;
-		r->len = 8;
-		r->orig = old;
-	}
+	r->valid = 1;
+	r->kind = EMU_RES_ATOMIC;
+	r->first_psn = r->last_psn = c->psn;
+	r->va = pkt->atomiceth.va;
+	r->rkey = pkt->atomiceth.rkey;
+	r->len = 8;
+	r->orig = old;
 	x->msn = wire_msn_next(x->msn);
 	x->epsn = wire_psn_next(c->psn);
-	resp_atomic_ack(c->qp, c->psn, old);
+	r->msn = x->msn;
+	resp_res_arm(c->qp, r, c->psn);
+	resp_emit(c->qp);
 	return EMU_RESP_CLEANUP;
 }
 
@@ -1157,6 +1381,7 @@ void xp_resp_reset(struct emu_qp *qp)
 	x->rcv_off = 0;
 	x->msn = 0;
 	x->res_next = 0;
+	xp_resp_release(qp);
 	if (x->res)
 		memset(x->res, 0, sizeof(*x->res) * x->res_n);
 }

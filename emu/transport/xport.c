@@ -131,6 +131,7 @@ void emu_xport_qp_fini(struct emu_qp *qp)
 	xp_tomb_add(qp);
 	xp_cnt_retire(qp);
 	xp_act_del(qp);
+	xp_resp_release(qp);
 	free(x->sq_copy);
 	free(x->swqe);
 	free(x->rwqe);
@@ -283,6 +284,7 @@ const char *const emu_xport_drop_name[EMU_XDROP_NUM] = {
 	[EMU_XDROP_ACK_PSN] = "ack-psn",
 	[EMU_XDROP_ACK_SYNDROME] = "ack-syndrome",
 	[EMU_XDROP_BAD_RESP] = "bad-resp",
+	[EMU_XDROP_RD_OVER] = "rd-atomic-over",
 };
 
 void emu_xport_rx(struct emu_dev *d, struct emu_qp *qp, const struct wire_pkt *pkt)
@@ -339,18 +341,27 @@ void emu_xport_rx(struct emu_dev *d, struct emu_qp *qp, const struct wire_pkt *p
 static bool xp_qp_idle(const struct emu_xport_qp *x)
 {
 	return !x->ack_pending && !x->retrans_at && !x->probe_at && !x->rnr_at && !x->req_stalled &&
-	       !xp_rp_waiting(x);
+	       !xp_rp_waiting(x) && !x->rd_pend;
 }
 
 void emu_xport_poll(struct emu_dev *d, uint64_t now_ns)
 {
 	struct emu_xport_qp *x = d->x->act, *next;
+	/* READ responses waiting for transmit room share what there is now */
+	uint32_t room = d->x->resp_npend ? emu_tx_room(d) : 0;
 	bool any = false;
 
 	for (; x; x = next) {
 		struct emu_qp *qp = XQP(x);
 
 		next = x->act_next;
+		/* a QP gone to ERR sends no more responses (xp_qp_error is
+		 * below the responder: its pending ones are dropped here, at
+		 * the first turn after) */
+		if (x->rd_pend && qp->attr.qp_state == IBV_QPS_ERR)
+			xp_resp_release(qp);
+		else if (x->rd_pend && room && xp_resp_poll(qp, room))
+			any = true;
 		/* a coalesced ACK is due at the first poll after its burst */
 		if (x->ack_pending) {
 			xp_resp_send_ack(qp);
@@ -380,7 +391,8 @@ uint64_t emu_xport_next_deadline(struct emu_dev *d)
 	uint64_t t = UINT64_MAX;
 
 	for (x = d->x->act; x; x = x->act_next) {
-		if (x->ack_pending)
+		/* (an ACK held behind READ responses goes with them) */
+		if (x->ack_pending && !x->rd_pend)
 			t = 0;
 		if (x->retrans_at && x->retrans_at < t)
 			t = x->retrans_at;
@@ -390,8 +402,9 @@ uint64_t emu_xport_next_deadline(struct emu_dev *d)
 			t = x->rnr_at;
 		if (xp_rp_waiting(x) && xp_rp_wake(x->rp) < t)
 			t = xp_rp_wake(x->rp);
-		/* out of TX buffers or neighbour pending: retry soon, don't spin */
-		if (x->req_stalled && !x->rnr_at) {
+		/* out of TX buffers or neighbour pending, READ responses
+		 * waiting for room: retry soon, don't spin */
+		if ((x->req_stalled && !x->rnr_at) || x->rd_pend) {
 			uint64_t soon = emu_now_ns() + 10000;
 
 			if (soon < t)

@@ -422,6 +422,10 @@ bool xp_xrc_tgt_bind(struct emu_qp *qp, uint32_t srqn);
 void xp_resp_rx(struct emu_qp *qp, const struct wire_pkt *pkt);
 void xp_resp_send_ack(struct emu_qp *qp);
 void xp_resp_reset(struct emu_qp *qp);
+/* Forget the READ/atomic responses still to send (ERR, reset, destroy). */
+void xp_resp_release(struct emu_qp *qp);
+/* Send responses qp still owes, its share of room frames; the number sent. */
+uint32_t xp_resp_poll(struct emu_qp *qp, uint32_t room);
 /* A deferred write of qp failed (tag: xp_wb_tag): its receive completes
  * in error, and a NAK replaces what would acknowledge it. */
 void xp_resp_mem_fault(struct emu_qp *qp, uint64_t tag);

@@ -105,15 +105,28 @@ enum emu_xport_res_kind {
 	EMU_RES_ZERO,         /* ATOMIC WRITE, FLUSH: READ Response Only, no payload */
 };
 
+/* Its responses are sent as the port has room for them (resp.c,
+ * docs/transport.md "READ responses paced by transmit room"): pend says
+ * some are still to go, from packet sent of the response message that
+ * starts at rpsn (the original request, or a duplicate asking again from
+ * the middle: its VA and length follow from rpsn). 48 bytes: 16 of them
+ * per QP within its 2 KB (xport_qp_memory). */
 struct emu_xport_res {
 	uint8_t valid;
 	uint8_t kind;         /* enum emu_xport_res_kind */
+	uint8_t pend;         /* responses still to send (counted in rd_pend) */
 	uint32_t first_psn;
 	uint32_t last_psn;
-	uint64_t va;          /* remote VA as requested */
 	uint32_t rkey;
 	uint32_t len;
-	uint64_t orig;        /* atomic: value returned the first time */
+	uint32_t rpsn;        /* first PSN of the response message being sent */
+	uint32_t sent;        /* ... and its packets sent */
+	uint32_t msn;         /* MSN of the request's message (the responses' AETH) */
+	uint64_t va;          /* remote VA as requested */
+	union {
+		uint64_t orig;  /* atomic: value returned the first time */
+		uint64_t epoch; /* READ: dev->mr_epoch when its key was checked */
+	};
 };
 
 /* Resolved L2/L3 path of a connected QP (from attr.ah_attr at RTR). */
@@ -146,6 +159,8 @@ enum emu_xport_drop {
 	EMU_XDROP_ACK_SYNDROME, /* response with a reserved AETH syndrome: the head WQE fails */
 	EMU_XDROP_BAD_RESP,     /* response that does not fit the outstanding request (opcode,
 				 * length, AETH type): the head WQE fails IBV_WC_BAD_RESP_ERR */
+	EMU_XDROP_RD_OVER,      /* READ/atomic while every responder resource still sends
+				 * (a requester over max_dest_rd_atomic): it asks again */
 	EMU_XDROP_NUM
 };
 
@@ -284,6 +299,7 @@ struct emu_xport_qp {
 	uint8_t wr_unsettled;      /* deferred writes since the last response or receive completion */
 	uint8_t wr_failed;         /* one of them failed: no more ACKs */
 	uint8_t on_act;           /* on the device's active list (act_next/prev) */
+	uint8_t rd_pend;           /* responder resources with responses to send */
 	uint32_t ack_psn;          /* PSN to acknowledge */
 	uint32_t oos_hi;           /* the last out-of-sequence PSN since nak_sent */
 	uint32_t epsn;             /* expected PSN */
@@ -339,6 +355,7 @@ struct emu_xport_dev {
 		uint64_t ce_rcvd, cnp_sent, cnp_rcvd, rate_cuts;
 	} dcqcn_cnt;
 	uint64_t xdrops[EMU_XDROP_NUM]; /* received packets dropped, by reason */
+	uint32_t resp_npend;        /* QPs with rd_pend: they share the TX room */
 	/* the counters of QPs destroyed or reset, so that the device's totals
 	 * (UROCE_OP_QUERY_DROPS) cover every QP it ever had: a benchmark's
 	 * QPs are gone by the time anyone asks (xp_cnt_retire) */

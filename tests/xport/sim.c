@@ -15,9 +15,13 @@ bool sim_batch;
 uint64_t sim_cost_ns[2];
 const struct sim_wire *sim_wire;
 
+uint32_t sim_txbufs[2];
+static uint32_t sim_txused[2];
+
 struct sim_frame {
 	struct sim_frame *next;
 	struct emu_dev *to;
+	int from;            /* node whose TX buffer it is (-1: none counted) */
 	uint32_t len;
 	uint8_t *data;
 };
@@ -60,26 +64,55 @@ static uint64_t sim_clock(void)
 
 #define SIM_BUF 2048
 
+/* A node with sim_txbufs set has that many TX buffers and SIM_TX_KEEP
+ * more, as port_dpdk.c keeps part of its pool for ACKs and NAKs: one is
+ * taken by every frame allocated and given back when the frame is freed
+ * unsent or delivered (at the end of the receiver's turn, as an mbuf of a
+ * ring port); tx_room tells how many of the sim_txbufs are left. */
+#define SIM_TX_KEEP 8u
 static int sim_tx_alloc(struct emu_dev *d, struct emu_txbuf *b)
 {
-	(void)d;
+	int i = sim_node_of(d);
+
+	if (sim_txbufs[i] && sim_txused[i] >= sim_txbufs[i] + SIM_TX_KEEP)
+		return -ENOBUFS;
 	b->data = malloc(SIM_BUF);
 	b->cap = SIM_BUF;
 	b->priv = NULL;
-	return b->data ? 0 : -ENOBUFS;
+	if (!b->data)
+		return -ENOBUFS;
+	sim_txused[i]++;
+	return 0;
+}
+
+static void sim_txbuf_put(int i)
+{
+	if (i >= 0 && sim_txused[i])
+		sim_txused[i]--;
+}
+
+static uint32_t sim_tx_room(struct emu_dev *d)
+{
+	int i = sim_node_of(d);
+
+	if (!sim_txbufs[i])
+		return UINT32_MAX;
+	return sim_txused[i] < sim_txbufs[i] ? sim_txbufs[i] - sim_txused[i] : 0;
 }
 
 /* Queue a frame for delivery to node to (ownership passes). */
-static void sim_enqueue(struct emu_dev *to, uint8_t *data, uint32_t len)
+static void sim_enqueue(struct emu_dev *to, uint8_t *data, uint32_t len, int from)
 {
 	struct sim_frame *f = malloc(sizeof(*f));
 
 	if (!f) {
 		free(data);
+		sim_txbuf_put(from);
 		return;
 	}
 	f->next = NULL;
 	f->to = to;
+	f->from = from;
 	f->len = len;
 	f->data = data;
 	if (q_tail)
@@ -96,19 +129,21 @@ static void sim_tx_send(struct emu_dev *d, struct emu_txbuf *b, uint32_t len)
 	struct emu_dev *to = d->port_priv;
 
 	sim_now += sim_cost_ns[sim_node_of(d)];
-	if (sim_wire && sim_wire->take(to == &q_sim->n[1].dev, b->data, len))
+	if (sim_wire && sim_wire->take(to == &q_sim->n[1].dev, b->data, len)) {
+		sim_txbuf_put(sim_node_of(d)); /* the wire model's now */
 		return;
-	sim_enqueue(to, b->data, len);
+	}
+	sim_enqueue(to, b->data, len, sim_node_of(d));
 }
 
 void sim_deliver(int to, uint8_t *frame, uint32_t len)
 {
-	sim_enqueue(&q_sim->n[to ? 1 : 0].dev, frame, len);
+	sim_enqueue(&q_sim->n[to ? 1 : 0].dev, frame, len, -1);
 }
 
 static void sim_tx_free(struct emu_dev *d, struct emu_txbuf *b)
 {
-	(void)d;
+	sim_txbuf_put(sim_node_of(d));
 	free(b->data);
 }
 
@@ -122,6 +157,7 @@ static const struct emu_port_ops sim_ops = {
 	.tx_send = sim_tx_send,
 	.tx_free = sim_tx_free,
 	.tx_flush = sim_tx_flush,
+	.tx_room = sim_tx_room,
 };
 
 static void gid_v4(union ibv_gid *g, uint8_t last)
@@ -174,6 +210,7 @@ void sim_drop_queued(struct sim *s)
 		struct sim_frame *f = q_head;
 
 		q_head = f->next;
+		sim_txbuf_put(f->from);
 		free(f->data);
 		free(f);
 	}
@@ -194,6 +231,8 @@ void sim_fini(struct sim *s)
 	emu_clock_set(NULL);
 	q_sim = NULL;
 	sim_cost_ns[0] = sim_cost_ns[1] = 0;
+	sim_txbufs[0] = sim_txbufs[1] = 0;
+	sim_txused[0] = sim_txused[1] = 0;
 }
 
 void sim_fault(struct sim *s, int i, const struct emu_fault_cfg *cfg)
@@ -229,6 +268,7 @@ static void sim_free_list(struct sim_frame *done)
 		struct sim_frame *f = done;
 
 		done = f->next;
+		sim_txbuf_put(f->from);
 		free(f->data);
 		free(f);
 	}

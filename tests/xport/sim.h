@@ -52,6 +52,11 @@ extern bool sim_batch;
  * running the timers, the virtual clock advanced by every frame's cost.
  * Both 0: frames take no time and everything queued goes in one turn. */
 extern uint64_t sim_cost_ns[2];
+/* TX room of each node (0: unlimited; sim_fini clears it): frames
+ * allocated and not yet delivered hold a buffer; at the limit the port's
+ * tx_room is 0, and a few buffers further (kept for ACKs and NAKs)
+ * allocation fails (drop tx-nobuf). */
+extern uint32_t sim_txbufs[2];
 
 /* A model of the wire between the nodes (a switch and its queue): take
  * sees every frame sent (to = receiving node) and returns true to keep
