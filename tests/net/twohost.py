@@ -378,7 +378,10 @@ def check_idle(rig):
     second. Counted by the daemon over IDLE_ROUNDS sleeps (each SIGUSR1
     ends one), not timed."""
     for s in 'ab':
-        if 'rx wake-up: 1 kernel socket(s)' not in rig.log(s):
+        # logged after "serving on" (the socket the rig waits for): a
+        # daemon slow to get a core logs it later (seen at load 12)
+        if not h.wait_until(lambda: 'rx wake-up: 1 kernel socket(s)' in rig.log(s),
+                            lambda: rig.daemons[s].poll() is None, 60):
             raise Fail('[%s] the port\'s RX socket is not in the engine\'s epoll' % s)
     for s in 'ab':
         s0, p0 = engine_sleeps(rig, s)
