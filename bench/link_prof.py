@@ -133,11 +133,15 @@ def main():
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                     start_new_session=True))
         time.sleep(0.3)
+        snap0 = lk.snap()
         t0 = time.monotonic()
         val, err, apps = run_test(lk, a)
         res["apps_cpu_s"] = apps
         res["secs"] = time.monotonic() - t0
         res["value"], res["err"] = val, err
+        snap1 = lk.snap()
+        res["frames"] = {s: {k: snap1[s].get(k, 0) - snap0[s].get(k, 0)
+                             for k in ("tx_pkts", "rx_pkts", "rx_roce")} for s in "ab"}
         for p in procs:
             p.send_signal(signal.SIGINT)
         for p in procs:
@@ -164,6 +168,8 @@ def main():
     dcpu = sum(res[s].get("task-clock", 0) for s in "ab") / 1e3
     print("  CPU per %s: programs %.3g s, daemons %.3g s, total %.3g s" % (
         unit, res["apps_cpu_s"] / n, dcpu / n, (res["apps_cpu_s"] + dcpu) / n))
+    print("  frames: " + ", ".join("%s tx %d rx %d (roce %d)" % (
+        s, f["tx_pkts"], f["rx_pkts"], f["rx_roce"]) for s, f in res["frames"].items()))
     for s in "ab":
         st = res[s]
         print("  daemon %s: per %s: %.3g cycles, %.3g ms cpu, %.3g syscalls "
