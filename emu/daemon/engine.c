@@ -379,16 +379,16 @@ int emu_engine_run(struct emu_daemon *dm)
 			idle_since = now;
 			continue;
 		}
-		/* a port without RX wake-up (PCI, pcap) is polled every
-		 * EMU_RX_POLL_NS when we sleep: while frames keep arriving,
-		 * spin (yielding) that long rather than add that latency. A
-		 * port that wakes us (af_xdp, af_packet: port_wake.c) does not
-		 * need it: there the yielding spin was most of a sending
-		 * daemon's CPU while it waited for ACKs (0.46 million
-		 * sched_yield per GB; docs/performance.md, "CPU per byte over
-		 * a link"), and a wake-up from epoll costs less than that */
+		/* while frames keep arriving, spin (yielding) up to
+		 * EMU_RX_POLL_NS: a port without RX wake-up (PCI, pcap) would
+		 * be polled only that often, and on one that wakes us (af_xdp,
+		 * af_packet) a wake-up waits for the core that a spinning
+		 * application (perftest) holds: sleeping there instead cost
+		 * ib_read_bw 13-15% of its rate and 7-19% more CPU per GB in
+		 * 3 of 3 interleaved runs (docs/performance.md, "CPU per byte
+		 * over a link") */
 		uint64_t spin = sp.cur;
-		if (!emu_rx_wakes(dm) && now - last_rx < EMU_RX_ACTIVE_NS && spin < EMU_RX_POLL_NS)
+		if (!d->loopback && now - last_rx < EMU_RX_ACTIVE_NS && spin < EMU_RX_POLL_NS)
 			spin = EMU_RX_POLL_NS;
 		/* the next control request of a setup sequence is likely near */
 		if (now - ctl_last < EMU_CTL_HOT_NS && spin < EMU_CTL_HOT_NS)
