@@ -247,11 +247,18 @@ class Qperf:
         if msg:
             cmd += ["-m", msg]
         cmd += [test]
-        try:
-            r = subprocess.run(self.link.nsx("b", cmd), env=self.link.env("b"),
-                               capture_output=True, text=True, timeout=secs * 4 + 60)
-        except subprocess.TimeoutExpired:
-            return None, "timeout"
+        # qperf's client may send its REQ before the server listens
+        # (REJ, "Event rejected"), as ucmatose's does (tests/cm/cm.py):
+        # that run is asked again, at most twice
+        for _ in range(3):
+            try:
+                r = subprocess.run(self.link.nsx("b", cmd), env=self.link.env("b"),
+                                   capture_output=True, text=True, timeout=secs * 4 + 60)
+            except subprocess.TimeoutExpired:
+                return None, "timeout"
+            if "Event rejected" not in r.stdout + r.stderr:
+                break
+            time.sleep(0.5)
         m = re.search(r"(bw|latency)\s*=\s*([\d.]+)\s*(\S+)", r.stdout)
         if not m:
             return None, (r.stdout + r.stderr).strip()[-300:]

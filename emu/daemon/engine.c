@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "daemon.h"
+#include "spin.h"
 #include "cm/ucma.h"
 #include "pcapw.h"
 #include "cm/ibcm.h"
@@ -65,9 +66,14 @@ static void emu_settle(struct emu_daemon *dm)
 	emu_tx_flush(&dm->dev);
 }
 
-/* the number of control requests answered, plus one when a doorbell
- * woke the sleep (timeout_ns > 0) */
-static unsigned emu_ctl_poll(struct emu_daemon *dm, int timeout_ns)
+/* the number of control requests answered; *posted (if given) is set
+ * when a doorbell woke the sleep (timeout_ns > 0). The two are kept
+ * apart: a control request makes the engine poll the control sockets
+ * every turn for a while (EMU_CTL_HOT_NS), a post does not: counted as
+ * one, every doorbell that woke a sleeping sender cost an epoll_wait per
+ * turn for 200 us, 0.57 million per GB sent (docs/performance.md,
+ * "CPU per byte over a link"). */
+static unsigned emu_ctl_poll(struct emu_daemon *dm, int timeout_ns, bool *posted)
 {
 	/* epoll_pwait2 needs Linux 5.11 (and valgrind >= 3.20); without it the
 	 * loop would spin and never see a control message: fall back to
@@ -90,8 +96,8 @@ static unsigned emu_ctl_poll(struct emu_daemon *dm, int timeout_ns)
 	}
 	unsigned served = 0;
 
-	if (n > 0 && timeout_ns > 0 && emu_wake_first(dm))
-		served++;
+	if (n > 0 && timeout_ns > 0 && emu_wake_first(dm) && posted)
+		*posted = true;
 	if (n > 0)
 		emu_settle(dm);
 	for (int i = 0; i < n; i++)
@@ -191,6 +197,15 @@ void emu_engine_adopt(struct emu_daemon *dm)
 	 * when its system call returns */
 }
 
+/* on the loopback port frames only appear because we sent them, and
+ * everything sent was flushed and re-checked before a sleep; a port whose
+ * RX sockets are in the epoll set wakes us itself (port_wake.c), but not
+ * when it has room again for frames still waiting in our TX backlog */
+static bool emu_rx_wakes(struct emu_daemon *dm)
+{
+	return dm->dev.loopback || (dm->wake.nfds && !dm->dev.tx_backlog);
+}
+
 /* How long an idle engine may sleep: until the nearest timer of the
  * transport, the core or rdma_cm, at most until the port must be polled. */
 /* (counted: the engine's sleeps, and those that end to poll RX) */
@@ -207,13 +222,9 @@ static uint64_t emu_engine_sleep_ns(struct emu_daemon *dm)
 	if (udl < dl)
 		dl = udl;
 	now = emu_now_ns();
-	/* on the loopback port frames only appear because we sent
-	 * them, and everything sent was flushed and re-checked above;
-	 * a port whose RX sockets are in the epoll set wakes us itself
-	 * (port_wake.c), but not when it has room again for frames
-	 * still waiting in our TX backlog: those are retried as often
-	 * as RX is polled elsewhere */
-	bool rx_wakes = d->loopback || (dm->wake.nfds && !d->tx_backlog);
+	/* frames still waiting in our TX backlog are retried as often as
+	 * RX is polled elsewhere */
+	bool rx_wakes = emu_rx_wakes(dm);
 	uint64_t wait = rx_wakes ? EMU_LOOP_SLEEP_NS : EMU_RX_POLL_NS;
 	if (dl != UINT64_MAX)
 		wait = dl <= now ? 0 : (dl - now < wait ? dl - now : wait);
@@ -226,10 +237,45 @@ static uint64_t emu_engine_sleep_ns(struct emu_daemon *dm)
 	return wait;
 }
 
+/* Go to sleep: publish need_wakeup, then look once more so a doorbell
+ * rung just before the flag was visible is not lost. Returns the time
+ * it woke. */
+static uint64_t emu_engine_sleep(struct emu_daemon *dm, struct emu_spin *sp,
+				 uint64_t *idle_since, uint64_t *ctl_last)
+{
+	uint64_t now;
+
+	emu_ctl_need_wakeup(dm, 1);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (emu_ctl_db_pending(dm) || emu_port_rx(dm)) {
+		emu_ctl_need_wakeup(dm, 0);
+		return *idle_since = emu_now_ns();
+	}
+	uint64_t wait = emu_engine_sleep_ns(dm);
+	/* a post woke us: spin for the rest of its exchange (the reply, the
+	 * ACK) as after any work, instead of sleeping at the first idle turn
+	 * that reads the clock; a control request: the next one of its setup
+	 * sequence is likely near */
+	bool posted = false;
+	uint64_t slept = emu_now_ns();
+	unsigned served = emu_ctl_poll(dm, (int)wait, &posted);
+
+	now = emu_now_ns();
+	emu_spin_adapt(sp, now - slept);
+	if (served)
+		*ctl_last = *idle_since = now;
+	else if (posted)
+		*idle_since = now;
+	if (dm->pcap)
+		pcapw_flush(dm->pcap);
+	emu_ctl_need_wakeup(dm, 0);
+	return now;
+}
+
 int emu_engine_run(struct emu_daemon *dm)
 {
 	struct emu_dev *d = &dm->dev;
-	uint64_t spin_ns = (uint64_t)dm->o.spin_us * 1000;
+	struct emu_spin sp = { (uint64_t)dm->o.spin_us * 1000, (uint64_t)dm->o.spin_us * 1000 };
 	uint64_t idle_since = emu_now_ns();
 	uint64_t iter = 0;
 	uint64_t last_rx = 0;
@@ -253,7 +299,7 @@ int emu_engine_run(struct emu_daemon *dm)
 		unsigned work = 0;
 
 		if ((++iter % EMU_CTL_POLL_ITERS) == 0 || now - ctl_last < EMU_CTL_HOT_NS) {
-			unsigned served = emu_ctl_poll(dm, 0);
+			unsigned served = emu_ctl_poll(dm, 0, NULL);
 
 			if (served)
 				ctl_last = emu_now_ns();
@@ -306,16 +352,21 @@ int emu_engine_run(struct emu_daemon *dm)
 			idle_since = now;
 			continue;
 		}
-		/* a real port has no RX interrupt here, so sleeping costs up to
-		 * EMU_RX_POLL_NS of latency: while frames keep arriving, spin
-		 * longer (idle ports still sleep after spin_us) */
-		uint64_t spin = spin_ns;
+		/* while frames keep arriving, spin (yielding) up to
+		 * EMU_RX_POLL_NS: a port without RX wake-up (PCI, pcap) would
+		 * be polled only that often, and on one that wakes us (af_xdp,
+		 * af_packet) a wake-up waits for the core that a spinning
+		 * application (perftest) holds: sleeping there instead cost
+		 * ib_read_bw 13-15% of its rate and 7-19% more CPU per GB in
+		 * 3 of 3 interleaved runs (docs/performance.md, "CPU per byte
+		 * over a link") */
+		uint64_t spin = sp.cur;
 		if (!d->loopback && now - last_rx < EMU_RX_ACTIVE_NS && spin < EMU_RX_POLL_NS)
 			spin = EMU_RX_POLL_NS;
 		/* the next control request of a setup sequence is likely near */
 		if (now - ctl_last < EMU_CTL_HOT_NS && spin < EMU_CTL_HOT_NS)
 			spin = EMU_CTL_HOT_NS;
-		if (dm->o.busy_poll || now - idle_since < spin_ns)
+		if (dm->o.busy_poll || now - idle_since < sp.cur)
 			continue;
 		if (now - idle_since < spin) {
 			/* let the applications (and a peer daemon) run: on a
@@ -323,26 +374,7 @@ int emu_engine_run(struct emu_daemon *dm)
 			sched_yield();
 			continue;
 		}
-
-		/* go to sleep: publish need_wakeup, then look once more so a
-		 * doorbell rung just before the flag was visible is not lost */
-		emu_ctl_need_wakeup(dm, 1);
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-		if (emu_ctl_db_pending(dm) || emu_port_rx(dm)) {
-			emu_ctl_need_wakeup(dm, 0);
-			idle_since = emu_now_ns();
-			continue;
-		}
-		uint64_t wait = emu_engine_sleep_ns(dm);
-		/* a post woke us: spin for the rest of its exchange (the
-		 * reply, the ACK) as after any work, instead of sleeping at
-		 * the first idle turn that reads the clock; a control request:
-		 * the next one of its setup sequence is likely near */
-		if (emu_ctl_poll(dm, (int)wait))
-			ctl_last = idle_since = emu_now_ns();
-		if (dm->pcap)
-			pcapw_flush(dm->pcap);
-		emu_ctl_need_wakeup(dm, 0);
+		now = emu_engine_sleep(dm, &sp, &idle_since, &ctl_last);
 	}
 	emu_ibcm_detach(d);
 	return 0;

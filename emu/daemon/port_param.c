@@ -169,6 +169,15 @@ static int emu_param_af_xdp(struct emu_opts *o, unsigned page)
 	}
 	o->mbuf_room = RTE_PKTMBUF_HEADROOM + EMU_XDP_HEADROOM + o->mtu + EMU_L2_OVERHEAD;
 	o->nb_desc = EMU_XDP_NB_DESC;
+	/* DPDK 22.11 enables "preferred busy polling" by default (busy_budget
+	 * 64): every RX burst that finds the ring empty makes a recvfrom()
+	 * system call, so an engine polling an idle or slow RX ring made one
+	 * per turn: 1.6 million per GB sent, 4.7 per frame, the largest CPU
+	 * cost of a sending daemon (docs/performance.md, "CPU per byte").
+	 * The engine polls the ring itself and sleeps in epoll on the socket
+	 * (port_wake.c), so the kernel's busy poll buys nothing here. */
+	if (!emu_vdev_arg(o->vdev, "busy_budget") && emu_vdev_append(o, "busy_budget", 0))
+		return -1;
 	snprintf(o->port_info, sizeof(o->port_info), "af_xdp umem chunk %u B",
 		 emu_xdp_obj_size(o->mtu));
 	return 0;

@@ -378,7 +378,10 @@ def check_idle(rig):
     second. Counted by the daemon over IDLE_ROUNDS sleeps (each SIGUSR1
     ends one), not timed."""
     for s in 'ab':
-        if 'rx wake-up: 1 kernel socket(s)' not in rig.log(s):
+        # logged after "serving on" (the socket the rig waits for): a
+        # daemon slow to get a core logs it later (seen at load 12)
+        if not h.wait_until(lambda: 'rx wake-up: 1 kernel socket(s)' in rig.log(s),
+                            lambda: rig.daemons[s].poll() is None, 60):
             raise Fail('[%s] the port\'s RX socket is not in the engine\'s epoll' % s)
     for s in 'ab':
         s0, p0 = engine_sleeps(rig, s)
@@ -391,15 +394,76 @@ def check_idle(rig):
             raise Fail('[%s] an idle daemon slept %d times only to poll RX' % (s, p1 - p0))
 
 
+class Syscalls:
+    """strace -c on both daemons (every thread): the system calls of
+    SYSCALLS made while it runs, counted, not timed."""
+    SYSCALLS = 'recvfrom,poll,sendto,sched_yield'
+
+    def __init__(self, rig):
+        self.rig, self.p, self.out = rig, {}, {}
+        for s in 'ab':
+            self.out[s] = os.path.join(rig.tmp, 'strace-%s.txt' % s)
+            self.p[s] = subprocess.Popen(['strace', '-c', '-f', '-e', 'trace=' + self.SYSCALLS,
+                                          '-o', self.out[s], '-p', str(rig.daemons[s].pid)],
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                         text=True, start_new_session=True)
+        for s in 'ab':
+            # strace prints "Process N attached" once it traces the process
+            line = self.p[s].stderr.readline()
+            if 'attached' not in line:
+                raise Fail('[%s] strace did not attach: %s' % (s, line.strip()))
+
+    def stop(self):
+        counts = {}
+        for s in 'ab':
+            self.p[s].send_signal(signal.SIGINT)
+            try:
+                self.p[s].communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.p[s].kill()
+                self.p[s].wait()
+                raise Fail('[%s] strace did not stop' % s)
+            c = {}
+            with open(self.out[s]) as f:
+                for ln in f:
+                    m = re.match(r'\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?(\w+)\s*$', ln)
+                    if m:
+                        c[m.group(2)] = int(m.group(1))
+            counts[s] = c
+        return counts
+
+
+def check_xdp_syscalls(rig, p):
+    """An af_xdp daemon moving frames makes no recvfrom(): DPDK 22.11's
+    default "preferred busy polling" (busy_budget 64) made one per RX
+    burst that found the ring empty, 1.1-1.6 million per GB on a sender
+    (uroced passes busy_budget=0; docs/performance.md, "CPU per byte over
+    a link"). Counted with strace over 200 pingpong round trips."""
+    sc = Syscalls(rig)
+    try:
+        p.pingpong('ibv_rc_pingpong', ['-g', '1', '-s', '4096', '-n', '200'])
+    finally:
+        counts = sc.stop()
+    for s in 'ab':
+        print('[%s] system calls during 200 round trips: %s' % (
+            s, ', '.join('%s %d' % kv for kv in sorted(counts[s].items())) or 'none traced'))
+        if not counts[s].get('sendto'):
+            raise Fail('[%s] strace saw no sendto: the count is not of the daemon' % s)
+        if counts[s].get('recvfrom'):
+            raise Fail('[%s] %d recvfrom() while moving frames (busy polling on)' % (
+                s, counts[s]['recvfrom']))
+
+
 def case_xdp(rig, a):
     """af_xdp on both ends, MTU 1500: the whole data link is uroce's."""
-    need(*VERBS_PROGS)
+    need(*VERBS_PROGS, 'strace')
     rig.up(mgmt=True)
     for s in 'ab':
         sh(*rig.nsx(s, ['sysctl', '-qw', 'net.ipv6.conf.ud0.disable_ipv6=1']))
         rig.start(s, 'net_af_xdp0,iface=ud0')
     check_idle(rig)
     p = Programs(rig, a.preload_first, MGMT['a'])
+    check_xdp_syscalls(rig, p)
     p.pingpong('ibv_rc_pingpong', ['-g', '1', '-s', '65536', '-n', '20'])
     p.pingpong('ibv_rc_pingpong', ['-g', '2', '-s', '4096', '-n', '20'])
     p.pingpong('ibv_uc_pingpong', ['-g', '1', '-s', '4096', '-n', '20'])
