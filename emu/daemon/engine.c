@@ -275,8 +275,10 @@ int emu_engine_run(struct emu_daemon *dm)
 		/* neighbour retries are milliseconds apart: a scan of the table
 		 * every iteration only slowed the busy loop; delayed fault
 		 * frames want microsecond accuracy */
-		if (d->fault || (iter & 63) == 0)
+		if (d->fault || (iter & 63) == 0) {
 			emu_port_poll(d, now);
+			emu_nic_poll(dm, now); /* the link: an LSC event, or its periodic look */
+		}
 		emu_ucma_poll(d, now); /* rdma_cm timers: nothing to do unless armed */
 		emu_tx_flush(d);
 		/* event records waiting for their reader to make room: at
