@@ -21,6 +21,7 @@ static const struct {
 	{ "fault", ctl_cmd_fault },
 	{ "capture", ctl_cmd_capture },
 	{ "cc", ctl_cmd_cc },
+	{ "mtu", ctl_cmd_mtu },
 };
 
 static void usage(FILE *f)
@@ -30,7 +31,7 @@ static void usage(FILE *f)
 		"  devices                     devices, ports, MTUs, addresses, GID table\n"
 		"                              (every device of the run directory unless -d)\n"
 		"  qps                         QPs: state, PSNs, outstanding work, retries, peer\n"
-		"  counters [--port]           port and per-QP counters\n"
+		"  counters [--port]           port, NIC (nic.*, xstat.*) and per-QP counters\n"
 		"  fault show                  fault injection on received frames\n"
 		"  fault set KEY=VAL...        drop= dup= reorder= corrupt= (0..1) delay_us=\n"
 		"                              seed= qp=QPN opcode=N (admin)\n"
@@ -40,6 +41,7 @@ static void usage(FILE *f)
 		"  cc show                     DCQCN settings and totals (docs/dcqcn.md)\n"
 		"  cc set NAME VALUE           change one at run time; or NAME=VALUE...,\n"
 		"                              on, off (admin)\n"
+		"  mtu N                       the device's Ethernet MTU at run time (admin)\n"
 		"  -d DEV       device (default uroce0)\n"
 		"  -r RUN_DIR   socket directory (default $" UROCE_ENV_RUN_DIR
 		", else $XDG_RUNTIME_DIR/uroce, else /tmp/uroce-<euid>)\n"
