@@ -1,0 +1,199 @@
+# guest-cases.sh - what tests/nic runs against the NIC under test (sourced by
+# guest.sh, which has the helpers). One VM boot per device; the cases cover
+# the issue's matrix once each rather than its product (programs x MTU x IP
+# family x peer x direction), because the transport and the CM are proven
+# by the interop and net suites: here the PMD path is what is new, so every
+# program, both directions, jumbo and 1500, IPv4 and IPv6 and both peers
+# appear, each on a device driven by its PMD.
+#
+# Case lines are runcases.sh's (tests/interop/runcases.sh):
+#   NAME|SERVER|PROG|GIDFLAG|ARGS|GIDX    SERVER dut, rxe or host
+#   NAME|SERVER|PROG|cm|SARGS|CARGS|COUNT|REGEX
+
+cases_jumbo_rxe() {
+	cat <<'EOF'
+rc_64k|dut|ibv_rc_pingpong|-g|-e -c -m 4096 -s 65536 -n 8|1
+ud_4k|rxe|ibv_ud_pingpong|-g|-e -c -s 4096 -n 10|2
+read_bw|dut|ib_read_bw|-x|-F -n 30 -s 65536 -o 16|1
+atomic_bw|rxe|ib_atomic_bw|-x|-F -n 30 -o 16|2
+rping_32k|dut|rping|cm|-s -a @S4@ -p @P@ -v -V -S 32768 -C 5|-c -a @S4@ -p @P@ -v -V -S 32768 -C 5|5|ping data: rdma-ping-[0-9]+: 
+udaddy_v6|rxe|udaddy|cm|-b @S6@ -c 2 -C 4|-s @S6@ -c 2 -C 4|1|return status 0
+EOF
+}
+
+cases_jumbo_host() {
+	cat <<'EOF'
+uc_64k|host|ibv_uc_pingpong|-g|-e -c -m 4096 -s 65536 -n 8|2
+srq_4k|dut|ibv_srq_pingpong|-g|-e -c -m 4096 -s 4096 -q 4 -n 10|1
+write_bw|dut|ib_write_bw|-x|-F -n 50 -s 65536|2
+send_bw|host|ib_send_bw|-x|-F -n 50 -s 65536|1
+ucmatose_v6|host|ucmatose|cm|-b @S6@ -p @P@ -c 2 -C 10 -S 4096|-s @S6@ -p @P@ -c 2 -C 10 -S 4096|1|return status 0
+EOF
+}
+
+# after `uroce-ctl mtu 1500` (applied at run time, no restart)
+cases_1500_rxe() {
+	cat <<'EOF'
+rc_4k_v6|rxe|ibv_rc_pingpong|-g|-e -c -s 4096 -n 20|2
+send_lat|dut|ib_send_lat|-x|-F -n 50 -s 8|1
+ucmatose|dut|ucmatose|cm|-b @S4@ -p @P@ -c 2 -C 10|-s @S4@ -p @P@ -c 2 -C 10|1|return status 0
+EOF
+}
+
+# --vlan 100:3 on both ends, the frames captured on the bridge port of the
+# NIC under test (nic.py checks the tags and IPv4 checksums there)
+cases_vlan_host() {
+	cat <<'EOF'
+rc_16k|dut|ibv_rc_pingpong|-g|-e -c -s 16384 -n 20|1
+ud_1k_v6|host|ibv_ud_pingpong|-g|-e -c -s 1024 -n 20|2
+write_bw|host|ib_write_bw|-x|-F -n 50 -s 65536|1
+EOF
+}
+
+# the offloads uroce uses, as uroce-ctl devices shows them:
+# has_offload rx|tx NAME
+has_offload() {
+	local l
+	l=$(ctl devices | sed -n "s/^  $1 offloads \[\([^]]*\)\].*/\1/p")
+	case " $l " in *" $2 "*) return 0 ;; esac
+	return 1
+}
+gt0() { [ "$(counter "$1")" -gt 0 ]; }
+# the sum of a counter over the QPs
+qsum() { ctl counters | awk -v n="$1" '/^qp / {q = 1} q && $1 == n {s += $2} END {print s + 0}'; }
+
+# the lines of a uroced run that must fail at once, before or after EAL
+expect_refusal() { # WHAT PATTERN ARGS...: uroced exits 1 with one line matching
+	local what=$1 pat=$2; shift 2
+	"$UROCED" --run-dir "$RUN.x" "$@" > "$out/refusal.log" 2>&1
+	local st=$?
+	if [ $st = 1 ] && grep -qE "$pat" "$out/refusal.log"; then
+		ok "refused: $what: $(grep -m1 -E "$pat" "$out/refusal.log")"
+	else
+		bad "refused: $what: exit $st, expected a line matching '$pat':"
+		sed 's/^/    | /' "$out/refusal.log" | tail -5
+	fi
+	rm -rf "$RUN.x"
+}
+
+# ways uroced cannot use a device, each one clear line (docs/running.md)
+nic_refusals() {
+	expect_refusal "bound to a kernel network driver" \
+		"PCI device $KNIC \(1af4:1000\) is bound to the kernel's virtio-pci driver" --port "$KNIC"
+	unbind "$DUT"
+	expect_refusal "bound to no driver" "PCI device $DUT .* is bound to no driver" --port "$DUT"
+	expect_refusal "no such device" "no PCI device 0000:00:1f.7" --port 0000:00:1f.7
+	local hp=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages keep
+	keep=$(cat $hp)
+	echo 0 > $hp
+	[ "$(bind "$DUT" "$bind")" = "$bind" ] || bad "$DUT not bound to $bind"
+	expect_refusal "no hugepages" "needs [0-9]+ MB of hugepages, 0 MB are free" --port "$DUT"
+	echo "$keep" > $hp
+}
+
+# the device's link flaps during traffic (QMP set_link on the host)
+nic_flap() {
+	# recovery: a timeout of 2.1 s (perftest -u 19) outlasts the outage the
+	# host makes; the QP retransmits once the link is back
+	host bg wbw ib_write_bw -d uroce0 -x 1 -F -u 19 -n 400 -s 65536 -p 18800 > /dev/null
+	env LD_PRELOAD=$SHIM ib_write_bw -d uroce0 -x 1 -F -u 19 -n 400 -s 65536 -p 18800 $HOSTTCP \
+		> "$out/flap-wbw.log" 2>&1 &
+	local cp=$! n=0 down=0 t0
+	# the link goes once the QP carries the writes
+	while [ "$(qsum tx_pkts)" -lt 100 ] && kill -0 $cp 2>/dev/null && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
+	t0=$(counter nic.link_down)
+	host link off > /dev/null
+	n=0; while ! ctl devices | grep -q "state DOWN" && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
+	ctl devices | grep -q "state DOWN" && down=1
+	# one retransmit timeout expired while the link was down
+	n=0; while [ "$(qsum timeouts)" = 0 ] &&
+		kill -0 $cp 2>/dev/null && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
+	local lost to; lost=$(counter drop.link-down) to=$(qsum timeouts)
+	host link on > /dev/null
+	wait $cp; local rc=$?
+	host bgwait wbw > /dev/null; local hrc=$?
+	ck "flap: the port went DOWN with the link" [ $down = 1 ]
+	ck "flap: link down counted ($(counter nic.link_down) after $t0)" [ "$(counter nic.link_down)" -gt "$t0" ]
+	ck "flap: frames sent while down dropped at the port ($lost)" [ "$lost" -gt 0 ]
+	ck "flap: retransmit timeouts while the link was down: $to" [ "$to" -gt 0 ]
+	ck "flap: ib_write_bw -u 19 recovered after the link came back: all 400 writes (rc $rc, server $hrc)" \
+		eval "[ $rc = 0 ] && [ $hrc = 0 ] && grep -qE '^ *65536 +400 ' $out/flap-wbw.log"
+	n=0; while ! ctl devices | grep -q "state ACTIVE" && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+	ck "flap: the port is ACTIVE again" eval "ctl devices | grep -q 'state ACTIVE'"
+	# no recovery: rc_pingpong's fixed timeout (14: 67 ms, 7 retries)
+	# expires while the link stays down: IBV_WC_RETRY_EXC_ERR, as an HCA
+	host bg rcpp ibv_rc_pingpong -d uroce0 -g 1 -e -c -s 4096 -n 1000000 -p 18801 > /dev/null
+	env LD_PRELOAD=$SHIM ibv_rc_pingpong -d uroce0 -g 1 -e -c -s 4096 -n 1000000 -p 18801 $HOSTTCP \
+		> "$out/flap-rcpp.log" 2>&1 &
+	cp=$!
+	n=0; while [ "$(qsum tx_pkts)" -lt 50 ] && kill -0 $cp 2>/dev/null && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
+	host link off > /dev/null
+	wait $cp; rc=$?
+	host link on > /dev/null
+	host bgkill rcpp > /dev/null
+	ck "flap: a link that stays down ends rc_pingpong with retry exceeded (status 12)" \
+		grep -q "transport retry counter exceeded (12)" "$out/flap-rcpp.log"
+	[ $rc != 0 ] || bad "flap: rc_pingpong exited 0 with the link down"
+}
+
+nic_test() {
+	nic_refusals
+	start_uroced --port "$DUT" --mtu 9000 || { bad "uroced on $DUT ($bind)"; return 1; }
+	ok "uroced drives $DUT ($dev, $bind): $(grep -m1 "queues rx" "$LOG.cur" | sed 's/^uroce0: //')"
+	# a second daemon on the same device is refused, before EAL touches it
+	if [ "$bind" = vfio-pci ]; then
+		expect_refusal "the IOMMU group is busy" "IOMMU group [0-9]+ of $DUT is busy" --port "$DUT"
+	else
+		expect_refusal "another uroced drives it" "PCI device $DUT is in use by another uroced" --port "$DUT"
+	fi
+	ck "one queue pair used of the device's" eval "ctl devices | grep -qE 'queues 1/1 of'"
+	cases_jumbo_rxe > "$out/cases-jumbo_rxe.txt"
+	cases_jumbo_host > "$out/cases-jumbo_host.txt"
+	run_phase jumbo_rxe rxe 18600
+	run_phase jumbo_host host 18620
+	# the MTU at run time: more than the buffers hold is refused, less applied
+	ck "mtu 9216 refused at run time (buffers sized for 9000)" eval "! ctl mtu 9216"
+	ck "mtu 1500 applied at run time" ctl mtu 1500
+	ck "active MTU 1024 after it" eval "ctl devices | grep -q 'active 1024'"
+	rxe mtu 1500 > /dev/null
+	cases_1500_rxe > "$out/cases-1500_rxe.txt"
+	run_phase 1500_rxe rxe 18640
+	ck "xstats visible in uroce-ctl counters" eval "ctl counters --port | grep -q '^  xstat\\.'"
+	stop_uroced || bad "uroced exit status $? (jumbo, 1500)"
+	# VLAN 100, priority 3, on both ends; offloads used where offered
+	host uroced --mtu 1500 --vlan 100:3 > /dev/null || bad "host uroced with --vlan"
+	start_uroced --port "$DUT" --mtu 1500 --vlan 100:3 || { bad "uroced --vlan"; return 1; }
+	host capture start > /dev/null
+	cases_vlan_host > "$out/cases-vlan_host.txt"
+	run_phase vlan_host host 18660
+	host badframe > /dev/null
+	local n=0; while [ "$(counter drop.vlan)" = 0 ] && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+	host capture stop > /dev/null
+	ck "capture on the peer's side: every frame tagged VLAN 100 PCP 3, IPv4 checksums valid" \
+		eval "host capture check 100 3 > $out/capture-check.log"
+	sed 's/^/    capture| /' "$out/capture-check.log"
+	ck "an untagged frame dropped (drop.vlan)" gt0 drop.vlan
+	# a PMD may report only bad checksums (e1000's em leaves good ones
+	# UNKNOWN, which the parser checks): good ones are shown, not required
+	if has_offload rx IPV4_CKSUM; then
+		ck "RX IPv4 checksum offload: the device flagged the bad one" gt0 nic.rx_ip_csum_bad
+		say "RX IPv4 checksums the device found good: $(counter nic.rx_ip_csum_good)"
+	fi
+	ck "... and dropped as a bad header" gt0 hdr_errors
+	if has_offload tx IPV4_CKSUM; then
+		ck "TX IPv4 checksum offload used" gt0 nic.tx_ip_csum
+	fi
+	if has_offload tx VLAN_INSERT; then ck "VLAN tags inserted by the device" gt0 nic.vlan_tx_hw
+	else ck "VLAN tags inserted by uroce" gt0 nic.vlan_tx_sw; fi
+	if has_offload rx VLAN_STRIP; then ck "VLAN tags stripped by the device" gt0 nic.vlan_rx_hw
+	else ck "VLAN tags stripped by uroce" gt0 nic.vlan_rx_sw; fi
+	ctl devices > "$out/devices-vlan.txt"
+	ctl counters --port > "$out/counters-vlan.txt"
+	nic_flap
+	ctl counters --port > "$out/counters-end.txt"
+	stop_uroced || bad "uroced exit status $? (vlan, flap)"
+}
+
+nic_bench() {
+	say "bench: not yet"
+}
