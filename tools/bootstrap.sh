@@ -73,6 +73,10 @@ test)
     rc=0
     meson test -C build --print-errorlogs --num-processes 2 || rc=1
     meson test -C build-asan --print-errorlogs --num-processes 2 --no-suite nosan || rc=1
+    # a test that skipped on this machine without being expected to is a
+    # failure (tests/ci-skips.txt, docs/testing.md)
+    /usr/bin/python3 tests/ci_skips.py tests/ci-skips.txt plain=build/meson-logs/testlog.json \
+        asan=build-asan/meson-logs/testlog.json || rc=1
     summarize build/meson-logs/testlog.json build-asan/meson-logs/testlog.json
     exit $rc
     ;;

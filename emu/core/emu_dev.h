@@ -82,6 +82,15 @@ struct emu_port_counters {
 	uint64_t icrc_errors;
 	uint64_t hdr_errors;
 	uint64_t fault_drop, fault_dup, fault_reorder, fault_corrupt, fault_delay;
+	/* where each corrupted frame went (net/fault.c; in the log, not the
+	 * stats ABI): ICRC error, header error, no longer RoCE / ours, passed
+	 * with the flip in an ICRC-masked field, passed with a covered byte
+	 * flipped (a miss), not followed (duplicated or held) */
+	uint64_t fault_corrupt_icrc, fault_corrupt_hdr, fault_corrupt_other;
+	uint64_t fault_corrupt_masked, fault_corrupt_passed, fault_corrupt_unseen;
+	/* the engine's sleeps, and those bounded by RX polling rather than a
+	 * timer (daemon/engine.c; in the log, not the stats ABI) */
+	uint64_t idle_sleeps, idle_sleeps_rx_poll;
 	uint64_t tx_stalls;   /* requester paused: port TX backlog full */
 	uint64_t clients_refused; /* connections the access rule refused */
 	uint64_t evq_lost;    /* event-pipe records dropped past the backlog (cq.c) */

@@ -109,6 +109,8 @@ void emu_stats_dump(struct emu_dev *d)
 		d->name, c->tx_pkts, c->tx_bytes, c->rx_pkts, c->rx_bytes, c->rx_roce,
 		c->icrc_errors, c->hdr_errors, c->rx_arp, c->tx_arp, c->rx_icmp, c->tx_icmp,
 		c->rx_nd, c->tx_nd, d->nctx, d->nqp);
+	EMU_LOG(NOTICE, "%s: engine sleeps %lu, of them to poll RX %lu\n", d->name,
+		c->idle_sleeps, c->idle_sleeps_rx_poll);
 	if (c->tx_stalls)
 		EMU_LOG(NOTICE, "%s: tx back-pressure stalls %lu\n", d->name, c->tx_stalls);
 	if (c->evq_lost)
@@ -126,6 +128,11 @@ void emu_stats_dump(struct emu_dev *d)
 		EMU_LOG(NOTICE, "%s: fault drop %lu dup %lu reorder %lu corrupt %lu delay %lu\n",
 			d->name, c->fault_drop, c->fault_dup, c->fault_reorder, c->fault_corrupt,
 			c->fault_delay);
+	if (c->fault_corrupt)
+		EMU_LOG(NOTICE, "%s: fault corrupt fates: icrc %lu hdr %lu other %lu masked %lu "
+			"passed %lu unseen %lu\n", d->name, c->fault_corrupt_icrc, c->fault_corrupt_hdr,
+			c->fault_corrupt_other, c->fault_corrupt_masked, c->fault_corrupt_passed,
+			c->fault_corrupt_unseen);
 	if (d->x->dcqcn_cnt.ce_rcvd + d->x->dcqcn_cnt.cnp_rcvd)
 		EMU_LOG(NOTICE, "%s: dcqcn ce %lu, cnp sent %lu rcvd %lu, rate cuts %lu\n", d->name,
 			d->x->dcqcn_cnt.ce_rcvd, d->x->dcqcn_cnt.cnp_sent, d->x->dcqcn_cnt.cnp_rcvd,
@@ -186,6 +193,7 @@ void emu_engine_adopt(struct emu_daemon *dm)
 
 /* How long an idle engine may sleep: until the nearest timer of the
  * transport, the core or rdma_cm, at most until the port must be polled. */
+/* (counted: the engine's sleeps, and those that end to poll RX) */
 static uint64_t emu_engine_sleep_ns(struct emu_daemon *dm)
 {
 	struct emu_dev *d = &dm->dev;
@@ -211,6 +219,10 @@ static uint64_t emu_engine_sleep_ns(struct emu_daemon *dm)
 		wait = dl <= now ? 0 : (dl - now < wait ? dl - now : wait);
 	if (d->evq_pend && wait > EMU_EVQ_RETRY_NS)
 		wait = EMU_EVQ_RETRY_NS;
+	/* a sleep that ends to poll RX, not for a timer: what an idle daemon
+	 * on a port that wakes it must never do (tests/net counts these) */
+	d->cnt.idle_sleeps++;
+	d->cnt.idle_sleeps_rx_poll += !rx_wakes && wait == EMU_RX_POLL_NS;
 	return wait;
 }
 

@@ -239,9 +239,59 @@ static bool emu_fault_ecn_ce(struct emu_fault *f, const uint8_t *frame, uint32_t
 	return true;
 }
 
+/* Is frame byte pos one the RoCEv2 ICRC masks (IBTA A17.8.3: IPv4 TOS,
+ * TTL and header checksum; IPv6 traffic class, flow label and hop limit;
+ * the UDP checksum; BTH's FECN/BECN/resv6 byte)? A bit flipped there is
+ * not the ICRC's to catch. Ethernet without a VLAN tag, as uroce sends. */
+static bool emu_fault_masked(const uint8_t *fr, uint32_t len, uint32_t pos, uint8_t bit)
+{
+	if (len < 14 + 20 || pos < 14)
+		return false;
+	uint16_t et = (uint16_t)(fr[12] << 8 | fr[13]);
+	uint32_t ip = 14, udp;
+	if (et == 0x0800) {
+		udp = ip + (fr[ip] & 0x0f) * 4u;
+		if (pos == ip + 1 || pos == ip + 8 || pos == ip + 10 || pos == ip + 11)
+			return true;
+	} else if (et == 0x86dd) {
+		udp = ip + 40;
+		if (pos == ip)  /* version (covered), traffic class's high nibble */
+			return bit < 0x10;
+		if (pos == ip + 1 || pos == ip + 2 || pos == ip + 3 || pos == ip + 7)
+			return true;
+	} else {
+		return false;
+	}
+	return pos == udp + 6 || pos == udp + 7 || pos == udp + 8 + 4;
+}
+
+/* Where a corrupted frame went, read from the counters its synchronous
+ * delivery moved: the fault test accounts for every flip it injected. */
+static void emu_fault_fate(struct emu_dev *d, const struct emu_port_counters *b, bool masked)
+{
+	struct emu_port_counters *c = &d->cnt;
+	uint64_t drops_b = 0, drops_a = 0;
+
+	for (int i = 0; i < EMU_DROP_NUM; i++) {
+		drops_b += b->drops[i];
+		drops_a += c->drops[i];
+	}
+	if (c->icrc_errors != b->icrc_errors)
+		c->fault_corrupt_icrc++;
+	else if (c->hdr_errors != b->hdr_errors)
+		c->fault_corrupt_hdr++;
+	else if (drops_a != drops_b || c->rx_roce == b->rx_roce)
+		c->fault_corrupt_other++;   /* not RoCE any more, not ours */
+	else if (masked)
+		c->fault_corrupt_masked++;  /* passed: the flip is in a masked field */
+	else
+		c->fault_corrupt_passed++;  /* passed with a covered byte flipped */
+}
+
 void emu_fault_rx(struct emu_fault *f, struct emu_dev *d, const uint8_t *frame, uint32_t len,
 		  void (*deliver)(struct emu_dev *, const uint8_t *, uint32_t))
 {
+	int corrupt = -1;  /* a flipped frame delivered now: 1 masked, 0 covered */
 	uint64_t now = emu_now_ns();
 
 	if (emu_fault_spared(f, frame, len)) {
@@ -260,9 +310,11 @@ void emu_fault_rx(struct emu_fault *f, struct emu_dev *d, const uint8_t *frame, 
 		 * reaches the RoCE parser and the ICRC has to catch it */
 		uint32_t lo = len > 14 ? 14 : 0;
 		uint32_t pos = lo + (uint32_t)(emu_fault_rand(f) % (len - lo));
-		f->scratch[pos] ^= (uint8_t)(1u << (emu_fault_rand(f) & 7));
+		uint8_t bit = (uint8_t)(1u << (emu_fault_rand(f) & 7));
+		f->scratch[pos] ^= bit;
 		frame = f->scratch;
 		d->cnt.fault_corrupt++;
+		corrupt = emu_fault_masked(frame, len, pos, bit);
 	}
 	if (f->cfg.ce > 0 && len <= EMU_FAULT_FRAME && emu_fault_ecn_ce(f, frame, len))
 		frame = f->scratch; /* counted as the receiving QP's ce_rcvd */
@@ -271,20 +323,35 @@ void emu_fault_rx(struct emu_fault *f, struct emu_dev *d, const uint8_t *frame, 
 		copies = 2;
 		d->cnt.fault_dup++;
 	}
+	/* a corrupted frame delivered once and now is followed to its fate;
+	 * one duplicated or held is counted once as not followed */
+	bool follow = corrupt >= 0 && copies == 1;
+	if (corrupt >= 0 && copies > 1)
+		d->cnt.fault_corrupt_unseen++;
 	for (unsigned k = 0; k < copies; k++) {
 		if (emu_fault_coin(f, f->cfg.reorder) &&
 		    emu_fault_hold(f, frame, len, now + EMU_FAULT_REORDER_NS +
 				   f->cfg.delay_us * 1000ull, true)) {
 			d->cnt.fault_reorder++;
+			if (follow)
+				d->cnt.fault_corrupt_unseen++;
 			continue;
 		}
 		if (f->cfg.delay_us &&
 		    emu_fault_hold(f, frame, len, now + f->cfg.delay_us * 1000ull, false)) {
 			d->cnt.fault_delay++;
+			if (follow)
+				d->cnt.fault_corrupt_unseen++;
 			continue;
 		}
 		/* a frame waiting to be overtaken goes right after this one */
-		deliver(d, frame, len);
+		if (follow) {
+			struct emu_port_counters before = d->cnt;
+			deliver(d, frame, len);
+			emu_fault_fate(d, &before, corrupt == 1);
+		} else {
+			deliver(d, frame, len);
+		}
 		emu_fault_release(f, d, now, true, deliver);
 	}
 }

@@ -12,15 +12,8 @@
 #include <rdma/rdma_cma_abi.h>
 
 static int failures;
-
-#define CHECK(cond, ...) do {                                                 \
-		if (!(cond)) {                                                \
-			failures++;                                           \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);  \
-			fprintf(stderr, __VA_ARGS__);                         \
-			fprintf(stderr, "\n");                                \
-		}                                                             \
-	} while (0)
+#define T_FAILURES failures
+#include "../include/check.h"
 
 /* each command struct starts with the header (cmd, in, out) */
 #define HDR_SZ sizeof(struct ucma_abi_cmd_hdr)

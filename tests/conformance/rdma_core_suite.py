@@ -24,14 +24,13 @@ import gzip
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                '..', 'verbs'))
-import run as vt  # noqa: E402  (tests/verbs/run.py: daemon start/stop)
+                                '..', 'lib'))
+import harness as h  # noqa: E402  (tests/lib/harness.py)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hugepages  # noqa: E402
 
@@ -96,39 +95,64 @@ def tally(out):
     return passed, failed, n['errors'], n['skipped']
 
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+DOC = os.path.join(HERE, '..', '..', 'docs', 'conformance.md')
+# unittest -v: "name (module.Class.name)", the docstring's first line on the
+# next line when the test has one, then " ... skipped 'why'"
+SKIPPED = re.compile(r"^(test_\w+) \([\w.]+\)(?:\n.*?)? \.\.\. skipped (.*)$", re.M)
+# the table rows of docs/conformance.md's skip sections: | module | test | why |
+ROW = re.compile(r'^\| (test_\w+) \| (test_\w+) \|', re.M)
+HUGE_SECTION = '## Skips without 2 MB huge pages'
+
+
+def documented_skips(doc=DOC):
+    """{module: {test}} skipped on uroce as docs/conformance.md records
+    them, and the same for the tests that skip only when no 2 MB huge
+    pages can be reserved (non-root)."""
+    text = open(doc).read()
+    main, _, huge = text.partition(HUGE_SECTION)
+    out = ({}, {})
+    for part, d in ((main, out[0]), (huge, out[1])):
+        for m in ROW.finditer(part):
+            d.setdefault(m.group(1), set()).add(m.group(2))
+    return out
+
+
+def skipped_tests(out):
+    return {m.group(1) for m in SKIPPED.finditer(out)}
+
+
 def run_module(pkg_parent, mod, env):
     # run_tests.py parses --dev/--port/--gid and hands the rest to unittest
     cmd = ['/usr/bin/python3', os.path.join(pkg_parent, 'tests', 'run_tests.py'),
            '--dev', 'uroce0', '--port', '1', '--gid', '1', '-v', mod]
     try:
-        rc, out = vt.run(cmd, env, timeout=MODULE_TIMEOUT)
+        rc, out = h.run(cmd, env, timeout=MODULE_TIMEOUT)
     except subprocess.TimeoutExpired:
         print('%s: timed out after %d s' % (mod, MODULE_TIMEOUT))
-        return None
+        return None, set()
     t = tally(out)
     if t is None:
         print('%s: no unittest summary (exit status %d)' % (mod, rc))
-    return t
+    return t, skipped_tests(out)
 
 
-def main():
+def run_test():
     ap = argparse.ArgumentParser()
     ap.add_argument('--uroced', required=True)
     ap.add_argument('--shim', required=True)
     ap.add_argument('--preload-first', default='')
     ap.add_argument('--suite-dir', default=SUITE)
+    ap.add_argument('--doc', default=DOC, help='the skip tables (docs/conformance.md)')
     ap.add_argument('--hugepages', type=int, default=0)
     ap.add_argument('--list', action='store_true',
                     help='print the modules that apply and exit')
     ap.add_argument('modules', nargs='*')
     a = ap.parse_args()
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     if not os.path.isdir(a.suite_dir) or not os.path.exists('/usr/bin/python3'):
-        print('rdma-core tests not installed at', a.suite_dir)
-        return 77
+        return h.skip('rdma-core tests not installed at %s' % a.suite_dir)
     if subprocess.call(['/usr/bin/python3', '-c', 'import pyverbs.device']) != 0:
-        print('pyverbs (python3-pyverbs) not available')
-        return 77
+        return h.skip('pyverbs (python3-pyverbs) not available')
     work = tempfile.mkdtemp(prefix='uroce-conf-')
     try:
         pkg = copy_suite(a.suite_dir, work)
@@ -138,56 +162,33 @@ def main():
             return 0
         bad = [m for m in a.modules if m not in mods]
         if bad:
-            print('not a module of the suite that applies:', ' '.join(bad))
-            return 1
-        with hugepages.Reservation(a.hugepages):
-            return run_all(a, work, a.modules or mods)
+            return h.fail('not a module of the suite that applies: ' + ' '.join(bad))
+        with hugepages.Reservation(a.hugepages) as res:
+            return run_all(a, work, a.modules or mods, res.enough)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def run_all(a, work, mods):
-    if not os.access(a.uroced, os.X_OK):
-        print('no uroced at', a.uroced)
-        return 77
-    run_dir = tempfile.mkdtemp(prefix='uroce-conf-run-')
-    env = dict(os.environ)
-    env['UROCE_RUN_DIR'] = run_dir
-    log = open(os.path.join(run_dir, 'uroced.log'), 'w+')
-    d = subprocess.Popen([a.uroced], env=env, stdout=log,
-                         stderr=subprocess.STDOUT, start_new_session=True)
-    results = {}
-    try:
-        if not vt.wait_socket(os.path.join(run_dir, 'uroce0.sock'), d):
-            print('uroced did not come up')
-            return 1
-        env['LD_PRELOAD'] = os.path.abspath(a.shim)
-        if a.preload_first:
-            env['LD_PRELOAD'] = a.preload_first + ':' + env['LD_PRELOAD']
-            env['ASAN_OPTIONS'] = 'detect_leaks=0:' + env.get('ASAN_OPTIONS', '')
-        env['PYTHONDONTWRITEBYTECODE'] = '1'
-        for m in mods:
-            results[m] = run_module(work, m, env)
-    except subprocess.TimeoutExpired as e:
-        print('timed out:', e)
-        return 1
-    finally:
-        st = vt.stop(d)
-        log.seek(0)
-        text = log.read()
-        log.close()
-        faults = vt.daemon_faults([st], text)
-        if text:
-            sys.stdout.write('--- uroced ---\n' + text[-3000:])
-        shutil.rmtree(run_dir, ignore_errors=True)
-    return report(results, faults)
+def run_all(a, work, mods, huge_ok):
+    rig = h.Rig(a.uroced, 'uroce-conf-run-')
+    rig.start()
+    env = rig.penv(a.shim, a.preload_first, {'PYTHONDONTWRITEBYTECODE': '1'})
+    results = {m: run_module(work, m, env) for m in mods}
+    return report(results, documented_skips(a.doc), huge_ok)
 
 
-def report(results, faults):
+def report(results, documented, huge_ok):
+    """Fails on any failure, error or unfinished module, and on any
+    difference between the tests that skipped and docs/conformance.md's
+    tables (a capability uroce stopped reporting turns tests into skips; a
+    documented skip that now runs means the table is stale). A module
+    that ran nothing, or whose huge-page tests could not run, is a skip."""
+    skips, huge = documented
     print('\n%-28s %7s %7s %7s %7s' % ('module', 'passed', 'failed', 'errors', 'skipped'))
     rc = 0
+    partial = []
     tot = [0, 0, 0, 0]
-    for m, t in results.items():
+    for m, (t, got) in results.items():
         if t is None:
             print('%-28s %s' % (m, 'did not finish'))
             rc = 1
@@ -196,12 +197,25 @@ def report(results, faults):
         tot = [x + y for x, y in zip(tot, t)]
         if t[1] or t[2]:
             rc = 1
+        want = set(skips.get(m, ()))
+        if not huge_ok:
+            want |= huge.get(m, set())
+        if got != want:
+            for n in sorted(got - want):
+                h.fail('%s.%s skipped; docs/conformance.md does not list it' % (m, n))
+            for n in sorted(want - got):
+                h.fail('%s.%s ran; docs/conformance.md lists it as skipped' % (m, n))
+            rc = 1
+        if t[0] == 0:
+            partial.append('%s ran none of its tests (every skip documented)' % m)
+        elif not huge_ok and huge.get(m):
+            partial.append('%s: %s need 2 MB huge pages, none could be reserved' %
+                           (m, ', '.join(sorted(huge[m]))))
     print('%-28s %7d %7d %7d %7d' % tuple(['total'] + tot))
-    for w in faults:
-        print('FAIL:', w)
-        rc = 1
+    if rc == 0 and partial:
+        return h.skip('; '.join(partial))
     return rc
 
 
 if __name__ == '__main__':
-    sys.exit(main())
+    sys.exit(h.main(run_test))

@@ -26,25 +26,11 @@
 
 #include <uroce/abi.h>
 
-#define T_SKIP 77
-
-static int t_failures __attribute__((unused));
-
-#define CHECK(cond, ...) do { \
-		if (!(cond)) { \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__); \
-			fprintf(stderr, "\n"); \
-			t_failures++; \
-		} \
-	} while (0)
-
-#define REQUIRE(cond, ...) do { \
-		if (!(cond)) { \
-			CHECK(cond, __VA_ARGS__); \
-			t_exit(1); \
-		} \
-	} while (0)
+/* REQUIRE ends the test through t_exit(): the daemon it started stops */
+__attribute__((noreturn)) static inline void t_exit(int code);
+#define T_EXIT(code) t_exit(code)
+#include "../include/check.h"
+#include "../include/t_sendfds.h"
 
 struct t_daemon {
 	pid_t pid;
@@ -57,7 +43,7 @@ static struct t_daemon *t_cur __attribute__((unused));
 
 static inline void t_daemon_stop_now(struct t_daemon *d);
 
-static inline void t_exit(int code)
+__attribute__((noreturn)) static inline void t_exit(int code)
 {
 	if (t_cur)
 		t_daemon_stop_now(t_cur);
@@ -217,23 +203,11 @@ static inline int t_raw(int fd, const void *msg, size_t len, const int *fds, uns
 		 void *rep, size_t rcap, int *rfds, unsigned *nrfds)
 {
 	union { struct cmsghdr c; uint8_t b[CMSG_SPACE(sizeof(int) * 4)]; } cb;
-	struct iovec iov = { (void *)msg, len };
+	struct iovec iov = { rep, rcap };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 
-	if (nfds) {
-		memset(&cb, 0, sizeof(cb));
-		mh.msg_control = cb.b;
-		mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-		memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
-	}
-	if (sendmsg(fd, &mh, MSG_NOSIGNAL) < 0)
+	if (t_sendfds(fd, msg, len, fds, nfds, MSG_NOSIGNAL) < 0)
 		return -errno;
-	iov.iov_base = rep;
-	iov.iov_len = rcap;
 	mh.msg_control = cb.b;
 	mh.msg_controllen = sizeof(cb.b);
 	ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);

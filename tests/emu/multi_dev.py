@@ -16,14 +16,12 @@ stopped on the way out).
 Exit 0 pass, 77 skip, 1 fail."""
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'verbs'))
-from run import wait_sockets  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
+import harness as h  # noqa: E402  (tests/lib/harness.py)
 
 
 def badopts(uroced, run_dir):
@@ -100,61 +98,34 @@ def badopts(uroced, run_dir):
 def run_link(uroced, run_dir, shim, stat, dev0, dev1, extra, size=3000, iters=100):
     """Two devices wired back to back, ibv_rc_pingpong -c across; the
     counters of both (uroce-stat -q) or None. Stops the daemon (SIGTERM
-    must exit 0 and remove both sockets)."""
-    env = dict(os.environ, UROCE_RUN_DIR=run_dir)
-    log = open(os.path.join(run_dir, 'uroced.log'), 'w+')
-    d = subprocess.Popen([uroced] + extra + ['--dev', dev0] + ['--dev'] + dev1,
-                         env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    socks = [os.path.join(run_dir, 'uroce%d.sock' % i) for i in range(2)]
-    srv = None
-    try:
-        if not wait_sockets(socks, d):
-            print('daemon did not come up')
+    must exit 0 and remove both sockets); its log is judged by h.main."""
+    rig = h.Rig(uroced, 'uroce-md-')
+    d = rig.start(extra + ['--dev', dev0] + ['--dev'] + dev1, devs=['uroce0', 'uroce1'])
+    socks = [os.path.join(rig.dir, 'uroce%d.sock' % i) for i in range(2)]
+    penv = rig.penv(shim)
+    port = h.free_tcp_port()
+    base = ['ibv_rc_pingpong', '-g', '1', '-c', '-n', str(iters), '-s', str(size),
+            '-p', str(port)]
+    ok, _, _ = h.pair(base + ['-d', 'uroce0', '-e'], base + ['-d', 'uroce1', '127.0.0.1'],
+                      penv, ready=port)
+    if not ok:
+        print('pingpong failed')
+        return None
+    cnts = []
+    for i in range(2):
+        rc, out = h.run([stat, '-d', 'uroce%d' % i, '-q'], rig.env, 30, quiet=True)
+        if rc:
+            print('uroce-stat uroce%d failed' % i)
             return None
-        penv = dict(env, LD_PRELOAD=os.path.abspath(shim))
-        base = ['ibv_rc_pingpong', '-g', '1', '-c', '-n', str(iters), '-s', str(size),
-                '-p', '19931']
-        srv = subprocess.Popen(base + ['-d', 'uroce0', '-e'], env=penv, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + 20
-        while True:
-            time.sleep(0.3)
-            cli = subprocess.run(base + ['-d', 'uroce1', '127.0.0.1'], env=penv,
-                                 capture_output=True, text=True, timeout=90)
-            if cli.returncode == 0 or time.monotonic() > deadline or srv.poll() is not None:
-                break
-        sout = srv.communicate(timeout=90)[0].decode(errors='replace')
-        print(cli.stdout + cli.stderr + '--- server ---\n' + sout)
-        if cli.returncode or srv.returncode:
-            print('pingpong failed: client %d server %d' % (cli.returncode, srv.returncode))
-            return None
-        cnts = []
-        for i in range(2):
-            r = subprocess.run([stat, '-d', 'uroce%d' % i, '-q'], env=env, capture_output=True,
-                               text=True, timeout=30)
-            if r.returncode:
-                print('uroce-stat uroce%d failed' % i)
-                return None
-            cnt = dict((ln.split()[0], int(ln.split()[1])) for ln in r.stdout.splitlines()
-                       if ln.startswith(' '))
-            print('uroce%d' % i, {k: v for k, v in cnt.items() if v})
-            cnts.append(cnt)
-        d.send_signal(signal.SIGTERM)
-        rc = d.wait(20)
-        if rc != 0 or any(os.path.exists(s) for s in socks):
-            print('shutdown: rc %d, sockets %r' % (rc, [os.path.exists(s) for s in socks]))
-            return None
-        return cnts
-    finally:
-        if srv and srv.poll() is None:
-            os.killpg(srv.pid, signal.SIGKILL)
-            srv.wait()
-        if d.poll() is None:
-            d.kill()
-            d.wait()
-        log.seek(0)
-        sys.stdout.write('--- uroced ---\n' + log.read()[-3000:])
-        log.close()
+        cnt = dict((ln.split()[0], int(ln.split()[1])) for ln in out.splitlines()
+                   if ln.startswith(' '))
+        print('uroce%d' % i, {k: v for k, v in cnt.items() if v})
+        cnts.append(cnt)
+    rc = rig.stop_one(d)
+    if rc != 0 or any(os.path.exists(s) for s in socks):
+        print('shutdown: rc %d, sockets %r' % (rc, [os.path.exists(s) for s in socks]))
+        return None
+    return cnts
 
 
 def link(uroced, run_dir, shim, stat):
@@ -204,24 +175,22 @@ def dcqcn(uroced, run_dir, shim, stat):
     return 0
 
 
-def main():
+def run_test():
     uroced, mode = sys.argv[1], sys.argv[2]
     if not os.access(uroced, os.X_OK):
-        return 77
-    run_dir = tempfile.mkdtemp(prefix='uroce-md-')
-    try:
-        if mode == 'badopts':
+        return h.skip('no uroced at %s (not built)' % uroced)
+    if mode == 'badopts':
+        run_dir = tempfile.mkdtemp(prefix='uroce-md-')
+        try:
             return badopts(uroced, run_dir)
-        for prog in ('ibv_rc_pingpong',):
-            if not shutil.which(prog):
-                print('not installed:', prog)
-                return 77
-        if mode == 'dcqcn':
-            return dcqcn(uroced, run_dir, sys.argv[3], sys.argv[4])
-        return link(uroced, run_dir, sys.argv[3], sys.argv[4])
-    finally:
-        shutil.rmtree(run_dir, ignore_errors=True)
+        finally:
+            shutil.rmtree(run_dir, ignore_errors=True)
+    if not h.need('ibv_rc_pingpong'):
+        return h.skip('ibverbs-utils not installed')
+    if mode == 'dcqcn':
+        return dcqcn(uroced, None, sys.argv[3], sys.argv[4])
+    return link(uroced, None, sys.argv[3], sys.argv[4])
 
 
 if __name__ == '__main__':
-    sys.exit(main())
+    sys.exit(h.main(run_test))

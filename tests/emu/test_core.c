@@ -14,8 +14,8 @@
 #include "xport.h"
 
 static int fails;
-#define CHECK(c, ...) do { if (!(c)) { fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #c); \
-	fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); fails++; } } while (0)
+#define T_FAILURES fails
+#include "../include/check.h"
 
 static int nframes;
 static uint8_t last_frame[2048];

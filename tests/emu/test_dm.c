@@ -15,8 +15,8 @@
 #include "xport.h"
 
 static int fails;
-#define CHECK(c, ...) do { if (!(c)) { fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #c); \
-	fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); fails++; } } while (0)
+#define T_FAILURES fails
+#include "../include/check.h"
 
 static uint32_t dm_alloc(struct emu_ctx *c, uint64_t len, int *rc)
 {

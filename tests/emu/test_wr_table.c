@@ -13,8 +13,8 @@
 #include <uroce/wr.h>
 
 static int fails;
-#define CHECK(c, ...) do { if (!(c)) { fails++; fprintf(stderr, "FAIL %s:%d: ", \
-	__FILE__, __LINE__); fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
+#define T_FAILURES fails
+#include "../include/check.h"
 
 /* IBTA Vol. 1 ch. 9 BTH opcodes per transport, plus the local
  * LOCAL_INV / BIND_MW on connected QPs. UC has no SEND_WITH_INV. */

@@ -47,12 +47,13 @@
 #include "daemon.h"
 #include "emu_int.h"
 #include "fz_in.h"
+#include "../include/t_sendfds.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define FZ_MAX_MSGS 48
 #define FZ_MAX_HANDLES 64
-#define FZ_MAX_FDS_OUT 6  /* more than the daemon takes (4) */
+#define FZ_MAX_FDS_OUT 6  /* more than the daemon takes (4); <= T_SENDFDS_MAX */
 
 static void fz_cleanup_dir(void);
 
@@ -924,10 +925,6 @@ static bool fz_reply(struct fz *f, uint32_t op, uint32_t seq, size_t sent, uint3
 static void fz_message(struct fz *f, struct fz_in *in)
 {
 	static uint8_t msg[UROCE_MAX_MSG + 64];
-	union {
-		struct cmsghdr c;
-		uint8_t b[CMSG_SPACE(sizeof(int) * FZ_MAX_FDS_OUT)];
-	} cb;
 	uint8_t kind = fz_u8(in), fk = fz_u8(in);
 	/* op from the kind's low 5 bits plus the descriptor byte's 0x20 bit
 	 * (ops up to 63, whether they exist or not) */
@@ -973,26 +970,13 @@ static void fz_message(struct fz *f, struct fz_in *in)
 		msg[0] = (uint8_t)op;
 	}
 
-	struct iovec iov = { msg, len };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-
 	for (unsigned i = 0; i < nfds; i++) {
 		fds[i] = fz_make_fd(f, fz_u8(in));
 		if (fds[i] < 0)
 			fds[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		fz_assert(fds[i] >= 0);
 	}
-	if (nfds) {
-		memset(&cb, 0, sizeof(cb));
-		mh.msg_control = cb.b;
-		mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-		memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
-	}
-	sent = sendmsg(f->cl, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	sent = t_sendfds(f->cl, msg, len, fds, nfds, MSG_NOSIGNAL | MSG_DONTWAIT);
 	for (unsigned i = 0; i < nfds; i++)
 		close(fds[i]);
 	if (sent < 0) {

@@ -214,7 +214,8 @@ static int fuzz_dir(const char *path)
 			exit(2);
 	}
 	closedir(d);
-	qsort(names, nn, sizeof(*names), fuzz_cmp);
+	if (nn) /* qsort's array may not be NULL, even for no element */
+		qsort(names, nn, sizeof(*names), fuzz_cmp);
 	for (size_t i = 0; i < nn; i++) {
 		struct stat st;
 
@@ -349,9 +350,16 @@ int main(int argc, char **argv)
 	st = seed;
 	for (uint64_t i = 0; i < gen && fuzz_npool; i++)
 		fuzz_generate(&st);
-	printf("fuzz_replay: %" PRIu64 " runs, no property violated\n", fuzz_runs);
+	/* an empty corpus (a wrong path, files lost) replays nothing: that is
+	 * no verdict, not a pass */
+	int rc = fuzz_npool && fuzz_runs ? 0 : 1;
+	if (rc)
+		fprintf(stderr, "fuzz_replay: FAIL: %zu inputs, %" PRIu64 " runs: nothing to replay\n",
+			fuzz_npool, fuzz_runs);
+	else
+		printf("fuzz_replay: %" PRIu64 " runs, no property violated\n", fuzz_runs);
 	for (size_t i = 0; i < fuzz_npool; i++)
 		free(fuzz_pool[i].d);
 	free(fuzz_pool);
-	return 0;
+	return rc;
 }

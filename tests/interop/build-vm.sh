@@ -13,7 +13,7 @@
 # Idempotent: host packages are installed only if missing, .debs are downloaded only if
 # missing, the rootfs is re-assembled from scratch each run (takes a few seconds).
 #
-# usage: build-vm.sh [--with-python]
+# usage: build-vm.sh [--with-python] | --verify ROOTFS | --verify-initrd INITRD
 #   --with-python   build a second image instead, out/initrd-py.img (rootfs in out/rootfs-py):
 #                   the default package set plus bash, coreutils, python3(-minimal) and
 #                   python3-pyverbs, enough to run rdma-core's pyverbs tests in the VM
@@ -24,10 +24,13 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-$HERE/out}
 DEBS=$OUT/debs
-WITH_PY=
+WITH_PY= VERIFY_ONLY= VERIFY_INITRD=
 while (($#)); do
     case "$1" in
         --with-python) WITH_PY=1; shift ;;
+        # only the verification below, of an assembled rootfs (the harness suite)
+        --verify) VERIFY_ONLY=${2:?--verify ROOTFS}; shift 2 ;;
+        --verify-initrd) VERIFY_INITRD=${2:?--verify-initrd INITRD}; shift 2 ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "build-vm.sh: unknown argument $1" >&2; exit 2 ;;
     esac
@@ -42,6 +45,50 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 
 log() { echo "[build-vm] $*" >&2; }
+
+# ---------------------------------------------------------------- verification
+# An image built while apt's metadata was incomplete had no libc: the guest's
+# /init could not execute and every test ran into its timeout. Every program
+# the guest runs must resolve its libraries inside the rootfs (the guest's
+# own ld.so, chrooted), and the packed image must hold /init; otherwise
+# nothing is written and the build fails (interop.sh then fails, never
+# caches a wrong image).
+verify_rootfs() {
+    local bad=0 p interp ldso=/lib64/ld-linux-x86-64.so.2 out
+    [ -x "$ROOT$ldso" ] || { log "VERIFY: no $ldso in the rootfs (libc6 missing)"; return 1; }
+    [ -x "$ROOT/init" ] || { log "VERIFY: no executable /init"; return 1; }
+    interp=$(sed -n '1s/^#! *\([^ ]*\).*/\1/p' "$ROOT/init")
+    chroot "$ROOT" "${interp:-/bin/sh}" -c 'exit 0' ||
+        { log "VERIFY: /init's interpreter ${interp:-/bin/sh} does not run"; bad=1; }
+    for p in /bin/dash /bin/ip /sbin/tc /usr/bin/ibv_devinfo /usr/bin/ibv_rc_pingpong \
+             /usr/bin/ib_write_bw /usr/bin/rping /usr/bin/ucmatose \
+             $(cd "$ROOT" && ls usr/lib/x86_64-linux-gnu/libibverbs/librxe-*.so 2>/dev/null | sed 's#^#/#') \
+             $(cd "$ROOT" && ls usr/local/bin/* 2>/dev/null | sed 's#^#/#'); do
+        [ -e "$ROOT$p" ] || { log "VERIFY: $p missing"; bad=1; continue; }
+        if ! out=$(chroot "$ROOT" "$ldso" --list "$p" 2>&1) || grep -q 'not found' <<<"$out"; then
+            log "VERIFY: $p does not resolve in the rootfs:"; printf '%s\n' "$out" >&2; bad=1
+        fi
+    done
+    [ -n "$(cd "$ROOT" && ls usr/lib/x86_64-linux-gnu/libibverbs/librxe-*.so 2>/dev/null)" ] ||
+        { log "VERIFY: no rxe provider (librxe)"; bad=1; }
+    return $bad
+}
+# the packed image holds /init (cpio lists the names as find gave them: ./init)
+# (grep reads the whole listing: with -q it would stop at the match and,
+# under pipefail, cpio's SIGPIPE would fail a good image)
+verify_initrd() {
+    gzip -dc "$1" | cpio -t --quiet 2>/dev/null | grep -xE '(\./)?init' >/dev/null ||
+        { log "VERIFY: the packed image holds no /init"; return 1; }
+}
+if [ -n "$VERIFY_INITRD" ]; then
+    verify_initrd "$VERIFY_INITRD" && { log "$VERIFY_INITRD holds /init"; exit 0; }
+    exit 1
+fi
+if [ -n "$VERIFY_ONLY" ]; then
+    ROOT=$VERIFY_ONLY
+    verify_rootfs && { log "$ROOT verifies"; exit 0; }
+    exit 1
+fi
 
 # ---------------------------------------------------------------- host packages
 # only what building and booting the image needs (tests/interop/ checks captures with
@@ -177,7 +224,10 @@ if [ -n "$WITH_PY" ]; then
         >/dev/null 2>&1 || log "warning: compileall reported errors (ignored)"
 fi
 
+verify_rootfs || { log "the rootfs does not verify: no image written"; rm -f "$INITRD"; exit 1; }
+
 log "packing initramfs"
 (cd "$ROOT" && find . -print0 | cpio --null -o -H newc --quiet | gzip -1) > "$INITRD.tmp"
+verify_initrd "$INITRD.tmp" || { rm -f "$INITRD.tmp" "$INITRD"; exit 1; }
 mv "$INITRD.tmp" "$INITRD"
 log "done: $OUT/vmlinuz ($(du -h "$OUT/vmlinuz" | cut -f1)), $INITRD ($(du -h "$INITRD" | cut -f1)), rootfs $(du -sh "$ROOT" | cut -f1)"

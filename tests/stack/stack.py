@@ -24,74 +24,37 @@ import argparse
 import os
 import random
 import re
-import shutil
-import signal
-import subprocess
 import sys
-import tempfile
-import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                '..', 'verbs'))
-import run as vr  # noqa: E402  (tests/verbs/run.py)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
+import harness as h  # noqa: E402  (tests/lib/harness.py)
 
 TIMEOUT = 120
 
 
-def need(*tools):
-    missing = [t for t in tools if not shutil.which(t)]
-    if missing:
-        print('not installed:', ' '.join(missing))
-        return False
-    return True
+need = h.need
+fail = h.fail
 
 
-def fail(msg):
-    print('FAIL:', msg)
-    return 1
-
-
-def pair(srv_cmd, cli_cmd, env, timeout=TIMEOUT):
-    """Server in the background, the client retried while the server's
-    TCP side is not up yet; both must exit 0. Returns (rc, client output)."""
-    print('+ server:', ' '.join(srv_cmd), flush=True)
-    srv = subprocess.Popen(srv_cmd, env=env, stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            time.sleep(0.5)
-            rc, out = vr.run(cli_cmd, env, timeout)
-            low = out.lower()
-            if rc == 0 or time.monotonic() > deadline or srv.poll() is not None:
-                break
-            if 'connection refused' not in low and 'connect' not in low:
-                break
-        try:
-            sout, _ = srv.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            vr.kill_group(srv)
-            return 1, out + '\nserver timed out'
-        sys.stdout.write('--- server ---\n' + sout.decode(errors='replace'))
-        if rc != 0 or srv.returncode != 0:
-            return 1, out + '\nclient rc %d server rc %d' % (rc, srv.returncode)
-        return 0, out
-    finally:
-        if srv.poll() is None:
-            vr.kill_group(srv)
+def pair(srv_cmd, cli_cmd, env, port, timeout=TIMEOUT):
+    """Server in the background, the client once the server listens on its
+    TCP port (no retry: every program here exchanges its addresses over
+    that port); both must exit 0. Returns (rc, client output)."""
+    ok, out, _ = h.pair(srv_cmd, cli_cmd, env, ready=port, timeout=timeout)
+    return (0 if ok else 1), out
 
 
 def mode_ibdiag(env):
     if not need('ibstat', 'ibstatus', 'ibv_devinfo'):
         return 77
-    rc, out = vr.run(['ibstat', 'uroce0'], env)
+    rc, out = h.run(['ibstat', 'uroce0'], env)
     want = ["CA 'uroce0'", 'Number of ports: 1', 'State: Active',
             'Physical state: LinkUp', 'Rate: 25', 'Link layer: Ethernet',
             'Firmware version: uroce']
     miss = [w for w in want if w not in out]
     if rc or miss:
         return fail('ibstat uroce0: missing %r' % miss)
-    rc, out = vr.run(['ibstat', '-l'], env)
+    rc, out = h.run(['ibstat', '-l'], env)
     if rc or 'uroce0' not in out.split():
         return fail('ibstat -l does not list uroce0')
     want = ["Infiniband device 'uroce0' port 1 status", 'state:\t\t 4: ACTIVE',
@@ -103,37 +66,37 @@ def mode_ibdiag(env):
     if not os.path.exists('/sys/class/infiniband'):
         forms.append(['ibstatus'])
     for cmd in forms:
-        rc, out = vr.run(cmd, env)
+        rc, out = h.run(cmd, env)
         miss = [w for w in want if w not in out]
         if rc or miss:
             return fail('%s: missing %r' % (' '.join(cmd), miss))
     # every GID verbs reports is in sysfs, same address, type "RoCE v2"
-    rc, out = vr.run(['ibv_devinfo', '-v', '-d', 'uroce0'], env)
+    rc, out = h.run(['ibv_devinfo', '-v', '-d', 'uroce0'], env)
     gids = re.findall(r'GID\[\s*(\d+)\]:\s+(\S+), RoCE v2', out)
     if rc or len(gids) < 2:
         return fail('ibv_devinfo: GIDs %r' % gids)
     import ipaddress
     for idx, addr in gids:
         base = '/sys/class/infiniband/uroce0/ports/1/'
-        rc, g = vr.run(['cat', base + 'gids/' + idx], env)
-        rc2, t = vr.run(['cat', base + 'gid_attrs/types/' + idx], env)
+        rc, g = h.run(['cat', base + 'gids/' + idx], env)
+        rc2, t = h.run(['cat', base + 'gid_attrs/types/' + idx], env)
         if rc or rc2:
             return fail('gid %s not readable' % idx)
         if ipaddress.ip_address(g.strip()) != ipaddress.ip_address(addr):
             return fail('gid %s: sysfs %s, verbs %s' % (idx, g.strip(), addr))
         if t.strip() != 'RoCE v2':
             return fail('gid %s type %r' % (idx, t.strip()))
-    rc, g = vr.run(['cat', '/sys/class/infiniband/uroce0/ports/1/gids/0'], env)
+    rc, g = h.run(['cat', '/sys/class/infiniband/uroce0/ports/1/gids/0'], env)
     if not re.fullmatch(r'([0-9a-f]{4}:){7}[0-9a-f]{4}', g.strip()):
         return fail('gid format %r' % g)
     # the node GUID sysfs shows is the one verbs reports
     m = re.search(r'node_guid:\s+(\S+)', out)
-    rc, g = vr.run(['cat', '/sys/class/infiniband/uroce0/node_guid'], env)
+    rc, g = h.run(['cat', '/sys/class/infiniband/uroce0/node_guid'], env)
     if rc or not m or g.strip() != m.group(1):
         return fail('node_guid: sysfs %r, verbs %r' % (g.strip(), m and m.group(1)))
     # UCX's affinity files: no NUMA node, a CPU mask covering this machine
-    rc, n = vr.run(['cat', '/sys/class/infiniband/uroce0/device/numa_node'], env)
-    rc2, c = vr.run(['cat', '/sys/class/infiniband/uroce0/device/local_cpus'], env)
+    rc, n = h.run(['cat', '/sys/class/infiniband/uroce0/device/numa_node'], env)
+    rc2, c = h.run(['cat', '/sys/class/infiniband/uroce0/device/local_cpus'], env)
     if rc or rc2 or n.strip() != '-1':
         return fail('numa_node %r' % n)
     mask = int(c.strip().replace(',', ''), 16)
@@ -145,7 +108,7 @@ def mode_ibdiag(env):
 def mode_ucx_info(env):
     if not need('ucx_info'):
         return 77
-    rc, out = vr.run(['ucx_info', '-d'], env)
+    rc, out = h.run(['ucx_info', '-d'], env)
     m = re.search(r'# Memory domain: uroce0\n(.*?)(?=# Memory domain:|\Z)', out, re.S)
     if rc or not m:
         return fail('ucx_info -d: no uroce0 memory domain')
@@ -155,7 +118,7 @@ def mode_ucx_info(env):
             return fail('ucx_info -d: no %s on uroce0:1' % tl)
     # UCX sees a RoCE port and picks the IPv4 GID (index 1) by itself
     denv = dict(env, UCX_LOG_LEVEL='debug', UCX_NET_DEVICES='uroce0:1')
-    rc, out = vr.run(['ucx_info', '-d'], denv)
+    rc, out = h.run(['ucx_info', '-d'], denv)
     for w in ['uroce0:1 using gid_index 1', 'uroce0:1/RoCE']:
         if w not in out:
             return fail('ucx_info debug: %r missing' % w)
@@ -170,7 +133,7 @@ def mode_ucx_perf(env, port, args):
     e = dict(env, UCX_NET_DEVICES='uroce0:1', UCX_TLS=tls, UCX_IB_GID_INDEX=gidx,
              UCX_LOG_LEVEL='info')
     base = ['ucx_perftest', '-t', test, '-p', str(port)] + opts
-    rc, out = pair(base, base + ['-f', '127.0.0.1'], e)
+    rc, out = pair(base, base + ['-f', '127.0.0.1'], e, port)
     if rc:
         return fail('ucx_perftest %s over %s gid %s: %s' % (test, tls, gidx, out[-500:]))
     n = opts[opts.index('-n') + 1] if '-n' in opts else None
@@ -185,9 +148,11 @@ def stat_tx_bytes(stat, env):
         return None
     # our own tool (instrumented in a sanitized build): no preloads
     env = {k: v for k, v in env.items() if k != 'LD_PRELOAD'}
-    rc, out = vr.run([stat, '-q'], env)
+    rc, out = h.run([stat, '-q'], env)
     m = re.search(r'tx_bytes\s+(\d+)', out)
-    return int(m.group(1)) if rc == 0 and m else None
+    if rc != 0 or not m:
+        raise RuntimeError('uroce-stat -q: status %d, no tx_bytes' % rc)
+    return int(m.group(1))
 
 
 def mode_mpi(env, shim, stat, args):
@@ -209,7 +174,7 @@ def mode_mpi(env, shim, stat, args):
            # finalize, so their allocations are reported as leaks from
            # unknown modules; liburoce's leaks are the C tests' business
            '-x', 'ASAN_OPTIONS=detect_leaks=0', prog, str(seed)]
-    rc, out = vr.run(cmd, menv, 300)
+    rc, out = h.run(cmd, menv, 300)
     if rc or re.search(r'sizes 1 B \.\. 4194304 B: ok', out) is None:
         return fail('mpirun: rc %d' % rc)
     # UCX's own account of what carried each endpoint: uroce only
@@ -224,25 +189,26 @@ def mode_mpi(env, shim, stat, args):
     # and the bytes went through the daemon: each of 45 sizes twice each
     # way (ping-pong) plus the all-reduce, at least 2x the payload
     after = stat_tx_bytes(stat, env)
-    if before is not None and after is not None:
-        payload = 0
-        n = 1
-        while n <= 4 << 20:
-            payload += 2 * 2 * n
-            odd = n * 3 // 2 + 1
-            if odd < 4 << 20:
-                payload += 2 * 2 * odd
-            n *= 2
-        print('daemon tx_bytes %d, ping-pong payload %d' % (after - before, payload))
-        if after - before < payload:
-            return fail('the daemon carried less than the payload')
+    if before is None:
+        return h.skip('no uroce-stat given: the bytes through the daemon are not counted')
+    payload = 0
+    n = 1
+    while n <= 4 << 20:
+        payload += 2 * 2 * n
+        odd = n * 3 // 2 + 1
+        if odd < 4 << 20:
+            payload += 2 * 2 * odd
+        n *= 2
+    print('daemon tx_bytes %d, ping-pong payload %d' % (after - before, payload))
+    if after - before < payload:
+        return fail('the daemon carried less than the payload')
     return 0
 
 
 def mode_fi_info(env):
     if not need('fi_info'):
         return 77
-    rc, out = vr.run(['fi_info', '-p', 'verbs'], env)
+    rc, out = h.run(['fi_info', '-p', 'verbs'], env)
     if rc or 'domain: uroce0' not in out:
         return fail('fi_info -p verbs: no uroce0 domain')
     if not re.search(r'domain: uroce0-dgram\n.*\n\s+type: FI_EP_RDM', out):
@@ -259,7 +225,7 @@ def mode_fi_pingpong(env, port, args):
     prov = {'rdm': 'verbs;ofi_rxd', 'msg': 'verbs', 'dgram': 'verbs'}[ep]
     dom = 'uroce0' if ep == 'msg' else 'uroce0-dgram'
     base = ['fi_pingpong', '-p', prov, '-e', ep, '-d', dom, '-c'] + opts
-    rc, out = pair(base + ['-B', str(port)], base + ['-P', str(port), '127.0.0.1'], env)
+    rc, out = pair(base + ['-B', str(port)], base + ['-P', str(port), '127.0.0.1'], env, port)
     if rc:
         return fail('fi_pingpong -e %s: %s' % (ep, out[-500:]))
     if not re.search(r'^\S+\s+\d+\s+=\d+', out, re.M):
@@ -275,21 +241,13 @@ def mode_ucx_io_demo(env, port, opts):
     e = dict(env, UCX_NET_DEVICES='uroce0:1', UCX_TLS='rc_verbs,ud_verbs',
              UCX_SOCKADDR_TLS_PRIORITY='rdmacm')
     base = ['io_demo', '-p', str(port), '-q', '-n', '20'] + opts
-    # the io_demo server serves until it is stopped
-    print('+ server:', ' '.join(base), flush=True)
-    srv = subprocess.Popen(base, env=e, stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        time.sleep(1)
-        rc, out = vr.run(base + ['127.0.0.1'], dict(e, UCX_LOG_LEVEL='debug'))
-        alive = srv.poll() is None
-    finally:
-        vr.kill_group(srv)
-    sout = srv.communicate()[0].decode(errors='replace')
-    sys.stdout.write('--- server ---\n' + sout[-2000:])
-    if rc or not alive:
-        return fail('io_demo: client rc %d, server %s: %s' %
-                    (rc, 'running' if alive else 'exited', out[-800:]))
+    # the io_demo server serves until it is stopped; its client retries
+    # the connection by itself ("Connected to server [0] ... after N
+    # attempts"): no pause before it
+    ok, out, _ = h.pair(base, base + ['127.0.0.1'], e, srv_exits=False,
+                        cli_env=dict(e, UCX_LOG_LEVEL='debug'))
+    if not ok:
+        return fail('io_demo: client or server failed: %s' % out[-800:])
     for w in ("Client exit with status 'OK'", 'on device uroce0:1',
               'on cm rdmacm'):
         if w not in out:
@@ -297,76 +255,46 @@ def mode_ucx_io_demo(env, port, opts):
     return 0
 
 
-def main():
+def run_test():
     ap = argparse.ArgumentParser()
     ap.add_argument('--uroced', required=True)
     ap.add_argument('--shim', required=True)
     ap.add_argument('--stat', default='')
-    ap.add_argument('--port', type=int, default=19700)
+    ap.add_argument('--port', type=int, default=0, help='ignored: the kernel picks the port')
     ap.add_argument('--preload-first', default='')
     ap.add_argument('mode')
     ap.add_argument('args', nargs=argparse.REMAINDER)
     a = ap.parse_args()
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
-    if not os.access(a.uroced, os.X_OK):
-        print('no uroced at', a.uroced)
-        return 77
-    run_dir = tempfile.mkdtemp(prefix='uroce-st-')
-    env = dict(os.environ)
-    env['UROCE_RUN_DIR'] = run_dir
-    log = open(os.path.join(run_dir, 'uroced.log'), 'w+')
-    d = subprocess.Popen([a.uroced], env=env, stdout=log, stderr=subprocess.STDOUT,
-                         start_new_session=True)
-    try:
-        if not vr.wait_socket(os.path.join(run_dir, 'uroce0.sock'), d):
-            return fail('uroced did not come up')
-        # the daemon writes its sysfs tree right after the socket
-        tree = os.path.join(run_dir, 'class', 'infiniband', 'uroce0')
-        end = time.monotonic() + 20
-        while not os.path.isdir(tree) and time.monotonic() < end and d.poll() is None:
-            time.sleep(0.05)
-        if not os.path.isdir(tree):
-            return fail('uroced wrote no sysfs tree')
-        penv = dict(env)
-        penv['LD_PRELOAD'] = os.path.abspath(a.shim)
-        if a.preload_first:
-            penv['LD_PRELOAD'] = a.preload_first + ':' + penv['LD_PRELOAD']
-            penv['ASAN_OPTIONS'] = 'detect_leaks=0:' + penv.get('ASAN_OPTIONS', '')
-        if a.mode == 'ibdiag':
-            rc = mode_ibdiag(penv)
-        elif a.mode == 'ucx-info':
-            rc = mode_ucx_info(penv)
-        elif a.mode == 'ucx-perf':
-            rc = mode_ucx_perf(penv, a.port, a.args)
-        elif a.mode == 'mpi':
-            rc = mode_mpi(penv, a.shim, a.stat, a.args)
-        elif a.mode == 'fi-info':
-            rc = mode_fi_info(penv)
-        elif a.mode == 'fi-pingpong':
-            rc = mode_fi_pingpong(penv, a.port, a.args)
-        elif a.mode == 'ucx-io-demo':
-            rc = mode_ucx_io_demo(penv, a.port, a.args)
-        else:
-            print('unknown mode', a.mode)
-            rc = 2
-        # the daemon's tree is what the programs saw; it goes with the daemon
-        return rc
-    except subprocess.TimeoutExpired as e:
-        return fail('timed out: %s' % e)
-    finally:
-        vr.stop(d)
-        tree = os.path.join(run_dir, 'class', 'infiniband', 'uroce0')
-        left = os.path.exists(tree)
-        log.seek(0)
-        tail = log.read()[-2000:]
-        log.close()
-        if tail:
-            sys.stdout.write('--- uroced ---\n' + tail)
-        shutil.rmtree(run_dir, ignore_errors=True)
-        if left:
-            print('FAIL: uroced left its sysfs tree behind')
-            sys.exit(1)
+    port = h.free_tcp_port()
+    rig = h.Rig(a.uroced, 'uroce-st-')
+    rig.start()
+    # the daemon writes its sysfs tree right after the socket
+    if not rig.wait_path(os.path.join('class', 'infiniband', 'uroce0')):
+        return fail('uroced wrote no sysfs tree')
+    penv = rig.penv(a.shim, a.preload_first)
+    if a.mode == 'ibdiag':
+        rc = mode_ibdiag(penv)
+    elif a.mode == 'ucx-info':
+        rc = mode_ucx_info(penv)
+    elif a.mode == 'ucx-perf':
+        rc = mode_ucx_perf(penv, port, a.args)
+    elif a.mode == 'mpi':
+        rc = mode_mpi(penv, a.shim, a.stat, a.args)
+    elif a.mode == 'fi-info':
+        rc = mode_fi_info(penv)
+    elif a.mode == 'fi-pingpong':
+        rc = mode_fi_pingpong(penv, port, a.args)
+    elif a.mode == 'ucx-io-demo':
+        rc = mode_ucx_io_demo(penv, port, a.args)
+    else:
+        print('unknown mode', a.mode)
+        rc = 2
+    # the daemon's tree is what the programs saw; it goes with the daemon
+    rig.close()
+    if os.path.exists(os.path.join(rig.dir, 'class', 'infiniband', 'uroce0')):
+        return fail('uroced left its sysfs tree behind')
+    return rc
 
 
 if __name__ == '__main__':
-    sys.exit(main())
+    sys.exit(h.main(run_test))

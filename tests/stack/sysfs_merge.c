@@ -20,15 +20,8 @@
 
 static int failures;
 
-#define CHECK(c, ...)                                                   \
-	do {                                                            \
-		if (!(c)) {                                             \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                   \
-			fputc('\n', stderr);                            \
-			failures++;                                     \
-		}                                                       \
-	} while (0)
+#define T_FAILURES failures
+#include "../include/check.h"
 
 /* what device.c provides in liburoce */
 void urv_run_dir(char *buf, size_t len)

@@ -25,15 +25,8 @@ int __lxstat(int ver, const char *path, struct stat *st);
 
 static int failures;
 
-#define CHECK(c, ...)                                                   \
-	do {                                                            \
-		if (!(c)) {                                             \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                   \
-			fputc('\n', stderr);                            \
-			failures++;                                     \
-		}                                                       \
-	} while (0)
+#define T_FAILURES failures
+#include "../include/check.h"
 
 static char run[PATH_MAX];
 

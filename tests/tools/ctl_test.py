@@ -45,10 +45,10 @@ import sys
 import tempfile
 import time
 
-from tcheck import check, verdict
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
+from harness import check, part_skipped, verdict  # noqa: E402  (tests/lib/harness.py)
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'verbs'))
-import run as vrun  # noqa: E402  (wait_socket, stop, daemon_faults)
+import harness as vrun  # noqa: E402  (tests/lib/harness.py: wait_socket, stop, daemon_faults)
 
 NOBODY = 65534
 
@@ -351,7 +351,7 @@ def default_daemon(a, env, qa, qb, tmp, traffic):
 
 def can_switch_uid():
     if os.geteuid() != 0 or not shutil.which('setpriv'):
-        print('SKIP checks as another uid: need root and setpriv')
+        part_skipped('checks as another uid: need root and setpriv')
         return False
     return True
 
@@ -412,6 +412,11 @@ def link_capture(a, tmp):
     env = dict(os.environ, UROCE_RUN_DIR=run_dir)
     env.pop('XDG_RUNTIME_DIR', None)
     penv = dict(env, LD_PRELOAD=os.path.abspath(a.shim))
+    if a.preload_first:
+        # an instrumented shim in an uninstrumented program: the sanitizer
+        # runtime first, the program's own leaks are not ours
+        penv['LD_PRELOAD'] = a.preload_first + ':' + penv['LD_PRELOAD']
+        penv['ASAN_OPTIONS'] = 'detect_leaks=0:' + penv.get('ASAN_OPTIONS', '')
     port = random.SystemRandom().randrange(20000, 30000)
     print('link: pingpong TCP port', port)
     base = ['ibv_rc_pingpong', '-g', '1', '-n', '100000000', '-p', str(port)]
@@ -471,6 +476,8 @@ def main():
     ap = argparse.ArgumentParser()
     for k in ('uroced', 'ctl', 'stat', 'pcap', 'traffic'):
         ap.add_argument('--' + k, required=True)
+    ap.add_argument('--preload-first', default='',
+                    help='the sanitizer runtime, preloaded before an instrumented --shim')
     ap.add_argument('--shim', help='liburoce.so for Debian\'s ibv_rc_pingpong (not in the '
                     'sanitized build: the binary is not instrumented)')
     a = ap.parse_args()
@@ -487,7 +494,7 @@ def main():
         if a.shim:
             link_capture(a, tmp)
         else:
-            print('SKIP link: capture: no --shim (sanitized build)')
+            part_skipped('link: capture: no --shim (sanitized build: an instrumented shim in ibv_rc_pingpong)')
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return verdict()

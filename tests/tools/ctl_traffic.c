@@ -45,11 +45,11 @@ int main(void)
 			t.buf[k] = pat(i, k);
 		memset(t.buf + RX_OFF, 0, MSG);
 		vt_post_recv(dst, t.mr, RX_OFF, MSG, i);
-		CHECK(!vt_post_send(src, t.mr, IBV_WR_SEND, 0, MSG, IBV_SEND_SIGNALED, 0, 0, 0, i));
+		REQUIRE(!vt_post_send(src, t.mr, IBV_WR_SEND, 0, MSG, IBV_SEND_SIGNALED, 0, 0, 0, i));
 		vt_poll_n(t.scq, 1, &wc);
-		CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == i);
+		REQUIRE(wc.status == IBV_WC_SUCCESS && wc.wr_id == i);
 		vt_poll_n(t.rcq, 1, &wc);
-		CHECK(wc.status == IBV_WC_SUCCESS && wc.byte_len == MSG);
+		REQUIRE(wc.status == IBV_WC_SUCCESS && wc.byte_len == MSG);
 		for (size_t k = 0; k < MSG; k++) {
 			if (t.buf[RX_OFF + k] != pat(i, k)) {
 				fprintf(stderr, "message %llu byte %zu: 0x%02x, want 0x%02x\n",

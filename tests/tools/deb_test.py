@@ -22,7 +22,8 @@ import subprocess
 import sys
 import tempfile
 
-from tcheck import check, verdict
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
+from harness import check, verdict  # noqa: E402  (tests/lib/harness.py)
 
 BUILD_TIMEOUT = 1200
 

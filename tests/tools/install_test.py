@@ -17,7 +17,8 @@ import subprocess
 import sys
 import tempfile
 
-from tcheck import check, verdict
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
+from harness import check, part_skipped, verdict  # noqa: E402  (tests/lib/harness.py)
 
 
 def run(cmd, **kw):
@@ -45,7 +46,7 @@ def units(dest, prefix, sbindir):
     check('g uroce -' in sysusers, 'sysusers: group uroce')
     sa = shutil.which('systemd-analyze')
     if not sa:
-        print('SKIP systemd-analyze verify: not installed')
+        part_skipped('systemd-analyze verify: systemd not installed')
         return
     tmp = tempfile.mkdtemp(prefix='uroce-units-')
     try:
@@ -104,7 +105,7 @@ def main():
         groff = shutil.which('groff')
         for page in want[5:9]:
             if not groff:
-                print('SKIP man page lint: no groff')
+                part_skipped('man page lint: groff not installed')
                 break
             r = run([groff, '-man', '-Tutf8', '-ww', os.path.join(dest, page)])
             if r.stderr:

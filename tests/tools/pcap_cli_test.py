@@ -22,7 +22,8 @@ import subprocess
 import sys
 import tempfile
 
-from tcheck import check as expect, verdict
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
+from harness import check as expect, verdict  # noqa: E402  (tests/lib/harness.py)
 
 
 def run(*args):

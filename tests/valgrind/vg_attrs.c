@@ -11,7 +11,7 @@ static void *undefined(size_t n)
 	/* not calloc: under valgrind these bytes must stay "undefined" */
 	void *p = malloc(n);
 
-	CHECK(p);
+	REQUIRE(p);
 	return p;
 }
 
@@ -40,7 +40,7 @@ static void connect_sparse(struct vt *t, struct ibv_qp *a, struct ibv_qp *b)
 		m->ah_attr.src_path_bits = 0;
 		m->ah_attr.static_rate = 0;
 		m->ah_attr.port_num = 1;
-		CHECK(!ibv_modify_qp(qs[i], m, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+		REQUIRE(!ibv_modify_qp(qs[i], m, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
 				     IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
 				     IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER));
 		free(m);
@@ -51,7 +51,7 @@ static void connect_sparse(struct vt *t, struct ibv_qp *a, struct ibv_qp *b)
 		m->retry_cnt = 7;
 		m->rnr_retry = 7;
 		m->max_rd_atomic = 1;
-		CHECK(!ibv_modify_qp(qs[i], m, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+		REQUIRE(!ibv_modify_qp(qs[i], m, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
 				     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 				     IBV_QP_MAX_QP_RD_ATOMIC));
 		free(m);
@@ -71,12 +71,12 @@ int main(void)
 
 	vt_init(&t, NULL);
 	srq = ibv_create_srq(t.pd, &sa);
-	CHECK(srq);
+	REQUIRE(srq);
 	sq = undefined(sizeof(*sq));
 	sq->srq_limit = 4; /* max_wr, max_sge: not named by the mask */
-	CHECK(!ibv_modify_srq(srq, sq, IBV_SRQ_LIMIT));
+	REQUIRE(!ibv_modify_srq(srq, sq, IBV_SRQ_LIMIT));
 	sq->max_wr = 32;
-	CHECK(!ibv_modify_srq(srq, sq, IBV_SRQ_MAX_WR));
+	REQUIRE(!ibv_modify_srq(srq, sq, IBV_SRQ_MAX_WR));
 	free(sq);
 
 	a = vt_qp(&t, IBV_QPT_RC, t.scq, t.rcq, NULL, 16, 16);
@@ -84,11 +84,11 @@ int main(void)
 	connect_sparse(&t, a, b);
 	memset(t.buf, 0x5a, 64);
 	vt_post_recv(b, t.mr, 4096, 64, 1);
-	CHECK(!vt_post_send(a, t.mr, IBV_WR_SEND, 0, 64, IBV_SEND_SIGNALED, 0, 0, 0, 2));
+	REQUIRE(!vt_post_send(a, t.mr, IBV_WR_SEND, 0, 64, IBV_SEND_SIGNALED, 0, 0, 0, 2));
 	vt_poll_n(t.rcq, 1, &wc);
-	CHECK(wc.status == IBV_WC_SUCCESS && wc.byte_len == 64 && t.buf[4096 + 63] == 0x5a);
+	REQUIRE(wc.status == IBV_WC_SUCCESS && wc.byte_len == 64 && t.buf[4096 + 63] == 0x5a);
 	vt_poll_n(t.scq, 1, &wc);
-	CHECK(wc.status == IBV_WC_SUCCESS);
+	REQUIRE(wc.status == IBV_WC_SUCCESS);
 
 	aa = undefined(sizeof(*aa));
 	aa->is_global = 1;
@@ -103,13 +103,13 @@ int main(void)
 	aa->static_rate = 0;
 	aa->port_num = 1;
 	ah = ibv_create_ah(t.pd, aa);
-	CHECK(ah);
+	REQUIRE(ah);
 	free(aa);
-	CHECK(!ibv_destroy_ah(ah));
+	REQUIRE(!ibv_destroy_ah(ah));
 
-	CHECK(!ibv_destroy_qp(a));
-	CHECK(!ibv_destroy_qp(b));
-	CHECK(!ibv_destroy_srq(srq));
+	REQUIRE(!ibv_destroy_qp(a));
+	REQUIRE(!ibv_destroy_qp(b));
+	REQUIRE(!ibv_destroy_srq(srq));
 	vt_fini(&t);
 	printf("attrs: ok\n");
 	return 0;

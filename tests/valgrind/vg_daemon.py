@@ -24,8 +24,8 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'verbs'))
-from run import kill_group, wait_socket  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
+from harness import kill_group, wait_socket  # noqa: E402  (tests/lib/harness.py)
 
 VG_ERR = 99
 # valgrind slows the daemon 20-50x; all of these are generous bounds

@@ -55,17 +55,18 @@ def main():
         if len(resp) != 2 or got != want:
             fail.append('answers %s, want READ Response Only len=0 at PSNs %s' % (resp, want))
         if not shutil.which(tshark):
-            print('tshark not installed: the tshark part is skipped')
-        else:
-            r = subprocess.run([tshark, '-r', cap, '-T', 'fields', '-e', 'infiniband.bth.opcode',
-                                '-e', '_ws.col.Info', '-Y', 'infiniband'],
-                               capture_output=True, text=True, timeout=120)
-            rows = [ln.split('\t') for ln in r.stdout.splitlines()]
-            if r.returncode != 0 or len(rows) != len([ln for ln in dec if ' icrc=ok' in ln]):
-                fail.append('tshark rc %d, %d rows for %d RoCE frames' % (r.returncode, len(rows), len(dec)))
-            for op, info in rows:
-                if (op == '28') != info.startswith('Unknown OpCode'):
-                    fail.append('tshark: opcode %s decoded as %r' % (op, info))
+            # uroce-pcap alone would be the encoder judging itself
+            print('SKIP: tshark not installed: no independent decoder for the capture')
+            return 77
+        r = subprocess.run([tshark, '-r', cap, '-T', 'fields', '-e', 'infiniband.bth.opcode',
+                            '-e', '_ws.col.Info', '-Y', 'infiniband'],
+                           capture_output=True, text=True, timeout=120)
+        rows = [ln.split('\t') for ln in r.stdout.splitlines()]
+        if r.returncode != 0 or len(rows) != len([ln for ln in dec if ' icrc=ok' in ln]):
+            fail.append('tshark rc %d, %d rows for %d RoCE frames' % (r.returncode, len(rows), len(dec)))
+        for op, info in rows:
+            if (op == '28') != info.startswith('Unknown OpCode'):
+                fail.append('tshark: opcode %s decoded as %r' % (op, info))
         for f in fail:
             print('FAIL:', f)
         print('flush_capture: %d frames, %d FLUSH, %d answers' % (len(dec), len(flush), len(resp)))

@@ -9,6 +9,8 @@ import os
 import random
 import subprocess
 import sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
+import harness as h  # noqa: E402  (tests/lib/harness.py: require)
 
 try:
     import pyverbs.device as d
@@ -43,7 +45,7 @@ def poll(n):
         got += wcs[:k]
         if len(got) == n:
             for w in got:
-                assert w.status == e.IBV_WC_SUCCESS, (w.wr_id, w.status)
+                h.require(w.status == e.IBV_WC_SUCCESS, 'w.status == e.IBV_WC_SUCCESS: %r' % ((w.wr_id, w.status),))
             return got
     print('got', [(w.wr_id, w.status) for w in got])
     raise AssertionError('timeout polling')
@@ -67,8 +69,8 @@ for i, n in enumerate(sizes):
                        sg=[SGE(src.buf, n, src.lkey)], send_flags=e.IBV_SEND_SIGNALED))
     wcs = poll(2)
     rcv = [w for w in wcs if w.wr_id == 100 + i][0]
-    assert rcv.byte_len == n, (rcv.byte_len, n)
-    assert dst.read(n, 0) == data, 'SEND %d bytes corrupted' % n
+    h.require(rcv.byte_len == n, 'rcv.byte_len == n: %r' % ((rcv.byte_len, n),))
+    h.require(dst.read(n, 0) == data, 'SEND %d bytes corrupted' % n)
 print('SEND ok')
 
 for i, n in enumerate(sizes):
@@ -78,7 +80,7 @@ for i, n in enumerate(sizes):
     wr.set_wr_rdma(dst.rkey, dst.buf)
     a.post_send(wr)
     poll(1)
-    assert dst.read(n, 0) == data, 'WRITE %d bytes corrupted' % n
+    h.require(dst.read(n, 0) == data, 'WRITE %d bytes corrupted' % n)
 print('WRITE ok')
 
 for i, n in enumerate(sizes):
@@ -89,7 +91,7 @@ for i, n in enumerate(sizes):
     wr.set_wr_rdma(dst.rkey, dst.buf)
     a.post_send(wr)
     poll(1)
-    assert src.read(n, 0) == data, 'READ %d bytes corrupted' % n
+    h.require(src.read(n, 0) == data, 'READ %d bytes corrupted' % n)
 print('READ ok')
 
 # atomics: a counter in dst at offset 0, results land in src
@@ -103,16 +105,16 @@ for i in range(40):
     a.post_send(wr)
     poll(1)
     old = int.from_bytes(src.read(8, 0), 'little')
-    assert old == total, ('fetch-add returned', old, 'expected', total)
+    h.require(old == total, 'old == total: %r' % (('fetch-add returned', old, 'expected', total),))
     total += add
-assert int.from_bytes(dst.read(8, 0), 'little') == total
+h.require(int.from_bytes(dst.read(8, 0), 'little') == total, "int.from_bytes(dst.read(8, 0), 'little') == total")
 wr = SendWR(wr_id=99, opcode=e.IBV_WR_ATOMIC_CMP_AND_SWP, num_sge=1,
             sg=[SGE(src.buf, 8, src.lkey)], send_flags=e.IBV_SEND_SIGNALED)
 wr.set_wr_atomic(dst.rkey, dst.buf, total, 7)
 a.post_send(wr)
 poll(1)
-assert int.from_bytes(src.read(8, 0), 'little') == total
-assert int.from_bytes(dst.read(8, 0), 'little') == 7
+h.require(int.from_bytes(src.read(8, 0), 'little') == total, "int.from_bytes(src.read(8, 0), 'little') == total")
+h.require(int.from_bytes(dst.read(8, 0), 'little') == 7, "int.from_bytes(dst.read(8, 0), 'little') == 7")
 print('ATOMIC ok (fetch-add executed exactly once each under loss)')
 
 stat = os.environ.get('UROCE_TEST_STAT')
@@ -122,7 +124,7 @@ if stat:
     senv = {k: v for k, v in os.environ.items() if k != 'LD_PRELOAD'}
     r = subprocess.run([stat], capture_output=True, text=True, timeout=30, env=senv)
     out = r.stdout
-    assert r.returncode == 0, r.stderr
+    h.require(r.returncode == 0, 'r.returncode == 0: %r' % (r.stderr,))
     sect, cnt = None, {}
     for line in out.splitlines():
         if not line.startswith(' '):
@@ -131,34 +133,34 @@ if stat:
         k, v = line.split()
         cnt[(sect, k)] = int(v)
     qa_, qb_ = 'qp 0x%x' % a.qp_num, 'qp 0x%x' % b.qp_num
-    assert (qa_, 'tx_pkts') in cnt and (qb_, 'rx_pkts') in cnt, out
+    h.require((qa_, 'tx_pkts') in cnt and (qb_, 'rx_pkts') in cnt, '(qa_, \'tx_pkts\') in cnt and (qb_, \'rx_pkts\') in cnt: %r' % (out,))
     port = [s for (s, _) in cnt if s.startswith('port')][0]
     print('requester:', {k: v for (s, k), v in cnt.items() if s == qa_ and v})
     print('responder:', {k: v for (s, k), v in cnt.items() if s == qb_ and v})
     print('port:', {k: v for (s, k), v in cnt.items() if s == port and v})
-    assert cnt[(qa_, 'tx_pkts')] > 0 and cnt[(qb_, 'rx_pkts')] > 0
-    assert cnt[(port, 'tx_pkts')] >= cnt[(qa_, 'tx_pkts')] + cnt[(qb_, 'tx_pkts')]
-    assert cnt[(port, 'drop.tx-nobuf')] == 0
+    h.require(cnt[(qa_, 'tx_pkts')] > 0 and cnt[(qb_, 'rx_pkts')] > 0, "cnt[(qa_, 'tx_pkts')] > 0 and cnt[(qb_, 'rx_pkts')] > 0")
+    h.require(cnt[(port, 'tx_pkts')] >= cnt[(qa_, 'tx_pkts')] + cnt[(qb_, 'tx_pkts')], "cnt[(port, 'tx_pkts')] >= cnt[(qa_, 'tx_pkts')] + cnt[(qb_, 'tx_pkts')]")
+    h.require(cnt[(port, 'drop.tx-nobuf')] == 0, "cnt[(port, 'drop.tx-nobuf')] == 0")
     if 'drop=' in faults:
-        assert cnt[(port, 'fault_drop')] > 0
-        assert cnt[(port, 'drop.fault')] == cnt[(port, 'fault_drop')]
+        h.require(cnt[(port, 'fault_drop')] > 0, "cnt[(port, 'fault_drop')] > 0")
+        h.require(cnt[(port, 'drop.fault')] == cnt[(port, 'fault_drop')], "cnt[(port, 'drop.fault')] == cnt[(port, 'fault_drop')]")
         # something was lost, so something was sent twice
-        assert cnt[(qa_, 'retransmits')] + cnt[(qb_, 'retransmits')] > 0, out
+        h.require(cnt[(qa_, 'retransmits')] + cnt[(qb_, 'retransmits')] > 0, 'cnt[(qa_, \'retransmits\')] + cnt[(qb_, \'retransmits\')] > 0: %r' % (out,))
     if 'corrupt=' in faults:
-        assert cnt[(port, 'fault_corrupt')] > 0
-        assert cnt[(port, 'icrc_errors')] + cnt[(port, 'hdr_errors')] > 0, out
+        h.require(cnt[(port, 'fault_corrupt')] > 0, "cnt[(port, 'fault_corrupt')] > 0")
+        h.require(cnt[(port, 'icrc_errors')] + cnt[(port, 'hdr_errors')] > 0, 'cnt[(port, \'icrc_errors\')] + cnt[(port, \'hdr_errors\')] > 0: %r' % (out,))
     if 'dup=' in faults:
-        assert cnt[(port, 'fault_dup')] > 0
-        assert cnt[(qb_, 'dup_requests')] + cnt[(qa_, 'dup_requests')] > 0 or \
-            cnt[(qa_, 'rx_dropped')] > 0, out
+        h.require(cnt[(port, 'fault_dup')] > 0, "cnt[(port, 'fault_dup')] > 0")
+        h.require(cnt[(qb_, 'dup_requests')] + cnt[(qa_, 'dup_requests')] > 0 or \
+            cnt[(qa_, 'rx_dropped')] > 0, 'cnt[(qb_, \'dup_requests\')] + cnt[(qa_, \'dup_requests\')] > 0 or \\ cnt[(qa_, \'rx_dropped\')] > 0: %r' % (out,))
     if not faults:
         # On a clean wire only a retransmit timer can cause a resend, and a
         # loaded machine may let one fire: resends must then come with a
         # timeout, never on their own; nothing is ever corrupted or dropped.
-        assert cnt[(port, 'icrc_errors')] == 0 and cnt[(port, 'hdr_errors')] == 0
-        assert cnt[(port, 'drop.fault')] == 0
+        h.require(cnt[(port, 'icrc_errors')] == 0 and cnt[(port, 'hdr_errors')] == 0, "cnt[(port, 'icrc_errors')] == 0 and cnt[(port, 'hdr_errors')] == 0")
+        h.require(cnt[(port, 'drop.fault')] == 0, "cnt[(port, 'drop.fault')] == 0")
         if cnt[(qa_, 'timeouts')] == 0:
-            assert cnt[(qa_, 'retransmits')] == 0, out
+            h.require(cnt[(qa_, 'retransmits')] == 0, 'cnt[(qa_, \'retransmits\')] == 0: %r' % (out,))
     print('counters ok')
 for o in (a, b, src, dst, cq, pd, ctx):
     o.close()

@@ -2,7 +2,10 @@
 """pyverbs (Debian's python3-pyverbs, which loads libibverbs RTLD_LOCAL)
 through liburoce: list the device, query it, and pass RC and UD traffic
 with completion events. Run by run.py with LD_PRELOAD set."""
+import os
 import sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
+import harness as h  # noqa: E402  (tests/lib/harness.py: require)
 
 try:
     import pyverbs.device as d
@@ -20,25 +23,25 @@ import pyv  # noqa: E402
 
 names = [dev.name.decode() for dev in d.get_device_list()]
 print('devices:', names)
-assert 'uroce0' in names, names
+h.require('uroce0' in names, '\'uroce0\' in names: %r' % (names,))
 
 ctx = d.Context(name='uroce0')
 attr = ctx.query_device()
-assert attr.vendor_id == 0x1ace, hex(attr.vendor_id)
+h.require(attr.vendor_id == 0x1ace, 'attr.vendor_id == 0x1ace: %r' % (hex(attr.vendor_id),))
 port = ctx.query_port(1)
-assert port.state == e.IBV_PORT_ACTIVE
-assert port.link_layer == e.IBV_LINK_LAYER_ETHERNET
+h.require(port.state == e.IBV_PORT_ACTIVE, 'port.state == e.IBV_PORT_ACTIVE')
+h.require(port.link_layer == e.IBV_LINK_LAYER_ETHERNET, 'port.link_layer == e.IBV_LINK_LAYER_ETHERNET')
 
 gid_idx, gid = pyv.loopback_gid(ctx, port)
 print('gid', gid_idx, gid)
 ex = ctx.query_device_ex()
-assert ex.orig_attr.vendor_id == 0x1ace
+h.require(ex.orig_attr.vendor_id == 0x1ace, 'ex.orig_attr.vendor_id == 0x1ace')
 table = ctx.query_gid_table(16)
-assert len(table) >= 2, len(table)
+h.require(len(table) >= 2, 'len(table) >= 2: %r' % (len(table),))
 entry = ctx.query_gid_ex(1, gid_idx)
-assert entry.gid_type == e.IBV_GID_TYPE_ROCE_V2, entry.gid_type
-assert ctx.query_gid_type(1, gid_idx) == e.IBV_GID_TYPE_SYSFS_ROCE_V2
-assert ctx.query_pkey(1, 0) == 0xffff
+h.require(entry.gid_type == e.IBV_GID_TYPE_ROCE_V2, 'entry.gid_type == e.IBV_GID_TYPE_ROCE_V2: %r' % (entry.gid_type,))
+h.require(ctx.query_gid_type(1, gid_idx) == e.IBV_GID_TYPE_SYSFS_ROCE_V2, 'ctx.query_gid_type(1, gid_idx) == e.IBV_GID_TYPE_SYSFS_ROCE_V2')
+h.require(ctx.query_pkey(1, 0) == 0xffff, 'ctx.query_pkey(1, 0) == 0xffff')
 
 pd = PD(ctx)
 ch = CompChannel(ctx)
@@ -78,9 +81,9 @@ a.post_send(SendWR(wr_id=2, opcode=e.IBV_WR_SEND, num_sge=1,
                    send_flags=e.IBV_SEND_SIGNALED))
 wait_event()
 wcs = poll(2)
-assert all(w.status == e.IBV_WC_SUCCESS for w in wcs), wcs
-assert sorted(w.wr_id for w in wcs) == [1, 2]
-assert mr.read(11, 0) == b'hello uroce'
+h.require(all(w.status == e.IBV_WC_SUCCESS for w in wcs), 'all(w.status == e.IBV_WC_SUCCESS for w in wcs): %r' % (wcs,))
+h.require(sorted(w.wr_id for w in wcs) == [1, 2], 'sorted(w.wr_id for w in wcs) == [1, 2]')
+h.require(mr.read(11, 0) == b'hello uroce', "mr.read(11, 0) == b'hello uroce'")
 print('RC ok')
 
 # UD: SEND through an address handle, 40-byte GRH room in the receive
@@ -104,10 +107,10 @@ cq.req_notify()
 ua.post_send(wr)
 wait_event()
 wcs = poll(2)
-assert all(w.status == e.IBV_WC_SUCCESS for w in wcs), wcs
+h.require(all(w.status == e.IBV_WC_SUCCESS for w in wcs), 'all(w.status == e.IBV_WC_SUCCESS for w in wcs): %r' % (wcs,))
 recv = [w for w in wcs if w.wr_id == 3][0]
-assert recv.byte_len == 50 and recv.src_qp == ua.qp_num, (recv.byte_len, recv.src_qp)
-assert mr.read(10, 40) == b'ud-payload'
+h.require(recv.byte_len == 50 and recv.src_qp == ua.qp_num, 'recv.byte_len == 50 and recv.src_qp == ua.qp_num: %r' % ((recv.byte_len, recv.src_qp),))
+h.require(mr.read(10, 40) == b'ud-payload', "mr.read(10, 40) == b'ud-payload'")
 print('UD ok')
 for o in (ah, ua, ub, a, b, mr, cq, ch, pd, ctx):
     o.close()

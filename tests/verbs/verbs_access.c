@@ -26,16 +26,7 @@
 
 static const char *uroced;
 static unsigned seed;
-static int failures;
 
-#define EXPECT(cond, ...) do { \
-		if (!(cond)) { \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__); \
-			fprintf(stderr, "\n"); \
-			failures++; \
-		} \
-	} while (0)
 
 static uint64_t ms(void)
 {
@@ -126,15 +117,15 @@ static int probe(bool traffic)
 	for (int i = 0; i < 4096; i++)
 		t.buf[i] = (uint8_t)rand();
 	vt_post_recv(t.qb, t.mr, 8192, 4096, 1);
-	CHECK(!vt_post_send(t.qa, t.mr, IBV_WR_SEND, 0, 4096, IBV_SEND_SIGNALED, 0, 0, 0, 2));
+	REQUIRE(!vt_post_send(t.qa, t.mr, IBV_WR_SEND, 0, 4096, IBV_SEND_SIGNALED, 0, 0, 0, 2));
 	vt_poll_n(t.scq, 1, wc);
-	CHECK(wc[0].status == IBV_WC_SUCCESS);
+	REQUIRE(wc[0].status == IBV_WC_SUCCESS);
 	vt_poll_n(t.rcq, 1, wc);
-	CHECK(wc[0].status == IBV_WC_SUCCESS && wc[0].byte_len == 4096);
-	CHECK(!vt_post_send(t.qa, t.mr, IBV_WR_RDMA_WRITE, 0, 4096, IBV_SEND_SIGNALED, 0,
+	REQUIRE(wc[0].status == IBV_WC_SUCCESS && wc[0].byte_len == 4096);
+	REQUIRE(!vt_post_send(t.qa, t.mr, IBV_WR_RDMA_WRITE, 0, 4096, IBV_SEND_SIGNALED, 0,
 			    (uintptr_t)t.buf + 16384, t.mr->rkey, 3));
 	vt_poll_n(t.scq, 1, wc);
-	CHECK(wc[0].status == IBV_WC_SUCCESS);
+	REQUIRE(wc[0].status == IBV_WC_SUCCESS);
 	int ok = !memcmp(t.buf, t.buf + 8192, 4096) && !memcmp(t.buf, t.buf + 16384, 4096);
 	vt_fini(&t);
 	return ok ? 1 + 100 : 50; /* 101: one device, traffic verified */
@@ -195,8 +186,8 @@ static void expect_hidden(const char *what, int uid, const char *run, const char
 {
 	char err[4096];
 	int r = run_probe(uid, run, NULL, false, err, sizeof(err));
-	EXPECT(r == 0, "%s: %d uroce devices listed (want 0): %s", what, r, err);
-	EXPECT(lines(err) == 1 && strstr(err, needle), "%s: want one warning with '%s', got '%s'",
+	CHECK(r == 0, "%s: %d uroce devices listed (want 0): %s", what, r, err);
+	CHECK(lines(err) == 1 && strstr(err, needle), "%s: want one warning with '%s', got '%s'",
 	       what, needle, err);
 }
 
@@ -204,8 +195,8 @@ static void expect_served(const char *what, int uid, const char *run, const char
 {
 	char err[4096];
 	int r = run_probe(uid, run, xdg, true, err, sizeof(err));
-	EXPECT(r == 101, "%s: probe %d (101: listed and traffic verified): %s", what, r, err);
-	EXPECT(!strstr(err, "uroce:"), "%s: no warning expected: %s", what, err);
+	CHECK(r == 101, "%s: probe %d (101: listed and traffic verified): %s", what, r, err);
+	CHECK(!strstr(err, "uroce:"), "%s: no warning expected: %s", what, err);
 }
 
 int main(int argc, char **argv)
@@ -231,26 +222,26 @@ int main(int argc, char **argv)
 	snprintf(env_run, sizeof(env_run), "UROCE_RUN_DIR=%s", run);
 	char *env1[] = { env_run, NULL };
 	if (!daemon_start(&d, sock, -1, env1, NULL)) {
-		EXPECT(0, "daemon start");
+		CHECK(0, "daemon start");
 		goto out;
 	}
 	expect_served("private run dir", -1, run, NULL);
 	/* 2. squatted: someone could have planted the socket */
-	EXPECT(chmod(run, 0777) == 0, "chmod");
+	CHECK(chmod(run, 0777) == 0, "chmod");
 	expect_hidden("other-writable run dir", -1, run, "writable by group or others");
-	EXPECT(chmod(run, 0720) == 0, "chmod");
+	CHECK(chmod(run, 0720) == 0, "chmod");
 	expect_hidden("group-writable run dir", -1, run, "writable by group or others");
-	EXPECT(chmod(run, 0700) == 0, "chmod");
-	EXPECT(symlink(run, link) == 0, "symlink");
+	CHECK(chmod(run, 0700) == 0, "chmod");
+	CHECK(symlink(run, link) == 0, "symlink");
 	expect_hidden("symlinked run dir", -1, link, "symlink");
 	if (root) {
-		EXPECT(chown(run, UID_X, UID_X) == 0, "chown");
+		CHECK(chown(run, UID_X, UID_X) == 0, "chown");
 		expect_hidden("run dir of another uid", -1, run, "owned by another user");
-		EXPECT(chown(run, 0, 0) == 0 && chown(sock, UID_X, UID_X) == 0, "chown");
+		CHECK(chown(run, 0, 0) == 0 && chown(sock, UID_X, UID_X) == 0, "chown");
 		expect_hidden("socket of another uid", -1, run, "not a socket of this user");
-		EXPECT(chown(sock, 0, 0) == 0, "chown");
+		CHECK(chown(sock, 0, 0) == 0, "chown");
 	} else {
-		EXPECT(root, "other-owner cases need root");
+		CHECK(root, "other-owner cases need root");
 	}
 	expect_served("run dir restored", -1, run, NULL);
 	daemon_stop(&d);
@@ -260,17 +251,17 @@ int main(int argc, char **argv)
 		 * socket's peer credentials give it away */
 		char xdir[64], xsock[128], env_x[128];
 		snprintf(xdir, sizeof(xdir), "%s/x", base);
-		EXPECT(mkdir(xdir, 0700) == 0 && chown(xdir, UID_X, UID_X) == 0 && chmod(base, 0755) == 0,
+		CHECK(mkdir(xdir, 0700) == 0 && chown(xdir, UID_X, UID_X) == 0 && chmod(base, 0755) == 0,
 		       "x dir");
 		snprintf(xsock, sizeof(xsock), "%s/uroce0.sock", xdir);
 		snprintf(env_x, sizeof(env_x), "UROCE_RUN_DIR=%s", xdir);
 		char *envx[] = { env_x, NULL };
 		if (daemon_start(&d, xsock, UID_X, envx, NULL)) {
-			EXPECT(chown(xdir, 0, 0) == 0 && chown(xsock, 0, 0) == 0, "chown");
+			CHECK(chown(xdir, 0, 0) == 0 && chown(xsock, 0, 0) == 0, "chown");
 			expect_hidden("daemon of another uid", -1, xdir, "not run by this user or root");
 			daemon_stop(&d);
 		} else {
-			EXPECT(0, "daemon as uid %u", UID_X);
+			CHECK(0, "daemon as uid %u", UID_X);
 		}
 
 		/* 4. system-wide root daemon: UID_A allowed, UID_X refused */
@@ -282,7 +273,7 @@ int main(int argc, char **argv)
 		snprintf(env_run, sizeof(env_run), "UROCE_RUN_DIR=%s", run);
 		if (daemon_start(&d, sock, -1, env1, args)) {
 			struct stat st;
-			EXPECT(stat(sock, &st) == 0 && (st.st_mode & 0777) == 0666, "socket mode %o",
+			CHECK(stat(sock, &st) == 0 && (st.st_mode & 0777) == 0666, "socket mode %o",
 			       st.st_mode & 0777);
 			expect_served("allowed uid on a system-wide daemon", UID_A, run, NULL);
 			expect_hidden("refused uid on a system-wide daemon", UID_X, run,
@@ -290,16 +281,16 @@ int main(int argc, char **argv)
 			expect_served("allowed uid after a refusal", UID_A, run, NULL);
 			daemon_stop(&d);
 		} else {
-			EXPECT(0, "system-wide daemon start");
+			CHECK(0, "system-wide daemon start");
 		}
 	} else {
-		EXPECT(root, "daemon of another uid and system-wide cases need root");
+		CHECK(root, "daemon of another uid and system-wide cases need root");
 	}
 
 	/* 5. no UROCE_RUN_DIR: both sides use $XDG_RUNTIME_DIR/uroce */
 	char xdg[64], env_xdg[128];
 	snprintf(xdg, sizeof(xdg), "%s/xdg", base);
-	EXPECT(mkdir(xdg, 0700) == 0, "mkdir xdg");
+	CHECK(mkdir(xdg, 0700) == 0, "mkdir xdg");
 	snprintf(sock, sizeof(sock), "%s/uroce/uroce0.sock", xdg);
 	snprintf(env_xdg, sizeof(env_xdg), "XDG_RUNTIME_DIR=%s", xdg);
 	char *env5[] = { env_xdg, NULL };
@@ -307,13 +298,13 @@ int main(int argc, char **argv)
 		expect_served("XDG_RUNTIME_DIR default", -1, NULL, xdg);
 		daemon_stop(&d);
 	} else {
-		EXPECT(0, "daemon start with XDG_RUNTIME_DIR");
+		CHECK(0, "daemon start with XDG_RUNTIME_DIR");
 	}
 out:
 	daemon_stop(&d);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
 	if (system(cmd)) { /* best effort */ }
-	if (failures)
-		fprintf(stderr, "%d failure(s)\n", failures);
-	return failures ? 1 : 0;
+	if (t_failures)
+		fprintf(stderr, "%d failure(s)\n", t_failures);
+	return t_failures ? 1 : 0;
 }

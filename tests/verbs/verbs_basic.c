@@ -20,9 +20,9 @@ static void device_query(void)
 	__be16 pkey;
 	int idx;
 
-	CHECK(!ibv_query_device(ctx, &da));
-	CHECK(da.vendor_id == 0x001ace && da.phys_port_cnt == 1);
-	CHECK(da.max_qp > 0 && da.max_cqe > 0 && da.max_mr > 0);
+	REQUIRE(!ibv_query_device(ctx, &da));
+	REQUIRE(da.vendor_id == 0x001ace && da.phys_port_cnt == 1);
+	REQUIRE(da.max_qp > 0 && da.max_cqe > 0 && da.max_mr > 0);
 	{
 		/* what the device advertises, a context can create (rdma-core's
 		 * test_cq creates a CQ of max_cqe: it failed with ENOMEM when
@@ -30,27 +30,27 @@ static void device_query(void)
 		 * queue-memory limit) */
 		struct ibv_cq *big = ibv_create_cq(ctx, da.max_cqe, NULL, NULL, 0);
 
-		CHECK(big && big->cqe >= da.max_cqe);
-		CHECK(!ibv_destroy_cq(big));
-		CHECK(!ibv_create_cq(ctx, da.max_cqe + 1, NULL, NULL, 0));
+		REQUIRE(big && big->cqe >= da.max_cqe);
+		REQUIRE(!ibv_destroy_cq(big));
+		REQUIRE(!ibv_create_cq(ctx, da.max_cqe + 1, NULL, NULL, 0));
 	}
-	CHECK(!ibv_query_device_ex(ctx, NULL, &dx));
-	CHECK(dx.orig_attr.vendor_id == da.vendor_id);
-	CHECK(!ibv_query_port(ctx, 1, &pa));
-	CHECK(pa.state == IBV_PORT_ACTIVE && pa.link_layer == IBV_LINK_LAYER_ETHERNET);
-	CHECK(pa.gid_tbl_len > 0 && pa.pkey_tbl_len >= 1);
-	CHECK(ibv_query_port(ctx, 2, &pa) != 0);
+	REQUIRE(!ibv_query_device_ex(ctx, NULL, &dx));
+	REQUIRE(dx.orig_attr.vendor_id == da.vendor_id);
+	REQUIRE(!ibv_query_port(ctx, 1, &pa));
+	REQUIRE(pa.state == IBV_PORT_ACTIVE && pa.link_layer == IBV_LINK_LAYER_ETHERNET);
+	REQUIRE(pa.gid_tbl_len > 0 && pa.pkey_tbl_len >= 1);
+	REQUIRE(ibv_query_port(ctx, 2, &pa) != 0);
 	idx = vt_find_gid(ctx, &gid);
-	CHECK(!ibv_query_gid_ex(ctx, 1, (uint32_t)idx, &ge, 0));
-	CHECK(ge.gid_type == IBV_GID_TYPE_ROCE_V2 && !memcmp(&ge.gid, &gid, 16));
+	REQUIRE(!ibv_query_gid_ex(ctx, 1, (uint32_t)idx, &ge, 0));
+	REQUIRE(ge.gid_type == IBV_GID_TYPE_ROCE_V2 && !memcmp(&ge.gid, &gid, 16));
 	{
 		union ibv_gid g2;
 
-		CHECK(!ibv_query_gid(ctx, 1, idx, &g2) && !memcmp(&g2, &gid, 16));
+		REQUIRE(!ibv_query_gid(ctx, 1, idx, &g2) && !memcmp(&g2, &gid, 16));
 	}
-	CHECK(!ibv_query_pkey(ctx, 1, 0, &pkey) && pkey == htons(0xffff));
-	CHECK(ibv_get_pkey_index(ctx, 1, htons(0xffff)) == 0);
-	CHECK(ctx->num_comp_vectors >= 1);
+	REQUIRE(!ibv_query_pkey(ctx, 1, 0, &pkey) && pkey == htons(0xffff));
+	REQUIRE(ibv_get_pkey_index(ctx, 1, htons(0xffff)) == 0);
+	REQUIRE(ctx->num_comp_vectors >= 1);
 	/* libibverbs' inline wrappers call through these without checks */
 	{
 		struct verbs_context *v = verbs_get_ctx(ctx);
@@ -58,17 +58,17 @@ static void device_query(void)
 		void **x;
 		size_t k;
 
-		CHECK(v && v->sz >= sizeof(*v));
+		REQUIRE(v && v->sz >= sizeof(*v));
 		for (k = 0; k < sizeof(ctx->ops) / sizeof(void *); k++)
-			CHECK(ops[k] != NULL);
+			REQUIRE(ops[k] != NULL);
 		for (x = (void **)(void *)&v->query_port;
 		     x < (void **)(void *)&v->priv; x++)
-			CHECK(*x != NULL);
+			REQUIRE(*x != NULL);
 		for (x = (void **)(void *)&v->query_device_ex;
 		     x <= (void **)(void *)&v->close_xrcd; x++)
-			CHECK(*x != NULL);
+			REQUIRE(*x != NULL);
 	}
-	CHECK(!ibv_close_device(ctx));
+	REQUIRE(!ibv_close_device(ctx));
 }
 
 static void objects(void)
@@ -83,36 +83,36 @@ static void objects(void)
 	int i;
 
 	vt_init(&t, NULL);
-	CHECK(b2);
+	REQUIRE(b2);
 	/* the daemon writes it from outside this process: valgrind cannot
 	 * see that, so it must start out defined */
 	memset(b2, 0, 8192);
 	/* MR with an optional access flag goes through ibv_reg_mr_iova2 */
 	mr2 = ibv_reg_mr(t.pd, b2, 8192, IBV_ACCESS_LOCAL_WRITE |
 			 IBV_ACCESS_RELAXED_ORDERING);
-	CHECK(mr2 && mr2->addr == b2 && mr2->length == 8192 && mr2->pd == t.pd);
-	CHECK(!ibv_rereg_mr(mr2, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+	REQUIRE(mr2 && mr2->addr == b2 && mr2->length == 8192 && mr2->pd == t.pd);
+	REQUIRE(!ibv_rereg_mr(mr2, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
 			    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE));
-	CHECK(!ibv_dereg_mr(mr2));
+	REQUIRE(!ibv_dereg_mr(mr2));
 	/* ibv_reg_mr_iova: the peer addresses the region by its iova, also
 	 * after an access-only rereg */
 	mr2 = ibv_reg_mr_iova(t.pd, b2, 8192, 0x10000000, IBV_ACCESS_LOCAL_WRITE |
 			      IBV_ACCESS_REMOTE_WRITE);
-	CHECK(mr2);
-	CHECK(!ibv_rereg_mr(mr2, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+	REQUIRE(mr2);
+	REQUIRE(!ibv_rereg_mr(mr2, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
 			    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 			    IBV_ACCESS_REMOTE_READ));
 	memset(t.buf + 8192, 0x6b, 32);
-	CHECK(!vt_post_send(t.qa, t.mr, IBV_WR_RDMA_WRITE, 8192, 32,
+	REQUIRE(!vt_post_send(t.qa, t.mr, IBV_WR_RDMA_WRITE, 8192, 32,
 			    IBV_SEND_SIGNALED, 0, 0x10000000 + 100, mr2->rkey, 57));
 	vt_poll_n(t.scq, 1, wc);
-	CHECK(wc[0].status == IBV_WC_SUCCESS && b2[100] == 0x6b && b2[131] == 0x6b);
-	CHECK(!ibv_dereg_mr(mr2));
+	REQUIRE(wc[0].status == IBV_WC_SUCCESS && b2[100] == 0x6b && b2[131] == 0x6b);
+	REQUIRE(!ibv_dereg_mr(mr2));
 	free(b2);
 	/* MW type 1: ibv_bind_mw posts a BIND_MW WQE; the window's new rkey
 	 * then admits an RDMA WRITE into the bound range */
 	mw = ibv_alloc_mw(t.pd, IBV_MW_TYPE_1);
-	CHECK(mw);
+	REQUIRE(mw);
 	{
 		struct ibv_mr *bmr = ibv_reg_mr(t.pd, t.buf, VT_BUF,
 			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
@@ -125,24 +125,24 @@ static void objects(void)
 		};
 		uint32_t old = mw->rkey;
 
-		CHECK(bmr);
-		CHECK(!ibv_bind_mw(t.qa, mw, &bind));
-		CHECK(mw->rkey != old);
+		REQUIRE(bmr);
+		REQUIRE(!ibv_bind_mw(t.qa, mw, &bind));
+		REQUIRE(mw->rkey != old);
 		vt_poll_n(t.scq, 1, wc);
-		CHECK(wc[0].wr_id == 55 && wc[0].status == IBV_WC_SUCCESS &&
+		REQUIRE(wc[0].wr_id == 55 && wc[0].status == IBV_WC_SUCCESS &&
 		      wc[0].opcode == IBV_WC_BIND_MW);
 		memset(t.buf + 8192, 0x61, 64);
-		CHECK(!vt_post_send(t.qb, t.mr, IBV_WR_RDMA_WRITE, 8192, 64,
+		REQUIRE(!vt_post_send(t.qb, t.mr, IBV_WR_RDMA_WRITE, 8192, 64,
 				    IBV_SEND_SIGNALED, 0, (uintptr_t)t.buf + 4096,
 				    mw->rkey, 56));
 		vt_poll_n(t.scq, 1, wc);
-		CHECK(wc[0].status == IBV_WC_SUCCESS && t.buf[4096] == 0x61);
-		CHECK(!ibv_dealloc_mw(mw));
-		CHECK(!ibv_dereg_mr(bmr));
+		REQUIRE(wc[0].status == IBV_WC_SUCCESS && t.buf[4096] == 0x61);
+		REQUIRE(!ibv_dealloc_mw(mw));
+		REQUIRE(!ibv_dereg_mr(bmr));
 	}
 	/* query QP */
-	CHECK(!ibv_query_qp(t.qa, &qa, IBV_QP_STATE | IBV_QP_CAP, &qi));
-	CHECK(qa.qp_state == IBV_QPS_RTS && qi.qp_type == IBV_QPT_RC &&
+	REQUIRE(!ibv_query_qp(t.qa, &qa, IBV_QP_STATE | IBV_QP_CAP, &qi));
+	REQUIRE(qa.qp_state == IBV_QPS_RTS && qi.qp_type == IBV_QPT_RC &&
 	      qi.send_cq == t.scq && qi.cap.max_send_wr >= 32);
 	/* bad WRs: too many SGEs, inline too big, bad opcode for UD */
 	{
@@ -158,12 +158,12 @@ static void objects(void)
 		wr.sg_list = sge;
 		wr.num_sge = 8;
 		wr.opcode = IBV_WR_SEND;
-		CHECK(ibv_post_send(t.qa, &wr, &bad) == EINVAL && bad == &wr);
+		REQUIRE(ibv_post_send(t.qa, &wr, &bad) == EINVAL && bad == &wr);
 		wr.num_sge = 1;
 		sge[0].length = 60000;
 		wr.send_flags = IBV_SEND_INLINE;
 		bad = NULL;
-		CHECK(ibv_post_send(t.qa, &wr, &bad) == EINVAL && bad == &wr);
+		REQUIRE(ibv_post_send(t.qa, &wr, &bad) == EINVAL && bad == &wr);
 	}
 	/* queue full: ENOMEM with *bad_wr at the first WR not posted */
 	{
@@ -174,17 +174,17 @@ static void objects(void)
 		struct ibv_sge s = { (uintptr_t)t.buf, 8, t.mr->lkey };
 		uint32_t cap;
 
-		CHECK(!ibv_query_qp(q, &qa2, IBV_QP_CAP, &qi2));
+		REQUIRE(!ibv_query_qp(q, &qa2, IBV_QP_CAP, &qi2));
 		cap = qi2.cap.max_recv_wr;
-		CHECK(cap >= 4 && cap < 80);
+		REQUIRE(cap >= 4 && cap < 80);
 		memset(rw, 0, sizeof(rw));
 		for (i = 0; i < 80; i++) {
 			rw[i].sg_list = &s;
 			rw[i].num_sge = 1;
 			rw[i].next = i < 79 ? &rw[i + 1] : NULL;
 		}
-		CHECK(ibv_post_recv(q, rw, &rbad) == ENOMEM && rbad == &rw[cap]);
-		CHECK(!ibv_destroy_qp(q));
+		REQUIRE(ibv_post_recv(q, rw, &rbad) == ENOMEM && rbad == &rw[cap]);
+		REQUIRE(!ibv_destroy_qp(q));
 	}
 	/* a receive-only QP (max_send_wr = 0): posting a send fails cleanly */
 	{
@@ -193,20 +193,20 @@ static void objects(void)
 		struct ibv_send_wr sw = { .sg_list = &s, .num_sge = 1,
 					  .opcode = IBV_WR_SEND }, *sbad = NULL;
 
-		CHECK(ibv_post_send(q, &sw, &sbad) != 0 && sbad == &sw);
-		CHECK(!ibv_destroy_qp(q));
+		REQUIRE(ibv_post_send(q, &sw, &sbad) != 0 && sbad == &sw);
+		REQUIRE(!ibv_destroy_qp(q));
 	}
 	/* CQ resize keeps unpolled completions */
 	for (i = 0; i < 3; i++)
 		vt_post_recv(t.qb, t.mr, 0, 64, (uint64_t)i);
 	for (i = 0; i < 3; i++)
-		CHECK(!vt_post_send(t.qa, t.mr, IBV_WR_SEND, 8192, 8,
+		REQUIRE(!vt_post_send(t.qa, t.mr, IBV_WR_SEND, 8192, 8,
 				    IBV_SEND_SIGNALED, 0, 0, 0, (uint64_t)i));
 	vt_poll_n(t.scq, 3, wc);
-	CHECK(!ibv_resize_cq(t.rcq, 200) && t.rcq->cqe >= 200);
+	REQUIRE(!ibv_resize_cq(t.rcq, 200) && t.rcq->cqe >= 200);
 	vt_poll_n(t.rcq, 3, wc);
 	for (i = 0; i < 3; i++)
-		CHECK(wc[i].wr_id == (uint64_t)i);
+		REQUIRE(wc[i].wr_id == (uint64_t)i);
 	vt_fini(&t);
 }
 
@@ -225,7 +225,7 @@ static void cq_ex(void)
 
 	vt_init(&t, NULL);
 	cx = ibv_create_cq_ex(t.ctx, &ca);
-	CHECK(cx);
+	REQUIRE(cx);
 	a = vt_qp(&t, IBV_QPT_RC, ibv_cq_ex_to_cq(cx), ibv_cq_ex_to_cq(cx),
 		  NULL, 16, 16);
 	b = vt_qp(&t, IBV_QPT_RC, ibv_cq_ex_to_cq(cx), ibv_cq_ex_to_cq(cx),
@@ -237,37 +237,37 @@ static void cq_ex(void)
 	 * CLOCK_MONOTONIC, between the posts and the poll, in ring order */
 	uint64_t t0 = vt_mono_ns(), last_ts = 0;
 	for (i = 0; i < 4; i++)
-		CHECK(!vt_post_send(a, t.mr, IBV_WR_SEND_WITH_IMM, 8192, 32,
+		REQUIRE(!vt_post_send(a, t.mr, IBV_WR_SEND_WITH_IMM, 8192, 32,
 				    IBV_SEND_SIGNALED, htonl(7), 0, 0, (uint64_t)i));
 	double end = vt_now() + VT_WAIT_S;
 
 	while (n < 8) {
-		CHECK(vt_now() < end);
+		REQUIRE(vt_now() < end);
 		r = ibv_start_poll(cx, &pa);
 		if (r == ENOENT)
 			continue;
-		CHECK(r == 0);
+		REQUIRE(r == 0);
 		do {
 			uint64_t ts = ibv_wc_read_completion_ts(cx);
 
-			CHECK(ts >= t0 && ts >= last_ts && ts <= vt_mono_ns());
+			REQUIRE(ts >= t0 && ts >= last_ts && ts <= vt_mono_ns());
 			last_ts = ts;
-			CHECK(cx->status == IBV_WC_SUCCESS);
+			REQUIRE(cx->status == IBV_WC_SUCCESS);
 			if (ibv_wc_read_opcode(cx) == IBV_WC_RECV) {
-				CHECK(cx->wr_id >= 10 && ibv_wc_read_byte_len(cx) == 32);
-				CHECK(ibv_wc_read_imm_data(cx) == htonl(7));
-				CHECK(ibv_wc_read_qp_num(cx) == b->qp_num);
+				REQUIRE(cx->wr_id >= 10 && ibv_wc_read_byte_len(cx) == 32);
+				REQUIRE(ibv_wc_read_imm_data(cx) == htonl(7));
+				REQUIRE(ibv_wc_read_qp_num(cx) == b->qp_num);
 			} else {
-				CHECK(ibv_wc_read_opcode(cx) == IBV_WC_SEND);
+				REQUIRE(ibv_wc_read_opcode(cx) == IBV_WC_SEND);
 			}
 			n++;
 		} while ((r = ibv_next_poll(cx)) == 0);
-		CHECK(r == ENOENT);
+		REQUIRE(r == ENOENT);
 		ibv_end_poll(cx);
 	}
-	CHECK(ibv_start_poll(cx, &pa) == ENOENT);
-	CHECK(!ibv_destroy_qp(a) && !ibv_destroy_qp(b));
-	CHECK(!ibv_destroy_cq(ibv_cq_ex_to_cq(cx)));
+	REQUIRE(ibv_start_poll(cx, &pa) == ENOENT);
+	REQUIRE(!ibv_destroy_qp(a) && !ibv_destroy_qp(b));
+	REQUIRE(!ibv_destroy_cq(ibv_cq_ex_to_cq(cx)));
 	vt_fini(&t);
 }
 
@@ -285,7 +285,7 @@ static void qp_ex(void)
 	qa.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE;
 	x = vt_qp_ex_init(&t, &qa, IBV_ACCESS_REMOTE_WRITE, &a);
 	/* reuse qb's peer: disconnect qa and connect a <-> qb */
-	CHECK(!ibv_destroy_qp(t.qb));
+	REQUIRE(!ibv_destroy_qp(t.qb));
 	t.qb = vt_qp(&t, IBV_QPT_RC, t.scq, t.rcq, NULL, 16, 16);
 	vt_connect(&t, a, t.qb);
 	vt_post_recv(t.qb, t.mr, 0, 64, 77);
@@ -298,12 +298,12 @@ static void qp_ex(void)
 	ibv_wr_rdma_write(x, t.mr->rkey, (uintptr_t)t.buf + 1000);
 	ibv_wr_set_sge(x, t.mr->lkey, (uintptr_t)t.buf + 8192, 16);
 	memset(t.buf + 8192, 0x42, 16);
-	CHECK(!ibv_wr_complete(x));
+	REQUIRE(!ibv_wr_complete(x));
 	vt_poll_n(t.rcq, 1, &wc);
-	CHECK(wc.wr_id == 77 && wc.byte_len == 5 && !memcmp(t.buf, "hello", 5));
+	REQUIRE(wc.wr_id == 77 && wc.byte_len == 5 && !memcmp(t.buf, "hello", 5));
 	vt_poll_n(t.scq, 2, (struct ibv_wc[2]){ 0 });
-	CHECK(t.buf[1000] == 0x42 && t.buf[1015] == 0x42);
-	CHECK(!ibv_destroy_qp(a));
+	REQUIRE(t.buf[1000] == 0x42 && t.buf[1015] == 0x42);
+	REQUIRE(!ibv_destroy_qp(a));
 	vt_fini(&t);
 }
 
@@ -319,8 +319,8 @@ static void srq(void)
 
 	vt_init(&t, NULL);
 	s = ibv_create_srq(t.pd, &sa);
-	CHECK(s && sa.attr.max_wr >= 16);
-	CHECK(!ibv_query_srq(s, &q) && q.max_wr >= 16);
+	REQUIRE(s && sa.attr.max_wr >= 16);
+	REQUIRE(!ibv_query_srq(s, &q) && q.max_wr >= 16);
 	a = vt_qp(&t, IBV_QPT_RC, t.scq, t.rcq, NULL, 16, 16);
 	b = vt_qp(&t, IBV_QPT_RC, t.scq, t.rcq, s, 16, 0);
 	vt_connect(&t, a, b);
@@ -330,14 +330,14 @@ static void srq(void)
 		struct ibv_recv_wr wr = { .wr_id = 50 + (uint64_t)i,
 					  .sg_list = &sge, .num_sge = 1 }, *bad;
 
-		CHECK(!ibv_post_srq_recv(s, &wr, &bad));
+		REQUIRE(!ibv_post_srq_recv(s, &wr, &bad));
 	}
 	for (i = 0; i < 4; i++)
-		CHECK(!vt_post_send(a, t.mr, IBV_WR_SEND, 8192, 8,
+		REQUIRE(!vt_post_send(a, t.mr, IBV_WR_SEND, 8192, 8,
 				    IBV_SEND_SIGNALED, 0, 0, 0, (uint64_t)i));
 	vt_poll_n(t.rcq, 4, wc);
 	for (i = 0; i < 4; i++)
-		CHECK(wc[i].wr_id == 50 + (uint64_t)i && wc[i].qp_num == b->qp_num);
+		REQUIRE(wc[i].wr_id == 50 + (uint64_t)i && wc[i].qp_num == b->qp_num);
 	vt_poll_n(t.scq, 4, wc);
 	/* srq_limit: when the SRQ drops below it, one SRQ_LIMIT_REACHED */
 	for (i = 0; i < 4; i++) {
@@ -345,27 +345,27 @@ static void srq(void)
 		struct ibv_recv_wr wr = { .wr_id = 60 + (uint64_t)i,
 					  .sg_list = &sge, .num_sge = 1 }, *bad;
 
-		CHECK(!ibv_post_srq_recv(s, &wr, &bad));
+		REQUIRE(!ibv_post_srq_recv(s, &wr, &bad));
 	}
 	q.srq_limit = 2;
-	CHECK(!ibv_modify_srq(s, &q, IBV_SRQ_LIMIT));
-	CHECK(!ibv_query_srq(s, &q) && q.srq_limit == 2);
+	REQUIRE(!ibv_modify_srq(s, &q, IBV_SRQ_LIMIT));
+	REQUIRE(!ibv_query_srq(s, &q) && q.srq_limit == 2);
 	for (i = 0; i < 3; i++)
-		CHECK(!vt_post_send(a, t.mr, IBV_WR_SEND, 8192, 8,
+		REQUIRE(!vt_post_send(a, t.mr, IBV_WR_SEND, 8192, 8,
 				    IBV_SEND_SIGNALED, 0, 0, 0, (uint64_t)i));
 	vt_poll_n(t.rcq, 3, wc);
 	vt_poll_n(t.scq, 3, wc);
 	{
 		struct ibv_async_event ev;
 
-		CHECK(vt_readable(t.ctx->async_fd, VT_WAIT_S * 1000));
-		CHECK(!ibv_get_async_event(t.ctx, &ev));
-		CHECK(ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED &&
+		REQUIRE(vt_readable(t.ctx->async_fd, VT_WAIT_S * 1000));
+		REQUIRE(!ibv_get_async_event(t.ctx, &ev));
+		REQUIRE(ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED &&
 		      ev.element.srq == s);
 		ibv_ack_async_event(&ev);
 	}
-	CHECK(!ibv_destroy_qp(a) && !ibv_destroy_qp(b));
-	CHECK(!ibv_destroy_srq(s));
+	REQUIRE(!ibv_destroy_qp(a) && !ibv_destroy_qp(b));
+	REQUIRE(!ibv_destroy_srq(s));
 	vt_fini(&t);
 }
 
@@ -389,9 +389,9 @@ static void ud(void)
 		mg.raw[0] = 0xff;
 		mg.raw[1] = 0x0e;
 		mg.raw[15] = 1;
-		CHECK(!ibv_attach_mcast(b, &mg, 0));
-		CHECK(!ibv_detach_mcast(b, &mg, 0));
-		CHECK(ibv_attach_mcast(t.qa, &mg, 0) != 0);  /* RC: no */
+		REQUIRE(!ibv_attach_mcast(b, &mg, 0));
+		REQUIRE(!ibv_detach_mcast(b, &mg, 0));
+		REQUIRE(ibv_attach_mcast(t.qa, &mg, 0) != 0);  /* RC: no */
 	}
 	vt_post_recv(b, t.mr, 0, 40 + 256, 9);
 	memset(t.buf + 8192, 0x33, 100);
@@ -406,12 +406,12 @@ static void ud(void)
 	wr.wr.ud.ah = ah;
 	wr.wr.ud.remote_qpn = b->qp_num;
 	wr.wr.ud.remote_qkey = 0x11111111;
-	CHECK(!ibv_post_send(a, &wr, &bad));
+	REQUIRE(!ibv_post_send(a, &wr, &bad));
 	/* RDMA WRITE is not a UD opcode */
 	wr.opcode = IBV_WR_RDMA_WRITE;
-	CHECK(ibv_post_send(a, &wr, &bad) == EINVAL && bad == &wr);
+	REQUIRE(ibv_post_send(a, &wr, &bad) == EINVAL && bad == &wr);
 	vt_poll_n(t.rcq, 1, &wc);
-	CHECK(wc.status == IBV_WC_SUCCESS && wc.byte_len == 140 &&
+	REQUIRE(wc.status == IBV_WC_SUCCESS && wc.byte_len == 140 &&
 	      (wc.wc_flags & IBV_WC_GRH) && wc.src_qp == a->qp_num &&
 	      t.buf[40] == 0x33 && t.buf[139] == 0x33);
 	/* the network header type, as ConnectX reports it for RoCE (UCX's
@@ -420,14 +420,14 @@ static void ud(void)
 		static const uint8_t v4pfx[12] = { [10] = 0xff, [11] = 0xff };
 		bool v4 = !memcmp(t.gid.raw, v4pfx, sizeof(v4pfx));
 
-		CHECK(wc.sl == (v4 ? 2 : 1));
+		REQUIRE(wc.sl == (v4 ? 2 : 1));
 	}
 	ah2 = ibv_create_ah_from_wc(t.pd, &wc, (struct ibv_grh *)(void *)t.buf, 1);
-	CHECK(ah2);
-	CHECK(!ibv_destroy_ah(ah2));
+	REQUIRE(ah2);
+	REQUIRE(!ibv_destroy_ah(ah2));
 	vt_poll_n(t.scq, 1, &wc);
-	CHECK(!ibv_destroy_ah(ah));
-	CHECK(!ibv_destroy_qp(a) && !ibv_destroy_qp(b));
+	REQUIRE(!ibv_destroy_ah(ah));
+	REQUIRE(!ibv_destroy_qp(a) && !ibv_destroy_qp(b));
 	vt_fini(&t);
 }
 
@@ -461,14 +461,14 @@ static void ud_destroy_sends(void)
 		wr.wr.ud.ah = ah;
 		wr.wr.ud.remote_qpn = b->qp_num;
 		wr.wr.ud.remote_qkey = 0x11111111;
-		CHECK(!ibv_post_send(a, &wr, &bad));   /* unsignaled */
-		CHECK(!ibv_destroy_qp(a));
+		REQUIRE(!ibv_post_send(a, &wr, &bad));   /* unsignaled */
+		REQUIRE(!ibv_destroy_qp(a));
 		vt_poll_n(t.rcq, 1, &wc);
-		CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == (uint64_t)i &&
+		REQUIRE(wc.status == IBV_WC_SUCCESS && wc.wr_id == (uint64_t)i &&
 		      wc.byte_len == 41 && t.buf[40] == (uint8_t)i);
 	}
-	CHECK(!ibv_destroy_ah(ah));
-	CHECK(!ibv_destroy_qp(b));
+	REQUIRE(!ibv_destroy_ah(ah));
+	REQUIRE(!ibv_destroy_qp(b));
 	vt_fini(&t);
 }
 
@@ -493,16 +493,16 @@ static void daemon_death(void)
 	pid = (pid_t)atoi(p);
 	vt_init(&t, &o);
 	l = ibv_get_device_list(&n);
-	CHECK(l);
-	CHECK(!ibv_req_notify_cq(t.rcq, 0));
-	CHECK(!kill(pid, SIGKILL));
-	CHECK(vt_readable(t.ctx->async_fd, VT_WAIT_S * 1000));
-	CHECK(!ibv_get_async_event(t.ctx, &ev));
-	CHECK(ev.event_type == IBV_EVENT_DEVICE_FATAL);
+	REQUIRE(l);
+	REQUIRE(!ibv_req_notify_cq(t.rcq, 0));
+	REQUIRE(!kill(pid, SIGKILL));
+	REQUIRE(vt_readable(t.ctx->async_fd, VT_WAIT_S * 1000));
+	REQUIRE(!ibv_get_async_event(t.ctx, &ev));
+	REQUIRE(ev.event_type == IBV_EVENT_DEVICE_FATAL);
 	ibv_ack_async_event(&ev);
-	CHECK(ibv_get_async_event(t.ctx, &ev) == -1);
-	CHECK(vt_readable(t.ch->fd, VT_WAIT_S * 1000));
-	CHECK(ibv_get_cq_event(t.ch, &cq, &cc) == -1);
+	REQUIRE(ibv_get_async_event(t.ctx, &ev) == -1);
+	REQUIRE(vt_readable(t.ch->fd, VT_WAIT_S * 1000));
+	REQUIRE(ibv_get_cq_event(t.ch, &cq, &cc) == -1);
 	/* busy-polling an empty CQ eventually reports the loss too */
 	{
 		struct ibv_wc wc;
@@ -510,26 +510,26 @@ static void daemon_death(void)
 		int r;
 
 		while ((r = ibv_poll_cq(t.rcq, 1, &wc)) == 0)
-			CHECK(vt_now() < end);
-		CHECK(r < 0);
+			REQUIRE(vt_now() < end);
+		REQUIRE(r < 0);
 	}
 	errno = 0;
-	CHECK(!ibv_alloc_pd(t.ctx) && errno != 0);
+	REQUIRE(!ibv_alloc_pd(t.ctx) && errno != 0);
 	errno = 0;
-	CHECK(!ibv_create_cq(t.ctx, 4, NULL, NULL, 0) && errno != 0);
+	REQUIRE(!ibv_create_cq(t.ctx, 4, NULL, NULL, 0) && errno != 0);
 	/* a device whose daemon is gone cannot be opened: a clear error */
 	for (i = 0; i < n; i++) {
 		if (strcmp(ibv_get_device_name(l[i]), "uroce0"))
 			continue;
 		errno = 0;
-		CHECK(!ibv_open_device(l[i]) && errno == ENODEV);
+		REQUIRE(!ibv_open_device(l[i]) && errno == ENODEV);
 	}
 	ibv_free_device_list(l);
 	/* and is no longer listed */
 	l = ibv_get_device_list(&n);
-	CHECK(l);
+	REQUIRE(l);
 	for (i = 0; i < n; i++)
-		CHECK(strcmp(ibv_get_device_name(l[i]), "uroce0"));
+		REQUIRE(strcmp(ibv_get_device_name(l[i]), "uroce0"));
 	ibv_free_device_list(l);
 	/* tearing down still works */
 	vt_fini(&t);
@@ -551,7 +551,7 @@ static void srq_grow(void)
 
 	vt_init(&t, NULL);
 	s = ibv_create_srq(t.pd, &sa);
-	CHECK(s);
+	REQUIRE(s);
 	a = vt_qp(&t, IBV_QPT_RC, t.scq, t.rcq, NULL, 16, 16);
 	b = vt_qp(&t, IBV_QPT_RC, t.scq, t.rcq, s, 16, 0);
 	vt_connect(&t, a, b);
@@ -563,20 +563,20 @@ static void srq_grow(void)
 
 		if (ibv_post_srq_recv(s, &wr, &bad))
 			break; /* full */
-		CHECK(posted < 64);
+		REQUIRE(posted < 64);
 	}
-	CHECK(posted >= 16);
+	REQUIRE(posted >= 16);
 	q.max_wr = (uint32_t)posted - 1;
-	CHECK(ibv_modify_srq(s, &q, IBV_SRQ_MAX_WR) == EINVAL);
+	REQUIRE(ibv_modify_srq(s, &q, IBV_SRQ_MAX_WR) == EINVAL);
 	q.max_wr = (uint32_t)total;
-	CHECK(!ibv_modify_srq(s, &q, IBV_SRQ_MAX_WR));
-	CHECK(!ibv_query_srq(s, &q) && q.max_wr >= (uint32_t)total);
+	REQUIRE(!ibv_modify_srq(s, &q, IBV_SRQ_MAX_WR));
+	REQUIRE(!ibv_query_srq(s, &q) && q.max_wr >= (uint32_t)total);
 	for (; posted < total; posted++) {
 		struct ibv_sge sge = { (uintptr_t)t.buf + 64 * (unsigned)posted, 64, t.mr->lkey };
 		struct ibv_recv_wr wr = { .wr_id = 1000 + (uint64_t)posted,
 					  .sg_list = &sge, .num_sge = 1 }, *bad;
 
-		CHECK(!ibv_post_srq_recv(s, &wr, &bad));
+		REQUIRE(!ibv_post_srq_recv(s, &wr, &bad));
 	}
 	/* total messages, each 8 bytes naming its index */
 	while (done < total) {
@@ -586,7 +586,7 @@ static void srq_grow(void)
 			uint64_t v = 0xabc00000ull + (uint64_t)(done + i);
 
 			memcpy(t.buf + 32768 + 64 * (done + i), &v, 8);
-			CHECK(!vt_post_send(a, t.mr, IBV_WR_SEND, 32768 + 64 * (size_t)(done + i), 8,
+			REQUIRE(!vt_post_send(a, t.mr, IBV_WR_SEND, 32768 + 64 * (size_t)(done + i), 8,
 					    IBV_SEND_SIGNALED, 0, 0, 0, (uint64_t)(done + i)));
 		}
 		vt_poll_n(t.scq, n, wc);
@@ -594,15 +594,15 @@ static void srq_grow(void)
 		for (i = 0; i < n; i++) {
 			uint64_t v;
 
-			CHECK(wc[i].status == IBV_WC_SUCCESS && wc[i].byte_len == 8);
-			CHECK(wc[i].wr_id == 1000 + (uint64_t)(done + i));
+			REQUIRE(wc[i].status == IBV_WC_SUCCESS && wc[i].byte_len == 8);
+			REQUIRE(wc[i].wr_id == 1000 + (uint64_t)(done + i));
 			memcpy(&v, t.buf + 64 * (done + i), 8);
-			CHECK(v == 0xabc00000ull + (uint64_t)(done + i));
+			REQUIRE(v == 0xabc00000ull + (uint64_t)(done + i));
 		}
 		done += n;
 	}
-	CHECK(!ibv_destroy_qp(a) && !ibv_destroy_qp(b));
-	CHECK(!ibv_destroy_srq(s));
+	REQUIRE(!ibv_destroy_qp(a) && !ibv_destroy_qp(b));
+	REQUIRE(!ibv_destroy_srq(s));
 	vt_fini(&t);
 }
 
@@ -645,25 +645,25 @@ static void daemon_kill_poll(void)
 		exit(VT_SKIP);
 	}
 	vt_init(&t, &o);
-	CHECK(!ibv_req_notify_cq(t.rcq, 0));
+	REQUIRE(!ibv_req_notify_cq(t.rcq, 0));
 	w.ch = t.ch;
-	CHECK(!pthread_create(&th, NULL, kill_waiter_fn, &w));
+	REQUIRE(!pthread_create(&th, NULL, kill_waiter_fn, &w));
 	/* spin a while with the daemon alive: empty, no error */
 	for (int i = 0; i < 100000; i++)
-		CHECK(ibv_poll_cq(t.scq, 1, &wc) == 0);
-	CHECK(!kill((pid_t)atoi(p), SIGKILL));
+		REQUIRE(ibv_poll_cq(t.scq, 1, &wc) == 0);
+	REQUIRE(!kill((pid_t)atoi(p), SIGKILL));
 	t0 = vt_now();
 	end = t0 + VT_WAIT_S;
 	while ((r = ibv_poll_cq(t.scq, 1, &wc)) == 0) {
 		polls++;
-		CHECK(vt_now() < end || polls < 1000); /* a hang bound, not a verdict */
+		REQUIRE(vt_now() < end || polls < 1000); /* a hang bound, not a verdict */
 	}
 	printf("busy poll saw the daemon gone after %llu empty polls, %.3f ms\n",
 	       (unsigned long long)polls, (vt_now() - t0) * 1e3);
-	CHECK(r < 0);
-	CHECK(polls < (1u << 24));
-	CHECK(!pthread_join(th, NULL));
-	CHECK(w.rc == -1);
+	REQUIRE(r < 0);
+	REQUIRE(polls < (1u << 24));
+	REQUIRE(!pthread_join(th, NULL));
+	REQUIRE(w.rc == -1);
 	vt_fini(&t);
 }
 
@@ -680,14 +680,14 @@ static void daemon_stop(void)
 	if (!p)
 		exit(VT_SKIP);
 	vt_init(&t, NULL);
-	CHECK(ibv_poll_cq(t.rcq, 1, &wc) == 0);
-	CHECK(!kill((pid_t)atoi(p), SIGTERM));
-	CHECK(vt_readable(t.ctx->async_fd, VT_WAIT_S * 1000));
-	CHECK(!ibv_get_async_event(t.ctx, &ev));
-	CHECK(ev.event_type == IBV_EVENT_DEVICE_FATAL);
+	REQUIRE(ibv_poll_cq(t.rcq, 1, &wc) == 0);
+	REQUIRE(!kill((pid_t)atoi(p), SIGTERM));
+	REQUIRE(vt_readable(t.ctx->async_fd, VT_WAIT_S * 1000));
+	REQUIRE(!ibv_get_async_event(t.ctx, &ev));
+	REQUIRE(ev.event_type == IBV_EVENT_DEVICE_FATAL);
 	ibv_ack_async_event(&ev);
 	r = ibv_poll_cq(t.rcq, 1, &wc);
-	CHECK(r < 0);
+	REQUIRE(r < 0);
 	vt_fini(&t);
 }
 

@@ -25,6 +25,7 @@
 #include <sys/wait.h>
 
 #include "vt.h"
+#include "../include/t_sendfds.h"
 
 #define MW_OFF 16384u  /* the bound MR's buffer inside t.buf */
 #define MW_LEN 4096u
@@ -34,7 +35,7 @@ static struct ibv_mr *bind_mr(struct vt *t, unsigned access)
 {
 	struct ibv_mr *mr = ibv_reg_mr(t->pd, t->buf + MW_OFF, MW_LEN, access);
 
-	CHECK(mr);
+	REQUIRE(mr);
 	return mr;
 }
 
@@ -62,11 +63,11 @@ static enum ibv_wc_status bind2(struct vt *t, struct ibv_qp *qp, struct ibv_mw *
 	wr.bind_mw.mw = mw;
 	wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
 	bind_info(&wr.bind_mw.bind_info, mr, MW_LEN, access);
-	CHECK(!ibv_post_send(qp, &wr, &bad));
+	REQUIRE(!ibv_post_send(qp, &wr, &bad));
 	vt_poll_n(t->scq, 1, &wc);
-	CHECK(wc.wr_id == 0xb2);
+	REQUIRE(wc.wr_id == 0xb2);
 	if (wc.status == IBV_WC_SUCCESS)
-		CHECK(wc.opcode == IBV_WC_BIND_MW);
+		REQUIRE(wc.opcode == IBV_WC_BIND_MW);
 	*rkey = wr.bind_mw.rkey;
 	return wc.status;
 }
@@ -79,9 +80,9 @@ static enum ibv_wc_status bind1(struct vt *t, struct ibv_qp *qp, struct ibv_mw *
 	struct ibv_wc wc;
 
 	bind_info(&b.bind_info, mr, len, access);
-	CHECK(!ibv_bind_mw(qp, mw, &b));
+	REQUIRE(!ibv_bind_mw(qp, mw, &b));
 	vt_poll_n(t->scq, 1, &wc);
-	CHECK(wc.wr_id == 0xb1);
+	REQUIRE(wc.wr_id == 0xb1);
 	return wc.status;
 }
 
@@ -93,12 +94,12 @@ static enum ibv_wc_status write_through(struct vt *t, uint32_t rkey, uint32_t of
 	struct ibv_wc wc;
 
 	memcpy(t->buf, &pattern, 8);
-	CHECK(!vt_post_send(t->qa, t->mr, IBV_WR_RDMA_WRITE, 0, 8, IBV_SEND_SIGNALED, 0,
+	REQUIRE(!vt_post_send(t->qa, t->mr, IBV_WR_RDMA_WRITE, 0, 8, IBV_SEND_SIGNALED, 0,
 			    (uintptr_t)t->buf + MW_OFF + off, rkey, 0x77));
 	vt_poll_n(t->scq, 1, &wc);
-	CHECK(wc.wr_id == 0x77);
+	REQUIRE(wc.wr_id == 0x77);
 	if (wc.status == IBV_WC_SUCCESS)
-		CHECK(!memcmp(t->buf + MW_OFF + off, &pattern, 8));
+		REQUIRE(!memcmp(t->buf + MW_OFF + off, &pattern, 8));
 	return wc.status;
 }
 
@@ -111,17 +112,17 @@ static void mw_type1(void)
 	vt_init(&t, NULL);
 	mr = bind_mr(&t, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
 	mw = ibv_alloc_mw(t.pd, IBV_MW_TYPE_1);
-	CHECK(mw);
-	CHECK(bind1(&t, t.qb, mw, mr, MW_LEN, IBV_ACCESS_REMOTE_WRITE |
+	REQUIRE(mw);
+	REQUIRE(bind1(&t, t.qb, mw, mr, MW_LEN, IBV_ACCESS_REMOTE_WRITE |
 		    IBV_ACCESS_LOCAL_WRITE) == IBV_WC_SUCCESS);
 	for (uint32_t i = 0; i < 4; i++)
-		CHECK(write_through(&t, mw->rkey, i * 64, 0x1111000000000000ull + i) ==
+		REQUIRE(write_through(&t, mw->rkey, i * 64, 0x1111000000000000ull + i) ==
 		      IBV_WC_SUCCESS);
 	/* invalidation by a zero-length bind: the window's key misses */
-	CHECK(bind1(&t, t.qb, mw, mr, 0, 0) == IBV_WC_SUCCESS);
-	CHECK(write_through(&t, mw->rkey, 0, 1) == IBV_WC_REM_ACCESS_ERR);
-	CHECK(!ibv_dealloc_mw(mw));
-	CHECK(!ibv_dereg_mr(mr));
+	REQUIRE(bind1(&t, t.qb, mw, mr, 0, 0) == IBV_WC_SUCCESS);
+	REQUIRE(write_through(&t, mw->rkey, 0, 1) == IBV_WC_REM_ACCESS_ERR);
+	REQUIRE(!ibv_dealloc_mw(mw));
+	REQUIRE(!ibv_dereg_mr(mr));
 	vt_fini(&t);
 }
 
@@ -139,10 +140,10 @@ static void mw_type2(enum inv_how how)
 	vt_init(&t, NULL);
 	mr = bind_mr(&t, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
 	mw = ibv_alloc_mw(t.pd, IBV_MW_TYPE_2);
-	CHECK(mw);
-	CHECK(bind2(&t, t.qb, mw, mr, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE,
+	REQUIRE(mw);
+	REQUIRE(bind2(&t, t.qb, mw, mr, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE,
 		    &rkey) == IBV_WC_SUCCESS);
-	CHECK(write_through(&t, rkey, 8, 0x2222222222222222ull) == IBV_WC_SUCCESS);
+	REQUIRE(write_through(&t, rkey, 8, 0x2222222222222222ull) == IBV_WC_SUCCESS);
 	memset(&wr, 0, sizeof(wr));
 	wr.wr_id = 0x1a;
 	wr.send_flags = IBV_SEND_SIGNALED;
@@ -150,28 +151,28 @@ static void mw_type2(enum inv_how how)
 	if (how == INV_LOCAL) {
 		/* through the QP the window was bound on */
 		wr.opcode = IBV_WR_LOCAL_INV;
-		CHECK(!ibv_post_send(t.qb, &wr, &bad));
+		REQUIRE(!ibv_post_send(t.qb, &wr, &bad));
 		vt_poll_n(t.scq, 1, &wc);
-		CHECK(wc.wr_id == 0x1a && wc.status == IBV_WC_SUCCESS &&
+		REQUIRE(wc.wr_id == 0x1a && wc.status == IBV_WC_SUCCESS &&
 		      wc.opcode == IBV_WC_LOCAL_INV);
 	} else if (how == INV_REMOTE) {
 		/* as the suite posts it: no SGE at all */
 		vt_post_recv(t.qb, t.mr, 4096, 64, 0x2a);
 		wr.opcode = IBV_WR_SEND_WITH_INV;
-		CHECK(!ibv_post_send(t.qa, &wr, &bad));
+		REQUIRE(!ibv_post_send(t.qa, &wr, &bad));
 		vt_poll_n(t.scq, 1, &wc);
-		CHECK(wc.wr_id == 0x1a && wc.status == IBV_WC_SUCCESS);
+		REQUIRE(wc.wr_id == 0x1a && wc.status == IBV_WC_SUCCESS);
 		vt_poll_n(t.rcq, 1, &wc);
-		CHECK(wc.wr_id == 0x2a && wc.status == IBV_WC_SUCCESS && wc.byte_len == 0 &&
+		REQUIRE(wc.wr_id == 0x2a && wc.status == IBV_WC_SUCCESS && wc.byte_len == 0 &&
 		      (wc.wc_flags & IBV_WC_WITH_INV) && wc.invalidated_rkey == rkey);
 	} else {
-		CHECK(!ibv_dealloc_mw(mw));
+		REQUIRE(!ibv_dealloc_mw(mw));
 		mw = NULL;
 	}
-	CHECK(write_through(&t, rkey, 8, 3) == IBV_WC_REM_ACCESS_ERR);
+	REQUIRE(write_through(&t, rkey, 8, 3) == IBV_WC_REM_ACCESS_ERR);
 	if (mw)
-		CHECK(!ibv_dealloc_mw(mw));
-	CHECK(!ibv_dereg_mr(mr));
+		REQUIRE(!ibv_dealloc_mw(mw));
+	REQUIRE(!ibv_dereg_mr(mr));
 	vt_fini(&t);
 }
 
@@ -213,13 +214,13 @@ static void mw_bind_refused(void)
 		vt_init(&t, NULL);
 		mr = bind_mr(&t, bad[i].mr_access);
 		mw = ibv_alloc_mw(t.pd, IBV_MW_TYPE_1);
-		CHECK(mw);
+		REQUIRE(mw);
 		if (bind1(&t, t.qb, mw, mr, bad[i].len, bad[i].mw_access) != IBV_WC_MW_BIND_ERR) {
 			fprintf(stderr, "bind %zu was not refused\n", i);
 			exit(1);
 		}
-		CHECK(!ibv_dealloc_mw(mw));
-		CHECK(!ibv_dereg_mr(mr));
+		REQUIRE(!ibv_dealloc_mw(mw));
+		REQUIRE(!ibv_dereg_mr(mr));
 		vt_fini(&t);
 	}
 	/* a read-only window on an MR without local write is fine */
@@ -231,10 +232,10 @@ static void mw_bind_refused(void)
 		vt_init(&t, NULL);
 		mr = bind_mr(&t, IBV_ACCESS_MW_BIND);
 		mw = ibv_alloc_mw(t.pd, IBV_MW_TYPE_1);
-		CHECK(mw);
-		CHECK(bind1(&t, t.qb, mw, mr, MW_LEN, IBV_ACCESS_REMOTE_READ) == IBV_WC_SUCCESS);
-		CHECK(!ibv_dealloc_mw(mw));
-		CHECK(!ibv_dereg_mr(mr));
+		REQUIRE(mw);
+		REQUIRE(bind1(&t, t.qb, mw, mr, MW_LEN, IBV_ACCESS_REMOTE_READ) == IBV_WC_SUCCESS);
+		REQUIRE(!ibv_dealloc_mw(mw));
+		REQUIRE(!ibv_dereg_mr(mr));
 		vt_fini(&t);
 	}
 }
@@ -248,16 +249,16 @@ static enum ibv_wc_status send_into(struct vt *t, struct ibv_mr *rmr, uint64_t p
 
 	memcpy(t->buf, &pattern, 8);
 	vt_post_recv(t->qb, rmr, 0, 64, 0x5e);
-	CHECK(!vt_post_send(t->qa, t->mr, IBV_WR_SEND, 0, 8, IBV_SEND_SIGNALED, 0, 0, 0,
+	REQUIRE(!vt_post_send(t->qa, t->mr, IBV_WR_SEND, 0, 8, IBV_SEND_SIGNALED, 0, 0, 0,
 			    0x5d));
 	vt_poll_n(t->scq, 1, &wc);
-	CHECK(wc.wr_id == 0x5d);
+	REQUIRE(wc.wr_id == 0x5d);
 	if (wc.status == IBV_WC_SUCCESS) {
 		enum ibv_wc_status st = wc.status;
 
 		vt_poll_n(t->rcq, 1, &wc);
-		CHECK(wc.wr_id == 0x5e && wc.status == IBV_WC_SUCCESS && wc.byte_len == 8);
-		CHECK(!memcmp(rmr->addr, &pattern, 8));
+		REQUIRE(wc.wr_id == 0x5e && wc.status == IBV_WC_SUCCESS && wc.byte_len == 8);
+		REQUIRE(!memcmp(rmr->addr, &pattern, 8));
 		return st;
 	}
 	return wc.status;
@@ -268,8 +269,8 @@ static void restate(struct vt *t)
 {
 	struct ibv_qp_attr m = { .qp_state = IBV_QPS_RESET };
 
-	CHECK(!ibv_modify_qp(t->qa, &m, IBV_QP_STATE));
-	CHECK(!ibv_modify_qp(t->qb, &m, IBV_QP_STATE));
+	REQUIRE(!ibv_modify_qp(t->qa, &m, IBV_QP_STATE));
+	REQUIRE(!ibv_modify_qp(t->qb, &m, IBV_QP_STATE));
 	vt_qp_start(t->qa, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 0);
 	vt_qp_start(t->qb, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 0);
 	vt_connect(t, t->qa, t->qb);
@@ -289,30 +290,30 @@ static void rereg(int flags)
 	struct ibv_wc wc;
 	struct vt t;
 
-	CHECK(other);
+	REQUIRE(other);
 	vt_init(&t, NULL);
 	pd2 = ibv_alloc_pd(t.ctx);
-	CHECK(pd2);
+	REQUIRE(pd2);
 	rmr = ibv_reg_mr(t.pd, t.buf + 32768, 4096, IBV_ACCESS_LOCAL_WRITE);
-	CHECK(rmr);
-	CHECK(send_into(&t, rmr, 0x0101010101010101ull) == IBV_WC_SUCCESS);
+	REQUIRE(rmr);
+	REQUIRE(send_into(&t, rmr, 0x0101010101010101ull) == IBV_WC_SUCCESS);
 	/* a receive waits on qb with the MR as it was; more wait on qa */
 	vt_post_recv(t.qb, rmr, 0, 64, 0x5f);
 	for (int i = 0; i < 3; i++)
 		vt_post_recv(t.qa, t.mr, 4096, 64, 0x60 + (uint64_t)i);
 	if (flags == IBV_REREG_MR_CHANGE_TRANSLATION)
-		CHECK(!ibv_rereg_mr(rmr, flags, NULL, other, 4096, 0));
+		REQUIRE(!ibv_rereg_mr(rmr, flags, NULL, other, 4096, 0));
 	else
-		CHECK(!ibv_rereg_mr(rmr, flags, pd2, NULL, 0, 0));
-	CHECK(send_into(&t, rmr, 2) == IBV_WC_REM_OP_ERR);
+		REQUIRE(!ibv_rereg_mr(rmr, flags, pd2, NULL, 0, 0));
+	REQUIRE(send_into(&t, rmr, 2) == IBV_WC_REM_OP_ERR);
 	restate(&t);
 	if (flags == IBV_REREG_MR_CHANGE_PD)
-		CHECK(!ibv_rereg_mr(rmr, flags, t.pd, NULL, 0, 0));
-	CHECK(send_into(&t, rmr, 0x0303030303030303ull) == IBV_WC_SUCCESS);
+		REQUIRE(!ibv_rereg_mr(rmr, flags, t.pd, NULL, 0, 0));
+	REQUIRE(send_into(&t, rmr, 0x0303030303030303ull) == IBV_WC_SUCCESS);
 	/* nothing of the QPs' previous life is left in either CQ */
-	CHECK(ibv_poll_cq(t.scq, 1, &wc) == 0 && ibv_poll_cq(t.rcq, 1, &wc) == 0);
-	CHECK(!ibv_dereg_mr(rmr));
-	CHECK(!ibv_dealloc_pd(pd2));
+	REQUIRE(ibv_poll_cq(t.scq, 1, &wc) == 0 && ibv_poll_cq(t.rcq, 1, &wc) == 0);
+	REQUIRE(!ibv_dereg_mr(rmr));
+	REQUIRE(!ibv_dealloc_pd(pd2));
 	vt_fini(&t);
 	free(other);
 }
@@ -348,13 +349,13 @@ static void reset_clean(void)
 		to[i - 1] = i & 1 ? t.qb : qd;
 		vt_post_recv(to[i - 1], t.mr, 4096 + i * 64, 64, i);
 		memset(t.buf + i * 64, (int)(0x40 + i), 32);
-		CHECK(!vt_post_send(src, t.mr, IBV_WR_SEND, i * 64, 32, IBV_SEND_SIGNALED, 0,
+		REQUIRE(!vt_post_send(src, t.mr, IBV_WR_SEND, i * 64, 32, IBV_SEND_SIGNALED, 0,
 				    0, 0, 100 + i));
 		/* the sender's completion follows the receiver's */
 		vt_poll_n(t.scq, 1, wc);
-		CHECK(wc[0].status == IBV_WC_SUCCESS && wc[0].wr_id == 100 + i);
+		REQUIRE(wc[0].status == IBV_WC_SUCCESS && wc[0].wr_id == 100 + i);
 	}
-	CHECK(!ibv_modify_qp(qd, &m, IBV_QP_STATE));
+	REQUIRE(!ibv_modify_qp(qd, &m, IBV_QP_STATE));
 	memset(t.buf + 4096, 0, 8 * 64);
 	vt_poll_n(t.rcq, 3, wc);
 	for (int k = 0; k < 3; k++) {
@@ -362,13 +363,13 @@ static void reset_clean(void)
 		uint8_t want[32];
 
 		memset(want, (int)(0x40 + i), 32);
-		CHECK(wc[k].wr_id == i && wc[k].status == IBV_WC_SUCCESS &&
+		REQUIRE(wc[k].wr_id == i && wc[k].status == IBV_WC_SUCCESS &&
 		      wc[k].qp_num == t.qb->qp_num && wc[k].byte_len == 32);
-		CHECK(!memcmp(t.buf + 4096 + i * 64, want, 32));
+		REQUIRE(!memcmp(t.buf + 4096 + i * 64, want, 32));
 	}
-	CHECK(ibv_poll_cq(t.rcq, 5, wc) == 0);
-	CHECK(!ibv_destroy_qp(qc));
-	CHECK(!ibv_destroy_qp(qd));
+	REQUIRE(ibv_poll_cq(t.rcq, 5, wc) == 0);
+	REQUIRE(!ibv_destroy_qp(qc));
+	REQUIRE(!ibv_destroy_qp(qd));
 	vt_fini(&t);
 }
 
@@ -390,14 +391,14 @@ static void create_qp_ex_flags(void)
 
 		vt_qp_ex_attr(&t, &a, types[i], 4, IBV_QP_INIT_ATTR_CREATE_FLAGS);
 		qp = ibv_create_qp_ex(t.ctx, &a);
-		CHECK(qp);
-		CHECK(!ibv_query_qp(qp, &q, IBV_QP_STATE | IBV_QP_CAP, &init));
-		CHECK(q.qp_state == IBV_QPS_RESET && init.qp_type == types[i] &&
+		REQUIRE(qp);
+		REQUIRE(!ibv_query_qp(qp, &q, IBV_QP_STATE | IBV_QP_CAP, &init));
+		REQUIRE(q.qp_state == IBV_QPS_RESET && init.qp_type == types[i] &&
 		      q.cap.max_send_wr >= 4 && q.cap.max_recv_wr >= 4);
-		CHECK(!ibv_destroy_qp(qp));
+		REQUIRE(!ibv_destroy_qp(qp));
 		a.create_flags = IBV_QP_CREATE_BLOCK_SELF_MCAST_LB;
 		errno = 0;
-		CHECK(!ibv_create_qp_ex(t.ctx, &a) && errno == EOPNOTSUPP);
+		REQUIRE(!ibv_create_qp_ex(t.ctx, &a) && errno == EOPNOTSUPP);
 	}
 	vt_fini(&t);
 }
@@ -419,27 +420,27 @@ static void import_shared(void)
 
 	vt_init(&t, NULL);
 	c2 = ibv_import_device(dup(t.ctx->cmd_fd));
-	CHECK(c2 && c2->device == t.ctx->device);
+	REQUIRE(c2 && c2->device == t.ctx->device);
 	pd2 = ibv_import_pd(c2, t.pd->handle);
-	CHECK(pd2 && pd2->handle == t.pd->handle && pd2->context == c2);
+	REQUIRE(pd2 && pd2->handle == t.pd->handle && pd2->context == c2);
 	mr2 = ibv_import_mr(pd2, t.mr->handle);
-	CHECK(mr2 && mr2->lkey == t.mr->lkey && mr2->rkey == t.mr->rkey &&
+	REQUIRE(mr2 && mr2->lkey == t.mr->lkey && mr2->rkey == t.mr->rkey &&
 	      mr2->length == t.mr->length && !mr2->addr && mr2->pd == pd2);
 	/* what is not there, or not in that PD, is not imported */
 	errno = 0;
-	CHECK(!ibv_import_pd(c2, t.pd->handle + 1000) && errno == EINVAL);
+	REQUIRE(!ibv_import_pd(c2, t.pd->handle + 1000) && errno == EINVAL);
 	{
 		struct ibv_pd *other = ibv_alloc_pd(c2);
 
-		CHECK(other);
+		REQUIRE(other);
 		errno = 0;
-		CHECK(!ibv_import_mr(other, t.mr->handle) && errno == EINVAL);
-		CHECK(!ibv_dealloc_pd(other));
+		REQUIRE(!ibv_import_mr(other, t.mr->handle) && errno == EINVAL);
+		REQUIRE(!ibv_dealloc_pd(other));
 	}
 	/* a QP of the imported context, on the imported PD, to t.qa's peer
 	 * role: t2 borrows t's fields with the imported objects */
 	cq2 = ibv_create_cq(c2, 16, NULL, NULL, 0);
-	CHECK(cq2);
+	REQUIRE(cq2);
 	t2 = t;
 	t2.ctx = c2;
 	t2.pd = pd2;
@@ -453,47 +454,37 @@ static void import_shared(void)
 		sge_mr.addr = t.buf;
 		vt_connect(&t, q2, peer);
 		memcpy(t.buf, &v, 8);
-		CHECK(!vt_post_send(q2, &sge_mr, IBV_WR_RDMA_WRITE, 0, 8, IBV_SEND_SIGNALED, 0,
+		REQUIRE(!vt_post_send(q2, &sge_mr, IBV_WR_RDMA_WRITE, 0, 8, IBV_SEND_SIGNALED, 0,
 				    (uintptr_t)t.buf + 512, t.mr->rkey, 9));
 		vt_poll_n(cq2, 1, &wc);
-		CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 9);
-		CHECK(!memcmp(t.buf + 512, &v, 8));
-		CHECK(!ibv_destroy_qp(peer));
+		REQUIRE(wc.status == IBV_WC_SUCCESS && wc.wr_id == 9);
+		REQUIRE(!memcmp(t.buf + 512, &v, 8));
+		REQUIRE(!ibv_destroy_qp(peer));
 	}
-	CHECK(!ibv_destroy_qp(q2));
-	CHECK(!ibv_destroy_cq(cq2));
+	REQUIRE(!ibv_destroy_qp(q2));
+	REQUIRE(!ibv_destroy_cq(cq2));
 	ibv_unimport_mr(mr2);
 	ibv_unimport_pd(pd2);
 	/* unimport released nothing of the daemon's: t's objects still work */
-	CHECK(write_through(&t, t.mr->rkey, 0, 0x77) == IBV_WC_SUCCESS);
+	REQUIRE(write_through(&t, t.mr->rkey, 0, 0x77) == IBV_WC_SUCCESS);
 	/* the imported context outlives its origin's close */
 	{
 		struct ibv_context *c3 = ibv_import_device(dup(t.ctx->cmd_fd));
 		struct ibv_pd *p3;
 
-		CHECK(c3);
-		CHECK(!ibv_close_device(c2));
+		REQUIRE(c3);
+		REQUIRE(!ibv_close_device(c2));
 		vt_fini(&t);
 		p3 = ibv_alloc_pd(c3);
-		CHECK(p3);
-		CHECK(!ibv_dealloc_pd(p3));
-		CHECK(!ibv_close_device(c3));
+		REQUIRE(p3);
+		REQUIRE(!ibv_dealloc_pd(p3));
+		REQUIRE(!ibv_close_device(c3));
 	}
 }
 
 static int send_fd(int sock, int fd)
 {
-	char c = 'f', cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = { &c, 1 };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-			    .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *h = CMSG_FIRSTHDR(&m);
-
-	h->cmsg_level = SOL_SOCKET;
-	h->cmsg_type = SCM_RIGHTS;
-	h->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(h), &fd, sizeof(int));
-	return sendmsg(sock, &m, 0) == 1 ? 0 : -1;
+	return t_sendfds(sock, "f", 1, &fd, 1, 0) == 1 ? 0 : -1;
 }
 
 static int recv_fd(int sock)
@@ -523,9 +514,9 @@ static void import_refused(void)
 	pid_t got, fork_child;
 	struct vt t;
 
-	CHECK(!socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
+	REQUIRE(!socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
 	got = fork();
-	CHECK(got >= 0);
+	REQUIRE(got >= 0);
 	if (got == 0) {
 		int fd = recv_fd(sv[1]);
 		struct ibv_context *c;
@@ -537,10 +528,10 @@ static void import_refused(void)
 		_exit(!c && errno == EOPNOTSUPP ? 0 : 3);
 	}
 	vt_init(&t, NULL);
-	CHECK(!send_fd(sv[0], t.ctx->cmd_fd));
-	CHECK(waitpid(got, &st, 0) == got && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	REQUIRE(!send_fd(sv[0], t.ctx->cmd_fd));
+	REQUIRE(waitpid(got, &st, 0) == got && WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	fork_child = fork();
-	CHECK(fork_child >= 0);
+	REQUIRE(fork_child >= 0);
 	if (fork_child == 0) {
 		struct ibv_context *c;
 
@@ -548,9 +539,9 @@ static void import_refused(void)
 		c = ibv_import_device(dup(t.ctx->cmd_fd));
 		_exit(!c && errno == EOPNOTSUPP ? 0 : 3);
 	}
-	CHECK(waitpid(fork_child, &st, 0) == fork_child && WIFEXITED(st) &&
+	REQUIRE(waitpid(fork_child, &st, 0) == fork_child && WIFEXITED(st) &&
 	      WEXITSTATUS(st) == 0);
-	CHECK(write_through(&t, t.mr->rkey, 0, 0x99) == IBV_WC_SUCCESS);
+	REQUIRE(write_through(&t, t.mr->rkey, 0, 0x99) == IBV_WC_SUCCESS);
 	close(sv[0]);
 	close(sv[1]);
 	vt_fini(&t);
@@ -575,14 +566,14 @@ static void srq_pd(void)
 	struct vt t;
 	const uint32_t lens[] = { 4096, 16 };
 
-	CHECK(rbuf);
+	REQUIRE(rbuf);
 	vt_init(&t, NULL);
 	pd2 = ibv_alloc_pd(t.ctx);
-	CHECK(pd2);
+	REQUIRE(pd2);
 	srq = ibv_create_srq(pd2, &sa);
-	CHECK(srq);
+	REQUIRE(srq);
 	rmr = ibv_reg_mr(pd2, rbuf, 8192, IBV_ACCESS_LOCAL_WRITE);
-	CHECK(rmr);
+	REQUIRE(rmr);
 	qc = vt_qp(&t, IBV_QPT_RC, t.scq, t.rcq, srq, 8, 0);
 	qd = vt_qp(&t, IBV_QPT_RC, t.scq, t.rcq, NULL, 8, 8);
 	vt_connect(&t, qd, qc);
@@ -593,30 +584,30 @@ static void srq_pd(void)
 		sge = (struct ibv_sge){ (uintptr_t)rbuf, 8192, rmr->lkey };
 		rwr = (struct ibv_recv_wr){ .wr_id = 0x50 + (uint64_t)k, .sg_list = &sge,
 					    .num_sge = 1 };
-		CHECK(!ibv_post_srq_recv(srq, &rwr, &bad));
-		CHECK(!vt_post_send(qd, t.mr, IBV_WR_SEND, 0, lens[k], IBV_SEND_SIGNALED, 0,
+		REQUIRE(!ibv_post_srq_recv(srq, &rwr, &bad));
+		REQUIRE(!vt_post_send(qd, t.mr, IBV_WR_SEND, 0, lens[k], IBV_SEND_SIGNALED, 0,
 				    0, 0, 0x60 + (uint64_t)k));
 		vt_poll_n(t.scq, 1, &wc);
-		CHECK(wc.wr_id == 0x60 + (uint64_t)k && wc.status == IBV_WC_SUCCESS);
+		REQUIRE(wc.wr_id == 0x60 + (uint64_t)k && wc.status == IBV_WC_SUCCESS);
 		vt_poll_n(t.rcq, 1, &wc);
-		CHECK(wc.wr_id == 0x50 + (uint64_t)k && wc.status == IBV_WC_SUCCESS &&
+		REQUIRE(wc.wr_id == 0x50 + (uint64_t)k && wc.status == IBV_WC_SUCCESS &&
 		      wc.byte_len == lens[k] && wc.qp_num == qc->qp_num);
-		CHECK(!memcmp(rbuf, t.buf, lens[k]));
+		REQUIRE(!memcmp(rbuf, t.buf, lens[k]));
 	}
 	/* an lkey of the QP's PD in the SRQ's receive: refused */
 	sge = (struct ibv_sge){ (uintptr_t)t.buf + 8192, 4096, t.mr->lkey };
 	rwr = (struct ibv_recv_wr){ .wr_id = 0x5f, .sg_list = &sge, .num_sge = 1 };
-	CHECK(!ibv_post_srq_recv(srq, &rwr, &bad));
-	CHECK(!vt_post_send(qd, t.mr, IBV_WR_SEND, 0, 4096, IBV_SEND_SIGNALED, 0, 0, 0, 0x6f));
+	REQUIRE(!ibv_post_srq_recv(srq, &rwr, &bad));
+	REQUIRE(!vt_post_send(qd, t.mr, IBV_WR_SEND, 0, 4096, IBV_SEND_SIGNALED, 0, 0, 0, 0x6f));
 	vt_poll_n(t.rcq, 1, &wc);
-	CHECK(wc.wr_id == 0x5f && wc.status == IBV_WC_LOC_PROT_ERR);
+	REQUIRE(wc.wr_id == 0x5f && wc.status == IBV_WC_LOC_PROT_ERR);
 	vt_poll_n(t.scq, 1, &wc);
-	CHECK(wc.wr_id == 0x6f && wc.status != IBV_WC_SUCCESS);
-	CHECK(!ibv_destroy_qp(qc));
-	CHECK(!ibv_destroy_qp(qd));
-	CHECK(!ibv_destroy_srq(srq));
-	CHECK(!ibv_dereg_mr(rmr));
-	CHECK(!ibv_dealloc_pd(pd2));
+	REQUIRE(wc.wr_id == 0x6f && wc.status != IBV_WC_SUCCESS);
+	REQUIRE(!ibv_destroy_qp(qc));
+	REQUIRE(!ibv_destroy_qp(qd));
+	REQUIRE(!ibv_destroy_srq(srq));
+	REQUIRE(!ibv_dereg_mr(rmr));
+	REQUIRE(!ibv_dealloc_pd(pd2));
 	vt_fini(&t);
 	free(rbuf);
 }
@@ -642,13 +633,13 @@ static void atomic_write(void)
 	struct vt t;
 
 	vt_init(&t, NULL);
-	CHECK(!ibv_query_device_ex(t.ctx, NULL, &dx));
-	CHECK(dx.device_cap_flags_ex & (1ULL << 40));
+	REQUIRE(!ibv_query_device_ex(t.ctx, NULL, &dx));
+	REQUIRE(dx.device_cap_flags_ex & (1ULL << 40));
 	wmr = ibv_reg_mr(t.pd, t.buf + 16384, 4096, IBV_ACCESS_LOCAL_WRITE |
 			 IBV_ACCESS_REMOTE_WRITE);
 	romr = ibv_reg_mr(t.pd, t.buf + 20480, 4096, IBV_ACCESS_LOCAL_WRITE |
 			  IBV_ACCESS_REMOTE_READ);
-	CHECK(wmr && romr);
+	REQUIRE(wmr && romr);
 	vt_qp_ex_attr(&t, &a, IBV_QPT_RC, 8, IBV_QP_INIT_ATTR_SEND_OPS_FLAGS);
 	a.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_WRITE;
 	ex = vt_qp_ex_init(&t, &a, IBV_ACCESS_REMOTE_WRITE, &qx);
@@ -659,14 +650,14 @@ static void atomic_write(void)
 	ex->wr_id = 0xa1;
 	ex->wr_flags = IBV_SEND_SIGNALED;
 	ibv_wr_atomic_write(ex, wmr->rkey, (uintptr_t)t.buf + 16384 + 64, &v);
-	CHECK(!ibv_wr_complete(ex));
+	REQUIRE(!ibv_wr_complete(ex));
 	vt_poll_n(t.scq, 1, &wc);
-	CHECK(wc.wr_id == 0xa1 && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_ATOMIC_WRITE);
-	CHECK(!memcmp(t.buf + 16384 + 64, &v, 8));
+	REQUIRE(wc.wr_id == 0xa1 && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_ATOMIC_WRITE);
+	REQUIRE(!memcmp(t.buf + 16384 + 64, &v, 8));
 	/* misaligned: EINVAL at ibv_wr_complete, the QP still usable */
 	ibv_wr_start(ex);
 	ibv_wr_atomic_write(ex, wmr->rkey, (uintptr_t)t.buf + 16384 + 3, &v);
-	CHECK(ibv_wr_complete(ex) == EINVAL);
+	REQUIRE(ibv_wr_complete(ex) == EINVAL);
 	/* through ibv_post_send: the 8 bytes of the SGE */
 	v = ~v;
 	memcpy(t.buf, &v, 8);
@@ -679,24 +670,24 @@ static void atomic_write(void)
 	wr.num_sge = 1;
 	wr.wr.rdma.remote_addr = (uintptr_t)t.buf + 16384 + 128;
 	wr.wr.rdma.rkey = wmr->rkey;
-	CHECK(!ibv_post_send(qx, &wr, &bad));
+	REQUIRE(!ibv_post_send(qx, &wr, &bad));
 	vt_poll_n(t.scq, 1, &wc);
-	CHECK(wc.wr_id == 0xa2 && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_ATOMIC_WRITE);
-	CHECK(!memcmp(t.buf + 16384 + 128, &v, 8));
+	REQUIRE(wc.wr_id == 0xa2 && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_ATOMIC_WRITE);
+	REQUIRE(!memcmp(t.buf + 16384 + 128, &v, 8));
 	sge.length = 4;
-	CHECK(ibv_post_send(qx, &wr, &bad) == EINVAL && bad == &wr);
+	REQUIRE(ibv_post_send(qx, &wr, &bad) == EINVAL && bad == &wr);
 	sge.length = 8;
 	/* an MR without REMOTE_WRITE */
 	wr.wr_id = 0xa3;
 	wr.wr.rdma.remote_addr = (uintptr_t)t.buf + 20480;
 	wr.wr.rdma.rkey = romr->rkey;
-	CHECK(!ibv_post_send(qx, &wr, &bad));
+	REQUIRE(!ibv_post_send(qx, &wr, &bad));
 	vt_poll_n(t.scq, 1, &wc);
-	CHECK(wc.wr_id == 0xa3 && wc.status == IBV_WC_REM_ACCESS_ERR);
-	CHECK(!ibv_destroy_qp(qx));
-	CHECK(!ibv_destroy_qp(peer));
-	CHECK(!ibv_dereg_mr(wmr));
-	CHECK(!ibv_dereg_mr(romr));
+	REQUIRE(wc.wr_id == 0xa3 && wc.status == IBV_WC_REM_ACCESS_ERR);
+	REQUIRE(!ibv_destroy_qp(qx));
+	REQUIRE(!ibv_destroy_qp(peer));
+	REQUIRE(!ibv_dereg_mr(wmr));
+	REQUIRE(!ibv_dereg_mr(romr));
 	vt_fini(&t);
 }
 

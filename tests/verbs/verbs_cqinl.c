@@ -48,7 +48,7 @@ static struct ibv_qp *ci_qp(struct ci *c, enum ibv_qp_type type, struct ibv_srq 
 	a.cap.max_recv_sge = srq ? 0 : 6;
 	a.cap.max_inline_data = 64;
 	qp = ibv_create_qp(c->t.pd, &a);
-	CHECK(qp);
+	REQUIRE(qp);
 	vt_qp_start(qp, IBV_ACCESS_REMOTE_WRITE, 1);
 	return qp;
 }
@@ -65,15 +65,15 @@ static void ci_init(struct ci *c, enum ibv_qp_type type, struct ibv_srq **srq, i
 	memset(c, 0, sizeof(*c));
 	vt_init(&c->t, NULL);
 	c->ch = ibv_create_comp_channel(c->t.ctx);
-	CHECK(c->ch);
+	REQUIRE(c->ch);
 	c->scq = ibv_create_cq(c->t.ctx, 64, NULL, NULL, 0);
 	c->rcq = ibv_create_cq(c->t.ctx, cqe ? cqe : 128, (void *)0x7c, c->ch, 0);
-	CHECK(c->scq && c->rcq);
+	REQUIRE(c->scq && c->rcq);
 	if (srq) {
 		struct ibv_srq_init_attr sa = { .attr = { .max_wr = 64, .max_sge = 6 } };
 
 		*srq = ibv_create_srq(c->t.pd, &sa);
-		CHECK(*srq);
+		REQUIRE(*srq);
 	}
 	c->a = ci_qp(c, type, NULL);
 	c->b = ci_qp(c, type, srq ? *srq : NULL);
@@ -83,11 +83,11 @@ static void ci_init(struct ci *c, enum ibv_qp_type type, struct ibv_srq **srq, i
 
 static void ci_fini(struct ci *c, struct ibv_srq *srq)
 {
-	CHECK(!ibv_destroy_qp(c->a) && !ibv_destroy_qp(c->b));
+	REQUIRE(!ibv_destroy_qp(c->a) && !ibv_destroy_qp(c->b));
 	if (srq)
-		CHECK(!ibv_destroy_srq(srq));
-	CHECK(!ibv_destroy_cq(c->scq) && !ibv_destroy_cq(c->rcq));
-	CHECK(!ibv_destroy_comp_channel(c->ch));
+		REQUIRE(!ibv_destroy_srq(srq));
+	REQUIRE(!ibv_destroy_cq(c->scq) && !ibv_destroy_cq(c->rcq));
+	REQUIRE(!ibv_destroy_comp_channel(c->ch));
 	vt_fini(&c->t);
 }
 
@@ -113,7 +113,7 @@ static void layout(struct ci *c, struct layout *l, size_t base, int nsge, uint32
 		l->sge[i].lkey = c->t.mr->lkey;
 		off += len + 16;
 	}
-	CHECK(off <= RBUF * 4);
+	REQUIRE(off <= RBUF * 4);
 	memset(c->t.buf + base, FILL, off - base);
 }
 
@@ -181,9 +181,9 @@ static void post_recv_l(struct ci *c, struct ibv_srq *srq, struct layout *l, uin
 	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = l->sge, .num_sge = l->nsge }, *bad;
 
 	if (srq)
-		CHECK(!ibv_post_srq_recv(srq, &wr, &bad));
+		REQUIRE(!ibv_post_srq_recv(srq, &wr, &bad));
 	else
-		CHECK(!ibv_post_recv(c->b, &wr, &bad));
+		REQUIRE(!ibv_post_recv(c->b, &wr, &bad));
 }
 
 /* send len random bytes (returned in data) from SEND_OFF */
@@ -208,7 +208,7 @@ static void send_msg(struct ci *c, struct ibv_ah *ah, uint32_t len, bool imm, ui
 		wr.wr.ud.remote_qpn = c->b->qp_num;
 		wr.wr.ud.remote_qkey = 0x11111111;
 	}
-	CHECK(!ibv_post_send(c->a, &wr, &bad));
+	REQUIRE(!ibv_post_send(c->a, &wr, &bad));
 }
 
 static void wait_event(struct ci *c)
@@ -217,7 +217,7 @@ static void wait_event(struct ci *c)
 	void *ctx;
 
 	vt_get_event(c->ch, &cq, &ctx);
-	CHECK(cq == c->rcq && ctx == (void *)0x7c);
+	REQUIRE(cq == c->rcq && ctx == (void *)0x7c);
 	ibv_ack_cq_events(cq, 1);
 }
 
@@ -283,21 +283,21 @@ static void one_by_one(enum ibv_qp_type type, bool use_srq)
 				/* UD: the GRH area needs 40 bytes; the first SGE of
 				 * the 8-byte layout takes part of it */
 				layout(&c, &l, 0, nsge, lay[li].small ? lay[li].small : 160);
-				CHECK(!ibv_req_notify_cq(c.rcq, 0));
+				REQUIRE(!ibv_req_notify_cq(c.rcq, 0));
 				post_recv_l(&c, srq, &l, id);
 				send_msg(&c, ah, len, imm, immv, id, data);
 				wait_event(&c);
 				bool expect_inl = len <= T && pieces(&l, blen) <= UROCE_CQE_INL_SEGS &&
 						  blen > 0;
 				if (expect_inl) {
-					CHECK(untouched(&c, &l));
+					REQUIRE(untouched(&c, &l));
 					inl++;
 				} else if (blen) {
 					/* placed before the completion existed */
-					CHECK(!untouched(&c, &l));
+					REQUIRE(!untouched(&c, &l));
 					placed++;
 				}
-				CHECK(ibv_poll_cq(c.rcq, 1, &wc) == 1);
+				REQUIRE(ibv_poll_cq(c.rcq, 1, &wc) == 1);
 				check_wc(&c, &wc, id, blen, imm, immv, ud);
 				if (ud) {
 					uint8_t g[40];
@@ -307,24 +307,24 @@ static void one_by_one(enum ibv_qp_type type, bool use_srq)
 					for (int i = 0; i < l.nsge && k < 40; i++)
 						for (uint32_t j = 0; j < l.sge[i].length && k < 40; j++)
 							g[k++] = ((uint8_t *)(uintptr_t)l.sge[i].addr)[j];
-					CHECK(grh_ok(&c, g));
+					REQUIRE(grh_ok(&c, g));
 					memcpy(want, g, 40);
 					memcpy(want + 40, data, len);
-					CHECK(scattered(&c, &l, want, blen));
+					REQUIRE(scattered(&c, &l, want, blen));
 				} else {
-					CHECK(scattered(&c, &l, data, len));
+					REQUIRE(scattered(&c, &l, data, len));
 				}
-				CHECK(ibv_poll_cq(c.rcq, 1, &wc) == 0);
+				REQUIRE(ibv_poll_cq(c.rcq, 1, &wc) == 0);
 				vt_poll_n(c.scq, 1, &wc);
-				CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == id);
+				REQUIRE(wc.status == IBV_WC_SUCCESS && wc.wr_id == id);
 				id++;
 			}
 		}
 	}
 	printf("%u inlined, %u placed\n", inl, placed);
-	CHECK(inl >= 10 && placed >= 10);
+	REQUIRE(inl >= 10 && placed >= 10);
 	if (ah)
-		CHECK(!ibv_destroy_ah(ah));
+		REQUIRE(!ibv_destroy_ah(ah));
 	ci_fini(&c, srq);
 }
 
@@ -358,10 +358,10 @@ static void batch_common(bool ex)
 
 		/* b receives into the ex CQ */
 		cx = ibv_create_cq_ex(c.t.ctx, &ca);
-		CHECK(cx);
+		REQUIRE(cx);
 		rcq = ibv_cq_ex_to_cq(cx);
-		CHECK(!ibv_destroy_qp(c.a) && !ibv_destroy_qp(c.b));
-		CHECK(!ibv_destroy_cq(c.rcq));
+		REQUIRE(!ibv_destroy_qp(c.a) && !ibv_destroy_qp(c.b));
+		REQUIRE(!ibv_destroy_cq(c.rcq));
 		c.rcq = rcq;
 		c.a = ci_qp(&c, IBV_QPT_RC, NULL);
 		c.b = ci_qp(&c, IBV_QPT_RC, NULL);
@@ -377,29 +377,29 @@ static void batch_common(bool ex)
 		/* the send source is reused: wait for each send */
 		struct ibv_wc w;
 		vt_poll_n(c.scq, 1, &w);
-		CHECK(w.status == IBV_WC_SUCCESS);
+		REQUIRE(w.status == IBV_WC_SUCCESS);
 	}
 	double end = vt_now() + VT_WAIT_S;
 	int step = 0;
 
 	while (got < NB) {
-		CHECK(vt_now() < end);
+		REQUIRE(vt_now() < end);
 		if (!ex) {
 			struct ibv_wc wc[8];
 			int ask = 1 + (step++ % 8);
 			int n = ibv_poll_cq(rcq, ask, wc);
 
-			CHECK(n >= 0 && n <= ask);
+			REQUIRE(n >= 0 && n <= ask);
 			for (int k = 0; k < n; k++, got++) {
 				check_wc(&c, &wc[k], 100 + (uint64_t)got, len[got], got & 1,
 					 (uint32_t)got, false);
-				CHECK(scattered(&c, &l[got], data[got], len[got]));
+				REQUIRE(scattered(&c, &l[got], data[got], len[got]));
 			}
 			/* the next one's bytes are not there before it is polled
 			 * when it is inlined */
 			if (got < NB && len[got] && len[got] <= T &&
 			    pieces(&l[got], len[got]) <= UROCE_CQE_INL_SEGS)
-				CHECK(untouched(&c, &l[got]));
+				REQUIRE(untouched(&c, &l[got]));
 			continue;
 		}
 		struct ibv_poll_cq_attr pa = { 0 };
@@ -407,33 +407,33 @@ static void batch_common(bool ex)
 
 		if (r == ENOENT)
 			continue;
-		CHECK(r == 0);
+		REQUIRE(r == 0);
 		do {
-			CHECK(got < NB);
-			CHECK(cx->status == IBV_WC_SUCCESS && cx->wr_id == 100 + (uint64_t)got);
-			CHECK(ibv_wc_read_opcode(cx) == IBV_WC_RECV);
-			CHECK(ibv_wc_read_byte_len(cx) == len[got]);
-			CHECK(ibv_wc_read_wc_flags(cx) == ((got & 1) ? IBV_WC_WITH_IMM : 0u));
+			REQUIRE(got < NB);
+			REQUIRE(cx->status == IBV_WC_SUCCESS && cx->wr_id == 100 + (uint64_t)got);
+			REQUIRE(ibv_wc_read_opcode(cx) == IBV_WC_RECV);
+			REQUIRE(ibv_wc_read_byte_len(cx) == len[got]);
+			REQUIRE(ibv_wc_read_wc_flags(cx) == ((got & 1) ? IBV_WC_WITH_IMM : 0u));
 			if (got & 1)
-				CHECK(ibv_wc_read_imm_data(cx) == htonl((uint32_t)got));
-			CHECK(ibv_wc_read_qp_num(cx) == c.b->qp_num);
-			CHECK(ibv_wc_read_src_qp(cx) == c.a->qp_num);
-			CHECK(scattered(&c, &l[got], data[got], len[got]));
+				REQUIRE(ibv_wc_read_imm_data(cx) == htonl((uint32_t)got));
+			REQUIRE(ibv_wc_read_qp_num(cx) == c.b->qp_num);
+			REQUIRE(ibv_wc_read_src_qp(cx) == c.a->qp_num);
+			REQUIRE(scattered(&c, &l[got], data[got], len[got]));
 			got++;
 		} while ((r = ibv_next_poll(cx)) == 0);
-		CHECK(r == ENOENT);
+		REQUIRE(r == ENOENT);
 		ibv_end_poll(cx);
 	}
 	{
 		struct ibv_wc w;
-		CHECK(ibv_poll_cq(rcq, 1, &w) == 0);
+		REQUIRE(ibv_poll_cq(rcq, 1, &w) == 0);
 	}
 	if (ex) {
-		CHECK(!ibv_destroy_qp(c.a) && !ibv_destroy_qp(c.b));
+		REQUIRE(!ibv_destroy_qp(c.a) && !ibv_destroy_qp(c.b));
 		c.a = c.b = NULL;
-		CHECK(!ibv_destroy_cq(rcq));
-		CHECK(!ibv_destroy_cq(c.scq));
-		CHECK(!ibv_destroy_comp_channel(c.ch));
+		REQUIRE(!ibv_destroy_cq(rcq));
+		REQUIRE(!ibv_destroy_cq(c.scq));
+		REQUIRE(!ibv_destroy_comp_channel(c.ch));
 		vt_fini(&c.t);
 		return;
 	}
@@ -462,16 +462,16 @@ static void bad_lkey(void)
 		} else {
 			/* same memory, registered read-only */
 			ro = ibv_reg_mr(c.t.pd, c.t.buf, RBUF, 0);
-			CHECK(ro);
+			REQUIRE(ro);
 			l.sge[0].lkey = ro->lkey;
 		}
 		post_recv_l(&c, NULL, &l, 7);
 		send_msg(&c, NULL, 8, false, 0, 1, data);
 		vt_poll_n(c.rcq, 1, &wc);
-		CHECK(wc.wr_id == 7 && wc.status == IBV_WC_LOC_PROT_ERR);
-		CHECK(untouched(&c, &l));
+		REQUIRE(wc.wr_id == 7 && wc.status == IBV_WC_LOC_PROT_ERR);
+		REQUIRE(untouched(&c, &l));
 		if (ro)
-			CHECK(!ibv_dereg_mr(ro));
+			REQUIRE(!ibv_dereg_mr(ro));
 		ci_fini(&c, NULL);
 	}
 }
@@ -498,14 +498,14 @@ static void overrun(void)
 	/* n = 0 reads nothing: wait for the error alone */
 	while ((r = ibv_poll_cq(c.rcq, 0, wc)) == 0 && vt_now() < end)
 		usleep(1000);
-	CHECK(r < 0);
-	CHECK(ibv_poll_cq(c.rcq, 8, wc) < 0);
+	REQUIRE(r < 0);
+	REQUIRE(ibv_poll_cq(c.rcq, 8, wc) < 0);
 	for (int i = 0; i < 8; i++)
-		CHECK(untouched(&c, &l[i]));
-	CHECK(!ibv_destroy_qp(c.a) && !ibv_destroy_qp(c.b));
+		REQUIRE(untouched(&c, &l[i]));
+	REQUIRE(!ibv_destroy_qp(c.a) && !ibv_destroy_qp(c.b));
 	c.a = c.b = NULL;
-	CHECK(!ibv_destroy_cq(c.scq) && !ibv_destroy_cq(c.rcq));
-	CHECK(!ibv_destroy_comp_channel(c.ch));
+	REQUIRE(!ibv_destroy_cq(c.scq) && !ibv_destroy_cq(c.rcq));
+	REQUIRE(!ibv_destroy_comp_channel(c.ch));
 	vt_fini(&c.t);
 }
 
@@ -530,7 +530,7 @@ static void solicited_burst(void)
 			layout(&c, &l[i], (size_t)i * 256, 1, 0);
 			post_recv_l(&c, NULL, &l[i], (uint64_t)i);
 		}
-		CHECK(!ibv_req_notify_cq(c.rcq, 1));
+		REQUIRE(!ibv_req_notify_cq(c.rcq, 1));
 		memset(wr, 0, sizeof(wr));
 		for (int i = 0; i < N; i++) {
 			for (int k = 0; k < T; k++)
@@ -545,12 +545,12 @@ static void solicited_burst(void)
 			wr[i].send_flags = IBV_SEND_SIGNALED | (i == sol ? IBV_SEND_SOLICITED : 0);
 			wr[i].next = i + 1 < N ? &wr[i + 1] : NULL;
 		}
-		CHECK(!ibv_post_send(c.a, wr, &bad));
+		REQUIRE(!ibv_post_send(c.a, wr, &bad));
 		wait_event(&c);
 		vt_poll_n(c.rcq, N, wc);
 		for (int i = 0; i < N; i++) {
 			check_wc(&c, &wc[i], (uint64_t)i, T, false, 0, false);
-			CHECK(scattered(&c, &l[i], data[i], T));
+			REQUIRE(scattered(&c, &l[i], data[i], T));
 		}
 		vt_poll_n(c.scq, N, wc);
 		ci_fini(&c, NULL);
@@ -579,7 +579,7 @@ static void end_open(struct end *e, const char *name)
 
 	memset(e, 0, sizeof(*e));
 	l = ibv_get_device_list(&n);
-	CHECK(l);
+	REQUIRE(l);
 	for (int i = 0; i < n; i++)
 		if (!strcmp(ibv_get_device_name(l[i]), name))
 			e->ctx = ibv_open_device(l[i]);
@@ -591,18 +591,18 @@ static void end_open(struct end *e, const char *name)
 	e->gid_idx = vt_find_gid(e->ctx, &e->gid);
 	e->pd = ibv_alloc_pd(e->ctx);
 	e->buf = aligned_alloc(4096, VT_BUF);
-	CHECK(e->pd && e->buf);
+	REQUIRE(e->pd && e->buf);
 	memset(e->buf, 0, VT_BUF);
 	e->mr = ibv_reg_mr(e->pd, e->buf, VT_BUF, IBV_ACCESS_LOCAL_WRITE);
 	e->cq = ibv_create_cq(e->ctx, 64, NULL, NULL, 0);
-	CHECK(e->mr && e->cq);
+	REQUIRE(e->mr && e->cq);
 	struct ibv_qp_init_attr a = { .send_cq = e->cq, .recv_cq = e->cq, .qp_type = IBV_QPT_RC,
 		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
 			 .max_recv_sge = 1 } };
 	e->qp = ibv_create_qp(e->pd, &a);
-	CHECK(e->qp);
+	REQUIRE(e->qp);
 	struct ibv_qp_attr m = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
-	CHECK(!ibv_modify_qp(e->qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+	REQUIRE(!ibv_modify_qp(e->qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 			     IBV_QP_ACCESS_FLAGS));
 }
 
@@ -622,7 +622,7 @@ static void end_connect(struct end *e, const struct end *peer)
 	m.ah_attr.grh.sgid_index = (uint8_t)e->gid_idx;
 	m.ah_attr.grh.hop_limit = 64;
 	m.ah_attr.port_num = 1;
-	CHECK(!ibv_modify_qp(e->qp, &m, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+	REQUIRE(!ibv_modify_qp(e->qp, &m, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
 			     IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
 			     IBV_QP_MIN_RNR_TIMER));
 	memset(&m, 0, sizeof(m));
@@ -632,13 +632,13 @@ static void end_connect(struct end *e, const struct end *peer)
 	m.retry_cnt = 7;
 	m.rnr_retry = 7;
 	m.max_rd_atomic = 1;
-	CHECK(!ibv_modify_qp(e->qp, &m, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+	REQUIRE(!ibv_modify_qp(e->qp, &m, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
 			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC));
 }
 
 static void end_close(struct end *e)
 {
-	CHECK(!ibv_destroy_qp(e->qp) && !ibv_destroy_cq(e->cq) && !ibv_dereg_mr(e->mr) &&
+	REQUIRE(!ibv_destroy_qp(e->qp) && !ibv_destroy_cq(e->cq) && !ibv_dereg_mr(e->mr) &&
 	      !ibv_dealloc_pd(e->pd) && !ibv_close_device(e->ctx));
 	free(e->buf);
 }
@@ -667,13 +667,13 @@ static void two_dev(void)
 
 			for (uint32_t i = 0; i < l; i++)
 				s->buf[8192 + i] = (uint8_t)rand();
-			CHECK(!ibv_post_recv(d->qp, &rw, &rb));
-			CHECK(!ibv_post_send(s->qp, &sw, &sb));
+			REQUIRE(!ibv_post_recv(d->qp, &rw, &rb));
+			REQUIRE(!ibv_post_send(s->qp, &sw, &sb));
 			vt_poll_n(d->cq, 1, &wc);
-			CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV &&
+			REQUIRE(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV &&
 			      wc.byte_len == l && !memcmp(d->buf, s->buf + 8192, l));
 			vt_poll_n(s->cq, 1, &wc);
-			CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_SEND);
+			REQUIRE(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_SEND);
 		}
 	}
 	end_close(&e[0]);

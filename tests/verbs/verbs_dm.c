@@ -30,7 +30,7 @@ static uint64_t max_dm(struct ibv_context *ctx)
 {
 	struct ibv_device_attr_ex dx;
 
-	CHECK(!ibv_query_device_ex(ctx, NULL, &dx));
+	REQUIRE(!ibv_query_device_ex(ctx, NULL, &dx));
 	return dx.max_dm_size;
 }
 
@@ -56,49 +56,49 @@ static void bounds(void)
 	dm_seed_init();
 	vt_init(&t, NULL);
 	uint64_t max = max_dm(t.ctx);
-	CHECK(max == 256 * 1024);
+	REQUIRE(max == 256 * 1024);
 	a.comp_mask = 1;
-	CHECK(!ibv_alloc_dm(t.ctx, &a) && errno == EINVAL);
+	REQUIRE(!ibv_alloc_dm(t.ctx, &a) && errno == EINVAL);
 	a.comp_mask = 0;
 	a.length = max + 1;
-	CHECK(!ibv_alloc_dm(t.ctx, &a) && errno == EINVAL);
+	REQUIRE(!ibv_alloc_dm(t.ctx, &a) && errno == EINVAL);
 	a.length = 0;
-	CHECK(!ibv_alloc_dm(t.ctx, &a) && errno == EINVAL);
+	REQUIRE(!ibv_alloc_dm(t.ctx, &a) && errno == EINVAL);
 	a.length = 1000;
 	a.log_align_req = 13; /* past a page */
-	CHECK(!ibv_alloc_dm(t.ctx, &a) && errno == EINVAL);
+	REQUIRE(!ibv_alloc_dm(t.ctx, &a) && errno == EINVAL);
 	dm = dm_alloc(t.ctx, 1000);
-	CHECK(dm);
+	REQUIRE(dm);
 	fill(in, sizeof(in));
-	CHECK(ibv_memcpy_to_dm(dm, 492, in, 512) == EFAULT);        /* past the end */
-	CHECK(ibv_memcpy_to_dm(dm, UINT64_MAX - 3, in, 8) == EFAULT); /* wraps */
-	CHECK(ibv_memcpy_to_dm(dm, 2, in, 8) == EINVAL);            /* offset % 4 */
-	CHECK(ibv_memcpy_to_dm(dm, 4, in, 6) == EINVAL);            /* length % 4 */
-	CHECK(ibv_memcpy_from_dm(out, dm, 996, 8) == EFAULT);
-	CHECK(ibv_memcpy_from_dm(out, dm, 1, 4) == EINVAL);
-	CHECK(!ibv_memcpy_to_dm(dm, 488, in, 512));                 /* the last byte */
+	REQUIRE(ibv_memcpy_to_dm(dm, 492, in, 512) == EFAULT);        /* past the end */
+	REQUIRE(ibv_memcpy_to_dm(dm, UINT64_MAX - 3, in, 8) == EFAULT); /* wraps */
+	REQUIRE(ibv_memcpy_to_dm(dm, 2, in, 8) == EINVAL);            /* offset % 4 */
+	REQUIRE(ibv_memcpy_to_dm(dm, 4, in, 6) == EINVAL);            /* length % 4 */
+	REQUIRE(ibv_memcpy_from_dm(out, dm, 996, 8) == EFAULT);
+	REQUIRE(ibv_memcpy_from_dm(out, dm, 1, 4) == EINVAL);
+	REQUIRE(!ibv_memcpy_to_dm(dm, 488, in, 512));                 /* the last byte */
 	memset(out, 0, sizeof(out));
-	CHECK(!ibv_memcpy_from_dm(out, dm, 488, 512));
-	CHECK(!memcmp(in, out, 512));
-	CHECK(!ibv_memcpy_to_dm(dm, 1000, in, 0));
+	REQUIRE(!ibv_memcpy_from_dm(out, dm, 488, 512));
+	REQUIRE(!memcmp(in, out, 512));
+	REQUIRE(!ibv_memcpy_to_dm(dm, 1000, in, 0));
 	/* ibv_reg_dm_mr: zero-based, mlx5's access set, inside the DM */
-	CHECK(!ibv_reg_dm_mr(t.pd, dm, 0, 64, IBV_ACCESS_LOCAL_WRITE) && errno == EINVAL);
-	CHECK(!ibv_reg_dm_mr(t.pd, dm, 0, 64, IBV_ACCESS_ZERO_BASED | IBV_ACCESS_MW_BIND) &&
+	REQUIRE(!ibv_reg_dm_mr(t.pd, dm, 0, 64, IBV_ACCESS_LOCAL_WRITE) && errno == EINVAL);
+	REQUIRE(!ibv_reg_dm_mr(t.pd, dm, 0, 64, IBV_ACCESS_ZERO_BASED | IBV_ACCESS_MW_BIND) &&
 	      errno == EINVAL);
-	CHECK(!ibv_reg_dm_mr(t.pd, dm, 0, 64, IBV_ACCESS_ZERO_BASED | IBV_ACCESS_REMOTE_WRITE) &&
+	REQUIRE(!ibv_reg_dm_mr(t.pd, dm, 0, 64, IBV_ACCESS_ZERO_BASED | IBV_ACCESS_REMOTE_WRITE) &&
 	      errno == EINVAL);
-	CHECK(!ibv_reg_dm_mr(t.pd, dm, 0, 64, IBV_ACCESS_ZERO_BASED | IBV_ACCESS_HUGETLB) &&
+	REQUIRE(!ibv_reg_dm_mr(t.pd, dm, 0, 64, IBV_ACCESS_ZERO_BASED | IBV_ACCESS_HUGETLB) &&
 	      errno == EINVAL);
-	CHECK(!ibv_reg_dm_mr(t.pd, dm, 0, 1004, DM_MR_ALL) && errno == EINVAL);
-	CHECK(!ibv_reg_dm_mr(t.pd, dm, 1004, 0, DM_MR_ALL) && errno == EINVAL);
-	CHECK(!ibv_reg_dm_mr(t.pd, dm, 8, UINT64_MAX - 4, DM_MR_ALL) && errno == EINVAL);
+	REQUIRE(!ibv_reg_dm_mr(t.pd, dm, 0, 1004, DM_MR_ALL) && errno == EINVAL);
+	REQUIRE(!ibv_reg_dm_mr(t.pd, dm, 1004, 0, DM_MR_ALL) && errno == EINVAL);
+	REQUIRE(!ibv_reg_dm_mr(t.pd, dm, 8, UINT64_MAX - 4, DM_MR_ALL) && errno == EINVAL);
 	mr = ibv_reg_dm_mr(t.pd, dm, 996, 4, DM_MR_ALL | IBV_ACCESS_RELAXED_ORDERING);
-	CHECK(mr && mr->addr == NULL && mr->length == 4);
+	REQUIRE(mr && mr->addr == NULL && mr->length == 4);
 	/* a DM MR has no translation to change */
-	CHECK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+	REQUIRE(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
 			   IBV_ACCESS_LOCAL_WRITE) != 0);
-	CHECK(!ibv_dereg_mr(mr));
-	CHECK(!ibv_free_dm(dm));
+	REQUIRE(!ibv_dereg_mr(mr));
+	REQUIRE(!ibv_free_dm(dm));
 	vt_fini(&t);
 }
 
@@ -111,19 +111,19 @@ static void free_busy(void)
 
 	vt_init(&t, NULL);
 	dm = dm_alloc(t.ctx, 8192);
-	CHECK(dm);
+	REQUIRE(dm);
 	m1 = ibv_reg_dm_mr(t.pd, dm, 0, 4096, DM_MR_ALL);
 	m2 = ibv_reg_dm_mr(t.pd, dm, 4096, 4096, IBV_ACCESS_ZERO_BASED);
-	CHECK(m1 && m2);
-	CHECK(ibv_free_dm(dm) == EBUSY);
-	CHECK(!ibv_dereg_mr(m1));
-	CHECK(ibv_free_dm(dm) == EBUSY);
+	REQUIRE(m1 && m2);
+	REQUIRE(ibv_free_dm(dm) == EBUSY);
+	REQUIRE(!ibv_dereg_mr(m1));
+	REQUIRE(ibv_free_dm(dm) == EBUSY);
 	/* still usable after the refusals */
 	uint32_t v = 0xabcd1234, w = 0;
-	CHECK(!ibv_memcpy_to_dm(dm, 8188, &v, 4) && !ibv_memcpy_from_dm(&w, dm, 8188, 4));
-	CHECK(w == v);
-	CHECK(!ibv_dereg_mr(m2));
-	CHECK(!ibv_free_dm(dm));
+	REQUIRE(!ibv_memcpy_to_dm(dm, 8188, &v, 4) && !ibv_memcpy_from_dm(&w, dm, 8188, 4));
+	REQUIRE(w == v);
+	REQUIRE(!ibv_dereg_mr(m2));
+	REQUIRE(!ibv_free_dm(dm));
 	vt_fini(&t);
 }
 
@@ -131,7 +131,7 @@ static void post1(struct ibv_qp *qp, struct ibv_send_wr *wr)
 {
 	struct ibv_send_wr *bad;
 
-	CHECK(!ibv_post_send(qp, wr, &bad));
+	REQUIRE(!ibv_post_send(qp, wr, &bad));
 }
 
 static void recv1(struct ibv_qp *qp, uint64_t addr, uint32_t len, uint32_t lkey)
@@ -139,7 +139,7 @@ static void recv1(struct ibv_qp *qp, uint64_t addr, uint32_t len, uint32_t lkey)
 	struct ibv_sge s = { addr, len, lkey };
 	struct ibv_recv_wr w = { .wr_id = 7, .sg_list = &s, .num_sge = 1 }, *bad;
 
-	CHECK(!ibv_post_recv(qp, &w, &bad));
+	REQUIRE(!ibv_post_recv(qp, &w, &bad));
 }
 
 /* SEND of len bytes from lmr at laddr into rmr at raddr (a receive on qb) */
@@ -154,9 +154,9 @@ static void send_one(struct vt *t, struct ibv_mr *lmr, uint64_t laddr, struct ib
 	recv1(t->qb, raddr, len, rmr->lkey);
 	post1(t->qa, &wr);
 	vt_poll_n(t->scq, 1, &wc);
-	CHECK(wc.status == IBV_WC_SUCCESS);
+	REQUIRE(wc.status == IBV_WC_SUCCESS);
 	vt_poll_n(t->rcq, 1, &wc);
-	CHECK(wc.status == IBV_WC_SUCCESS && wc.byte_len == len);
+	REQUIRE(wc.status == IBV_WC_SUCCESS && wc.byte_len == len);
 }
 
 /* RDMA WRITE / READ / atomics into and out of DM, SEND and RECV through DM
@@ -174,60 +174,60 @@ static void traffic(void)
 	dm_seed_init();
 	vt_init(&t, NULL);
 	dm = dm_alloc(t.ctx, DML);
-	CHECK(dm);
+	REQUIRE(dm);
 	/* the MR covers [OFF, OFF + ML) of the DM: its address 0 is DM byte OFF */
 	mr = ibv_reg_dm_mr(t.pd, dm, OFF, ML, DM_MR_ALL);
 	ro = ibv_reg_dm_mr(t.pd, dm, 0, 4096, IBV_ACCESS_ZERO_BASED | IBV_ACCESS_REMOTE_READ);
-	CHECK(mr && ro);
+	REQUIRE(mr && ro);
 	fill(want, sizeof(want));
-	CHECK(!ibv_memcpy_to_dm(dm, 0, want, DML));
+	REQUIRE(!ibv_memcpy_to_dm(dm, 0, want, DML));
 	/* WRITE (several packets) from host memory into DM at MR offset 100 */
 	fill(t.buf, 20000);
-	CHECK(!vt_post_send(t.qa, t.mr, IBV_WR_RDMA_WRITE, 0, 20000, IBV_SEND_SIGNALED, 0,
+	REQUIRE(!vt_post_send(t.qa, t.mr, IBV_WR_RDMA_WRITE, 0, 20000, IBV_SEND_SIGNALED, 0,
 			    100, mr->rkey, 2));
 	vt_poll_n(t.scq, 1, &wc);
-	CHECK(wc.status == IBV_WC_SUCCESS);
+	REQUIRE(wc.status == IBV_WC_SUCCESS);
 	memcpy(want + OFF + 100, t.buf, 20000);
-	CHECK(!ibv_memcpy_from_dm(got, dm, 0, DML));
-	CHECK(!memcmp(got, want, DML)); /* nothing outside the range moved */
+	REQUIRE(!ibv_memcpy_from_dm(got, dm, 0, DML));
+	REQUIRE(!memcmp(got, want, DML)); /* nothing outside the range moved */
 	/* READ it back out of DM into host memory at 32768 */
 	memset(t.buf + 32768, 0, 20000);
-	CHECK(!vt_post_send(t.qa, t.mr, IBV_WR_RDMA_READ, 32768, 20000, IBV_SEND_SIGNALED, 0,
+	REQUIRE(!vt_post_send(t.qa, t.mr, IBV_WR_RDMA_READ, 32768, 20000, IBV_SEND_SIGNALED, 0,
 			    100, mr->rkey, 3));
 	vt_poll_n(t.scq, 1, &wc);
-	CHECK(wc.status == IBV_WC_SUCCESS);
-	CHECK(!memcmp(t.buf + 32768, want + OFF + 100, 20000));
+	REQUIRE(wc.status == IBV_WC_SUCCESS);
+	REQUIRE(!memcmp(t.buf + 32768, want + OFF + 100, 20000));
 	/* fetch-and-add on DM */
 	uint64_t old, now;
 	memcpy(&old, want + OFF + 64, 8);
-	CHECK(!vt_post_send(t.qa, t.mr, IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 8, IBV_SEND_SIGNALED,
+	REQUIRE(!vt_post_send(t.qa, t.mr, IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 8, IBV_SEND_SIGNALED,
 			    5, 64, mr->rkey, 4));
 	vt_poll_n(t.scq, 1, &wc);
-	CHECK(wc.status == IBV_WC_SUCCESS);
-	CHECK(!memcmp(t.buf, &old, 8));
-	CHECK(!ibv_memcpy_from_dm(&now, dm, OFF + 64, 8));
-	CHECK(now == old + 5);
+	REQUIRE(wc.status == IBV_WC_SUCCESS);
+	REQUIRE(!memcmp(t.buf, &old, 8));
+	REQUIRE(!ibv_memcpy_from_dm(&now, dm, OFF + 64, 8));
+	REQUIRE(now == old + 5);
 	memcpy(want + OFF + 64, &now, 8);
 	/* SEND from DM (local SGE: MR offset 0) into host memory, small and large */
 	send_one(&t, mr, 0, t.mr, (uintptr_t)t.buf + 4096, 40);
-	CHECK(!memcmp(t.buf + 4096, want + OFF, 40));
+	REQUIRE(!memcmp(t.buf + 4096, want + OFF, 40));
 	send_one(&t, mr, 1000, t.mr, (uintptr_t)t.buf + 4096, 12000);
-	CHECK(!memcmp(t.buf + 4096, want + OFF + 1000, 12000));
+	REQUIRE(!memcmp(t.buf + 4096, want + OFF + 1000, 12000));
 	/* SEND from host memory into a DM receive buffer, small and large */
 	fill(t.buf, 16000);
 	send_one(&t, t.mr, (uintptr_t)t.buf, mr, 20000, 48);
 	memcpy(want + OFF + 20000, t.buf, 48);
 	send_one(&t, t.mr, (uintptr_t)t.buf + 100, mr, 4, 9000);
 	memcpy(want + OFF + 4, t.buf + 100, 9000);
-	CHECK(!ibv_memcpy_from_dm(got, dm, 0, DML));
-	CHECK(!memcmp(got, want, DML));
+	REQUIRE(!ibv_memcpy_from_dm(got, dm, 0, DML));
+	REQUIRE(!memcmp(got, want, DML));
 	/* past the MR (still inside the DM): a remote access error, DM untouched */
-	CHECK(!vt_post_send(t.qa, t.mr, IBV_WR_RDMA_WRITE, 0, 64, IBV_SEND_SIGNALED, 0,
+	REQUIRE(!vt_post_send(t.qa, t.mr, IBV_WR_RDMA_WRITE, 0, 64, IBV_SEND_SIGNALED, 0,
 			    ML - 32, mr->rkey, 5));
 	vt_poll_n(t.scq, 1, &wc);
-	CHECK(wc.status == IBV_WC_REM_ACCESS_ERR);
-	CHECK(!ibv_memcpy_from_dm(got, dm, 0, DML) && !memcmp(got, want, DML));
-	CHECK(!ibv_dereg_mr(mr) && !ibv_dereg_mr(ro) && !ibv_free_dm(dm));
+	REQUIRE(wc.status == IBV_WC_REM_ACCESS_ERR);
+	REQUIRE(!ibv_memcpy_from_dm(got, dm, 0, DML) && !memcmp(got, want, DML));
+	REQUIRE(!ibv_dereg_mr(mr) && !ibv_dereg_mr(ro) && !ibv_free_dm(dm));
 	vt_fini(&t);
 }
 
@@ -243,25 +243,25 @@ static void isolation(void)
 	vt_init(&a, NULL);
 	vt_init(&b, NULL);
 	dm = dm_alloc(a.ctx, 4096);
-	CHECK(dm);
+	REQUIRE(dm);
 	mr = ibv_reg_dm_mr(a.pd, dm, 0, 4096, DM_MR_ALL);
-	CHECK(mr);
+	REQUIRE(mr);
 	uint32_t secret = 0x5ec4e7, zero = 0;
-	CHECK(!ibv_memcpy_to_dm(dm, 0, &secret, 4));
-	CHECK(!ibv_import_dm(b.ctx, dm->handle) && errno == EINVAL);
-	CHECK(!ibv_reg_dm_mr(b.pd, dm, 0, 64, DM_MR_ALL) && errno == EINVAL);
+	REQUIRE(!ibv_memcpy_to_dm(dm, 0, &secret, 4));
+	REQUIRE(!ibv_import_dm(b.ctx, dm->handle) && errno == EINVAL);
+	REQUIRE(!ibv_reg_dm_mr(b.pd, dm, 0, 64, DM_MR_ALL) && errno == EINVAL);
 	/* b's QP reads with a's DM rkey: another PD, refused */
-	CHECK(!vt_post_send(b.qa, b.mr, IBV_WR_RDMA_READ, 0, 4, IBV_SEND_SIGNALED, 0, 0,
+	REQUIRE(!vt_post_send(b.qa, b.mr, IBV_WR_RDMA_READ, 0, 4, IBV_SEND_SIGNALED, 0, 0,
 			    mr->rkey, 9));
 	vt_poll_n(b.scq, 1, &wc);
-	CHECK(wc.status == IBV_WC_REM_ACCESS_ERR);
-	CHECK(!memcmp(b.buf, &zero, 4));
+	REQUIRE(wc.status == IBV_WC_REM_ACCESS_ERR);
+	REQUIRE(!memcmp(b.buf, &zero, 4));
 	/* the same handle imported on a's own connection is a's DM */
 	struct ibv_dm *im = ibv_import_dm(a.ctx, dm->handle);
 	uint32_t r = 0;
-	CHECK(im && !ibv_memcpy_from_dm(&r, im, 0, 4) && r == secret);
+	REQUIRE(im && !ibv_memcpy_from_dm(&r, im, 0, 4) && r == secret);
 	ibv_unimport_dm(im);
-	CHECK(!ibv_dereg_mr(mr) && !ibv_free_dm(dm));
+	REQUIRE(!ibv_dereg_mr(mr) && !ibv_free_dm(dm));
 	vt_fini(&b);
 	vt_fini(&a);
 }
@@ -278,11 +278,11 @@ static void limits(void)
 	for (n = 0; n < 8; n++)
 		if (!(dm[n] = dm_alloc(t.ctx, 4)))
 			break;
-	CHECK(n == 4 && errno == ENOMEM);
-	CHECK(!ibv_free_dm(dm[0]));
-	CHECK((dm[0] = dm_alloc(t.ctx, max_dm(t.ctx))));
+	REQUIRE(n == 4 && errno == ENOMEM);
+	REQUIRE(!ibv_free_dm(dm[0]));
+	REQUIRE((dm[0] = dm_alloc(t.ctx, max_dm(t.ctx))));
 	for (int i = 0; i < n; i++)
-		CHECK(!ibv_free_dm(dm[i]));
+		REQUIRE(!ibv_free_dm(dm[i]));
 	vt_fini(&t);
 }
 
@@ -298,10 +298,10 @@ static void fork_alloc(void)
 
 	vt_init(&t, NULL);
 	mine = dm_alloc(t.ctx, 4096);
-	CHECK(mine && !ibv_memcpy_to_dm(mine, 0, &v, 4));
+	REQUIRE(mine && !ibv_memcpy_to_dm(mine, 0, &v, 4));
 	for (int k = 0; k < KIDS; k++) {
 		pid[k] = fork();
-		CHECK(pid[k] >= 0);
+		REQUIRE(pid[k] >= 0);
 		if (pid[k])
 			continue;
 		for (int i = 0; i < ROUNDS; i++) {
@@ -317,11 +317,11 @@ static void fork_alloc(void)
 	for (int k = 0; k < KIDS; k++) {
 		int st;
 
-		CHECK(waitpid(pid[k], &st, 0) == pid[k]);
-		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		REQUIRE(waitpid(pid[k], &st, 0) == pid[k]);
+		REQUIRE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	}
-	CHECK(!ibv_memcpy_from_dm(&r, mine, 0, 4) && r == v);
-	CHECK(!ibv_free_dm(mine));
+	REQUIRE(!ibv_memcpy_from_dm(&r, mine, 0, 4) && r == v);
+	REQUIRE(!ibv_free_dm(mine));
 	vt_fini(&t);
 }
 
@@ -356,64 +356,64 @@ static void parent_domain(void)
 	struct vt t;
 
 	vt_init(&t, NULL);
-	CHECK(!ibv_alloc_td(t.ctx, &ta) && errno == EINVAL);
+	REQUIRE(!ibv_alloc_td(t.ctx, &ta) && errno == EINVAL);
 	ta.comp_mask = 0;
 	td = ibv_alloc_td(t.ctx, &ta);
-	CHECK(td);
+	REQUIRE(td);
 	memset(&pa, 0, sizeof(pa));
-	CHECK(!ibv_alloc_parent_domain(t.ctx, &pa) && errno == EINVAL); /* no PD */
+	REQUIRE(!ibv_alloc_parent_domain(t.ctx, &pa) && errno == EINVAL); /* no PD */
 	pa.pd = t.pd;
 	pa.td = td;
 	pa.comp_mask = 1u << 7;
-	CHECK(!ibv_alloc_parent_domain(t.ctx, &pa) && errno == EINVAL);
+	REQUIRE(!ibv_alloc_parent_domain(t.ctx, &pa) && errno == EINVAL);
 	pa.comp_mask = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS | IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT;
 	pa.alloc = pd_alloc;
 	pa.free = pd_free;
 	pa.pd_context = &t;
 	par = ibv_alloc_parent_domain(t.ctx, &pa);
-	CHECK(par && par->context == t.ctx && par->handle == t.pd->handle);
+	REQUIRE(par && par->context == t.ctx && par->handle == t.pd->handle);
 	pa.pd = par;
-	CHECK(!ibv_alloc_parent_domain(t.ctx, &pa) && errno == EINVAL); /* nested */
+	REQUIRE(!ibv_alloc_parent_domain(t.ctx, &pa) && errno == EINVAL); /* nested */
 	/* a CQ with the PD mask wants a parent domain */
 	memset(&ca, 0, sizeof(ca));
 	ca.cqe = 64;
 	ca.wc_flags = IBV_WC_STANDARD_FLAGS;
 	ca.comp_mask = IBV_CQ_INIT_ATTR_MASK_PD;
 	ca.parent_domain = t.pd;
-	CHECK(!ibv_create_cq_ex(t.ctx, &ca) && errno == EINVAL);
+	REQUIRE(!ibv_create_cq_ex(t.ctx, &ca) && errno == EINVAL);
 	ca.parent_domain = par;
 	cq = ibv_create_cq_ex(t.ctx, &ca);
-	CHECK(cq);
+	REQUIRE(cq);
 	/* QPs and an MR on the parent domain; traffic with the PD's MR */
 	struct vt p = t;
 	p.pd = par;
 	qa = vt_qp(&p, IBV_QPT_RC, ibv_cq_ex_to_cq(cq), ibv_cq_ex_to_cq(cq), NULL, 8, 8);
 	qb = vt_qp(&p, IBV_QPT_RC, ibv_cq_ex_to_cq(cq), ibv_cq_ex_to_cq(cq), NULL, 8, 8);
-	CHECK(qa && qb && qa->pd == par);
+	REQUIRE(qa && qb && qa->pd == par);
 	vt_connect(&t, qa, qb);
 	mr = ibv_reg_mr(par, t.buf + 32768, 4096, IBV_ACCESS_LOCAL_WRITE |
 			IBV_ACCESS_REMOTE_WRITE);
-	CHECK(mr && mr->pd == par);
+	REQUIRE(mr && mr->pd == par);
 	fill(t.buf, 64);
-	CHECK(!vt_post_send(qa, t.mr, IBV_WR_RDMA_WRITE, 0, 64, IBV_SEND_SIGNALED, 0,
+	REQUIRE(!vt_post_send(qa, t.mr, IBV_WR_RDMA_WRITE, 0, 64, IBV_SEND_SIGNALED, 0,
 			    (uintptr_t)t.buf + 32768, mr->rkey, 1));
 	vt_poll_n(ibv_cq_ex_to_cq(cq), 1, &wc);
-	CHECK(wc.status == IBV_WC_SUCCESS && !memcmp(t.buf, t.buf + 32768, 64));
+	REQUIRE(wc.status == IBV_WC_SUCCESS && !memcmp(t.buf, t.buf + 32768, 64));
 	/* in use: the PD under a parent domain, the TD of one, the parent
 	 * domain with QPs and a CQ on it (mlx5 counts those two) */
-	CHECK(ibv_dealloc_pd(t.pd) == EBUSY);
-	CHECK(ibv_dealloc_td(td) == EBUSY);
-	CHECK(pd_allocs == 0); /* uroce takes no queue memory from the process */
-	CHECK(ibv_dealloc_pd(par) == EBUSY);
-	CHECK(!ibv_destroy_qp(qa) && !ibv_destroy_qp(qb));
-	CHECK(ibv_dealloc_pd(par) == EBUSY);
-	CHECK(!ibv_destroy_cq(ibv_cq_ex_to_cq(cq)));
+	REQUIRE(ibv_dealloc_pd(t.pd) == EBUSY);
+	REQUIRE(ibv_dealloc_td(td) == EBUSY);
+	REQUIRE(pd_allocs == 0); /* uroce takes no queue memory from the process */
+	REQUIRE(ibv_dealloc_pd(par) == EBUSY);
+	REQUIRE(!ibv_destroy_qp(qa) && !ibv_destroy_qp(qb));
+	REQUIRE(ibv_dealloc_pd(par) == EBUSY);
+	REQUIRE(!ibv_destroy_cq(ibv_cq_ex_to_cq(cq)));
 	/* an MR on it is not counted, and lives on as the PD's */
-	CHECK(!ibv_dealloc_pd(par));
-	CHECK(!ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+	REQUIRE(!ibv_dealloc_pd(par));
+	REQUIRE(!ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
 			    IBV_ACCESS_LOCAL_WRITE));
-	CHECK(!ibv_dereg_mr(mr));
-	CHECK(!ibv_dealloc_td(td));
+	REQUIRE(!ibv_dereg_mr(mr));
+	REQUIRE(!ibv_dealloc_td(td));
 	vt_fini(&t); /* deallocates the PD: no longer busy */
 }
 
@@ -436,30 +436,30 @@ static void access_flags(void)
 	struct vt t;
 
 	vt_init(&t, NULL);
-	CHECK(!ibv_query_device_ex(t.ctx, NULL, &dx));
+	REQUIRE(!ibv_query_device_ex(t.ctx, NULL, &dx));
 	for (unsigned i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
 		mr = ibv_reg_mr(t.pd, t.buf, 4096, (int)ok[i]);
 		if (!mr)
 			fprintf(stderr, "access 0x%x refused\n", ok[i]);
-		CHECK(mr && !ibv_dereg_mr(mr));
+		REQUIRE(mr && !ibv_dereg_mr(mr));
 	}
 	for (unsigned b = 20; b < 30; b++) { /* the optional range: hints */
 		mr = ibv_reg_mr(t.pd, t.buf, 4096, (int)(IBV_ACCESS_LOCAL_WRITE | 1u << b));
-		CHECK(mr && !ibv_dereg_mr(mr));
+		REQUIRE(mr && !ibv_dereg_mr(mr));
 	}
-	CHECK(!ibv_reg_mr(t.pd, t.buf, 4096, IBV_ACCESS_REMOTE_WRITE) && errno == EINVAL);
-	CHECK(!ibv_reg_mr(t.pd, t.buf, 4096, IBV_ACCESS_REMOTE_ATOMIC) && errno == EINVAL);
+	REQUIRE(!ibv_reg_mr(t.pd, t.buf, 4096, IBV_ACCESS_REMOTE_WRITE) && errno == EINVAL);
+	REQUIRE(!ibv_reg_mr(t.pd, t.buf, 4096, IBV_ACCESS_REMOTE_ATOMIC) && errno == EINVAL);
 	for (unsigned b = 10; b < 20; b++) {
 		mr = ibv_reg_mr(t.pd, t.buf, 4096, (int)(1u << b));
-		CHECK(!mr && errno == EINVAL);
+		REQUIRE(!mr && errno == EINVAL);
 	}
 	mr = ibv_reg_mr(t.pd, t.buf, 4096, (int)(1u << 30));
-	CHECK(!mr && errno == EINVAL);
+	REQUIRE(!mr && errno == EINVAL);
 	/* with the capability, accepted (without it the kernel says
 	 * EOPNOTSUPP: not asserted here, ODP is another branch's) */
 	if (dx.odp_caps.general_caps & IBV_ODP_SUPPORT) {
 		mr = ibv_reg_mr(t.pd, t.buf, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND);
-		CHECK(mr && !ibv_dereg_mr(mr));
+		REQUIRE(mr && !ibv_dereg_mr(mr));
 	}
 	vt_fini(&t);
 }

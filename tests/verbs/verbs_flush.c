@@ -46,7 +46,7 @@ static void fl_init(struct fl *f, unsigned peer_flush)
 	f->ex = vt_qp_ex_init(&f->t, &a, IBV_ACCESS_REMOTE_WRITE, &f->qx);
 	f->peer = vt_qp(&f->t, IBV_QPT_RC, f->t.scq, f->t.rcq, NULL, 16, 16);
 	m.qp_access_flags = ACC_RW | peer_flush;
-	CHECK(!ibv_modify_qp(f->peer, &m, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS));
+	REQUIRE(!ibv_modify_qp(f->peer, &m, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS));
 	vt_connect(&f->t, f->qx, f->peer);
 }
 
@@ -55,14 +55,14 @@ static struct ibv_mr *fl_mr(struct fl *f, unsigned mr_flush)
 {
 	struct ibv_mr *mr = ibv_reg_mr(f->t.pd, f->t.buf + 32768, 32768, ACC_RW | mr_flush);
 
-	CHECK(mr);
+	REQUIRE(mr);
 	return mr;
 }
 
 static void fl_fini(struct fl *f)
 {
-	CHECK(!ibv_destroy_qp(f->qx));
-	CHECK(!ibv_destroy_qp(f->peer));
+	REQUIRE(!ibv_destroy_qp(f->qx));
+	REQUIRE(!ibv_destroy_qp(f->peer));
 	vt_fini(&f->t);
 }
 
@@ -74,7 +74,7 @@ static void fl_write(struct fl *f, uint64_t id, size_t off, uint32_t len, uint64
 	f->ex->wr_flags = IBV_SEND_SIGNALED;
 	ibv_wr_rdma_write(f->ex, rkey, raddr);
 	ibv_wr_set_sge(f->ex, f->t.mr->lkey, (uintptr_t)f->t.buf + off, len);
-	CHECK(!ibv_wr_complete(f->ex));
+	REQUIRE(!ibv_wr_complete(f->ex));
 }
 
 static int fl_flush(struct fl *f, uint64_t id, uint32_t rkey, uint64_t raddr, size_t len,
@@ -103,32 +103,32 @@ static void flush_ops(void)
 	uint8_t *dst;
 
 	fl_init(&f, UROCE_ACCESS_FLUSH);
-	CHECK(!ibv_query_device_ex(f.t.ctx, NULL, &dx));
-	CHECK((dx.device_cap_flags_ex & (UROCE_DEVICE_FLUSH_GLOBAL | UROCE_DEVICE_FLUSH_PERSISTENT)) ==
+	REQUIRE(!ibv_query_device_ex(f.t.ctx, NULL, &dx));
+	REQUIRE((dx.device_cap_flags_ex & (UROCE_DEVICE_FLUSH_GLOBAL | UROCE_DEVICE_FLUSH_PERSISTENT)) ==
 	      (UROCE_DEVICE_FLUSH_GLOBAL | UROCE_DEVICE_FLUSH_PERSISTENT));
 	/* newer rdma-core calls qp->wr_flush at this offset */
-	CHECK(offsetof(struct uroce_qp_ex, wr_flush) == 352);
-	CHECK(((struct uroce_qp_ex *)(void *)f.ex)->wr_flush != NULL);
+	REQUIRE(offsetof(struct uroce_qp_ex, wr_flush) == 352);
+	REQUIRE(((struct uroce_qp_ex *)(void *)f.ex)->wr_flush != NULL);
 	dst = f.t.buf + 32768;
 	mr = fl_mr(&f, UROCE_ACCESS_FLUSH);
 	fill(f.t.buf, 20000, 1);
 	fl_write(&f, 1, 0, 12000, (uintptr_t)dst, mr->rkey);
 	fl_write(&f, 2, 12000, 8000, (uintptr_t)dst + 12000, mr->rkey);
-	CHECK(!fl_flush(&f, 3, mr->rkey, (uintptr_t)dst, 20000, UROCE_FLUSH_GLOBAL,
+	REQUIRE(!fl_flush(&f, 3, mr->rkey, (uintptr_t)dst, 20000, UROCE_FLUSH_GLOBAL,
 			UROCE_FLUSH_RANGE));
-	CHECK(!fl_flush(&f, 4, mr->rkey, 0, 0, UROCE_FLUSH_PERSISTENT, UROCE_FLUSH_MR));
+	REQUIRE(!fl_flush(&f, 4, mr->rkey, 0, 0, UROCE_FLUSH_PERSISTENT, UROCE_FLUSH_MR));
 	vt_poll_n(f.t.scq, 4, wc);
 	for (int i = 0; i < 4; i++) {
-		CHECK(wc[i].wr_id == (uint64_t)i + 1 && wc[i].status == IBV_WC_SUCCESS);
-		CHECK((int)wc[i].opcode == (i < 2 ? IBV_WC_RDMA_WRITE : UROCE_WC_FLUSH));
+		REQUIRE(wc[i].wr_id == (uint64_t)i + 1 && wc[i].status == IBV_WC_SUCCESS);
+		REQUIRE((int)wc[i].opcode == (i < 2 ? IBV_WC_RDMA_WRITE : UROCE_WC_FLUSH));
 	}
-	CHECK(!memcmp(dst, f.t.buf, 20000));
+	REQUIRE(!memcmp(dst, f.t.buf, 20000));
 	/* ibv_send_wr has no FLUSH fields: only the ibv_qp_ex path posts it */
 	memset(&wr, 0, sizeof(wr));
 	wr.opcode = (enum ibv_wr_opcode)UROCE_WR_OP_FLUSH;
 	wr.wr.rdma.rkey = mr->rkey;
-	CHECK(ibv_post_send(f.qx, &wr, &bad) == EINVAL && bad == &wr);
-	CHECK(!ibv_dereg_mr(mr));
+	REQUIRE(ibv_post_send(f.qx, &wr, &bad) == EINVAL && bad == &wr);
+	REQUIRE(!ibv_dereg_mr(mr));
 	fl_fini(&f);
 }
 
@@ -142,14 +142,14 @@ static void flush_fails(unsigned mr_flush, unsigned peer_flush, uint8_t type,
 
 	fl_init(&f, peer_flush);
 	mr = fl_mr(&f, mr_flush);
-	CHECK(!fl_flush(&f, 7, mr->rkey, (uintptr_t)f.t.buf + 32768, 64, type,
+	REQUIRE(!fl_flush(&f, 7, mr->rkey, (uintptr_t)f.t.buf + 32768, 64, type,
 			UROCE_FLUSH_RANGE));
 	vt_poll_n(f.t.scq, 1, &wc);
 	if (wc.wr_id != 7 || wc.status != want) {
 		fprintf(stderr, "FLUSH type %u: status %d, want %d\n", type, wc.status, want);
 		exit(1);
 	}
-	CHECK(!ibv_dereg_mr(mr));
+	REQUIRE(!ibv_dereg_mr(mr));
 	fl_fini(&f);
 }
 
@@ -178,15 +178,15 @@ static void flush_bad(void)
 	fl_init(&f, UROCE_ACCESS_FLUSH);
 	mr = fl_mr(&f, UROCE_ACCESS_FLUSH);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		CHECK(fl_flush(&f, 8, mr->rkey, (uintptr_t)f.t.buf + 32768, bad[i].len,
+		REQUIRE(fl_flush(&f, 8, mr->rkey, (uintptr_t)f.t.buf + 32768, bad[i].len,
 			       bad[i].type, bad[i].level) == EINVAL);
 	usleep(50 * 1000);
-	CHECK(ibv_poll_cq(f.t.scq, 1, &wc) == 0);
-	CHECK(!fl_flush(&f, 9, mr->rkey, (uintptr_t)f.t.buf + 32768, 8,
+	REQUIRE(ibv_poll_cq(f.t.scq, 1, &wc) == 0);
+	REQUIRE(!fl_flush(&f, 9, mr->rkey, (uintptr_t)f.t.buf + 32768, 8,
 			UROCE_FLUSH_GLOBAL | UROCE_FLUSH_PERSISTENT, UROCE_FLUSH_RANGE));
 	vt_poll_n(f.t.scq, 1, &wc);
-	CHECK(wc.wr_id == 9 && wc.status == IBV_WC_SUCCESS && (int)wc.opcode == UROCE_WC_FLUSH);
-	CHECK(!ibv_dereg_mr(mr));
+	REQUIRE(wc.wr_id == 9 && wc.status == IBV_WC_SUCCESS && (int)wc.opcode == UROCE_WC_FLUSH);
+	REQUIRE(!ibv_dereg_mr(mr));
 	fl_fini(&f);
 }
 
@@ -201,27 +201,27 @@ static void file_case(struct fl *f, const char *path, unsigned seed)
 	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600), rfd;
 	uint8_t *map;
 
-	CHECK(fd >= 0);
-	CHECK(!ftruncate(fd, (off_t)len));
+	REQUIRE(fd >= 0);
+	REQUIRE(!ftruncate(fd, (off_t)len));
 	map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	CHECK(map != MAP_FAILED);
+	REQUIRE(map != MAP_FAILED);
 	mr = ibv_reg_mr(f->t.pd, map, len, ACC_RW | UROCE_ACCESS_FLUSH);
-	CHECK(mr);
+	REQUIRE(mr);
 	fill(f->t.buf, sizeof(back), seed);
 	fl_write(f, 20, 0, sizeof(back), (uintptr_t)map + 4096, mr->rkey);
-	CHECK(!fl_flush(f, 21, mr->rkey, (uintptr_t)map + 4096, sizeof(back),
+	REQUIRE(!fl_flush(f, 21, mr->rkey, (uintptr_t)map + 4096, sizeof(back),
 			UROCE_FLUSH_PERSISTENT, UROCE_FLUSH_RANGE));
 	vt_poll_n(f->t.scq, 2, wc);
-	CHECK(wc[1].wr_id == 21 && wc[1].status == IBV_WC_SUCCESS &&
+	REQUIRE(wc[1].wr_id == 21 && wc[1].status == IBV_WC_SUCCESS &&
 	      (int)wc[1].opcode == UROCE_WC_FLUSH);
 	/* the file opened again by its name: what it holds, not our mapping */
 	rfd = open(path, O_RDONLY | O_CLOEXEC);
 	unlink(path);
-	CHECK(rfd >= 0);
-	CHECK(pread(rfd, back, sizeof(back), 4096) == (ssize_t)sizeof(back));
-	CHECK(!memcmp(back, f->t.buf, sizeof(back)));
+	REQUIRE(rfd >= 0);
+	REQUIRE(pread(rfd, back, sizeof(back), 4096) == (ssize_t)sizeof(back));
+	REQUIRE(!memcmp(back, f->t.buf, sizeof(back)));
 	close(rfd);
-	CHECK(!ibv_dereg_mr(mr));
+	REQUIRE(!ibv_dereg_mr(mr));
 	munmap(map, len);
 	close(fd);
 }

@@ -31,13 +31,13 @@ static void traffic(struct vt *t, unsigned seed)
 		t->buf[8192 + i] = (uint8_t)(seed * 131 + i * 7);
 	memset(t->buf, 0, 256);
 	vt_post_recv(t->qb, t->mr, 0, 4096, seed);
-	CHECK(!vt_post_send(t->qa, t->mr, IBV_WR_SEND, 8192, 256, IBV_SEND_SIGNALED, 0, 0, 0,
+	REQUIRE(!vt_post_send(t->qa, t->mr, IBV_WR_SEND, 8192, 256, IBV_SEND_SIGNALED, 0, 0, 0,
 			    seed));
 	vt_poll_n(t->scq, 1, &wc);
-	CHECK(wc.status == IBV_WC_SUCCESS);
+	REQUIRE(wc.status == IBV_WC_SUCCESS);
 	vt_poll_n(t->rcq, 1, &wc);
-	CHECK(wc.status == IBV_WC_SUCCESS && wc.byte_len == 256);
-	CHECK(!memcmp(t->buf, t->buf + 8192, 256));
+	REQUIRE(wc.status == IBV_WC_SUCCESS && wc.byte_len == 256);
+	REQUIRE(!memcmp(t->buf, t->buf + 8192, 256));
 }
 
 static void event_backlog(void)
@@ -50,12 +50,12 @@ static void event_backlog(void)
 
 	vt_init(&t, &o);
 	fl = fcntl(t.ch->fd, F_GETFL);
-	CHECK(fl >= 0 && !fcntl(t.ch->fd, F_SETFL, fl & ~O_NONBLOCK));
+	REQUIRE(fl >= 0 && !fcntl(t.ch->fd, F_SETFL, fl & ~O_NONBLOCK));
 	cap = fcntl(t.ch->fd, F_SETPIPE_SZ, 4096);
-	CHECK(cap > 0);
+	REQUIRE(cap > 0);
 	n = cap / 8 + 50; /* 50 events more than the pipe holds */
 	for (i = 0; i < n; i++) {
-		CHECK(!ibv_req_notify_cq(t.rcq, 0));
+		REQUIRE(!ibv_req_notify_cq(t.rcq, 0));
 		traffic(&t, (unsigned)i);
 	}
 	/* the daemon holds 50 records for us and still serves others */
@@ -65,10 +65,10 @@ static void event_backlog(void)
 	vt_fini(&t2);
 	for (i = 0; i < n; i++) {
 		vt_get_event(t.ch, &cq, &cc);
-		CHECK(cq == t.rcq && cc == (void *)0x7c);
+		REQUIRE(cq == t.rcq && cc == (void *)0x7c);
 	}
 	ibv_ack_cq_events(t.rcq, (unsigned)n);
-	CHECK(!vt_readable(t.ch->fd, 300)); /* no more than were triggered */
+	REQUIRE(!vt_readable(t.ch->fd, 300)); /* no more than were triggered */
 	vt_fini(&t);
 }
 
@@ -126,11 +126,11 @@ static pid_t fake_start(const char *name, uint32_t version)
 	int ls = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	pid_t pid;
 
-	CHECK(ls >= 0);
+	REQUIRE(ls >= 0);
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s.sock", fake.dir, name);
-	CHECK(!bind(ls, (struct sockaddr *)&sa, sizeof(sa)) && !listen(ls, 4));
+	REQUIRE(!bind(ls, (struct sockaddr *)&sa, sizeof(sa)) && !listen(ls, 4));
 	pid = fork();
-	CHECK(pid >= 0);
+	REQUIRE(pid >= 0);
 	if (!pid) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		alarm(VT_WAIT_S); /* never outlive a hung test */
@@ -149,18 +149,18 @@ static void abi_refused(void)
 	ssize_t got;
 
 	snprintf(fake.dir, sizeof(fake.dir), "/tmp/uroce-s6-hyg-XXXXXX");
-	CHECK(mkdtemp(fake.dir));
+	REQUIRE(mkdtemp(fake.dir));
 	atexit(fake_stop);
 	fake.pid[0] = fake_start("uroce8", newer);
 	fake.pid[1] = fake_start("uroce9", 0);
-	CHECK(!setenv(UROCE_ENV_RUN_DIR, fake.dir, 1));
+	REQUIRE(!setenv(UROCE_ENV_RUN_DIR, fake.dir, 1));
 	/* the shim's lines to stderr, into a file */
 	snprintf(out, sizeof(out), "%s/stderr", fake.dir);
 	tmp = open(out, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	CHECK(tmp >= 0 && !unlink(out));
+	REQUIRE(tmp >= 0 && !unlink(out));
 	fflush(stderr);
 	saved = dup(2);
-	CHECK(saved >= 0 && dup2(tmp, 2) == 2);
+	REQUIRE(saved >= 0 && dup2(tmp, 2) == 2);
 	l = ibv_get_device_list(&n);
 	for (i = 0; l && i < n; i++) {
 		const char *name = ibv_get_device_name(l[i]);
@@ -176,16 +176,16 @@ static void abi_refused(void)
 			ibv_close_device(ctx);
 	}
 	fflush(stderr);
-	CHECK(dup2(saved, 2) == 2 && !close(saved));
+	REQUIRE(dup2(saved, 2) == 2 && !close(saved));
 	got = pread(tmp, out, sizeof(out) - 1, 0);
 	close(tmp);
-	CHECK(got >= 0);
+	REQUIRE(got >= 0);
 	out[got] = 0;
 	fprintf(stderr, "shim said:\n%s", out);
-	CHECK(l);
+	REQUIRE(l);
 	ibv_free_device_list(l);
 	/* both listed, neither opened, each with EPROTONOSUPPORT */
-	CHECK(!opened && err == 3);
+	REQUIRE(!opened && err == 3);
 	snprintf(want[0], sizeof(want[0]), "uroce8.sock: the daemon speaks ABI version %u, "
 		 "this liburoce %u: ", newer, UROCE_ABI_VERSION);
 	snprintf(want[1], sizeof(want[1]), "uroce9.sock: the daemon speaks ABI version < 4, "
@@ -194,12 +194,12 @@ static void abi_refused(void)
 	for (i = 0; i < 2; i++) {
 		const char *at = strstr(out, want[i]);
 
-		CHECK(at && !strstr(at + 1, want[i]));
+		REQUIRE(at && !strstr(at + 1, want[i]));
 	}
-	CHECK(!strcmp(out + strlen(out) - 1, "\n"));
+	REQUIRE(!strcmp(out + strlen(out) - 1, "\n"));
 	for (i = 0, n = 0; out[i]; i++)
 		n += out[i] == '\n';
-	CHECK(n == 2);
+	REQUIRE(n == 2);
 }
 
 static const struct vt_case cases[] = {

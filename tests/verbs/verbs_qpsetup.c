@@ -29,12 +29,12 @@ static void traffic(struct vt *t, struct ibv_qp *a, struct vt *u, struct ibv_qp 
 		t->buf[i] = (uint8_t)(seed * 31 + (unsigned)i);
 	memset(u->buf + 4096, 0, 100);
 	vt_post_recv(b, u->mr, 4096, 100, seed);
-	CHECK(!vt_post_send(a, t->mr, IBV_WR_SEND, 0, 100, IBV_SEND_SIGNALED, 0, 0, 0, seed));
+	REQUIRE(!vt_post_send(a, t->mr, IBV_WR_SEND, 0, 100, IBV_SEND_SIGNALED, 0, 0, 0, seed));
 	vt_poll_n(t->scq, 1, &wc);
-	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == seed);
+	REQUIRE(wc.status == IBV_WC_SUCCESS && wc.wr_id == seed);
 	vt_poll_n(u->rcq, 1, &wc);
-	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == seed && wc.byte_len == 100);
-	CHECK(!memcmp(u->buf + 4096, t->buf, 100));
+	REQUIRE(wc.status == IBV_WC_SUCCESS && wc.wr_id == seed && wc.byte_len == 100);
+	REQUIRE(!memcmp(u->buf + 4096, t->buf, 100));
 }
 
 static int cmp_u32(const void *a, const void *b)
@@ -62,26 +62,26 @@ static void two_ctx(void)
 		}
 	qsort(qpn, 2 * NQP, sizeof(qpn[0]), cmp_u32);
 	for (int i = 1; i < 2 * NQP; i++)
-		CHECK(qpn[i] != qpn[i - 1]);
+		REQUIRE(qpn[i] != qpn[i - 1]);
 	for (int i = 0; i < NQP; i += 37) {
 		vt_connect(&t[0], q[0][i], q[1][i]);
 		traffic(&t[0], q[0][i], &t[1], q[1][i], (unsigned)i);
 		traffic(&t[1], q[1][i], &t[0], q[0][i], (unsigned)i + 1);
 	}
 	/* exactly what vt_qp and vt_connect set */
-	CHECK(!ibv_query_qp(q[0][37], &qa, IBV_QP_STATE | IBV_QP_AV | IBV_QP_DEST_QPN, &ia));
-	CHECK(qa.qp_state == IBV_QPS_RTS && qa.dest_qp_num == q[1][37]->qp_num &&
+	REQUIRE(!ibv_query_qp(q[0][37], &qa, IBV_QP_STATE | IBV_QP_AV | IBV_QP_DEST_QPN, &ia));
+	REQUIRE(qa.qp_state == IBV_QPS_RTS && qa.dest_qp_num == q[1][37]->qp_num &&
 	      qa.rq_psn == 100 && qa.sq_psn == 100 && qa.path_mtu == IBV_MTU_1024 &&
 	      qa.timeout == 14 && qa.retry_cnt == 7 && qa.rnr_retry == 7 &&
 	      qa.max_rd_atomic == 4 && qa.max_dest_rd_atomic == 4 && qa.min_rnr_timer == 1 &&
 	      qa.port_num == 1 && qa.ah_attr.is_global && qa.ah_attr.grh.hop_limit == 64 &&
 	      !memcmp(&qa.ah_attr.grh.dgid, &t[0].gid, sizeof(t[0].gid)));
-	CHECK(ia.cap.max_send_wr >= 4 && ia.cap.max_recv_wr >= 4 && ia.send_cq == t[0].scq &&
+	REQUIRE(ia.cap.max_send_wr >= 4 && ia.cap.max_recv_wr >= 4 && ia.send_cq == t[0].scq &&
 	      ia.qp_type == IBV_QPT_RC);
 	/* half of them go, as many come back in the freed ranges */
 	for (int i = 0; i < NQP; i += 2)
 		for (int k = 0; k < 2; k++)
-			CHECK(!ibv_destroy_qp(q[k][i]));
+			REQUIRE(!ibv_destroy_qp(q[k][i]));
 	for (int i = 0; i < NQP; i += 2)
 		for (int k = 0; k < 2; k++)
 			q[k][i] = rc_qp(&t[k]);
@@ -94,7 +94,7 @@ static void two_ctx(void)
 	}
 	for (int i = 0; i < NQP; i++)
 		for (int k = 0; k < 2; k++)
-			CHECK(!ibv_destroy_qp(q[k][i]));
+			REQUIRE(!ibv_destroy_qp(q[k][i]));
 	vt_fini(&t[1]);
 	vt_fini(&t[0]);
 }
@@ -104,7 +104,7 @@ static enum ibv_qp_state state_of(struct ibv_qp *qp)
 	struct ibv_qp_attr a;
 	struct ibv_qp_init_attr ia;
 
-	CHECK(!ibv_query_qp(qp, &a, IBV_QP_STATE, &ia));
+	REQUIRE(!ibv_query_qp(qp, &a, IBV_QP_STATE, &ia));
 	return a.qp_state;
 }
 
@@ -127,18 +127,18 @@ static void modify_errors(void)
 	ia.cap.max_send_wr = ia.cap.max_recv_wr = 4;
 	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
 	qp = ibv_create_qp(t.pd, &ia);
-	CHECK(qp && state_of(qp) == IBV_QPS_RESET);
+	REQUIRE(qp && state_of(qp) == IBV_QPS_RESET);
 
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE) == EINVAL && state_of(qp) == IBV_QPS_RESET);
+	REQUIRE(ibv_modify_qp(qp, &a, IBV_QP_STATE) == EINVAL && state_of(qp) == IBV_QPS_RESET);
 	a.qp_state = IBV_QPS_INIT;
 	a.port_num = 2;
-	CHECK(ibv_modify_qp(qp, &a, init) == EINVAL && state_of(qp) == IBV_QPS_RESET);
+	REQUIRE(ibv_modify_qp(qp, &a, init) == EINVAL && state_of(qp) == IBV_QPS_RESET);
 	a.port_num = 1;
-	CHECK(ibv_modify_qp(qp, &a, init & ~IBV_QP_ACCESS_FLAGS) == EINVAL);
+	REQUIRE(ibv_modify_qp(qp, &a, init & ~IBV_QP_ACCESS_FLAGS) == EINVAL);
 	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
-	CHECK(!ibv_modify_qp(qp, &a, init) && state_of(qp) == IBV_QPS_INIT);
+	REQUIRE(!ibv_modify_qp(qp, &a, init) && state_of(qp) == IBV_QPS_INIT);
 
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
@@ -150,36 +150,36 @@ static void modify_errors(void)
 	a.ah_attr.grh.sgid_index = (uint8_t)t.gid_idx;
 	a.ah_attr.grh.hop_limit = 1;
 	/* RoCE: a GRH is mandatory */
-	CHECK(ibv_modify_qp(qp, &a, rtr) == EINVAL && state_of(qp) == IBV_QPS_INIT);
+	REQUIRE(ibv_modify_qp(qp, &a, rtr) == EINVAL && state_of(qp) == IBV_QPS_INIT);
 	a.ah_attr.is_global = 1;
 	a.ah_attr.grh.sgid_index = 15; /* beyond the loopback port's GIDs */
-	CHECK(ibv_modify_qp(qp, &a, rtr) == EINVAL && state_of(qp) == IBV_QPS_INIT);
+	REQUIRE(ibv_modify_qp(qp, &a, rtr) == EINVAL && state_of(qp) == IBV_QPS_INIT);
 	a.ah_attr.grh.sgid_index = (uint8_t)t.gid_idx;
 	a.max_dest_rd_atomic = 255;
-	CHECK(ibv_modify_qp(qp, &a, rtr) == EINVAL && state_of(qp) == IBV_QPS_INIT);
+	REQUIRE(ibv_modify_qp(qp, &a, rtr) == EINVAL && state_of(qp) == IBV_QPS_INIT);
 	a.max_dest_rd_atomic = 1;
-	CHECK(!ibv_modify_qp(qp, &a, rtr) && state_of(qp) == IBV_QPS_RTR);
+	REQUIRE(!ibv_modify_qp(qp, &a, rtr) && state_of(qp) == IBV_QPS_RTR);
 
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
 	a.timeout = 14;
 	a.retry_cnt = 7;
 	a.rnr_retry = 7;
-	CHECK(ibv_modify_qp(qp, &a, rts & ~IBV_QP_RETRY_CNT) == EINVAL &&
+	REQUIRE(ibv_modify_qp(qp, &a, rts & ~IBV_QP_RETRY_CNT) == EINVAL &&
 	      state_of(qp) == IBV_QPS_RTR);
 	a.retry_cnt = 8;
-	CHECK(ibv_modify_qp(qp, &a, rts) == EINVAL && state_of(qp) == IBV_QPS_RTR);
+	REQUIRE(ibv_modify_qp(qp, &a, rts) == EINVAL && state_of(qp) == IBV_QPS_RTR);
 	a.retry_cnt = 7;
-	CHECK(!ibv_modify_qp(qp, &a, rts) && state_of(qp) == IBV_QPS_RTS);
+	REQUIRE(!ibv_modify_qp(qp, &a, rts) && state_of(qp) == IBV_QPS_RTS);
 	a.qp_state = IBV_QPS_INIT;
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE) == EINVAL && state_of(qp) == IBV_QPS_RTS);
+	REQUIRE(ibv_modify_qp(qp, &a, IBV_QP_STATE) == EINVAL && state_of(qp) == IBV_QPS_RTS);
 	a.qp_state = IBV_QPS_ERR;
-	CHECK(!ibv_modify_qp(qp, &a, IBV_QP_STATE) && state_of(qp) == IBV_QPS_ERR);
+	REQUIRE(!ibv_modify_qp(qp, &a, IBV_QP_STATE) && state_of(qp) == IBV_QPS_ERR);
 	a.qp_state = IBV_QPS_RTS;
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE) == EINVAL && state_of(qp) == IBV_QPS_ERR);
+	REQUIRE(ibv_modify_qp(qp, &a, IBV_QP_STATE) == EINVAL && state_of(qp) == IBV_QPS_ERR);
 	a.qp_state = IBV_QPS_RESET;
-	CHECK(!ibv_modify_qp(qp, &a, IBV_QP_STATE) && state_of(qp) == IBV_QPS_RESET);
-	CHECK(!ibv_destroy_qp(qp));
+	REQUIRE(!ibv_modify_qp(qp, &a, IBV_QP_STATE) && state_of(qp) == IBV_QPS_RESET);
+	REQUIRE(!ibv_destroy_qp(qp));
 	vt_fini(&t);
 }
 

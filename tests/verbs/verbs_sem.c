@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 
 #include "vt.h"
+#include "urv.h" /* the doorbell page: need_wakeup, the daemon asleep */
 
 #define NO_EVENT_MS 300 /* a correct run never waits less; only false passes */
 
@@ -28,32 +29,32 @@ static void poll_count(void)
 	int i, got = 0, r;
 
 	vt_init(&t, NULL);
-	CHECK(ibv_poll_cq(t.rcq, 4, wc) == 0);
+	REQUIRE(ibv_poll_cq(t.rcq, 4, wc) == 0);
 	for (i = 0; i < 5; i++)
 		vt_post_recv(t.qb, t.mr, 1024 * (size_t)i, 1024, 100 + (uint64_t)i);
 	for (i = 0; i < 5; i++)
-		CHECK(!vt_post_send(t.qa, t.mr, IBV_WR_SEND, 8192, 16,
+		REQUIRE(!vt_post_send(t.qa, t.mr, IBV_WR_SEND, 8192, 16,
 				    IBV_SEND_SIGNALED, 0, 0, 0, (uint64_t)i));
 	vt_poll_n(t.scq, 5, wc);  /* RC: all received once all are acked */
 	r = ibv_poll_cq(t.rcq, 2, wc);
-	CHECK(r >= 0 && r <= 2);
+	REQUIRE(r >= 0 && r <= 2);
 	got = r;
 	vt_poll_n(t.rcq, 5 - got, wc + got);
 	/* removed: nothing is returned twice, and the CQ is now empty */
 	for (i = 0; i < 5; i++)
-		CHECK(wc[i].wr_id == 100 + (uint64_t)i);
-	CHECK(ibv_poll_cq(t.rcq, 16, wc) == 0);
-	CHECK(ibv_poll_cq(t.scq, 16, wc) == 0);
+		REQUIRE(wc[i].wr_id == 100 + (uint64_t)i);
+	REQUIRE(ibv_poll_cq(t.rcq, 16, wc) == 0);
+	REQUIRE(ibv_poll_cq(t.scq, 16, wc) == 0);
 	/* num_entries larger than available: all available */
 	for (i = 0; i < 3; i++)
 		vt_post_recv(t.qb, t.mr, 0, 1024, 200 + (uint64_t)i);
 	for (i = 0; i < 3; i++)
-		CHECK(!vt_post_send(t.qa, t.mr, IBV_WR_SEND, 8192, 16,
+		REQUIRE(!vt_post_send(t.qa, t.mr, IBV_WR_SEND, 8192, 16,
 				    IBV_SEND_SIGNALED, 0, 0, 0, (uint64_t)i));
 	vt_poll_n(t.scq, 3, wc);
 	for (got = 0; got < 3;) {
 		r = ibv_poll_cq(t.rcq, 16, wc + got);
-		CHECK(r >= 0 && r <= 3 - got);
+		REQUIRE(r >= 0 && r <= 3 - got);
 		got += r;
 	}
 	vt_fini(&t);
@@ -70,88 +71,88 @@ static void wc_fields(void)
 	/* SEND with immediate */
 	memset(t.buf + 8192, 0xab, 100);
 	vt_post_recv(t.qb, t.mr, 0, 4096, 7);
-	CHECK(!vt_post_send(t.qa, t.mr, IBV_WR_SEND_WITH_IMM, 8192, 100,
+	REQUIRE(!vt_post_send(t.qa, t.mr, IBV_WR_SEND_WITH_IMM, 8192, 100,
 			    IBV_SEND_SIGNALED, htonl(0xdeadbeef), 0, 0, 1));
 	vt_poll_n(t.scq, 1, &s);
 	vt_poll_n(t.rcq, 1, &r);
-	CHECK(s.status == IBV_WC_SUCCESS && s.wr_id == 1 &&
+	REQUIRE(s.status == IBV_WC_SUCCESS && s.wr_id == 1 &&
 	      s.opcode == IBV_WC_SEND && s.qp_num == t.qa->qp_num);
-	CHECK(r.status == IBV_WC_SUCCESS && r.wr_id == 7 &&
+	REQUIRE(r.status == IBV_WC_SUCCESS && r.wr_id == 7 &&
 	      r.opcode == IBV_WC_RECV && r.byte_len == 100 &&
 	      (r.wc_flags & IBV_WC_WITH_IMM) && r.imm_data == htonl(0xdeadbeef) &&
 	      r.qp_num == t.qb->qp_num && !(r.wc_flags & IBV_WC_WITH_INV));
 	/* "IBV_WC_GRH GRH is present (valid only for UD QPs)"; IP_CSUM_OK only
 	 * where device_cap_flags claim checksum offload */
-	CHECK(!(r.wc_flags & IBV_WC_GRH));
+	REQUIRE(!(r.wc_flags & IBV_WC_GRH));
 	{
 		struct ibv_device_attr da;
 
-		CHECK(!ibv_query_device(t.ctx, &da));
+		REQUIRE(!ibv_query_device(t.ctx, &da));
 		if (!(da.device_cap_flags & IBV_DEVICE_RAW_IP_CSUM))
-			CHECK(!(r.wc_flags & IBV_WC_IP_CSUM_OK));
+			REQUIRE(!(r.wc_flags & IBV_WC_IP_CSUM_OK));
 	}
-	CHECK(t.buf[0] == 0xab && t.buf[99] == 0xab);
+	REQUIRE(t.buf[0] == 0xab && t.buf[99] == 0xab);
 	/* plain SEND: no immediate flag */
 	vt_post_recv(t.qb, t.mr, 0, 4096, 8);
-	CHECK(!vt_post_send(t.qa, t.mr, IBV_WR_SEND, 8192, 0,
+	REQUIRE(!vt_post_send(t.qa, t.mr, IBV_WR_SEND, 8192, 0,
 			    IBV_SEND_SIGNALED, 0, 0, 0, 2));
 	vt_poll_n(t.scq, 1, &s);
 	vt_poll_n(t.rcq, 1, &r);
-	CHECK(r.opcode == IBV_WC_RECV && r.byte_len == 0 &&
+	REQUIRE(r.opcode == IBV_WC_RECV && r.byte_len == 0 &&
 	      !(r.wc_flags & IBV_WC_WITH_IMM));
 	/* RDMA WRITE: only the sender completes */
 	memset(t.buf + 8192, 0x5a, 300);
-	CHECK(!vt_post_send(t.qa, t.mr, IBV_WR_RDMA_WRITE, 8192, 300,
+	REQUIRE(!vt_post_send(t.qa, t.mr, IBV_WR_RDMA_WRITE, 8192, 300,
 			    IBV_SEND_SIGNALED, 0, (uintptr_t)t.buf + 16384,
 			    t.mr->rkey, 3));
 	vt_poll_n(t.scq, 1, &s);
-	CHECK(s.status == IBV_WC_SUCCESS && s.opcode == IBV_WC_RDMA_WRITE &&
+	REQUIRE(s.status == IBV_WC_SUCCESS && s.opcode == IBV_WC_RDMA_WRITE &&
 	      s.wr_id == 3);
-	CHECK(t.buf[16384] == 0x5a && t.buf[16384 + 299] == 0x5a);
-	CHECK(ibv_poll_cq(t.rcq, 1, &r) == 0);
+	REQUIRE(t.buf[16384] == 0x5a && t.buf[16384 + 299] == 0x5a);
+	REQUIRE(ibv_poll_cq(t.rcq, 1, &r) == 0);
 	/* RDMA WRITE with immediate: consumes a receive */
 	vt_post_recv(t.qb, t.mr, 0, 4096, 9);
-	CHECK(!vt_post_send(t.qa, t.mr, IBV_WR_RDMA_WRITE_WITH_IMM, 8192, 64,
+	REQUIRE(!vt_post_send(t.qa, t.mr, IBV_WR_RDMA_WRITE_WITH_IMM, 8192, 64,
 			    IBV_SEND_SIGNALED, htonl(42), (uintptr_t)t.buf + 20000,
 			    t.mr->rkey, 4));
 	vt_poll_n(t.scq, 1, &s);
 	vt_poll_n(t.rcq, 1, &r);
-	CHECK(s.opcode == IBV_WC_RDMA_WRITE);
-	CHECK(r.opcode == IBV_WC_RECV_RDMA_WITH_IMM && r.wr_id == 9 &&
+	REQUIRE(s.opcode == IBV_WC_RDMA_WRITE);
+	REQUIRE(r.opcode == IBV_WC_RECV_RDMA_WITH_IMM && r.wr_id == 9 &&
 	      (r.wc_flags & IBV_WC_WITH_IMM) && r.imm_data == htonl(42) &&
 	      r.byte_len == 64);
 	/* RDMA READ */
 	memset(t.buf + 30000, 0x77, 200);
-	CHECK(!vt_post_send(t.qa, t.mr, IBV_WR_RDMA_READ, 32768, 200,
+	REQUIRE(!vt_post_send(t.qa, t.mr, IBV_WR_RDMA_READ, 32768, 200,
 			    IBV_SEND_SIGNALED, 0, (uintptr_t)t.buf + 30000,
 			    t.mr->rkey, 5));
 	vt_poll_n(t.scq, 1, &s);
-	CHECK(s.status == IBV_WC_SUCCESS && s.opcode == IBV_WC_RDMA_READ &&
+	REQUIRE(s.status == IBV_WC_SUCCESS && s.opcode == IBV_WC_RDMA_READ &&
 	      s.byte_len == 200 && t.buf[32768] == 0x77 && t.buf[32768 + 199] == 0x77);
 	/* atomics */
 	atom = (uint64_t *)(void *)(t.buf + 40960);
 	*atom = 10;
-	CHECK(!vt_post_send(t.qa, t.mr, IBV_WR_ATOMIC_FETCH_AND_ADD, 41000, 8,
+	REQUIRE(!vt_post_send(t.qa, t.mr, IBV_WR_ATOMIC_FETCH_AND_ADD, 41000, 8,
 			    IBV_SEND_SIGNALED, 5, (uintptr_t)atom, t.mr->rkey, 6));
 	vt_poll_n(t.scq, 1, &s);
-	CHECK(s.status == IBV_WC_SUCCESS && s.opcode == IBV_WC_FETCH_ADD &&
+	REQUIRE(s.status == IBV_WC_SUCCESS && s.opcode == IBV_WC_FETCH_ADD &&
 	      s.byte_len == 8 && *atom == 15);
-	CHECK(*(uint64_t *)(void *)(t.buf + 41000) == 10);
-	CHECK(!vt_post_send(t.qa, t.mr, IBV_WR_ATOMIC_CMP_AND_SWP, 41008, 8,
+	REQUIRE(*(uint64_t *)(void *)(t.buf + 41000) == 10);
+	REQUIRE(!vt_post_send(t.qa, t.mr, IBV_WR_ATOMIC_CMP_AND_SWP, 41008, 8,
 			    IBV_SEND_SIGNALED, 15, (uintptr_t)atom, t.mr->rkey, 7));
 	vt_poll_n(t.scq, 1, &s);
-	CHECK(s.status == IBV_WC_SUCCESS && s.opcode == IBV_WC_COMP_SWAP &&
+	REQUIRE(s.status == IBV_WC_SUCCESS && s.opcode == IBV_WC_COMP_SWAP &&
 	      *atom == 0x1234 && *(uint64_t *)(void *)(t.buf + 41008) == 15);
 	/* error: "only wr_id, status, qp_num and vendor_err are valid" — a
 	 * receive too small fails both sides */
 	vt_post_recv(t.qb, t.mr, 0, 8, 10);
-	CHECK(!vt_post_send(t.qa, t.mr, IBV_WR_SEND, 8192, 100,
+	REQUIRE(!vt_post_send(t.qa, t.mr, IBV_WR_SEND, 8192, 100,
 			    IBV_SEND_SIGNALED, 0, 0, 0, 11));
 	vt_poll_n(t.rcq, 1, &r);
-	CHECK(r.status != IBV_WC_SUCCESS && r.wr_id == 10 &&
+	REQUIRE(r.status != IBV_WC_SUCCESS && r.wr_id == 10 &&
 	      r.qp_num == t.qb->qp_num);
 	vt_poll_n(t.scq, 1, &s);
-	CHECK(s.status != IBV_WC_SUCCESS && s.wr_id == 11 &&
+	REQUIRE(s.status != IBV_WC_SUCCESS && s.wr_id == 11 &&
 	      s.qp_num == t.qa->qp_num);
 	vt_fini(&t);
 }
@@ -161,10 +162,10 @@ static void send_one(struct vt *t, unsigned flags, uint64_t id)
 	struct ibv_wc s;
 
 	vt_post_recv(t->qb, t->mr, 0, 4096, id);
-	CHECK(!vt_post_send(t->qa, t->mr, IBV_WR_SEND, 8192, 8,
+	REQUIRE(!vt_post_send(t->qa, t->mr, IBV_WR_SEND, 8192, 8,
 			    IBV_SEND_SIGNALED | flags, 0, 0, 0, id));
 	vt_poll_n(t->scq, 1, &s);
-	CHECK(s.status == IBV_WC_SUCCESS);
+	REQUIRE(s.status == IBV_WC_SUCCESS);
 }
 
 /* t with a completion channel (vt_opts.channel) */
@@ -181,7 +182,7 @@ static struct ibv_cq *next_event(struct vt *t, uint64_t id, void **cc)
 {
 	struct ibv_cq *cq;
 
-	CHECK(!ibv_req_notify_cq(t->rcq, 0));
+	REQUIRE(!ibv_req_notify_cq(t->rcq, 0));
 	send_one(t, 0, id);
 	vt_get_event(t->ch, &cq, cc);
 	return cq;
@@ -199,9 +200,9 @@ static void notify_next(void)
 
 	init_ch(&t);
 	cq = next_event(&t, 1, &cc);
-	CHECK(cq == t.rcq && cc == (void *)0x7c);
+	REQUIRE(cq == t.rcq && cc == (void *)0x7c);
 	vt_poll_n(t.rcq, 1, &wc);
-	CHECK(wc.wr_id == 1);
+	REQUIRE(wc.wr_id == 1);
 	ibv_ack_cq_events(cq, 1);
 	vt_fini(&t);
 }
@@ -217,11 +218,11 @@ static void notify_existing(void)
 
 	init_ch(&t);
 	send_one(&t, 0, 1);             /* recv CQE now sits in rcq */
-	CHECK(!ibv_req_notify_cq(t.rcq, 0));
-	CHECK(!vt_readable(t.ch->fd, NO_EVENT_MS));
+	REQUIRE(!ibv_req_notify_cq(t.rcq, 0));
+	REQUIRE(!vt_readable(t.ch->fd, NO_EVENT_MS));
 	send_one(&t, 0, 2);             /* a new one does notify */
 	vt_get_event(t.ch, &cq, &cc);
-	CHECK(cq == t.rcq);
+	REQUIRE(cq == t.rcq);
 	vt_poll_n(t.rcq, 2, wc);
 	ibv_ack_cq_events(cq, 1);
 	vt_fini(&t);
@@ -236,26 +237,26 @@ static void notify_solicited(void)
 	struct vt t;
 
 	init_ch(&t);
-	CHECK(!ibv_req_notify_cq(t.rcq, 1));
+	REQUIRE(!ibv_req_notify_cq(t.rcq, 1));
 	send_one(&t, 0, 1);
-	CHECK(!vt_readable(t.ch->fd, NO_EVENT_MS));
+	REQUIRE(!vt_readable(t.ch->fd, NO_EVENT_MS));
 	send_one(&t, IBV_SEND_SOLICITED, 2);
 	vt_get_event(t.ch, &cq, &cc);
-	CHECK(cq == t.rcq);
+	REQUIRE(cq == t.rcq);
 	vt_poll_n(t.rcq, 2, wc);
-	CHECK(wc[0].wr_id == 1 && wc[1].wr_id == 2);
+	REQUIRE(wc[0].wr_id == 1 && wc[1].wr_id == 2);
 	ibv_ack_cq_events(cq, 1);
 	/* "... or RDMA Write with Immediate Data message with the Solicited
 	 * Event indicator set" */
-	CHECK(!ibv_req_notify_cq(t.rcq, 1));
+	REQUIRE(!ibv_req_notify_cq(t.rcq, 1));
 	vt_post_recv(t.qb, t.mr, 0, 64, 3);
-	CHECK(!vt_post_send(t.qa, t.mr, IBV_WR_RDMA_WRITE_WITH_IMM, 8192, 8,
+	REQUIRE(!vt_post_send(t.qa, t.mr, IBV_WR_RDMA_WRITE_WITH_IMM, 8192, 8,
 			    IBV_SEND_SIGNALED | IBV_SEND_SOLICITED, 5,
 			    (uintptr_t)t.buf + 16384, t.mr->rkey, 3));
 	vt_get_event(t.ch, &cq, &cc);
-	CHECK(cq == t.rcq);
+	REQUIRE(cq == t.rcq);
 	vt_poll_n(t.rcq, 1, wc);
-	CHECK(wc[0].opcode == IBV_WC_RECV_RDMA_WITH_IMM);
+	REQUIRE(wc[0].opcode == IBV_WC_RECV_RDMA_WITH_IMM);
 	vt_poll_n(t.scq, 1, wc);
 	ibv_ack_cq_events(cq, 1);
 	vt_fini(&t);
@@ -272,14 +273,14 @@ static void notify_solicited_error(void)
 	struct vt t;
 
 	vt_init(&t, &o);
-	CHECK(!ibv_req_notify_cq(t.rcq, 1));
+	REQUIRE(!ibv_req_notify_cq(t.rcq, 1));
 	vt_post_recv(t.qb, t.mr, 0, 4, 1);      /* too small: both sides fail */
-	CHECK(!vt_post_send(t.qa, t.mr, IBV_WR_SEND, 8192, 64,
+	REQUIRE(!vt_post_send(t.qa, t.mr, IBV_WR_SEND, 8192, 64,
 			    IBV_SEND_SIGNALED, 0, 0, 0, 2));
 	vt_get_event(t.ch, &cq, &cc);
-	CHECK(cq == t.rcq);
+	REQUIRE(cq == t.rcq);
 	vt_poll_n(t.rcq, 1, wc);
-	CHECK(wc[0].status != IBV_WC_SUCCESS);
+	REQUIRE(wc[0].status != IBV_WC_SUCCESS);
 	ibv_ack_cq_events(cq, 1);
 	vt_fini(&t);
 }
@@ -294,14 +295,14 @@ static void notify_precedence(void)
 	struct vt t;
 
 	init_ch(&t);
-	CHECK(!ibv_req_notify_cq(t.rcq, 1));
+	REQUIRE(!ibv_req_notify_cq(t.rcq, 1));
 	cq = next_event(&t, 1, &cc); /* not solicited: NEXT still fires */
-	CHECK(cq == t.rcq);
+	REQUIRE(cq == t.rcq);
 	vt_poll_n(t.rcq, 1, &wc);
 	ibv_ack_cq_events(cq, 1);
 	/* and the other order */
-	CHECK(!ibv_req_notify_cq(t.rcq, 0));
-	CHECK(!ibv_req_notify_cq(t.rcq, 1));
+	REQUIRE(!ibv_req_notify_cq(t.rcq, 0));
+	REQUIRE(!ibv_req_notify_cq(t.rcq, 1));
 	send_one(&t, 0, 2);
 	vt_get_event(t.ch, &cq, &cc);
 	vt_poll_n(t.rcq, 1, &wc);
@@ -321,19 +322,19 @@ static void notify_once(void)
 	struct vt t;
 
 	init_ch(&t);
-	CHECK(!ibv_req_notify_cq(t.rcq, 0));
-	CHECK(!ibv_req_notify_cq(t.rcq, 0));
-	CHECK(!ibv_req_notify_cq(t.rcq, 0));
+	REQUIRE(!ibv_req_notify_cq(t.rcq, 0));
+	REQUIRE(!ibv_req_notify_cq(t.rcq, 0));
+	REQUIRE(!ibv_req_notify_cq(t.rcq, 0));
 	send_one(&t, 0, 1);
 	send_one(&t, 0, 2);
 	send_one(&t, 0, 3);
 	vt_get_event(t.ch, &cq, &cc);
-	CHECK(!vt_readable(t.ch->fd, NO_EVENT_MS));
+	REQUIRE(!vt_readable(t.ch->fd, NO_EVENT_MS));
 	vt_poll_n(t.rcq, 3, wc);
 	ibv_ack_cq_events(cq, 1);
 	/* not re-armed: nothing */
 	send_one(&t, 0, 4);
-	CHECK(!vt_readable(t.ch->fd, NO_EVENT_MS));
+	REQUIRE(!vt_readable(t.ch->fd, NO_EVENT_MS));
 	vt_poll_n(t.rcq, 1, wc);
 	vt_fini(&t);
 }
@@ -360,13 +361,13 @@ static void event_blocking(void)
 
 	init_ch(&t);
 	b.ch = t.ch;
-	CHECK(!ibv_req_notify_cq(t.scq, 0));
-	CHECK(!pthread_create(&th, NULL, blk_thread, &b));
+	REQUIRE(!ibv_req_notify_cq(t.scq, 0));
+	REQUIRE(!pthread_create(&th, NULL, blk_thread, &b));
 	usleep(100 * 1000);
-	CHECK(!b.done);                 /* nothing to report yet */
+	REQUIRE(!b.done);                 /* nothing to report yet */
 	send_one(&t, 0, 1);             /* polls scq: the event is for scq */
-	CHECK(!pthread_join(th, NULL));
-	CHECK(b.ret == 0 && b.cq == t.scq && b.cc == (void *)0x5c);
+	REQUIRE(!pthread_join(th, NULL));
+	REQUIRE(b.ret == 0 && b.cq == t.scq && b.cc == (void *)0x5c);
 	ibv_ack_cq_events(b.cq, 1);
 	vt_poll_n(t.rcq, 1, &wc);
 	vt_fini(&t);
@@ -400,17 +401,17 @@ static void event_eintr(void)
 	struct vt t;
 
 	init_ch(&t);
-	CHECK(!ibv_req_notify_cq(t.scq, 0)); /* armed, nothing will come */
+	REQUIRE(!ibv_req_notify_cq(t.scq, 0)); /* armed, nothing will come */
 	sigemptyset(&sa.sa_mask);            /* sa_flags 0: no SA_RESTART */
-	CHECK(!sigaction(SIGUSR1, &sa, &old));
-	CHECK(!pthread_create(&th, NULL, intr_kicker, &self));
+	REQUIRE(!sigaction(SIGUSR1, &sa, &old));
+	REQUIRE(!pthread_create(&th, NULL, intr_kicker, &self));
 	errno = 0;
 	int r = ibv_get_cq_event(t.ch, &cq, &cc);
 	int e = errno;
 	intr_done = 1;
-	CHECK(!pthread_join(th, NULL));
-	CHECK(!sigaction(SIGUSR1, &old, NULL));
-	CHECK(r == -1 && e == EINTR && intr_hits >= 1);
+	REQUIRE(!pthread_join(th, NULL));
+	REQUIRE(!sigaction(SIGUSR1, &old, NULL));
+	REQUIRE(r == -1 && e == EINTR && intr_hits >= 1);
 	vt_fini(&t);
 }
 
@@ -426,19 +427,19 @@ static void event_nonblock(void)
 
 	init_ch(&t);
 	fl = fcntl(t.ch->fd, F_GETFL);
-	CHECK(fl >= 0 && !fcntl(t.ch->fd, F_SETFL, fl | O_NONBLOCK));
+	REQUIRE(fl >= 0 && !fcntl(t.ch->fd, F_SETFL, fl | O_NONBLOCK));
 	errno = 0;
-	CHECK(ibv_get_cq_event(t.ch, &cq, &cc) == -1 && errno == EAGAIN);
+	REQUIRE(ibv_get_cq_event(t.ch, &cq, &cc) == -1 && errno == EAGAIN);
 	ep = epoll_create1(EPOLL_CLOEXEC);
-	CHECK(ep >= 0 && !epoll_ctl(ep, EPOLL_CTL_ADD, t.ch->fd, &ee));
-	CHECK(epoll_wait(ep, &out, 1, 0) == 0);
-	CHECK(!ibv_req_notify_cq(t.rcq, 0));
+	REQUIRE(ep >= 0 && !epoll_ctl(ep, EPOLL_CTL_ADD, t.ch->fd, &ee));
+	REQUIRE(epoll_wait(ep, &out, 1, 0) == 0);
+	REQUIRE(!ibv_req_notify_cq(t.rcq, 0));
 	send_one(&t, 0, 1);
-	CHECK(epoll_wait(ep, &out, 1, VT_WAIT_S * 1000) == 1);
-	CHECK(vt_readable(t.ch->fd, 0));
-	CHECK(!ibv_get_cq_event(t.ch, &cq, &cc) && cq == t.rcq);
+	REQUIRE(epoll_wait(ep, &out, 1, VT_WAIT_S * 1000) == 1);
+	REQUIRE(vt_readable(t.ch->fd, 0));
+	REQUIRE(!ibv_get_cq_event(t.ch, &cq, &cc) && cq == t.rcq);
 	errno = 0;
-	CHECK(ibv_get_cq_event(t.ch, &cq, &cc) == -1 && errno == EAGAIN);
+	REQUIRE(ibv_get_cq_event(t.ch, &cq, &cc) == -1 && errno == EAGAIN);
 	ibv_ack_cq_events(t.rcq, 1);
 	vt_poll_n(t.rcq, 1, &wc);
 	close(ep);
@@ -457,7 +458,7 @@ static void ack_batch(void)
 	init_ch(&t);
 	for (i = 0; i < 5; i++) {
 		cq = next_event(&t, (uint64_t)i, &cc);
-		CHECK(cq == t.rcq);
+		REQUIRE(cq == t.rcq);
 		vt_poll_n(t.rcq, 1, &wc);
 	}
 	ibv_ack_cq_events(t.rcq, 5);
@@ -487,16 +488,16 @@ static void destroy_waits(void)
 	init_ch(&t);
 	cq = next_event(&t, 1, &cc);
 	vt_poll_n(t.rcq, 1, &wc);
-	CHECK(!ibv_destroy_qp(t.qa));
-	CHECK(!ibv_destroy_qp(t.qb));
+	REQUIRE(!ibv_destroy_qp(t.qa));
+	REQUIRE(!ibv_destroy_qp(t.qb));
 	t.qa = t.qb = NULL;
 	d.cq = t.rcq;
-	CHECK(!pthread_create(&th, NULL, destroy_thread, &d));
+	REQUIRE(!pthread_create(&th, NULL, destroy_thread, &d));
 	usleep(200 * 1000);
-	CHECK(!d.done);                 /* still waiting for the ack */
+	REQUIRE(!d.done);                 /* still waiting for the ack */
 	ibv_ack_cq_events(cq, 1);
-	CHECK(!pthread_join(th, NULL));
-	CHECK(d.ret == 0);
+	REQUIRE(!pthread_join(th, NULL));
+	REQUIRE(d.ret == 0);
 	t.rcq = NULL;
 	vt_fini(&t);
 }
@@ -513,12 +514,12 @@ static void extra_event(void)
 	init_ch(&t);
 	cq = next_event(&t, 1, &cc);
 	ibv_ack_cq_events(cq, 1);
-	CHECK(!ibv_req_notify_cq(t.rcq, 0));    /* step 4 */
+	REQUIRE(!ibv_req_notify_cq(t.rcq, 0));    /* step 4 */
 	send_one(&t, 0, 2);                     /* added between 4 and 5 */
 	vt_poll_n(t.rcq, 2, (struct ibv_wc[2]){ 0 }); /* step 5 empties */
 	vt_get_event(t.ch, &cq, &cc);           /* the extra event */
-	CHECK(cq == t.rcq);
-	CHECK(ibv_poll_cq(t.rcq, 1, &wc) == 0);
+	REQUIRE(cq == t.rcq);
+	REQUIRE(ibv_poll_cq(t.rcq, 1, &wc) == 0);
 	ibv_ack_cq_events(cq, 1);
 	vt_fini(&t);
 }
@@ -537,7 +538,7 @@ static void burst(void)
 	const int total = 2000;
 
 	vt_init(&t, &o);
-	CHECK(!ibv_req_notify_cq(t.rcq, 0));
+	REQUIRE(!ibv_req_notify_cq(t.rcq, 0));
 	while (got < total) {
 		while (sent < total && sent - got < 48) {
 			int r;
@@ -547,9 +548,9 @@ static void burst(void)
 			 * fill before 48 receives are outstanding */
 			while (sent - sdone >= 128 - 16) {
 				n = ibv_poll_cq(t.scq, 32, wc);
-				CHECK(n >= 0);
+				REQUIRE(n >= 0);
 				for (i = 0; i < n; i++) {
-					CHECK(wc[i].status == IBV_WC_SUCCESS);
+					REQUIRE(wc[i].status == IBV_WC_SUCCESS);
 					sdone = (int)wc[i].wr_id + 1;
 				}
 			}
@@ -559,23 +560,23 @@ static void burst(void)
 					 0, 0, 0, (uint64_t)sent);
 			if (r)
 				fprintf(stderr, "post_send %d at %d (got %d)\n", r, sent, got);
-			CHECK(!r);
+			REQUIRE(!r);
 			sent++;
 		}
 		vt_get_event(t.ch, &cq, &cc);
 		nev++;
-		CHECK(!ibv_req_notify_cq(cq, 0));
+		REQUIRE(!ibv_req_notify_cq(cq, 0));
 		do {
 			n = ibv_poll_cq(t.rcq, 32, wc);
-			CHECK(n >= 0);
+			REQUIRE(n >= 0);
 			for (i = 0; i < n; i++)
-				CHECK(wc[i].status == IBV_WC_SUCCESS &&
+				REQUIRE(wc[i].status == IBV_WC_SUCCESS &&
 				      wc[i].wr_id == (uint64_t)got + (uint64_t)i);
 			got += n;
 		} while (n);
 		while ((n = ibv_poll_cq(t.scq, 32, wc)) > 0)
 			for (i = 0; i < n; i++) {
-				CHECK(wc[i].status == IBV_WC_SUCCESS);
+				REQUIRE(wc[i].status == IBV_WC_SUCCESS);
 				sdone = (int)wc[i].wr_id + 1;
 			}
 	}
@@ -595,19 +596,19 @@ static void overrun(void)
 
 	vt_init(&t, &o);
 	cap = t.rcq->cqe;
-	CHECK(cap >= 4 && cap < 30);
+	REQUIRE(cap >= 4 && cap < 30);
 	/* twice the reported capacity: overruns even a generously sized ring */
 	for (i = 0; i < 2 * cap + 2; i++)
 		vt_post_recv(t.qb, t.mr, 0, 64, (uint64_t)i);
 	for (i = 0; i < 2 * cap + 2; i++)
-		CHECK(!vt_post_send(t.qa, t.mr, IBV_WR_SEND, 8192, 8, 0, 0, 0,
+		REQUIRE(!vt_post_send(t.qa, t.mr, IBV_WR_SEND, 8192, 8, 0, 0, 0,
 				    0, (uint64_t)i));
-	CHECK(vt_readable(t.ctx->async_fd, VT_WAIT_S * 1000));
-	CHECK(!ibv_get_async_event(t.ctx, &ev));
-	CHECK(ev.event_type == IBV_EVENT_CQ_ERR && ev.element.cq == t.rcq);
+	REQUIRE(vt_readable(t.ctx->async_fd, VT_WAIT_S * 1000));
+	REQUIRE(!ibv_get_async_event(t.ctx, &ev));
+	REQUIRE(ev.event_type == IBV_EVENT_CQ_ERR && ev.element.cq == t.rcq);
 	ibv_ack_async_event(&ev);
-	CHECK(ibv_poll_cq(t.rcq, 64, wc) < 0);
-	CHECK(ibv_poll_cq(t.rcq, 64, wc) < 0);  /* and stays unusable */
+	REQUIRE(ibv_poll_cq(t.rcq, 64, wc) < 0);
+	REQUIRE(ibv_poll_cq(t.rcq, 64, wc) < 0);  /* and stays unusable */
 	/* an unusable CQ can still be destroyed */
 	vt_fini(&t);
 }
@@ -621,15 +622,15 @@ static void *mt_thread(void *p)
 
 	for (i = 0; i < m->n; i++) {
 		vt_post_recv(m->b, m->t->mr, 0, 64, (uint64_t)i);
-		CHECK(!vt_post_send(m->a, m->t->mr, IBV_WR_SEND, 8192, 8,
+		REQUIRE(!vt_post_send(m->a, m->t->mr, IBV_WR_SEND, 8192, 8,
 				    IBV_SEND_SIGNALED, 0, 0, 0, (uint64_t)i));
 		/* each thread's CQ gets a send and a receive completion */
 		while (got < 2 * (i + 1)) {
 			int r = ibv_poll_cq(m->cq, 16, wc);
 
-			CHECK(r >= 0);
+			REQUIRE(r >= 0);
 			for (int k = 0; k < r; k++)
-				CHECK(wc[k].status == IBV_WC_SUCCESS);
+				REQUIRE(wc[k].status == IBV_WC_SUCCESS);
 			got += r;
 		}
 	}
@@ -648,20 +649,20 @@ static void multi_thread(void)
 	for (i = 0; i < 4; i++) {
 		m[i].t = &t;
 		m[i].cq = ibv_create_cq(t.ctx, 64, NULL, NULL, 0);
-		CHECK(m[i].cq);
+		REQUIRE(m[i].cq);
 		m[i].a = vt_qp(&t, IBV_QPT_RC, m[i].cq, m[i].cq, NULL, 32, 32);
 		m[i].b = vt_qp(&t, IBV_QPT_RC, m[i].cq, m[i].cq, NULL, 32, 32);
 		vt_connect(&t, m[i].a, m[i].b);
 		m[i].n = 200;
 	}
 	for (i = 0; i < 4; i++)
-		CHECK(!pthread_create(&th[i], NULL, mt_thread, &m[i]));
+		REQUIRE(!pthread_create(&th[i], NULL, mt_thread, &m[i]));
 	for (i = 0; i < 4; i++)
-		CHECK(!pthread_join(th[i], NULL));
+		REQUIRE(!pthread_join(th[i], NULL));
 	for (i = 0; i < 4; i++) {
-		CHECK(!ibv_destroy_qp(m[i].a));
-		CHECK(!ibv_destroy_qp(m[i].b));
-		CHECK(!ibv_destroy_cq(m[i].cq));
+		REQUIRE(!ibv_destroy_qp(m[i].a));
+		REQUIRE(!ibv_destroy_qp(m[i].b));
+		REQUIRE(!ibv_destroy_cq(m[i].cq));
 	}
 	vt_fini(&t);
 }
@@ -677,7 +678,7 @@ static void *shared_poster(void *p)
 			r = vt_post_send(t->qa, t->mr, IBV_WR_RDMA_WRITE, 8192, 8, 0,
 					 0, (uintptr_t)t->buf + 16384, t->mr->rkey, 0);
 		while (r == ENOMEM);
-		CHECK(r == 0);
+		REQUIRE(r == 0);
 	}
 	return NULL;
 }
@@ -692,9 +693,9 @@ static void shared_qp(void)
 
 	vt_init(&t, &o);
 	for (int i = 0; i < 2; i++)
-		CHECK(!pthread_create(&th[i], NULL, shared_poster, &t));
+		REQUIRE(!pthread_create(&th[i], NULL, shared_poster, &t));
 	for (int i = 0; i < 2; i++)
-		CHECK(!pthread_join(th[i], NULL));
+		REQUIRE(!pthread_join(th[i], NULL));
 	/* a final signaled WR completes after all the others (RC order); the
 	 * queue may still be full of the posters' WRs (a slow daemon): ENOMEM
 	 * until the daemon has taken some, as the posters themselves do */
@@ -703,9 +704,9 @@ static void shared_qp(void)
 		r = vt_post_send(t.qa, t.mr, IBV_WR_RDMA_WRITE, 8192, 8, IBV_SEND_SIGNALED, 0,
 				 (uintptr_t)t.buf + 16384, t.mr->rkey, 99);
 	while (r == ENOMEM);
-	CHECK(r == 0);
+	REQUIRE(r == 0);
 	vt_poll_n(t.scq, 1, &wc);
-	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 99);
+	REQUIRE(wc.status == IBV_WC_SUCCESS && wc.wr_id == 99);
 	vt_fini(&t);
 }
 
@@ -717,28 +718,28 @@ static void fork_case(void)
 	pid_t pid;
 	int st;
 
-	CHECK(ibv_fork_init() == 0);
+	REQUIRE(ibv_fork_init() == 0);
 	init_ch(&t);
-	CHECK(fcntl(t.ch->fd, F_GETFD) & FD_CLOEXEC);
-	CHECK(fcntl(t.ctx->async_fd, F_GETFD) & FD_CLOEXEC);
-	CHECK(fcntl(t.ctx->cmd_fd, F_GETFD) & FD_CLOEXEC);
+	REQUIRE(fcntl(t.ch->fd, F_GETFD) & FD_CLOEXEC);
+	REQUIRE(fcntl(t.ctx->async_fd, F_GETFD) & FD_CLOEXEC);
+	REQUIRE(fcntl(t.ctx->cmd_fd, F_GETFD) & FD_CLOEXEC);
 	send_one(&t, 0, 1);
 	vt_poll_n(t.rcq, 1, &wc);
 	pid = fork();
-	CHECK(pid >= 0);
+	REQUIRE(pid >= 0);
 	if (pid == 0)
 		_exit(0);
-	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st));
+	REQUIRE(waitpid(pid, &st, 0) == pid && WIFEXITED(st));
 	pid = fork();
-	CHECK(pid >= 0);
+	REQUIRE(pid >= 0);
 	if (pid == 0) {
 		execl("/bin/true", "true", (char *)NULL);
 		_exit(127);
 	}
-	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && !WEXITSTATUS(st));
+	REQUIRE(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && !WEXITSTATUS(st));
 	send_one(&t, 0, 2);
 	vt_poll_n(t.rcq, 1, &wc);
-	CHECK(wc.wr_id == 2 && wc.status == IBV_WC_SUCCESS);
+	REQUIRE(wc.wr_id == 2 && wc.status == IBV_WC_SUCCESS);
 	vt_fini(&t);
 }
 
@@ -749,9 +750,9 @@ static void multi_process(void)
 	pid_t pid;
 	int st;
 
-	CHECK(!pipe(p2c) && !pipe(c2p));
+	REQUIRE(!pipe(p2c) && !pipe(c2p));
 	pid = fork();
-	CHECK(pid >= 0);
+	REQUIRE(pid >= 0);
 	{
 		struct vt t;
 		struct ibv_qp_init_attr a;
@@ -766,20 +767,20 @@ static void multi_process(void)
 		t.gid_idx = vt_find_gid(t.ctx, &t.gid);
 		t.pd = ibv_alloc_pd(t.ctx);
 		t.buf = aligned_alloc(4096, VT_BUF);
-		CHECK(t.buf);
+		REQUIRE(t.buf);
 		/* defined from the start: valgrind cannot see the daemon write it */
 		memset(t.buf, 0, VT_BUF);
 		t.mr = ibv_reg_mr(t.pd, t.buf, VT_BUF, IBV_ACCESS_LOCAL_WRITE |
 				  IBV_ACCESS_REMOTE_WRITE);
 		t.scq = ibv_create_cq(t.ctx, 256, NULL, NULL, 0);
 		t.rcq = t.scq;
-		CHECK(t.pd && t.mr && t.scq);
+		REQUIRE(t.pd && t.mr && t.scq);
 		qp = vt_qp(&t, IBV_QPT_RC, t.scq, t.scq, NULL, 64, 64);
 		mine[0] = qp->qp_num;
 		mine[1] = t.mr->rkey;
 		mine[2] = (uint32_t)((uintptr_t)t.buf >> 32);
-		CHECK(write(pid ? p2c[1] : c2p[1], mine, sizeof(mine)) == sizeof(mine));
-		CHECK(read(pid ? c2p[0] : p2c[0], peer, sizeof(peer)) == sizeof(peer));
+		REQUIRE(write(pid ? p2c[1] : c2p[1], mine, sizeof(mine)) == sizeof(mine));
+		REQUIRE(read(pid ? c2p[0] : p2c[0], peer, sizeof(peer)) == sizeof(peer));
 		(void)a;
 		memset(&m, 0, sizeof(m));
 		m.qp_state = IBV_QPS_RTR;
@@ -792,7 +793,7 @@ static void multi_process(void)
 		m.ah_attr.grh.dgid = t.gid;
 		m.ah_attr.grh.sgid_index = (uint8_t)t.gid_idx;
 		m.ah_attr.port_num = 1;
-		CHECK(!ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_AV |
+		REQUIRE(!ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_AV |
 				     IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 				     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
 				     IBV_QP_MIN_RNR_TIMER));
@@ -803,38 +804,38 @@ static void multi_process(void)
 		m.retry_cnt = 7;
 		m.rnr_retry = 7;
 		m.max_rd_atomic = 1;
-		CHECK(!ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_SQ_PSN |
+		REQUIRE(!ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_SQ_PSN |
 				     IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 				     IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC));
 		for (i = 0; i < 50; i++)
 			vt_post_recv(qp, t.mr, 0, 256, (uint64_t)i);
 		/* both ready before anyone sends */
-		CHECK(write(pid ? p2c[1] : c2p[1], mine, 1) == 1);
-		CHECK(read(pid ? c2p[0] : p2c[0], peer, 1) == 1);
+		REQUIRE(write(pid ? p2c[1] : c2p[1], mine, 1) == 1);
+		REQUIRE(read(pid ? c2p[0] : p2c[0], peer, 1) == 1);
 		/* the CQ is shared: count both kinds until 50 of each */
 		int sends = 0, recvs = 0;
 
 		memset(t.buf + 8192, pid ? 'P' : 'C', 64);
 		for (i = 0; i < 50; i++)
-			CHECK(!vt_post_send(qp, t.mr, IBV_WR_SEND, 8192, 64,
+			REQUIRE(!vt_post_send(qp, t.mr, IBV_WR_SEND, 8192, 64,
 					    IBV_SEND_SIGNALED, 0, 0, 0, 1000));
 		while (sends < 50 || recvs < 50) {
 			vt_poll_n(t.scq, 1, &wc);
-			CHECK(wc.status == IBV_WC_SUCCESS);
+			REQUIRE(wc.status == IBV_WC_SUCCESS);
 			if (wc.opcode == IBV_WC_RECV)
 				recvs++;
 			else
 				sends++;
 		}
-		CHECK(t.buf[0] == (pid ? 'C' : 'P'));
-		CHECK(!ibv_destroy_qp(qp));
+		REQUIRE(t.buf[0] == (pid ? 'C' : 'P'));
+		REQUIRE(!ibv_destroy_qp(qp));
 		t.qa = t.qb = NULL;
 		t.rcq = NULL;
 		vt_fini(&t);
 		if (!pid)
 			_exit(0);
 	}
-	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && !WEXITSTATUS(st));
+	REQUIRE(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && !WEXITSTATUS(st));
 }
 
 static volatile sig_atomic_t traps;
@@ -874,7 +875,7 @@ static void no_syscall(void)
 		exit(VT_SKIP);
 	}
 	pid = fork();
-	CHECK(pid >= 0);
+	REQUIRE(pid >= 0);
 	if (pid == 0) {
 		struct vt t;
 		struct ibv_wc wc[4];
@@ -887,9 +888,9 @@ static void no_syscall(void)
 		memset(&sa, 0, sizeof(sa));
 		sa.sa_sigaction = on_sigsys;
 		sa.sa_flags = SA_SIGINFO;
-		CHECK(!sigaction(SIGSYS, &sa, NULL));
-		CHECK(!prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
-		CHECK(!prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog));
+		REQUIRE(!sigaction(SIGSYS, &sa, NULL));
+		REQUIRE(!prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
+		REQUIRE(!prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog));
 		for (i = 0; i < 200; i++) {
 			struct ibv_sge sge = { (uintptr_t)t.buf, 64, t.mr->lkey };
 			struct ibv_recv_wr rw = { .wr_id = 1, .sg_list = &sge,
@@ -921,11 +922,11 @@ static void no_syscall(void)
 		}
 		_exit(traps ? 10 + (traps > 100 ? 100 : traps) : 0);
 	}
-	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st));
+	REQUIRE(waitpid(pid, &st, 0) == pid && WIFEXITED(st));
 	if (WEXITSTATUS(st))
 		fprintf(stderr, "child exit %d (10+N: N system calls)\n",
 			WEXITSTATUS(st));
-	CHECK(WEXITSTATUS(st) == 0);
+	REQUIRE(WEXITSTATUS(st) == 0);
 #else
 	exit(VT_SKIP);
 #endif
@@ -945,10 +946,10 @@ static void wc_with_inv(void)
 
 	vt_init(&t, NULL);
 	mw = ibv_alloc_mw(t.pd, IBV_MW_TYPE_2);
-	CHECK(mw);
+	REQUIRE(mw);
 	bmr = ibv_reg_mr(t.pd, t.buf, VT_BUF, IBV_ACCESS_LOCAL_WRITE |
 			 IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_MW_BIND);
-	CHECK(bmr);
+	REQUIRE(bmr);
 	rkey = ibv_inc_rkey(mw->rkey);
 	memset(&wr, 0, sizeof(wr));
 	wr.wr_id = 1;
@@ -960,14 +961,14 @@ static void wc_with_inv(void)
 	wr.bind_mw.bind_info.addr = (uintptr_t)t.buf + 4096;
 	wr.bind_mw.bind_info.length = 4096;
 	wr.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE;
-	CHECK(!ibv_post_send(t.qb, &wr, &bad));
+	REQUIRE(!ibv_post_send(t.qb, &wr, &bad));
 	vt_poll_n(t.scq, 1, &s);
-	CHECK(s.status == IBV_WC_SUCCESS && s.opcode == IBV_WC_BIND_MW);
+	REQUIRE(s.status == IBV_WC_SUCCESS && s.opcode == IBV_WC_BIND_MW);
 	/* usable through the window */
-	CHECK(!vt_post_send(t.qa, t.mr, IBV_WR_RDMA_WRITE, 8192, 8,
+	REQUIRE(!vt_post_send(t.qa, t.mr, IBV_WR_RDMA_WRITE, 8192, 8,
 			    IBV_SEND_SIGNALED, 0, (uintptr_t)t.buf + 4096, rkey, 2));
 	vt_poll_n(t.scq, 1, &s);
-	CHECK(s.status == IBV_WC_SUCCESS);
+	REQUIRE(s.status == IBV_WC_SUCCESS);
 	/* SEND_WITH_INV invalidates it at the receiver */
 	vt_post_recv(t.qb, t.mr, 0, 1024, 3);
 	memset(&wr, 0, sizeof(wr));
@@ -980,22 +981,22 @@ static void wc_with_inv(void)
 		wr.sg_list = &sge;
 		wr.num_sge = 1;
 		wr.invalidate_rkey = rkey;
-		CHECK(!ibv_post_send(t.qa, &wr, &bad));
+		REQUIRE(!ibv_post_send(t.qa, &wr, &bad));
 	}
 	vt_poll_n(t.scq, 1, &s);
 	vt_poll_n(t.rcq, 1, &r);
-	CHECK(s.status == IBV_WC_SUCCESS && s.opcode == IBV_WC_SEND);
-	CHECK(r.status == IBV_WC_SUCCESS && r.opcode == IBV_WC_RECV &&
+	REQUIRE(s.status == IBV_WC_SUCCESS && s.opcode == IBV_WC_SEND);
+	REQUIRE(r.status == IBV_WC_SUCCESS && r.opcode == IBV_WC_RECV &&
 	      (r.wc_flags & IBV_WC_WITH_INV) && !(r.wc_flags & IBV_WC_WITH_IMM) &&
 	      r.invalidated_rkey == rkey && r.byte_len == 16);
 	/* the invalidated window no longer admits access */
-	CHECK(!vt_post_send(t.qa, t.mr, IBV_WR_RDMA_WRITE, 8192, 8,
+	REQUIRE(!vt_post_send(t.qa, t.mr, IBV_WR_RDMA_WRITE, 8192, 8,
 			    IBV_SEND_SIGNALED, 0, (uintptr_t)t.buf + 4096, rkey, 5));
 	vt_poll_n(t.scq, 1, &s);
-	CHECK(s.status == IBV_WC_REM_ACCESS_ERR);
+	REQUIRE(s.status == IBV_WC_REM_ACCESS_ERR);
 	/* the error moved both QPs to ERR: tear down */
-	CHECK(!ibv_dealloc_mw(mw));
-	CHECK(!ibv_dereg_mr(bmr));
+	REQUIRE(!ibv_dealloc_mw(mw));
+	REQUIRE(!ibv_dereg_mr(bmr));
 	vt_fini(&t);
 }
 
@@ -1006,12 +1007,29 @@ static unsigned long thread_syscw(void)
 	unsigned long v = 0;
 	FILE *f = fopen("/proc/thread-self/io", "r");
 
-	CHECK(f);
+	REQUIRE(f);
 	while (fgets(line, sizeof(line), f))
 		if (sscanf(line, "syscw: %lu", &v) == 1)
 			break;
 	fclose(f);
 	return v;
+}
+
+/* The daemon says it sleeps: it sets need_wakeup in the context's
+ * doorbell page before it blocks (abi.h). Waited for while the daemon
+ * lives (its pid is in the page), VT_WAIT_S at most: an event, not a
+ * pause that a loaded machine outlasts. */
+static void wait_daemon_asleep(struct ibv_context *ctx)
+{
+	struct uroce_db_page *db = to_uctx(ctx)->db;
+
+	for (long i = 0; i < VT_WAIT_S * 1000L; i++) {
+		if (__atomic_load_n(&db->need_wakeup, __ATOMIC_ACQUIRE))
+			return;
+		REQUIRE(kill((pid_t)db->daemon_pid, 0) == 0); /* gone: it cannot sleep */
+		usleep(1000);
+	}
+	REQUIRE(!"the daemon never went to sleep");
 }
 
 /* Posting receives rings no doorbell (the daemon takes them when a
@@ -1026,20 +1044,20 @@ static void recv_no_wake(void)
 	vt_init(&t, NULL);
 	send_one(&t, 0, 1);
 	vt_poll_n(t.rcq, 1, &wc);
-	usleep(200000); /* the default daemon sleeps after 50 us idle */
+	wait_daemon_asleep(t.ctx); /* the default daemon sleeps after 50 us idle */
 	unsigned long w0 = thread_syscw();
 	for (int i = 0; i < 16; i++)
 		vt_post_recv(t.qb, t.mr, 0, 4096, 100 + (uint64_t)i);
 	unsigned long w1 = thread_syscw();
-	CHECK(!vt_post_send(t.qa, t.mr, IBV_WR_SEND, 8192, 8, IBV_SEND_SIGNALED, 0, 0, 0, 2));
+	REQUIRE(!vt_post_send(t.qa, t.mr, IBV_WR_SEND, 8192, 8, IBV_SEND_SIGNALED, 0, 0, 0, 2));
 	unsigned long w2 = thread_syscw();
 	fprintf(stderr, "writes: %lu for 16 receives, %lu for the send\n", w1 - w0, w2 - w1);
-	CHECK(w1 == w0);
-	CHECK(w2 > w1);
+	REQUIRE(w1 == w0);
+	REQUIRE(w2 > w1);
 	vt_poll_n(t.scq, 1, &wc);
-	CHECK(wc.status == IBV_WC_SUCCESS);
+	REQUIRE(wc.status == IBV_WC_SUCCESS);
 	vt_poll_n(t.rcq, 1, &wc);
-	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 100);
+	REQUIRE(wc.status == IBV_WC_SUCCESS && wc.wr_id == 100);
 	vt_fini(&t);
 }
 
@@ -1055,7 +1073,7 @@ static void recv_err_flush(void)
 	vt_init(&t, NULL);
 	for (int i = 0; i < 2; i++)
 		vt_post_recv(t.qb, t.mr, 0, 4096, 10 + (uint64_t)i);
-	CHECK(!ibv_modify_qp(t.qb, &a, IBV_QP_STATE));
+	REQUIRE(!ibv_modify_qp(t.qb, &a, IBV_QP_STATE));
 	vt_poll_n(t.rcq, 2, wc);
 	for (int round = 0; round < 2; round++) {
 		for (int i = 0; i < 2; i++)
@@ -1063,8 +1081,8 @@ static void recv_err_flush(void)
 		vt_poll_n(t.rcq, 2, wc + 2 + 2 * round);
 	}
 	for (int i = 0; i < 6; i++) {
-		CHECK(wc[i].status == IBV_WC_WR_FLUSH_ERR);
-		CHECK(wc[i].wr_id == (i < 2 ? 10 + (uint64_t)i : 20 + (uint64_t)i - 2));
+		REQUIRE(wc[i].status == IBV_WC_WR_FLUSH_ERR);
+		REQUIRE(wc[i].wr_id == (i < 2 ? 10 + (uint64_t)i : 20 + (uint64_t)i - 2));
 	}
 	vt_fini(&t);
 }

@@ -45,11 +45,11 @@ static void traffic(struct vt *t, uint32_t seed)
 	for (uint32_t i = 0; i < len; i++)
 		t->buf[i] = (uint8_t)(seed * 31 + i * 7);
 	memset(t->buf + 16384, 0, len);
-	CHECK(!vt_post_send(t->qa, t->mr, IBV_WR_RDMA_WRITE, 0, len, IBV_SEND_SIGNALED, 0,
+	REQUIRE(!vt_post_send(t->qa, t->mr, IBV_WR_RDMA_WRITE, 0, len, IBV_SEND_SIGNALED, 0,
 			    (uintptr_t)t->buf + 16384, t->mr->rkey, 42));
 	vt_poll_n(t->scq, 1, &wc); /* bounded: VT_WAIT_S */
-	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 42);
-	CHECK(!memcmp(t->buf, t->buf + 16384, len));
+	REQUIRE(wc.status == IBV_WC_SUCCESS && wc.wr_id == 42);
+	REQUIRE(!memcmp(t->buf, t->buf + 16384, len));
 }
 
 /* Async events of type ev within ms. */
@@ -84,22 +84,22 @@ static void stall_uffd(void)
 		exit(VT_SKIP);
 	}
 	struct uffdio_api api = { .api = UFFD_API };
-	CHECK(!ioctl(uffd, UFFDIO_API, &api));
+	REQUIRE(!ioctl(uffd, UFFDIO_API, &api));
 	uint8_t *m = mmap(NULL, 3 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	CHECK(m != MAP_FAILED);
+	REQUIRE(m != MAP_FAILED);
 	m[0] = 1;          /* first and last page present: the registration */
 	m[2 * PG] = 1;     /* probe passes; the middle one stays missing */
 	struct uffdio_register reg = {
 		.range = { (uintptr_t)m, 3 * PG }, .mode = UFFDIO_REGISTER_MODE_MISSING,
 	};
-	CHECK(!ioctl(uffd, UFFDIO_REGISTER, &reg));
+	REQUIRE(!ioctl(uffd, UFFDIO_REGISTER, &reg));
 
 	vt_init(&bad, NULL);
 	struct ibv_mr *umr = ibv_reg_mr(bad.pd, m, 3 * PG, IBV_ACCESS_LOCAL_WRITE |
 					IBV_ACCESS_REMOTE_WRITE);
-	CHECK(umr);
+	REQUIRE(umr);
 	memset(bad.buf, 0x5a, 64);
-	CHECK(!vt_post_send(bad.qa, bad.mr, IBV_WR_RDMA_WRITE, 0, 64, IBV_SEND_SIGNALED, 0,
+	REQUIRE(!vt_post_send(bad.qa, bad.mr, IBV_WR_RDMA_WRITE, 0, 64, IBV_SEND_SIGNALED, 0,
 			    (uintptr_t)m + PG, umr->rkey, 7));
 
 	/* a well-behaved client is served meanwhile */
@@ -110,9 +110,9 @@ static void stall_uffd(void)
 	fprintf(stderr, "second client served after %.0f ms\n", (vt_now() - t0) * 1000);
 
 	/* the blocked one's responder QP is in error, nothing else */
-	CHECK(async_events(bad.ctx, IBV_EVENT_QP_ACCESS_ERR, 1, VT_WAIT_S * 1000) == 1);
+	REQUIRE(async_events(bad.ctx, IBV_EVENT_QP_ACCESS_ERR, 1, VT_WAIT_S * 1000) == 1);
 	vt_poll_n(bad.scq, 1, &wc);
-	CHECK(wc.wr_id == 7);
+	REQUIRE(wc.wr_id == 7);
 
 	close(uffd);
 	vt_init(&late, NULL);
@@ -244,12 +244,12 @@ static void fuse_client(int ready, const char *dir)
 	close(fuse_fd);
 	snprintf(path, sizeof(path), "%s/f", dir);
 	int fd = open(path, O_RDWR);
-	CHECK(fd >= 0);
+	REQUIRE(fd >= 0);
 	uint8_t *m = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-	CHECK(m != MAP_FAILED);
+	REQUIRE(m != MAP_FAILED);
 	struct ibv_context *ctx = vt_open();
 	struct ibv_pd *pd = ibv_alloc_pd(ctx);
-	CHECK(pd);
+	REQUIRE(pd);
 	v = 'r';
 	if (write(ready, &v, 1) != 1)
 		_exit(1);
@@ -300,23 +300,23 @@ static void stall_fuse(void)
 	 * not even be listed to a newcomer */
 	vt_init(&good, NULL);
 	traffic(&good, 1);
-	CHECK(!pipe(p) && mkdtemp(dir));
+	REQUIRE(!pipe(p) && mkdtemp(dir));
 	atexit(fuse_dir_rm);
 	pid_t kid = fork();
-	CHECK(kid >= 0);
+	REQUIRE(kid >= 0);
 	if (kid == 0) {
 		close(p[0]);
 		fuse_client(p[1], dir);
 	}
 	close(p[1]);
-	CHECK(!pthread_create(&th, NULL, fuse_serve, NULL));
+	REQUIRE(!pthread_create(&th, NULL, fuse_serve, NULL));
 	/* the child writes one byte or dies (EOF); PR_SET_PDEATHSIG and the
 	 * runner's timeout bound it */
 	ssize_t rn;
 	do {
 		rn = read(p[0], &v, 1);
 	} while (rn < 0 && errno == EINTR);
-	CHECK(rn == 1);
+	REQUIRE(rn == 1);
 	if (v != 'r') {
 		kill(kid, SIGKILL);
 		waitpid(kid, NULL, 0);
@@ -337,11 +337,11 @@ static void stall_fuse(void)
 	while (vt_now() < end) {
 		struct pollfd pf = { p[0], POLLIN, 0 };
 		if (poll(&pf, 1, 100) == 1) {
-			CHECK(read(p[0], &v, 1) == 1);
+			REQUIRE(read(p[0], &v, 1) == 1);
 			break;
 		}
 	}
-	CHECK(v == 'f');
+	REQUIRE(v == 'f');
 
 	/* abort the file system: the blocked access returns and the old
 	 * engine thread leaves; then the client can exit */

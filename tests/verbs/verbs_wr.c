@@ -19,11 +19,11 @@ static void send_arrives(struct vt *t, struct ibv_qp *a, struct ibv_qp *b, uint6
 
 	vt_post_recv(b, t->mr, 4096, 64, id);
 	memcpy(t->buf + 8192, "ping", 4);
-	CHECK(!vt_post_send(a, t->mr, IBV_WR_SEND, 8192, 4, IBV_SEND_SIGNALED, 0, 0, 0, id));
+	REQUIRE(!vt_post_send(a, t->mr, IBV_WR_SEND, 8192, 4, IBV_SEND_SIGNALED, 0, 0, 0, id));
 	vt_poll_n(t->scq, 1, &wc);
-	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == id);
+	REQUIRE(wc.status == IBV_WC_SUCCESS && wc.wr_id == id);
 	vt_poll_n(t->rcq, 1, &wc);
-	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == id && wc.byte_len == 4 &&
+	REQUIRE(wc.status == IBV_WC_SUCCESS && wc.wr_id == id && wc.byte_len == 4 &&
 	      !memcmp(t->buf + 4096, "ping", 4));
 }
 
@@ -51,17 +51,17 @@ static void uc_send_inv(void)
 				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED };
 	struct ibv_send_wr *bad = NULL;
 
-	CHECK(ibv_post_send(a, &w1, &bad) == EINVAL && bad == &w2);
+	REQUIRE(ibv_post_send(a, &w1, &bad) == EINVAL && bad == &w2);
 	vt_poll_n(t.scq, 1, &wc);
-	CHECK(wc.wr_id == 1 && wc.status == IBV_WC_SUCCESS);
+	REQUIRE(wc.wr_id == 1 && wc.status == IBV_WC_SUCCESS);
 	vt_poll_n(t.rcq, 1, &wc);
-	CHECK(wc.wr_id == 10 && wc.byte_len == 5 && !(wc.wc_flags & IBV_WC_WITH_INV));
+	REQUIRE(wc.wr_id == 10 && wc.byte_len == 5 && !(wc.wc_flags & IBV_WC_WITH_INV));
 	/* no second completion: w2 and w3 were not posted */
 	usleep(100 * 1000);
-	CHECK(ibv_poll_cq(t.scq, 1, &wc) == 0 && ibv_poll_cq(t.rcq, 1, &wc) == 0);
+	REQUIRE(ibv_poll_cq(t.scq, 1, &wc) == 0 && ibv_poll_cq(t.rcq, 1, &wc) == 0);
 	send_arrives(&t, a, b, 20);
-	CHECK(!ibv_destroy_qp(a));
-	CHECK(!ibv_destroy_qp(b));
+	REQUIRE(!ibv_destroy_qp(a));
+	REQUIRE(!ibv_destroy_qp(b));
 	vt_fini(&t);
 }
 
@@ -86,17 +86,17 @@ static void uc_send_inv_ex(void)
 	x->wr_flags = IBV_SEND_SIGNALED;
 	ibv_wr_send_inv(x, t.mr->rkey);
 	ibv_wr_set_sge(x, t.mr->lkey, (uintptr_t)t.buf + 8192, 4);
-	CHECK(ibv_wr_complete(x) == EINVAL);
+	REQUIRE(ibv_wr_complete(x) == EINVAL);
 	/* inline data on an opcode without payload: refused at the shim too */
 	ibv_wr_start(x);
 	x->wr_id = 2;
 	x->wr_flags = IBV_SEND_SIGNALED;
 	ibv_wr_local_inv(x, t.mr->rkey);
 	ibv_wr_set_inline_data(x, "abc", 3);
-	CHECK(ibv_wr_complete(x) == EINVAL);
+	REQUIRE(ibv_wr_complete(x) == EINVAL);
 	send_arrives(&t, a, b, 30);
-	CHECK(!ibv_destroy_qp(a));
-	CHECK(!ibv_destroy_qp(b));
+	REQUIRE(!ibv_destroy_qp(a));
+	REQUIRE(!ibv_destroy_qp(b));
 	vt_fini(&t);
 }
 
@@ -129,30 +129,30 @@ static void ex_bad_state(void)
 	vt_qp_ex_attr(&t, &qa, IBV_QPT_RC, 16, IBV_QP_INIT_ATTR_SEND_OPS_FLAGS);
 	qa.send_ops_flags = IBV_QP_EX_WITH_SEND;
 	a = ibv_create_qp_ex(t.ctx, &qa);
-	CHECK(a);
+	REQUIRE(a);
 	x = ibv_qp_to_qp_ex(a);
-	CHECK(x);
-	CHECK(ex_send_one(&t, x, 1) == EINVAL);             /* RESET */
-	CHECK(!ibv_modify_qp(a, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+	REQUIRE(x);
+	REQUIRE(ex_send_one(&t, x, 1) == EINVAL);             /* RESET */
+	REQUIRE(!ibv_modify_qp(a, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
 			     IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
-	CHECK(ex_send_one(&t, x, 2) == EINVAL);             /* INIT */
+	REQUIRE(ex_send_one(&t, x, 2) == EINVAL);             /* INIT */
 	b = vt_qp(&t, IBV_QPT_RC, t.scq, t.rcq, NULL, 16, 16);
 	vt_connect(&t, a, b);
 	rs = (struct ibv_sge){ (uintptr_t)t.buf + 16384, 4, t.mr->lkey };
 	rw.wr_id = 9;
 	rw.sg_list = &rs;
 	rw.num_sge = 1;
-	CHECK(!ibv_post_recv(b, &rw, &bad));
-	CHECK(ex_send_one(&t, x, 3) == 0);                  /* RTS: posts */
+	REQUIRE(!ibv_post_recv(b, &rw, &bad));
+	REQUIRE(ex_send_one(&t, x, 3) == 0);                  /* RTS: posts */
 	vt_poll_n(t.scq, 1, &wc);
-	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 3);
+	REQUIRE(wc.status == IBV_WC_SUCCESS && wc.wr_id == 3);
 	vt_poll_n(t.rcq, 1, &wc);
-	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 9);
+	REQUIRE(wc.status == IBV_WC_SUCCESS && wc.wr_id == 9);
 	m.qp_state = IBV_QPS_RESET;
-	CHECK(!ibv_modify_qp(a, &m, IBV_QP_STATE));
-	CHECK(ex_send_one(&t, x, 4) == EINVAL);             /* RESET again */
-	CHECK(!ibv_destroy_qp(a));
-	CHECK(!ibv_destroy_qp(b));
+	REQUIRE(!ibv_modify_qp(a, &m, IBV_QP_STATE));
+	REQUIRE(ex_send_one(&t, x, 4) == EINVAL);             /* RESET again */
+	REQUIRE(!ibv_destroy_qp(a));
+	REQUIRE(!ibv_destroy_qp(b));
 	vt_fini(&t);
 }
 
@@ -194,13 +194,13 @@ static void table_walk(void)
 	/* nothing reached the daemon: no completion, and the QPs still work */
 	struct ibv_wc wc;
 	usleep(100 * 1000);
-	CHECK(ibv_poll_cq(t.scq, 1, &wc) == 0);
+	REQUIRE(ibv_poll_cq(t.scq, 1, &wc) == 0);
 	send_arrives(&t, t.qa, t.qb, 40);
 	printf("shim refused %d WRs the table refuses\n", refused);
-	CHECK(refused > 0);
-	CHECK(!ibv_destroy_qp(qp[1]));
-	CHECK(!ibv_destroy_qp(qp[2]));
-	CHECK(!ibv_destroy_qp(uc_peer));
+	REQUIRE(refused > 0);
+	REQUIRE(!ibv_destroy_qp(qp[1]));
+	REQUIRE(!ibv_destroy_qp(qp[2]));
+	REQUIRE(!ibv_destroy_qp(uc_peer));
 	vt_fini(&t);
 }
 

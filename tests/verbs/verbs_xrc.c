@@ -28,19 +28,19 @@ static void xs_init(struct xs *s)
 	memset(s, 0, sizeof(*s));
 	s->ctx = vt_open();
 	s->gid_idx = vt_find_gid(s->ctx, &s->gid);
-	CHECK((s->pd = ibv_alloc_pd(s->ctx)));
-	CHECK((s->cq = ibv_create_cq(s->ctx, 64, NULL, NULL, 0)));
-	CHECK((s->buf = calloc(1, VT_BUF)));
-	CHECK((s->mr = ibv_reg_mr(s->pd, s->buf, VT_BUF, IBV_ACCESS_LOCAL_WRITE |
+	REQUIRE((s->pd = ibv_alloc_pd(s->ctx)));
+	REQUIRE((s->cq = ibv_create_cq(s->ctx, 64, NULL, NULL, 0)));
+	REQUIRE((s->buf = calloc(1, VT_BUF)));
+	REQUIRE((s->mr = ibv_reg_mr(s->pd, s->buf, VT_BUF, IBV_ACCESS_LOCAL_WRITE |
 				  IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)));
 }
 
 static void xs_fini(struct xs *s)
 {
-	CHECK(!ibv_dereg_mr(s->mr));
-	CHECK(!ibv_destroy_cq(s->cq));
-	CHECK(!ibv_dealloc_pd(s->pd));
-	CHECK(!ibv_close_device(s->ctx));
+	REQUIRE(!ibv_dereg_mr(s->mr));
+	REQUIRE(!ibv_destroy_cq(s->cq));
+	REQUIRE(!ibv_dealloc_pd(s->pd));
+	REQUIRE(!ibv_close_device(s->ctx));
 	free(s->buf);
 }
 
@@ -94,7 +94,7 @@ static struct ibv_qp *ini_qp(struct xs *s)
 	a.send_cq = s->cq;
 	a.cap.max_send_wr = 16;
 	a.cap.max_send_sge = 1;
-	CHECK((qp = ibv_create_qp_ex(s->ctx, &a)));
+	REQUIRE((qp = ibv_create_qp_ex(s->ctx, &a)));
 	return qp;
 }
 
@@ -117,7 +117,7 @@ static void xrc_connect(struct xs *s, struct ibv_qp *qp, uint32_t dest_qpn)
 	m.ah_attr.grh.sgid_index = (uint8_t)s->gid_idx;
 	m.ah_attr.grh.hop_limit = 64;
 	m.ah_attr.port_num = 1;
-	CHECK(!ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+	REQUIRE(!ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
 			     IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
 			     (tgt ? IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER : 0)));
 	memset(&m, 0, sizeof(m));
@@ -127,7 +127,7 @@ static void xrc_connect(struct xs *s, struct ibv_qp *qp, uint32_t dest_qpn)
 	m.retry_cnt = 7;
 	m.rnr_retry = 7;
 	m.max_rd_atomic = 1;
-	CHECK(!ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+	REQUIRE(!ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
 			     (tgt ? 0 : IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 				    IBV_QP_MAX_QP_RD_ATOMIC)));
 }
@@ -139,7 +139,7 @@ static void post_srq(struct ibv_srq *srq, struct ibv_mr *mr, size_t off, uint32_
 			       .lkey = mr->lkey };
 	struct ibv_recv_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = 1 }, *bad;
 
-	CHECK(!ibv_post_srq_recv(srq, &wr, &bad));
+	REQUIRE(!ibv_post_srq_recv(srq, &wr, &bad));
 }
 
 static void send_to(struct ibv_qp *ini, struct ibv_mr *mr, size_t off, uint32_t len,
@@ -151,7 +151,7 @@ static void send_to(struct ibv_qp *ini, struct ibv_mr *mr, size_t off, uint32_t 
 				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
 
 	wr.qp_type.xrc.remote_srqn = srqn;
-	CHECK(!ibv_post_send(ini, &wr, &bad));
+	REQUIRE(!ibv_post_send(ini, &wr, &bad));
 }
 
 static char tmpl[] = "/tmp/uroce-s5-xrc-XXXXXX";
@@ -160,7 +160,7 @@ static int domain_file(void)
 {
 	int fd = mkstemp(tmpl);
 
-	CHECK(fd >= 0);
+	REQUIRE(fd >= 0);
 	return fd;
 }
 
@@ -176,42 +176,42 @@ static void t_refs(void)
 	int fd = domain_file();
 
 	xs_init(&s);
-	CHECK((priv = xrcd_open(s.ctx, -1, 0)));
-	CHECK((srq = xsrq(&s, priv)));
+	REQUIRE((priv = xrcd_open(s.ctx, -1, 0)));
+	REQUIRE((srq = xsrq(&s, priv)));
 	errno = 0;
-	CHECK(ibv_close_xrcd(priv) == EBUSY);
-	CHECK(ibv_destroy_cq(s.cq) == EBUSY); /* the XRC SRQ completes on it */
-	CHECK(!ibv_destroy_srq(srq));
-	CHECK((tgt = tgt_qp(s.ctx, priv)));
-	CHECK(ibv_close_xrcd(priv) == EBUSY);
-	CHECK(!ibv_destroy_qp(tgt));
-	CHECK(!ibv_close_xrcd(priv));
+	REQUIRE(ibv_close_xrcd(priv) == EBUSY);
+	REQUIRE(ibv_destroy_cq(s.cq) == EBUSY); /* the XRC SRQ completes on it */
+	REQUIRE(!ibv_destroy_srq(srq));
+	REQUIRE((tgt = tgt_qp(s.ctx, priv)));
+	REQUIRE(ibv_close_xrcd(priv) == EBUSY);
+	REQUIRE(!ibv_destroy_qp(tgt));
+	REQUIRE(!ibv_close_xrcd(priv));
 
 	/* a file's domain: made with O_CREAT only, refused with O_EXCL */
 	errno = 0;
-	CHECK(!xrcd_open(s.ctx, fd, 0) && errno == EAGAIN);
-	CHECK((f1 = xrcd_open(s.ctx, fd, O_CREAT)));
+	REQUIRE(!xrcd_open(s.ctx, fd, 0) && errno == EAGAIN);
+	REQUIRE((f1 = xrcd_open(s.ctx, fd, O_CREAT)));
 	errno = 0;
-	CHECK(!xrcd_open(s.ctx, fd, O_CREAT | O_EXCL) && errno == EINVAL);
-	CHECK((f2 = xrcd_open(s.ctx, fd, 0)));
-	CHECK((tgt = tgt_qp(s.ctx, f1)));
+	REQUIRE(!xrcd_open(s.ctx, fd, O_CREAT | O_EXCL) && errno == EINVAL);
+	REQUIRE((f2 = xrcd_open(s.ctx, fd, 0)));
+	REQUIRE((tgt = tgt_qp(s.ctx, f1)));
 	/* the same domain through the other handle: its TGT QP opens */
 	struct ibv_qp_open_attr oa = {
 		.comp_mask = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD | IBV_QP_OPEN_ATTR_TYPE,
 		.qp_num = tgt->qp_num, .xrcd = f2, .qp_type = IBV_QPT_XRC_RECV,
 	};
-	CHECK((opened = ibv_open_qp(s.ctx, &oa)));
-	CHECK(opened->qp_num == tgt->qp_num && opened->qp_type == IBV_QPT_XRC_RECV);
-	CHECK(ibv_close_xrcd(f2) == EBUSY);
-	CHECK(!ibv_destroy_qp(opened));
-	CHECK(!ibv_close_xrcd(f2));
-	CHECK(!ibv_destroy_qp(tgt));
-	CHECK(!ibv_close_xrcd(f1));
+	REQUIRE((opened = ibv_open_qp(s.ctx, &oa)));
+	REQUIRE(opened->qp_num == tgt->qp_num && opened->qp_type == IBV_QPT_XRC_RECV);
+	REQUIRE(ibv_close_xrcd(f2) == EBUSY);
+	REQUIRE(!ibv_destroy_qp(opened));
+	REQUIRE(!ibv_close_xrcd(f2));
+	REQUIRE(!ibv_destroy_qp(tgt));
+	REQUIRE(!ibv_close_xrcd(f1));
 	/* every handle closed: the domain is gone, O_CREAT needed again */
 	errno = 0;
-	CHECK(!xrcd_open(s.ctx, fd, 0) && errno == EAGAIN);
-	CHECK((f3 = xrcd_open(s.ctx, fd, O_CREAT)));
-	CHECK(!ibv_close_xrcd(f3));
+	REQUIRE(!xrcd_open(s.ctx, fd, 0) && errno == EAGAIN);
+	REQUIRE((f3 = xrcd_open(s.ctx, fd, O_CREAT)));
+	REQUIRE(!ibv_close_xrcd(f3));
 	xs_fini(&s);
 	close(fd);
 	unlink(tmpl);
@@ -219,15 +219,15 @@ static void t_refs(void)
 
 static void pipe_put(int fd, const void *p, size_t n)
 {
-	CHECK(write(fd, p, n) == (ssize_t)n);
+	REQUIRE(write(fd, p, n) == (ssize_t)n);
 }
 
 static void pipe_get(int fd, void *p, size_t n)
 {
 	struct pollfd pf = { .fd = fd, .events = POLLIN };
 
-	CHECK(poll(&pf, 1, VT_WAIT_S * 1000) == 1);
-	CHECK(read(fd, p, n) == (ssize_t)n);
+	REQUIRE(poll(&pf, 1, VT_WAIT_S * 1000) == 1);
+	REQUIRE(read(fd, p, n) == (ssize_t)n);
 }
 
 /* The other process of t_shared: opens the same file, opens the parent's
@@ -244,24 +244,24 @@ static int shared_child(const char *path, const char *other, int rd)
 	struct xs s;
 	int fd = open(path, O_RDONLY), ofd = open(other, O_RDONLY);
 
-	CHECK(fd >= 0 && ofd >= 0);
+	REQUIRE(fd >= 0 && ofd >= 0);
 	pipe_get(rd, &p, sizeof(p));
 	xs_init(&s);
-	CHECK((x = xrcd_open(s.ctx, fd, 0))); /* exists: no O_CREAT needed */
-	CHECK((y = xrcd_open(s.ctx, ofd, O_CREAT)));
+	REQUIRE((x = xrcd_open(s.ctx, fd, 0))); /* exists: no O_CREAT needed */
+	REQUIRE((y = xrcd_open(s.ctx, ofd, O_CREAT)));
 	struct ibv_qp_open_attr oa = {
 		.comp_mask = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD | IBV_QP_OPEN_ATTR_TYPE,
 		.qp_num = p.tgt, .xrcd = y, .qp_type = IBV_QPT_XRC_RECV,
 	};
 	errno = 0;
-	CHECK(!ibv_open_qp(s.ctx, &oa) && errno == EACCES);
+	REQUIRE(!ibv_open_qp(s.ctx, &oa) && errno == EACCES);
 	oa.xrcd = x;
-	CHECK((opened = ibv_open_qp(s.ctx, &oa)));
-	CHECK(!ibv_query_qp(opened, &qa, IBV_QP_STATE, &qi) && qa.qp_state == IBV_QPS_RESET);
+	REQUIRE((opened = ibv_open_qp(s.ctx, &oa)));
+	REQUIRE(!ibv_query_qp(opened, &qa, IBV_QP_STATE, &qi) && qa.qp_state == IBV_QPS_RESET);
 	/* this process's TGT QP, the parent's SRQ: the data lands in the
 	 * parent's memory, placed by the daemon (3000 bytes: three packets
 	 * at MTU 1024, none of them small enough for the CQ ring) */
-	CHECK((tgt = tgt_qp(s.ctx, x)));
+	REQUIRE((tgt = tgt_qp(s.ctx, x)));
 	ini = ini_qp(&s);
 	xrc_connect(&s, tgt, ini->qp_num);
 	xrc_connect(&s, ini, tgt->qp_num);
@@ -269,13 +269,13 @@ static int shared_child(const char *path, const char *other, int rd)
 		s.buf[i] = (uint8_t)(i * 7 + 1);
 	send_to(ini, s.mr, 0, 3000, p.srqn, 77);
 	vt_poll_n(s.cq, 1, &wc);
-	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 77);
-	CHECK(ibv_poll_cq(s.cq, 1, &wc) == 0); /* the receive is the parent's */
-	CHECK(!ibv_destroy_qp(ini));
-	CHECK(!ibv_destroy_qp(tgt));
-	CHECK(!ibv_destroy_qp(opened));
-	CHECK(!ibv_close_xrcd(y));
-	CHECK(!ibv_close_xrcd(x));
+	REQUIRE(wc.status == IBV_WC_SUCCESS && wc.wr_id == 77);
+	REQUIRE(ibv_poll_cq(s.cq, 1, &wc) == 0); /* the receive is the parent's */
+	REQUIRE(!ibv_destroy_qp(ini));
+	REQUIRE(!ibv_destroy_qp(tgt));
+	REQUIRE(!ibv_destroy_qp(opened));
+	REQUIRE(!ibv_close_xrcd(y));
+	REQUIRE(!ibv_close_xrcd(x));
 	xs_fini(&s);
 	return 0;
 }
@@ -293,30 +293,30 @@ static void t_shared(void)
 	struct ibv_wc wc;
 	struct xs s;
 
-	CHECK(ofd >= 0 && !pipe(down));
+	REQUIRE(ofd >= 0 && !pipe(down));
 	pid_t pid = fork();
-	CHECK(pid >= 0);
+	REQUIRE(pid >= 0);
 	if (pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		_exit(shared_child(tmpl, other, down[0]));
 	}
 	xs_init(&s);
-	CHECK((x = xrcd_open(s.ctx, fd, O_CREAT)));
-	CHECK((srq = xsrq(&s, x)));
-	CHECK((tgt = tgt_qp(s.ctx, x)));
+	REQUIRE((x = xrcd_open(s.ctx, fd, O_CREAT)));
+	REQUIRE((srq = xsrq(&s, x)));
+	REQUIRE((tgt = tgt_qp(s.ctx, x)));
 	struct { uint32_t tgt, srqn; } p = { tgt->qp_num, 0 };
-	CHECK(!ibv_get_srq_num(srq, &p.srqn) && p.srqn);
+	REQUIRE(!ibv_get_srq_num(srq, &p.srqn) && p.srqn);
 	post_srq(srq, s.mr, 4096, 4096, 5);
 	pipe_put(down[1], &p, sizeof(p));
 	vt_poll_n(s.cq, 1, &wc);
-	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 5 && wc.byte_len == 3000 &&
+	REQUIRE(wc.status == IBV_WC_SUCCESS && wc.wr_id == 5 && wc.byte_len == 3000 &&
 	      wc.opcode == IBV_WC_RECV);
 	for (int i = 0; i < 3000; i++)
-		CHECK(s.buf[4096 + i] == (uint8_t)(i * 7 + 1));
-	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	CHECK(!ibv_destroy_qp(tgt));
-	CHECK(!ibv_destroy_srq(srq));
-	CHECK(!ibv_close_xrcd(x));
+		REQUIRE(s.buf[4096 + i] == (uint8_t)(i * 7 + 1));
+	REQUIRE(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	REQUIRE(!ibv_destroy_qp(tgt));
+	REQUIRE(!ibv_destroy_srq(srq));
+	REQUIRE(!ibv_close_xrcd(x));
 	xs_fini(&s);
 	close(fd);
 	close(ofd);
@@ -337,23 +337,23 @@ static void t_bad_srqn(void)
 	struct xs s;
 
 	xs_init(&s);
-	CHECK((a = xrcd_open(s.ctx, -1, 0)) && (b = xrcd_open(s.ctx, -1, 0)));
-	CHECK((sa = xsrq(&s, a)) && (sb = xsrq(&s, b)));
-	CHECK(!ibv_get_srq_num(sa, &na) && !ibv_get_srq_num(sb, &nb) && na != nb);
+	REQUIRE((a = xrcd_open(s.ctx, -1, 0)) && (b = xrcd_open(s.ctx, -1, 0)));
+	REQUIRE((sa = xsrq(&s, a)) && (sb = xsrq(&s, b)));
+	REQUIRE(!ibv_get_srq_num(sa, &na) && !ibv_get_srq_num(sb, &nb) && na != nb);
 	post_srq(sa, s.mr, 8192, 64, 1);
 	post_srq(sb, s.mr, 8192 + 64, 64, 2);
 	for (int round = 0; round < 3; round++) {
 		/* the good number last: the two bad ones leave both SRQs alone */
 		uint32_t n = round == 0 ? 0xfffff : round == 1 ? nb : na;
 
-		CHECK((tgt = tgt_qp(s.ctx, a)));
+		REQUIRE((tgt = tgt_qp(s.ctx, a)));
 		ini = ini_qp(&s);
 		xrc_connect(&s, tgt, ini->qp_num);
 		xrc_connect(&s, ini, tgt->qp_num);
 		send_to(ini, s.mr, 0, 16, n, 100 + (unsigned)round);
 		if (round < 2) {
 			vt_poll_n(s.cq, 1, &wc);
-			CHECK(wc.wr_id == 100u + (unsigned)round &&
+			REQUIRE(wc.wr_id == 100u + (unsigned)round &&
 			      wc.status == IBV_WC_REM_INV_REQ_ERR);
 		} else {
 			/* the receive and the send complete on one CQ, in either order */
@@ -361,16 +361,16 @@ static void t_bad_srqn(void)
 
 			vt_poll_n(s.cq, 2, two);
 			int r = two[0].wr_id == 1 ? 0 : 1;
-			CHECK(two[r].wr_id == 1 && two[r].status == IBV_WC_SUCCESS &&
+			REQUIRE(two[r].wr_id == 1 && two[r].status == IBV_WC_SUCCESS &&
 			      two[r].byte_len == 16 && two[r].qp_num == tgt->qp_num);
-			CHECK(two[1 - r].wr_id == 102 && two[1 - r].status == IBV_WC_SUCCESS);
+			REQUIRE(two[1 - r].wr_id == 102 && two[1 - r].status == IBV_WC_SUCCESS);
 		}
-		CHECK(!ibv_destroy_qp(ini));
-		CHECK(!ibv_destroy_qp(tgt));
+		REQUIRE(!ibv_destroy_qp(ini));
+		REQUIRE(!ibv_destroy_qp(tgt));
 	}
-	CHECK(ibv_poll_cq(s.cq, 1, &wc) == 0); /* SRQ b's receive still posted */
-	CHECK(!ibv_destroy_srq(sa) && !ibv_destroy_srq(sb));
-	CHECK(!ibv_close_xrcd(a) && !ibv_close_xrcd(b));
+	REQUIRE(ibv_poll_cq(s.cq, 1, &wc) == 0); /* SRQ b's receive still posted */
+	REQUIRE(!ibv_destroy_srq(sa) && !ibv_destroy_srq(sb));
+	REQUIRE(!ibv_close_xrcd(a) && !ibv_close_xrcd(b));
 	xs_fini(&s);
 }
 
@@ -389,55 +389,55 @@ static void t_open_qp(void)
 	struct xs s;
 
 	xs_init(&s);
-	CHECK((a = xrcd_open(s.ctx, fd, O_CREAT)) && (b = xrcd_open(s.ctx, -1, 0)));
-	CHECK((a2 = xrcd_open(ctx2, fd, 0)));
-	CHECK((tgt = tgt_qp(s.ctx, a)));
+	REQUIRE((a = xrcd_open(s.ctx, fd, O_CREAT)) && (b = xrcd_open(s.ctx, -1, 0)));
+	REQUIRE((a2 = xrcd_open(ctx2, fd, 0)));
+	REQUIRE((tgt = tgt_qp(s.ctx, a)));
 	ini = ini_qp(&s);
 	struct ibv_qp_open_attr oa = {
 		.comp_mask = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD | IBV_QP_OPEN_ATTR_TYPE,
 		.qp_num = ini->qp_num, .xrcd = a, .qp_type = IBV_QPT_XRC_RECV,
 	};
 	errno = 0;
-	CHECK(!ibv_open_qp(s.ctx, &oa) && errno == EINVAL);  /* an INI QP */
+	REQUIRE(!ibv_open_qp(s.ctx, &oa) && errno == EINVAL);  /* an INI QP */
 	oa.qp_num = 0xabcdef;
 	errno = 0;
-	CHECK(!ibv_open_qp(s.ctx, &oa) && errno == EINVAL);  /* no such QP */
+	REQUIRE(!ibv_open_qp(s.ctx, &oa) && errno == EINVAL);  /* no such QP */
 	oa.qp_num = tgt->qp_num;
 	oa.xrcd = b;
 	errno = 0;
-	CHECK(!ibv_open_qp(s.ctx, &oa) && errno == EACCES);  /* another domain */
+	REQUIRE(!ibv_open_qp(s.ctx, &oa) && errno == EACCES);  /* another domain */
 	oa.qp_type = IBV_QPT_RC;
 	errno = 0;
-	CHECK(!ibv_open_qp(s.ctx, &oa) && errno == EINVAL);
+	REQUIRE(!ibv_open_qp(s.ctx, &oa) && errno == EINVAL);
 	oa.qp_type = IBV_QPT_XRC_RECV;
 	oa.xrcd = a2;
-	CHECK((opened = ibv_open_qp(ctx2, &oa)));
+	REQUIRE((opened = ibv_open_qp(ctx2, &oa)));
 	/* the opened handle modifies the one QP: its state is the creator's */
 	struct ibv_qp_attr m = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
-	CHECK(!ibv_modify_qp(opened, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+	REQUIRE(!ibv_modify_qp(opened, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 			     IBV_QP_ACCESS_FLAGS));
-	CHECK(!ibv_query_qp(tgt, &qa, IBV_QP_STATE, &qi) && qa.qp_state == IBV_QPS_INIT);
+	REQUIRE(!ibv_query_qp(tgt, &qa, IBV_QP_STATE, &qi) && qa.qp_state == IBV_QPS_INIT);
 	/* the creator lets go: the QP lives on in ctx2 */
-	CHECK(!ibv_destroy_qp(tgt));
-	CHECK(!ibv_close_xrcd(a));
-	CHECK(!ibv_query_qp(opened, &qa, IBV_QP_STATE, &qi) && qa.qp_state == IBV_QPS_INIT);
-	CHECK(ibv_close_xrcd(a2) == EBUSY);
-	CHECK(!ibv_destroy_qp(opened));
-	CHECK(!ibv_close_xrcd(a2));
+	REQUIRE(!ibv_destroy_qp(tgt));
+	REQUIRE(!ibv_close_xrcd(a));
+	REQUIRE(!ibv_query_qp(opened, &qa, IBV_QP_STATE, &qi) && qa.qp_state == IBV_QPS_INIT);
+	REQUIRE(ibv_close_xrcd(a2) == EBUSY);
+	REQUIRE(!ibv_destroy_qp(opened));
+	REQUIRE(!ibv_close_xrcd(a2));
 	/* gone with its last handle: nothing left to open */
 	struct ibv_xrcd *a3;
-	CHECK((a3 = xrcd_open(s.ctx, fd, O_CREAT)));
+	REQUIRE((a3 = xrcd_open(s.ctx, fd, O_CREAT)));
 	oa.xrcd = a3;
 	errno = 0;
-	CHECK(!ibv_open_qp(s.ctx, &oa) && errno == EINVAL);
-	CHECK(!ibv_close_xrcd(a3));
-	CHECK(!ibv_destroy_qp(ini));
+	REQUIRE(!ibv_open_qp(s.ctx, &oa) && errno == EINVAL);
+	REQUIRE(!ibv_close_xrcd(a3));
+	REQUIRE(!ibv_destroy_qp(ini));
 	/* what an XRC QP cannot do */
 	struct ibv_recv_wr rw = { .wr_id = 1 }, *bad;
-	CHECK(ibv_post_recv(ini = ini_qp(&s), &rw, &bad) == EINVAL);
-	CHECK(!ibv_destroy_qp(ini));
-	CHECK(!ibv_close_xrcd(b));
-	CHECK(!ibv_close_device(ctx2));
+	REQUIRE(ibv_post_recv(ini = ini_qp(&s), &rw, &bad) == EINVAL);
+	REQUIRE(!ibv_destroy_qp(ini));
+	REQUIRE(!ibv_close_xrcd(b));
+	REQUIRE(!ibv_close_device(ctx2));
 	xs_fini(&s);
 	close(fd);
 	unlink(tmpl);
@@ -452,18 +452,18 @@ static void t_file_access(void)
 	struct ibv_context *ctx = vt_open();
 	int po, wo;
 
-	CHECK(!fchmod(fd, 0));
-	CHECK((po = open(tmpl, O_PATH)) >= 0 && (wo = open(tmpl, O_WRONLY)) >= 0);
+	REQUIRE(!fchmod(fd, 0));
+	REQUIRE((po = open(tmpl, O_PATH)) >= 0 && (wo = open(tmpl, O_WRONLY)) >= 0);
 	errno = 0;
-	CHECK(!xrcd_open(ctx, po, O_CREAT) && errno == EACCES);
+	REQUIRE(!xrcd_open(ctx, po, O_CREAT) && errno == EACCES);
 	errno = 0;
-	CHECK(!xrcd_open(ctx, wo, O_CREAT) && errno == EACCES);
+	REQUIRE(!xrcd_open(ctx, wo, O_CREAT) && errno == EACCES);
 	errno = 0;
-	CHECK(!xrcd_open(ctx, fd, 0) && errno == EAGAIN); /* nothing was made */
+	REQUIRE(!xrcd_open(ctx, fd, 0) && errno == EAGAIN); /* nothing was made */
 	struct ibv_xrcd_init_attr bad = { .comp_mask = IBV_XRCD_INIT_ATTR_FD, .fd = -1 };
 	errno = 0;
-	CHECK(!ibv_open_xrcd(ctx, &bad) && errno == EINVAL);
-	CHECK(!ibv_close_device(ctx));
+	REQUIRE(!ibv_open_xrcd(ctx, &bad) && errno == EINVAL);
+	REQUIRE(!ibv_close_device(ctx));
 	close(po);
 	close(wo);
 	close(fd);
@@ -482,22 +482,22 @@ static int other_uid_child(const char *path, uint32_t tgt_qpn)
 		return 10;
 	prctl(PR_SET_DUMPABLE, 1); /* its own /proc/self/mem, for HELLO */
 	errno = 0;
-	CHECK(open(path, O_RDONLY) < 0 && errno == EACCES);
+	REQUIRE(open(path, O_RDONLY) < 0 && errno == EACCES);
 	int po = open(path, O_PATH);
-	CHECK(po >= 0);
+	REQUIRE(po >= 0);
 	struct ibv_context *ctx = vt_open();
 	struct ibv_xrcd *y;
 	errno = 0;
-	CHECK(!xrcd_open(ctx, po, O_CREAT) && errno == EACCES);
-	CHECK((y = xrcd_open(ctx, -1, 0)));
+	REQUIRE(!xrcd_open(ctx, po, O_CREAT) && errno == EACCES);
+	REQUIRE((y = xrcd_open(ctx, -1, 0)));
 	struct ibv_qp_open_attr oa = {
 		.comp_mask = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD | IBV_QP_OPEN_ATTR_TYPE,
 		.qp_num = tgt_qpn, .xrcd = y, .qp_type = IBV_QPT_XRC_RECV,
 	};
 	errno = 0;
-	CHECK(!ibv_open_qp(ctx, &oa) && errno == EACCES);
-	CHECK(!ibv_close_xrcd(y));
-	CHECK(!ibv_close_device(ctx));
+	REQUIRE(!ibv_open_qp(ctx, &oa) && errno == EACCES);
+	REQUIRE(!ibv_close_xrcd(y));
+	REQUIRE(!ibv_close_device(ctx));
 	return 0;
 }
 
@@ -515,22 +515,22 @@ static void t_other_uid(void)
 		fprintf(stderr, "needs root (to be another uid)\n");
 		exit(1);
 	}
-	CHECK(rd && !chmod(rd, 0755)); /* the other uid reaches the socket */
+	REQUIRE(rd && !chmod(rd, 0755)); /* the other uid reaches the socket */
 	fd = domain_file();
-	CHECK(!fchmod(fd, 0600));
+	REQUIRE(!fchmod(fd, 0600));
 	struct ibv_context *ctx = vt_open();
-	CHECK((x = xrcd_open(ctx, fd, O_CREAT)));
-	CHECK((tgt = tgt_qp(ctx, x)));
+	REQUIRE((x = xrcd_open(ctx, fd, O_CREAT)));
+	REQUIRE((tgt = tgt_qp(ctx, x)));
 	pid_t pid = fork();
-	CHECK(pid >= 0);
+	REQUIRE(pid >= 0);
 	if (pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		_exit(other_uid_child(tmpl, tgt->qp_num));
 	}
-	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	CHECK(!ibv_destroy_qp(tgt));
-	CHECK(!ibv_close_xrcd(x));
-	CHECK(!ibv_close_device(ctx));
+	REQUIRE(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	REQUIRE(!ibv_destroy_qp(tgt));
+	REQUIRE(!ibv_close_xrcd(x));
+	REQUIRE(!ibv_close_device(ctx));
 	close(fd);
 	unlink(tmpl);
 }
@@ -542,13 +542,13 @@ static void t_limit(void)
 	struct ibv_context *ctx = vt_open();
 	struct ibv_xrcd *a, *b, *c;
 
-	CHECK((a = xrcd_open(ctx, -1, 0)) && (b = xrcd_open(ctx, -1, 0)));
+	REQUIRE((a = xrcd_open(ctx, -1, 0)) && (b = xrcd_open(ctx, -1, 0)));
 	errno = 0;
-	CHECK(!xrcd_open(ctx, -1, 0) && errno == ENOMEM);
-	CHECK(!ibv_close_xrcd(a));
-	CHECK((c = xrcd_open(ctx, -1, 0)));
-	CHECK(!ibv_close_xrcd(b) && !ibv_close_xrcd(c));
-	CHECK(!ibv_close_device(ctx));
+	REQUIRE(!xrcd_open(ctx, -1, 0) && errno == ENOMEM);
+	REQUIRE(!ibv_close_xrcd(a));
+	REQUIRE((c = xrcd_open(ctx, -1, 0)));
+	REQUIRE(!ibv_close_xrcd(b) && !ibv_close_xrcd(c));
+	REQUIRE(!ibv_close_device(ctx));
 }
 
 int main(int argc, char **argv)

@@ -42,14 +42,14 @@ static struct ibv_context *open_dev(const char *name)
 	int n;
 
 	l = ibv_get_device_list(&n);
-	CHECK(l);
+	REQUIRE(l);
 	for (int i = 0; i < n; i++)
 		if (!strcmp(ibv_get_device_name(l[i]), name))
 			c = ibv_open_device(l[i]);
 	ibv_free_device_list(l);
 	if (!c)
 		fprintf(stderr, "no device %s\n", name);
-	CHECK(c);
+	REQUIRE(c);
 	return c;
 }
 
@@ -60,26 +60,26 @@ static void end_open(struct end *e, const char *name)
 	memset(e, 0, sizeof(*e));
 	e->ctx = open_dev(name);
 	e->gid_idx = vt_find_gid(e->ctx, &e->gid);
-	CHECK(!ibv_query_port(e->ctx, 1, &pa));
+	REQUIRE(!ibv_query_port(e->ctx, 1, &pa));
 	e->mtu = pa.active_mtu;
 	e->pd = ibv_alloc_pd(e->ctx);
 	e->buf = aligned_alloc(4096, ZBUF);
 	e->side = aligned_alloc(4096, 4096);
-	CHECK(e->pd && e->buf && e->side);
+	REQUIRE(e->pd && e->buf && e->side);
 	memset(e->buf, 0, ZBUF);
 	memset(e->side, 0, 4096);
 	e->mr = ibv_reg_mr(e->pd, e->buf, ZBUF, ZACC);
 	e->part = ibv_reg_mr(e->pd, e->side + PART_OFF, PART_LEN, ZACC);
 	e->cq = ibv_create_cq(e->ctx, 512, NULL, NULL, 0);
-	CHECK(e->mr && e->part && e->cq);
+	REQUIRE(e->mr && e->part && e->cq);
 	struct ibv_qp_init_attr a = { .send_cq = e->cq, .recv_cq = e->cq, .qp_type = IBV_QPT_RC,
 		.cap = { .max_send_wr = 128, .max_recv_wr = 128, .max_send_sge = 4,
 			 .max_recv_sge = 4 } };
 	e->qp = ibv_create_qp(e->pd, &a);
-	CHECK(e->qp);
+	REQUIRE(e->qp);
 	struct ibv_qp_attr m = { .qp_state = IBV_QPS_INIT, .port_num = 1,
 				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ };
-	CHECK(!ibv_modify_qp(e->qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+	REQUIRE(!ibv_modify_qp(e->qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 			     IBV_QP_ACCESS_FLAGS));
 }
 
@@ -91,10 +91,10 @@ static void end_connect(struct end *e, const struct end *peer)
 
 static void end_close(struct end *e)
 {
-	CHECK(!ibv_destroy_qp(e->qp) && !ibv_destroy_cq(e->cq));
+	REQUIRE(!ibv_destroy_qp(e->qp) && !ibv_destroy_cq(e->cq));
 	if (e->mr)
-		CHECK(!ibv_dereg_mr(e->mr));
-	CHECK(!ibv_dereg_mr(e->part) && !ibv_dealloc_pd(e->pd) && !ibv_close_device(e->ctx));
+		REQUIRE(!ibv_dereg_mr(e->mr));
+	REQUIRE(!ibv_dereg_mr(e->part) && !ibv_dealloc_pd(e->pd) && !ibv_close_device(e->ctx));
 	free(e->buf);
 	free(e->side);
 }
@@ -136,7 +136,7 @@ static int sges(struct end *e, uint32_t off, uint32_t len, bool part, struct ibv
 		k++;
 		left -= l;
 	}
-	CHECK(!left && pos <= ZBUF);
+	REQUIRE(!left && pos <= ZBUF);
 	return (int)k;
 }
 
@@ -149,7 +149,7 @@ static void wait_ok(struct ibv_cq *cq, int n)
 		if (wc[0].status != IBV_WC_SUCCESS)
 			fprintf(stderr, "wr %llu: %s\n", (unsigned long long)wc[0].wr_id,
 				ibv_wc_status_str(wc[0].status));
-		CHECK(wc[0].status == IBV_WC_SUCCESS);
+		REQUIRE(wc[0].status == IBV_WC_SUCCESS);
 	}
 }
 
@@ -172,7 +172,7 @@ static void one(struct end *s, struct end *d, enum ibv_wr_opcode op, uint32_t le
 	if (op == IBV_WR_SEND) {
 		nr = sges(d, roff, len, vt_rnd() % 2, rs, ra);
 		struct ibv_recv_wr rw = { .wr_id = 1, .sg_list = rs, .num_sge = nr }, *rb;
-		CHECK(!ibv_post_recv(d->qp, &rw, &rb));
+		REQUIRE(!ibv_post_recv(d->qp, &rw, &rb));
 	} else {
 		for (uint32_t b = 0; b < len; b++)
 			ra[b] = d->buf + roff + b;
@@ -188,7 +188,7 @@ static void one(struct end *s, struct end *d, enum ibv_wr_opcode op, uint32_t le
 		w.wr.rdma.remote_addr = (uintptr_t)d->buf + roff;
 		w.wr.rdma.rkey = d->mr->rkey;
 	}
-	CHECK(!ibv_post_send(s->qp, &w, &bad));
+	REQUIRE(!ibv_post_send(s->qp, &w, &bad));
 	wait_ok(s->cq, 1);
 	if (op == IBV_WR_SEND)
 		wait_ok(d->cq, 1);
@@ -196,14 +196,14 @@ static void one(struct end *s, struct end *d, enum ibv_wr_opcode op, uint32_t le
 		if (*dst[b] != *src[b]) {
 			fprintf(stderr, "op %d len %u nsge %d/%d: byte %u is 0x%02x, want 0x%02x\n",
 				op, len, nl, nr, b, *dst[b], *src[b]);
-			CHECK(0);
+			REQUIRE(0);
 		}
-	CHECK(*(dst[0] - 1) == guard_lo && *(dst[len - 1] + 1) == guard_hi);
+	REQUIRE(*(dst[0] - 1) == guard_lo && *(dst[len - 1] + 1) == guard_hi);
 }
 
 static void stats(struct uroce_port_stats *p)
 {
-	CHECK(vt_port_stats(p) == 0);
+	REQUIRE(vt_port_stats(p) == 0);
 	fprintf(stderr, "tx_zc %llu (%llu bytes), rx_seg %llu, rx_lin %llu, "
 		"zc_unmap_deferred %llu\n", (unsigned long long)p->tx_zc,
 		(unsigned long long)p->tx_zc_bytes, (unsigned long long)p->rx_seg,
@@ -234,12 +234,12 @@ static void case_integrity(void)
 	}
 	stats(&p1);
 	if (want) {
-		CHECK(p1.tx_zc > p0.tx_zc && p1.tx_zc_bytes - p0.tx_zc_bytes >= 512 * (p1.tx_zc - p0.tx_zc));
+		REQUIRE(p1.tx_zc > p0.tx_zc && p1.tx_zc_bytes - p0.tx_zc_bytes >= 512 * (p1.tx_zc - p0.tx_zc));
 		if (!getenv("VT_DEV_B")) /* both ends of one loopback ring */
-			CHECK(p1.rx_seg - p0.rx_seg == p1.tx_zc - p0.tx_zc);
-		CHECK(p1.rx_lin == p0.rx_lin);
+			REQUIRE(p1.rx_seg - p0.rx_seg == p1.tx_zc - p0.tx_zc);
+		REQUIRE(p1.rx_lin == p0.rx_lin);
 	} else {
-		CHECK(p1.tx_zc == p0.tx_zc && p1.rx_seg == p0.rx_seg);
+		REQUIRE(p1.tx_zc == p0.tx_zc && p1.rx_seg == p0.rx_seg);
 	}
 	end_close(&e[0]);
 	end_close(&e[1]);
@@ -274,10 +274,10 @@ static void dereg(bool src)
 						 .send_flags = IBV_SEND_SIGNALED }, *bad;
 			w.wr.rdma.remote_addr = (uintptr_t)e[1].buf + (i * 65536u) % ZBUF;
 			w.wr.rdma.rkey = e[1].mr->rkey;
-			CHECK(!ibv_post_send(e[0].qp, &w, &bad));
+			REQUIRE(!ibv_post_send(e[0].qp, &w, &bad));
 		}
 		struct end *x = &e[src ? 0 : 1];
-		CHECK(!ibv_dereg_mr(x->mr));
+		REQUIRE(!ibv_dereg_mr(x->mr));
 		x->mr = NULL;
 		if (!src)
 			memcpy(snap, e[1].buf, ZBUF);
@@ -285,13 +285,13 @@ static void dereg(bool src)
 		for (int i = 0; i < K; i++) {
 			vt_poll_n(e[0].cq, 1, &wc);
 			ok += wc.status == IBV_WC_SUCCESS;
-			CHECK(wc.status == IBV_WC_SUCCESS || wc.status == IBV_WC_LOC_PROT_ERR ||
+			REQUIRE(wc.status == IBV_WC_SUCCESS || wc.status == IBV_WC_LOC_PROT_ERR ||
 			      wc.status == IBV_WC_REM_ACCESS_ERR || wc.status == IBV_WC_WR_FLUSH_ERR);
 		}
 		fprintf(stderr, "round %u: %u of %d WRITEs completed before the dereg\n", round,
 			ok, K);
 		if (!src)
-			CHECK(!memcmp(snap, e[1].buf, ZBUF));
+			REQUIRE(!memcmp(snap, e[1].buf, ZBUF));
 		/* a new QP pair and MR: the daemon still works */
 		end_close(&e[0]);
 		end_close(&e[1]);
@@ -315,7 +315,7 @@ static void case_kill(void)
 	for (unsigned round = 0; round < 4; round++) {
 		pid_t pid = fork();
 
-		CHECK(pid >= 0);
+		REQUIRE(pid >= 0);
 		if (pid == 0) {
 			struct end e[2];
 
@@ -334,7 +334,7 @@ static void case_kill(void)
 			_exit(1);
 		}
 		int st;
-		CHECK(waitpid(pid, &st, 0) == pid && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+		REQUIRE(waitpid(pid, &st, 0) == pid && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
 		struct end e[2];
 		pair_open(e);
 		one(&e[0], &e[1], IBV_WR_RDMA_WRITE, 65536 * 2 + 1);
@@ -358,23 +358,23 @@ static void case_truncate_src(void)
 	(void)vt_seed();
 	pair_open(e);
 	int fd = memfd_create("vt-zc-trunc", MFD_CLOEXEC);
-	CHECK(fd >= 0 && !ftruncate(fd, 65536));
+	REQUIRE(fd >= 0 && !ftruncate(fd, 65536));
 	uint8_t *p = mmap(NULL, 65536, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	CHECK(p != MAP_FAILED);
+	REQUIRE(p != MAP_FAILED);
 	memset(p, 0x5a, 65536);
 	struct ibv_mr *mr = ibv_reg_mr(e[0].pd, p, 65536, ZACC);
-	CHECK(mr);
-	CHECK(!ftruncate(fd, 0)); /* the application must not touch p now */
+	REQUIRE(mr);
+	REQUIRE(!ftruncate(fd, 0)); /* the application must not touch p now */
 	struct ibv_sge sg = { (uintptr_t)p, 65536, mr->lkey };
 	struct ibv_send_wr w = { .wr_id = 5, .sg_list = &sg, .num_sge = 1,
 				 .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED }, *bad;
 	w.wr.rdma.remote_addr = (uintptr_t)e[1].buf;
 	w.wr.rdma.rkey = e[1].mr->rkey;
-	CHECK(!ibv_post_send(e[0].qp, &w, &bad));
+	REQUIRE(!ibv_post_send(e[0].qp, &w, &bad));
 	vt_poll_n(e[0].cq, 1, &wc);
 	fprintf(stderr, "WRITE from a shrunk file: %s\n", ibv_wc_status_str(wc.status));
-	CHECK(wc.status != IBV_WC_SUCCESS);
-	CHECK(!ibv_dereg_mr(mr));
+	REQUIRE(wc.status != IBV_WC_SUCCESS);
+	REQUIRE(!ibv_dereg_mr(mr));
 	munmap(p, 65536);
 	close(fd);
 	end_close(&e[0]);

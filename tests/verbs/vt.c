@@ -10,11 +10,11 @@ struct ibv_context *vt_open(void)
 	int n, i;
 
 	l = ibv_get_device_list(&n);
-	CHECK(l);
+	REQUIRE(l);
 	for (i = 0; i < n; i++) {
 		if (!strncmp(ibv_get_device_name(l[i]), "uroce", 5)) {
 			ctx = ibv_open_device(l[i]);
-			CHECK(ctx);
+			REQUIRE(ctx);
 			break;
 		}
 	}
@@ -33,14 +33,14 @@ int vt_find_gid(struct ibv_context *ctx, union ibv_gid *gid)
 	ssize_t n = ibv_query_gid_table(ctx, e, 16, 0);
 	int best = -1;
 
-	CHECK(n > 0);
+	REQUIRE(n > 0);
 	for (ssize_t i = 0; i < n; i++) {
 		if (e[i].gid_type != IBV_GID_TYPE_ROCE_V2)
 			continue;
 		if (best < 0 || (e[i].gid.raw[10] == 0xff && e[i].gid.raw[11] == 0xff))
 			best = (int)i;
 	}
-	CHECK(best >= 0);
+	REQUIRE(best >= 0);
 	*gid = e[best].gid;
 	return (int)e[best].gid_index;
 }
@@ -62,7 +62,7 @@ struct ibv_qp *vt_qp(struct vt *t, enum ibv_qp_type type, struct ibv_cq *scq,
 	a.cap.max_recv_sge = 2;
 	a.cap.max_inline_data = 64;
 	qp = ibv_create_qp(t->pd, &a);
-	CHECK(qp);
+	REQUIRE(qp);
 	vt_qp_start(qp, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 		    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC, 0);
 	return qp;
@@ -78,16 +78,16 @@ void vt_qp_start(struct ibv_qp *qp, unsigned access, uint32_t ud_psn)
 	m.pkey_index = 0;
 	if (qp->qp_type == IBV_QPT_UD) {
 		m.qkey = 0x11111111;
-		CHECK(!ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+		REQUIRE(!ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
 				     IBV_QP_PORT | IBV_QP_QKEY));
 		m.qp_state = IBV_QPS_RTR;
-		CHECK(!ibv_modify_qp(qp, &m, IBV_QP_STATE));
+		REQUIRE(!ibv_modify_qp(qp, &m, IBV_QP_STATE));
 		m.qp_state = IBV_QPS_RTS;
 		m.sq_psn = ud_psn;
-		CHECK(!ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_SQ_PSN));
+		REQUIRE(!ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_SQ_PSN));
 	} else {
 		m.qp_access_flags = access;
-		CHECK(!ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+		REQUIRE(!ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
 				     IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
 	}
 }
@@ -115,11 +115,11 @@ struct ibv_qp_ex *vt_qp_ex_init(struct vt *t, struct ibv_qp_init_attr_ex *a, uns
 	struct ibv_qp_ex *x;
 
 	*qp = ibv_create_qp_ex(t->ctx, a);
-	CHECK(*qp);
-	CHECK(!ibv_modify_qp(*qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+	REQUIRE(*qp);
+	REQUIRE(!ibv_modify_qp(*qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 			     IBV_QP_ACCESS_FLAGS));
 	x = ibv_qp_to_qp_ex(*qp);
-	CHECK(x);
+	REQUIRE(x);
 	return x;
 }
 
@@ -135,7 +135,7 @@ struct ibv_ah *vt_ah(struct vt *t)
 	aa.grh.hop_limit = 64;
 	aa.port_num = 1;
 	ah = ibv_create_ah(t->pd, &aa);
-	CHECK(ah);
+	REQUIRE(ah);
 	return ah;
 }
 
@@ -160,7 +160,7 @@ void vt_qp_up(struct ibv_qp *qp, enum ibv_mtu mtu, uint32_t dqpn, const union ib
 		m.min_rnr_timer = 1;
 		mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
 	}
-	CHECK(!ibv_modify_qp(qp, &m, mask));
+	REQUIRE(!ibv_modify_qp(qp, &m, mask));
 	memset(&m, 0, sizeof(m));
 	m.qp_state = IBV_QPS_RTS;
 	m.sq_psn = 100;
@@ -173,7 +173,7 @@ void vt_qp_up(struct ibv_qp *qp, enum ibv_mtu mtu, uint32_t dqpn, const union ib
 		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 			IBV_QP_MAX_QP_RD_ATOMIC;
 	}
-	CHECK(!ibv_modify_qp(qp, &m, mask));
+	REQUIRE(!ibv_modify_qp(qp, &m, mask));
 }
 
 void vt_connect(struct vt *t, struct ibv_qp *a, struct ibv_qp *b)
@@ -210,26 +210,26 @@ void vt_init(struct vt *t, const struct vt_opts *o)
 	t->ctx = vt_open();
 	t->gid_idx = vt_find_gid(t->ctx, &t->gid);
 	t->pd = ibv_alloc_pd(t->ctx);
-	CHECK(t->pd);
+	REQUIRE(t->pd);
 	t->buf = aligned_alloc(4096, VT_BUF);
-	CHECK(t->buf);
+	REQUIRE(t->buf);
 	memset(t->buf, 0, VT_BUF);
 	t->mr = ibv_reg_mr(t->pd, t->buf, VT_BUF, IBV_ACCESS_LOCAL_WRITE |
 			   IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 			   IBV_ACCESS_REMOTE_ATOMIC);
-	CHECK(t->mr);
+	REQUIRE(t->mr);
 	if (o->channel) {
 		t->ch = ibv_create_comp_channel(t->ctx);
-		CHECK(t->ch);
+		REQUIRE(t->ch);
 	}
 	cqe = o->cqe ? o->cqe : 64;
 	t->scq = ibv_create_cq(t->ctx, cqe, (void *)0x5c, t->ch, 0);
-	CHECK(t->scq);
+	REQUIRE(t->scq);
 	if (o->shared_cq) {
 		t->rcq = t->scq;
 	} else {
 		t->rcq = ibv_create_cq(t->ctx, cqe, (void *)0x7c, t->ch, 0);
-		CHECK(t->rcq);
+		REQUIRE(t->rcq);
 	}
 	t->qa = vt_qp(t, IBV_QPT_RC, t->scq, t->rcq, o->srq,
 		      o->max_send_wr ? o->max_send_wr : 32,
@@ -243,18 +243,18 @@ void vt_init(struct vt *t, const struct vt_opts *o)
 void vt_fini(struct vt *t)
 {
 	if (t->qa)
-		CHECK(!ibv_destroy_qp(t->qa));
+		REQUIRE(!ibv_destroy_qp(t->qa));
 	if (t->qb)
-		CHECK(!ibv_destroy_qp(t->qb));
+		REQUIRE(!ibv_destroy_qp(t->qb));
 	if (t->rcq && t->rcq != t->scq)
-		CHECK(!ibv_destroy_cq(t->rcq));
+		REQUIRE(!ibv_destroy_cq(t->rcq));
 	if (t->scq)
-		CHECK(!ibv_destroy_cq(t->scq));
+		REQUIRE(!ibv_destroy_cq(t->scq));
 	if (t->ch)
-		CHECK(!ibv_destroy_comp_channel(t->ch));
-	CHECK(!ibv_dereg_mr(t->mr));
-	CHECK(!ibv_dealloc_pd(t->pd));
-	CHECK(!ibv_close_device(t->ctx));
+		REQUIRE(!ibv_destroy_comp_channel(t->ch));
+	REQUIRE(!ibv_dereg_mr(t->mr));
+	REQUIRE(!ibv_dealloc_pd(t->pd));
+	REQUIRE(!ibv_close_device(t->ctx));
 	free(t->buf);
 }
 
@@ -267,7 +267,7 @@ void vt_post_recv(struct ibv_qp *qp, struct ibv_mr *mr, size_t off,
 	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1 };
 	struct ibv_recv_wr *bad;
 
-	CHECK(!ibv_post_recv(qp, &wr, &bad));
+	REQUIRE(!ibv_post_recv(qp, &wr, &bad));
 }
 
 int vt_post_send(struct ibv_qp *qp, struct ibv_mr *mr, enum ibv_wr_opcode op,
@@ -306,7 +306,7 @@ void vt_poll_n(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 	while (got < n) {
 		int r = ibv_poll_cq(cq, n - got, wc + got);
 
-		CHECK(r >= 0);
+		REQUIRE(r >= 0);
 		got += r;
 		if (!r) {
 			if (vt_now() > end) {
@@ -326,7 +326,7 @@ bool vt_readable(int fd, int ms)
 	do
 		r = poll(&p, 1, ms);
 	while (r < 0 && errno == EINTR);
-	CHECK(r >= 0);
+	REQUIRE(r >= 0);
 	return r == 1;
 }
 
@@ -336,7 +336,7 @@ void vt_get_event(struct ibv_comp_channel *ch, struct ibv_cq **cq, void **ctx)
 		fprintf(stderr, "timeout waiting for a completion event\n");
 		exit(1);
 	}
-	CHECK(!ibv_get_cq_event(ch, cq, ctx));
+	REQUIRE(!ibv_get_cq_event(ch, cq, ctx));
 }
 
 int vt_main(const struct vt_case *cases, size_t n, int argc, char **argv)

@@ -16,17 +16,13 @@
 
 #include <infiniband/verbs.h>
 
-#define VT_SKIP 77
+#define VT_SKIP T_SKIP
 #define VT_BUF 65536
 #define VT_WAIT_S 20   /* upper bound on any wait: a hang, not a verdict */
 
-#define CHECK(cond) do {						\
-	if (!(cond)) {							\
-		fprintf(stderr, "%s:%d: CHECK failed: %s (errno %d %s)\n", \
-			__FILE__, __LINE__, #cond, errno, strerror(errno)); \
-		exit(1);						\
-	}								\
-} while (0)
+/* the C tests' check family: REQUIRE (the verbs tests stop at the first
+ * failed step), CHECK (record and go on) */
+#include "../include/check.h"
 
 struct vt {
 	struct ibv_context *ctx;

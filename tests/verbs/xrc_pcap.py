@@ -24,6 +24,8 @@ here = os.path.dirname(os.path.abspath(__file__))
 spec = importlib.util.spec_from_file_location('vt_run', os.path.join(here, 'run.py'))
 vt = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(vt)
+sys.path.insert(0, os.path.join(here, '..', 'lib'))
+import harness as h  # noqa: E402  (tests/lib/harness.py)
 
 
 def main():
@@ -45,7 +47,7 @@ def main():
                          stderr=subprocess.STDOUT, start_new_session=True)
     fails = []
     try:
-        if not vt.wait_socket(os.path.join(run_dir, 'uroce0.sock'), d):
+        if not h.wait_socket(os.path.join(run_dir, 'uroce0.sock'), d):
             print('uroced did not come up')
             return 1
         penv = dict(env, LD_PRELOAD=os.path.abspath(shim))
@@ -57,9 +59,9 @@ def main():
         if rc:
             fails.append('ibv_xsrq_pingpong failed')
     finally:
-        st = vt.stop(d)
+        st = h.stop(d)
         log.seek(0)
-        fails += vt.daemon_faults([st], log.read())
+        fails += h.daemon_faults([st], log.read())
         log.close()
     if not fails:
         fails += check(cap, pcap_tool, tshark)

@@ -21,7 +21,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from icrc_skip import Daemon, pcap_valid, run_cases, traffic  # noqa: E402
+from icrc_skip import Daemon, h, pcap_valid, run_cases, traffic  # noqa: E402
 
 TOOLS = {}
 
@@ -89,4 +89,4 @@ def main():
 
 
 if __name__ == '__main__':
-    sys.exit(main())
+    sys.exit(h.main(main))

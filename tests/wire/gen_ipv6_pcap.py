@@ -8,7 +8,10 @@
 # Usage: /usr/bin/python3 gen_ipv6_pcap.py OUT.pcap   (output is committed;
 # the wire-ipv6-gen test regenerates it and compares)
 import struct
+import os
 import sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
+import harness as h  # noqa: E402  (tests/lib/harness.py: require)
 import zlib
 
 from scapy.all import Ether, IPv6, UDP, Dot1Q, Raw, wrpcap
@@ -82,7 +85,7 @@ def frame(opcode, ext=b"", payload=b"", *, src=A, dst=B, smac=MAC_A, dmac=MAC_B,
     raw = bytearray(bytes(p))
     # scapy puts BTH's icrc field after the payload; replace it with ours.
     l3off = 18 if vlan is not None else 14
-    assert raw[l3off] >> 4 == 6
+    h.require(raw[l3off] >> 4 == 6, 'raw[l3off] >> 4 == 6')
     raw[-4:] = struct.pack("<I", icrc_v6(bytes(raw[l3off:-4])))
     if udp_csum:
         c = udp_csum_v6(bytes(raw[l3off:]))

@@ -2,7 +2,7 @@
 /* AETH syndromes, the IBTA RNR timer table and the retransmit timeout. */
 #include <string.h>
 
-#include "check.h"
+#include "../include/check.h"
 #include "wire.h"
 
 int main(void)

@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "check.h"
+#include "../include/check.h"
 #include "wire.h"
 
 /* 14 Ethernet + 20 IPv4 + 8 UDP + 12 BTH + 4 FETH + 16 RETH, then the ICRC.

@@ -3,7 +3,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "check.h"
+#include "../include/check.h"
 #include "wire.h"
 
 /* Bit-at-a-time reference CRC, independent of the table code. */

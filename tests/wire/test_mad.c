@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "../include/check.h"
 #include "wire.h"
 
 #define SEED 0x9c3d5a17u

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "../include/check.h"
 #include "wire.h"
 
 #define MAXC 8

@@ -2,7 +2,7 @@
 /* Pad, MTU, GIDs, IPv4/UDP checksums, UDP source ports, byte helpers. */
 #include <string.h>
 
-#include "check.h"
+#include "../include/check.h"
 #include "wire.h"
 
 int main(void)

@@ -2,7 +2,7 @@
 /* Opcode table invariants. */
 #include <string.h>
 
-#include "check.h"
+#include "../include/check.h"
 #include "wire.h"
 
 static const uint8_t defined[] = {

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "../include/check.h"
 #include "wire.h"
 
 #define FULL_FLIP_PACKETS 6 /* per file, plus first of each opcode */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* 24-bit PSN / MSN arithmetic across the wrap. */
-#include "check.h"
+#include "../include/check.h"
 #include "wire.h"
 
 int main(void)

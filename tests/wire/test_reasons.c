@@ -3,7 +3,7 @@
  * printed by wire_reason_str()) to test that reason, or "all". */
 #include <string.h>
 
-#include "check.h"
+#include "../include/check.h"
 #include "wire.h"
 
 static uint8_t f[2048];

@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "check.h"
+#include "../include/check.h"
 #include "wire.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;

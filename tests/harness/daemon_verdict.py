@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""run.py's verdict on the daemon it started: a non-zero exit status or a
+"""The harness's verdict on a daemon it started (tests/lib/harness.py): a non-zero exit status or a
 sanitizer report in the daemon's log fails the test; a daemon the test
 itself SIGKILLed does not. Real processes, no uroced needed."""
 import os
@@ -8,8 +8,8 @@ import signal
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import run  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
+import harness as run  # noqa: E402  (tests/lib/harness.py: the daemon verdict)
 
 fails = 0
 
