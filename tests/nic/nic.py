@@ -171,19 +171,33 @@ class Rig:
                                os.path.join(self.build, 'tests', 'interop', 'rxevm'))
         os.makedirs(rxevm, exist_ok=True)
         with open(os.path.join(rxevm, '.lock'), 'w') as lk:
+            # the same cache as tests/interop/interop.sh (same lock, same
+            # content key, verified on each use): whichever test comes
+            # first builds it
             fcntl.flock(lk, fcntl.LOCK_EX)
-            bvm = os.path.join(SRC, 'tests', 'interop', 'build-vm.sh')
-            stale = [f for f in ('initrd.img', 'vmlinuz', 'kver')
-                     if not os.path.exists(os.path.join(rxevm, f))]
-            if stale or any(os.path.getmtime(os.path.join(SRC, 'tests', 'interop', s)) >
-                            os.path.getmtime(os.path.join(rxevm, 'initrd.img'))
-                            for s in ('build-vm.sh', 'guest-init.sh')):
-                say('building the rxe VM image in', rxevm)
+            idir = os.path.join(SRC, 'tests', 'interop')
+            bvm = os.path.join(idir, 'build-vm.sh')
+            h = hashlib.sha256()
+            for f in ['build-vm.sh', 'guest-init.sh'] + sorted(
+                    os.path.relpath(x, idir) for x in glob.glob(os.path.join(idir, 'src', '*.c'))):
+                h.update(open(os.path.join(idir, f), 'rb').read())
+            ikey = h.hexdigest()
+            kfile = os.path.join(rxevm, 'image.key')
+            have = open(kfile).read().strip() if os.path.exists(kfile) else ''
+            ok = (have == ikey and all(os.path.exists(os.path.join(rxevm, f))
+                                       for f in ('initrd.img', 'vmlinuz', 'kver')) and
+                  subprocess.run([bvm, '--verify', os.path.join(rxevm, 'rootfs')],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0)
+            if not ok:
+                say('building the rxe VM image in', rxevm, '(Debian packages; cached by content)')
+                if os.path.exists(kfile):
+                    os.unlink(kfile)
                 with open(os.path.join(rxevm, 'build.log'), 'w') as log:
                     r = subprocess.run(['nice', bvm], env=dict(os.environ, OUT=rxevm),
                                        stdout=log, stderr=subprocess.STDOUT)
                 if r.returncode:
                     return None, 'the rxe VM image cannot be built (%s/build.log)' % rxevm
+                open(kfile, 'w').write(ikey + '\n')
         self.rxevm = rxevm
         gdir = os.path.join(self.build, 'tests', 'nic', 'guest')
         os.makedirs(gdir, exist_ok=True)

@@ -29,16 +29,13 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 
-from tcheck import check, verdict
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'verbs'))
-import run as vrun  # noqa: E402  (wait_socket, stop, daemon_faults)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
+import harness as h  # noqa: E402
+from harness import check  # noqa: E402
 
 
 def ctl(a, env, *args):
@@ -58,23 +55,24 @@ def counters(a, env, dev='uroce0'):
 
 
 class Daemon:
+    """one uroced in a private run directory (harness.Rig: judged by its
+    exit status and log at the end)"""
     def __init__(self, a, args, devs=('uroce0',)):
-        self.dir = tempfile.mkdtemp(prefix='uroce-nicctl-')
-        self.env = dict(os.environ, UROCE_RUN_DIR=self.dir)
-        self.log = open(os.path.join(self.dir, 'uroced.log'), 'w+')
-        self.p = subprocess.Popen([a.uroced] + args, env=self.env, stdout=self.log,
-                                  stderr=subprocess.STDOUT)
-        self.ok = vrun.wait_sockets([os.path.join(self.dir, d + '.sock') for d in devs], self.p)
+        self.rig = h.Rig(a.uroced, 'uroce-nicctl-')
+        self.env = self.rig.env
+        try:
+            self.rig.start(args, devs=devs)
+            self.ok = True
+        except h.RigError as e:
+            print(e)
+            self.ok = False
 
     def close(self):
-        st = vrun.stop(self.p)
-        self.log.seek(0)
-        text = self.log.read()
-        why = vrun.daemon_faults([st], text)
+        why = self.rig.close(show=0)
         check(not why, 'uroced ended cleanly: %s' % (why or 'exit 0'))
         if why:
-            sys.stdout.write(text[-3000:])
-        shutil.rmtree(self.dir, ignore_errors=True)
+            sys.stdout.write(self.rig.text[-3000:])
+        self.rig.remove()
 
 
 def traffic(a, env):
@@ -136,43 +134,18 @@ def loopback(a):
     d.close()
 
 
-def free_port():
-    """a TCP port nobody uses now (the kernel's choice)"""
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
-
-
 def pingpong(a, env, srv_dev, cli_dev, limit):
-    """ibv_rc_pingpong -c between two devices; the client tries again only
-    while the server does not listen yet (its TCP connect refused)"""
-    port = free_port()
+    """ibv_rc_pingpong -c between two devices, the client once the server
+    listens on its TCP port"""
+    port = h.free_tcp_port()
     base = ['ibv_rc_pingpong', '-g', '1', '-c', '-s', '4096', '-n', '50', '-p', str(port)]
     e = dict(env, LD_PRELOAD=a.shim)
-    srv = subprocess.Popen(base + ['-d', srv_dev], env=e, stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, text=True)
-    time.sleep(0.3)
-    cli = None
-    end = time.monotonic() + limit
-    ok = False
-    while time.monotonic() < end:
-        try:
-            cli = subprocess.run(base + ['-d', cli_dev, '127.0.0.1'], env=e,
-                                 capture_output=True, text=True, timeout=limit)
-        except subprocess.TimeoutExpired:
-            break   # connected over TCP, but the QPs never talk
-        if 'Couldn\'t connect' not in cli.stdout + cli.stderr:
-            ok = cli.returncode == 0
-            if not ok:
-                sys.stdout.write(cli.stdout + cli.stderr)
-            break
-        time.sleep(0.2)
     try:
-        srv.wait(limit)
+        ok, out, sout = h.pair(base + ['-d', srv_dev], base + ['-d', cli_dev, '127.0.0.1'], e,
+                               ready=port, timeout=limit)
     except subprocess.TimeoutExpired:
-        srv.kill()
-        srv.wait()
-    return ok and srv.returncode == 0
+        return False   # connected over TCP, but the QPs never talk
+    return ok
 
 
 def vlan(a):
@@ -199,7 +172,7 @@ def vlan(a):
         d.close()
 
 
-def main():
+def test():
     ap = argparse.ArgumentParser()
     ap.add_argument('--uroced', required=True)
     ap.add_argument('--ctl', required=True)
@@ -207,12 +180,15 @@ def main():
     ap.add_argument('--shim')
     a = ap.parse_args()
     loopback(a)
-    if a.shim and shutil.which('ibv_rc_pingpong'):
+    if not a.shim:
+        # the sanitized build: stock programs cannot preload its shim
+        print('vlan: not in this build (stock programs need the shim preloaded)')
+    elif shutil.which('ibv_rc_pingpong'):
         vlan(a)
     else:
-        print('vlan: not in this build (stock programs need the shim preloaded)')
-    return verdict()
+        h.part_skipped('vlan: ibv_rc_pingpong is not installed')
+    return h.verdict()
 
 
 if __name__ == '__main__':
-    sys.exit(main())
+    sys.exit(h.main(test))
