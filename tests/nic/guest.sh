@@ -44,7 +44,16 @@ ck() { # WHAT COMMAND...: ok when the command succeeds
 	local what=$1; shift
 	if "$@"; then ok "$what"; else bad "$what"; fi
 }
-kmod() { for f in $(cat "/kmod/$1.load"); do /busybox/insmod "$f" 2>/dev/null; done; }
+# kmod NAME [PARAM=V...]: the module, its dependencies first; the
+# parameters go to NAME itself (the last file)
+kmod() {
+	local m=$1 f last; shift
+	last=$(tail -1 "/kmod/$m.load")
+	for f in $(cat "/kmod/$m.load"); do
+		if [ "$f" = "$last" ]; then /busybox/insmod "$f" "$@" 2>/dev/null
+		else /busybox/insmod "$f" 2>/dev/null; fi
+	done
+}
 
 # ------------------------------------------------------------------ requests
 # req DIR CMD...: one request to the host (DIR=req) or the rxe VM (DIR=rxe);
@@ -136,7 +145,10 @@ run_phase() {
 say "start: $(uname -r), $(nproc) cpu, $(awk '/HugePages_Total/ {print $2}' /proc/meminfo) hugepages"
 kmod virtio_net
 kmod uio_pci_generic
-kmod vfio_iommu_type1
+# qemu's intel-iommu runs here without interrupt remapping (TCG's IO-APIC
+# timer does not go through it): vfio type1 refuses such a platform unless
+# told that MSIs the device could forge are acceptable (a VM's own NIC)
+kmod vfio_iommu_type1 allow_unsafe_interrupts=1
 kmod vfio_pci
 KIF=$(ls /sys/bus/pci/devices/$KNIC/virtio*/net 2>/dev/null | head -1)
 [ -n "$KIF" ] || { bad "the kernel's NIC ($KNIC) has no interface"; exit 1; }
@@ -151,6 +163,19 @@ n=0; while [ -n "$(ip -6 addr show dev "$KIF" tentative)" ] && [ $n -lt 100 ]; d
 case "$mode" in
 test) nic_test ;;
 bench) nic_bench ;;
+probe)
+	echo "$DUT" > /sys/bus/pci/devices/$DUT/driver/unbind 2>/dev/null
+	say "bound to: $(bind "$DUT" "$bind")"
+	ls -l /sys/bus/pci/devices/$DUT/iommu_group /dev/vfio 2>&1
+	ls /sys/class/iommu /sys/kernel/iommu_groups/*/devices 2>&1 | head -40
+	dmesg | grep -iE 'dmar|iommu|vfio' | head -30
+	"$UROCED" --run-dir "$RUN" --ip "$MY4" --port "$DUT" --mtu 1500 \
+		--eal "--log-level=eal,debug --log-level=pmd.net.virtio.*,debug" > "$out/probe.log" 2>&1 &
+	UPID=$!; n=0
+	while [ ! -S "$RUN/uroce0.sock" ] && kill -0 $UPID 2>/dev/null && [ $n -lt 1200 ]; do sleep 0.1; n=$((n + 1)); done
+	kill $UPID 2>/dev/null; wait $UPID; UPID=
+	grep -iE 'iommu|vfio|error|fail|cannot' "$out/probe.log" | head -40
+	;;
 esac
 stop_uroced
 say "done"

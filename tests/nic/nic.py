@@ -244,7 +244,7 @@ class Rig:
                   'nicvm_build=%s nicvm_out=%s nicvm_mode=%s' % (
                       ','.join('%s:%s%s' % (t, p, ':rw' if m == 'rw' else '') for t, p, m in shares),
                       os.path.join(HERE, 'guest.sh'), self.dev, self.conf['bind'], SRC,
-                      self.build, self.share, 'bench' if self.bench else 'test'))
+                      self.build, self.share, 'probe' if self.probe else 'bench' if self.bench else 'test'))
         q = ['qemu-system-x86_64', '-machine', 'q35', '-accel', 'tcg', '-cpu', 'max',
              '-m', '1536', '-smp', '2', '-nodefaults', '-no-reboot', '-display', 'none',
              '-bios', '/usr/share/qemu/qboot.rom',
@@ -543,6 +543,7 @@ def main(argv):
         return 2
     dev, build = argv[0], os.path.realpath(argv[1])
     bench = '--bench' in argv
+    probe = '--probe' in argv   # debugging: bind the NIC, start uroced once, log why
     for f in ('emu/uroced', 'verbs/liburoce.so', 'tools/ctl/uroce-ctl'):
         if not os.path.exists(os.path.join(build, f)):
             return skip('not built: %s' % f)
@@ -564,6 +565,7 @@ def main(argv):
     os.makedirs(os.path.join(out, 'share', 'req'))
     os.makedirs(os.path.join(out, 'share', 'rxe'))
     rig = Rig(dev, build, out, bench)
+    rig.probe = probe
     ok, why = rig.images()
     if not ok:
         return skip(why)
@@ -581,7 +583,10 @@ def main(argv):
         rig.procs['dumpcap'] = subprocess.Popen(
             rig.nsx('dumpcap', '-q', '-i', 'dut0', '-s', '256', '-w', os.path.join(out, 'all-dut0.pcap')),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        rig.boot_rxe(limit)
+        if not probe:
+            rig.boot_rxe(limit)
+        else:
+            rig.procs['rxe'] = subprocess.Popen(['sleep', str(limit)], start_new_session=True)
         rig.boot_nic(limit)
         if not rig.wait_up(600):
             return FAIL
