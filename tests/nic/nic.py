@@ -27,8 +27,8 @@ capture on the NIC's bridge port and check the capture, send crafted
 frames, run programs in the background. Verdict: every guest check ok,
 the guest's uroced and ours judged by exit status and log.
 
-Exit 0 pass, 1 fail, 77 skip (not root, no qemu, no tun, image cannot be
-built). Everything started here is stopped, also on failure or a signal.
+Exit 0 pass, 1 fail (also when an image cannot be built), 77 skip (not
+root, no qemu, no tun, a program not installed). Everything started here is stopped, also on failure or a signal.
 """
 import fcntl
 import glob
@@ -51,13 +51,13 @@ PASS, FAIL, SKIP = 0, 1, 77
 
 # qemu device per DEVICE: how the guest binds it
 DEVICES = {
-    'virtio': {'bind': 'vfio-pci', 'queues': 2,
+    'virtio': {'bind': 'vfio-pci', 'queues': 2, 'cases': 'full',
                'qdev': 'virtio-net-pci,mq=on,vectors=6,disable-legacy=on,'
                        'iommu_platform=on,ats=on'},
-    'e1000e': {'bind': 'uio_pci_generic', 'queues': 1, 'qdev': 'e1000e',
+    'e1000e': {'bind': 'uio_pci_generic', 'queues': 1, 'qdev': 'e1000e', 'cases': 'short',
                # a NIC no DPDK PMD drives: uroced's refusal of it
                'extra': ['-device', 'rtl8139,addr=0x12,mac=52:54:00:4e:00:12']},
-    'vmxnet3': {'bind': 'vfio-pci', 'queues': 1, 'qdev': 'vmxnet3'},
+    'vmxnet3': {'bind': 'vfio-pci', 'queues': 1, 'qdev': 'vmxnet3', 'cases': 'short'},
 }
 DUT_MAC = '52:54:00:4e:00:10'
 HOST_MAC = '02:00:00:4e:00:04'
@@ -241,10 +241,11 @@ class Rig:
                   ('out', self.share, 'rw')]
         append = ('console=ttyS0 loglevel=4 panic=-1 intel_iommu=on iommu=pt hugepages=256 '
                   'nicvm_share=%s nicvm_run=%s nicvm_dev=%s nicvm_bind=%s nicvm_src=%s '
-                  'nicvm_build=%s nicvm_out=%s nicvm_mode=%s' % (
+                  'nicvm_build=%s nicvm_out=%s nicvm_mode=%s nicvm_cases=%s' % (
                       ','.join('%s:%s%s' % (t, p, ':rw' if m == 'rw' else '') for t, p, m in shares),
                       os.path.join(HERE, 'guest.sh'), self.dev, self.conf['bind'], SRC,
-                      self.build, self.share, 'probe' if self.probe else 'bench' if self.bench else 'test'))
+                      self.build, self.share, 'probe' if self.probe else 'bench' if self.bench else 'test',
+                      self.conf['cases']))
         q = ['qemu-system-x86_64', '-machine', 'q35', '-accel', 'tcg', '-cpu', 'max',
              '-m', '1536', '-smp', '2', '-nodefaults', '-no-reboot', '-display', 'none',
              '-bios', '/usr/share/qemu/qboot.rom',
@@ -568,7 +569,9 @@ def main(argv):
     rig.probe = probe
     ok, why = rig.images()
     if not ok:
-        return skip(why)
+        # as tests/interop: an image that cannot be built fails, never skips
+        say('FAIL:', why)
+        return FAIL
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(FAIL))
     t0 = time.monotonic()
     try:
