@@ -214,6 +214,52 @@ nic_test() {
 	stop_uroced || bad "uroced exit status $? (vlan, flap)"
 }
 
+# ------------------------------------------------------------------ bench
+# One program against the host's uroced (its server in the background on
+# the host); prints its figure: BW average (MB/s) or typical latency (us)
+bench_one() { # NAME PORT PROG ARGS...
+	local name=$1 port=$2 prog=$3; shift 3
+	host bg "b$name" "$prog" -d uroce0 -x 1 -F -p "$port" "$@" > /dev/null
+	sleep 3
+	env LD_PRELOAD=$SHIM "$prog" -d uroce0 -x 1 -F -p "$port" "$@" $HOSTTCP > "$out/bench-$name.log" 2>&1
+	host bgwait "b$name" > /dev/null
+	case "$prog" in
+	*lat) awk '$1 == 8 && NF >= 6 {print $5; exit}' "$out/bench-$name.log" ;;
+	*) awk '$1 == 65536 && NF >= 5 {print $4; exit}' "$out/bench-$name.log" ;;
+	esac
+}
+bench_set() { # TAG PORT0: write/read bandwidth 64 KiB, send latency 8 B
+	local w r l
+	w=$(bench_one "$1-write" "$2" ib_write_bw -s 65536 -n 200)
+	r=$(bench_one "$1-read" $(($2 + 1)) ib_read_bw -s 65536 -n 200)
+	l=$(bench_one "$1-lat" $(($2 + 2)) ib_send_lat -s 8 -n 200)
+	echo "$w $r $l"
+}
+# the same NIC model through its PMD and through the guest kernel's driver
+# and af_packet, in one boot: ratios (TCG makes absolute numbers meaningless)
 nic_bench() {
-	say "bench: not yet"
+	local kdrv pmd afp ifc
+	case "$dev" in virtio) kdrv=virtio-pci ;; e1000e) kdrv=e1000e ;; vmxnet3) kdrv=vmxnet3 ;; esac
+	echo "$DUT" > /sys/bus/pci/devices/$DUT/driver/unbind 2>/dev/null
+	[ "$(bind "$DUT" "$bind")" = "$bind" ] || { bad "bench: $DUT not bound to $bind"; return 1; }
+	start_uroced --port "$DUT" --mtu 9000 || { bad "bench: uroced on $DUT"; return 1; }
+	pmd=$(bench_set pmd 18900)
+	stop_uroced
+	kmod e1000e; kmod vmxnet3
+	unbind "$DUT"
+	bind "$DUT" "$kdrv" > /dev/null
+	local n=0
+	while [ -z "$(ls /sys/bus/pci/devices/$DUT/net /sys/bus/pci/devices/$DUT/virtio*/net 2>/dev/null | grep -v :)" ] && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+	ifc=$(ls /sys/bus/pci/devices/$DUT/net /sys/bus/pci/devices/$DUT/virtio*/net 2>/dev/null | grep -v : | head -1)
+	[ -n "$ifc" ] || { bad "bench: no kernel interface for $DUT ($kdrv)"; return 1; }
+	ip link set "$ifc" mtu 9000 up
+	start_uroced --port "net_af_packet0,iface=$ifc" --mtu 9000 || { bad "bench: uroced on af_packet $ifc"; return 1; }
+	afp=$(bench_set afp 18910)
+	stop_uroced
+	set -- $pmd $afp
+	say "bench $dev: PMD write ${1:-?} MB/s read ${2:-?} MB/s send_lat ${3:-?} us; af_packet write ${4:-?} read ${5:-?} lat ${6:-?}"
+	echo "bench $dev pmd_write_MBps=${1:-0} pmd_read_MBps=${2:-0} pmd_lat_us=${3:-0} afp_write_MBps=${4:-0} afp_read_MBps=${5:-0} afp_lat_us=${6:-0}" >> "$out/bench.txt"
+	awk -v w="$1" -v r="$2" -v l="$3" -v W="$4" -v R="$5" -v L="$6" 'BEGIN {
+		if (W > 0 && R > 0 && l > 0) printf "bench %s: PMD/af_packet write %.2f read %.2f, latency af_packet/PMD %.2f\n", "'"$dev"'", w / W, r / R, L / l }' | tee -a "$out/bench.txt"
+	[ -n "$6" ] && ok "bench ran (figures in bench.txt)" || bad "bench: figures missing"
 }

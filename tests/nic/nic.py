@@ -586,7 +586,7 @@ def main(argv):
         rig.procs['dumpcap'] = subprocess.Popen(
             rig.nsx('dumpcap', '-q', '-i', 'dut0', '-s', '256', '-w', os.path.join(out, 'all-dut0.pcap')),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        if not probe:
+        if not probe and not bench:
             rig.boot_rxe(limit)
         else:
             rig.procs['rxe'] = subprocess.Popen(['sleep', str(limit)], start_new_session=True)
