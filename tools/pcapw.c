@@ -3,6 +3,8 @@
 #include "pcapw.h"
 
 #include <errno.h>
+#include <sys/stat.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,9 +93,21 @@ int pcapw_open(struct pcapw **out, const char *path, unsigned flags)
 {
 	if (!out || !path || (flags & ~PCAPW_NSEC))
 		return -EINVAL;
-	/* fopen() leaves a reliable errno, which pcap_dump_open() does not
-	 * promise */
-	return pcapw_open_fp(out, fopen(path, "wb"), flags);
+	/* A capture holds every frame's payload: its owner's alone (0600,
+	 * also when it existed with another mode), never through a symlink.
+	 * open() leaves a reliable errno, which pcap_dump_open() does not
+	 * promise. */
+	*out = NULL;
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return pcapw_errno();
+	if (fchmod(fd, 0600) < 0) {
+		int rc = pcapw_errno();
+		close(fd);
+		*out = NULL;
+		return rc;
+	}
+	return pcapw_open_fd(out, fd, flags);
 }
 
 int pcapw_open_fd(struct pcapw **out, int fd, unsigned flags)

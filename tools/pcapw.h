@@ -33,7 +33,9 @@ extern "C" {
 struct pcapw;
 
 /**
- * Create (truncate) @p path and write the pcap file header.
+ * Create (truncate) @p path and write the pcap file header. The file is
+ * made (or, if it existed, set) 0600: a capture holds every frame's
+ * payload; a symlink at @p path is refused (-ELOOP).
  * @param out    receives the writer on success
  * @param path   file name; "-" is not special
  * @param flags  0 or PCAPW_NSEC

@@ -90,6 +90,14 @@ static void awrite_value(const struct ibv_send_wr *wr, struct uroce_send_wqe *w)
 	}
 }
 
+/* QP0 and QP1 speak for the host (subnet management, the CM): as with
+ * the kernel, only a privileged context may send to them (abi.h
+ * UROCE_HELLO_F_PRIVILEGED; the daemon checks the WQE again) */
+static bool qp01_ok(struct ibv_context *ibctx, uint32_t qpn)
+{
+	return qpn > 1 || (to_uctx(ibctx)->info.flags & UROCE_HELLO_F_PRIVILEGED);
+}
+
 /* Validate: what the table and the opcode's operands allow, before any
  * byte of the slot is written. */
 static int send_validate(struct urv_qp *qp, const struct ibv_send_wr *wr)
@@ -115,6 +123,9 @@ static int send_validate(struct urv_qp *qp, const struct ibv_send_wr *wr)
 	if (q->qp_type == IBV_QPT_UD && !(needs & UROCE_WR_LOCAL) &&
 	    (!wr->wr.ud.ah || wr->wr.ud.ah->context != q->context))
 		return EINVAL;
+	if (q->qp_type == IBV_QPT_UD && !(needs & UROCE_WR_LOCAL) &&
+	    !qp01_ok(q->context, wr->wr.ud.remote_qpn))
+		return EPERM;
 	return 0;
 }
 
@@ -505,6 +516,8 @@ static void ex_set_ud_addr(struct ibv_qp_ex *ex, struct ibv_ah *ah,
 
 	if (!w)
 		return;
+	if (!qp01_ok(ex->qp_base.context, qpn))
+		ex_qp(ex)->ex_err = EPERM;
 	w->ud.ah = ah->handle;
 	w->ud.remote_qpn = qpn;
 	w->ud.remote_qkey = qkey;

@@ -26,7 +26,8 @@
  * child gets a connection of its own.
  *
  * Files: ucma.c (the libc interposers), ucma_open.c (which paths are ours,
- * open), ucma_file.c (the open files), ucma_conn.c (the daemon
+ * open, fork), ucma_libc.c (libc's read and close), ucma_file.c (the open
+ * files), ucma_conn.c (the daemon
  * connection), ucma_cmd.c (write of one command), ucma_mem.c (the
  * application's memory), ucma_shadow.c (wildcard listeners' copies),
  * ucma_mux.c (an fd over several devices' files), ucma_gone.c (the ids,
@@ -59,31 +60,11 @@
 /* ---- the real libc functions ------------------------------------------ */
 
 REAL_PTR(write);
-REAL_PTR(read);
 REAL_PTR(close);
 REAL_PTR(dup2);
 REAL_PTR(dup3);
 REAL_PTR(fstat);
 REAL_PTR(fstat64);
-
-bool ucma_libc_ok(void)
-{
-	LOAD(close, false);
-	LOAD(read, false);
-	return true;
-}
-
-int ucma_real_close(int fd)
-{
-	LOAD(close, -1);
-	return real_close(fd);
-}
-
-ssize_t ucma_real_read(int fd, void *buf, size_t len)
-{
-	LOAD(read, -1);
-	return real_read(fd, buf, len);
-}
 
 /* ---- the libc interposers -------------------------------------------------- */
 
@@ -92,7 +73,6 @@ static __attribute__((noinline)) ssize_t write_slow(int fd, const void *buf, siz
 	struct ucma_file *f;
 	ssize_t r;
 
-	LOAD(read, -1);
 	f = ucma_file_get(fd);
 	if (!f)
 		return real_write(fd, buf, len);

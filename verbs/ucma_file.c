@@ -113,18 +113,10 @@ struct ucma_file *ucma_file_by_sec(unsigned k, uint32_t h)
 	return f;
 }
 
-/* fork: the inherited files are the parent's; the connection is too (its
- * fd is closed here: the parent keeps its own copy). */
-static void atfork_child(void)
+/* fork: the inherited files are the parent's (ucma_open.c's handler) */
+void ucma_files_atfork_child(void)
 {
 	pthread_mutex_init(&ucma_list_lock, NULL);
 	for (struct ucma_file *f = files; f; f = f->next)
 		f->foreign = true;
-	ucma_conn_atfork_child();
-	urv_mux_atfork_child();
-}
-
-__attribute__((constructor)) static void ucma_init(void)
-{
-	pthread_atfork(NULL, NULL, atfork_child);
 }

@@ -56,6 +56,7 @@ void ucma_file_add(struct ucma_file *f);
 bool ucma_own_files_left(void);
 struct ucma_file *ucma_file_by_handle(uint32_t h);
 struct ucma_file *ucma_file_by_sec(unsigned k, uint32_t h);
+void ucma_files_atfork_child(void);
 
 /* ucma_mem.c: the application's memory, never faulting: 0 or -EFAULT */
 int ucma_mem_copy(void *dst, const void *src, size_t n, bool to_app);
@@ -78,7 +79,7 @@ void ucma_mux_tag(struct uroce_ucma_cmd_req *req, uint8_t *rep, unsigned src);
 int ucma_mux_route(struct ucma_file *f, struct uroce_ucma_cmd_req *req, unsigned *src);
 void ucma_mux_after(struct ucma_file *f, const struct uroce_ucma_cmd_req *req);
 
-/* ucma.c: libc's own close/read, past the interposers */
+/* ucma_libc.c: libc's own close/read, past the interposers */
 bool ucma_libc_ok(void);
 int ucma_real_close(int fd);
 ssize_t ucma_real_read(int fd, void *buf, size_t len);

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* Which paths are ours (/dev/infiniband/rdma_cm when uroce serves it) and
- * open(): a new file of the daemon's, its event pipe as the fd. */
+/* Which paths are ours (/dev/infiniband/rdma_cm when uroce serves it),
+ * open(): a new file of the daemon's, its event pipe as the fd, and what
+ * fork makes of the files and the connection. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,20 @@
 #include "urv_dev.h"
 #include "ucma.h"
 #include "ucma_int.h"
+
+/* fork: the inherited files are the parent's; the connection is too (its
+ * fd is closed here: the parent keeps its own copy) */
+static void atfork_child(void)
+{
+	ucma_files_atfork_child();
+	ucma_conn_atfork_child();
+	urv_mux_atfork_child();
+}
+
+__attribute__((constructor)) static void ucma_init(void)
+{
+	pthread_atfork(NULL, NULL, atfork_child);
+}
 
 static bool raw_exists(const char *p)
 {

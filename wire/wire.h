@@ -17,6 +17,8 @@
  *  - gid.h     GIDs and IP addresses
  *  - mtu.h     IB MTU codes, active MTU
  *  - pkt.h     frame parser (with reject reasons) and builder
+ *  - mad.h     MADs, CM attributes, rdma_cm's cma_hdr
+ *  - mcast.h   IGMPv2 / MLDv1 membership reports
  */
 #ifndef WIRE_WIRE_H
 #define WIRE_WIRE_H
@@ -32,6 +34,7 @@
 #include "mtu.h"
 #include "pkt.h"
 #include "mad.h"
+#include "mcast.h"
 
 #define WIRE_API_VERSION 1 /**< bumped on incompatible API changes */
 

@@ -7,8 +7,16 @@
  * Ids live in a table allocated at attach: slot i's comm ID is
  * (generation << IBCM_SLOT_BITS | i) ^ a random operand, so a lookup by
  * comm ID is one index and a comparison, and a slot's comm IDs do not
- * repeat for 2^20 uses. A destroyed id that must wait out TIMEWAIT keeps
- * its slot ("dead": no events) until then. */
+ * repeat for 2^20 uses. A destroyed id leaves its slot at once: if it
+ * must wait out TIMEWAIT, a small record of the connection (ibcm_tw)
+ * answers a late duplicate REQ, as the kernel's timewait_info outlives
+ * its cm_id.
+ *
+ * What a peer sends decides no timer beyond the kernel's rdma_cm scale
+ * (IBCM_MAX_RESP_T, IBCM_MAX_ACK_T), a passive connection not up within
+ * IBCM_HALF_OPEN_MS is reclaimed, and requests from the wire pass the
+ * per-source admission of ibcm_src.c before they take a slot
+ * (docs/security.md, "CM resources"). */
 #include <endian.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -16,19 +24,29 @@
 #include <sys/random.h>
 
 #include "ibcm.h"
+#include "ibcm_src.h"
 
-#define IBCM_DEF_MAX_IDS   1024u
+#define IBCM_DEF_MAX_IDS   4096u
 #define IBCM_MAX_IDS       4096u
 #define IBCM_DEF_BACKLOG   128u
 #define IBCM_SLOT_BITS     12u   /* IBCM_MAX_IDS == 1 << IBCM_SLOT_BITS */
 #define IBCM_HI_TID        1ull  /* the kernel's MAD agent hi_tid: any constant */
 #define IBCM_HOP_LIMIT     64u
 #define IBCM_RATE_DEFAULT  3u    /* IB_RATE_10_GBPS, rdma_cm's iboe rate floor */
+/* Time exponents a peer may give us (REQ response timeouts, MRA service
+ * timeout, the ACK timeout our TIMEWAIT follows): at most the kernel
+ * rdma_cm's own CMA_CM_RESPONSE_TIMEOUT, 4096 ms a try; 5 bits would
+ * allow 2.4 hours (37 hours of REP retransmissions). */
+#define IBCM_MAX_RESP_T    20u
+#define IBCM_MAX_ACK_T     20u
+/* A passive connection (REQ received, REP sent) not established this long
+ * after its REQ came is reclaimed: the application never answered, or
+ * the peer never sent its RTU (a half-open connection). */
+#define IBCM_HALF_OPEN_MS  32000u
 
 struct ibcm_slot {
 	struct emu_ibcm_id id;       /* first: ids are slots */
 	bool used;
-	bool dead;                   /* destroyed, waiting out TIMEWAIT */
 	bool passive;                /* created by a REQ / SIDR_REQ */
 	bool in_backlog;             /* counted in its listener's backlog */
 	uint32_t gen;
@@ -42,6 +60,8 @@ struct ibcm_slot {
 	uint64_t dreq_tid;           /* DREP answers the DREQ's TID */
 	uint32_t timeout_ms;         /* CM response timeout of a try */
 	uint8_t max_cm_retries;
+	uint64_t open_by;            /* passive: reclaimed if not up by then (0: none) */
+	int32_t src;                 /* passive from the wire: ibcm_src entry, else -1 */
 	/* listener */
 	uint32_t backlog, nbacklog;
 	struct ibcm_slot *listener;  /* in_backlog: whose backlog */
@@ -53,10 +73,21 @@ struct ibcm_slot {
 	bool tw;                     /* deadline is the TIMEWAIT end */
 };
 
+/* A destroyed connection waiting out its TIMEWAIT (the kernel's
+ * timewait_info): enough to answer a late duplicate of its REQ. */
+struct ibcm_tw {
+	uint32_t local_id, remote_id;
+	uint64_t remote_ca_guid;
+	uint64_t until;              /* 0: free */
+};
+
 struct emu_ibcm {
 	struct emu_dev *dev;
 	struct ibcm_slot *slot;
 	uint32_t nslots, nused;
+	struct ibcm_tw *tw;          /* nslots records, reused oldest first */
+	uint32_t tw_next;
+	struct ibcm_srcs *srcs;      /* per-source admission (ibcm_src.c) */
 	uint32_t id_xor;             /* random comm ID operand */
 	uint32_t default_backlog;
 	uint32_t psn;
@@ -83,6 +114,7 @@ static const char *const ibcm_event_names[EMU_IBCM_EVENT_NUM] = {
 
 static const char *const ibcm_drop_names[EMU_IBCM_DROP_NUM] = {
 	"malformed", "unknown-id", "bad-state", "duplicate", "bad-src", "unsupported",
+	"not-qp1", "path-src", "own-guid", "rate-limit",
 };
 
 const char *emu_ibcm_state_name(enum emu_ibcm_state s)
@@ -147,6 +179,14 @@ static void ibcm_backlog_leave(struct ibcm_slot *s)
 	s->listener = NULL;
 }
 
+/* a passive connection on its way up: in its listener's backlog, and
+ * reclaimed when it does not come up in time (open_by) */
+static bool ibcm_half_open(enum emu_ibcm_state st)
+{
+	return st == EMU_IBCM_REQ_RCVD || st == EMU_IBCM_MRA_REQ_SENT || st == EMU_IBCM_REP_SENT ||
+	       st == EMU_IBCM_MRA_REP_RCVD || st == EMU_IBCM_SIDR_REQ_RCVD;
+}
+
 /* Every state change goes through here: backlog accounting and trace. */
 static void ibcm_set_state(struct emu_ibcm *cm, struct ibcm_slot *s, enum emu_ibcm_state to,
 			   const char *why)
@@ -154,11 +194,18 @@ static void ibcm_set_state(struct emu_ibcm *cm, struct ibcm_slot *s, enum emu_ib
 	enum emu_ibcm_state from = s->id.state;
 
 	s->id.state = to;
-	if (to != EMU_IBCM_REQ_RCVD && to != EMU_IBCM_MRA_REQ_SENT && to != EMU_IBCM_REP_SENT &&
-	    to != EMU_IBCM_MRA_REP_RCVD && to != EMU_IBCM_SIDR_REQ_RCVD)
+	if (!ibcm_half_open(to)) {
 		ibcm_backlog_leave(s);
+		s->open_by = 0;
+	}
 	if (cm->trace)
 		cm->trace(&s->id, from, to, why);
+}
+
+/* the deadline of an id with no timer running: its half-open bound, or none */
+static uint64_t ibcm_idle_deadline(const struct ibcm_slot *s)
+{
+	return s->open_by ? s->open_by : UINT64_MAX;
 }
 
 static struct ibcm_slot *ibcm_alloc(struct emu_ibcm *cm, emu_ibcm_handler h, void *ctx)
@@ -173,6 +220,7 @@ static struct ibcm_slot *ibcm_alloc(struct emu_ibcm *cm, emu_ibcm_handler h, voi
 		memset(s, 0, sizeof(*s));
 		s->gen = gen;
 		s->used = true;
+		s->src = -1;
 		s->id.handler = h;
 		s->id.context = ctx;
 		s->id.cm = cm;
@@ -194,6 +242,8 @@ static void ibcm_free(struct emu_ibcm *cm, struct ibcm_slot *s)
 		for (uint32_t i = 0; i < cm->nslots; i++)
 			if (cm->slot[i].listener == s)
 				cm->slot[i].listener = NULL;
+	ibcm_src_release(cm->srcs, s->src);
+	s->src = -1;
 	s->used = false;
 	s->armed = false;
 	s->deadline = UINT64_MAX;
@@ -218,7 +268,7 @@ static void ibcm_deliver(struct emu_ibcm *cm, struct ibcm_slot *s, const struct 
 	uint32_t local_id = s->id.local_id;
 
 	(void)cm;
-	if (s->dead || !s->id.handler)
+	if (!s->id.handler)
 		return;
 	/* a handler that broke the rule and destroyed its own id, maybe
 	 * reusing the slot, must not get the new id destroyed */
@@ -305,10 +355,11 @@ static void ibcm_send_slot(struct emu_ibcm *cm, struct ibcm_slot *s, struct wire
 	ibcm_encode(s->mad, m, attr, tid, attr_mod);
 	s->armed = retry;
 	if (retry) {
+		uint64_t t = emu_now_ns() + (uint64_t)s->timeout_ms * 1000000ull;
 		s->retries_left = s->max_cm_retries;
-		ibcm_set_deadline(cm, s, emu_now_ns() + (uint64_t)s->timeout_ms * 1000000ull, false);
+		ibcm_set_deadline(cm, s, s->open_by && s->open_by < t ? s->open_by : t, false);
 	} else if (!s->tw) {
-		s->deadline = UINT64_MAX;
+		s->deadline = ibcm_idle_deadline(s);
 	}
 	ibcm_tx(cm, &s->av, s->mad);
 }
@@ -317,7 +368,7 @@ static void ibcm_stop_timer(struct ibcm_slot *s)
 {
 	s->armed = false;
 	if (!s->tw)
-		s->deadline = UINT64_MAX;
+		s->deadline = ibcm_idle_deadline(s); /* never earlier than it was */
 }
 
 /* The address an answer to pkt goes to (the sender's), as the kernel's
@@ -386,10 +437,6 @@ static void ibcm_timewait_exit(struct emu_ibcm *cm, struct ibcm_slot *s)
 
 	s->tw = false;
 	s->deadline = UINT64_MAX;
-	if (s->dead) {
-		ibcm_free(cm, s);
-		return;
-	}
 	ibcm_set_state(cm, s, EMU_IBCM_IDLE, "timewait-exit");
 	ibcm_deliver(cm, s, &ev);
 }
@@ -428,11 +475,36 @@ static void ibcm_send_error(struct emu_ibcm *cm, struct ibcm_slot *s)
 	default:
 		return;
 	}
-	if (s->dead) {
-		if (s->id.state != EMU_IBCM_TIMEWAIT)
-			ibcm_free(cm, s);
+	ibcm_deliver(cm, s, &ev);
+}
+
+/* A passive connection not up within IBCM_HALF_OPEN_MS of its REQ: with
+ * its REP sent it ends as if the REP had run out of retries (REP_ERROR);
+ * a request nobody answered is rejected, as destroying it would (consumer
+ * defined: REJ timeout would name an active side), and its id gets
+ * REQ_ERROR; a SIDR request goes unanswered (SIDR_REQ_ERROR). */
+static void ibcm_reclaim(struct emu_ibcm *cm, struct ibcm_slot *s)
+{
+	struct emu_ibcm_event ev = { .param.send_status = -ETIMEDOUT };
+
+	cm->cnt.half_open_reclaimed++;
+	switch (s->id.state) {
+	case EMU_IBCM_REP_SENT:
+	case EMU_IBCM_MRA_REP_RCVD:
+		s->open_by = 0;
+		ibcm_send_error(cm, s);
 		return;
+	case EMU_IBCM_REQ_RCVD:
+	case EMU_IBCM_MRA_REQ_SENT:
+		emu_ibcm_send_rej(&s->id, WIRE_CM_REJ_CONSUMER_DEFINED, NULL, 0, NULL, 0);
+		ev.event = EMU_IBCM_REQ_ERROR;
+		break;
+	default:
+		ibcm_set_state(cm, s, EMU_IBCM_IDLE, "sidr-unanswered");
+		ev.event = EMU_IBCM_SIDR_REQ_ERROR;
+		break;
 	}
+	s->deadline = UINT64_MAX;
 	ibcm_deliver(cm, s, &ev);
 }
 
@@ -442,8 +514,12 @@ static void ibcm_slot_timer(struct emu_ibcm *cm, struct ibcm_slot *s, uint64_t n
 		ibcm_timewait_exit(cm, s);
 		return;
 	}
+	if (s->open_by && now >= s->open_by) {
+		ibcm_reclaim(cm, s);
+		return;
+	}
 	if (!s->armed) {
-		s->deadline = UINT64_MAX;
+		s->deadline = ibcm_idle_deadline(s);
 		return;
 	}
 	if (!s->retries_left) {
@@ -453,6 +529,8 @@ static void ibcm_slot_timer(struct emu_ibcm *cm, struct ibcm_slot *s, uint64_t n
 	s->retries_left--;
 	cm->cnt.retransmits++;
 	s->deadline = now + (uint64_t)s->timeout_ms * 1000000ull;
+	if (s->open_by && s->open_by < s->deadline)
+		s->deadline = s->open_by;
 	ibcm_tx(cm, &s->av, s->mad);
 }
 
@@ -863,6 +941,32 @@ int emu_ibcm_listen(struct emu_ibcm_id *id, uint64_t service_id, uint64_t servic
 	return 0;
 }
 
+/* A destroyed connection's TIMEWAIT, kept without its slot: the oldest
+ * record makes room when all are taken (it then only loses the answer to
+ * a late duplicate REQ, which becomes a new request). */
+static void ibcm_tw_add(struct emu_ibcm *cm, const struct ibcm_slot *s)
+{
+	struct ibcm_tw *t = &cm->tw[cm->tw_next++ % cm->nslots];
+
+	t->local_id = s->id.local_id;
+	t->remote_id = s->id.remote_id;
+	t->remote_ca_guid = s->remote_ca_guid;
+	t->until = s->deadline;
+}
+
+/* the record of a connection in TIMEWAIT with that remote comm ID and CA */
+static const struct ibcm_tw *ibcm_tw_find(const struct emu_ibcm *cm, uint32_t rid, uint64_t guid)
+{
+	uint64_t now = emu_now_ns();
+
+	for (uint32_t i = 0; i < cm->nslots; i++) {
+		const struct ibcm_tw *t = &cm->tw[i];
+		if (t->until > now && t->remote_id == rid && t->remote_ca_guid == guid)
+			return t;
+	}
+	return NULL;
+}
+
 void emu_ibcm_destroy_id(struct emu_ibcm_id *id)
 {
 	struct ibcm_slot *s;
@@ -873,7 +977,7 @@ void emu_ibcm_destroy_id(struct emu_ibcm_id *id)
 		return;
 	s = ibcm_slot_of(id);
 	cm = id->cm;
-	if (!s->used || s->dead)
+	if (!s->used)
 		return;
 	guid = cm->dev->node_guid; /* the ARI of REJ(timeout): our CA GUID, network order */
 	switch (id->state) {
@@ -909,13 +1013,11 @@ void emu_ibcm_destroy_id(struct emu_ibcm_id *id)
 	default:
 		break;
 	}
-	if (id->state == EMU_IBCM_TIMEWAIT) {
-		s->dead = true;
-		s->id.handler = NULL;
-		ibcm_backlog_leave(s);
-	} else {
-		ibcm_free(cm, s);
-	}
+	/* the slot goes at once (a client that exits leaves none behind);
+	 * a connection in TIMEWAIT leaves its record */
+	if (id->state == EMU_IBCM_TIMEWAIT)
+		ibcm_tw_add(cm, s);
+	ibcm_free(cm, s);
 }
 
 /* ------------------------------------------------------------------ */
@@ -928,12 +1030,65 @@ struct ibcm_rx {
 	struct wire_cm_msg m;
 };
 
+/* the MAD came from the address s's connection is with */
+static bool ibcm_from_addr(const struct ibcm_slot *s, const struct ibcm_rx *r)
+{
+	return !memcmp(r->pkt->ip.src.raw, s->av.dgid.raw, 16);
+}
+
 static bool ibcm_from_peer(struct emu_ibcm *cm, struct ibcm_slot *s, const struct ibcm_rx *r)
 {
-	if (!memcmp(r->pkt->ip.src.raw, s->av.dgid.raw, 16))
+	if (ibcm_from_addr(s, r))
 		return true;
 	ibcm_drop(cm, EMU_IBCM_DROP_BAD_SRC);
 	return false;
+}
+
+/* A source of ours: a frame of this device (the loopback port, the
+ * port's self loop; frames from the wire with one of our addresses as
+ * their source never get here, transport/rx.c). */
+static bool ibcm_local_src(const struct emu_ibcm *cm, const struct wire_pkt *pkt)
+{
+	union ibv_gid g;
+
+	memcpy(g.raw, pkt->ip.src.raw, 16);
+	return cm->dev->loopback || emu_gid_find(cm->dev, &g) >= 0;
+}
+
+/* May a request (REQ, SIDR_REQ) take a slot: a local one always (the
+ * rdma_cm charges it to its user), one from the wire if its source is
+ * within its rate and budget (ibcm_src.c). False: dropped (rate) or
+ * answered by *rej (REJ 3 / SIDR_REP reject) with its counter counted. */
+static bool ibcm_admit(struct emu_ibcm *cm, const struct ibcm_rx *r, int32_t *src, bool *rej)
+{
+	union ibv_gid g;
+
+	*src = -1;
+	*rej = false;
+	if (ibcm_local_src(cm, r->pkt))
+		return true;
+	memcpy(g.raw, r->pkt->ip.src.raw, 16);
+	switch (ibcm_src_admit(cm->srcs, &g, emu_now_ns(), cm->nslots / 4, src)) {
+	case IBCM_SRC_OK:
+		return true;
+	case IBCM_SRC_RATE_LIMITED:
+		ibcm_drop(cm, EMU_IBCM_DROP_RATE);
+		return false;
+	case IBCM_SRC_BUSY:
+		cm->cnt.rej_src_busy++;
+		break;
+	case IBCM_SRC_TABLE_FULL:
+		cm->cnt.rej_src_table++;
+		break;
+	}
+	*rej = true;
+	return false;
+}
+
+/* a time exponent a peer gave us, within the kernel rdma_cm's scale */
+static uint8_t ibcm_peer_t(uint64_t t, uint8_t max)
+{
+	return (uint8_t)(t < max ? t : max);
 }
 
 static void ibcm_resend(struct emu_ibcm *cm, struct ibcm_slot *s)
@@ -946,7 +1101,7 @@ static struct ibcm_slot *ibcm_find_listener(struct emu_ibcm *cm, uint64_t sid)
 {
 	for (uint32_t i = 0; i < cm->nslots; i++) {
 		struct ibcm_slot *l = &cm->slot[i];
-		if (l->used && !l->dead && l->id.state == EMU_IBCM_LISTEN &&
+		if (l->used && l->id.state == EMU_IBCM_LISTEN &&
 		    (sid & l->id.service_mask) == l->id.service_id)
 			return l;
 	}
@@ -988,7 +1143,9 @@ static bool ibcm_stale_req(struct emu_ibcm *cm, const struct ibcm_rx *r, uint32_
 			continue;
 		cm->cnt.rej_stale++;
 		ibcm_rej_pkt(cm, r->pkt, r->h.tid, 0, rid, 0, WIRE_CM_REJ_STALE_CONN);
-		if (s->id.state == EMU_IBCM_ESTABLISHED)
+		/* the old connection ends only when the REQ comes from its
+		 * peer's address: anyone can claim a CA GUID and a QPN */
+		if (s->id.state == EMU_IBCM_ESTABLISHED && ibcm_from_addr(s, r))
 			emu_ibcm_send_dreq(&s->id, NULL, 0);
 		return true;
 	}
@@ -1076,6 +1233,38 @@ static void ibcm_req_event(struct emu_ibcm *cm, struct ibcm_slot *s, struct ibcm
 	ibcm_deliver(cm, s, &ev);
 }
 
+/* A REQ we had a connection for: the slot's (ibcm_dup_req), or the
+ * record of one destroyed in TIMEWAIT (REJ stale, message "other"). */
+static bool ibcm_req_dup(struct emu_ibcm *cm, const struct ibcm_rx *r, uint32_t rid, uint64_t guid)
+{
+	for (uint32_t i = 0; i < cm->nslots; i++) {
+		struct ibcm_slot *s = &cm->slot[i];
+		if (s->used && s->passive && s->id.remote_id == rid && s->remote_ca_guid == guid &&
+		    s->id.state != EMU_IBCM_IDLE && s->id.state != EMU_IBCM_SIDR_REQ_RCVD) {
+			ibcm_dup_req(cm, s, r);
+			return true;
+		}
+	}
+	const struct ibcm_tw *t = ibcm_tw_find(cm, rid, guid);
+	if (!t)
+		return false;
+	cm->cnt.rej_stale++;
+	ibcm_rej_pkt(cm, r->pkt, r->h.tid, t->local_id, t->remote_id, 2, WIRE_CM_REJ_STALE_CONN);
+	return true;
+}
+
+/* a new passive id's timers: what the REQ asks, within the kernel's
+ * rdma_cm scale, and up within IBCM_HALF_OPEN_MS or reclaimed */
+static void ibcm_req_timers(struct emu_ibcm *cm, struct ibcm_slot *s, const struct wire_cm_msg *m)
+{
+	s->av_timeout = ibcm_peer_t(m->v[WIRE_CM_F_PRI_LOCAL_ACK_TIMEOUT], IBCM_MAX_ACK_T);
+	s->timeout_ms = emu_ibcm_time_ms(ibcm_peer_t(m->v[WIRE_CM_F_LOCAL_CM_RESP_TIMEOUT],
+						     IBCM_MAX_RESP_T));
+	s->max_cm_retries = (uint8_t)(m->v[WIRE_CM_F_MAX_CM_RETRIES] & 0xF);
+	s->open_by = emu_now_ns() + IBCM_HALF_OPEN_MS * 1000000ull;
+	ibcm_set_deadline(cm, s, s->open_by, false);
+}
+
 static void ibcm_rx_req(struct emu_ibcm *cm, const struct ibcm_rx *r)
 {
 	const struct wire_cm_msg *m = &r->m;
@@ -1084,14 +1273,15 @@ static void ibcm_rx_req(struct emu_ibcm *cm, const struct ibcm_rx *r)
 	uint32_t rqpn = (uint32_t)m->v[WIRE_CM_F_LOCAL_QPN];
 	struct ibcm_slot *l = NULL, *s;
 	enum wire_cm_rej_reason why;
+	int32_t src;
+	bool rej;
 
-	for (uint32_t i = 0; i < cm->nslots; i++) {
-		s = &cm->slot[i];
-		if (s->used && s->passive && s->id.remote_id == rid && s->remote_ca_guid == guid &&
-		    s->id.state != EMU_IBCM_IDLE && s->id.state != EMU_IBCM_SIDR_REQ_RCVD) {
-			ibcm_dup_req(cm, s, r);
-			return;
-		}
+	if (ibcm_req_dup(cm, r, rid, guid))
+		return;
+	if (!ibcm_admit(cm, r, &src, &rej)) {
+		if (rej)
+			ibcm_rej_pkt(cm, r->pkt, r->h.tid, 0, rid, 0, WIRE_CM_REJ_NO_RESOURCES);
+		return;
 	}
 	if (ibcm_stale_req(cm, r, rid, guid, rqpn))
 		return;
@@ -1105,6 +1295,8 @@ static void ibcm_rx_req(struct emu_ibcm *cm, const struct ibcm_rx *r)
 		ibcm_rej_pkt(cm, r->pkt, r->h.tid, 0, rid, 0, why);
 		return;
 	}
+	s->src = src;
+	ibcm_src_hold(cm->srcs, src);
 	s->passive = true;
 	s->in_backlog = true;
 	s->listener = l;
@@ -1116,9 +1308,7 @@ static void ibcm_rx_req(struct emu_ibcm *cm, const struct ibcm_rx *r)
 	s->tid = r->h.tid;
 	ibcm_av_from_pkt(&s->av, r->pkt);
 	ibcm_path_from_req(&s->path, r);
-	s->av_timeout = (uint8_t)m->v[WIRE_CM_F_PRI_LOCAL_ACK_TIMEOUT];
-	s->timeout_ms = emu_ibcm_time_ms((uint8_t)m->v[WIRE_CM_F_LOCAL_CM_RESP_TIMEOUT]);
-	s->max_cm_retries = (uint8_t)m->v[WIRE_CM_F_MAX_CM_RETRIES];
+	ibcm_req_timers(cm, s, m);
 	ibcm_set_state(cm, s, EMU_IBCM_REQ_RCVD, "rx-req");
 	ibcm_req_event(cm, s, l, r);
 }
@@ -1147,7 +1337,7 @@ static bool ibcm_stale_rep(struct emu_ibcm *cm, struct ibcm_slot *s, const struc
 		cm->cnt.rej_stale++;
 		ibcm_rej_pkt(cm, r->pkt, r->h.tid, (uint32_t)m->v[WIRE_CM_F_REMOTE_COMM_ID],
 			     (uint32_t)m->v[WIRE_CM_F_LOCAL_COMM_ID], 1, WIRE_CM_REJ_STALE_CONN);
-		if (o->id.state == EMU_IBCM_ESTABLISHED)
+		if (o->id.state == EMU_IBCM_ESTABLISHED && ibcm_from_addr(o, r))
 			emu_ibcm_send_dreq(&o->id, NULL, 0);
 		return true;
 	}
@@ -1271,7 +1461,8 @@ static void ibcm_rx_mra(struct emu_ibcm *cm, const struct ibcm_rx *r)
 	const struct wire_cm_msg *m = &r->m;
 	struct ibcm_slot *s = ibcm_find_local(cm, (uint32_t)m->v[WIRE_CM_F_REMOTE_COMM_ID]);
 	struct emu_ibcm_event ev = { .event = EMU_IBCM_MRA_RECEIVED };
-	uint8_t st = (uint8_t)m->v[WIRE_CM_F_SERVICE_TIMEOUT];
+	/* how long the peer asks us to wait: within rdma_cm's scale */
+	uint8_t st = ibcm_peer_t(m->v[WIRE_CM_F_SERVICE_TIMEOUT], IBCM_MAX_RESP_T);
 	enum emu_ibcm_state to;
 
 	if (!s) {
@@ -1293,10 +1484,11 @@ static void ibcm_rx_mra(struct emu_ibcm *cm, const struct ibcm_rx *r)
 	}
 	/* the peer needs longer: the outstanding MAD's timer becomes the
 	 * announced service time plus a packet life time (cm_mra_handler) */
-	if (s->armed)
-		ibcm_set_deadline(cm, s, emu_now_ns() + ((uint64_t)emu_ibcm_time_ms(st) +
-							 emu_ibcm_time_ms(s->av_timeout)) * 1000000ull,
-				  false);
+	if (s->armed) {
+		uint64_t t = emu_now_ns() + ((uint64_t)emu_ibcm_time_ms(st) +
+					     emu_ibcm_time_ms(s->av_timeout)) * 1000000ull;
+		ibcm_set_deadline(cm, s, s->open_by && s->open_by < t ? s->open_by : t, false);
+	}
 	ibcm_set_state(cm, s, to, "rx-mra");
 	ev.param.mra_rcvd.service_timeout = st;
 	ev.private_data = m->pdata;
@@ -1338,7 +1530,7 @@ static void ibcm_rx_rej(struct emu_ibcm *cm, const struct ibcm_rx *r)
 	bool stale = m->v[WIRE_CM_F_REJ_REASON] == WIRE_CM_REJ_STALE_CONN;
 	bool tw;
 
-	if (!s || s->dead) {
+	if (!s) {
 		ibcm_drop(cm, EMU_IBCM_DROP_UNKNOWN_ID);
 		return;
 	}
@@ -1464,6 +1656,8 @@ static void ibcm_rx_sidr_req(struct emu_ibcm *cm, const struct ibcm_rx *r)
 	uint32_t rid = (uint32_t)m->v[WIRE_CM_F_LOCAL_COMM_ID];
 	struct ibcm_slot *l, *s;
 	struct emu_ibcm_event ev;
+	int32_t src;
+	bool rej;
 
 	for (uint32_t i = 0; i < cm->nslots; i++) {
 		s = &cm->slot[i];
@@ -1472,6 +1666,11 @@ static void ibcm_rx_sidr_req(struct emu_ibcm *cm, const struct ibcm_rx *r)
 			ibcm_drop(cm, EMU_IBCM_DROP_DUPLICATE);
 			return;
 		}
+	}
+	if (!ibcm_admit(cm, r, &src, &rej)) {
+		if (rej)
+			ibcm_sidr_answer(cm, r, WIRE_CM_SIDR_REJECT);
+		return;
 	}
 	l = ibcm_find_listener(cm, m->v[WIRE_CM_F_SERVICE_ID]);
 	if (!l) {
@@ -1485,6 +1684,8 @@ static void ibcm_rx_sidr_req(struct emu_ibcm *cm, const struct ibcm_rx *r)
 		ibcm_sidr_answer(cm, r, WIRE_CM_SIDR_REJECT);
 		return;
 	}
+	s->src = src;
+	ibcm_src_hold(cm->srcs, src);
 	s->passive = true;
 	s->in_backlog = true;
 	s->listener = l;
@@ -1492,6 +1693,8 @@ static void ibcm_rx_sidr_req(struct emu_ibcm *cm, const struct ibcm_rx *r)
 	s->id.remote_id = rid;
 	s->id.service_id = m->v[WIRE_CM_F_SERVICE_ID];
 	s->tid = r->h.tid;
+	s->open_by = emu_now_ns() + IBCM_HALF_OPEN_MS * 1000000ull;
+	ibcm_set_deadline(cm, s, s->open_by, false);
 	ibcm_av_from_pkt(&s->av, r->pkt);
 	memcpy(s->path.sgid.raw, r->pkt->ip.dst.raw, 16);
 	memcpy(s->path.dgid.raw, r->pkt->ip.src.raw, 16);
@@ -1545,6 +1748,28 @@ static void ibcm_rx_sidr_rep(struct emu_ibcm *cm, const struct ibcm_rx *r)
 	ibcm_deliver(cm, s, &ev);
 }
 
+/* What the MAD says of its sender against where it came from, before it
+ * changes any state: a REQ's primary path starts at the packet's source
+ * (the kernel builds the connection's address from that path), and our
+ * own CA GUID comes only from our own addresses (frames of this device;
+ * transport/rx.c drops frames from the wire that claim our addresses).
+ * True: dropped and counted. */
+static bool ibcm_forged(struct emu_ibcm *cm, const struct ibcm_rx *r)
+{
+	uint16_t a = r->h.attr_id;
+
+	if ((a == WIRE_CM_ATTR_REQ || a == WIRE_CM_ATTR_REP) &&
+	    r->m.v[WIRE_CM_F_LOCAL_CA_GUID] == ibcm_guid(cm) && !ibcm_local_src(cm, r->pkt)) {
+		ibcm_drop(cm, EMU_IBCM_DROP_OWN_GUID);
+		return true;
+	}
+	if (a == WIRE_CM_ATTR_REQ && memcmp(r->m.gid[0], r->pkt->ip.src.raw, 16)) {
+		ibcm_drop(cm, EMU_IBCM_DROP_PATH_SRC);
+		return true;
+	}
+	return false;
+}
+
 static void ibcm_rx(struct emu_dev *d, const struct wire_pkt *pkt)
 {
 	struct emu_ibcm *cm = d->gsi_priv;
@@ -1563,6 +1788,12 @@ static void ibcm_rx(struct emu_dev *d, const struct wire_pkt *pkt)
 		ibcm_drop(cm, EMU_IBCM_DROP_MALFORMED);
 		return;
 	}
+	/* a CM speaks from its QP1: a MAD from any other QP is a user's UD
+	 * QP posing as one (a local one is refused before it is sent) */
+	if (pkt->deth.sqpn != WIRE_GSI_QPN) {
+		ibcm_drop(cm, EMU_IBCM_DROP_NOT_QP1);
+		return;
+	}
 	why = wire_gsi_pkt_decode(pkt, 0, &r.h, &r.m);
 	if (why != WIRE_MAD_OK) {
 		cm->cnt.mad_reason[why < WIRE_MAD_R_NUM ? why : 0]++;
@@ -1577,6 +1808,8 @@ static void ibcm_rx(struct emu_dev *d, const struct wire_pkt *pkt)
 		return;
 	}
 	r.pkt = pkt;
+	if (ibcm_forged(cm, &r))
+		return;
 	ibcm_count(cm->cnt.rx_attr, cm->cnt.rej_rx, r.h.attr_id,
 		   (uint16_t)r.m.v[WIRE_CM_F_REJ_REASON]);
 	switch (r.h.attr_id) {
@@ -1635,7 +1868,12 @@ int emu_ibcm_attach(struct emu_dev *d, const struct emu_ibcm_cfg *cfg)
 	if (cm->nslots > IBCM_MAX_IDS)
 		cm->nslots = IBCM_MAX_IDS;
 	cm->slot = calloc(cm->nslots, sizeof(*cm->slot));
-	if (!cm->slot) {
+	cm->tw = calloc(cm->nslots, sizeof(*cm->tw));
+	cm->srcs = ibcm_srcs_new(cm->nslots);
+	if (!cm->slot || !cm->tw || !cm->srcs) {
+		free(cm->slot);
+		free(cm->tw);
+		ibcm_srcs_free(cm->srcs);
 		free(cm);
 		return -ENOMEM;
 	}
@@ -1670,7 +1908,7 @@ void emu_ibcm_detach(struct emu_dev *d)
 	 * DREQ for connections, REJ for pending requests (no events here) */
 	for (uint32_t i = 0; i < cm->nslots; i++) {
 		struct ibcm_slot *s = &cm->slot[i];
-		if (s->used && !s->dead) {
+		if (s->used) {
 			s->id.handler = NULL;
 			emu_ibcm_destroy_id(&s->id);
 		}
@@ -1679,6 +1917,8 @@ void emu_ibcm_detach(struct emu_dev *d)
 	d->gsi = NULL;
 	d->gsi_priv = NULL;
 	free(cm->slot);
+	free(cm->tw);
+	ibcm_srcs_free(cm->srcs);
 	free(cm);
 }
 
@@ -1702,6 +1942,11 @@ uint32_t emu_ibcm_ids_in_use(struct emu_ibcm *cm)
 	return cm->nused;
 }
 
+uint32_t emu_ibcm_ids_max(struct emu_ibcm *cm)
+{
+	return cm->nslots;
+}
+
 void emu_ibcm_dump(struct emu_dev *d)
 {
 	struct emu_ibcm *cm = d->gsi_priv;
@@ -1711,13 +1956,15 @@ void emu_ibcm_dump(struct emu_dev *d)
 		return;
 	c = &cm->cnt;
 	EMU_LOG(NOTICE, "%s: cm: ids %u, mads rx %lu tx %lu, retrans %lu, timeouts %lu, "
-		"dup-answered %lu, rej no-listener %lu no-resources %lu stale %lu, "
+		"dup-answered %lu, rej no-listener %lu no-resources %lu src-busy %lu "
+		"src-table %lu stale %lu, half-open reclaimed %lu, "
 		"drep-unknown %lu, tx-fail %lu, lost rx %lu, lost tx %lu\n", d->name, cm->nused,
 		(unsigned long)c->rx_mads, (unsigned long)c->tx_mads,
 		(unsigned long)c->retransmits, (unsigned long)c->timeouts,
 		(unsigned long)c->dup_answered, (unsigned long)c->rej_no_listener,
-		(unsigned long)c->rej_no_resources, (unsigned long)c->rej_stale,
-		(unsigned long)c->drep_unknown,
+		(unsigned long)c->rej_no_resources, (unsigned long)c->rej_src_busy,
+		(unsigned long)c->rej_src_table, (unsigned long)c->rej_stale,
+		(unsigned long)c->half_open_reclaimed, (unsigned long)c->drep_unknown,
 		(unsigned long)c->tx_fail, (unsigned long)c->loss_rx,
 		(unsigned long)c->loss_tx);
 	for (int i = 0; i < EMU_IBCM_DROP_NUM; i++)

@@ -16,7 +16,8 @@
  *
  * Ids live in a table allocated once per device (bounded: a REQ flood
  * cannot exhaust memory); local communication IDs are random, unique and
- * never reused before the id's TIMEWAIT has ended.
+ * never reused before the id's TIMEWAIT has ended. What a peer can make
+ * the engine hold is bounded in time and per source (ibcm.c's head).
  *
  * Event handlers: the engine calls id->handler(id, event). A non-zero
  * return asks the engine to destroy the id after the call (as the
@@ -68,7 +69,9 @@ const char *emu_ibcm_state_name(enum emu_ibcm_state s);
 
 /** Event types (the kernel's enum ib_cm_event_type, without LAP/APR). */
 enum emu_ibcm_event_type {
-	EMU_IBCM_REQ_ERROR,          /**< REQ not answered after max_cm_retries */
+	EMU_IBCM_REQ_ERROR,          /**< REQ not answered after max_cm_retries; on a
+				      *   passive id: the request was not answered
+				      *   within IBCM_HALF_OPEN_MS (REJ timeout sent) */
 	EMU_IBCM_REQ_RECEIVED,
 	EMU_IBCM_REP_ERROR,          /**< REP not answered (no RTU, REJ) */
 	EMU_IBCM_REP_RECEIVED,
@@ -80,7 +83,8 @@ enum emu_ibcm_event_type {
 	EMU_IBCM_TIMEWAIT_EXIT,
 	EMU_IBCM_MRA_RECEIVED,
 	EMU_IBCM_REJ_RECEIVED,
-	EMU_IBCM_SIDR_REQ_ERROR,     /**< SIDR_REQ not answered */
+	EMU_IBCM_SIDR_REQ_ERROR,     /**< SIDR_REQ not answered; on a passive id:
+				      *   not answered within IBCM_HALF_OPEN_MS */
 	EMU_IBCM_SIDR_REQ_RECEIVED,
 	EMU_IBCM_SIDR_REP_RECEIVED,
 	EMU_IBCM_EVENT_NUM
@@ -294,6 +298,10 @@ enum emu_ibcm_drop {
 	EMU_IBCM_DROP_DUPLICATE,     /**< duplicate, answered or ignored */
 	EMU_IBCM_DROP_BAD_SRC,       /**< source GID not the id's peer, or not to our GID */
 	EMU_IBCM_DROP_UNSUPPORTED,   /**< LAP / APR (no alternate paths on RoCE) */
+	EMU_IBCM_DROP_NOT_QP1,       /**< not from source QP 1: no CM sent it */
+	EMU_IBCM_DROP_PATH_SRC,      /**< a REQ whose path GIDs are not the packet's addresses */
+	EMU_IBCM_DROP_OWN_GUID,      /**< our CA GUID from an address that is not ours */
+	EMU_IBCM_DROP_RATE,          /**< REQ / SIDR_REQ over its source's rate (unanswered) */
 	EMU_IBCM_DROP_NUM
 };
 
@@ -309,6 +317,9 @@ struct emu_ibcm_counters {
 	uint64_t dup_answered;       /**< duplicates answered (REP/RTU/MRA/DREP/REJ resent) */
 	uint64_t rej_no_listener;    /**< REJ invalid service ID sent */
 	uint64_t rej_no_resources;   /**< REQ/SIDR_REQ refused: id table or backlog full */
+	uint64_t rej_src_busy;       /**< ... refused: its source holds its budget of slots */
+	uint64_t rej_src_table;      /**< ... refused: no room to track one more source */
+	uint64_t half_open_reclaimed; /**< passive connections not up within IBCM_HALF_OPEN_MS */
 	uint64_t rej_stale;          /**< REJ stale connection sent */
 	uint64_t drep_unknown;       /**< DREP sent for a DREQ to no id */
 	uint64_t tx_fail;            /**< MAD not sent (no buffer, no neighbour, build) */
@@ -331,7 +342,7 @@ const char *emu_ibcm_drop_name(enum emu_ibcm_drop r);
 
 /** Engine configuration (emu_ibcm_attach(); NULL = defaults). */
 struct emu_ibcm_cfg {
-	uint32_t max_ids;            /**< id table size (ids + TIMEWAIT); 0 = 1024 */
+	uint32_t max_ids;            /**< id table size; 0 = 4096 (the most) */
 	uint32_t default_backlog;    /**< listener backlog when listen() gives 0; 0 = 128 */
 	uint64_t seed;               /**< comm ID randomness; 0 = getrandom() */
 	/** fault injection: this fraction (0..1) of the MADs received and of
@@ -372,6 +383,8 @@ void emu_ibcm_dump(struct emu_dev *d);
 
 /** Ids in use, including those waiting out TIMEWAIT after destroy. */
 uint32_t emu_ibcm_ids_in_use(struct emu_ibcm *cm);
+/** The size of the id table (uroce-ctl limits). */
+uint32_t emu_ibcm_ids_max(struct emu_ibcm *cm);
 
 /** A packet to QPN 1 (wire_pkt_is_gsi()). Malformed MADs are counted. */
 void emu_ibcm_rx(struct emu_dev *d, const struct wire_pkt *pkt);

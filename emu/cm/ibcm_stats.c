@@ -36,6 +36,9 @@ int emu_ibcm_stats_fill(struct emu_dev *d, struct uroce_cm_stats_rep *r)
 		{ "duplicates", c->dup_answered }, { "rej-no-listener", c->rej_no_listener },
 		{ "table-full", c->rej_no_resources }, { "stale", c->rej_stale },
 		{ "drep-unknown", c->drep_unknown }, { "tx-fail", c->tx_fail },
+		{ "rej-src-busy", c->rej_src_busy }, { "rej-src-table", c->rej_src_table },
+		{ "half-open-gone", c->half_open_reclaimed },
+		{ "ids", emu_ibcm_ids_in_use(cm) },
 	};
 	memset(r, 0, sizeof(*r));
 	for (unsigned i = 0; i < sizeof(tot) / sizeof(tot[0]); i++)

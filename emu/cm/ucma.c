@@ -7,11 +7,9 @@
  * or its client goes away. docs/cm.md says what differs from the kernel.
  *
  * Connections go over the wire through the IB CM engine (emu/cm/ibcm.c:
- * MADs on QP1; to an address of this device they loop back to it, as the
- * kernel's do). Without the engine (or with UROCE_CM_NO_WIRE) the same
- * REQ/REP/RTU/REJ/DREQ/DREP/SIDR exchange between two ids of this device
- * is carried by direct calls with the parameters the MADs would carry
- * (docs/cm.md).
+ * MADs on QP1), to an address of this device too: its frames come back
+ * through the port's receive path, as the kernel's rxe_loopback does
+ * (ucma_conn.c, docs/cm.md).
  *
  * This file: the command table and the entry points of the daemon (open,
  * command, close, a client gone, timers, device gone); the commands and
@@ -150,34 +148,22 @@ void emu_ucma_poll(struct emu_dev *d, uint64_t now)
 
 	/* called every engine iteration: the table is scanned only when a
 	 * deadline is due, and at most once a millisecond while a neighbour
-	 * is being resolved */
+	 * is being resolved (the only timer of ours: the exchange's are the
+	 * IB CM engine's) */
 	if (!u || !u->timers || now < u->next_ns)
 		return;
 	uint64_t next = UINT64_MAX;
 	for (uint32_t i = 0; i < u->nids; i++) {
 		struct ucma_id *id = u->ids[i];
-		if (!id || !id->deadline)
+		if (!id || !id->deadline || id->state != S_ADDR_QUERY)
 			continue;
-		if (id->state == S_ADDR_QUERY) {
-			int rc = ucma_addr_try(u, id);
-			if (rc <= 0)
-				ucma_addr_done(u, id, rc);
-			else if (now >= id->deadline)
-				ucma_addr_done(u, id, -ETIMEDOUT);
-			else if (now + 1000000 < next)
-				next = now + 1000000;
-			continue;
-		}
-		if (now < id->deadline) {
-			if (id->deadline < next)
-				next = id->deadline;
-			continue;
-		}
-		ucma_timer(u, id, 0);
-		if (id->cp == CP_TIMEWAIT) {
-			id->cp = CP_DONE;
-			ucma_event(u, id, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0);
-		}
+		int rc = ucma_addr_try(u, id);
+		if (rc <= 0)
+			ucma_addr_done(u, id, rc);
+		else if (now >= id->deadline)
+			ucma_addr_done(u, id, -ETIMEDOUT);
+		else if (now + 1000000 < next)
+			next = now + 1000000;
 	}
 	u->next_ns = next;
 }

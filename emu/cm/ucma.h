@@ -12,12 +12,13 @@
 
 #include "xport.h" /* the layers below: core, net, transport */
 
-/* Limits against hostile clients (docs/cm.md): files, ids, queued events
- * and multicast joins per context (all its files). Past them: -ENOMEM /
+/* Limits against hostile clients (docs/cm.md): files, queued events and
+ * multicast joins per context (all its files). Past them: -ENOMEM /
  * -EMFILE, an event is dropped (logged), and a connection request whose
- * listener's context is full is rejected. */
+ * listener's context is full is rejected. Ids, listening ids and
+ * connections are charged to the context and its uid with every other
+ * object (EMU_OBJ_CM_*, --limit / --uid-limit cm_id, cm_listen, cm_conn). */
 #define EMU_UCMA_MAX_FILES  64u
-#define EMU_UCMA_MAX_IDS    4096u
 #define EMU_UCMA_MAX_EVENTS 8192u  /* per context, ~3 MB */
 #define EMU_UCMA_MAX_MCS    1024u  /* multicast joins per context */
 
@@ -32,17 +33,12 @@ int emu_ucma_cmd(struct emu_ctx *c, const void *body, size_t len, void *out, siz
 int emu_ucma_close(struct emu_ctx *c, uint32_t handle);
 /* The client went away: every file of c, as UCMA_CLOSE. */
 void emu_ucma_ctx_gone(struct emu_ctx *c);
-/* Timers (address resolution timeouts, TIMEWAIT_EXIT); the engine calls
+/* Timers (address resolution timeouts); the engine calls
  * it every few iterations. */
 void emu_ucma_poll(struct emu_dev *d, uint64_t now_ns);
 /* When emu_ucma_poll has work next (UINT64_MAX: none): a sleeping engine
  * wakes for it */
 uint64_t emu_ucma_next_deadline(struct emu_dev *d);
-/* cma_igmp.c: an IGMPv2 (IPv4 group) or MLDv1 (IPv6 group) report on
- * join, leave/done otherwise, sent from src (a GID of the group's
- * family). 0 or -errno. */
-int emu_cma_mcast_report(struct emu_dev *d, const union ibv_gid *group,
-			 const union ibv_gid *src, bool join);
 /* The device goes away (daemon stop): free its state. */
 void emu_ucma_dev_fini(struct emu_dev *d);
 

@@ -1,7 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* The IB CM exchange of rdma_cm ids: listener matching, connection
- * requests, the events each message gives, and the exchange between two
- * ids of this device carried by direct calls (no engine, UROCE_CM_NO_WIRE). */
+/* The IB CM side of rdma_cm ids: one path, through the device's IB CM
+ * engine (emu/cm/ibcm.c). REQ, REP, RTU, REJ, DREQ, DREP (SIDR_REQ and
+ * SIDR_REP for UD ids) are MADs on QP1, between two ids of this device
+ * too: their frames come back through the port's receive path (the
+ * loopback ring, or on any other port the self loop of frames to the
+ * device's own MAC, daemon/port_dpdk.c), as the kernel's rxe_loopback
+ * hands a local frame to rxe_rcv. This file: listener matching, the
+ * listeners' and ids' engine ids, and what the engine reports turned into
+ * rdma_cm events (cma_ib_req_handler, cma_ib_handler,
+ * cma_sidr_rep_handler). The commands that send are in ucma_conn_cmd.c. */
 #include <endian.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -21,7 +28,8 @@ static bool ucma_listen_match(const struct ucma_id *l, const struct ucma_id *a)
 	       (ucma_is_loop(&a->dst) && ucma_is_loop(&l->src) && l->src.ss_family == a->dst.ss_family);
 }
 
-struct ucma_id *ucma_find_listener(struct ucma_dev *u, const struct ucma_id *a)
+/* the listener of a's destination: a specific address before the wildcard */
+static struct ucma_id *ucma_find_listener(struct ucma_dev *u, const struct ucma_id *a)
 {
 	struct ucma_id *wild = NULL;
 
@@ -40,7 +48,7 @@ struct ucma_id *ucma_find_listener(struct ucma_dev *u, const struct ucma_id *a)
 /* a connection request for listener l: its new id, hidden until the
  * CONNECT_REQUEST *ep is fetched, or NULL when l cannot take it (backlog,
  * limits: the kernel's handler fails and ib_cm rejects the REQ) */
-struct ucma_id *ucma_req_new(struct ucma_dev *u, struct ucma_id *l, struct ucma_ev **ep)
+static struct ucma_id *ucma_req_new(struct ucma_dev *u, struct ucma_id *l, struct ucma_ev **ep)
 {
 	struct ucma_id *n = NULL;
 	struct ucma_ev *e = NULL;
@@ -48,13 +56,18 @@ struct ucma_id *ucma_req_new(struct ucma_dev *u, struct ucma_id *l, struct ucma_
 
 	if (l->pending < l->backlog && ucma_ev_room(l->file))
 		n = ucma_id_new(u, l->file, l->ps, l->qp_type, &err);
+	/* the connection is charged to the listener's context and uid: one
+	 * user's listeners cannot take the engine's table from the others */
+	if (n && emu_ctx_obj_add(l->file->ctx, EMU_OBJ_CM_CONN)) {
+		ucma_id_free(u, n);
+		n = NULL;
+	}
 	if (n)
 		e = ucma_ev_new(l, RDMA_CM_EVENT_CONNECT_REQUEST, 0);
 	if (!e) {
 		if (n) {
-			u->ids[n->handle] = NULL;
-			((struct ucma_ctx *)n->file->ctx->ucma)->nids--;
-			free(n);
+			emu_ctx_obj_del(l->file->ctx, EMU_OBJ_CM_CONN);
+			ucma_id_free(u, n);
 		}
 		return NULL;
 	}
@@ -69,98 +82,12 @@ struct ucma_id *ucma_req_new(struct ucma_dev *u, struct ucma_id *l, struct ucma_
 	return n;
 }
 
-static uint64_t ucma_timewait_ns(const struct ucma_id *id)
-{
-	unsigned t = id->timeout_set ? id->timeout : UCMA_DEF_ACK_TIMEOUT;
-
-	if (t > 24)
-		t = 24;
-	/* 4.096 us << timeout, as cm_convert_to_ms, plus a margin */
-	return (4096ull << t) + 100000000ull;
-}
-
-static void ucma_enter_timewait(struct ucma_dev *u, struct ucma_id *id)
-{
-	id->cp = CP_TIMEWAIT;
-	ucma_timer(u, id, emu_now_ns() + ucma_timewait_ns(id));
-}
-
-/* the peer's REJ reached id */
-void ucma_rej_rcvd(struct ucma_dev *u, struct ucma_id *id, int reason,
-		   const uint8_t *pd, unsigned plen)
-{
-	id->peer = NULL;
-	id->cp = CP_DONE;
-	if (id->qp_type == IBV_QPT_UD) {
-		ucma_event(u, id, RDMA_CM_EVENT_UNREACHABLE, reason);
-		return;
-	}
-	ucma_event_pdata(u, id, RDMA_CM_EVENT_REJECTED, reason, pd, plen, UCMA_REJ_PDATA);
-}
-
-/* the peer's DREQ reached id */
-void ucma_dreq_rcvd(struct ucma_dev *u, struct ucma_id *id)
-{
-	if (id->state != S_CONNECT)
-		return;
-	id->state = S_DISCONNECT;
-	id->cp = CP_DREQ_RCVD;
-	ucma_event(u, id, RDMA_CM_EVENT_DISCONNECTED, 0);
-}
-
-/* the peer's DREP reached id (it had sent a DREQ) */
-static void ucma_drep_rcvd(struct ucma_dev *u, struct ucma_id *id, int status)
-{
-	id->peer = NULL;
-	ucma_enter_timewait(u, id);
-	if (id->state == S_CONNECT) {
-		id->state = S_DISCONNECT;
-		ucma_event(u, id, RDMA_CM_EVENT_DISCONNECTED, status);
-	}
-}
-
-/* what cm_destroy_id sends for the state the id is in */
-void ucma_conn_abort(struct ucma_dev *u, struct ucma_id *id)
-{
-	struct ucma_id *p = id->peer;
-
-	id->peer = NULL;
-	if (!p)
-		return;
-	switch (id->cp) {
-	case CP_REQ_SENT:
-		if (p->qp_type == IBV_QPT_UD) {
-			p->peer = NULL; /* a SIDR request just goes unanswered */
-			break;
-		}
-		ucma_rej_rcvd(u, p, REJ_TIMEOUT, NULL, 0);
-		break;
-	case CP_REQ_RCVD:
-	case CP_REP_SENT:
-	case CP_REP_RCVD:
-		ucma_rej_rcvd(u, p, p->qp_type == IBV_QPT_UD ? SIDR_REJECT : REJ_CONSUMER_DEFINED,
-			      NULL, 0);
-		break;
-	case CP_ESTABLISHED:
-		ucma_dreq_rcvd(u, p);
-		p->peer = NULL; /* nobody will answer its DREP */
-		ucma_enter_timewait(u, p);
-		break;
-	case CP_DREQ_RCVD:
-		ucma_drep_rcvd(u, p, 0);
-		break;
-	default:
-		p->peer = NULL;
-		break;
-	}
-}
-
 /* CONNECT_REQUEST (req) / CONNECT_RESPONSE parameters: what id took from
  * the peer's REQ or REP, already turned to the receiving side's view
  * (cm_format_req_event, cm_format_rep_event); a REP has no retry count.
  * The private data field goes whole: IB carries no length. */
-void ucma_conn_event_param(struct rdma_ucm_conn_param *cp, const struct ucma_id *id, bool req,
-			   const uint8_t *pd, unsigned plen)
+static void ucma_conn_event_param(struct rdma_ucm_conn_param *cp, const struct ucma_id *id,
+				  bool req, const uint8_t *pd, unsigned plen)
 {
 	unsigned field = req ? UCMA_REQ_PDATA : UCMA_REP_PDATA;
 
@@ -176,78 +103,6 @@ void ucma_conn_event_param(struct rdma_ucm_conn_param *cp, const struct ucma_id 
 	cp->private_data_len = (uint8_t)field;
 }
 
-/* REQ / SIDR_REQ from active id a to whoever listens on its destination
- * on this device, without MADs (the engine's path: ucma_wire_req). */
-void ucma_send_req(struct ucma_dev *u, struct ucma_id *a, const struct rdma_ucm_conn_param *q)
-{
-	bool ud = a->qp_type == IBV_QPT_UD;
-	struct ucma_id *l = ucma_find_listener(u, a);
-
-	a->cp = CP_REQ_SENT;
-	if (!l || l->qp_type != a->qp_type) {
-		a->cp = CP_DONE;
-		if (ud)
-			ucma_event(u, a, RDMA_CM_EVENT_UNREACHABLE, SIDR_UNSUPPORTED);
-		else
-			ucma_event_pdata(u, a, RDMA_CM_EVENT_REJECTED, REJ_INVALID_SERVICE_ID,
-					 NULL, 0, UCMA_REJ_PDATA);
-		return;
-	}
-	struct ucma_ev *e = NULL;
-	struct ucma_id *n = ucma_req_new(u, l, &e);
-	if (!n) {
-		a->cp = CP_DONE;
-		if (ud)
-			ucma_event(u, a, RDMA_CM_EVENT_UNREACHABLE, SIDR_REJECT);
-		else
-			ucma_event_pdata(u, a, RDMA_CM_EVENT_REJECTED, REJ_CONSUMER_DEFINED,
-					 NULL, 0, UCMA_REJ_PDATA);
-		return;
-	}
-	n->peer = a;
-	a->peer = n;
-	/* addresses: ours is where the request went, the peer's where it came
-	 * from (cma_save_net_info) */
-	n->src = a->dst;
-	n->dst = a->src;
-	n->has_dev = true;
-	int li = ucma_local_index(u->d, &a->dst);
-	n->sgid_index = (uint8_t)(li >= 0 ? li : a->sgid_index);
-	n->sgid = a->dgid;
-	n->dgid = a->sgid;
-	n->route = true;
-	n->path_mtu = a->path_mtu;
-	n->tclass = a->tclass;
-	n->hop_limit = a->hop_limit;
-	n->tos = a->tos;
-	n->afonly = l->afonly;
-	n->reuseaddr = l->reuseaddr;
-	n->timeout_set = l->timeout_set;
-	n->timeout = a->timeout_set ? a->timeout : UCMA_DEF_ACK_TIMEOUT;
-	n->timeout_set = true; /* the REQ's local ACK timeout */
-	n->rqpn = q->qp_num;
-	/* each side receives from its own PSN and sends from the peer's
-	 * (cm_req_handler / cm_rep_handler with rdma_init_qp_attr) */
-	n->sq_psn = a->seq_num;
-	n->resp_res = a->init_depth;
-	n->init_depth = a->resp_res;
-	n->retry = q->retry_count;
-	n->rnr_retry = q->rnr_retry_count;
-	n->flow_control = q->flow_control;
-	n->srq = q->srq;
-	if (ud) {
-		memcpy(e->resp.param.ud.private_data, q->private_data, q->private_data_len);
-		e->resp.param.ud.private_data_len = UCMA_SIDR_REQ_PDATA;
-	} else {
-		ucma_conn_event_param(&e->resp.param.conn, n, true, q->private_data,
-				      q->private_data_len);
-		/* the REQ's vendor ID and options (cm_format_req_event) */
-		e->resp.ece.vendor_id = a->ece.vendor_id & 0xFFFFFF;
-		e->resp.ece.attr_mod = a->ece.attr_mod;
-	}
-	ucma_ev_post(u, e);
-}
-
 void ucma_ah_attr(const struct ucma_id *id, struct ib_uverbs_ah_attr *ah)
 {
 	memset(ah, 0, sizeof(*ah));
@@ -259,79 +114,105 @@ void ucma_ah_attr(const struct ucma_id *id, struct ib_uverbs_ah_attr *ah)
 	ah->port_num = 1;
 }
 
-/* the passive side accepts (REP, or SIDR_REP for UD) */
-int ucma_send_rep(struct ucma_dev *u, struct ucma_id *n, const struct rdma_ucm_conn_param *q)
-{
-	struct ucma_id *a = n->peer;
+/* ------------------------------------------------------------------ */
+/* what the engine reports                                             */
+/* ------------------------------------------------------------------ */
 
-	if (n->qp_type == IBV_QPT_UD) {
-		if (q && q->private_data_len > UCMA_SIDR_REP_PDATA)
-			return -EINVAL;
-		if (n->cp != CP_REQ_RCVD)
-			return -EINVAL;
-		uint32_t qkey = q && q->qkey ? q->qkey : UCMA_UDP_QKEY;
-		if (n->cm) {
-			struct emu_ibcm_sidr_rep_param r = {
-				.qp_num = q ? q->qp_num : 0, .qkey = qkey,
-				.status = WIRE_CM_SIDR_SUCCESS,
-				.private_data = q ? q->private_data : NULL,
-				.private_data_len = q ? q->private_data_len : 0,
-				.ece = { n->ece.vendor_id, n->ece.attr_mod },
-			};
-			int rc = emu_ibcm_send_sidr_rep(n->cm, &r);
-			if (!rc)
-				n->cp = CP_DONE;
-			return rc;
-		}
-		n->cp = CP_DONE;
-		n->peer = NULL;
-		if (!a)
-			return 0;
-		a->peer = NULL;
-		a->cp = CP_DONE;
-		struct ucma_ev *e = ucma_ev_new(a, RDMA_CM_EVENT_ESTABLISHED, 0);
-		if (!e)
-			return 0;
-		e->resp.param.ud.qp_num = q ? q->qp_num : 0;
-		e->resp.param.ud.qkey = qkey;
-		a->qkey = qkey;
-		ucma_ah_attr(a, &e->resp.param.ud.ah_attr);
-		if (q)
-			memcpy(e->resp.param.ud.private_data, q->private_data, q->private_data_len);
-		e->resp.param.ud.private_data_len = UCMA_SIDR_REP_PDATA;
-		ucma_ev_post(u, e);
-		return 0;
-	}
-	if (n->cp != CP_REQ_RCVD)
+/* the new id's path and addresses, as cma_ib_req_handler makes them from
+ * the cma_hdr (addresses, ports) and the REQ's path (GIDs, traffic
+ * class, hop limit, MTU) */
+static void ucma_req_addrs(struct ucma_dev *u, struct ucma_id *n, const struct wire_cma_hdr *h,
+			   const struct emu_ibcm_path *path)
+{
+	sa_family_t fam = h->ip_version == 4 ? AF_INET : AF_INET6;
+	union ibv_gid hsrc; /* aligned copy */
+
+	memcpy(hsrc.raw, h->src.raw, 16);
+	ucma_gid_to_addr(&hsrc, fam, &n->dst);
+	ucma_set_port(&n->dst, h->src_port);
+	n->has_dev = true;
+	n->sgid = path->sgid;
+	int si = emu_gid_find(u->d, &n->sgid);
+	n->sgid_index = (uint8_t)(si >= 0 ? si : 0);
+	n->dgid = path->dgid;
+	n->route = true;
+	n->path_mtu = (uint8_t)(path->mtu && path->mtu < u->d->active_mtu ? path->mtu :
+				u->d->active_mtu);
+	n->tclass = path->traffic_class;
+	n->hop_limit = path->hop_limit ? path->hop_limit : UCMA_HOP_LIMIT;
+}
+
+/* The fields a REQ and a REP both carry (same names in the engine's two
+ * event structs), turned to the receiving side's view: we send from the
+ * peer's PSN (seq_num stays our own); cm_format_req_event and
+ * cm_format_rep_event swap responder resources and initiator depth. */
+#define UCMA_PEER_FIELDS(n, p) do { \
+	(n)->rqpn = (p)->remote_qpn; \
+	(n)->sq_psn = (p)->starting_psn; \
+	(n)->resp_res = (p)->initiator_depth; \
+	(n)->init_depth = (p)->responder_resources; \
+	(n)->rnr_retry = (p)->rnr_retry_count; \
+	(n)->flow_control = (p)->flow_control; \
+	(n)->srq = (p)->srq; \
+} while (0)
+
+/* the REQ's fields: the shared ones and its ACK timeout and retry count */
+static void ucma_req_fields(struct ucma_id *n, const struct emu_ibcm_req_event_param *p)
+{
+	n->timeout = p->local_ack_timeout;
+	n->timeout_set = true;
+	n->retry = p->retry_count;
+	UCMA_PEER_FIELDS(n, p);
+}
+
+/* a REQ or SIDR_REQ for one of our listeners: the new id and its
+ * CONNECT_REQUEST, or -errno and the engine rejects it */
+static int ucma_req_rcvd(struct ucma_dev *u, struct emu_ibcm_id *c, const struct emu_ibcm_event *ev)
+{
+	const struct emu_ibcm_req_event_param *p = &ev->param.req_rcvd;
+	bool sidr = ev->event == EMU_IBCM_SIDR_REQ_RECEIVED;
+	uint64_t sid = sidr ? ev->param.sidr_req_rcvd.service_id : p->service_id;
+	const struct emu_ibcm_path *path = sidr ? &ev->param.sidr_req_rcvd.path : &p->primary_path;
+	struct wire_cma_hdr h;
+	struct ucma_id probe;
+	uint16_t ps, port;
+
+	if (wire_cma_service_parse(sid, &ps, &port) || !ev->private_data ||
+	    ev->private_data_len < WIRE_CMA_HDR_LEN ||
+	    wire_cma_hdr_decode(ev->private_data, ev->private_data_len, &h))
 		return -EINVAL;
-	if (q->private_data_len > UCMA_REP_PDATA)
-		return -EINVAL;
-	if (n->cm) {
-		struct emu_ibcm_rep_param r = {
-			.qp_num = q->qp_num, .starting_psn = n->seq_num,
-			.private_data = q->private_data, .private_data_len = q->private_data_len,
-			.responder_resources = q->responder_resources,
-			.initiator_depth = q->initiator_depth, .flow_control = q->flow_control,
-			.rnr_retry_count = q->rnr_retry_count, .srq = q->srq,
-			.ece = { n->ece.vendor_id, n->ece.attr_mod },
-		};
-		int rc = emu_ibcm_send_rep(n->cm, &r);
-		if (rc)
-			return rc;
+	union ibv_gid hdst; /* aligned copy */
+	memcpy(hdst.raw, h.dst.raw, 16);
+	memset(&probe, 0, sizeof(probe));
+	probe.ps = ps;
+	ucma_gid_to_addr(&hdst, h.ip_version == 4 ? AF_INET : AF_INET6, &probe.dst);
+	ucma_set_port(&probe.dst, port);
+	struct ucma_id *l = ucma_find_listener(u, &probe);
+	struct ucma_ev *e = NULL;
+	struct ucma_id *n = NULL;
+	if (l && (sidr ? l->qp_type == IBV_QPT_UD : l->qp_type == p->qp_type))
+		n = ucma_req_new(u, l, &e);
+	if (!n)
+		return -ENOMEM; /* the engine rejects the REQ (consumer defined) */
+	n->cm = c;
+	c->context = n;
+	n->src = probe.dst;
+	n->afonly = l->afonly;
+	ucma_req_addrs(u, n, &h, path);
+	const uint8_t *pd = ev->private_data + WIRE_CMA_HDR_LEN;
+	unsigned plen = ev->private_data_len - WIRE_CMA_HDR_LEN;
+	if (sidr) {
+		if (plen > UCMA_SIDR_REQ_PDATA)
+			plen = UCMA_SIDR_REQ_PDATA;
+		memcpy(e->resp.param.ud.private_data, pd, plen);
+		e->resp.param.ud.private_data_len = UCMA_SIDR_REQ_PDATA;
+	} else {
+		ucma_req_fields(n, p);
+		ucma_conn_event_param(&e->resp.param.conn, n, true, pd, plen);
+		e->resp.ece.vendor_id = p->ece.vendor_id;
+		e->resp.ece.attr_mod = p->ece.attr_mod;
 	}
-	n->resp_res = q->responder_resources;
-	n->init_depth = q->initiator_depth;
-	n->cp = CP_REP_SENT;
-	if (!a)
-		return 0;
-	struct ucma_rep r = {
-		.qpn = q->qp_num, .psn = n->seq_num, .initiator_depth = q->initiator_depth,
-		.responder_resources = q->responder_resources, .rnr_retry = q->rnr_retry_count,
-		.flow_control = q->flow_control, .srq = q->srq,
-		.pdata = q->private_data, .pdata_len = q->private_data_len,
-		.ece = { n->ece.vendor_id & 0xFFFFFF, n->ece.attr_mod },
-	};
-	ucma_rep_rcvd(u, a, &r);
+	ucma_ev_post(u, e);
 	return 0;
 }
 
@@ -339,82 +220,279 @@ int ucma_send_rep(struct ucma_dev *u, struct ucma_id *n, const struct rdma_ucm_c
  * side (cm_rep_handler / cm_format_rep_event: the peer's initiator depth
  * is our responder resources; we send from the peer's PSN), then
  * CONNECT_RESPONSE. */
-void ucma_rep_rcvd(struct ucma_dev *u, struct ucma_id *a, const struct ucma_rep *r)
+static void ucma_rep_rcvd(struct ucma_dev *u, struct ucma_id *a, const struct emu_ibcm_event *ev)
 {
+	const struct emu_ibcm_rep_event_param *p = &ev->param.rep_rcvd;
+
 	a->cp = CP_REP_RCVD;
-	a->rqpn = r->qpn;
-	a->sq_psn = r->psn;
-	a->resp_res = r->initiator_depth;
-	a->init_depth = r->responder_resources;
-	a->rnr_retry = r->rnr_retry;
-	a->flow_control = r->flow_control;
-	a->srq = r->srq;
+	UCMA_PEER_FIELDS(a, p);
 	struct ucma_ev *e = ucma_ev_new(a, RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
 	if (!e)
 		return;
-	ucma_conn_event_param(&e->resp.param.conn, a, false, r->pdata, r->pdata_len);
-	e->resp.ece = r->ece; /* cm_format_rep_event */
+	ucma_conn_event_param(&e->resp.param.conn, a, false, ev->private_data,
+			      ev->private_data_len);
+	e->resp.ece.vendor_id = p->ece.vendor_id; /* cm_format_rep_event */
+	e->resp.ece.attr_mod = p->ece.attr_mod;
 	ucma_ev_post(u, e);
 }
 
-/* the active side's RTU after its CONNECT_RESPONSE, or NOTIFY(COMM_EST) */
-void ucma_establish(struct ucma_dev *u, struct ucma_id *n)
+/* the SIDR_REP: the UD peer's QPN and Q_Key, or why not */
+static void ucma_sidr_rep_rcvd(struct ucma_dev *u, struct ucma_id *a,
+			       const struct emu_ibcm_event *ev)
 {
-	n->cp = CP_ESTABLISHED;
-	ucma_event(u, n, RDMA_CM_EVENT_ESTABLISHED, 0);
+	const struct emu_ibcm_sidr_rep_event_param *p = &ev->param.sidr_rep_rcvd;
+
+	a->cp = CP_DONE;
+	if (p->status != WIRE_CM_SIDR_SUCCESS) {
+		ucma_event(u, a, RDMA_CM_EVENT_UNREACHABLE, (int32_t)p->status);
+		return;
+	}
+	struct ucma_ev *e = ucma_ev_new(a, RDMA_CM_EVENT_ESTABLISHED, 0);
+	if (!e)
+		return;
+	a->qkey = p->qkey;
+	e->resp.param.ud.qp_num = p->qpn;
+	e->resp.param.ud.qkey = p->qkey;
+	ucma_ah_attr(a, &e->resp.param.ud.ah_attr);
+	if (ev->private_data)
+		memcpy(e->resp.param.ud.private_data, ev->private_data,
+		       ev->private_data_len < UCMA_SIDR_REP_PDATA ? ev->private_data_len :
+								     UCMA_SIDR_REP_PDATA);
+	e->resp.param.ud.private_data_len = UCMA_SIDR_REP_PDATA;
+	ucma_ev_post(u, e);
 }
 
-int ucma_send_rtu(struct ucma_dev *u, struct ucma_id *a)
+/* the peer's REJ: REJECTED with its reason (UD: UNREACHABLE) */
+static void ucma_rej_rcvd(struct ucma_dev *u, struct ucma_id *id, const struct emu_ibcm_event *ev)
 {
-	if (a->cp != CP_REP_RCVD)
-		return -EINVAL;
-	if (a->cm) {
-		int rc = emu_ibcm_send_rtu(a->cm, NULL, 0);
-		if (rc)
-			return rc;
+	int reason = ev->param.rej_rcvd.reason;
+	unsigned plen = !ev->private_data ? 0 :
+			ev->private_data_len < UCMA_REJ_PDATA ? ev->private_data_len : UCMA_REJ_PDATA;
+
+	id->cp = CP_DONE;
+	if (id->qp_type == IBV_QPT_UD) {
+		ucma_event(u, id, RDMA_CM_EVENT_UNREACHABLE, reason);
+		return;
 	}
-	a->cp = CP_ESTABLISHED;
-	if (a->peer && a->peer->cp == CP_REP_SENT)
-		ucma_establish(u, a->peer);
+	ucma_event_pdata(u, id, RDMA_CM_EVENT_REJECTED, reason, ev->private_data, plen,
+			 UCMA_REJ_PDATA);
+}
+
+/* the peer's DREQ */
+static void ucma_dreq_rcvd(struct ucma_dev *u, struct ucma_id *id)
+{
+	if (id->state != S_CONNECT)
+		return;
+	id->state = S_DISCONNECT;
+	id->cp = CP_DREQ_RCVD;
+	ucma_event(u, id, RDMA_CM_EVENT_DISCONNECTED, 0);
+}
+
+/* the engine's DREP (or its DREQ timing out): the originator is
+ * disconnected; TIMEWAIT_EXIT comes from the engine */
+static void ucma_drep_rcvd(struct ucma_dev *u, struct ucma_id *id, int status)
+{
+	id->cp = CP_TIMEWAIT;
+	if (id->state == S_CONNECT) {
+		id->state = S_DISCONNECT;
+		ucma_event(u, id, RDMA_CM_EVENT_DISCONNECTED, status);
+	}
+}
+
+/* the request's end of the exchange is done: the rest are answers */
+static void ucma_conn_done(struct ucma_dev *u, struct ucma_id *id, uint32_t event, int status)
+{
+	id->cp = CP_DONE;
+	ucma_event(u, id, event, status);
+}
+
+/* A request the application never fetched, reclaimed by the engine (not
+ * answered within its bound): it goes with its CONNECT_REQUEST, as
+ * ucma_destroy.c destroys a request (all a hidden request has: no
+ * events of its own, no joins, no requests of its own). */
+static void ucma_req_expired(struct ucma_dev *u, struct ucma_id *n)
+{
+	ucma_ev_free(ucma_ev_take(n->file, NULL, n, NULL));
+	if (n->listen) {
+		n->listen->pending--;
+		n->listen = NULL;
+	}
+	ucma_cm_destroy(u, n);
+	ucma_id_free(u, n);
+}
+
+static int ucma_handler(struct emu_ibcm_id *c, const struct emu_ibcm_event *ev)
+{
+	if (ev->event == EMU_IBCM_REQ_RECEIVED || ev->event == EMU_IBCM_SIDR_REQ_RECEIVED)
+		return ucma_req_rcvd(c->context, c, ev); /* a listener's: context = u */
+	struct ucma_id *id = c->context;
+	if (!id)
+		return 0;
+	struct ucma_dev *u = ucma_dev(emu_ibcm_dev(c->cm), false);
+	switch (ev->event) {
+	case EMU_IBCM_REP_RECEIVED:
+		if (id->cp == CP_REQ_SENT)
+			ucma_rep_rcvd(u, id, ev);
+		break;
+	case EMU_IBCM_RTU_RECEIVED:
+	case EMU_IBCM_USER_ESTABLISHED:
+		if (id->cp == CP_REP_SENT) {
+			id->cp = CP_ESTABLISHED;
+			ucma_event(u, id, RDMA_CM_EVENT_ESTABLISHED, 0);
+		}
+		break;
+	case EMU_IBCM_REJ_RECEIVED:
+		ucma_rej_rcvd(u, id, ev);
+		break;
+	case EMU_IBCM_REQ_ERROR:
+	case EMU_IBCM_REP_ERROR:
+	case EMU_IBCM_SIDR_REQ_ERROR:
+		/* a request the engine reclaimed before the application even
+		 * fetched it goes (its engine id with it: a handler may
+		 * destroy its own id in IDLE); else UNREACHABLE, as a REP
+		 * that ran out of retries */
+		if (id->hidden)
+			ucma_req_expired(u, id);
+		else
+			ucma_conn_done(u, id, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT);
+		break;
+	case EMU_IBCM_DREQ_RECEIVED:
+		ucma_dreq_rcvd(u, id);
+		break;
+	case EMU_IBCM_DREP_RECEIVED:
+		ucma_drep_rcvd(u, id, 0);
+		break;
+	case EMU_IBCM_DREQ_ERROR:
+		ucma_drep_rcvd(u, id, -ETIMEDOUT);
+		break;
+	case EMU_IBCM_TIMEWAIT_EXIT:
+		ucma_conn_done(u, id, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0);
+		break;
+	case EMU_IBCM_SIDR_REP_RECEIVED:
+		if (id->cp == CP_REQ_SENT)
+			ucma_sidr_rep_rcvd(u, id, ev);
+		break;
+	default:
+		break;
+	}
 	return 0;
 }
 
-int ucma_disconnect(struct ucma_dev *u, struct ucma_id *id)
+/* ------------------------------------------------------------------ */
+/* engine ids                                                          */
+/* ------------------------------------------------------------------ */
+
+/* The device's engine, or NULL (it failed to attach: no rdma_cm
+ * connection can be made, -ENODEV). u->cm remembers it: the pointers
+ * of our ids belong to it. */
+struct emu_ibcm *ucma_engine(struct ucma_dev *u)
 {
-	struct ucma_id *p = id->peer;
+	struct emu_ibcm *cm = emu_ibcm_get(u->d);
 
-	if (id->cm) {
-		/* rdma_disconnect: a DREQ, or else a DREP; 0 either way */
-		if (id->cp == CP_DREQ_RCVD) {
-			if (!emu_ibcm_send_drep(id->cm, NULL, 0))
-				id->cp = CP_TIMEWAIT;
-		} else if (!emu_ibcm_send_dreq(id->cm, NULL, 0)) {
-			id->cp = CP_DREQ_SENT;
+	if (cm)
+		u->cm = cm;
+	return cm;
+}
+
+/* the engine our ids' pointers belong to is still there (it is detached
+ * when the engine loop ends, before the clients are closed) */
+static bool ucma_engine_live(struct ucma_dev *u)
+{
+	return u->cm && emu_ibcm_get(u->d) == u->cm;
+}
+
+/* an engine id for active id a (its CONNECT), charged to a's context
+ * and uid (cm_conn), or NULL */
+struct emu_ibcm_id *ucma_cm_new(struct ucma_dev *u, struct ucma_id *a)
+{
+	struct emu_ibcm *cm = ucma_engine(u);
+
+	if (!cm || emu_ctx_obj_add(a->file->ctx, EMU_OBJ_CM_CONN))
+		return NULL;
+	struct emu_ibcm_id *c = emu_ibcm_create_id(cm, ucma_handler, a);
+	if (!c)
+		emu_ctx_obj_del(a->file->ctx, EMU_OBJ_CM_CONN);
+	return c;
+}
+
+/* an engine id that never became a's (its send failed) */
+void ucma_cm_drop(struct ucma_id *a, struct emu_ibcm_id *c)
+{
+	emu_ibcm_destroy_id(c);
+	emu_ctx_obj_del(a->file->ctx, EMU_OBJ_CM_CONN);
+}
+
+/* a listener's service on the wire (shared per port space and port): 0,
+ * or -errno and the id does not listen */
+int ucma_cm_listen(struct ucma_dev *u, struct ucma_id *l)
+{
+	struct emu_ibcm *cm = ucma_engine(u);
+	uint16_t port = ucma_port(&l->src);
+
+	if (!cm)
+		return -ENODEV;
+	int rc = emu_ctx_obj_add(l->file->ctx, EMU_OBJ_CM_LISTEN);
+	if (rc)
+		return rc;
+	for (struct ucma_wl *w = u->wls; w; w = w->next)
+		if (w->ps == l->ps && w->port == port) {
+			w->refs++;
+			l->wl = w;
+			return 0;
 		}
-		return 0;
+	struct ucma_wl *w = calloc(1, sizeof(*w));
+	struct emu_ibcm_id *c = w ? emu_ibcm_create_id(cm, ucma_handler, u) : NULL;
+	rc = c ? emu_ibcm_listen(c, (uint64_t)l->ps << 16 | port, 0, UCMA_MAX_BACKLOG) : -ENOMEM;
+	if (rc) {
+		if (c)
+			emu_ibcm_destroy_id(c);
+		free(w);
+		emu_ctx_obj_del(l->file->ctx, EMU_OBJ_CM_LISTEN);
+		return rc;
 	}
+	w->ps = l->ps;
+	w->port = port;
+	w->refs = 1;
+	w->cm = c;
+	w->next = u->wls;
+	u->wls = w;
+	l->wl = w;
+	return 0;
+}
 
-	switch (id->cp) {
-	case CP_NONE:
-		return -EINVAL;
-	case CP_ESTABLISHED:
-	case CP_REP_SENT:
-	case CP_REP_RCVD:
-		id->cp = CP_DREQ_SENT;
-		if (p) {
-			ucma_dreq_rcvd(u, p);
-		} else {
-			/* nobody to answer: the DREQ times out */
-			ucma_drep_rcvd(u, id, -ETIMEDOUT);
+static void ucma_cm_unlisten(struct ucma_dev *u, struct ucma_id *l)
+{
+	struct ucma_wl *w = l->wl;
+
+	l->wl = NULL;
+	if (!w)
+		return;
+	emu_ctx_obj_del(l->file->ctx, EMU_OBJ_CM_LISTEN);
+	if (--w->refs)
+		return;
+	for (struct ucma_wl **pp = &u->wls; *pp; pp = &(*pp)->next)
+		if (*pp == w) {
+			*pp = w->next;
+			break;
 		}
-		return 0;
-	case CP_DREQ_RCVD:
-		id->peer = NULL;
-		ucma_enter_timewait(u, id);
-		if (p)
-			ucma_drep_rcvd(u, p, 0);
-		return 0;
-	default:
-		return 0; /* neither a DREQ nor a DREP can go: the kernel says 0 too */
+	if (ucma_engine_live(u))
+		emu_ibcm_destroy_id(w->cm);
+	free(w);
+}
+
+/* the id goes: the engine sends what ib_destroy_cm_id sends (REJ to a
+ * pending request, DREQ on a connection, DREP to a received DREQ) */
+void ucma_cm_destroy(struct ucma_dev *u, struct ucma_id *id)
+{
+	if (id->wl)
+		ucma_cm_unlisten(u, id);
+	if (id->cm) {
+		/* after the engine's detach its ids are gone: touch nothing */
+		if (ucma_engine_live(u)) {
+			id->cm->context = NULL;
+			emu_ibcm_destroy_id(id->cm);
+		}
+		id->cm = NULL;
+		emu_ctx_obj_del(id->file->ctx, EMU_OBJ_CM_CONN);
 	}
 }

@@ -38,10 +38,9 @@ static void ucma_forget_request(struct ucma_id *id)
 
 static void ucma_id_destroy(struct ucma_dev *u, struct ucma_id *id)
 {
-	ucma_wire_destroy(u, id);
+	ucma_cm_destroy(u, id);
 	if (id->hidden)
 		ucma_forget_request(id);
-	ucma_conn_abort(u, id);
 	ucma_timer(u, id, 0);
 	if (id->listen) {
 		id->listen->pending--;
@@ -58,8 +57,7 @@ static void ucma_id_destroy(struct ucma_dev *u, struct ucma_id *id)
 	}
 	u->ids[id->handle] = NULL;
 	ucma_drop_events(u, id->file, id);
-	((struct ucma_ctx *)id->file->ctx->ucma)->nids--;
-	free(id);
+	ucma_id_free(u, id);
 }
 
 void ucma_file_destroy(struct ucma_dev *u, struct ucma_file *f)

@@ -29,8 +29,6 @@ struct ucma_dev *ucma_dev(struct emu_dev *d, bool create)
 		return NULL;
 	u->d = d;
 	u->next_file = 1;
-	/* tests of the exchange without MADs (docs/cm.md) */
-	u->no_wire = getenv("UROCE_CM_NO_WIRE") != NULL;
 	u->rnd = emu_now_ns() ^ (uintptr_t)u ^ 0x9e3779b97f4a7c15ull;
 	if (!u->rnd)
 		u->rnd = 1;
@@ -109,21 +107,20 @@ static int ucma_handle_alloc(struct ucma_dev *u, struct ucma_id *id)
 struct ucma_id *ucma_id_new(struct ucma_dev *u, struct ucma_file *f, uint16_t ps,
 			    uint8_t qp_type, int *err)
 {
-	struct ucma_ctx *x = f->ctx->ucma;
-	if (!x || x->nids >= EMU_UCMA_MAX_IDS) {
-		*err = -ENOMEM;
+	/* charged to the context and its uid (--limit cm_id=) */
+	if ((*err = emu_ctx_obj_add(f->ctx, EMU_OBJ_CM_ID)))
 		return NULL;
-	}
 	struct ucma_id *id = calloc(1, sizeof(*id));
 	if (!id) {
+		emu_ctx_obj_del(f->ctx, EMU_OBJ_CM_ID);
 		*err = -ENOMEM;
 		return NULL;
 	}
 	if ((*err = ucma_handle_alloc(u, id))) {
+		emu_ctx_obj_del(f->ctx, EMU_OBJ_CM_ID);
 		free(id);
 		return NULL;
 	}
-	x->nids++;
 	id->file = f;
 	id->ps = ps;
 	id->qp_type = qp_type;
@@ -131,6 +128,15 @@ struct ucma_id *ucma_id_new(struct ucma_dev *u, struct ucma_file *f, uint16_t ps
 	id->seq_num = ucma_rand(u) & 0xffffff;
 	id->hop_limit = UCMA_HOP_LIMIT;
 	return id;
+}
+
+/* id leaves its handle (if it still has it) and its context's count */
+void ucma_id_free(struct ucma_dev *u, struct ucma_id *id)
+{
+	if (id->handle < u->nids && u->ids[id->handle] == id)
+		u->ids[id->handle] = NULL;
+	emu_ctx_obj_del(id->file->ctx, EMU_OBJ_CM_ID);
+	free(id);
 }
 
 /* the kernel's _ucma_find_context: -ENOENT unknown, -EINVAL another file's */

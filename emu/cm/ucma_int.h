@@ -26,6 +26,8 @@
 #define UCMA_PKT_LIFETIME 18      /* CMA_IBOE_PACKET_LIFETIME */
 #define UCMA_DEF_ACK_TIMEOUT 19   /* packet lifetime + 1 (cm_ack_timeout) */
 #define UCMA_HOP_LIMIT 64
+#define UCMA_CM_RESPONSE_TIMEOUT 20 /* CMA_CM_RESPONSE_TIMEOUT: 4096 ms a try */
+#define UCMA_MAX_CM_RETRIES 15      /* CMA_MAX_CM_RETRIES */
 #define UCMA_EPHEMERAL_LO 32768
 #define UCMA_EPHEMERAL_HI 60999
 
@@ -129,7 +131,6 @@ struct ucma_id {
 	uint64_t deadline;        /* address resolution / timewait; 0 = none */
 	bool route;               /* route resolved (a path record exists) */
 	/* connection */
-	struct ucma_id *peer;
 	enum ucma_cp cp;
 	uint32_t seq_num;         /* our starting PSN: sent in REQ/REP, rq_psn at RTR */
 	uint32_t sq_psn;          /* the peer's (REQ/REP starting PSN): sq_psn at RTS */
@@ -156,7 +157,7 @@ struct ucma_wl {
 
 /* what one client context holds (emu_ctx.ucma): the limits' counters */
 struct ucma_ctx {
-	uint32_t nfiles, nids, nev, nmcs;
+	uint32_t nfiles, nev, nmcs;
 };
 
 struct ucma_dev {
@@ -172,7 +173,6 @@ struct ucma_dev {
 	uint64_t next_ns;         /* nothing to do before (emu_ucma_poll) */
 	struct ucma_wl *wls;      /* wire listeners */
 	struct emu_ibcm *cm;      /* the engine the wire pointers belong to */
-	bool no_wire;             /* UROCE_CM_NO_WIRE: the direct exchange only */
 };
 
 struct ucma_call {
@@ -220,6 +220,7 @@ bool ucma_ev_room(const struct ucma_file *f);
 void *ucma_grow(void *tab, uint32_t *n, uint32_t first, size_t elem);
 struct ucma_id *ucma_id_new(struct ucma_dev *u, struct ucma_file *f, uint16_t ps,
 			    uint8_t qp_type, int *err);
+void ucma_id_free(struct ucma_dev *u, struct ucma_id *id);
 struct ucma_ev *ucma_ev_new(struct ucma_id *id, uint32_t event, int32_t status);
 void ucma_ev_post(struct ucma_dev *u, struct ucma_ev *e);
 void ucma_event(struct ucma_dev *u, struct ucma_id *id, uint32_t event, int32_t status);
@@ -250,37 +251,13 @@ int ucma_cmd_resolve_ip(struct ucma_call *k);
 int ucma_cmd_resolve_addr(struct ucma_call *k);
 int ucma_cmd_resolve_route(struct ucma_call *k);
 
-/* ucma_conn.c */
-struct ucma_id *ucma_find_listener(struct ucma_dev *u, const struct ucma_id *a);
-struct ucma_id *ucma_req_new(struct ucma_dev *u, struct ucma_id *l, struct ucma_ev **ep);
-void ucma_rej_rcvd(struct ucma_dev *u, struct ucma_id *id, int reason,
-		   const uint8_t *pd, unsigned plen);
-void ucma_dreq_rcvd(struct ucma_dev *u, struct ucma_id *id);
-void ucma_conn_abort(struct ucma_dev *u, struct ucma_id *id);
-/* a REP (direct or from the wire) as the active side receives it */
-struct ucma_rep {
-	uint32_t qpn, psn;
-	uint8_t initiator_depth, responder_resources, rnr_retry;
-	bool flow_control, srq;
-	const void *pdata;
-	uint8_t pdata_len;
-	struct rdma_ucm_ece ece;
-};
-void ucma_rep_rcvd(struct ucma_dev *u, struct ucma_id *a, const struct ucma_rep *r);
-void ucma_conn_event_param(struct rdma_ucm_conn_param *cp, const struct ucma_id *id, bool req,
-			   const uint8_t *pd, unsigned plen);
-void ucma_send_req(struct ucma_dev *u, struct ucma_id *a, const struct rdma_ucm_conn_param *q);
+/* ucma_conn.c: the exchange through the IB CM engine */
 void ucma_ah_attr(const struct ucma_id *id, struct ib_uverbs_ah_attr *ah);
-int ucma_send_rep(struct ucma_dev *u, struct ucma_id *n, const struct rdma_ucm_conn_param *q);
-void ucma_establish(struct ucma_dev *u, struct ucma_id *n);
-int ucma_send_rtu(struct ucma_dev *u, struct ucma_id *a);
-int ucma_disconnect(struct ucma_dev *u, struct ucma_id *id);
-
-/* ucma_wire.c */
-bool ucma_wire_dst(struct ucma_dev *u, const struct ucma_id *a);
-int ucma_wire_req(struct ucma_dev *u, struct ucma_id *a, const struct rdma_ucm_conn_param *q);
-void ucma_wire_listen(struct ucma_dev *u, struct ucma_id *l);
-void ucma_wire_destroy(struct ucma_dev *u, struct ucma_id *id);
+struct emu_ibcm *ucma_engine(struct ucma_dev *u);
+struct emu_ibcm_id *ucma_cm_new(struct ucma_dev *u, struct ucma_id *a);
+void ucma_cm_drop(struct ucma_id *a, struct emu_ibcm_id *c);
+int ucma_cm_listen(struct ucma_dev *u, struct ucma_id *l);
+void ucma_cm_destroy(struct ucma_dev *u, struct ucma_id *id);
 
 /* ucma_mcast.c */
 void ucma_mc_free(struct ucma_dev *u, struct ucma_mc *mc);

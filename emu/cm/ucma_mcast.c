@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* rdma_cm multicast: JOIN_IP_MCAST, JOIN_MCAST, LEAVE_MCAST, and the
- * port's membership reports (cma_igmp.c) with its first and last member. */
+ * port's membership reports with its first and last member: the kernel's
+ * cma_igmp_send() makes the netdev join the group (ip_mc_inc_group), so a
+ * snooping switch forwards the group's traffic to the port; uroce has no
+ * netdev, so the daemon sends the IGMPv2 / MLDv1 report itself (built by
+ * wire/mcast.c), and the leave when the last member goes. */
 #include <endian.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -20,6 +24,29 @@ static bool ucma_mc_shared(const struct ucma_dev *u, const struct ucma_mc *mc)
 	return false;
 }
 
+/* an IGMPv2 (IPv4 group) or MLDv1 (IPv6 group) report or leave from
+ * GID src: 0 or -errno */
+static int ucma_mc_send(struct emu_dev *d, const union ibv_gid *group, const union ibv_gid *src,
+			bool join)
+{
+	struct wire_gid g, s;
+	struct emu_txbuf b;
+
+	memcpy(g.raw, group->raw, 16);
+	memcpy(s.raw, src->raw, 16);
+	int rc = emu_tx_alloc(d, &b);
+	if (rc)
+		return rc;
+	size_t len = wire_mcast_report(b.data, b.cap, d->mac, d->ip_id, &g, &s, join);
+	if (!len) {
+		emu_tx_free(d, &b);
+		return -EINVAL;
+	}
+	d->ip_id++;
+	emu_tx_send(d, &b, (uint32_t)len);
+	return 0;
+}
+
 /* the port joins the group with its first member and leaves it with the
  * last, as ip_mc_inc_group/ip_mc_dec_group count a netdev's members */
 static void ucma_mc_report(struct ucma_dev *u, struct ucma_mc *mc, bool join)
@@ -36,7 +63,7 @@ static void ucma_mc_report(struct ucma_dev *u, struct ucma_mc *mc, bool join)
 	else
 		i = 0; /* MLD: the link-local address (RFC 2710) */
 	if (i < 0 || (uint32_t)i >= u->d->gid_count ||
-	    emu_cma_mcast_report(u->d, &mc->mgid, &u->d->gids[i], join))
+	    ucma_mc_send(u->d, &mc->mgid, &u->d->gids[i], join))
 		EMU_LOG_RL(INFO, "%s: no %s report for a multicast group\n", u->d->name,
 			   fam == AF_INET ? "IGMP" : "MLD");
 }

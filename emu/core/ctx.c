@@ -243,6 +243,8 @@ uint32_t emu_lim_ctx[EMU_OBJ_NTYPES] = {
 	[EMU_OBJ_QP] = EMU_MAX_QP / 16, [EMU_OBJ_AH] = EMU_MAX_AH / 16,
 	[EMU_OBJ_DM] = EMU_MAX_DM / 16,
 	[EMU_OBJ_XRCD] = 256, [EMU_OBJ_XQP] = EMU_MAX_QP / 16,
+	[EMU_OBJ_CM_ID] = 4096, [EMU_OBJ_CM_LISTEN] = EMU_MAX_CM_LISTEN / 16,
+	[EMU_OBJ_CM_CONN] = EMU_MAX_CM_CONN / 16,
 };
 uint32_t emu_lim_uid[EMU_OBJ_NTYPES] = {
 	[EMU_OBJ_NONE] = 128,
@@ -252,6 +254,10 @@ uint32_t emu_lim_uid[EMU_OBJ_NTYPES] = {
 	[EMU_OBJ_QP] = EMU_MAX_QP / 4, [EMU_OBJ_AH] = EMU_MAX_AH / 4,
 	[EMU_OBJ_DM] = EMU_MAX_DM / 4,
 	[EMU_OBJ_XRCD] = 1024, [EMU_OBJ_XQP] = EMU_MAX_QP / 4,
+	/* a quarter of the CM engine's table: three other users can always
+	 * connect, whatever one of them does (docs/security.md) */
+	[EMU_OBJ_CM_ID] = EMU_MAX_CM_ID / 4, [EMU_OBJ_CM_LISTEN] = EMU_MAX_CM_LISTEN / 4,
+	[EMU_OBJ_CM_CONN] = EMU_MAX_CM_CONN / 4,
 };
 static const char *const emu_lim_name[EMU_OBJ_NTYPES] = {
 	[EMU_OBJ_NONE] = "ctx", [EMU_OBJ_PD] = "pd", [EMU_OBJ_MR] = "mr",
@@ -259,7 +265,13 @@ static const char *const emu_lim_name[EMU_OBJ_NTYPES] = {
 	[EMU_OBJ_SRQ] = "srq", [EMU_OBJ_QP] = "qp", [EMU_OBJ_AH] = "ah",
 	[EMU_OBJ_DM] = "dm",
 	[EMU_OBJ_XRCD] = "xrcd", [EMU_OBJ_XQP] = "xqp",
+	[EMU_OBJ_CM_ID] = "cm_id", [EMU_OBJ_CM_LISTEN] = "cm_listen", [EMU_OBJ_CM_CONN] = "cm_conn",
 };
+
+const char *emu_limit_name(enum emu_obj_type type)
+{
+	return (unsigned)type < EMU_OBJ_NTYPES ? emu_lim_name[type] : NULL;
+}
 
 uint64_t emu_lim_ctx_mem = 256ull << 20;
 uint64_t emu_lim_uid_mem = 1ull << 30;
@@ -347,6 +359,50 @@ int emu_ctx_quota(const struct emu_ctx *c, enum emu_obj_type type)
 	if (c->uid_slot >= 0 && c->dev->uids[c->uid_slot].nobj[type] >= emu_lim_uid[type])
 		return -ENOMEM;
 	return 0;
+}
+
+void emu_limits_fill(const struct emu_ctx *c, uint32_t uid, struct uroce_query_limits_rep *r)
+{
+	const struct emu_dev *d = c->dev;
+	const struct emu_uid_use *u = NULL;
+
+	memset(r, 0, sizeof(*r));
+	for (uint32_t i = 0; i < d->nuids; i++)
+		if (d->uids[i].nobj[EMU_OBJ_NONE] && d->uids[i].uid == uid)
+			u = &d->uids[i];
+	r->uid = uid;
+	for (unsigned t = 0; t < EMU_OBJ_NTYPES && r->n < UROCE_LIMITS_MAX; t++) {
+		struct uroce_limit *e = &r->e[r->n++];
+		snprintf(e->name, sizeof(e->name), "%s", emu_lim_name[t]);
+		e->ctx_max = t == EMU_OBJ_NONE ? 0 : emu_lim_ctx[t];
+		e->uid_max = emu_lim_uid[t];
+		e->ctx_used = t == EMU_OBJ_NONE ? 1 : c->nobj[t];
+		e->uid_used = u ? u->nobj[t] : 0;
+	}
+	r->mem_ctx_max = emu_lim_ctx_mem;
+	r->mem_uid_max = emu_lim_uid_mem;
+	r->mem_ctx_used = c->mem;
+	r->mem_uid_used = u ? u->mem : 0;
+}
+
+int emu_ctx_obj_add(struct emu_ctx *c, enum emu_obj_type type)
+{
+	int rc = emu_ctx_quota(c, type);
+
+	if (rc)
+		return rc;
+	c->nobj[type]++;
+	if (c->uid_slot >= 0)
+		c->dev->uids[c->uid_slot].nobj[type]++;
+	return 0;
+}
+
+void emu_ctx_obj_del(struct emu_ctx *c, enum emu_obj_type type)
+{
+	if (c->nobj[type])
+		c->nobj[type]--;
+	if (c->uid_slot >= 0 && c->dev->uids[c->uid_slot].nobj[type])
+		c->dev->uids[c->uid_slot].nobj[type]--;
 }
 
 int emu_ctx_set_uid(struct emu_ctx *c, uint32_t uid)

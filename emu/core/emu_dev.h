@@ -67,6 +67,7 @@ enum emu_drop {
 	EMU_DROP_FAULT,       /* injected */
 	EMU_DROP_SRC_MISMATCH, /* RC/UC source IP is not the QP's connected peer */
 	EMU_DROP_GSI_MAD,     /* a MAD to QP1 the CM engine dropped (its counters say why) */
+	EMU_DROP_MARTIAN,     /* from the wire with one of our addresses as its source */
 	EMU_DROP_LINK_DOWN,   /* sent while the port's link was down (daemon/port_nic.c) */
 	EMU_DROP_VLAN,        /* received untagged or on another VLAN than --vlan's */
 	EMU_DROP_NUM
@@ -171,6 +172,9 @@ struct emu_dev {
 	enum ibv_port_state port_state;
 	uint64_t node_guid;           /* network order */
 	bool loopback;                /* every frame comes back to us */
+	bool rx_self;                 /* the frame being received is one we sent
+				       * (the port's self loop): our own addresses
+				       * as its source are no forgery */
 	/* The port never leaves the daemon (loopback ring, link:NAME) and no
 	 * capture or fault injection needs a valid ICRC: frames are sent with
 	 * ICRC 0 and received unverified (set by the daemon, emu_icrc_plan) */

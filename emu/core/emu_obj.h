@@ -35,6 +35,11 @@
 #define EMU_MAX_SRQ_WR    16384
 #define EMU_MAX_SRQ_SGE   32
 #define EMU_MAX_DM        4096
+/* rdma_cm (emu/cm): ids, listening ids, and IB CM connections (the CM
+ * engine's id slots an rdma_cm id holds: requests, connections, SIDR) */
+#define EMU_MAX_CM_ID     65536
+#define EMU_MAX_CM_LISTEN 4096
+#define EMU_MAX_CM_CONN   4096     /* the IB CM engine's table */
 /* ibv_alloc_dm's largest allocation (max_dm_size), less when the
  * context's memory limit is lower: it is daemon memory, charged as
  * queue memory is (--limit mem=) */
@@ -70,6 +75,11 @@ enum emu_obj_type {
 	EMU_OBJ_DM,
 	EMU_OBJ_XRCD,       /* a context's handle on an XRC domain (xrcd.c) */
 	EMU_OBJ_XQP,        /* a handle from ibv_open_qp on an XRC TGT QP */
+	/* counted, not in the handle table (emu/cm keeps its own):
+	 * emu_ctx_obj_add / emu_ctx_obj_del */
+	EMU_OBJ_CM_ID,      /* rdma_cm ids */
+	EMU_OBJ_CM_LISTEN,  /* ... listening */
+	EMU_OBJ_CM_CONN,    /* ... holding an IB CM engine id (a connection) */
 	EMU_OBJ_NTYPES
 };
 
@@ -224,6 +234,9 @@ struct emu_xrcd {
 	struct emu_xrcd *next;    /* dev->xrcds */
 	uint32_t num;             /* xrcdn, unique on the device */
 	bool by_file;
+	int fd;                   /* by_file: our own descriptor of the file, so
+				   * its inode (and dev/ino) cannot be freed and
+				   * reused while the domain lives; else -1 */
 	dev_t fdev;
 	ino_t fino;
 	uint32_t refs;            /* handles, in every context */
@@ -343,6 +356,8 @@ struct emu_ctx {
 	pid_t pid;
 	uid_t uid;                    /* SO_PEERCRED at connect */
 	bool see_all;                 /* root or the daemon's uid: all QPs in stats */
+	bool privileged;              /* CAP_NET_RAW or --privileged-uid (HELLO):
+				       * controlled Q_Keys, sends to QP0/QP1 */
 	int mem_fd;                   /* the client's /proc/<pid>/mem, -1 = none (tests) */
 	int maps_fd;                  /* its /proc/<pid>/maps (vma.c), -1 = not open */
 	int sock;                     /* control socket, -1 = none (tests) */
@@ -387,6 +402,15 @@ int emu_ctx_charge(struct emu_ctx *c, uint64_t bytes);
 void emu_ctx_uncharge(struct emu_ctx *c, uint64_t bytes);
 /* account c to uid: 0, or -EAGAIN when the uid has its maximum of contexts */
 int emu_ctx_set_uid(struct emu_ctx *c, uint32_t uid);
+/* an object a layer above counts itself (rdma_cm ids, listens,
+ * connections): 0 and counted for c and its uid, or -ENOMEM past a limit */
+int emu_ctx_obj_add(struct emu_ctx *c, enum emu_obj_type type);
+void emu_ctx_obj_del(struct emu_ctx *c, enum emu_obj_type type);
+/* limit names ("pd", ..., "cm_conn"), NULL for none */
+const char *emu_limit_name(enum emu_obj_type type);
+/* UROCE_OP_QUERY_LIMITS of context c for uid (the CM table's fields are
+ * the caller's) */
+void emu_limits_fill(const struct emu_ctx *c, uint32_t uid, struct uroce_query_limits_rep *r);
 
 struct emu_uid_use {
 	uint32_t uid;

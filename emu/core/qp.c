@@ -312,6 +312,11 @@ int emu_qp_modify_op(struct emu_ctx *c, const struct uroce_modify_qp_req *q)
 
 	if (!qp)
 		return -EINVAL;
+	/* the kernel's modify_qp (uverbs): a controlled Q_Key is for
+	 * CAP_NET_RAW only, else a user could speak for the host on QP1 */
+	if ((q->attr_mask & IBV_QP_QKEY) && (q->attr.qkey & UROCE_QKEY_CONTROLLED) &&
+	    !c->privileged)
+		return -EPERM;
 	return c->dev->xops->qp_modify(qp, &q->attr, (int)q->attr_mask);
 }
 

@@ -4,11 +4,15 @@
  * consult (srq.c, qp.c); xrc_create.c makes the objects. A domain belongs to
  * the device: every context that opens the same file shares it. The file
  * is what the client's descriptor designates (dev/ino by fstat), so a
- * client names only files it could open itself. */
+ * client names only files it could open itself; the domain keeps a
+ * descriptor of its own on the file for its whole life, so that the
+ * inode cannot be freed and its number given to another user's new
+ * file, which would then name this domain. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "emu_int.h"
 
@@ -47,6 +51,7 @@ static struct emu_xrcd *xrcd_new(struct emu_dev *d)
 	if (++d->next_xrcdn == 0)
 		d->next_xrcdn = 1;
 	x->num = d->next_xrcdn;
+	x->fd = -1;
 	x->next = d->xrcds;
 	d->xrcds = x;
 	return x;
@@ -62,6 +67,8 @@ static void xrcd_put(struct emu_dev *d, struct emu_xrcd *x)
 			break;
 		}
 	}
+	if (x->fd >= 0)
+		close(x->fd);
 	free(x);
 }
 
@@ -90,12 +97,17 @@ int emu_xrcd_open(struct emu_ctx *c, const struct uroce_open_xrcd_req *q, int fd
 	if (!ref)
 		return -ENOMEM;
 	if (!x) {
-		x = xrcd_new(d);
+		/* the caller closes fd with the request: a copy holds the inode */
+		int own = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
+		x = fd >= 0 && own < 0 ? NULL : xrcd_new(d);
 		if (!x) {
+			if (own >= 0)
+				close(own);
 			free(ref);
-			return -ENOMEM;
+			return fd >= 0 && own < 0 ? -EMFILE : -ENOMEM;
 		}
 		x->by_file = fd >= 0;
+		x->fd = own;
 		x->fdev = fdev;
 		x->fino = fino;
 	}

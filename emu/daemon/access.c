@@ -81,13 +81,19 @@ int emu_access_opt(struct emu_access *a, enum emu_access_opt_kind k, const char 
 		a->sock_mode_set = true;
 		return 0;
 	case EMU_ACC_ALLOW_UID:
-		if (a->nuids == EMU_ACCESS_MAX || emu_parse_uid(v, &u)) {
-			fprintf(stderr, "uroced: bad --allow-uid '%s' (user name or uid, at most %d)\n",
-				v, EMU_ACCESS_MAX);
+	case EMU_ACC_PRIV_UID: {
+		bool priv = k == EMU_ACC_PRIV_UID;
+		if ((priv ? a->npriv : a->nuids) == EMU_ACCESS_MAX || emu_parse_uid(v, &u)) {
+			fprintf(stderr, "uroced: bad --%s '%s' (user name or uid, at most %d)\n",
+				priv ? "privileged-uid" : "allow-uid", v, EMU_ACCESS_MAX);
 			return -1;
 		}
-		a->uids[a->nuids++] = u;
+		if (priv)
+			a->priv_uids[a->npriv++] = u;
+		else
+			a->uids[a->nuids++] = u;
 		return 0;
+	}
 	case EMU_ACC_SOCKET_GROUP:
 	case EMU_ACC_ALLOW_GID:
 		if (a->ngids == EMU_ACCESS_MAX || emu_parse_gid(v, &g) ||
@@ -227,4 +233,61 @@ bool emu_access_allowed(const struct emu_access *a, int fd, const struct ucred *
 	if (gs != small)
 		free(gs);
 	return ok;
+}
+
+/* CAP_NET_RAW in the effective set of /proc/<pid>/status ("CapEff:", hex) */
+static bool emu_pid_net_raw(pid_t pid)
+{
+	char path[48], line[128];
+	bool raw = false;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long caps;
+		if (sscanf(line, "CapEff: %llx", &caps) == 1) {
+			raw = (caps >> 13) & 1; /* CAP_NET_RAW */
+			break;
+		}
+	}
+	fclose(f);
+	return raw;
+}
+
+/* /proc/<pid>/<name> is the same file as /proc/self/<name> (fd < 0:
+ * ns/user), or as the open descriptor fd (mem) */
+static bool emu_pid_same(pid_t pid, const char *name, int fd)
+{
+	char path[48];
+	struct stat a, b;
+	int rc;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+	if (stat(path, &a))
+		return false;
+	if (fd >= 0) {
+		rc = fstat(fd, &b);
+	} else {
+		snprintf(path, sizeof(path), "/proc/self/%s", name);
+		rc = stat(path, &b);
+	}
+	return !rc && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+bool emu_access_privileged(const struct emu_access *a, uid_t uid, pid_t pid, int mem_fd)
+{
+	for (unsigned i = 0; i < a->npriv; i++)
+		if (a->priv_uids[i] == uid)
+			return true;
+	if (pid <= 0 || mem_fd < 0)
+		return false;
+	/* the kernel's capable(CAP_NET_RAW): the capability in the initial
+	 * (here: the daemon's) user namespace, not in one the client made;
+	 * read by pid, then the pid must still name the process the
+	 * context's mem descriptor is bound to (a reused pid has another
+	 * /proc/<pid>/mem inode) */
+	return emu_pid_net_raw(pid) && emu_pid_same(pid, "ns/user", -1) &&
+	       emu_pid_same(pid, "mem", mem_fd);
 }

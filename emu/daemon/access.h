@@ -20,6 +20,8 @@ struct emu_access {
 	bool sock_gid_set;
 	unsigned sock_mode;           /* --socket-mode */
 	bool sock_mode_set;
+	uid_t priv_uids[EMU_ACCESS_MAX]; /* --privileged-uid */
+	unsigned npriv;
 };
 
 enum emu_access_opt_kind {
@@ -27,6 +29,7 @@ enum emu_access_opt_kind {
 	EMU_ACC_SOCKET_MODE,
 	EMU_ACC_ALLOW_UID,
 	EMU_ACC_ALLOW_GID,
+	EMU_ACC_PRIV_UID,
 };
 
 /* one access option: 0, or -1 after one line on stderr */
@@ -41,5 +44,11 @@ int emu_run_dir_prepare(const char *dir, bool shared);
 int emu_access_sock_perms(const struct emu_access *a, const char *path);
 /* the SO_PEERCRED (and SO_PEERGROUPS) check of a new connection */
 bool emu_access_allowed(const struct emu_access *a, int fd, const struct ucred *cr);
+/* May a client use what the kernel reserves to CAP_NET_RAW (controlled
+ * Q_Keys, sends to QP0/QP1): its uid is a --privileged-uid, or process
+ * pid has CAP_NET_RAW in the daemon's user namespace, pid being still the
+ * process whose /proc/<pid>/mem mem_fd is (docs/security.md,
+ * "Privileged operations") */
+bool emu_access_privileged(const struct emu_access *a, uid_t uid, pid_t pid, int mem_fd);
 
 #endif

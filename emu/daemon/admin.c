@@ -198,6 +198,10 @@ int emu_admin_capture_start(struct emu_daemon *dm, int *fd)
 	fl = fcntl(*fd, F_GETFL);
 	if (fl < 0 || (fl & O_ACCMODE) == O_RDONLY)
 		return -EBADF;
+	/* every user's payload goes in it: readable by its owner (the
+	 * admin who started it) alone, whatever mode it was made with */
+	if ((st.st_mode & 077) && fchmod(*fd, st.st_mode & 0600) < 0)
+		return -EACCES;
 	struct pcapw *w;
 	int rc = pcapw_open_fd(&w, *fd, PCAPW_NSEC);
 	*fd = -1; /* the writer's now, even on error */

@@ -375,6 +375,7 @@ static int emu_hello(struct emu_daemon *dm, struct emu_client *cl, const struct 
 		return rc;
 	}
 	*mem_fd = *maps_fd = -1; /* the context owns them now */
+	c->privileged = emu_access_privileged(&dm->o.acc, c->uid, c->pid, c->mem_fd);
 	void *map;
 	int mfd;
 	rc = emu_shm_create("uroce-db", UROCE_DB_PAGE_SIZE, &mfd, &map);
@@ -400,6 +401,7 @@ static int emu_hello(struct emu_daemon *dm, struct emu_client *cl, const struct 
 	c->db->daemon_pid = (uint32_t)getpid();
 	c->hello_done = true;
 	emu_dev_hello(&dm->dev, r);
+	r->flags = c->privileged ? UROCE_HELLO_F_PRIVILEGED : 0;
 	fds[0] = mfd;
 	fds[1] = w[1];
 	fds[2] = ard;

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* Control requests about the device as a whole: its port (ibv_query_port),
  * counters (uroce-stat), DCQCN state, the description uroce-ctl shows and
- * the transport state of its QPs. */
+ * the transport state of its QPs, and a uid's limits and usage. */
 #include <errno.h>
 #include <string.h>
+#include "cm/ibcm.h"
 
 #include "ctl_op.h"
 
@@ -54,6 +55,22 @@ static int emu_op_query_qps(struct emu_op *k)
 	return 0;
 }
 
+/* limits and usage (uroce-ctl limits): one's own uid, any for root and
+ * the daemon's user (who see every QP already) */
+static int emu_op_query_limits(struct emu_op *k)
+{
+	uint32_t uid = k->q->lim.uid == UROCE_LIMITS_SELF ? k->c->uid : k->q->lim.uid;
+	struct emu_ibcm *cm = emu_ibcm_get(&k->dm->dev);
+
+	if (uid != k->c->uid && !k->c->see_all)
+		return -EPERM;
+	emu_limits_fill(k->c, uid, &k->rep->limits);
+	k->rep->limits.cm_ids = cm ? emu_ibcm_ids_max(cm) : 0;
+	k->rep->limits.cm_ids_used = cm ? emu_ibcm_ids_in_use(cm) : 0;
+	k->rlen = sizeof(k->rep->limits);
+	return 0;
+}
+
 static const struct emu_op_def emu_ctl_dev_defs[] = {
 	{ .op = UROCE_OP_QUERY_PORT, .len = sizeof(struct uroce_query_port_req),
 	  .run = emu_op_query_port },
@@ -64,5 +81,7 @@ static const struct emu_op_def emu_ctl_dev_defs[] = {
 	{ .op = UROCE_OP_DEV_INFO, .len = 0, .run = emu_op_dev_info },
 	{ .op = UROCE_OP_QUERY_QPS, .len = sizeof(struct uroce_query_qps_req),
 	  .run = emu_op_query_qps },
+	{ .op = UROCE_OP_QUERY_LIMITS, .len = sizeof(struct uroce_query_limits_req),
+	  .run = emu_op_query_limits },
 };
 const struct emu_op_table emu_ctl_dev = EMU_OP_TABLE(emu_ctl_dev_defs);

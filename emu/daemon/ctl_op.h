@@ -42,6 +42,7 @@ union emu_req {
 	struct uroce_create_ah_req ah;
 	struct uroce_mcast_req mc;
 	struct uroce_query_stats_req st;
+	struct uroce_query_limits_req lim;
 	struct uroce_query_qps_req qps;
 	struct uroce_fault_set_req fault;
 	struct uroce_open_xrcd_req xrcd;
@@ -70,6 +71,7 @@ union emu_rep {
 	struct uroce_query_qp_rep qq;
 	struct uroce_query_stats_rep stats;
 	struct uroce_cm_stats_rep cm_stats;
+	struct uroce_query_limits_rep limits;
 	struct uroce_query_cc_rep cc;
 	struct uroce_ucma_open_rep ucma_open;
 	struct uroce_dev_info dev_info;

@@ -5,8 +5,8 @@
 
 #include "ctl_op.h"
 
-/* XRC (core/xrcd.c); the domain's file descriptor is closed with the
- * request's: the daemon keeps only its dev/ino */
+/* XRC (core/xrcd.c); the descriptor that came with the request is
+ * closed with it: a new domain keeps a copy of its own (the inode) */
 static int emu_op_open_xrcd(struct emu_op *k)
 {
 	k->rlen = sizeof(k->rep->xrcd);

@@ -202,7 +202,9 @@ void emu_shared_detach(struct emu_daemon *dm);
 int emu_port_wake_arm(struct emu_daemon *dm);
 
 /* port_dpdk.c */
-int emu_eal_init(int argc, char **argv);
+/* EAL started with its runtime directory in run_dir/dpdk (our checked
+ * run directory) */
+int emu_eal_init(int argc, char **argv, const char *run_dir);
 void emu_eal_fini(void);
 /* the device's port (after emu_eal_init): 0, or -1 after one error line */
 int emu_port_init(struct emu_daemon *dm);

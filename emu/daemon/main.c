@@ -66,6 +66,8 @@ static void emu_usage(FILE *f)
 		"                    0660/0666 with the options below)\n"
 		"  --allow-uid U     this user (name or uid) may connect, repeatable\n"
 		"  --allow-gid G     members of this group may connect, repeatable\n"
+		"  --privileged-uid U  this user's clients may use controlled Q_Keys and\n"
+		"                    send to QP0/QP1, as with CAP_NET_RAW (repeatable)\n"
 		"  --busy-poll       never sleep (benchmarks); default: adaptive (spin, yield, sleep)\n"
 		"  --spin-us N       idle spin before sleeping (default 50)\n"
 		"  --no-zc           copy every payload into its frame (default: large pieces of\n"
@@ -313,7 +315,7 @@ static void emu_opts_default(struct emu_opts *o, unsigned idx)
 enum { O_DEV = 256, O_PORT, O_IP, O_MAC, O_MTU, O_RUNDIR, O_BUSY, O_EAL, O_PCAP,
        O_FAULT, O_SPIN, O_LOG, O_CPU, O_HELP, O_STALL,
        O_SOCK_GROUP, O_SOCK_MODE, O_ALLOW_UID, O_ALLOW_GID, O_LIMIT, O_UID_LIMIT, O_SHARED,
-       O_DCQCN, O_NO_ZC, O_VLAN };
+       O_DCQCN, O_NO_ZC, O_PRIV_UID, O_VLAN };
 
 static const struct option emu_long_opts[] = {
 	{ "dev", required_argument, NULL, O_DEV },
@@ -336,6 +338,7 @@ static const struct option emu_long_opts[] = {
 	{ "socket-mode", required_argument, NULL, O_SOCK_MODE },
 	{ "allow-uid", required_argument, NULL, O_ALLOW_UID },
 	{ "allow-gid", required_argument, NULL, O_ALLOW_GID },
+	{ "privileged-uid", required_argument, NULL, O_PRIV_UID },
 	{ "mem-stall-ms", required_argument, NULL, O_STALL },
 	{ "limit", required_argument, NULL, O_LIMIT },
 	{ "uid-limit", required_argument, NULL, O_UID_LIMIT },
@@ -433,9 +436,11 @@ static int emu_opt_global(struct emu_opts *g, int c, const char *v)
 	case O_SOCK_MODE:
 	case O_ALLOW_UID:
 	case O_ALLOW_GID:
+	case O_PRIV_UID:
 		return emu_access_opt(&g->acc, c == O_SOCK_GROUP ? EMU_ACC_SOCKET_GROUP :
 				      c == O_SOCK_MODE ? EMU_ACC_SOCKET_MODE :
-				      c == O_ALLOW_UID ? EMU_ACC_ALLOW_UID : EMU_ACC_ALLOW_GID,
+				      c == O_ALLOW_UID ? EMU_ACC_ALLOW_UID :
+				      c == O_PRIV_UID ? EMU_ACC_PRIV_UID : EMU_ACC_ALLOW_GID,
 				      v) ? -1 : 0;
 	default: return 1;
 	}
@@ -948,7 +953,7 @@ int main(int argc, char **argv)
 	sigaction(SIGUSR1, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	if (emu_eal_init(eal_ac, eal_av))
+	if (emu_eal_init(eal_ac, eal_av, os[0].run_dir))
 		return 1;
 	unsigned up = 0;
 	for (; up < emu_nds; up++)

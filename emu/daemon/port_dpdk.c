@@ -6,6 +6,8 @@
  * device has its own port, mbuf pool and TX backlog (one worker each). */
 #include <dirent.h>
 #include <errno.h>
+#include <sys/stat.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -45,6 +47,9 @@ struct emu_port {
 	uint16_t nfree, nsm_free;
 	struct rte_mbuf *free[EMU_BURST], *sm_free[EMU_BURST];
 	struct rte_ring *ring;
+	/* frames to our own MAC on a port that would not bring them back:
+	 * received from here like the port's own (emu_dpdk_to_self) */
+	struct rte_ring *self;
 	struct emu_nic *nic;       /* the device's tags, offloads, link (port_nic.c) */
 	uint16_t port;
 	uint32_t txq_head, txq_tail; /* backlog: [head, tail) */
@@ -114,6 +119,15 @@ static void emu_dpdk_tx_flush(struct emu_dev *d)
 
 static void emu_dpdk_txq_put(struct emu_dev *d, struct emu_port *p, struct rte_mbuf *m);
 
+/* a frame to the device's own MAC (emu_dpdk_to_self): it never reaches
+ * the device, so nothing of the device's may be asked for it - no tag to
+ * insert, no checksum left to compute, no link to be up */
+static inline bool emu_dpdk_self_dst(const struct emu_dev *d, const struct emu_port *p,
+				     const struct rte_mbuf *m)
+{
+	return p->self && !memcmp(rte_pktmbuf_mtod(m, const uint8_t *), d->mac, 6);
+}
+
 static void emu_dpdk_tx_send(struct emu_dev *d, struct emu_txbuf *b, uint32_t len)
 {
 	struct emu_port *p = d->port_priv;
@@ -121,15 +135,36 @@ static void emu_dpdk_tx_send(struct emu_dev *d, struct emu_txbuf *b, uint32_t le
 
 	m->data_len = (uint16_t)len;
 	m->pkt_len = len;
-	if (p->nic->tx_any && !emu_nic_tx(p->nic, d, &m)) {
+	if (p->nic->tx_any && !emu_dpdk_self_dst(d, p, m) && !emu_nic_tx(p->nic, d, &m)) {
 		rte_pktmbuf_free(m); /* counted */
 		return;
 	}
 	emu_dpdk_txq_put(d, p, m);
 }
 
+/* A frame to the device's own MAC: a NIC, af_packet or a link ring would
+ * carry it away (and a switch not send it back to the port it came from),
+ * so it goes to the port's self ring and comes in with the next RX burst,
+ * through the same receive path as a frame from the wire: what the
+ * kernel's rxe_loopback does with a local frame (rxe_rcv), and what an
+ * HCA's internal loopback does. One path for local and remote peers
+ * (rdma_cm between two ids of this device included, docs/cm.md). A full
+ * ring drops the frame as a congested wire would (counted: tx-nobuf). */
+static bool emu_dpdk_to_self(struct emu_dev *d, struct emu_port *p, struct rte_mbuf *m)
+{
+	if (!emu_dpdk_self_dst(d, p, m))
+		return false;
+	if (rte_ring_sp_enqueue(p->self, m)) {
+		d->cnt.drops[EMU_DROP_TX_NOBUF]++;
+		rte_pktmbuf_free(m);
+	}
+	return true;
+}
+
 static void emu_dpdk_txq_put(struct emu_dev *d, struct emu_port *p, struct rte_mbuf *m)
 {
+	if (emu_dpdk_to_self(d, p, m))
+		return;
 	p->txq[p->txq_tail++ & (EMU_TXQ_SIZE - 1)] = m;
 	d->tx_backlog = p->txq_tail - p->txq_head;
 	if (d->tx_backlog >= EMU_BURST)
@@ -176,7 +211,7 @@ static int emu_dpdk_tx_send_ext(struct emu_dev *d, struct emu_txbuf *b, uint32_t
 	m->nb_segs = 3;
 	m->next = s[0];
 	s[0]->next = s[1];
-	if (p->nic->tx_any && !emu_nic_tx(p->nic, d, &m)) {
+	if (p->nic->tx_any && !emu_dpdk_self_dst(d, p, m) && !emu_nic_tx(p->nic, d, &m)) {
 		rte_pktmbuf_free(m); /* counted; the mapping's reference goes with it */
 		return 0;
 	}
@@ -241,8 +276,12 @@ unsigned emu_port_rx(struct emu_daemon *dm)
 {
 	struct emu_port *p = dm->port;
 	struct rte_mbuf *m[EMU_BURST];
-	uint16_t n = rte_eth_rx_burst(p->port, 0, m, EMU_BURST);
+	/* our own frames first, up to half a burst: the port cannot starve them */
+	uint16_t nself = p->self ? (uint16_t)rte_ring_sc_dequeue_burst(p->self, (void **)m,
+								      EMU_BURST / 2, NULL) : 0;
+	uint16_t n = nself;
 
+	n += rte_eth_rx_burst(p->port, 0, m + n, (uint16_t)(EMU_BURST - n));
 	if (!n)
 		return 0;
 	/* payloads of the burst go to application memory in one system
@@ -264,9 +303,11 @@ unsigned emu_port_rx(struct emu_daemon *dm)
 			rte_prefetch0(m[i + 1]->next);
 			rte_prefetch0(&m[i + 1]->next->next);
 		}
+		dm->dev.rx_self = i < nself; /* the self ring's come first */
 		/* another VLAN's frame (dropped, counted), or its tag and the
-		 * device's checksum verdict taken */
-		if (p->nic->rx_any && !emu_nic_rx(p->nic, &dm->dev, b))
+		 * device's checksum verdict taken; the self ring's never left
+		 * the daemon (untagged, checksummed: emu_dpdk_self_dst) */
+		if (p->nic->rx_any && !dm->dev.rx_self && !emu_nic_rx(p->nic, &dm->dev, b))
 			continue;
 		if (b->nb_segs == 1)
 			emu_port_rx_frame(&dm->dev, rte_pktmbuf_mtod(b, const uint8_t *), b->data_len);
@@ -274,13 +315,17 @@ unsigned emu_port_rx(struct emu_daemon *dm)
 			emu_port_rx_lin(&dm->dev, w->rx_lin, b);
 		dm->dev.rx_l3_csum_ok = false;
 	}
+	dm->dev.rx_self = false;
 	emu_rx_burst_end(&dm->dev); /* before the mbufs holding the payloads go */
 	rte_pktmbuf_free_bulk(m, n);
 	return n;
 }
 
 /* EAL keeps a runtime directory per file prefix (ours: "uroce<pid>")
- * under /var/run/dpdk, $XDG_RUNTIME_DIR/dpdk or /tmp/dpdk, and never
+ * under $RUNTIME_DIRECTORY/dpdk, which we point at our own run
+ * directory (checked ours, not a symlink, not writable by others:
+ * emu_run_dir_prepare), never at a directory others share (/tmp/dpdk,
+ * where another user could swap entries under a removal); DPDK never
  * removes it. We remove ours on a clean exit and, at start, those of our
  * daemons that died without one. */
 static char emu_eal_rundir[PATH_MAX];
@@ -299,33 +344,50 @@ static bool emu_eal_dir_stale(const char *name)
 	return pid != getpid() && kill(pid, 0) < 0 && errno == ESRCH;
 }
 
+/* stale directories in own's parent: only directories of ours, removed
+ * through the parent's descriptor (emu_rm_at) */
 static void emu_eal_clean_stale(const char *own)
 {
 	char base[PATH_MAX];
 	const char *slash = strrchr(own, '/');
+	struct stat st;
 
 	if (!slash || (size_t)(slash - own) >= sizeof(base))
 		return;
 	memcpy(base, own, (size_t)(slash - own));
 	base[slash - own] = 0;
-	DIR *dir = opendir(base);
-	if (!dir)
+	int bfd = open(base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (bfd < 0)
 		return;
+	DIR *dir = fstat(bfd, &st) == 0 && st.st_uid == geteuid() ? fdopendir(bfd) : NULL;
+	if (!dir) {
+		close(bfd);
+		return;
+	}
 	for (struct dirent *e; (e = readdir(dir)) != NULL;) {
-		char p[PATH_MAX];
 		if (!emu_eal_dir_stale(e->d_name) ||
-		    snprintf(p, sizeof(p), "%s/%s", base, e->d_name) >= (int)sizeof(p))
+		    fstatat(dirfd(dir), e->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
+		    st.st_uid != geteuid() || (!S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode)))
 			continue;
-		EMU_LOG(INFO, "removing stale DPDK runtime directory %s\n", p);
-		emu_rm_tree(p);
+		EMU_LOG(INFO, "removing stale DPDK runtime directory %s/%s\n", base, e->d_name);
+		emu_rm_at(dirfd(dir), e->d_name); /* a symlink: the link alone */
 	}
 	closedir(dir);
 }
 
-int emu_eal_init(int argc, char **argv)
+int emu_eal_init(int argc, char **argv, const char *run_dir)
 {
+	/* EAL's runtime directory under our run directory (DPDK reads
+	 * RUNTIME_DIRECTORY, systemd's, at init only: restored after) */
+	const char *prev = getenv("RUNTIME_DIRECTORY");
+	char *saved = prev ? strdup(prev) : NULL;
+	setenv("RUNTIME_DIRECTORY", run_dir, 1);
 	int rc = rte_eal_init(argc, argv);
-
+	if (saved)
+		setenv("RUNTIME_DIRECTORY", saved, 1);
+	else
+		unsetenv("RUNTIME_DIRECTORY");
+	free(saved);
 	if (rc < 0) {
 		fprintf(stderr, "uroced: EAL init failed: %s\n", rte_strerror(rte_errno));
 		return -1;
@@ -529,6 +591,15 @@ int emu_port_init(struct emu_daemon *dm)
 	}
 	if (emu_port_setup(dm, p, !loop && strncmp(dm->o.vdev, "link:", 5)))
 		return -1;
+	if (!loop) {
+		snprintf(name, sizeof(name), "uroce_self%u", dm->index);
+		p->self = rte_ring_create(name, EMU_RING_SIZE, (int)rte_socket_id(),
+					  RING_F_SP_ENQ | RING_F_SC_DEQ);
+		if (!p->self) {
+			fprintf(stderr, "uroced: %s: ring: %s\n", dm->o.dev, rte_strerror(rte_errno));
+			return -1;
+		}
+	}
 	dm->port_up = true;
 	dm->port_id = p->port;
 	if (!loop) {
@@ -564,6 +635,8 @@ void emu_port_fini(struct emu_daemon *dm)
 			rte_pktmbuf_free(p->txq[p->txq_head++ & (EMU_TXQ_SIZE - 1)]);
 		rte_pktmbuf_free_bulk(p->free, p->nfree);
 		rte_pktmbuf_free_bulk(p->sm_free, p->nsm_free);
+		for (void *f; p->self && rte_ring_sc_dequeue(p->self, &f) == 0;)
+			rte_pktmbuf_free(f);
 		p->nfree = p->nsm_free = 0;
 		/* frames sent to us and never received may hold client
 		 * mappings (zero-copy): let them go */

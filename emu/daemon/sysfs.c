@@ -8,7 +8,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
-#include <ftw.h>
+#include <dirent.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -200,23 +201,59 @@ static void sw_tree(struct sysfs_w *w, const struct emu_dev *d)
 	}
 }
 
-/* Remove a tree without following symlinks; best effort (a file that
- * cannot go is left, the caller does not depend on it). Shared with
- * port_dpdk.c for the EAL run directories. */
-static int emu_rm_entry(const char *path, const struct stat *st, int flag, struct FTW *f)
+/* Remove name (in directory at) and what is below it, best effort (an
+ * entry that cannot go is left; the callers depend on none). Nothing is
+ * ever followed or reached by a path: each directory is opened relative to
+ * its parent's descriptor with O_NOFOLLOW and emptied through its own
+ * descriptor, so a component another user swaps for a symlink while we
+ * walk cannot lead the removal out of the tree (nftw, by path names,
+ * could be); a directory that is not ours is not entered at all. */
+static void emu_rm_below(int at, const char *name, unsigned depth)
 {
-	(void)st;
-	(void)f;
-	if (flag == FTW_DP)
-		rmdir(path);
-	else
-		unlink(path);
-	return 0;
+	int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0) {
+		/* a file, a symlink (ELOOP: the link itself goes), or gone */
+		if (errno == ENOTDIR || errno == ELOOP)
+			unlinkat(at, name, 0);
+		return;
+	}
+	struct stat st;
+	DIR *dir = NULL;
+	if (depth < 16 && !fstat(fd, &st) && st.st_uid == geteuid())
+		dir = fdopendir(fd);
+	if (!dir) {
+		close(fd);
+		return;
+	}
+	for (struct dirent *e; (e = readdir(dir)) != NULL;)
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			emu_rm_below(dirfd(dir), e->d_name, depth + 1);
+	closedir(dir);
+	unlinkat(at, name, AT_REMOVEDIR);
 }
 
+/* path and everything below it (emu_rm_at); shared with port_dpdk.c for
+ * the EAL run directories */
 void emu_rm_tree(const char *path)
 {
-	nftw(path, emu_rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+	char parent[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+
+	if (!slash || !slash[1] || (size_t)(slash - path) >= sizeof(parent))
+		return;
+	memcpy(parent, path, (size_t)(slash - path));
+	parent[slash - path] = 0;
+	int pfd = open(parent[0] ? parent : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (pfd < 0)
+		return;
+	emu_rm_below(pfd, slash + 1, 0);
+	close(pfd);
+}
+
+void emu_rm_at(int at, const char *name)
+{
+	emu_rm_below(at, name, 0);
 }
 
 static int sw_mkdirs(char *path, size_t upto)

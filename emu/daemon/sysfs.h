@@ -12,8 +12,11 @@
 int emu_sysfs_write(const char *run_dir, const struct emu_dev *d);
 /* Remove it (at exit). */
 void emu_sysfs_remove(const char *run_dir, const char *name);
-/* Remove the tree at path (files and directories, symlinks not
- * followed); best effort. */
+/* Remove the tree at path (files and directories; a symlink anywhere,
+ * even one swapped in while we walk, is removed, never followed; a
+ * directory not ours is left); best effort. */
 void emu_rm_tree(const char *path);
+/* the same for entry name of the directory open as at */
+void emu_rm_at(int at, const char *name);
 
 #endif

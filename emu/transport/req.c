@@ -128,6 +128,16 @@ static void req_validate(struct emu_qp *qp, const struct uroce_send_wqe *w,
 	sw->npkts = total ? (uint32_t)((total + mtu - 1) / mtu) : 1;
 }
 
+/* A UD send to QP0 or QP1 speaks for the host (subnet management, the
+ * CM): only a privileged client may (docs/security.md, "Privileged
+ * operations"); the shim refuses it with EPERM, the ring is checked again
+ * here because it is application memory. */
+static bool req_qp01_denied(const struct emu_qp *qp, const struct uroce_send_wqe *w)
+{
+	return qp->type == IBV_QPT_UD && w->ud.remote_qpn <= 1 && w->opcode != IBV_WR_LOCAL_INV &&
+	       w->opcode != IBV_WR_BIND_MW && !(qp->ctx && qp->ctx->privileged);
+}
+
 static void req_fetch(struct emu_qp *qp)
 {
 	struct emu_xport_qp *x = qp->x;
@@ -149,7 +159,7 @@ static void req_fetch(struct emu_qp *qp)
 
 		memset(sw, 0, sizeof(*sw));
 		sw->mr_epoch = qp->dev->mr_epoch; /* its keys are checked now */
-		if (emu_sq_copy(qp, x->sq_fetch, w) < 0) {
+		if (emu_sq_copy(qp, x->sq_fetch, w) < 0 || req_qp01_denied(qp, w)) {
 			sw->state = EMU_SWQE_DONE;
 			sw->status = IBV_WC_LOC_QP_OP_ERR;
 		} else {

@@ -23,6 +23,7 @@ const char *const emu_drop_name[EMU_DROP_NUM] = {
 	[EMU_DROP_FAULT] = "fault",
 	[EMU_DROP_SRC_MISMATCH] = "src-mismatch",
 	[EMU_DROP_GSI_MAD] = "gsi-mad",
+	[EMU_DROP_MARTIAN] = "martian-src",
 	[EMU_DROP_LINK_DOWN] = "link-down",
 	[EMU_DROP_VLAN] = "vlan",
 };
@@ -90,6 +91,19 @@ static void emu_port_rx_roce(struct emu_dev *d, const struct wire_pkt *pkt)
 		d->cnt.drops[EMU_DROP_NOT_OUR_IP]++;
 		return;
 	}
+	/* A frame from the wire that says it comes from one of our own
+	 * addresses is forged (the kernel drops such a "martian" source
+	 * before rxe sees it): only the loopback port and the port's self
+	 * loop bring our frames back. Without this, a host on the wire
+	 * could speak for our own CM and QPs (docs/security.md). */
+	if (!d->loopback && !d->rx_self) {
+		union ibv_gid sgid;
+		memcpy(sgid.raw, pkt->ip.src.raw, 16);
+		if (emu_gid_find(d, &sgid) >= 0) {
+			d->cnt.drops[EMU_DROP_MARTIAN]++;
+			return;
+		}
+	}
 	if (pkt->bth.dqpn == WIRE_QPN_MASK) {
 		struct emu_mcast *m = mcast ? emu_mcast_find(d, dgid) : NULL;
 		if (!m) {
@@ -140,7 +154,9 @@ bool emu_port_rx_split(struct emu_dev *d, const uint8_t *hdr, uint32_t hl, const
 
 void emu_port_rx_frame(struct emu_dev *d, const uint8_t *frame, uint32_t len)
 {
-	if (d->fault)
+	/* the port's self loop is inside the device, as an HCA's: no wire
+	 * faults (and a held frame would lose its rx_self mark) */
+	if (d->fault && !d->rx_self)
 		emu_fault_rx(d->fault, d, frame, len, emu_port_rx_deliver);
 	else
 		emu_port_rx_deliver(d, frame, len);

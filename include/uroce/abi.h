@@ -53,8 +53,11 @@
  * 2: pipes made by the daemon, /proc/self/mem in HELLO;
  * 3: small receive payloads in the CQ ring (uroce_cqe_inl);
  * 4: UROCE_RING_F_KICK in the RQ header, the QP arena
- *    (UROCE_OP_CREATE_QP_ARENA) and the control mailbox (uroce_ctl_mbox) */
-#define UROCE_ABI_VERSION 4
+ *    (UROCE_OP_CREATE_QP_ARENA) and the control mailbox (uroce_ctl_mbox);
+ * 5: uroce_hello_rep.flags (UROCE_HELLO_F_PRIVILEGED), UROCE_OP_QUERY_LIMITS,
+ *    UROCE_OP_QUERY_NIC and UROCE_OP_SET_MTU (new ops only: a daemon
+ *    without them refuses them, uroce-ctl then shows no NIC) */
+#define UROCE_ABI_VERSION 5
 
 /** Environment variable naming the directory of the control sockets. */
 #define UROCE_ENV_RUN_DIR "UROCE_RUN_DIR"
@@ -421,6 +424,7 @@ enum uroce_op {
 	UROCE_OP_CREATE_QP_ARENA, /**< uroce_create_qp_req -> uroce_create_qp_arena_rep;
 				   *  the rings in the context's QP arena; fds out:
 				   *  [0] with UROCE_ARENA_F_NEW only */
+	UROCE_OP_QUERY_LIMITS,   /**< uroce_query_limits_req -> uroce_query_limits_rep */
 	UROCE_OP_QUERY_NIC,      /**< uroce_query_nic_req -> uroce_query_nic_rep: the
 				  *  port's device (driver, link, queues, offloads) and
 				  *  its statistics, one page of xstats per request */
@@ -463,7 +467,16 @@ struct uroce_hello_rep {
 	uint16_t pkeys[1];                 /**< P_Key table: 0xffff */
 	uint8_t mac[6];
 	uint64_t node_guid;                /**< network order */
+	uint32_t flags;                    /**< UROCE_HELLO_F_* */
+	uint32_t rsvd;
 };
+/** The context may use what the kernel reserves to CAP_NET_RAW: controlled
+ *  Q_Keys (bit 31) and UD sends to QP0/QP1 (the client has CAP_NET_RAW, or
+ *  its uid is a --privileged-uid of the daemon); without it those are
+ *  EPERM (docs/security.md, "Privileged operations"). */
+#define UROCE_HELLO_F_PRIVILEGED 1u
+/** Controlled Q_Keys: bit 31 set (IBTA; the GSI's is 0x80010000). */
+#define UROCE_QKEY_CONTROLLED 0x80000000u
 
 struct uroce_query_port_req { uint32_t port_num; uint32_t rsvd; };
 struct uroce_query_port_rep {
@@ -1006,6 +1019,33 @@ struct uroce_cc_set_req {
 
 /* ------------------------------------------------------------------ */
 /* RDMA CM: the kernel's rdma_ucm device, emulated (docs/cm.md)        */
+/** UROCE_OP_QUERY_LIMITS: the object limits (--limit per context,
+ *  --uid-limit per uid; docs/security.md) with what the asking context and
+ *  a uid hold now, one entry per kind of object under the name --limit
+ *  takes ("ctx": the uid's contexts), and the device's IB CM table (ids of
+ *  every user and every peer on the wire). uid UROCE_LIMITS_SELF (or the
+ *  asker's own) for the asker's uid; another uid: root and the daemon's
+ *  uid only (-EPERM). */
+#define UROCE_LIMITS_SELF 0xFFFFFFFFu
+#define UROCE_LIMITS_MAX 24
+struct uroce_query_limits_req {
+	uint32_t uid;
+	uint32_t rsvd;
+};
+struct uroce_limit {
+	char name[UROCE_STATS_NAME_LEN];
+	uint32_t ctx_max, uid_max;   /**< the limits (0: none of the kind) */
+	uint32_t ctx_used, uid_used; /**< held by the asking context / the uid */
+};
+struct uroce_query_limits_rep {
+	uint32_t n;                  /**< entries used */
+	uint32_t uid;
+	uint64_t mem_ctx_max, mem_uid_max, mem_ctx_used, mem_uid_used;
+	uint32_t cm_ids, cm_ids_used; /**< the device's IB CM id table */
+	struct uroce_limit e[UROCE_LIMITS_MAX];
+};
+_Static_assert(sizeof(struct uroce_query_limits_rep) + 16 <= UROCE_MAX_MSG, "limits reply");
+
 /* ------------------------------------------------------------------ */
 
 /*

@@ -25,14 +25,14 @@ CLEAN = {
                            '{ return qp->x->psn; }\n',
     "emu/daemon/daemon.h": '#include "xport.h"\n#include "emu.h"\n',
     "emu/daemon/main.c": '#include "daemon.h"\n',
-    # the shim: concern headers, the umbrella for ops.c, and the rdma_ucm
-    # cycle the ratchet still allows
+    # the shim: concern headers, the umbrella for ops.c, rdma_ucm files
+    # that depend one way
     "verbs/urv_base.h": "",
     "verbs/urv.h": '#include "urv_base.h"\n',
     "verbs/ops.c": '#include "urv.h"\n',
     "verbs/pd.c": '#include "urv_base.h"\n',
     "verbs/ucma.c": '#include "ucma_cmd.c"\n',
-    "verbs/ucma_cmd.c": '#include "ucma.c"\n',
+    "verbs/ucma_cmd.c": "",
 }
 
 
@@ -74,7 +74,7 @@ CASES = [
      {"verbs/pd.c": '#include "urv_base.h"\n#include "qp.c"\n',
       "verbs/qp.c": '#include "pd.c"\n'},
      "file cycle: verbs/pd.c <-> verbs/qp.c"),
-    ("verbs: a file joins the rdma_ucm cycle of the ratchet",
+    ("verbs: the rdma_ucm files in a cycle again (the ratchet is empty)",
      {"verbs/ucma_cmd.c": '#include "ucma_new.c"\n',
       "verbs/ucma_new.c": '#include "ucma.c"\n'},
      "file cycle"),

@@ -9,8 +9,8 @@
  * (CONNECT_ERROR), rdma_reject_ece() giving REJECTED 35 with its private
  * data, and the provider's ibv_query_ece / ibv_set_ece answers.
  *
- *   cm_ece PORT    (run by cm.py with a private daemon: through the IB CM
- *                   engine, and with UROCE_CM_NO_WIRE for the direct path)
+ *   cm_ece PORT    (run by cm.py with a private daemon, through its IB CM
+ *                   engine)
  * Each case uses its own rdma_cm port (PORT, PORT+1, ...). The values
  * below are what cm.py then looks for in the capture. */
 #include <errno.h>

@@ -5,10 +5,12 @@ rdma-core's huge-page tests (test_odp's two) skip unless
 /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages is non-zero. CI runs
 as root, so a run that asks raises it by N over what it was and puts the
 old value back when it ends. Runs in parallel (meson runs the modules at
-once) share one reservation: under a lock, each run leaves a file named
-after its pid in STATE; the first one records the value from before,
-the last one to leave (or the next run, when the ones before were killed
-and left only dead pids) restores it. Without root, or when the kernel
+once, and several checkouts may run suites on one machine) add up: under a
+lock, each run leaves a file named after its pid in STATE holding its N;
+the pool is the value from before plus the N of every live run, so one
+run's pages are never another's. The first one records the value from
+before, the last one to leave (or the next run, when the ones before were
+killed and left only dead pids) restores it. Without root, or when the kernel
 gives no page, nothing is changed and the tests skip.
 """
 import fcntl
@@ -51,15 +53,19 @@ class Reservation:
             return fn()
 
     def _holders(self):
-        """live holders' pids; files of dead ones are removed"""
-        live = []
+        """{pid: pages} of live holders; files of dead ones are removed"""
+        live = {}
         for fn in os.listdir(STATE):
             if not fn.isdigit():
                 continue
+            path = os.path.join(STATE, fn)
             if _alive(int(fn)):
-                live.append(int(fn))
+                try:
+                    live[int(fn)] = _read(path)
+                except (OSError, ValueError):
+                    live[int(fn)] = 0
             else:
-                os.unlink(os.path.join(STATE, fn))
+                os.unlink(path)
         return live
 
     def _enter(self):
@@ -67,23 +73,31 @@ class Reservation:
         if not self._holders() and not os.path.exists(prev_file):
             _write(prev_file, _read(NR))
         prev = _read(prev_file)
-        _write(os.path.join(STATE, str(os.getpid())), 0)
+        _write(os.path.join(STATE, str(os.getpid())), self.n)
         self.held = True
-        if _read(NR) < prev + self.n:
+        want = prev + sum(self._holders().values())
+        if _read(NR) < want:
             try:
-                _write(NR, prev + self.n)
+                _write(NR, want)
             except OSError as e:
                 print('huge pages: cannot reserve (%s)' % e)
         got = _read(NR)
-        # the pages asked for are there (free ones may still be short when
-        # parallel runs share them; the suite's tests then say so)
-        self.enough = got >= prev + self.n
+        # the pages asked for are there (the kernel may give fewer when
+        # memory is fragmented; the suite's tests then say so)
+        self.enough = got >= want
         print('huge pages: %d of 2 MB reserved (%d before the run)' % (got, prev))
 
     def _leave(self):
         os.unlink(os.path.join(STATE, str(os.getpid())))
         self.held = False
-        if self._holders():
+        rest = self._holders()
+        prev_file = os.path.join(STATE, 'prev')
+        if rest:
+            # give back this run's share only: pages still mapped by the
+            # others stay theirs (the kernel frees only free pages)
+            want = _read(prev_file) + sum(rest.values())
+            if _read(NR) > want:
+                _write(NR, want)
             return
         prev_file = os.path.join(STATE, 'prev')
         prev = _read(prev_file)

@@ -370,4 +370,23 @@ static inline int t_qp(struct t_client *c, uint32_t pd, uint32_t scq, uint32_t r
 	return rc;
 }
 
+
+/* a ring in shared memory (abi.h): header, slots at UROCE_RING_HDR_SIZE */
+struct t_ring {
+	uint8_t *base;
+	uint32_t entries, stride;
+};
+
+static inline uint32_t *r_prod(struct t_ring *r) { return (uint32_t *)r->base; }
+static inline uint32_t *r_cons(struct t_ring *r) { return (uint32_t *)(r->base + 64); }
+static inline void *r_slot(struct t_ring *r, uint32_t i)
+{
+	return r->base + UROCE_RING_HDR_SIZE + (size_t)(i & (r->entries - 1)) * r->stride;
+}
+
+static inline int t_modify(struct t_client *c, struct uroce_modify_qp_req *mq)
+{
+	return t_call(c, UROCE_OP_MODIFY_QP, mq, sizeof(*mq), NULL, 0, NULL, 0, NULL, NULL);
+}
+
 #endif

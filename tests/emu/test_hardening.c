@@ -62,18 +62,6 @@ static bool alive(struct t_daemon *d)
 
 /* ---------------- a well-behaved client: loopback RC traffic ---------------- */
 
-struct t_ring {
-	uint8_t *base;     /* header; slots at UROCE_RING_HDR_SIZE */
-	uint32_t entries, stride;
-};
-
-static uint32_t *r_prod(struct t_ring *r) { return (uint32_t *)r->base; }
-static uint32_t *r_cons(struct t_ring *r) { return (uint32_t *)(r->base + 64); }
-static void *r_slot(struct t_ring *r, uint32_t i)
-{
-	return r->base + UROCE_RING_HDR_SIZE + (size_t)(i & (r->entries - 1)) * r->stride;
-}
-
 struct t_rc {
 	struct t_client *c;
 	uint32_t pd, cq_handle, lkey;
@@ -83,11 +71,6 @@ struct t_rc {
 	uint8_t *qmap, *cqmap;
 	uint32_t cq_cons;
 };
-
-static int t_modify(struct t_client *c, struct uroce_modify_qp_req *mq)
-{
-	return t_call(c, UROCE_OP_MODIFY_QP, mq, sizeof(*mq), NULL, 0, NULL, 0, NULL, NULL);
-}
 
 /* RC QP connected to dest (itself: the default port is a loopback ring),
  * local ACK timeout code tmo */
@@ -670,16 +653,10 @@ static void case_prodback(struct t_daemon *d)
 	t_client_close(&a);
 }
 
-static void dpdk_base(char *out, size_t n)
-{
-	const char *x = getenv("XDG_RUNTIME_DIR");
-	snprintf(out, n, "%s/dpdk", getuid() == 0 ? "/var/run" : (x && *x ? x : "/tmp"));
-}
-
 static bool exists(const char *p)
 {
 	struct stat st;
-	return stat(p, &st) == 0;
+	return lstat(p, &st) == 0;
 }
 
 static pid_t dead_pid(void)
@@ -691,41 +668,80 @@ static pid_t dead_pid(void)
 	return p;
 }
 
+/* uroced again on the run directory d already has (t_daemon_start makes
+ * a new one): its socket within 30 s */
+static void restart_in(struct t_daemon *d, const char *uroced)
+{
+	d->pid = fork();
+	REQUIRE(d->pid >= 0, "fork");
+	if (d->pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		setenv("UROCE_RUN_DIR", d->run, 1);
+		execl(uroced, uroced, (char *)NULL);
+		_exit(127);
+	}
+	t_cur = d;
+	for (uint64_t end = t_now_ms() + 30000; access(d->sock, F_OK);) {
+		REQUIRE(t_now_ms() < end && alive(d), "restart");
+		usleep(10000);
+	}
+}
+
+static void mkfile(const char *p)
+{
+	int fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	REQUIRE(fd >= 0, "%s: %s", p, strerror(errno));
+	close(fd);
+}
+
+/* DPDK's runtime directory is in the daemon's own run directory
+ * (<run>/dpdk/uroce<pid>), removed on a clean exit; at start the stale
+ * ones of dead daemons go, never by following a symlink: a stale name
+ * that is a symlink loses the link, a symlink inside a stale directory
+ * is removed, not walked (what it points to stays); live pids' and
+ * other names stay. */
 static int case_dpdkdir(const char *uroced)
 {
-	char base[256], stale[300], staleb[340], live[300], other[300], own[300];
+	char base[340], stale[360], staleb[400], live[360], other[360], own[360], slink[360];
+	char victim[340], vfile[360], inlink[400];
 	struct t_daemon d;
-
-	dpdk_base(base, sizeof(base));
-	mkdir(base, 0700);
-	pid_t dp = dead_pid();
-	snprintf(stale, sizeof(stale), "%s/uroce%d", base, (int)dp);
-	snprintf(staleb, sizeof(staleb), "%s/leftover", stale);
-	snprintf(live, sizeof(live), "%s/uroce%d", base, (int)getpid());
-	snprintf(other, sizeof(other), "%s/noturoce%d", base, (int)dp);
-	REQUIRE(mkdir(stale, 0700) == 0 || errno == EEXIST, "mkdir %s: %s", stale, strerror(errno));
-	int fd = open(staleb, O_CREAT | O_WRONLY, 0600);
-	REQUIRE(fd >= 0, "%s: %s", staleb, strerror(errno));
-	close(fd);
-	CHECK(mkdir(live, 0700) == 0 || errno == EEXIST, "mkdir live");
-	CHECK(mkdir(other, 0700) == 0 || errno == EEXIST, "mkdir other");
 
 	alarm(100);
 	REQUIRE(t_daemon_start(&d, uroced, false, NULL) == 0, "start");
-	snprintf(own, sizeof(own), "%s/uroce%d", base, (int)d.pid);
+	snprintf(own, sizeof(own), "%s/dpdk/uroce%d", d.run, (int)d.pid);
+	CHECK(exists(own), "no %s: DPDK's runtime directory is elsewhere", own);
+	REQUIRE(t_daemon_stop(&d) == 0, "stop");
+	CHECK(!exists(own), "%s left behind after a clean exit", own);
+
+	snprintf(base, sizeof(base), "%s/dpdk", d.run);
+	snprintf(victim, sizeof(victim), "%s/victim", d.dir);
+	snprintf(vfile, sizeof(vfile), "%s/keep", victim);
+	REQUIRE(mkdir(victim, 0700) == 0, "victim dir");
+	mkfile(vfile);
+	pid_t dp = dead_pid(), dp2 = dead_pid(), dp3 = dead_pid();
+	snprintf(stale, sizeof(stale), "%s/uroce%d", base, (int)dp);
+	snprintf(staleb, sizeof(staleb), "%s/leftover", stale);
+	snprintf(inlink, sizeof(inlink), "%s/config", stale);
+	snprintf(slink, sizeof(slink), "%s/uroce%d", base, (int)dp2);
+	snprintf(live, sizeof(live), "%s/uroce%d", base, (int)getpid());
+	snprintf(other, sizeof(other), "%s/noturoce%d", base, (int)dp3);
+	REQUIRE(mkdir(stale, 0700) == 0, "mkdir %s: %s", stale, strerror(errno));
+	mkfile(staleb);
+	REQUIRE(symlink(victim, inlink) == 0 && symlink(victim, slink) == 0, "symlinks");
+	CHECK(mkdir(live, 0700) == 0, "mkdir live");
+	CHECK(mkdir(other, 0700) == 0, "mkdir other");
+
+	restart_in(&d, uroced);
 	CHECK(!exists(stale), "stale %s not removed at start", stale);
+	CHECK(!exists(slink), "stale symlink %s not removed", slink);
+	CHECK(exists(vfile), "%s removed through a symlink", vfile);
 	CHECK(exists(live), "%s (a live pid) removed", live);
 	CHECK(exists(other), "%s (not ours) removed", other);
 	check_served(&d, "start-up");
 	int rc = t_daemon_stop(&d);
 	CHECK(rc == 0, "daemon exit status %d", rc);
-	CHECK(!exists(own), "%s left behind after a clean exit", own);
 	t_rmdir(&d);
 	t_cur = NULL;
-	unlink(staleb);
-	rmdir(stale);
-	rmdir(live);
-	rmdir(other);
 	if (t_failures)
 		fprintf(stderr, "%d failure(s)\n", t_failures);
 	return t_failures ? 1 : 0;

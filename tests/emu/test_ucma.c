@@ -19,264 +19,24 @@
  *             ADDR_ERROR when nobody answers
  *   igmp    - IGMPv2/MLDv1 reports and leaves for multicast joins (capture)
  *   wire    - two devices back to back, a client on each: connections
- *             through the IB CM engine (MADs on QP1) */
+ *             through the IB CM engine (MADs on QP1)
+ *   self    - two ids of one device on a port that does not bring frames
+ *             back: the same engine, its MADs through the port's self loop
+ * Every case goes through the IB CM engine: there is no other path. */
 #include <dirent.h>
-#include <poll.h>
-#include <netinet/in.h>
-#include <arpa/inet.h>
-#include <stddef.h>
-#include <rdma/rdma_user_cm.h>
 
-#include "emu_test.h"
+#include "ucma_client.h"
 #include <uroce/flush.h>
-
-enum {
-	EV_ADDR_RESOLVED, EV_ADDR_ERROR, EV_ROUTE_RESOLVED, EV_ROUTE_ERROR, EV_CONNECT_REQUEST,
-	EV_CONNECT_RESPONSE, EV_CONNECT_ERROR, EV_UNREACHABLE, EV_REJECTED, EV_ESTABLISHED,
-	EV_DISCONNECTED, EV_DEVICE_REMOVAL, EV_MULTICAST_JOIN, EV_MULTICAST_ERROR,
-	EV_ADDR_CHANGE, EV_TIMEWAIT_EXIT,
-};
-
-struct cmf {
-	struct t_client *c;
-	uint32_t h;
-	int ev;
-};
-
-static int cm_open(struct t_client *c, struct cmf *f)
-{
-	struct uroce_ucma_open_rep r;
-	int fds[4];
-	unsigned nf = 0;
-
-	f->c = c;
-	int rc = t_call(c, UROCE_OP_UCMA_OPEN, NULL, 0, NULL, 0, &r, sizeof(r), fds, &nf);
-	if (rc)
-		return rc;
-	if (nf != 1)
-		return -EPROTO;
-	f->h = r.handle;
-	f->ev = fds[0];
-	return 0;
-}
-
-/* one command: status, response copied to out, its length in *got */
-static int cm_cmd_raw(struct t_client *c, uint32_t file, uint32_t cmd, const void *in,
-		      size_t inlen, uint32_t outlen, void *out, size_t *got)
-{
-	uint8_t buf[UROCE_MAX_MSG], rep[UROCE_MAX_MSG];
-	struct uroce_ucma_cmd_req q = { .file = file, .cmd = cmd, .out = outlen,
-					.in = (uint32_t)inlen };
-	struct uroce_msg_hdr h = { .op = UROCE_OP_UCMA_CMD,
-				   .len = (uint32_t)(sizeof(h) + sizeof(q) + inlen), .seq = ++c->seq };
-
-	memcpy(buf, &h, sizeof(h));
-	memcpy(buf + sizeof(h), &q, sizeof(q));
-	memcpy(buf + sizeof(h) + sizeof(q), in, inlen);
-	int n = t_raw(c->fd, buf, h.len, NULL, 0, rep, sizeof(rep), NULL, NULL);
-	if (n < (int)sizeof(h))
-		return n < 0 ? n : -EPROTO;
-	struct uroce_msg_hdr r;
-	memcpy(&r, rep, sizeof(r));
-	if (r.seq != h.seq || r.op != h.op)
-		return -EPROTO;
-	if (got)
-		*got = (size_t)n - sizeof(h);
-	if (out && r.status == 0)
-		memcpy(out, rep + sizeof(h), (size_t)n - sizeof(h));
-	return r.status;
-}
-
-static int cm_cmd(struct cmf *f, uint32_t cmd, const void *in, size_t inlen, void *out,
-		  size_t outlen)
-{
-	size_t got = 0;
-	int rc = cm_cmd_raw(f->c, f->h, cmd, in, inlen, (uint32_t)outlen, out, &got);
-	if (!rc && got != outlen && cmd != RDMA_USER_CM_CMD_QUERY)
-		return -EPROTO;
-	return rc;
-}
-
-/* next event of f within ms, as the shim gets it: a byte, then GET_EVENT
- * (a byte whose event was removed is stale: -EAGAIN, next byte) */
-static int cm_event(struct cmf *f, struct rdma_ucm_event_resp *e, int ms)
-{
-	uint64_t end = t_now_ms() + (uint64_t)ms;
-
-	for (;;) {
-		struct pollfd p = { .fd = f->ev, .events = POLLIN };
-		int left = (int)(end - t_now_ms());
-		if (left < 0 || poll(&p, 1, left) <= 0)
-			return -ETIMEDOUT;
-		uint8_t b;
-		if (read(f->ev, &b, 1) != 1)
-			return -EIO;
-		int rc = cm_cmd(f, RDMA_USER_CM_CMD_GET_EVENT, &(struct rdma_ucm_get_event){ 0 },
-				sizeof(struct rdma_ucm_get_event), e, sizeof(*e));
-		if (rc != -EAGAIN)
-			return rc;
-	}
-}
-
-/* an event of the given type is next (fails the test otherwise) */
-static void cm_expect(struct cmf *f, uint32_t type, struct rdma_ucm_event_resp *e, int line)
-{
-	int rc = cm_event(f, e, 30000);
-	if (rc || e->event != type) {
-		fprintf(stderr, "FAIL line %d: expected event %u, got rc %d event %u status %d\n",
-			line, type, rc, rc ? 0 : e->event, rc ? 0 : (int)e->status);
-		t_failures++;
-		t_exit(1);
-	}
-}
-#define EXPECT(f, type, e) cm_expect(f, type, e, __LINE__)
-
-/* no event pending right now (the daemon has answered everything before) */
-static bool cm_quiet(struct cmf *f)
-{
-	struct pollfd p = { .fd = f->ev, .events = POLLIN };
-	return poll(&p, 1, 0) == 0;
-}
-
-static int cm_create(struct cmf *f, uint64_t uid, uint16_t ps, uint32_t *id)
-{
-	struct rdma_ucm_create_id q = { .uid = uid, .ps = ps, .qp_type = IBV_QPT_RC };
-	struct rdma_ucm_create_id_resp r;
-	int rc = cm_cmd(f, RDMA_USER_CM_CMD_CREATE_ID, &q, sizeof(q), &r, sizeof(r));
-	if (!rc)
-		*id = r.id;
-	return rc;
-}
-
-static int cm_destroy(struct cmf *f, uint32_t id, uint32_t *reported)
-{
-	struct rdma_ucm_destroy_id q = { .id = id };
-	struct rdma_ucm_destroy_id_resp r = { 0 };
-	int rc = cm_cmd(f, RDMA_USER_CM_CMD_DESTROY_ID, &q, sizeof(q), &r, sizeof(r));
-	if (!rc && reported)
-		*reported = r.events_reported;
-	return rc;
-}
-
-static void sin_set(struct sockaddr_in6 *s6, const char *ip, uint16_t port)
-{
-	memset(s6, 0, sizeof(*s6));
-	struct sockaddr_in *s = (struct sockaddr_in *)s6;
-	if (strchr(ip, ':')) {
-		s6->sin6_family = AF_INET6;
-		inet_pton(AF_INET6, ip, &s6->sin6_addr);
-		s6->sin6_port = htons(port);
-	} else {
-		s->sin_family = AF_INET;
-		inet_pton(AF_INET, ip, &s->sin_addr);
-		s->sin_port = htons(port);
-	}
-}
-
-static int cm_bind(struct cmf *f, uint32_t id, const char *ip, uint16_t port)
-{
-	struct rdma_ucm_bind_ip q = { .id = id };
-	sin_set(&q.addr, ip, port);
-	return cm_cmd(f, RDMA_USER_CM_CMD_BIND_IP, &q, sizeof(q), NULL, 0);
-}
-
-static int cm_resolve(struct cmf *f, uint32_t id, const char *ip, uint16_t port, uint32_t ms)
-{
-	struct rdma_ucm_resolve_ip q = { .id = id, .timeout_ms = ms };
-	sin_set(&q.dst_addr, ip, port);
-	return cm_cmd(f, RDMA_USER_CM_CMD_RESOLVE_IP, &q, sizeof(q), NULL, 0);
-}
-
-static int cm_route(struct cmf *f, uint32_t id)
-{
-	struct rdma_ucm_resolve_route q = { .id = id, .timeout_ms = 2000 };
-	return cm_cmd(f, RDMA_USER_CM_CMD_RESOLVE_ROUTE, &q, sizeof(q), NULL, 0);
-}
-
-static int cm_listen(struct cmf *f, uint32_t id, uint32_t backlog)
-{
-	struct rdma_ucm_listen q = { .id = id, .backlog = backlog };
-	return cm_cmd(f, RDMA_USER_CM_CMD_LISTEN, &q, sizeof(q), NULL, 0);
-}
-
-static int cm_query_route(struct cmf *f, uint32_t id, struct rdma_ucm_query_route_resp *r)
-{
-	struct rdma_ucm_query q = { .id = id };
-	return cm_cmd(f, RDMA_USER_CM_CMD_QUERY_ROUTE, &q, sizeof(q), r, sizeof(*r));
-}
-
-static uint16_t cm_port(struct cmf *f, uint32_t id)
-{
-	struct rdma_ucm_query_route_resp r;
-	if (cm_query_route(f, id, &r))
-		return 0;
-	return ntohs(r.src_addr.sin6_port); /* same offset in sockaddr_in */
-}
-
-static int cm_qp_attr(struct cmf *f, uint32_t id, uint32_t state, struct ib_uverbs_qp_attr *a)
-{
-	struct rdma_ucm_init_qp_attr q = { .id = id, .qp_state = state };
-	return cm_cmd(f, RDMA_USER_CM_CMD_INIT_QP_ATTR, &q, sizeof(q), a, sizeof(*a));
-}
-
-static int cm_connect(struct cmf *f, uint32_t id, uint32_t qpn, const char *pd)
-{
-	struct rdma_ucm_connect q = { .id = id };
-	q.conn_param.valid = 1;
-	q.conn_param.qp_num = qpn;
-	q.conn_param.responder_resources = 4;
-	q.conn_param.initiator_depth = 2;
-	q.conn_param.retry_count = 5;
-	q.conn_param.rnr_retry_count = 6;
-	q.conn_param.private_data_len = (uint8_t)strlen(pd);
-	memcpy(q.conn_param.private_data, pd, strlen(pd));
-	return cm_cmd(f, RDMA_USER_CM_CMD_CONNECT, &q, sizeof(q), NULL, 0);
-}
-
-static int cm_accept(struct cmf *f, uint32_t id, uint64_t uid, uint32_t qpn, const char *pd)
-{
-	struct rdma_ucm_accept q = { .id = id, .uid = uid };
-	if (pd) {
-		q.conn_param.valid = 1;
-		q.conn_param.qp_num = qpn;
-		q.conn_param.responder_resources = 2;
-		q.conn_param.initiator_depth = 4;
-		q.conn_param.rnr_retry_count = 7;
-		q.conn_param.private_data_len = (uint8_t)strlen(pd);
-		memcpy(q.conn_param.private_data, pd, strlen(pd));
-	}
-	return cm_cmd(f, RDMA_USER_CM_CMD_ACCEPT, &q, sizeof(q), NULL, 0);
-}
-
-static int cm_disconnect(struct cmf *f, uint32_t id)
-{
-	struct rdma_ucm_disconnect q = { .id = id };
-	return cm_cmd(f, RDMA_USER_CM_CMD_DISCONNECT, &q, sizeof(q), NULL, 0);
-}
-
-/* resolve addr + route to ip:port, events checked */
-static void cm_resolve_all(struct cmf *f, uint32_t id, uint64_t uid, const char *ip, uint16_t port)
-{
-	struct rdma_ucm_event_resp e;
-
-	REQUIRE(cm_resolve(f, id, ip, port, 2000) == 0, "resolve %s", ip);
-	EXPECT(f, EV_ADDR_RESOLVED, &e);
-	CHECK(e.status == 0 && e.uid == uid && e.id == id, "addr event %d %llx %u", (int)e.status,
-	      (unsigned long long)e.uid, e.id);
-	REQUIRE(cm_route(f, id) == 0, "route");
-	EXPECT(f, EV_ROUTE_RESOLVED, &e);
-	CHECK(e.uid == uid, "route uid");
-}
 
 static const char *g_daemon;
 static struct t_daemon g_d;
 
-static bool g_direct;        /* UROCE_CM_NO_WIRE: no CM MADs expected */
 static bool g_gsi_check;     /* finish() counts the CM MADs captured */
 static char g_pcap[300];
 
-/* RoCEv2 (IPv4) frames to QPN 1 in the capture: the CM engine's MADs */
-static int pcap_gsi_frames(const char *path)
+/* RoCEv2 (IPv4) frames to QPN 1 in the capture: the CM engine's MADs
+ * (self: only those to the sender's own MAC) */
+static int pcap_gsi_frames(const char *path, bool self)
 {
 	FILE *fp = fopen(path, "rb");
 	uint8_t gh[24], rh[16], f[4096];
@@ -293,7 +53,8 @@ static int pcap_gsi_frames(const char *path)
 		if (len > sizeof(f) || fread(f, 1, len, fp) != len)
 			break;
 		if (len >= 54 && f[12] == 0x08 && f[13] == 0x00 && f[23] == 17 && f[36] == 0x12 &&
-		    f[37] == 0xb7 && f[47] == 0 && f[48] == 0 && f[49] == 1)
+		    f[37] == 0xb7 && f[47] == 0 && f[48] == 0 && f[49] == 1 &&
+		    (!self || !memcmp(f, f + 6, 6)))
 			n++;
 	}
 	fclose(fp);
@@ -311,16 +72,10 @@ static void start(struct t_client *a, struct t_client *b)
 		REQUIRE(t_client_open(b, g_d.sock) == 0, "client b");
 }
 
-static int finish(void)
+/* after the daemon stopped: the capture g_pcap and its directory, the run
+ * directory, the verdict */
+static int verdict(void)
 {
-	int st = t_daemon_stop(&g_d);
-	CHECK(st == 0, "daemon exit %d", st);
-	if (g_gsi_check) {
-		/* the exchange went as MADs through the engine, or not at all */
-		int n = pcap_gsi_frames(g_pcap);
-		CHECK(g_direct ? n == 0 : n >= 5, "%d CM MADs captured (%s)", n,
-		      g_direct ? "direct" : "wire");
-	}
 	if (g_pcap[0]) {
 		unlink(g_pcap);
 		*strrchr(g_pcap, '/') = 0;
@@ -335,6 +90,18 @@ static int finish(void)
 	}
 	printf("ok\n");
 	return 0;
+}
+
+static int finish(void)
+{
+	int st = t_daemon_stop(&g_d);
+	CHECK(st == 0, "daemon exit %d", st);
+	if (g_gsi_check) {
+		/* the exchange went as MADs through the engine */
+		int n = pcap_gsi_frames(g_pcap, false);
+		CHECK(n >= 5, "%d CM MADs captured", n);
+	}
+	return verdict();
 }
 
 /* ------------------------------------------------------------------ */
@@ -1048,6 +815,99 @@ static int case_link(void)
 	return finish();
 }
 
+/* One RC connection from file fa to the listener (uid 0xB0) of file fb at
+ * ip:port, up and down through the IB CM engine, with what each side
+ * sees: request and response fields, the new id's addresses from the
+ * cma_hdr, the QP attributes (PSNs, QPNs, path GIDs ga of the active and
+ * gb of the passive side), RTU, DREQ/DREP, both TIMEWAIT_EXITs. */
+static void rc_cycle(struct cmf *fa, struct cmf *fb, const char *ip, uint16_t port,
+		     const uint8_t ga[16], const uint8_t gb[16])
+{
+	struct rdma_ucm_event_resp e;
+	struct ib_uverbs_qp_attr qa, qb, sa, sb;
+	uint32_t c, n, rep;
+
+	REQUIRE(cm_create(fa, 0xA0, RDMA_PS_TCP, &c) == 0, "create");
+	cm_resolve_all(fa, c, 0xA0, ip, port);
+	REQUIRE(cm_connect(fa, c, 0x321, "over the wire") == 0, "connect");
+	EXPECT(fb, EV_CONNECT_REQUEST, &e);
+	n = e.id;
+	CHECK(e.uid == 0xB0 && e.param.conn.qp_num == 0x321 && e.param.conn.private_data_len == 56 &&
+	      !memcmp(e.param.conn.private_data, "over the wire", 13) &&
+	      e.param.conn.responder_resources == 2 && e.param.conn.initiator_depth == 4 &&
+	      e.param.conn.retry_count == 5 && e.param.conn.rnr_retry_count == 6,
+	      "request qpn %x len %u rd %u/%u", e.param.conn.qp_num, e.param.conn.private_data_len,
+	      e.param.conn.responder_resources, e.param.conn.initiator_depth);
+	struct rdma_ucm_query_route_resp qr;
+	REQUIRE(cm_query_route(fb, n, &qr) == 0, "query");
+	struct sockaddr_in *qs = (struct sockaddr_in *)&qr.src_addr, *qd = (struct sockaddr_in *)&qr.dst_addr;
+	CHECK(!memcmp(&qs->sin_addr, gb + 12, 4) && ntohs(qs->sin_port) == port &&
+	      !memcmp(&qd->sin_addr, ga + 12, 4) && ntohs(qd->sin_port) == cm_port(fa, c),
+	      "new id addresses from the cma_hdr");
+	REQUIRE(cm_accept(fb, n, 0xB1, 0x654, "welcome") == 0, "accept");
+	EXPECT(fa, EV_CONNECT_RESPONSE, &e);
+	CHECK(e.param.conn.qp_num == 0x654 && e.param.conn.private_data_len == 196 &&
+	      !memcmp(e.param.conn.private_data, "welcome", 7) &&
+	      e.param.conn.responder_resources == 4 && e.param.conn.initiator_depth == 2,
+	      "response qpn %x rd %u/%u", e.param.conn.qp_num, e.param.conn.responder_resources,
+	      e.param.conn.initiator_depth);
+	REQUIRE(cm_qp_attr(fb, n, IBV_QPS_RTR, &qb) == 0 && cm_qp_attr(fa, c, IBV_QPS_RTR, &qa) == 0 &&
+		cm_qp_attr(fb, n, IBV_QPS_RTS, &sb) == 0 && cm_qp_attr(fa, c, IBV_QPS_RTS, &sa) == 0,
+		"attrs");
+	CHECK(qa.dest_qp_num == 0x654 && qb.dest_qp_num == 0x321, "dest qpn %x %x", qa.dest_qp_num,
+	      qb.dest_qp_num);
+	CHECK(qa.rq_psn == sb.sq_psn && qb.rq_psn == sa.sq_psn && qa.rq_psn != qb.rq_psn, "psn");
+	CHECK(!memcmp(qa.ah_attr.grh.dgid, gb, 16) && !memcmp(qb.ah_attr.grh.dgid, ga, 16),
+	      "path gids");
+	CHECK(qa.max_dest_rd_atomic == 4 && qb.max_dest_rd_atomic == 2 && sa.max_rd_atomic == 2 &&
+	      sb.max_rd_atomic == 4, "rd atomic");
+	CHECK(sa.rnr_retry == 7 && sb.rnr_retry == 6 && sa.retry_cnt == 5 && sb.retry_cnt == 5,
+	      "retries");
+	REQUIRE(cm_accept(fa, c, 0, 0, NULL) == 0, "rtu");
+	EXPECT(fb, EV_ESTABLISHED, &e);
+	CHECK(e.uid == 0xB1 && e.id == n, "established");
+	REQUIRE(cm_disconnect(fa, c) == 0, "dreq");
+	EXPECT(fb, EV_DISCONNECTED, &e);
+	REQUIRE(cm_disconnect(fb, n) == 0, "drep");
+	EXPECT(fa, EV_DISCONNECTED, &e);
+	CHECK(e.status == 0, "disconnected status %d", (int)e.status);
+	EXPECT(fa, EV_TIMEWAIT_EXIT, &e);
+	EXPECT(fb, EV_TIMEWAIT_EXIT, &e);
+	REQUIRE(cm_destroy(fa, c, &rep) == 0 && rep == 5, "destroy: %u", rep);
+	REQUIRE(cm_destroy(fb, n, &rep) == 0 && rep == 3, "destroy conn: %u", rep);
+}
+
+/* A UD id of fa reaches the UD listener it creates on fb at ip:6000
+ * (GID gb) through SIDR_REQ / SIDR_REP: the request's and the answer's
+ * fields. Returns the active id. */
+static uint32_t sidr_cycle(struct cmf *fa, struct cmf *fb, const char *ip, const uint8_t gb[16])
+{
+	struct rdma_ucm_event_resp e;
+
+	uint32_t ul, uc;
+	REQUIRE(cm_create(fb, 0xB5, RDMA_PS_UDP, &ul) == 0, "ud listener");
+	REQUIRE(cm_bind(fb, ul, ip, 6000) == 0 && cm_listen(fb, ul, 8) == 0, "ud listen");
+	REQUIRE(cm_create(fa, 0xA5, RDMA_PS_UDP, &uc) == 0, "ud create");
+	cm_resolve_all(fa, uc, 0xA5, ip, 6000);
+	REQUIRE(cm_connect(fa, uc, 0x55, "sidr") == 0, "sidr req");
+	EXPECT(fb, EV_CONNECT_REQUEST, &e);
+	CHECK(e.uid == 0xB5 && e.param.ud.private_data_len == 180 &&
+	      !memcmp(e.param.ud.private_data, "sidr", 4), "sidr request len %u",
+	      e.param.ud.private_data_len);
+	struct rdma_ucm_accept uq = { .id = e.id, .uid = 0xB6 };
+	uq.conn_param.valid = 1;
+	uq.conn_param.qp_num = 0x99;
+	uq.conn_param.private_data_len = 2;
+	memcpy(uq.conn_param.private_data, "ok", 2);
+	REQUIRE(cm_cmd(fb, RDMA_USER_CM_CMD_ACCEPT, &uq, sizeof(uq), NULL, 0) == 0, "sidr rep");
+	EXPECT(fa, EV_ESTABLISHED, &e);
+	CHECK(e.param.ud.qp_num == 0x99 && e.param.ud.qkey == 0x01234567 &&
+	      !memcmp(e.param.ud.ah_attr.grh.dgid, gb, 16) && e.param.ud.private_data_len == 136 &&
+	      !memcmp(e.param.ud.private_data, "ok", 2), "ud established qpn %x qkey %x",
+	      e.param.ud.qp_num, e.param.ud.qkey);
+	return uc;
+}
+
 /* two devices back to back, a client on each: the exchange goes over the
  * wire (IB CM MADs on QP1 through the engine), with the same events and
  * QP attributes as inside one device */
@@ -1060,8 +920,7 @@ static int case_wire(void)
 	struct t_client a, b;
 	struct cmf fa, fb;
 	struct rdma_ucm_event_resp e;
-	struct ib_uverbs_qp_attr qa, qb, sa, sb;
-	uint32_t l, c, n, rep;
+	uint32_t l, c, n;
 	char sock1[420];
 
 	REQUIRE(t_daemon_start(&g_d, g_daemon, false, opts) == 0, "start");
@@ -1072,57 +931,9 @@ static int case_wire(void)
 	REQUIRE(cm_open(&a, &fa) == 0 && cm_open(&b, &fb) == 0, "files");
 	REQUIRE(cm_create(&fb, 0xB0, RDMA_PS_TCP, &l) == 0, "listener");
 	REQUIRE(cm_bind(&fb, l, "10.0.0.2", 5000) == 0 && cm_listen(&fb, l, 8) == 0, "listen");
-
-	REQUIRE(cm_create(&fa, 0xA0, RDMA_PS_TCP, &c) == 0, "create");
-	cm_resolve_all(&fa, c, 0xA0, "10.0.0.2", 5000);
-	REQUIRE(cm_connect(&fa, c, 0x321, "over the wire") == 0, "connect");
-	EXPECT(&fb, EV_CONNECT_REQUEST, &e);
-	n = e.id;
-	CHECK(e.uid == 0xB0 && e.param.conn.qp_num == 0x321 && e.param.conn.private_data_len == 56 &&
-	      !memcmp(e.param.conn.private_data, "over the wire", 13) &&
-	      e.param.conn.responder_resources == 2 && e.param.conn.initiator_depth == 4 &&
-	      e.param.conn.retry_count == 5 && e.param.conn.rnr_retry_count == 6,
-	      "request qpn %x len %u rd %u/%u", e.param.conn.qp_num, e.param.conn.private_data_len,
-	      e.param.conn.responder_resources, e.param.conn.initiator_depth);
-	struct rdma_ucm_query_route_resp qr;
-	REQUIRE(cm_query_route(&fb, n, &qr) == 0, "query");
-	struct sockaddr_in *qs = (struct sockaddr_in *)&qr.src_addr, *qd = (struct sockaddr_in *)&qr.dst_addr;
-	CHECK(qs->sin_addr.s_addr == htonl(0x0a000002) && ntohs(qs->sin_port) == 5000 &&
-	      qd->sin_addr.s_addr == htonl(0x0a000001) && ntohs(qd->sin_port) == cm_port(&fa, c),
-	      "new id addresses from the cma_hdr");
-	REQUIRE(cm_accept(&fb, n, 0xB1, 0x654, "welcome") == 0, "accept");
-	EXPECT(&fa, EV_CONNECT_RESPONSE, &e);
-	CHECK(e.param.conn.qp_num == 0x654 && e.param.conn.private_data_len == 196 &&
-	      !memcmp(e.param.conn.private_data, "welcome", 7) &&
-	      e.param.conn.responder_resources == 4 && e.param.conn.initiator_depth == 2,
-	      "response qpn %x rd %u/%u", e.param.conn.qp_num, e.param.conn.responder_resources,
-	      e.param.conn.initiator_depth);
-	REQUIRE(cm_qp_attr(&fb, n, IBV_QPS_RTR, &qb) == 0 && cm_qp_attr(&fa, c, IBV_QPS_RTR, &qa) == 0 &&
-		cm_qp_attr(&fb, n, IBV_QPS_RTS, &sb) == 0 && cm_qp_attr(&fa, c, IBV_QPS_RTS, &sa) == 0,
-		"attrs");
 	static const uint8_t g1[16] = { [10] = 0xff, [11] = 0xff, 10, 0, 0, 1 };
 	static const uint8_t g2[16] = { [10] = 0xff, [11] = 0xff, 10, 0, 0, 2 };
-	CHECK(qa.dest_qp_num == 0x654 && qb.dest_qp_num == 0x321, "dest qpn %x %x", qa.dest_qp_num,
-	      qb.dest_qp_num);
-	CHECK(qa.rq_psn == sb.sq_psn && qb.rq_psn == sa.sq_psn && qa.rq_psn != qb.rq_psn, "psn");
-	CHECK(!memcmp(qa.ah_attr.grh.dgid, g2, 16) && !memcmp(qb.ah_attr.grh.dgid, g1, 16),
-	      "path gids");
-	CHECK(qa.max_dest_rd_atomic == 4 && qb.max_dest_rd_atomic == 2 && sa.max_rd_atomic == 2 &&
-	      sb.max_rd_atomic == 4, "rd atomic");
-	CHECK(sa.rnr_retry == 7 && sb.rnr_retry == 6 && sa.retry_cnt == 5 && sb.retry_cnt == 5,
-	      "retries");
-	REQUIRE(cm_accept(&fa, c, 0, 0, NULL) == 0, "rtu");
-	EXPECT(&fb, EV_ESTABLISHED, &e);
-	CHECK(e.uid == 0xB1 && e.id == n, "established");
-	REQUIRE(cm_disconnect(&fa, c) == 0, "dreq");
-	EXPECT(&fb, EV_DISCONNECTED, &e);
-	REQUIRE(cm_disconnect(&fb, n) == 0, "drep");
-	EXPECT(&fa, EV_DISCONNECTED, &e);
-	CHECK(e.status == 0, "disconnected status %d", (int)e.status);
-	EXPECT(&fa, EV_TIMEWAIT_EXIT, &e);
-	EXPECT(&fb, EV_TIMEWAIT_EXIT, &e);
-	REQUIRE(cm_destroy(&fa, c, &rep) == 0 && rep == 5, "destroy: %u", rep);
-	REQUIRE(cm_destroy(&fb, n, &rep) == 0 && rep == 3, "destroy conn: %u", rep);
+	rc_cycle(&fa, &fb, "10.0.0.2", 5000, g1, g2);
 
 	/* nobody listens on that port over there: the peer's engine rejects */
 	REQUIRE(cm_create(&fa, 0xA1, RDMA_PS_TCP, &c) == 0, "create");
@@ -1143,18 +954,6 @@ static int case_wire(void)
 	CHECK(e.status == 28 && !memcmp(e.param.conn.private_data, "no!", 3), "consumer reject %d",
 	      (int)e.status);
 	REQUIRE(cm_destroy(&fa, c, NULL) == 0, "destroy");
-	/* on a real port, a connection to the device's own address is made
-	 * inside the daemon (its frames would leave and not come back) */
-	uint32_t sl, sc;
-	REQUIRE(cm_create(&fa, 0xA7, RDMA_PS_TCP, &sl) == 0, "self listener");
-	REQUIRE(cm_bind(&fa, sl, "10.0.0.1", 5003) == 0 && cm_listen(&fa, sl, 2) == 0, "listen");
-	REQUIRE(cm_create(&fa, 0xA8, RDMA_PS_TCP, &sc) == 0, "create");
-	cm_resolve_all(&fa, sc, 0xA8, "10.0.0.1", 5003);
-	REQUIRE(cm_connect(&fa, sc, 7, "self") == 0, "connect to self");
-	EXPECT(&fa, EV_CONNECT_REQUEST, &e);
-	CHECK(e.uid == 0xA7 && !memcmp(e.param.conn.private_data, "self", 4), "self request");
-	REQUIRE(cm_destroy(&fa, sc, NULL) == 0 && cm_destroy(&fa, sl, NULL) == 0, "destroy");
-
 	/* the passive side destroys a request: the engine rejects it */
 	REQUIRE(cm_create(&fa, 0xA4, RDMA_PS_TCP, &c) == 0, "create");
 	cm_resolve_all(&fa, c, 0xA4, "10.0.0.2", 5000);
@@ -1166,27 +965,7 @@ static int case_wire(void)
 	REQUIRE(cm_destroy(&fa, c, NULL) == 0, "destroy");
 
 	/* UD: SIDR_REQ / SIDR_REP over the wire */
-	uint32_t ul, uc;
-	REQUIRE(cm_create(&fb, 0xB5, RDMA_PS_UDP, &ul) == 0, "ud listener");
-	REQUIRE(cm_bind(&fb, ul, "10.0.0.2", 6000) == 0 && cm_listen(&fb, ul, 8) == 0, "ud listen");
-	REQUIRE(cm_create(&fa, 0xA5, RDMA_PS_UDP, &uc) == 0, "ud create");
-	cm_resolve_all(&fa, uc, 0xA5, "10.0.0.2", 6000);
-	REQUIRE(cm_connect(&fa, uc, 0x55, "sidr") == 0, "sidr req");
-	EXPECT(&fb, EV_CONNECT_REQUEST, &e);
-	CHECK(e.uid == 0xB5 && e.param.ud.private_data_len == 180 &&
-	      !memcmp(e.param.ud.private_data, "sidr", 4), "sidr request len %u",
-	      e.param.ud.private_data_len);
-	struct rdma_ucm_accept uq = { .id = e.id, .uid = 0xB6 };
-	uq.conn_param.valid = 1;
-	uq.conn_param.qp_num = 0x99;
-	uq.conn_param.private_data_len = 2;
-	memcpy(uq.conn_param.private_data, "ok", 2);
-	REQUIRE(cm_cmd(&fb, RDMA_USER_CM_CMD_ACCEPT, &uq, sizeof(uq), NULL, 0) == 0, "sidr rep");
-	EXPECT(&fa, EV_ESTABLISHED, &e);
-	CHECK(e.param.ud.qp_num == 0x99 && e.param.ud.qkey == 0x01234567 &&
-	      !memcmp(e.param.ud.ah_attr.grh.dgid, g2, 16) && e.param.ud.private_data_len == 136 &&
-	      !memcmp(e.param.ud.private_data, "ok", 2), "ud established qpn %x qkey %x",
-	      e.param.ud.qp_num, e.param.ud.qkey);
+	uint32_t uc = sidr_cycle(&fa, &fb, "10.0.0.2", g2);
 	REQUIRE(cm_destroy(&fa, uc, NULL) == 0, "destroy");
 	REQUIRE(cm_create(&fa, 0xA6, RDMA_PS_UDP, &uc) == 0, "ud create");
 	cm_resolve_all(&fa, uc, 0xA6, "10.0.0.2", 6001);
@@ -1211,6 +990,50 @@ static int case_wire(void)
 
 	t_client_close(&b);
 	return finish();
+}
+
+/* On a port that does not bring frames back (a link ring here, as a NIC
+ * or af_packet), a connection between two ids of one device goes through
+ * the IB CM engine like any other: its MADs, addressed to the device's
+ * own MAC, come back through the port's receive path (the self loop,
+ * docs/cm.md), never reach the other end of the link, and the exchange is
+ * the one every other peer gets: REQ, REP, RTU, DREQ, DREP, TIMEWAIT, and
+ * SIDR for UD ids. */
+static int case_self(void)
+{
+	char cap0[300], cap1[300], dev0[400], dev1[400];
+	struct t_client a;
+	struct cmf fa;
+	uint32_t l;
+
+	REQUIRE(mkdtemp(strcpy(g_pcap, "/tmp/uroce-ucma-XXXXXX")) != NULL, "tmp");
+	snprintf(cap0, sizeof(cap0), "%s/self0.pcap", g_pcap);
+	snprintf(cap1, sizeof(cap1), "%s/self1.pcap", g_pcap);
+	snprintf(dev0, sizeof(dev0), "uroce0,port=link:self,ip=10.0.0.1,pcap=%s", cap0);
+	snprintf(dev1, sizeof(dev1), "uroce1,port=link:self,ip=10.0.0.2,pcap=%s", cap1);
+	const char *opts[] = { "--dev", dev0, "--dev", dev1, NULL };
+	REQUIRE(t_daemon_start(&g_d, g_daemon, false, opts) == 0, "start");
+	strcat(g_pcap, "/none.pcap"); /* verdict() removes the directory */
+	REQUIRE(t_client_open(&a, g_d.sock) == 0 && cm_open(&a, &fa) == 0, "client");
+	REQUIRE(cm_create(&fa, 0xB0, RDMA_PS_TCP, &l) == 0, "self listener");
+	REQUIRE(cm_bind(&fa, l, "10.0.0.1", 5003) == 0 && cm_listen(&fa, l, 2) == 0, "listen");
+	static const uint8_t g1[16] = { [10] = 0xff, [11] = 0xff, 10, 0, 0, 1 };
+	rc_cycle(&fa, &fa, "10.0.0.1", 5003, g1, g1);
+
+	/* UD: SIDR_REQ / SIDR_REP to ourselves */
+	sidr_cycle(&fa, &fa, "10.0.0.1", g1);
+
+	close(fa.ev);
+	t_client_close(&a);
+	int st = t_daemon_stop(&g_d);
+	CHECK(st == 0, "daemon exit %d", st);
+	/* REQ REP RTU DREQ DREP SIDR_REQ SIDR_REP, each sent and received */
+	int n0 = pcap_gsi_frames(cap0, true), n1 = pcap_gsi_frames(cap1, false);
+	CHECK(n0 >= 14, "%d MADs of uroce0 to its own MAC", n0);
+	CHECK(n1 == 0, "%d MADs reached the other end of the link", n1);
+	unlink(cap0);
+	unlink(cap1);
+	return verdict(); /* and the directory */
 }
 
 /* membership reports seen in a capture: "type group" strings, checksums
@@ -1317,15 +1140,8 @@ static int case_igmp(void)
 	CHECK(n == 4, "%d reports", n);
 	for (int i = 0; i < n && i < 4; i++)
 		CHECK(!strcmp(rep[i], want[i]), "report %d: '%s', want '%s'", i, rep[i], want[i]);
-	unlink(pcap);
-	*strrchr(pcap, '/') = 0;
-	rmdir(pcap);
-	t_rmdir(&g_d);
-	t_cur = NULL;
-	if (t_failures)
-		return 1;
-	printf("ok\n");
-	return 0;
+	snprintf(g_pcap, sizeof(g_pcap), "%s", pcap);
+	return verdict();
 }
 
 int main(int argc, char **argv)
@@ -1334,11 +1150,6 @@ int main(int argc, char **argv)
 		return 2;
 	g_daemon = argv[1];
 	alarm(100);
-	/* "direct": the daemon's exchange without the CM engine's MADs */
-	if (argc > 3 && !strcmp(argv[3], "direct")) {
-		setenv("UROCE_CM_NO_WIRE", "1", 1);
-		g_direct = true;
-	}
 	/* in the sanitizer build a UBSan report stops the daemon: its exit
 	 * status fails the case */
 	setenv("UBSAN_OPTIONS", "halt_on_error=1:print_stacktrace=1", 0);
@@ -1360,5 +1171,7 @@ int main(int argc, char **argv)
 		return case_igmp();
 	if (!strcmp(argv[2], "wire"))
 		return case_wire();
+	if (!strcmp(argv[2], "self"))
+		return case_self();
 	return 2;
 }

@@ -6,7 +6,8 @@ One uroced with two devices wired back to back (link:), 10.0.0.1 and
 10.0.0.2; the server runs on uroce1, the client on uroce0 (the shim's
 UROCE_CM_DEVICE), so the connection can only be made with IB CM MADs on
 QP1 through the daemon's CM engine (emu/cm/ibcm.c, emu/cm/ucma.c), and the
-data then crosses the link. Every byte is verified where the program can
+data then crosses the link. rping-self runs both on uroce0, connecting to
+its own address: everything takes the port's self loop. Every byte is verified where the program can
 (rping -V). The daemon, its run directory and the programs are cleaned up
 with bounded timeouts (tests/lib/harness.py); a client is retried only when
 its server was not listening yet (cm.NOT_LISTENING), and the daemon's end
@@ -52,6 +53,13 @@ def run_test():
         scmd = ['rdma_server', '-p', '7000']
         ccmd = ['rdma_client', '-s', '10.0.0.1', '-p', '7000']
         env0 = env1
+    elif prog == 'rping-self':
+        # both on uroce0, to its own address: on a port that does not
+        # bring frames back, the CM MADs and the QPs' frames to the
+        # device's own MAC take the port's self loop (docs/cm.md)
+        scmd = ['rping', '-s', '-a', '10.0.0.1'] + rp
+        ccmd = ['rping', '-c', '-a', '10.0.0.1'] + rp
+        senv = env0
     elif prog == 'rping':
         scmd = ['rping', '-s', '-a', '10.0.0.2'] + rp
         ccmd = ['rping', '-c', '-a', '10.0.0.2'] + rp

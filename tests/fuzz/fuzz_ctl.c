@@ -37,6 +37,10 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <linux/capability.h>
+#include <arpa/inet.h>
+#include <rdma/rdma_user_cm.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -45,6 +49,8 @@
 #include <rte_log.h>
 
 #include "daemon.h"
+#include "ibcm.h"
+#include "ucma.h"
 #include "emu_int.h"
 #include "fz_in.h"
 #include "../include/t_sendfds.h"
@@ -151,9 +157,18 @@ static const struct { uint16_t req, rep; uint8_t fds_out; } fz_shape[UROCE_OP_MA
 	/* fds out: the chunk's memfd when the reply says it is new (fz_reply) */
 	[UROCE_OP_CREATE_QP_ARENA] = { sizeof(struct uroce_create_qp_req),
 				       sizeof(struct uroce_create_qp_arena_rep), 0 },
+	[UROCE_OP_QUERY_LIMITS] = { sizeof(struct uroce_query_limits_req),
+				    sizeof(struct uroce_query_limits_rep), 0 },
 };
 
-/* The simulated port drops every frame: only the control path matters. */
+/* The simulated port is a loopback port: what the device sends comes
+ * back through its receive path at the next fz_pump (at most FZ_LOOP
+ * frames a round, the rest dropped as by a congested wire), so rdma_cm
+ * commands run the IB CM engine's exchange as they do in the daemon. */
+#define FZ_LOOP 16
+static struct { uint32_t len; uint8_t f[2048]; } fz_loop[FZ_LOOP];
+static unsigned fz_nloop;
+
 static int fz_tx_alloc(struct emu_dev *d, struct emu_txbuf *b)
 {
 	(void)d;
@@ -166,7 +181,10 @@ static int fz_tx_alloc(struct emu_dev *d, struct emu_txbuf *b)
 static void fz_tx_send(struct emu_dev *d, struct emu_txbuf *b, uint32_t len)
 {
 	(void)d;
-	(void)len;
+	if (fz_nloop < FZ_LOOP && len <= sizeof(fz_loop[0].f)) {
+		memcpy(fz_loop[fz_nloop].f, b->data, len);
+		fz_loop[fz_nloop++].len = len;
+	}
 	free(b->data);
 }
 
@@ -179,6 +197,18 @@ static void fz_tx_free(struct emu_dev *d, struct emu_txbuf *b)
 static void fz_tx_flush(struct emu_dev *d)
 {
 	(void)d;
+}
+
+/* the frames sent since the last round, received (they may send more) */
+static void fz_loop_deliver(struct emu_dev *d)
+{
+	static struct { uint32_t len; uint8_t f[2048]; } in[FZ_LOOP];
+	unsigned n = fz_nloop;
+
+	memcpy(in, fz_loop, sizeof(in[0]) * n);
+	fz_nloop = 0;
+	for (unsigned i = 0; i < n; i++)
+		emu_port_rx_frame(d, in[i].f, in[i].len);
 }
 
 static const struct emu_port_ops fz_ops = {
@@ -270,8 +300,10 @@ static void fz_pump(struct fz *f)
 	fz_now += 1000000;
 	for (struct emu_ctx *c = f->dm->dev.ctxs; c; c = c->next)
 		emu_ctx_doorbells(c);
+	fz_loop_deliver(&f->dm->dev);
 	emu_xport_poll(&f->dm->dev, fz_now);
 	emu_port_poll(&f->dm->dev, fz_now);
+	emu_ucma_poll(&f->dm->dev, fz_now);
 }
 
 /* The client is another process, as a real one is: a helper child (one
@@ -282,11 +314,27 @@ static void fz_pump(struct fz *f)
  * tests use. */
 static int fz_helper = -1;
 
+/* The client has no CAP_NET_RAW (a fuzzer running as root would give it
+ * the capability): its controlled Q_Keys and sends to QP0 / QP1 take the
+ * daemon's refusals (EPERM, error completions). */
+static void fz_drop_net_raw(void)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2];
+
+	if (syscall(SYS_capget, &h, d))
+		return;
+	d[CAP_NET_RAW / 32].effective &= ~(1u << (CAP_NET_RAW % 32));
+	d[CAP_NET_RAW / 32].permitted &= ~(1u << (CAP_NET_RAW % 32));
+	(void)syscall(SYS_capset, &h, d);
+}
+
 static void fz_helper_main(int s)
 {
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	fz_drop_net_raw();
 	for (;;) {
 		struct sockaddr_un sa = { .sun_family = AF_UNIX };
 		union {
@@ -479,6 +527,155 @@ static void fz_gid(struct fz *f, struct fz_in *in, union ibv_gid *g)
 
 /* A body for op, built from the input around plausible values; returns
  * its size (the exact size the op wants). */
+/* 127.0.0.1 or ::1 (the fuzz device's loopback addresses) and a port */
+static void fz_sockaddr(struct fz_in *in, struct sockaddr_in6 *a, uint16_t port)
+{
+	memset(a, 0, sizeof(*a));
+	if (fz_u8(in) & 1) {
+		a->sin6_family = AF_INET6;
+		a->sin6_addr.s6_addr[15] = 1;
+		a->sin6_port = htons(port);
+	} else {
+		struct sockaddr_in *s = (struct sockaddr_in *)a;
+		s->sin_family = AF_INET;
+		s->sin_addr.s_addr = htonl(0x7f000001);
+		s->sin_port = htons(port);
+	}
+}
+
+/* An rdma_ucm command (UROCE_OP_UCMA_CMD) as librdmacm writes one, on a
+ * file an earlier UCMA_OPEN made, naming ids 0..7 (the device numbers
+ * them from 0) and ports 7000..7003 on the loopback addresses: enough
+ * structure to get past the commands' checks into the IB CM engine
+ * (listen, connect, accept, reject, disconnect, notify: MADs through the
+ * looped port, timers on the virtual clock) and its limits. The raw
+ * patches of fz_body do the rest. Returns the body's length. */
+static size_t fz_ucma(struct fz *f, struct fz_in *in, uint8_t *b)
+{
+	static const uint32_t cmds[] = {
+		RDMA_USER_CM_CMD_CREATE_ID, RDMA_USER_CM_CMD_BIND_IP, RDMA_USER_CM_CMD_RESOLVE_IP,
+		RDMA_USER_CM_CMD_RESOLVE_ROUTE, RDMA_USER_CM_CMD_LISTEN, RDMA_USER_CM_CMD_CONNECT,
+		RDMA_USER_CM_CMD_ACCEPT, RDMA_USER_CM_CMD_REJECT, RDMA_USER_CM_CMD_DISCONNECT,
+		RDMA_USER_CM_CMD_GET_EVENT, RDMA_USER_CM_CMD_DESTROY_ID,
+		RDMA_USER_CM_CMD_INIT_QP_ATTR, RDMA_USER_CM_CMD_NOTIFY,
+		RDMA_USER_CM_CMD_JOIN_IP_MCAST, RDMA_USER_CM_CMD_QUERY_ROUTE,
+	};
+	struct uroce_ucma_cmd_req *h = (void *)b;
+	union {
+		struct rdma_ucm_create_id create;
+		struct rdma_ucm_bind_ip bind;
+		struct rdma_ucm_resolve_ip resolve;
+		struct rdma_ucm_resolve_route route;
+		struct rdma_ucm_listen listen;
+		struct rdma_ucm_connect connect;
+		struct rdma_ucm_accept accept;
+		struct rdma_ucm_reject reject;
+		struct rdma_ucm_join_ip_mcast join;
+		struct rdma_ucm_init_qp_attr qp_attr;
+		struct rdma_ucm_notify notify;
+		struct rdma_ucm_disconnect disconnect;
+		struct rdma_ucm_query query;
+		struct rdma_ucm_destroy_id destroy;
+	} q;
+
+	h->file = fz_handle(f, in);
+	h->cmd = cmds[fz_u8(in) % (sizeof(cmds) / sizeof(cmds[0]))];
+	h->out = UROCE_UCMA_MAX_OUT;
+	uint32_t id = fz_u8(in) % 8;
+	uint16_t port = (uint16_t)(7000 + fz_u8(in) % 4);
+	memset(&q, 0, sizeof(q));
+	switch (h->cmd) {
+	case RDMA_USER_CM_CMD_CREATE_ID:
+		q.create.uid = id + 1;
+		q.create.ps = fz_u8(in) & 1 ? RDMA_PS_UDP : RDMA_PS_TCP;
+		q.create.qp_type = IBV_QPT_RC;
+		h->in = sizeof(q.create);
+		break;
+	case RDMA_USER_CM_CMD_BIND_IP:
+		q.bind.id = id;
+		fz_sockaddr(in, &q.bind.addr, port);
+		h->in = sizeof(q.bind);
+		break;
+	case RDMA_USER_CM_CMD_RESOLVE_IP:
+		q.resolve.id = id;
+		q.resolve.timeout_ms = 1000;
+		fz_sockaddr(in, &q.resolve.dst_addr, port);
+		h->in = sizeof(q.resolve);
+		break;
+	case RDMA_USER_CM_CMD_JOIN_IP_MCAST:
+		q.join.id = id;
+		q.join.uid = 9;
+		fz_sockaddr(in, &q.join.addr, 0);
+		((struct sockaddr_in *)&q.join.addr)->sin_addr.s_addr = htonl(0xe0000101);
+		h->in = sizeof(q.join);
+		break;
+	case RDMA_USER_CM_CMD_LISTEN:
+		q.listen.id = id;
+		q.listen.backlog = fz_u8(in);
+		h->in = sizeof(q.listen);
+		break;
+	case RDMA_USER_CM_CMD_CONNECT:
+	case RDMA_USER_CM_CMD_ACCEPT:
+		/* same layout up to the conn_param and ece (id first) */
+		q.connect.id = id;
+		q.connect.conn_param.valid = fz_u8(in) & 1;
+		q.connect.conn_param.qp_num = 0x100 + fz_u8(in);
+		q.connect.conn_param.responder_resources = fz_u8(in) % 8;
+		q.connect.conn_param.initiator_depth = fz_u8(in) % 8;
+		q.connect.conn_param.retry_count = fz_u8(in);
+		q.connect.conn_param.rnr_retry_count = fz_u8(in);
+		q.connect.conn_param.private_data_len = fz_u8(in) % 64;
+		if (h->cmd == RDMA_USER_CM_CMD_ACCEPT) {
+			struct rdma_ucm_conn_param cp = q.connect.conn_param;
+			memset(&q, 0, sizeof(q));
+			q.accept.id = id;
+			q.accept.uid = id + 0x10;
+			q.accept.conn_param = cp;
+			h->in = sizeof(q.accept);
+		} else {
+			h->in = sizeof(q.connect);
+		}
+		break;
+	case RDMA_USER_CM_CMD_REJECT:
+		q.reject.id = id;
+		q.reject.reason = fz_u8(in) & 1 ? 28 : 35;
+		h->in = sizeof(q.reject);
+		break;
+	case RDMA_USER_CM_CMD_INIT_QP_ATTR:
+		q.qp_attr.id = id;
+		q.qp_attr.qp_state = fz_u8(in) % 5;
+		h->in = sizeof(q.qp_attr);
+		break;
+	case RDMA_USER_CM_CMD_NOTIFY:
+		q.notify.id = id;
+		q.notify.event = IBV_EVENT_COMM_EST;
+		h->in = sizeof(q.notify);
+		break;
+	case RDMA_USER_CM_CMD_RESOLVE_ROUTE:
+		q.route.id = id;
+		q.route.timeout_ms = 1000;
+		h->in = sizeof(q.route);
+		break;
+	case RDMA_USER_CM_CMD_DISCONNECT:
+		q.disconnect.id = id;
+		h->in = sizeof(q.disconnect);
+		break;
+	case RDMA_USER_CM_CMD_QUERY_ROUTE:
+		q.query.id = id;
+		h->in = sizeof(q.query);
+		break;
+	case RDMA_USER_CM_CMD_DESTROY_ID:
+		q.destroy.id = id;
+		h->in = sizeof(q.destroy);
+		break;
+	default: /* GET_EVENT */
+		h->in = sizeof(struct rdma_ucm_get_event);
+		break;
+	}
+	memcpy(b + sizeof(*h), &q, h->in);
+	return sizeof(*h) + h->in;
+}
+
 static size_t fz_body(struct fz *f, struct fz_in *in, uint32_t op, uint8_t *b)
 {
 	size_t len = op < UROCE_OP_MAX ? fz_shape[op].req : 0;
@@ -779,6 +976,13 @@ static size_t fz_body(struct fz *f, struct fz_in *in, uint32_t op, uint8_t *b)
 		q->pd = fz_handle(f, in);
 		break;
 	}
+	case UROCE_OP_UCMA_CMD:
+		len = fz_ucma(f, in, b);
+		break;
+	case UROCE_OP_QUERY_LIMITS:
+		((struct uroce_query_limits_req *)b)->uid = fz_u8(in) & 1 ? UROCE_LIMITS_SELF
+									  : fz_u32(in);
+		break;
 	case UROCE_OP_FREE_DM:
 	case UROCE_OP_DEALLOC_PD:
 	case UROCE_OP_DEREG_MR:
@@ -816,6 +1020,7 @@ static bool fz_rep_is_handle(uint32_t op)
 	case UROCE_OP_QUERY_STATS:
 	case UROCE_OP_UCMA_CMD:
 	case UROCE_OP_QUERY_CM_STATS:
+	case UROCE_OP_QUERY_LIMITS:
 	case UROCE_OP_DEV_INFO:
 	case UROCE_OP_QUERY_QPS:
 	case UROCE_OP_FAULT_GET:
@@ -1079,6 +1284,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	snprintf(f.dm->o.run_dir, sizeof(f.dm->o.run_dir), "%s", fz_dir);
 	fz_assert(emu_dev_init(&f.dm->dev, "fz0", mac, 1500, &g, 1) == 0);
 	f.dm->dev.ops = &fz_ops;
+	f.dm->dev.loopback = true;
+	fz_nloop = 0;
+	/* QP1's engine, as the daemon's engine loop attaches it (seeded: an
+	 * input replays the same comm IDs), with a small table: a full table
+	 * and the per-source budget (a quarter of it) are in an input's reach,
+	 * and an input does not pay for clearing 4096 slots */
+	struct emu_ibcm_cfg cmc = { .seed = 1, .max_ids = 64 };
+	fz_assert(emu_ibcm_attach(&f.dm->dev, &cmc) == 0);
 	f.dm->epfd = epoll_create1(EPOLL_CLOEXEC);
 	fz_assert(f.dm->epfd >= 0);
 	fz_assert(emu_ctl_open(f.dm) == 0);
@@ -1112,6 +1325,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fz_assert(emu_admin_capture_stop(f.dm, &cr) == 0);
 	}
 	emu_ctl_close(f.dm);
+	emu_ibcm_detach(&f.dm->dev);
+	fz_nloop = 0;
 	emu_dev_fini(&f.dm->dev);
 	close(f.dm->epfd);
 	free(f.dm);

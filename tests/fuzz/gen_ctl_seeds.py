@@ -46,8 +46,8 @@ def handle(i):
     return bytes([i])
 
 
-def modify_qp(h, maskidx, state, dest, gid=3):
-    body = bytes([maskidx << 1]) + handle(h) + bytes([state, 0]) + U32(0x11111111) + \
+def modify_qp(h, maskidx, state, dest, gid=3, qkey=0x11111111):
+    body = bytes([maskidx << 1]) + handle(h) + bytes([state, 0]) + U32(qkey) + \
         bytes([0x0f, 3]) + handle(dest) + U32(0x100) + U32(0x100) + \
         bytes([1, 1, 1, 14, 7, 7, 1, gid])
     return msg(MODIFY_QP, body)
@@ -106,6 +106,71 @@ def chain_ud_mcast():
     s += msg(DETACH_MC, handle(2) + U16(0) + bytes([1, 7]))
     s += msg(ATTACH_MC, handle(2) + U16(0) + bytes([1, 9]))      # left attached at close
     s += msg(CREATE_QP, bytes([3]) + handle(0) + handle(1) + bytes([0xf1, 1, 0, 4, 4, 1, 1, 0, 0]))
+    return s
+
+
+def chain_qkey():
+    """A UD QP asking for the GSI's controlled Q_Key (0x80010000) from a
+    client without CAP_NET_RAW: EPERM; then an ordinary one."""
+    s = hello()
+    s += msg(ALLOC_PD)                                            # h0
+    s += msg(CREATE_CQ, bytes([0, 8, 0]))                         # h1
+    s += create_qp(2, 0, 1)                                       # h2 qp, h3 qpn
+    s += modify_qp(2, 1, 1, 3, qkey=0x80010000)                   # EPERM
+    s += modify_qp(2, 1, 1, 3)
+    s += modify_qp(2, 4, 2, 3)
+    s += modify_qp(2, 5, 3, 3)
+    s += ext(abi_op("QUERY_LIMITS"), bytes([1]))
+    return s
+
+
+def ucma(cmd, id_, port=0, rest=b""):
+    """An rdma_ucm command on the first file (fz_ucma's template): command
+    index, id, port index, then the command's own bytes."""
+    return msg(UCMA_CMD, handle(0) + bytes([cmd, id_, port]) + rest)
+
+
+CREATE, BIND, RESOLVE, ROUTE, LISTEN, CONNECT, ACCEPT, REJECT, DISCONNECT, GET_EVENT, \
+    DESTROY, QP_ATTR, NOTIFY, JOIN, QUERY_ROUTE = range(15)
+
+
+def chain_cm():
+    """rdma_cm through the IB CM engine: a listener, a connection to it
+    (REQ, REP, RTU: MADs through the looped port), INIT_QP_ATTR, NOTIFY,
+    a disconnect (DREQ, DREP), a rejected request, ids destroyed."""
+    s = hello()
+    s += msg(UCMA_OPEN)                                           # h0 file
+    s += ucma(CREATE, 0, 0, bytes([0]))                           # id 0 (TCP)
+    s += ucma(BIND, 0, 0, bytes([0]))                             # 127.0.0.1:7000
+    s += ucma(LISTEN, 0, 0, bytes([8]))
+    s += ucma(CREATE, 1, 0, bytes([0]))                           # id 1
+    s += ucma(RESOLVE, 1, 0, bytes([0]))
+    s += ucma(GET_EVENT, 0)
+    s += ucma(ROUTE, 1)
+    s += ucma(GET_EVENT, 0)
+    s += ucma(CONNECT, 1, 0, bytes([1, 0x23, 2, 2, 7, 7, 4]))
+    s += ucma(GET_EVENT, 0)                                       # CONNECT_REQUEST: id 2
+    s += ucma(ACCEPT, 2, 0, bytes([1, 0x45, 2, 2, 0, 7, 4]))
+    s += ucma(GET_EVENT, 0)                                       # CONNECT_RESPONSE
+    s += ucma(QP_ATTR, 1, 0, bytes([2]))
+    s += ucma(ACCEPT, 1, 0, bytes([0, 0, 0, 0, 0, 0, 0]))         # the RTU
+    s += ucma(GET_EVENT, 0)                                       # ESTABLISHED
+    s += ucma(NOTIFY, 2)
+    s += ucma(DISCONNECT, 1)
+    s += ucma(GET_EVENT, 0)
+    s += ucma(DISCONNECT, 2)
+    s += ucma(GET_EVENT, 0)
+    s += ucma(CREATE, 3, 0, bytes([0]))                           # id 3
+    s += ucma(RESOLVE, 3, 0, bytes([0]))
+    s += ucma(GET_EVENT, 0)
+    s += ucma(ROUTE, 3)
+    s += ucma(GET_EVENT, 0)
+    s += ucma(CONNECT, 3, 0, bytes([1, 0x24, 2, 2, 7, 7, 0]))
+    s += ucma(GET_EVENT, 0)                                       # CONNECT_REQUEST: id 4
+    s += ucma(REJECT, 4, 0, bytes([1]))
+    s += ucma(GET_EVENT, 0)                                       # REJECTED
+    for i in range(5):
+        s += ucma(DESTROY, i)
     return s
 
 
@@ -268,6 +333,7 @@ def main():
         "every-fd-kind": every_fd_kind(), "every-hello-fd": every_hello_fd(),
         "malformed": malformed(), "every-late-op": every_late_op(),
         "chain-dm": chain_dm(), "chain-xrc": chain_xrc(), "odp": odp(),
+        "chain-cm": chain_cm(), "chain-qkey": chain_qkey(),
     }
     for name, data in seeds.items():
         with open(os.path.join(out, name), "wb") as f:

@@ -22,14 +22,16 @@ command runs, JSON parsed and its fields asserted:
              released, none stranded); `cc set np off` stops the CNPs;
              `cc set on` brings both back
   capture    start FILE / stop: frames counted, `uroce-pcap check` passes,
-             both QPNs in the file
+             both QPNs in the file, the file 0600
   link       (plain build) capture started at run time on one end of a
              link: pair: every frame valid, the other end's too; faults set
              there at run time: the traffic goes on
   non-owner  uid 65534 (setpriv): exit 2 against the default daemon; with a
              second daemon (--allow-uid 65534, its own traffic): fault
              set/clear, cc set and capture start/stop refused (exit 1), no QP of
-             root's seen, devices and fault show still work
+             root's seen, devices and fault show still work; limits: its
+             own uid's (rdma_cm connections a quarter of the CM table),
+             another uid's refused (root may)
 Every wait is bounded (a hang, not a verdict); the daemon and the traffic
 are stopped on every path and the daemon must exit 0 without a sanitizer
 report. Exit 0 pass, 1 fail."""
@@ -313,6 +315,7 @@ def capture_checks(a, env, qa, qb, tmp):
           any('qp=0x%06x' % qb in ln for ln in lines), 'both QPs in the capture')
     check(all('icrc=ok' in ln for ln in lines if 'non-RoCE' not in ln),
           'every frame with a valid ICRC')
+    check(os.stat(pcap).st_mode & 0o777 == 0o600, 'the capture is 0600')
 
 
 def non_owner_checks(a, env, qa, tmp):
@@ -336,6 +339,14 @@ def non_owner_checks(a, env, qa, tmp):
     check(d['devices'][0]['name'] == 'uroce0', 'uid %d: devices' % NOBODY)
     check(not ctl_json(a, env, 'fault', 'show', uid=NOBODY)['active'],
           'uid %d: fault show allowed' % NOBODY)
+    lim = ctl_json(a, env, 'limits', uid=NOBODY)
+    names = {o['name']: o for o in lim['objects']}
+    check(lim['uid'] == NOBODY and 'cm_conn' in names and 'qp' in names and
+          names['cm_conn']['uid_max'] <= lim['cm_table']['size'] // 4,
+          'uid %d: limits of its own uid, rdma_cm connections a quarter of the table' % NOBODY)
+    r = ctl(a, env, 'limits', '0', uid=NOBODY)
+    one_line_error(r, 1, 'only root or the daemon', "uid %d: another uid's limits refused" % NOBODY)
+    check(ctl_json(a, env, 'limits', str(NOBODY))['uid'] == NOBODY, "root: another uid's limits")
 
 
 def default_daemon(a, env, qa, qb, tmp, traffic):

@@ -747,7 +747,9 @@ static int t_malformed(void)
 	/* LAP (alternate paths): unsupported */
 	inject_ok(&m, WIRE_CM_ATTR_LAP);
 	CHECK_EQ(c->drops[EMU_IBCM_DROP_UNSUPPORTED], 1);
-	/* REQ with an MTU outside 256..4096 or a remote GID not ours: REJ */
+	/* REQ with an MTU outside 256..4096 or a remote GID not ours: REJ
+	 * (its path starts at its sender, as every REQ's must) */
+	memcpy(m.gid[0], S.n[1].dev.gids[1].raw, 16);
 	m.v[WIRE_CM_F_PATH_MTU] = 7;
 	memcpy(m.gid[1], S.n[0].dev.gids[1].raw, 16);
 	inject_ok(&m, WIRE_CM_ATTR_REQ);
@@ -759,12 +761,24 @@ static int t_malformed(void)
 	inject_ok(&m, WIRE_CM_ATTR_REQ);
 	advance(10 * MS);
 	CHECK_EQ(seen[1][WIRE_CM_ATTR_REJ], 3);
+	/* a REQ whose path does not start at the packet's source: dropped
+	 * before any answer or state (it would be answered elsewhere) */
+	m.v[WIRE_CM_F_TRANSPORT_TYPE] = 0;
+	m.gid[0][15] ^= 0x77;
+	inject_ok(&m, WIRE_CM_ATTR_REQ);
+	advance(10 * MS);
+	CHECK_EQ(c->drops[EMU_IBCM_DROP_PATH_SRC], 1);
+	CHECK_EQ(seen[1][WIRE_CM_ATTR_REJ], 3);
 	CHECK_EQ(count(&SA, EMU_IBCM_REQ_RECEIVED), 0);
 	CHECK_EQ(c->drops[EMU_IBCM_DROP_MALFORMED], 7);
-	CHECK_EQ(S.n[0].dev.cnt.drops[EMU_DROP_GSI_MAD], 8);
+	CHECK_EQ(S.n[0].dev.cnt.drops[EMU_DROP_GSI_MAD], 9);
 	CHECK_EQ(emu_ibcm_ids_in_use(CA), 1);
-	/* a seeded storm of random bytes in MADs: no crash, no id */
-	uint64_t rs = SEED;
+	/* a seeded storm of random bytes in MADs: no crash, no id; a quarter
+	 * from a QP that is not QP1, a quarter from A's own address (forged
+	 * on the wire), a quarter claiming A's own CA GUID */
+	uint64_t rs = SEED, not_qp1 = 0, martian = 0;
+	uint64_t q1 = c->drops[EMU_IBCM_DROP_NOT_QP1];
+	uint64_t m1 = S.n[0].dev.cnt.drops[EMU_DROP_MARTIAN];
 	for (int i = 0; i < 2000; i++) {
 		uint8_t mad[WIRE_MAD_LEN], frame[2048];
 		struct wire_pkt p;
@@ -776,10 +790,17 @@ static int t_malformed(void)
 		mad[0] = 1; mad[1] = 7; mad[2] = 2; mad[3] = 3; /* mostly valid headers */
 		mad[16] = 0;
 		mad[17] = (uint8_t)(0x10 + i % 10);
+		if ((rs >> 20) % 4 == 3) /* REQ / REP: the local CA GUID at 24 + 16 */
+			memcpy(mad + 40, &S.n[0].dev.node_guid, 8);
 		wire_gsi_pkt_init(&p, 4, mad, 1);
+		if ((rs >> 20) % 4 == 1) {
+			p.deth.sqpn = 2 + (uint32_t)(rs >> 40) % 0xfff;
+			not_qp1++;
+		}
 		memcpy(p.dmac, S.n[0].dev.mac, 6);
 		memcpy(p.smac, S.n[1].dev.mac, 6);
-		memcpy(p.ip.src.raw, S.n[1].dev.gids[1].raw, 16);
+		memcpy(p.ip.src.raw, S.n[(rs >> 20) % 4 == 2 ? 0 : 1].dev.gids[1].raw, 16);
+		martian += (rs >> 20) % 4 == 2;
 		memcpy(p.ip.dst.raw, S.n[0].dev.gids[1].raw, 16);
 		if (!wire_build(&p, frame, sizeof(frame), 0, &len))
 			emu_port_rx_frame(&S.n[0].dev, frame, (uint32_t)len);
@@ -787,19 +808,78 @@ static int t_malformed(void)
 	}
 	CHECK_EQ(count(&SA, EMU_IBCM_REQ_RECEIVED), 0); /* random REQs name no listener */
 	CHECK(emu_ibcm_ids_in_use(CA) <= 1);
+	CHECK_EQ(c->drops[EMU_IBCM_DROP_NOT_QP1] - q1, not_qp1);
+	CHECK_EQ(S.n[0].dev.cnt.drops[EMU_DROP_MARTIAN] - m1, martian);
+	CHECK(c->drops[EMU_IBCM_DROP_OWN_GUID] > 0);
 	return teardown();
 }
 
+/* A REQ sent from QP sqpn at source GID src (the REQ's path starts
+ * there), for service sid with remote comm ID rid, QPN qpn, CA GUID guid,
+ * arriving at A from the wire. */
+static void inject_req_ex(const uint8_t src[16], uint64_t sid, uint32_t rid, uint32_t qpn,
+			  uint64_t guid, uint32_t sqpn)
+{
+	struct wire_cm_msg m;
+	uint8_t mad[WIRE_MAD_LEN], frame[2048];
+	struct wire_mad_hdr h;
+	struct wire_pkt p;
+	size_t len;
+
+	memset(&m, 0, sizeof(m));
+	m.attr = WIRE_CM_ATTR_REQ;
+	m.v[WIRE_CM_F_LOCAL_COMM_ID] = rid;
+	m.v[WIRE_CM_F_SERVICE_ID] = sid;
+	m.v[WIRE_CM_F_LOCAL_CA_GUID] = guid;
+	m.v[WIRE_CM_F_LOCAL_QPN] = qpn;
+	m.v[WIRE_CM_F_PATH_MTU] = IBV_MTU_1024;
+	m.v[WIRE_CM_F_LOCAL_CM_RESP_TIMEOUT] = 20;
+	m.v[WIRE_CM_F_PRI_LOCAL_ACK_TIMEOUT] = 19;
+	m.v[WIRE_CM_F_MAX_CM_RETRIES] = 15;
+	memcpy(m.gid[0], src, 16);
+	memcpy(m.gid[1], S.n[0].dev.gids[1].raw, 16);
+	wire_mad_hdr_init_cm(&h, WIRE_CM_ATTR_REQ, 0x77000000ull | rid);
+	CHECK_EQ(wire_mad_encode(mad, &h, &m), 0);
+	wire_gsi_pkt_init(&p, 4, mad, 7);
+	p.deth.sqpn = sqpn;
+	memcpy(p.dmac, S.n[0].dev.mac, 6);
+	memcpy(p.smac, S.n[1].dev.mac, 6);
+	memcpy(p.ip.src.raw, src, 16);
+	memcpy(p.ip.dst.raw, S.n[0].dev.gids[1].raw, 16);
+	CHECK_EQ(wire_build(&p, frame, sizeof(frame), 0, &len), 0);
+	emu_port_rx_frame(&S.n[0].dev, frame, (uint32_t)len);
+}
+
+/* the same from another host's CM (QP 1) */
+static void inject_req_from(const uint8_t src[16], uint64_t sid, uint32_t rid, uint32_t qpn,
+			    uint64_t guid)
+{
+	inject_req_ex(src, sid, rid, qpn, guid, WIRE_GSI_QPN);
+}
+
+/* ::ffff:10.9.<hi>.<lo>: hosts on the wire that are neither A nor B */
+static void other_host(uint8_t g[16], unsigned n)
+{
+	memset(g, 0, 16);
+	g[10] = g[11] = 0xff;
+	g[12] = 10;
+	g[13] = 9;
+	g[14] = (uint8_t)(n >> 8);
+	g[15] = (uint8_t)n;
+}
+
 /* A listener whose application never answers: only its backlog of REQs
- * gets ids, the rest is rejected with "no resources"; the device's id
- * table bounds everything. */
+ * gets ids, the rest is rejected with "no resources"; one source holds
+ * at most a quarter of the device's id table (the rest: REJ 3, counted
+ * rej_src_busy), so that another host still gets an id; the table
+ * bounds everything. */
 static int t_flood(void)
 {
 	enum { N = 60 };
 	struct emu_ibcm_id *b[N];
 	struct emu_ibcm_req_param p;
 
-	setup(32, 8);
+	setup(64, 8);
 	listen_a(SID);
 	req_param(&p, SID, NULL, 0);
 	for (int i = 0; i < N; i++) {
@@ -817,8 +897,9 @@ static int t_flood(void)
 	if (r)
 		CHECK_EQ(r->ev.param.rej_rcvd.reason, WIRE_CM_REJ_NO_RESOURCES);
 	CHECK_EQ(emu_ibcm_ids_in_use(CA), 9);
-	/* a second listener without a backlog limit of its own hits the
-	 * device's table (32 ids) */
+	advance(400 * MS); /* B's rate: a burst of 64 again (ibcm_rate) */
+	/* a second listener without a backlog limit of its own: B's address
+	 * gets 64 / 4 = 16 ids in all, the rest is REJ 3 (its budget) */
 	struct emu_ibcm_id *l2 = emu_ibcm_create_id(CA, handler, &SA);
 	CHECK_EQ(emu_ibcm_listen(l2, SID + 1, 0, 1000), 0);
 	p.service_id = SID + 1;
@@ -831,8 +912,18 @@ static int t_flood(void)
 			CHECK_EQ(emu_ibcm_send_req(b[i], &p), 0);
 	}
 	advance(100 * MS);
-	CHECK_EQ(emu_ibcm_ids_in_use(CA), 32);
-	CHECK_EQ(count(&SB, EMU_IBCM_REJ_RECEIVED), N - (32 - 10));
+	CHECK_EQ(emu_ibcm_ids_in_use(CA), 2 + 16);
+	CHECK_EQ(emu_ibcm_counters(CA)->rej_src_busy, N - (16 - 8));
+	CHECK_EQ(count(&SB, EMU_IBCM_REJ_RECEIVED), N - (16 - 8));
+	/* other hosts are not B: each gets ids of its own, until the table */
+	for (unsigned h = 0; h < 4; h++)
+		for (unsigned i = 0; i < 16; i++) {
+			uint8_t g[16];
+			other_host(g, h);
+			inject_req_from(g, SID + 1, 0x5000 + h * 16 + i, 0x300 + i, 0x1000 + h);
+		}
+	advance(10 * MS);
+	CHECK_EQ(emu_ibcm_ids_in_use(CA), 64);
 	CHECK(emu_ibcm_create_id(CA, handler, &SA) == NULL);
 	/* the application answers them all (REJ) and the ids come back */
 	for (unsigned i = 0; i < SA.n; i++)
@@ -844,8 +935,183 @@ static int t_flood(void)
 	return teardown();
 }
 
+/* Forged MADs from the wire (issue 21): what a MAD says of its sender is
+ * checked against where it came from before any state changes. B and A
+ * are connected (the victim); the attacker is another host (10.9.0.1),
+ * or a user's UD QP posing as a CM. The victim's connection stays up. */
+static int t_forged(void)
+{
+	const struct emu_ibcm_counters *c;
+	uint8_t atk[16], b_gid[16], a_gid[16];
+	uint64_t guid_b, guid_a;
+
+	setup(0, 0);
+	listen_a(SID);
+	struct emu_ibcm_id *b = connect_auto();
+	advance(10 * MS);
+	CHECK_EQ(b->state, EMU_IBCM_ESTABLISHED);
+	struct emu_ibcm_id *a = last_new;
+	c = emu_ibcm_counters(CA);
+	other_host(atk, 1);
+	memcpy(b_gid, S.n[1].dev.gids[1].raw, 16);
+	memcpy(a_gid, S.n[0].dev.gids[1].raw, 16);
+	guid_b = be64toh(S.n[1].dev.node_guid);
+	guid_a = be64toh(S.n[0].dev.node_guid);
+	uint64_t rx0 = c->rx_attr[0];
+	/* from B's address and GUID with the victim's QPN, but not from a
+	 * CM's QP 1 (a user's UD QP with the GSI Q_Key) */
+	inject_req_ex(b_gid, SID, 0x7001, 0x111, guid_b, 0x42);
+	CHECK_EQ(c->drops[EMU_IBCM_DROP_NOT_QP1], 1);
+	/* our own CA GUID from another host */
+	inject_req_from(atk, SID, 0x7002, 0x999, guid_a);
+	CHECK_EQ(c->drops[EMU_IBCM_DROP_OWN_GUID], 1);
+	/* B's GUID and QPN from another address: a stale connection as
+	 * far as the kernel's rule goes -- the REQ is refused, but only a
+	 * REQ from the connection's own peer may end it */
+	inject_req_from(atk, SID, 0x7003, 0x111, guid_b);
+	advance(10 * MS);
+	CHECK_EQ(c->rej_stale, 1);
+	CHECK_EQ(count(&SB, EMU_IBCM_DREQ_RECEIVED), 0);
+	CHECK_EQ(b->state, EMU_IBCM_ESTABLISHED);
+	CHECK_EQ(a->state, EMU_IBCM_ESTABLISHED);
+	/* a frame from the wire with A's own address as its source: a
+	 * martian, dropped before the engine sees it */
+	inject_req_from(a_gid, SID, 0x7004, 0x111, guid_b);
+	CHECK_EQ(S.n[0].dev.cnt.drops[EMU_DROP_MARTIAN], 1);
+	CHECK_EQ(c->rx_attr[0], rx0 + 1); /* only the other-host stale REQ was a REQ taken */
+	CHECK_EQ(count(&SA, EMU_IBCM_REQ_RECEIVED), 1);
+	/* the victim's own peer reconnecting from its QP: the kernel's
+	 * stale rule holds (REJ, DREQ on the old connection) */
+	inject_req_from(b_gid, SID, 0x7005, 0x111, guid_b);
+	advance(10 * MS);
+	CHECK_EQ(c->rej_stale, 2);
+	CHECK_EQ(count(&SB, EMU_IBCM_DREQ_RECEIVED), 1);
+	return teardown();
+}
+
+/* Timers a peer influences (issue 21): a REQ asking for 2^31 x 4.096 us
+ * response timeouts and ACK timeout, 15 retries. A's REP is resent every
+ * 4096 ms (rdma_cm's own CMA_CM_RESPONSE_TIMEOUT), a connection not up
+ * within 32 s is reclaimed (REP_ERROR; an unanswered REQ: REJ to the
+ * peer, REQ_ERROR here), a TIMEWAIT lasts 4 s; before, the REP would be
+ * resent every 2.4 hours for 37 hours and the TIMEWAIT last 2.3 hours. */
+static int t_clamp(void)
+{
+	struct emu_ibcm_req_param p;
+	const struct emu_ibcm_counters *c;
+
+	setup(0, 0);
+	listen_a(SID);
+	c = emu_ibcm_counters(CA);
+	req_param(&p, SID, NULL, 0);
+	p.local_cm_response_timeout = 31;
+	p.remote_cm_response_timeout = 31;
+	p.primary_path.packet_life_time = 30; /* ACK timeout 31 */
+	/* accepted, the RTU never comes: a half-open connection */
+	drop_attr = WIRE_CM_ATTR_RTU;
+	drop_left = 1000;
+	SB.auto_mode = 1;
+	struct emu_ibcm_id *b = emu_ibcm_create_id(CB, handler, &SB);
+	CHECK_EQ(emu_ibcm_send_req(b, &p), 0);
+	advance(10 * MS);
+	struct emu_ibcm_id *a = last_new;
+	struct emu_ibcm_rep_param rp = { .qp_num = 0x222 };
+	CHECK(a != NULL);
+	if (!a)
+		return teardown();
+	CHECK_EQ(emu_ibcm_send_rep(a, &rp), 0);
+	advance(4000 * MS);
+	CHECK_EQ(c->retransmits, 0);
+	advance(200 * MS);
+	CHECK_EQ(c->retransmits, 1);
+	advance(27000 * MS); /* 31.2 s after the REQ */
+	CHECK_EQ(count(&SA, EMU_IBCM_REP_ERROR), 0);
+	advance(1000 * MS);
+	CHECK_EQ(count(&SA, EMU_IBCM_REP_ERROR), 1);
+	CHECK_EQ(a->state, EMU_IBCM_IDLE);
+	CHECK_EQ(c->half_open_reclaimed, 1);
+	CHECK(c->retransmits <= 8);
+	emu_ibcm_destroy_id(a);
+	emu_ibcm_destroy_id(b);
+	/* a REQ nobody answers: reclaimed at 32 s, the peer told */
+	SB.auto_mode = 0;
+	SB.n = 0;
+	b = emu_ibcm_create_id(CB, handler, &SB);
+	CHECK_EQ(emu_ibcm_send_req(b, &p), 0);
+	advance(10 * MS);
+	a = last_new;
+	advance(31000 * MS);
+	CHECK_EQ(count(&SA, EMU_IBCM_REQ_ERROR), 0);
+	advance(1100 * MS);
+	CHECK_EQ(count(&SA, EMU_IBCM_REQ_ERROR), 1);
+	CHECK_EQ(a->state, EMU_IBCM_IDLE);
+	struct evrec *r = find_ev(&SB, EMU_IBCM_REJ_RECEIVED);
+	CHECK(r != NULL);
+	if (r)
+		CHECK_EQ(r->ev.param.rej_rcvd.reason, WIRE_CM_REJ_CONSUMER_DEFINED);
+	CHECK_EQ(c->half_open_reclaimed, 2);
+	emu_ibcm_destroy_id(a);
+	/* up, then A disconnects: its TIMEWAIT is 4096 ms, not 2^23 ms */
+	drop_left = 0;
+	SA.auto_mode = SB.auto_mode = 1;
+	SA.n = SB.n = 0;
+	b = emu_ibcm_create_id(CB, handler, &SB);
+	CHECK_EQ(emu_ibcm_send_req(b, &p), 0);
+	advance(10 * MS);
+	a = last_new;
+	CHECK_EQ(a->state, EMU_IBCM_ESTABLISHED);
+	CHECK_EQ(emu_ibcm_send_dreq(a, NULL, 0), 0);
+	advance(10 * MS);
+	CHECK_EQ(a->state, EMU_IBCM_TIMEWAIT);
+	advance(4000 * MS);
+	CHECK_EQ(count(&SA, EMU_IBCM_TIMEWAIT_EXIT), 0);
+	advance(200 * MS);
+	CHECK_EQ(count(&SA, EMU_IBCM_TIMEWAIT_EXIT), 1);
+	return teardown();
+}
+
+/* Requests from the wire are admitted per source before they take an id
+ * (issue 21): one host's flood of 1000 REQs at once gets its burst (64)
+ * of ids, the rest is dropped unanswered and counted; another host is not
+ * slowed down by it; a second later the flooding host has a burst again,
+ * and requests below the rate (200 a second) all get ids. */
+static int t_rate(void)
+{
+	const struct emu_ibcm_counters *c;
+	uint8_t h1[16], h2[16];
+
+	setup(0, 1000); /* a backlog that is not the limit */
+	listen_a(SID);
+	c = emu_ibcm_counters(CA);
+	other_host(h1, 1);
+	other_host(h2, 2);
+	for (uint32_t i = 0; i < 1000; i++)
+		inject_req_from(h1, SID, 0x10000 + i, 0x1000 + i, 0x4242);
+	CHECK_EQ(count(&SA, EMU_IBCM_REQ_RECEIVED), 64);
+	CHECK_EQ(c->drops[EMU_IBCM_DROP_RATE], 1000 - 64);
+	CHECK_EQ(c->rej_tx[WIRE_CM_REJ_NO_RESOURCES], 0); /* no answer to a flood */
+	for (uint32_t i = 0; i < 10; i++)
+		inject_req_from(h2, SID, 0x20000 + i, 0x2000 + i, 0x4343);
+	CHECK_EQ(count(&SA, EMU_IBCM_REQ_RECEIVED), 64 + 10);
+	/* a second later: a burst again, no more */
+	advance(1000 * MS);
+	for (uint32_t i = 0; i < 1000; i++)
+		inject_req_from(h1, SID, 0x30000 + i, 0x3000 + i, 0x4242);
+	CHECK_EQ(count(&SA, EMU_IBCM_REQ_RECEIVED), 64 + 10 + 64);
+	/* below the rate (100 a second), every request is taken */
+	advance(1000 * MS);
+	for (uint32_t i = 0; i < 50; i++) {
+		inject_req_from(h1, SID, 0x40000 + i, 0x4000 + i, 0x4242);
+		advance(10 * MS);
+	}
+	CHECK_EQ(count(&SA, EMU_IBCM_REQ_RECEIVED), 64 + 10 + 64 + 50);
+	CHECK_EQ(c->drops[EMU_IBCM_DROP_RATE], 2 * (1000 - 64));
+	return teardown();
+}
+
 /* MRA: the passive side needs time; the active side's REQ timer becomes
- * the announced service timeout and the REQ is not resent meanwhile. */
+ * the announced service timeout and the REQ is not resent meanwhile --
+ * within rdma_cm's scale: 2^24 us asked (65 s) is taken as 2^20 (4 s). */
 static int t_mra(void)
 {
 	struct emu_ibcm_req_param p;
@@ -862,17 +1128,22 @@ static int t_mra(void)
 	CHECK(a != NULL);
 	if (!a)
 		return teardown();
-	CHECK_EQ(emu_ibcm_send_mra(a, 24, NULL, 0), 0); /* 2^16 ms */
+	CHECK_EQ(emu_ibcm_send_mra(a, 24, NULL, 0), 0); /* 2^16 ms asked */
 	advance(10 * MS);
 	CHECK_EQ(count(&SB, EMU_IBCM_MRA_RECEIVED), 1);
 	CHECK_EQ(b->state, EMU_IBCM_MRA_REQ_RCVD);
-	advance(60000 * MS); /* far past REQ_TRY_MS, within the service time */
+	/* B's timer: 4096 ms (clamped) + its packet life time (ACK timeout
+	 * 19: 2048 ms) -- past REQ_TRY_MS, not resent until then */
+	advance(6000 * MS);
 	CHECK_EQ(emu_ibcm_counters(CB)->retransmits, 0);
+	advance(300 * MS);
+	CHECK_EQ(emu_ibcm_counters(CB)->retransmits, 1);
 	/* a duplicate REQ now gets the MRA again */
-	CHECK_EQ(seen[1][WIRE_CM_ATTR_MRA], 1);
+	/* the REQ B resent got the MRA again, as a duplicate REQ does */
+	CHECK_EQ(seen[1][WIRE_CM_ATTR_MRA], 2);
 	emu_port_rx_frame(&S.n[0].dev, saved, saved_len);
 	advance(10 * MS);
-	CHECK_EQ(seen[1][WIRE_CM_ATTR_MRA], 2);
+	CHECK_EQ(seen[1][WIRE_CM_ATTR_MRA], 3);
 	CHECK_EQ(count(&SA, EMU_IBCM_REQ_RECEIVED), 1);
 	CHECK_EQ(b->state, EMU_IBCM_MRA_REQ_RCVD);
 	SA.auto_mode = SB.auto_mode = 1;
@@ -897,16 +1168,18 @@ static int t_destroy(void)
 	CHECK_EQ(b->state, EMU_IBCM_ESTABLISHED);
 	uint32_t a_id = last_new ? last_new->local_id : 0;
 	emu_ibcm_destroy_id(last_new);
-	CHECK_EQ(emu_ibcm_ids_in_use(CA), 2); /* listener + the id in TIMEWAIT */
+	/* the slot goes at once: only the listener (its TIMEWAIT is a record) */
+	CHECK_EQ(emu_ibcm_ids_in_use(CA), 1);
 	advance(10 * MS);
 	CHECK_EQ(count(&SB, EMU_IBCM_DREQ_RECEIVED), 1);
 	CHECK_EQ(count(&SB, EMU_IBCM_DREP_RECEIVED), 0);
 	CHECK_EQ(b->state, EMU_IBCM_TIMEWAIT); /* auto: B answered with DREP */
 	CHECK_EQ(count(&SA, EMU_IBCM_DREP_RECEIVED), 0); /* no event after destroy */
-	/* the slot (and comm ID) stays taken through TIMEWAIT, and a DREQ
-	 * resent by the peer is still answered with a DREP */
-	CHECK_EQ(emu_ibcm_ids_in_use(CA), 2);
-	(void)a_id;
+	/* a new id never gets the comm ID back while the old one might
+	 * still be in flight (its slot's generation moved on) */
+	struct emu_ibcm_id *n2 = emu_ibcm_create_id(CA, handler, &SA);
+	CHECK(n2 != NULL && n2->local_id != a_id);
+	emu_ibcm_destroy_id(n2);
 	advance(3000 * MS);
 	CHECK_EQ(emu_ibcm_ids_in_use(CA), 1);
 	/* a pending REQ destroyed: REJ timeout reaches the listener's id */
@@ -1583,6 +1856,9 @@ static const struct {
 	{ "sidr", t_sidr },
 	{ "malformed", t_malformed },
 	{ "flood", t_flood },
+	{ "forged", t_forged },
+	{ "clamp", t_clamp },
+	{ "rate", t_rate },
 	{ "mra", t_mra },
 	{ "destroy", t_destroy },
 	{ "trace", t_trace },

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* `capture start FILE|stop`: a pcap of every frame the device sends and
  * receives, at run time. We open FILE with our own rights and pass the
- * descriptor: the daemon never opens a path a client names. */
+ * descriptor: the daemon never opens a path a client names. The file
+ * holds every user's payload: it is ours alone (0600), as the daemon
+ * insists too. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ctl.h"
@@ -31,7 +34,15 @@ static int capture_start(struct ctl *c, const char *file)
 	int rc = ctl_open(c, c->dev ? c->dev : "uroce0");
 	if (rc)
 		return rc;
-	int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	struct stat st;
+	/* a file that existed with another mode (the daemon refuses anything
+	 * but a regular file itself) */
+	if (fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode) && (st.st_mode & 077) &&
+	    fchmod(fd, 0600) < 0) {
+		close(fd);
+		fd = -1;
+	}
 	if (fd < 0) {
 		fprintf(stderr, "%s: %s: %s\n", c->prog, file, strerror(errno));
 		ctl_close(c);

@@ -115,6 +115,7 @@ int ctl_cmd_counters(struct ctl *c, int argc, char **argv);
 int ctl_cmd_fault(struct ctl *c, int argc, char **argv);
 int ctl_cmd_capture(struct ctl *c, int argc, char **argv);
 int ctl_cmd_cc(struct ctl *c, int argc, char **argv);
+int ctl_cmd_limits(struct ctl *c, int argc, char **argv);
 int ctl_cmd_mtu(struct ctl *c, int argc, char **argv);
 
 #endif

@@ -21,6 +21,7 @@ static const struct {
 	{ "fault", ctl_cmd_fault },
 	{ "capture", ctl_cmd_capture },
 	{ "cc", ctl_cmd_cc },
+	{ "limits", ctl_cmd_limits },
 	{ "mtu", ctl_cmd_mtu },
 };
 
@@ -41,6 +42,8 @@ static void usage(FILE *f)
 		"  cc show                     DCQCN settings and totals (docs/dcqcn.md)\n"
 		"  cc set NAME VALUE           change one at run time; or NAME=VALUE...,\n"
 		"                              on, off (admin)\n"
+		"  limits [UID]                object limits (--limit, --uid-limit) and what\n"
+		"                              our uid holds (another UID: admin)\n"
 		"  mtu N                       the device's Ethernet MTU at run time (admin)\n"
 		"  -d DEV       device (default uroce0)\n"
 		"  -r RUN_DIR   socket directory (default $" UROCE_ENV_RUN_DIR
