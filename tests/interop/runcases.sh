@@ -37,10 +37,12 @@
 # the connect phase (the error patterns below). CM_FIRST_PAUSE / CM_PAUSE: seconds
 # the client gives a server that started (again) before it connects (default
 # 0 / 1; tests/nic's guests start a program in seconds, not milliseconds).
+# A CM client REJected with reason 8 (nobody listens on the port yet) tries
+# again without restarting the server, NOLISTEN_TRIES times (default 6).
 side=$1 cases=$2 out=$3
 : "${DEV:?}" "${GID:=1}" "${PEER:?}" "${PORT0:=18600}" "${WRAP:=}"
 : "${CASE_TIMEOUT:=60}" "${CONNECT_TRIES:=100}" "${SYNC:=}"
-: "${CM_FIRST_PAUSE:=0}" "${CM_PAUSE:=1}"
+: "${CM_FIRST_PAUSE:=0}" "${CM_PAUSE:=1}" "${NOLISTEN_TRIES:=6}"
 [ -z "$SYNC" ] || mkdir -p "$SYNC"
 
 # wait_file FILE SECONDS: 0 once FILE exists, 1 after SECONDS without it
@@ -120,7 +122,7 @@ while IFS='|' read -r name server prog gidflag args gidx; do
 		fi
 	else
 		echo "== $name: client: $cmd $peer" > "$log"
-		try=0
+		try=0 nolisten=0
 		cmsync=
 		if [ "$gidflag" = cm ] && [ -n "$SYNC" ]; then
 			cmsync=1
@@ -139,6 +141,19 @@ while IFS='|' read -r name server prog gidflag args gidx; do
 			   grep -q -e "onnect to" -e "Unable to init the socket connection" \
 				-e "_REJECTED" -e "_UNREACHABLE" -e "Unable to perform rdma_client" \
 				-e "failure connecting" "$log.try"; then
+				# REJ reason 8 (invalid service ID): the server's CM
+				# answered, nobody listens on the port yet - the server
+				# is still starting (seconds in a TCG guest): give the
+				# same server more time, a restart would only start it
+				# over (bounded: NOLISTEN_TRIES attempts, CM_PAUSE apart)
+				if [ -n "$cmsync" ] && [ "$nolisten" -lt "$NOLISTEN_TRIES" ] &&
+				   grep -qE "_REJECTED, error:? 8$" "$log.try"; then
+					nolisten=$((nolisten + 1))
+					cat "$log.try" >> "$log"
+					echo "(attempt $try: nobody listens yet (REJ 8): the same server gets $CM_PAUSE s more)" >> "$log"
+					sleep "$CM_PAUSE"
+					continue
+				fi
 				if [ -n "$cmsync" ]; then
 					# the server starts again (cm_server) before the next attempt;
 					# a few times only: each costs both sides a start
