@@ -36,13 +36,12 @@
 # a CM client's first attempt waits for SYNC/NAME.up.0. Never on a failure after
 # the connect phase (the error patterns below). CM_FIRST_PAUSE / CM_PAUSE: seconds
 # the client gives a server that started (again) before it connects (default
-# 0 / 1; tests/nic's guests start a program in seconds, not milliseconds).
-# A CM client REJected with reason 8 (nobody listens on the port yet) tries
-# again without restarting the server, NOLISTEN_TRIES times (default 6).
+# 0 / 1; tests/nic's guests start a program in seconds, not milliseconds);
+# attempt N after a restart waits N * CM_PAUSE.
 side=$1 cases=$2 out=$3
 : "${DEV:?}" "${GID:=1}" "${PEER:?}" "${PORT0:=18600}" "${WRAP:=}"
 : "${CASE_TIMEOUT:=60}" "${CONNECT_TRIES:=100}" "${SYNC:=}"
-: "${CM_FIRST_PAUSE:=0}" "${CM_PAUSE:=1}" "${NOLISTEN_TRIES:=6}"
+: "${CM_FIRST_PAUSE:=0}" "${CM_PAUSE:=1}"
 [ -z "$SYNC" ] || mkdir -p "$SYNC"
 
 # wait_file FILE SECONDS: 0 once FILE exists, 1 after SECONDS without it
@@ -122,7 +121,7 @@ while IFS='|' read -r name server prog gidflag args gidx; do
 		fi
 	else
 		echo "== $name: client: $cmd $peer" > "$log"
-		try=0 nolisten=0
+		try=0
 		cmsync=
 		if [ "$gidflag" = cm ] && [ -n "$SYNC" ]; then
 			cmsync=1
@@ -141,19 +140,6 @@ while IFS='|' read -r name server prog gidflag args gidx; do
 			   grep -q -e "onnect to" -e "Unable to init the socket connection" \
 				-e "_REJECTED" -e "_UNREACHABLE" -e "Unable to perform rdma_client" \
 				-e "failure connecting" "$log.try"; then
-				# REJ reason 8 (invalid service ID): the server's CM
-				# answered, nobody listens on the port yet - the server
-				# is still starting (seconds in a TCG guest): give the
-				# same server more time, a restart would only start it
-				# over (bounded: NOLISTEN_TRIES attempts, CM_PAUSE apart)
-				if [ -n "$cmsync" ] && [ "$nolisten" -lt "$NOLISTEN_TRIES" ] &&
-				   grep -qE "_REJECTED, error:? 8$" "$log.try"; then
-					nolisten=$((nolisten + 1))
-					cat "$log.try" >> "$log"
-					echo "(attempt $try: nobody listens yet (REJ 8): the same server gets $CM_PAUSE s more)" >> "$log"
-					sleep "$CM_PAUSE"
-					continue
-				fi
 				if [ -n "$cmsync" ]; then
 					# the server starts again (cm_server) before the next attempt;
 					# a few times only: each costs both sides a start
@@ -162,7 +148,10 @@ while IFS='|' read -r name server prog gidflag args gidx; do
 					echo "(attempt $try failed in its connect phase: server side restarts)" >> "$log"
 					: > "$SYNC/$name.retry.$try"
 					wait_file "$SYNC/$name.up.$try" "$CASE_TIMEOUT" || break
-					sleep "$CM_PAUSE"
+					# longer each time: a server that is slow to start
+					# (a loaded TCG guest) is restarted no sooner than it
+					# could listen
+					sleep $((CM_PAUSE * try))
 					continue
 				fi
 				sleep 0.3
