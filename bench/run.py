@@ -125,9 +125,12 @@ def port_counts(build, d, names):
 
 
 def mr_counts(build, d):
-    """The daemon's (mr_mapped, mr_syscall) port counters, or None."""
-    c = port_counts(build, d, ("mr_mapped", "mr_syscall"))
-    return (c["mr_mapped"], c["mr_syscall"]) if len(c) == 2 else None
+    """The daemon's (mr_mapped, every other route) port counters, or None."""
+    names = ("mr_mapped", "mr_syscall", "mr_pinned", "mr_unpinned")
+    c = port_counts(build, d, names)
+    if "mr_mapped" not in c or "mr_syscall" not in c:
+        return None
+    return (c["mr_mapped"], sum(c.get(n, 0) for n in names[1:]))
 
 
 def perftest(build, d, cmd, timeout):
@@ -216,6 +219,10 @@ def main():
                     R["bw"]["%s_%d" % (op, s)] = r and r["MBps"]
             r = kv(ub("rate", 64, it(2000000)), "rate_send_64")
             R["rate_send_64_Mmsgps"] = r and r["Mmsgps"]
+            # a first pass over a large buffer registered just before,
+            # each 64 KB written once: what the arena figures hide
+            fmb = 256 if q < 2 else 32
+            R["first"] = kv(ub("first", fmb, 65536, 16, timeout=300), "first_%dMB_65536" % fmb)
             c1 = mr_counts(build, d)
             if c0 and c1 and sum(c1) > sum(c0):
                 R["mr_mapped_share"] = (c1[0] - c0[0]) / (sum(c1) - sum(c0))
@@ -224,6 +231,18 @@ def main():
                 R["tx_zc_share"] = ((z1["tx_zc_bytes"] - z0["tx_zc_bytes"]) /
                                     (z1["tx_bytes"] - z0["tx_bytes"]))
             if q < 2:
+                # the same figures with the buffers in shared memory the
+                # application made (a memfd): the daemon maps it
+                shm = dict(env, UROCE_BENCH_MEM="shm")
+                ush = lambda *args: run_app([t["uroce_bench"]] + [str(x) for x in args], env=shm, timeout=300)  # noqa: E731
+                R["shm"] = {"lat": {}, "bw": {}}
+                R["shm"]["lat"]["write_8"] = kv(ush("lat", "write", 8, it(20000)), "lat_write_8_ns")
+                for op in ("write", "read"):
+                    for s in (65536, 1048576):
+                        n = max(it(200000) * 4096 // s, 200)
+                        r = kv(ush("bw", op, s, n, 16), "bw_%s_%d" % (op, s))
+                        R["shm"]["bw"]["%s_%d" % (op, s)] = r and r["MBps"]
+                R["shm"]["first"] = kv(ush("first", 256, 65536, 16), "first_256MB_65536")
                 # the same figures without daemon-mapped MRs, same daemon, same run
                 nm = dict(env, UROCE_MAP_MR="0")
                 unm = lambda *args: run_app([t["uroce_bench"]] + [str(x) for x in args], env=nm)  # noqa: E731
@@ -344,6 +363,12 @@ def report(R):
                  "%s x memcpy" % f(v / mc if v and mc else None, "%.3f")))
     v = R.get("rate_send_64_Mmsgps")
     rows.append(("SEND 64 B message rate", f(v, "%.3f M/s"), "target >= 3 M/s"))
+    v = R.get("first")
+    if v:
+        rows.append(("WRITE 64 KB, first pass over 256 MiB registered just before",
+                     f(v.get("MBps"), "%.0f MB/s"),
+                     "%s x memcpy; registration %s" % (f(v["MBps"] / mc if mc else None, "%.3f"),
+                                                        f(v.get("reg_ms"), "%.0f ms"))))
     v = g(R, "qps")
     if v:
         rows.append(("%d connected RC QPs: daemon private memory" % v["n"],
@@ -360,6 +385,22 @@ def report(R):
     v = R.get("mr_mapped_share")
     rows.append(("payload pieces through daemon-mapped MRs", f(v * 100 if v is not None else None,
                                                                "%.1f %%"), "of all placements/gathers"))
+    sh = R.get("shm") or {}
+    v = g(sh, "lat", "write_8", "p50")
+    if v:
+        rows.append(("  RC WRITE 8 B RTT, buffers in a memfd (daemon-mapped), p50", f(v, "%.0f ns"),
+                     "%s x ring" % f(v / ring if ring else None, "%.1f")))
+    for k, what in (("write_65536", "WRITE 64 KB"), ("read_65536", "READ 64 KB"),
+                    ("write_1048576", "WRITE 1 MB"), ("read_1048576", "READ 1 MB")):
+        v = g(sh, "bw", k)
+        if v:
+            rows.append(("  %s, buffers in a memfd (daemon-mapped)" % what, f(v, "%.0f MB/s"),
+                         "%s x memcpy" % f(v / mc if mc else None, "%.3f")))
+    v = sh.get("first")
+    if v:
+        rows.append(("  WRITE 64 KB first pass over 256 MiB, memfd", f(v.get("MBps"), "%.0f MB/s"),
+                     "%s x memcpy; registration %s" % (f(v["MBps"] / mc if mc else None, "%.3f"),
+                                                        f(v.get("reg_ms"), "%.0f ms"))))
     nm = R.get("nomap") or {}
     for k, what in (("send_8", "RC SEND 8 B RTT"), ("write_8", "RC WRITE 8 B RTT"),
                     ("read_8", "RC READ 8 B RTT")):

@@ -13,6 +13,15 @@
  *   uroce_bench qps   N DAEMON_PID              daemon memory per connected RC QP,
  *                                               QPs created + connected per second
  *   uroce_bench wake  GAP_US ITERS              first round trip after GAP_US idle
+ *   uroce_bench first SIZE_MB CHUNK DEPTH       WRITEs of CHUNK into a buffer of
+ *                                               SIZE_MB registered just before, each
+ *                                               byte written once: MB/s, registration
+ *                                               included (and alone)
+ *
+ * UROCE_BENCH_MEM=shm: every buffer is a MAP_SHARED mapping of a memfd
+ * (kept open), which the daemon maps (docs/verbs.md "Registered memory");
+ * by default posix_memalign'd private memory, which it reaches through
+ * the pages the registration pinned.
  *
  * Every result is one line "key value ..." for bench/run.sh. Exit 0 ok,
  * 1 failure, 77 no uroce device. */
@@ -26,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 #include <infiniband/verbs.h>
@@ -44,6 +54,26 @@ struct end {
 	uint8_t *buf;
 	size_t len;
 };
+
+/* len bytes, page-aligned: private memory, or a shared memfd mapping */
+static uint8_t *bench_alloc(size_t len)
+{
+	const char *m = getenv("UROCE_BENCH_MEM");
+	void *p;
+
+	if (m && !strcmp(m, "shm")) {
+		int fd = memfd_create("uroce-bench", MFD_CLOEXEC);
+		if (fd < 0 || ftruncate(fd, (off_t)len))
+			die("memfd: %s", strerror(errno));
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (p == MAP_FAILED)
+			die("mmap: %s", strerror(errno));
+		return p; /* the descriptor stays open: the shim finds the file by it */
+	}
+	if (posix_memalign(&p, 4096, len))
+		die("alloc");
+	return p;
+}
 
 static uint64_t now_ns(void)
 {
@@ -103,8 +133,7 @@ static void end_init(struct end *e, size_t len, uint32_t sq, uint32_t rq, uint32
 		 * would measure the /proc/<pid>/mem fallback instead */
 		len = (len + 4095) & ~(size_t)4095;
 		e->len = len;
-		if (posix_memalign((void **)&e->buf, 4096, len))
-			die("alloc");
+		e->buf = bench_alloc(len);
 		memset(e->buf, 0x5a, len);
 		e->mr = ibv_reg_mr(pd, e->buf, len, IBV_ACCESS_LOCAL_WRITE |
 				   IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
@@ -335,6 +364,81 @@ static void bench_bw(const char *op, uint32_t size, long iters, int depth)
 	}
 	double s = (double)(now_ns() - t0) * 1e-9;
 	printf("bw_%s_%u MBps %.1f\n", op, size, (double)iters * size / s / 1e6);
+}
+
+/* First pass: a destination of SIZE_MB freshly allocated and untouched,
+ * registered at t0; WRITEs of CHUNK from a reused 64 MiB source arena, each
+ * destination byte written once, DEPTH in flight. What benchmarks that
+ * reuse one arena hide: the cost of making the pages reachable (pinning,
+ * or mapping) and of the first touch of each. */
+static void bench_first(uint32_t size_mb, uint32_t chunk, int depth)
+{
+	struct end a, b;
+	size_t arena = 64u << 20, len = (size_t)size_mb << 20;
+	long n = (long)(len / chunk), posted = 0, done = 0;
+	struct ibv_wc wc[32];
+
+	if (!chunk || len < chunk || depth < 1 || depth > 512)
+		die("args");
+	end_init(&a, arena, (uint32_t)depth, 1, 0);
+	end_init(&b, 0, 1, 1, 0);
+	pair(&a, &b);
+	b.buf = bench_alloc(len);
+	uint64_t t0 = now_ns();
+	b.mr = ibv_reg_mr(pd, b.buf, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!b.mr)
+		die("reg_mr: %s", strerror(errno));
+	uint64_t treg = now_ns() - t0;
+	while (done < n) {
+		while (posted - done < depth && posted < n) {
+			uint64_t soff = (uint64_t)posted * chunk % (arena - chunk + 1);
+			struct ibv_sge s = { (uintptr_t)a.buf + soff, chunk, a.mr->lkey };
+			struct ibv_send_wr w = { .sg_list = &s, .num_sge = 1,
+						 .opcode = IBV_WR_RDMA_WRITE,
+						 .send_flags = IBV_SEND_SIGNALED }, *bad;
+			w.wr.rdma.remote_addr = (uintptr_t)b.buf + (uint64_t)posted * chunk;
+			w.wr.rdma.rkey = b.mr->rkey;
+			int r = ibv_post_send(a.qp, &w, &bad);
+			if (r)
+				die("post_send: %s", strerror(r));
+			posted++;
+		}
+		int k = ibv_poll_cq(a.scq, 32, wc);
+		if (k < 0)
+			die("poll");
+		for (int i = 0; i < k; i++)
+			if (wc[i].status != IBV_WC_SUCCESS)
+				die("status %s", ibv_wc_status_str(wc[i].status));
+		done += k;
+	}
+	double s = (double)(now_ns() - t0) * 1e-9;
+	printf("first_%uMB_%u MBps %.1f reg_ms %.1f\n", size_mb, chunk, (double)len / s / 1e6,
+	       (double)treg / 1e6);
+}
+
+/* Registration cost: ibv_reg_mr + ibv_dereg_mr of a malloc'd buffer of
+ * SIZE whose every page was touched (what an application that registers
+ * per operation pays), ITERS times; the median pair. */
+static void bench_reg(size_t size, long iters)
+{
+	uint64_t *t = calloc((size_t)iters, sizeof(*t));
+	uint8_t *buf = malloc(size);
+
+	if (!t || !buf || iters < 1)
+		die("args");
+	memset(buf, 1, size);
+	for (long i = 0; i < iters; i++) {
+		uint64_t t0 = now_ns();
+		struct ibv_mr *mr = ibv_reg_mr(pd, buf, size,
+					       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+		if (!mr || ibv_dereg_mr(mr))
+			die("reg/dereg %zu: %s", size, strerror(errno));
+		t[i] = now_ns() - t0;
+	}
+	qsort(t, (size_t)iters, sizeof(*t), cmp64);
+	printf("reg_%zu us %.1f\n", size, (double)t[iters / 2] / 1e3);
+	free(buf);
+	free(t);
 }
 
 /* Message rate: 64-byte (SIZE) SENDs, posted in lists of 32 with one
@@ -583,11 +687,16 @@ int main(int argc, char **argv)
 		bench_qps(atol(argv[2]), atoi(argv[3]));
 	else if (!strcmp(argv[1], "wake") && argc >= 4)
 		bench_lat("send", 8, atol(argv[3]), (uint64_t)atol(argv[2]));
+	else if (!strcmp(argv[1], "first") && argc >= 5)
+		bench_first((uint32_t)atol(argv[2]), (uint32_t)atol(argv[3]), atoi(argv[4]));
+	else if (!strcmp(argv[1], "reg") && argc >= 4)
+		bench_reg((size_t)atol(argv[2]), atol(argv[3]));
 	else
 		goto usage;
 	return 0;
 usage:
 	fprintf(stderr, "usage: uroce_bench lat send|write|read SIZE ITERS | bw write|read|send SIZE ITERS DEPTH |"
-		" rate SIZE ITERS | qps N DAEMON_PID | wake GAP_US ITERS\n");
+		" rate SIZE ITERS | qps N DAEMON_PID | wake GAP_US ITERS |"
+		" first SIZE_MB CHUNK DEPTH | reg SIZE ITERS\n");
 	return 2;
 }

@@ -12,7 +12,9 @@ PKGS=(build-essential pkg-config meson ninja-build clang libclang-rt-14-dev
       qemu-system-x86 cpio kmod gzip
       ucx-utils openmpi-bin libopenmpi-dev libfabric-bin infiniband-diags
       rdmacm-utils librdmacm-dev qperf
-      dpkg-dev debhelper)  # the Debian package and its test (tests/tools/deb_test.py)
+      libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0  # verbs_pin's allocators (pin-alloc-*)
+      dpkg-dev debhelper   # the Debian packages, and their tests (tests/pkg):
+      lintian mmdebstrap podman runc systemd-container python3-yaml)
 
 install_deps() {
     local missing=()

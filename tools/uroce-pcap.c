@@ -290,7 +290,7 @@ static void tool_describe(struct tool_line *l, const struct wire_pkt *p, enum wi
 		tool_put(l, " pkey=0x%04x", b->pkey);
 	if (b->tver)
 		tool_put(l, " tver=%u", b->tver);
-	if (r != WIRE_OK && r != WIRE_R_PAD && r != WIRE_R_PAYLOAD_MISSING)
+	if (r != WIRE_OK && !wire_reason_is_transport(r))
 		return; /* extension headers are not decoded yet or not trustworthy */
 	if (p->hdrs & WIRE_HDR_FETH)
 		tool_feth(l, &p->feth);

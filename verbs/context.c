@@ -14,6 +14,7 @@
 #include "urv_base.h"
 #include "urv_dev.h"
 #include "urv_obj.h"
+#include "urv_mem.h"
 
 /* the contexts this process opened, for ibv_import_device */
 static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -79,6 +80,7 @@ struct ibv_context *urv_open_device(struct ibv_device *ibdev)
 	c->dev = d;
 	pthread_mutex_init(&c->ctl_lock, NULL);
 	pthread_mutex_init(&c->async_lock, NULL);
+	pthread_mutex_init(&c->pin_lock, NULL);
 
 	c->vctx.sz = sizeof(c->vctx);
 	c->vctx.context.device = ibdev;
@@ -114,12 +116,14 @@ void urv_ctx_put(struct urv_context *c)
 		if (c->arena[i])
 			munmap(c->arena[i], UROCE_ARENA_CHUNK);
 	free(c->arena);
+	urv_pin_close(c);
 	munmap(c->db, UROCE_DB_PAGE_SIZE);
 	close(c->wake_fd);
 	close(c->vctx.context.async_fd);
 	close(c->sock);
 	pthread_mutex_destroy(&c->ctl_lock);
 	pthread_mutex_destroy(&c->async_lock);
+	pthread_mutex_destroy(&c->pin_lock);
 	pthread_mutex_destroy(&c->vctx.context.mutex);
 	free(c);
 }

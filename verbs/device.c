@@ -214,6 +214,9 @@ static struct urv_device *probe_device(const char *dir, const char *name)
 		if (hr == -EACCES)
 			warn_once(path, "the daemon's access rule refuses uid %u",
 				  (unsigned)geteuid());
+		else if (hr == -ESRCH) /* another container's daemon */
+			warn_once(path, "the daemon cannot see this process (another pid "
+				  "namespace: docs/running.md \"Containers and CI\")");
 		close(sock);
 		/* listed all the same: ibv_open_device then fails with
 		 * EPROTONOSUPPORT instead of the device silently missing */

@@ -584,13 +584,13 @@ URV_EXPORT int ibv_resolve_eth_l2_from_gid(struct ibv_context *c,
 	FWD(ENOSYS, ibv_resolve_eth_l2_from_gid, c, attr, mac, vid);
 }
 
-/* Rings are MAP_SHARED and every fd is close-on-exec; registered pages
- * moved onto a memfd (mr_move.c) are then not inherited, the verbs
- * semantics. The real call prepares real devices' memory. */
+/* Rings are MAP_SHARED and every fd is close-on-exec. Registered pages
+ * are libibverbs' own business here as for any provider: ibv_reg_mr marks
+ * them with its ibv_dontfork_range (mr.c), which acts once this call
+ * (or RDMAV_FORK_SAFE) asked for it. */
 URV_EXPORT int ibv_fork_init(void)
 {
 	__typeof__(&ibv_fork_init) r = REAL_PTR(ibv_fork_init);
 
-	urv_mv_fork_init();
 	return r ? r() : 0;
 }

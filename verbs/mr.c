@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Memory regions and memory windows (protection domains: pd.c). */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +11,33 @@
 #include "urv_obj.h"
 #include "urv_mem.h"
 #include "urv_verbs.h"
+
+/* fork: what rdma-core's ibv_reg_mr / ibv_dereg_mr do for every provider
+ * (libibverbs' own ibv_dontfork_range and ibv_dofork_range: MADV_DONTFORK
+ * while registered once ibv_fork_init or RDMAV_FORK_SAFE asked for it,
+ * unless the kernel copies pinned pages at fork, IBV_FORK_UNNEEDED). Not
+ * for ODP registrations, as there. */
+typedef int (*urv_fork_fn)(void *, size_t);
+static urv_fork_fn urv_fork_fns[2];
+static pthread_once_t urv_fork_once = PTHREAD_ONCE_INIT;
+
+/* both at once, before the first registration: the undo after a failed
+ * one must not need the dynamic loader (which may mmap, and a client
+ * whose memory the daemon is reading through a blocked fault has its
+ * mmap lock held until that fault ends) */
+static void urv_fork_load(void)
+{
+	urv_fork_fns[0] = (urv_fork_fn)urv_real_sym("ibv_dofork_range", "IBVERBS_1.1");
+	urv_fork_fns[1] = (urv_fork_fn)urv_real_sym("ibv_dontfork_range", "IBVERBS_1.1");
+}
+
+static int urv_fork_range(void *addr, size_t len, unsigned access, bool dont)
+{
+	if (access & IBV_ACCESS_ON_DEMAND)
+		return 0;
+	pthread_once(&urv_fork_once, urv_fork_load);
+	return urv_fork_fns[dont] ? urv_fork_fns[dont](addr, len) : 0;
+}
 
 struct ibv_mr *urv_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
 			  uint64_t iova, unsigned access)
@@ -31,9 +59,23 @@ struct ibv_mr *urv_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
 		errno = ENOMEM;
 		return NULL;
 	}
-	ret = urv_ctl(to_uctx(pd->context), UROCE_OP_REG_MR, &req, sizeof(req),
-		      &rep, sizeof(rep), NULL, 0, NULL, 0);
+	if (urv_fork_range(addr, len, access, true)) {
+		free(umr);
+		return NULL;
+	}
+	/* the kernel pins the pages before the daemon hears of them */
+	ret = urv_pin_reg(to_uctx(pd->context), addr, len, req.access, &umr->pin);
+	if (!ret) {
+		req.pin = umr->pin.pin;
+		req.slot = umr->pin.slot;
+		req.why = umr->pin.why;
+		ret = urv_ctl(to_uctx(pd->context), UROCE_OP_REG_MR, &req, sizeof(req),
+			      &rep, sizeof(rep), NULL, 0, NULL, 0);
+		if (ret)
+			urv_pin_unreg(to_uctx(pd->context), &umr->pin);
+	}
 	if (ret) {
+		urv_fork_range(addr, len, access, false);
 		free(umr);
 		errno = -ret;
 		return NULL;
@@ -69,6 +111,7 @@ int urv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd,
 	};
 	struct urv_mr *umr = urv_container_of(mr, struct urv_mr, ibmr);
 	struct uroce_reg_mr_rep rep;
+	struct urv_pin_ref pin = umr->pin;
 	int ret;
 
 	if (flags & ~(IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD |
@@ -81,11 +124,36 @@ int urv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd,
 	/* a new translation is addressed by its virtual address, as
 	 * ibv_rereg_mr(3) has no iova argument */
 	req.iova = (flags & IBV_REREG_MR_CHANGE_TRANSLATION) ? req.addr : umr->iova;
+	/* a new translation: its pages pinned before the daemon uses them,
+	 * the old ones let go after */
+	unsigned acc = (flags & IBV_REREG_MR_CHANGE_ACCESS) ? req.access : umr->access;
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		if (urv_fork_range(addr, len, acc, true))
+			return IBV_REREG_MR_ERR_INPUT;
+		ret = urv_pin_reg(to_uctx(mr->context), addr, len, acc, &pin);
+		if (ret) {
+			urv_fork_range(addr, len, acc, false);
+			errno = -ret;
+			return IBV_REREG_MR_ERR_CMD;
+		}
+		req.pin = pin.pin;
+		req.slot = pin.slot;
+		req.why = pin.why;
+	}
 	ret = urv_ctl(to_uctx(mr->context), UROCE_OP_REREG_MR, &req, sizeof(req),
 		      &rep, sizeof(rep), NULL, 0, NULL, 0);
 	if (ret) {
+		if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+			urv_pin_unreg(to_uctx(mr->context), &pin);
+			urv_fork_range(addr, len, acc, false);
+		}
 		errno = -ret;
 		return IBV_REREG_MR_ERR_CMD;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		urv_pin_unreg(to_uctx(mr->context), &umr->pin);
+		urv_fork_range(mr->addr, mr->length, umr->access, false);
+		umr->pin = pin;
 	}
 	if (flags & IBV_REREG_MR_CHANGE_PD)
 		mr->pd = pd;
@@ -99,7 +167,6 @@ int urv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd,
 	mr->lkey = rep.lkey;
 	mr->rkey = rep.rkey;
 	/* the daemon dropped the mapping of the old registration */
-	urv_mv_release(umr);
 	umr->mapped = false;
 	urv_mr_map(to_uctx(mr->context), umr);
 	return 0;
@@ -110,13 +177,17 @@ int urv_dereg_mr(struct ibv_mr *mr)
 	struct uroce_handle_msg req = { .handle = mr->handle };
 	int ret;
 
+	struct urv_mr *umr = urv_container_of(mr, struct urv_mr, ibmr);
+
 	ret = urv_ctl(to_uctx(mr->context), UROCE_OP_DEREG_MR, &req,
 		      sizeof(req), NULL, 0, NULL, 0, NULL, 0);
 	if (ret && ret != -ENODEV)
 		return -ret;
-	/* the daemon no longer maps it: moved pages go back to private memory */
-	urv_mv_release(urv_container_of(mr, struct urv_mr, ibmr));
-	free(urv_container_of(mr, struct urv_mr, ibmr));
+	/* the daemon no longer reaches the pages: the kernel may let them go
+	 * (nothing of the application's own view changes) */
+	urv_pin_unreg(to_uctx(mr->context), &umr->pin);
+	urv_fork_range(mr->addr, mr->length, umr->access, false);
+	free(umr);
 	return 0;
 }
 

@@ -1,19 +1,21 @@
 /* SPDX-License-Identifier: MIT */
-/* Daemon-mapped memory regions, shim side: after a registration, find
- * the file behind the registered range and hand the daemon a descriptor
- * of it (UROCE_OP_MAP_MR), so that it places and gathers payload with
- * memcpy instead of a system call. A range inside one MAP_SHARED mapping
- * of a tmpfs or hugetlbfs file goes as it is; the whole pages of a range
- * in private anonymous memory are moved onto a memfd first (mr_move.c).
- * Anything else (file-backed private mappings, several mappings, a
- * refusal by the daemon) leaves the MR on the /proc/<pid>/mem path, which
- * the application cannot tell apart except by speed (docs/verbs.md).
+/* Daemon-mapped memory regions, shim side: after a registration whose
+ * range lies in one MAP_SHARED mapping of a tmpfs or hugetlbfs file the
+ * application made (memfd, /dev/shm, hugetlbfs), hand the daemon a
+ * descriptor of that file (UROCE_OP_MAP_MR), so that it places and
+ * gathers payload with memcpy instead of system calls. Sharing is what
+ * such a mapping asked for: the daemon's view of the file is the
+ * application's. Private memory is never made shared (its copy-on-write,
+ * zero-fill and fork rules are the kernel's; mr_pin.c). Anything else, or
+ * a refusal by the daemon, leaves the MR on its pinned route, which the
+ * application cannot tell apart except by speed (docs/verbs.md).
  * UROCE_MAP_MR=0 turns it off. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
@@ -89,55 +91,15 @@ static int urv_file_fd(const struct uroce_vma *v, bool wr)
 	return fd;
 }
 
-/* Private anonymous read-write memory: what mr_move.c may move */
-static bool urv_vma_private_anon(const struct uroce_vma *v)
+/* The piece of [addr, addr + len) the daemon can map: all of it, in one
+ * shared mapping of a file we can find; false: none. */
+static bool urv_mr_piece(const struct uroce_vma *v, bool wr, struct uroce_map_mr_req *q, int *fd)
 {
-	return !strcmp(v->perms, "rw-p") && !v->maj && !v->min && !v->ino &&
-	       (!v->path[0] || !strcmp(v->path, "[heap]") || !strncmp(v->path, "[anon:", 6));
-}
-
-/* [v->start, e) all private anonymous memory, in adjacent mappings (a
- * range moved back earlier is a mapping of its own) */
-static bool urv_anon_upto(int mfd, const struct uroce_vma *v, uintptr_t e)
-{
-	struct uroce_vma w = *v;
-
-	while (urv_vma_private_anon(&w) && w.end < e) {
-		uint64_t next = w.end;
-		if (lseek(mfd, 0, SEEK_SET) || uroce_vma_find(mfd, next, &w) || w.start != next)
-			return false;
-	}
-	return urv_vma_private_anon(&w);
-}
-
-/* The piece of [addr, addr + len) the daemon can map, with the file and
- * its offset; *own: fd is ours to close. false: none. */
-static bool urv_mr_piece(struct urv_mr *umr, int mfd, const struct uroce_vma *v, bool wr,
-			 struct uroce_map_mr_req *q, int *fd, bool *own)
-{
-	uintptr_t addr = q->addr, pg = (uintptr_t)sysconf(_SC_PAGESIZE);
-
-	if (v->perms[3] == 's') {
-		if (q->length > v->end - addr)
-			return false;
-		*fd = urv_file_fd(v, wr);
-		*own = true;
-		q->file_off = v->off + (addr - v->start);
-		/* pages an earlier registration moved: share its reference */
-		if (*fd >= 0)
-			umr->mv = urv_mv_of_file(v->maj, v->min, v->ino);
-		return *fd >= 0;
-	}
-	/* whole pages only; the partial ones at the ends keep the old path */
-	uintptr_t s = (addr + pg - 1) & ~(pg - 1), e = (addr + q->length) & ~(pg - 1);
-	if (s >= e || !urv_anon_upto(mfd, v, e))
+	if (v->perms[3] != 's' || q->length > v->end - q->addr)
 		return false;
-	umr->mv = urv_mv_get(s, e, fd);
-	*own = false;
-	q->addr = s;
-	q->length = e - s;
-	q->file_off = 0;
-	return umr->mv != NULL;
+	*fd = urv_file_fd(v, wr);
+	q->file_off = v->off + (q->addr - v->start);
+	return *fd >= 0;
 }
 
 void urv_mr_map(struct urv_context *c, struct urv_mr *umr)
@@ -147,30 +109,28 @@ void urv_mr_map(struct urv_context *c, struct urv_mr *umr)
 	bool wr = umr->access & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 				 IBV_ACCESS_REMOTE_ATOMIC);
 	struct uroce_map_mr_req req = { .handle = umr->ibmr.handle, .addr = addr, .length = len };
-	int mfd, fd = -1, rc;
-	bool own = false;
+	int mfd, fd = -1;
 
 	/* an ODP MR must see a later munmap + mmap of its range (odp.c) */
 	if (!urv_mr_map_on() || !len || urv_mr_odp(umr))
 		return;
-	urv_mv_setup();
 	mfd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 	if (mfd < 0)
 		return;
-	rc = uroce_vma_find(mfd, addr, &v);
-	if (rc) {
-		close(mfd);
-		return;
-	}
-	urv_mv_lock();
-	if (urv_mr_piece(umr, mfd, &v, wr, &req, &fd, &own))
-		/* a refusal is not an error: the MR stays on the old path */
+	if (!uroce_vma_find(mfd, addr, &v) && urv_mr_piece(&v, wr, &req, &fd)) {
+		/* the daemon never faults a page of the file in on its own
+		 * account (mrmap.c): the pages are ours, now. A pinned
+		 * registration has them already. */
+		if (umr->pin.pin != UROCE_PIN_RING) {
+			uintptr_t s = addr & ~(uintptr_t)4095;
+			(void)madvise((void *)s, addr + len - s,
+				      wr ? MADV_POPULATE_WRITE : MADV_POPULATE_READ);
+		}
+		/* a refusal is not an error: the MR keeps its route */
 		umr->mapped = !urv_ctl(c, UROCE_OP_MAP_MR, &req, sizeof(req), NULL, 0, &fd, 1,
 				       NULL, 0);
-	if (umr->mapped || umr->mv)
-		urv_mv_track(umr);
-	urv_mv_unlock();
+	}
 	close(mfd);
-	if (own && fd >= 0)
+	if (fd >= 0)
 		close(fd);
 }

@@ -45,6 +45,10 @@ struct urv_context {
 	 * mapped once each, by chunk index; under ctl_lock */
 	uint8_t **arena;
 	uint32_t narena;
+	/* the memory channel (mr_pin.c): the io_uring through which this
+	 * connection's registrations are pinned; made at the first one */
+	struct urv_pin *pin;
+	pthread_mutex_t pin_lock;
 };
 
 static inline struct urv_context *to_uctx(struct ibv_context *c)

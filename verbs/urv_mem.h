@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* liburoce: registered memory the daemon maps (mr_map.c), private pages
- * moved onto a memfd while registered (mr_move.c), on-demand paging
- * (odp.c). */
+/* liburoce: registered memory pinned through the connection's io_uring
+ * (mr_pin.c), shared file memory the daemon maps (mr_map.c), on-demand
+ * paging (odp.c). */
 #ifndef URV_MEM_H
 #define URV_MEM_H
 
@@ -10,8 +10,8 @@
 
 #include "urv_obj.h"
 
-/* mr_map.c: hand the daemon the file behind a registration, if it has one
- * (private anonymous pages moved onto one first) */
+/* mr_map.c: hand the daemon the file behind a shared mapping of a
+ * registration, if it has one */
 bool urv_mr_map_on(void);
 void urv_mr_map(struct urv_context *c, struct urv_mr *umr);
 
@@ -21,16 +21,13 @@ bool urv_mr_odp(const struct urv_mr *umr);
 int urv_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
 		  struct ibv_sge *sg, uint32_t num_sge);
 
-/* mr_move.c: private anonymous pages moved onto a memfd while registered;
- * munmap/mremap/fork with such pages and daemon-mapped MRs */
-struct urv_moved;
-void urv_mv_setup(void);
-void urv_mv_fork_init(void);
-void urv_mv_lock(void);
-void urv_mv_unlock(void);
-struct urv_moved *urv_mv_get(uintptr_t s, uintptr_t e, int *fd);
-struct urv_moved *urv_mv_of_file(unsigned maj, unsigned min, uint64_t ino);
-void urv_mv_track(struct urv_mr *umr);
-void urv_mv_release(struct urv_mr *umr);
+/* mr_pin.c: registered pages pinned through the connection's io_uring.
+ * urv_pin_reg: 0 with r filled (pinned, or unpinned and why), or -errno
+ * for ibv_reg_mr (what an HCA refuses too). */
+struct urv_pin;
+int urv_pin_reg(struct urv_context *c, void *addr, size_t len, unsigned access,
+		struct urv_pin_ref *r);
+void urv_pin_unreg(struct urv_context *c, const struct urv_pin_ref *r);
+void urv_pin_close(struct urv_context *c);
 
 #endif /* URV_MEM_H */

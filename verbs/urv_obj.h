@@ -42,13 +42,19 @@ static inline struct urv_pd *to_upd(struct ibv_pd *pd)
 	return urv_container_of(pd, struct urv_pd, ibpd);
 }
 
+/* How the device reaches a registration's pages (mr_pin.c) */
+struct urv_pin_ref {
+	uint32_t pin;           /* enum uroce_pin; 0: ODP, device memory */
+	uint32_t slot, n;       /* UROCE_PIN_RING: the ring's buffers it pinned */
+	int32_t why;            /* UROCE_PIN_NONE: the errno that refused pinning */
+};
+
 struct urv_mr {
 	struct ibv_mr ibmr;
 	uint64_t iova;          /* address the peer uses (ibv_reg_mr_iova2) */
 	unsigned access;        /* as registered (what the daemon maps writable) */
 	bool mapped;            /* the daemon maps (part of) it: mr_map.c */
-	struct urv_moved *mv;   /* its private pages moved onto a memfd: mr_move.c */
-	struct urv_mr *mv_next; /* mr_move.c's list of such MRs */
+	struct urv_pin_ref pin;
 };
 
 struct urv_mw {

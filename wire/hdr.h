@@ -44,6 +44,17 @@
 #define WIRE_BTH_TVER       0     /**< the only defined transport version */
 #define WIRE_PKEY_DEFAULT   0xffff /**< default full-member P_Key */
 #define WIRE_QPN_MASK       0x00ffffffu
+#define WIRE_PKEY_FULL      0x8000 /**< membership bit of a P_Key: full member */
+
+/** Whether a packet's P_Key @p pkt matches the table entry @p mine (IBTA
+ *  10.9, partitioning): the same 15-bit key, not the invalid key 0, and
+ *  at least one of the two a full member (two limited members may not
+ *  talk). */
+static inline bool wire_pkey_match(uint16_t pkt, uint16_t mine)
+{
+	return (pkt & 0x7fff) && (pkt & 0x7fff) == (mine & 0x7fff) &&
+	       ((pkt | mine) & WIRE_PKEY_FULL);
+}
 
 /** @name ECN codepoints (low two bits of IPv4 TOS / IPv6 traffic class) */
 /**@{*/

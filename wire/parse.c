@@ -193,21 +193,31 @@ static void parse_ext_hdrs(const uint8_t *bth, const struct wire_opcode_info *op
 		wire_feth_decode(bth + op->off[WIRE_HI_FETH], &p->feth);
 }
 
-/* Payload and pad; body = payload + pad bytes after the headers. */
-static enum wire_reason parse_payload(const uint8_t *base, size_t body,
-				      const struct wire_opcode_info *op,
-				      struct wire_pkt *p, bool pad_here)
+/* Payload and pad; body = payload + pad bytes after the headers. The
+ * length faults found here (bad-pad, payload-unexpected, payload-missing)
+ * leave the packet whole: every header decoded, payload_len what the pad
+ * count makes of the body (0 when the pad is longer), and the reason in
+ * len_reason. They are the transport's to judge (IBTA 9.7.5: a length
+ * that does not fit the opcode is an invalid request at a responder, a
+ * bad response at a requester), not header errors: the packet names its
+ * QP and carries a good ICRC. */
+static enum wire_reason parse_payload_len(const uint8_t *base, size_t body,
+					  const struct wire_opcode_info *op,
+					  struct wire_pkt *p, bool pad_here)
 {
 	uint8_t pad = p->bth.pad;
 
 	p->payload_off = p->bth_off + op->hdr_len;
 	p->payload = base + p->payload_off;
+	if (pad <= body) {
+		p->payload_len = (uint32_t)(body - pad);
+		if (pad_here)
+			memcpy(p->pad_bytes, p->payload + p->payload_len, pad);
+	}
 	if (!(op->flags & WIRE_OPF_PAYLOAD)) {
 		if (body)
 			return WIRE_R_PAYLOAD_UNEXPECTED;
-		if (pad)
-			return WIRE_R_PAD;
-		return WIRE_OK;
+		return pad ? WIRE_R_PAD : WIRE_OK;
 	}
 	if (pad > body)
 		return WIRE_R_PAD;
@@ -215,7 +225,6 @@ static enum wire_reason parse_payload(const uint8_t *base, size_t body,
 	 * carries exactly one path MTU, a multiple of 4. */
 	if (pad && !(op->flags & WIRE_OPF_LAST))
 		return WIRE_R_PAD;
-	p->payload_len = (uint32_t)(body - pad);
 	/* The pad count is exactly what aligns the payload to 4 bytes (IBA
 	 * 9.2.3; rxe and wire_build() send nothing else). A first/middle packet
 	 * of any length not a multiple of 4, or a last packet whose pad does not
@@ -223,11 +232,19 @@ static enum wire_reason parse_payload(const uint8_t *base, size_t body,
 	 * frame through that no rebuild reproduces. */
 	if (pad != wire_pad(p->payload_len))
 		return WIRE_R_PAD;
-	if (pad_here)
-		memcpy(p->pad_bytes, p->payload + p->payload_len, pad);
 	if ((op->flags & WIRE_OPF_PAYLOAD_REQUIRED) && p->payload_len == 0)
 		return WIRE_R_PAYLOAD_MISSING;
 	return WIRE_OK;
+}
+
+static enum wire_reason parse_payload(const uint8_t *base, size_t body,
+				      const struct wire_opcode_info *op,
+				      struct wire_pkt *p, bool pad_here)
+{
+	enum wire_reason r = parse_payload_len(base, body, op, p, pad_here);
+
+	p->len_reason = (uint8_t)r;
+	return r;
 }
 
 /* The UDP payload of a RoCEv2 datagram: UDP length and checksum, BTH,

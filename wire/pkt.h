@@ -49,6 +49,8 @@ enum wire_reason {
 	/* malformed transport */
 	WIRE_R_BTH_TVER,        /**< BTH transport version != 0 */
 	WIRE_R_OPCODE,          /**< reserved / unsupported opcode (RD, ...) */
+	/* length faults of a whole packet: the transport's to judge
+	 * (wire_reason_is_transport(); the packet is decoded, len_reason) */
 	WIRE_R_PAD,             /**< pad on a FIRST/MIDDLE packet or an opcode without payload,
 	                             payload shorter than the pad, or payload + pad not a
 	                             multiple of 4 */
@@ -67,6 +69,14 @@ const char *wire_reason_desc(enum wire_reason r);
 /** True if the frame was recognised as RoCEv2 (UDP to port 4791 or deeper),
  *  i.e. for WIRE_OK and every reason except NOT_IP / NOT_UDP / NOT_ROCE_PORT. */
 bool wire_reason_is_roce(enum wire_reason r);
+
+/** True for the length faults of an otherwise whole RoCEv2 packet (bad-pad,
+ *  payload-unexpected, payload-missing): every header is decoded and the
+ *  ICRC verified, so the packet belongs to the QP it names, and that QP's
+ *  transport decides what it means (IBTA 9.7.5: NAK invalid request at a
+ *  responder, bad response at a requester, a silent drop on UC/UD). Every
+ *  other reason is a header error: the packet is dropped and counted. */
+bool wire_reason_is_transport(enum wire_reason r);
 
 /** Parse flags (wire_parse_ex()). 0 = full checking. */
 enum wire_parse_flag {
@@ -150,6 +160,8 @@ struct wire_pkt {
 	const uint8_t *payload;  /**< into the frame (parser) / source bytes (builder) */
 	uint32_t payload_len;    /**< without pad */
 	uint8_t  pad_bytes[3];   /**< pad contents as found (zero on send) */
+	uint8_t  len_reason;     /**< parser: WIRE_OK, or the length fault it returned
+	                              (wire_reason_is_transport()); builder: ignored */
 	uint32_t icrc;           /**< ICRC as found / to keep */
 	bool     icrc_ok;        /**< parser: ICRC verified */
 

@@ -51,3 +51,8 @@ bool wire_reason_is_roce(enum wire_reason r)
 	return r != WIRE_R_NOT_IP && r != WIRE_R_NOT_UDP && r != WIRE_R_NOT_ROCE_PORT &&
 	       (unsigned)r < WIRE_R_NUM;
 }
+
+bool wire_reason_is_transport(enum wire_reason r)
+{
+	return r == WIRE_R_PAD || r == WIRE_R_PAYLOAD_UNEXPECTED || r == WIRE_R_PAYLOAD_MISSING;
+}

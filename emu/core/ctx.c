@@ -450,6 +450,7 @@ struct emu_ctx *emu_ctx_new(struct emu_dev *d, pid_t pid, int sock)
 	c->db_memfd = -1;
 	c->mem_fd = -1;
 	c->maps_fd = -1;
+	c->pidfd = -1;
 	c->uid_slot = -1;
 	c->next = d->ctxs;
 	if (d->ctxs)

@@ -68,6 +68,7 @@ enum emu_drop {
 	EMU_DROP_SRC_MISMATCH, /* RC/UC source IP is not the QP's connected peer */
 	EMU_DROP_GSI_MAD,     /* a MAD to QP1 the CM engine dropped (its counters say why) */
 	EMU_DROP_MARTIAN,     /* from the wire with one of our addresses as its source */
+	EMU_DROP_PKEY,        /* BTH P_Key not in the port's table (IBTA 9.6: silently dropped) */
 	EMU_DROP_LINK_DOWN,   /* sent while the port's link was down (daemon/port_nic.c) */
 	EMU_DROP_VLAN,        /* received untagged or on another VLAN than --vlan's */
 	EMU_DROP_NUM
@@ -98,7 +99,9 @@ struct emu_port_counters {
 	uint64_t cqe_inline;  /* receives whose payload went in the CQ ring */
 	uint64_t icrc_skipped; /* frames whose ICRC work the internal ring skipped */
 	uint64_t mr_mapped;   /* payload pieces moved by memcpy through a mapped MR */
-	uint64_t mr_syscall;  /* ... through the client's /proc/<pid>/mem */
+	uint64_t mr_syscall;  /* ... through the client's /proc/<pid>/mem (ODP) */
+	uint64_t mr_pinned;   /* ... through pages the client pinned (pin.c) */
+	uint64_t mr_unpinned; /* ... at the address, process_vm_* (unpinned MRs) */
 	uint64_t tx_zc, tx_zc_bytes; /* frames whose payload went out of a mapped MR
 				      * without a copy, and those payload bytes */
 	uint64_t rx_seg;      /* multi-segment frames placed from their segments */

@@ -117,8 +117,21 @@ struct emu_mr {
 	uint32_t lkey, rkey;
 	uint32_t mw_bound;  /* windows bound to it: dereg = -EBUSY */
 	uint64_t gen;       /* dev->mr_epoch when registered or last reregistered */
-	uint32_t nmaps;     /* its pieces in ctx->maps (mrmap.c) */
 	struct emu_dm *dm;  /* ibv_reg_dm_mr: the device memory it covers */
+	/* How the device reaches its memory (docs/verbs.md, "Registered
+	 * memory"): the pages the client pinned into buffers [slot, slot +
+	 * n) of its memory channel (pin.c), or, where the kernel could not
+	 * pin, the address as the process maps it now (pvm.c; why: the errno
+	 * the shim met). ODP and device memory have neither (0). */
+	uint8_t pin;        /* enum uroce_pin, 0 */
+	uint32_t slot;
+	int32_t why;
+	/* pieces of it the daemon maps (mrmap.c): shared tmpfs / hugetlbfs
+	 * files, device memory; found by MR, never by address alone (two
+	 * registrations of one address may hold different pages) */
+	uint32_t nmaps;
+	struct emu_mrmap *maps;
+	uint64_t moved[3];  /* payload pieces: pinned, unpinned, mapped */
 };
 
 /* Device memory (dm.c): a sealed memfd the daemon maps and the shim maps
@@ -156,9 +169,9 @@ struct emu_mrmap {
 	/* the mapping (what to munmap, and the references on it: frames
 	 * sent zero-copy point into it); NULL for device memory */
 	struct emu_mrmap_hold *hold;
-	struct emu_mr *mr;
 	bool writable;
 };
+#define EMU_MRMAP_PER_MR 3
 
 enum emu_mw_state { EMU_MW_FREE, EMU_MW_VALID };
 
@@ -356,10 +369,13 @@ struct emu_ctx {
 	pid_t pid;
 	uid_t uid;                    /* SO_PEERCRED at connect */
 	bool see_all;                 /* root or the daemon's uid: all QPs in stats */
+	gid_t gid;                    /* SO_PEERCRED at connect */
 	bool privileged;              /* CAP_NET_RAW or --privileged-uid (HELLO):
 				       * controlled Q_Keys, sends to QP0/QP1 */
 	int mem_fd;                   /* the client's /proc/<pid>/mem, -1 = none (tests) */
 	int maps_fd;                  /* its /proc/<pid>/maps (vma.c), -1 = not open */
+	int pidfd;                    /* the process bound at HELLO (mem.c), -1 = none */
+	struct emu_pin *pin;          /* its memory channel (pin.c), NULL = none yet */
 	int sock;                     /* control socket, -1 = none (tests) */
 	int wake_fd;                  /* eventfd the shim kicks */
 	int async_fd;                 /* async pipe write end, -1 = none */
@@ -380,9 +396,9 @@ struct emu_ctx {
 	uint32_t nobj[EMU_OBJ_NTYPES];
 	int32_t uid_slot;             /* dev->uids index, -1 = not accounted (tests) */
 	uint64_t mem;                 /* daemon memory charged (queues), bytes */
-	struct emu_mrmap *maps;       /* mapped MR pieces, sorted by addr (mrmap.c) */
-	uint32_t nmaps, capmaps;
+	uint32_t nmaps;               /* mapped MR pieces (mrmap.c) */
 	uint64_t mr_mapped, mr_syscall; /* payload pieces by path (mem.c) */
+	uint64_t mr_pinned, mr_unpinned;
 	struct emu_arena *arena;      /* QP rings (arena.c), NULL until the first */
 };
 

@@ -1,25 +1,35 @@
 /* SPDX-License-Identifier: MIT */
-/* Application memory access. Payload moves between a client process and
- * daemon buffers through the /proc/<pid>/mem descriptor the client opened
- * on itself and handed over with HELLO (emu_mem_attach): it is bound to
- * that process's address space, not to a pid, so it cannot be redirected
- * by a fork, an exec or pid reuse (docs/security.md). A context without
- * one whose pid is our own (in-process tests) is served by memcpy. */
+/* Application memory access: the route of each remote range is its
+ * registration's (docs/verbs.md, "Registered memory"): pieces the daemon
+ * maps are copied with memcpy (mrmap.c), pinned registrations move through
+ * the client's io_uring (pin.c), registrations the kernel could not pin
+ * through process_vm_readv/writev with the client's credentials (below),
+ * ODP registrations and bare addresses through the /proc/<pid>/mem
+ * descriptor the client opened on itself and handed over with HELLO
+ * (emu_mem_attach): it is bound to that process's address space, not to a
+ * pid, so it cannot be redirected by a fork, an exec or pid reuse
+ * (docs/security.md). A context without one whose pid is our own
+ * (in-process tests) is served by memcpy. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "emu_log.h"
 #include "emu_obj.h"
 #include "emu_dev.h"
 #include "emu_mem.h"
 #include "emu_burst.h"
+#include "emu_log.h"
 
 #define EMU_IOV_BATCH 64
 
@@ -37,7 +47,7 @@ static bool emu_mem_all_mapped(const struct emu_ctx *c, const struct emu_rvec *r
 	if (!c->nmaps)
 		return false;
 	for (unsigned i = 0; i < nr; i++)
-		if (!emu_mrmap_find(c, r[i].addr, r[i].len, true))
+		if (!r[i].mr || !emu_mrmap_at(r[i].mr, r[i].addr, r[i].len, true))
 			return false;
 	return true;
 }
@@ -203,13 +213,81 @@ static int emu_mem_fd_xfer(struct emu_ctx *c, const struct iovec *l, unsigned nl
 	return 0;
 }
 
+/* The peer's pid in its own (innermost) pid namespace: the last NSpid
+ * field of /proc/<pid>/status. 0 or -errno. */
+static int emu_proc_nspid(pid_t pid, long *own)
+{
+	char path[48], line[256];
+	FILE *f;
+	int rc = -ENOENT;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "NSpid:", 6)) {
+			char *t = strrchr(line, '\t'), *end;
+			errno = 0;
+			*own = t ? strtol(t + 1, &end, 10) : 0;
+			rc = t && !errno && *own > 0 && (*end == '\n' || !*end) ? 0 : -EINVAL;
+			break;
+		}
+	fclose(f);
+	return rc;
+}
+
+/* fd on a procfs instance other than ours: a client in another container
+ * (each mounts its own /proc; another instance has other device and inode
+ * numbers even in a shared pid namespace). The kernel's name for the
+ * descriptor, ".../<n>/<name>", gives the pid directory in the client's
+ * procfs: n must be the peer's pid in its own pid namespace, which we can
+ * read only when the peer is visible to us (the daemon in the clients' pid
+ * namespace or an ancestor of it: docs/running.md "Containers and CI").
+ * The client opened the file itself, with its own rights, so a name that
+ * matched by chance would give us nothing it could not reach already. A
+ * dead process's entry reads "... (deleted)" and does not match. -ESRCH
+ * when the peer is not visible to us, else 0 or -EACCES. */
+static int emu_proc_fd_foreign(const struct emu_ctx *c, int fd, const char *name)
+{
+	char link[48], path[256];
+	size_t nl = strlen(name);
+	long n, own = 0;
+	char *end;
+
+	if (c->pid <= 0) {
+		EMU_LOG_RL(NOTICE, "a client in a pid namespace the daemon cannot see (another "
+			   "container): run it in the daemon's pid namespace (--pid "
+			   "container:NAME) or the daemon in the host's (--pid host)\n");
+		return -ESRCH;
+	}
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	ssize_t len = readlink(link, path, sizeof(path) - 1);
+	if (len <= 0 || (size_t)len < nl + 3 || (size_t)len >= sizeof(path) - 1)
+		return -EACCES;
+	path[len] = 0;
+	if (strcmp(path + len - nl, name) || path[len - nl - 1] != '/')
+		return -EACCES;
+	path[len - nl - 1] = 0;
+	char *dir = strrchr(path, '/');
+	if (!dir || dir[1] < '1' || dir[1] > '9')
+		return -EACCES;
+	errno = 0;
+	n = strtol(dir + 1, &end, 10);
+	if (errno || *end || emu_proc_nspid(c->pid, &own) || own != n)
+		return -EACCES;
+	return 0;
+}
+
 /* fd must be /proc/<pid>/<name> of the peer itself, opened for reading
- * (and writing, if rw): the same procfs and inode as the one that pid
+ * (and writing, if rw): on our procfs, the same inode as the one that pid
  * names now (a proc inode lives while the descriptor pins it and is never
- * reused for a new process with the same pid). 0 or -EACCES. */
+ * reused for a new process with the same pid); on another (a client in
+ * another container), see emu_proc_fd_foreign. 0, -EACCES, or -ESRCH: a
+ * client in a pid namespace we cannot see. */
 static int emu_proc_fd_check(const struct emu_ctx *c, int fd, const char *name, bool rw)
 {
-	struct stat fs, ps;
+	struct stat fs, ps, ours;
 	struct statfs sf;
 	char path[48];
 	int fl = fcntl(fd, F_GETFL);
@@ -219,19 +297,57 @@ static int emu_proc_fd_check(const struct emu_ctx *c, int fd, const char *name, 
 	if (fstatfs(fd, &sf) || sf.f_type != PROC_SUPER_MAGIC || fstat(fd, &fs) ||
 	    !S_ISREG(fs.st_mode))
 		return -EACCES;
+	if (stat("/proc/self", &ours) == 0 && ours.st_dev != fs.st_dev)
+		return emu_proc_fd_foreign(c, fd, name);
 	snprintf(path, sizeof(path), "/proc/%d/%s", (int)c->pid, name);
 	if (c->pid <= 0 || stat(path, &ps) || ps.st_dev != fs.st_dev || ps.st_ino != fs.st_ino)
 		return -EACCES;
 	return 0;
 }
 
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77 /* Linux 6.5; Debian 12's headers predate it */
+#endif
+
+/* The process at the other end of the control socket, as a pidfd (pin.c
+ * takes the client's ring through it). The kernel's own answer first
+ * (SO_PEERPIDFD): it names the process that connected whatever pid
+ * namespace it is in, also one the daemon cannot see (SO_PEERCRED's pid
+ * is 0 then), and no pid can be reused under it. Older kernels: the pid,
+ * opened before the caller compares its mem inode with the descriptor's
+ * (a pid is not reused while its process lives, so a match proves the
+ * pidfd is the client's). -1: none; such a client's registrations are
+ * not pinned (docs/verbs.md, "Registered memory"). */
+int emu_ctx_pidfd(const struct emu_ctx *c)
+{
+	int pidfd = -1;
+	socklen_t l = sizeof(pidfd);
+
+	if (c->sock >= 0 && !getsockopt(c->sock, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &l) &&
+	    l == sizeof(pidfd) && pidfd >= 0)
+		return pidfd;
+	return c->pid > 0 ? (int)syscall(SYS_pidfd_open, c->pid, 0) : -1;
+}
+
 int emu_mem_attach(struct emu_ctx *c, int fd, int maps_fd)
 {
 	if (fd < 0)
 		return -EINVAL;
-	if (emu_proc_fd_check(c, fd, "mem", true) ||
-	    (maps_fd >= 0 && emu_proc_fd_check(c, maps_fd, "maps", false)))
-		return -EACCES;
+	/* the pidfd before the checks: on a kernel without SO_PEERPIDFD it is
+	 * opened by pid, and the mem inode's match below proves it names the
+	 * client (emu_ctx_pidfd) */
+	int pidfd = emu_ctx_pidfd(c);
+	int rc = emu_proc_fd_check(c, fd, "mem", true);
+	if (!rc && maps_fd >= 0)
+		rc = emu_proc_fd_check(c, maps_fd, "maps", false);
+	if (rc) {
+		if (pidfd >= 0)
+			close(pidfd);
+		return rc;
+	}
+	if (c->pidfd >= 0)
+		close(c->pidfd);
+	c->pidfd = pidfd;
 	if (c->mem_fd >= 0)
 		close(c->mem_fd);
 	c->mem_fd = fd;
@@ -291,56 +407,229 @@ static int emu_mem_sys_xfer(struct emu_ctx *c, const struct iovec *l, unsigned n
 	return emu_mem_fd_xfer(c, l, nl, r, nr, write);
 }
 
-/* Some remote ranges lie in mapped MR pieces (mrmap.c): memcpy those, the
- * rest through the descriptor, range by range in order. */
-static int emu_mem_map_xfer(struct emu_ctx *c, const struct iovec *l, unsigned nl,
+/* ---------------- registrations the kernel could not pin ---------------- */
+
+/* process_vm_readv/writev honour the process's protections (no
+ * FOLL_FORCE) and charge a page they fault in to the process's memory
+ * cgroup, but name the process by pid. A daemon with the privilege to
+ * reach any process (root) therefore runs each call with the client's
+ * ids, as the thread's own credentials (raw system calls: the C library
+ * would change every thread's): the kernel's ptrace rule then lets it
+ * reach what a process of that user could, never the image of a setuid
+ * program the client executed, nor another user's process that reused
+ * the pid. A daemon without that privilege reaches what its own user can. */
+static int emu_pvm_creds(const struct emu_ctx *c, bool as_client)
+{
+	static int root = -1;
+
+	if (root < 0)
+		root = geteuid() == 0;
+	if (!root || c->uid == 0)
+		return 0;
+	if (as_client) {
+		if (syscall(SYS_setresgid, c->gid, c->gid, (gid_t)-1) ||
+		    syscall(SYS_setresuid, c->uid, c->uid, (uid_t)-1)) {
+			(void)syscall(SYS_setresgid, 0, 0, (gid_t)-1);
+			return -EPERM;
+		}
+		return 0;
+	}
+	/* the saved uid stayed 0: this cannot fail */
+	if (syscall(SYS_setresuid, 0, 0, (uid_t)-1) || syscall(SYS_setresgid, 0, 0, (gid_t)-1))
+		EMU_LOG(ERR, "could not take back the daemon's credentials\n");
+	return 0;
+}
+
+static int emu_pvm_xfer(struct emu_ctx *c, const struct iovec *l, unsigned nl,
+			const struct emu_rvec *r, unsigned nr, bool write)
+{
+	struct iovec rv[EMU_WB_MAX];
+	size_t want = 0;
+
+	if (nr > EMU_WB_MAX || c->pid <= 0)
+		return -EFAULT;
+	for (unsigned i = 0; i < nr; i++) {
+		rv[i] = (struct iovec){ (void *)(uintptr_t)r[i].addr, (size_t)r[i].len };
+		want += r[i].len;
+	}
+	/* the process bound at HELLO, not a later image under its pid */
+	if (!emu_mem_alive(c) || emu_pvm_creds(c, true))
+		return -EFAULT;
+	ssize_t x;
+	do {
+		struct emu_mem_guard *g = c->dev->guard;
+		uint64_t t = emu_guard_enter(g, c);
+		x = write ? process_vm_writev(c->pid, l, nl, rv, nr, 0)
+			  : process_vm_readv(c->pid, l, nl, rv, nr, 0);
+		int e = errno;
+		emu_guard_leave(g, t);
+		errno = e;
+	} while (x < 0 && errno == EINTR);
+	emu_pvm_creds(c, false);
+	return x == (ssize_t)want ? 0 : -EFAULT;
+}
+
+/* ---------------- routes ---------------- */
+
+enum emu_route { EMU_RT_SYS, EMU_RT_MAP, EMU_RT_PIN, EMU_RT_PVM };
+
+static enum emu_route emu_mem_route(const struct emu_ctx *c, const struct emu_rvec *r,
+				    bool write)
+{
+	const struct emu_mr *mr = r->mr;
+
+	if (!mr || (mr->access & IBV_ACCESS_ON_DEMAND))
+		return EMU_RT_SYS;
+	if (mr->nmaps && emu_mrmap_at(mr, r->addr, r->len, write))
+		return EMU_RT_MAP;
+	if (mr->pin == UROCE_PIN_RING && c->pin)
+		return EMU_RT_PIN;
+	if (mr->pin == UROCE_PIN_NONE)
+		return EMU_RT_PVM;
+	return EMU_RT_SYS; /* in-process tests register no route */
+}
+
+/* The next len bytes of l from (*li, *lo) as iovecs in out (at most max):
+ * 0, or -EINVAL (lengths were checked equal, so only too many pieces) */
+static int emu_iov_slice(const struct iovec *l, unsigned nl, unsigned *li, size_t *lo,
+			 uint64_t len, struct iovec *out, unsigned max, unsigned *nout)
+{
+	unsigned n = 0;
+
+	while (len) {
+		if (*li >= nl || n == max)
+			return -EINVAL;
+		size_t k = l[*li].iov_len - *lo;
+		if (k > len)
+			k = (size_t)len;
+		if (k)
+			out[n++] = (struct iovec){ (uint8_t *)l[*li].iov_base + *lo, k };
+		*lo += k;
+		len -= k;
+		if (*lo == l[*li].iov_len) {
+			(*li)++;
+			*lo = 0;
+		}
+	}
+	*nout = n;
+	return 0;
+}
+
+/* Pinned ranges: pieces cut at local iovecs, at the client's buffers (one
+ * per GiB of the registration) and at EMU_PIN_PIECE. */
+static int emu_mem_pin_xfer(struct emu_ctx *c, const struct iovec *l, unsigned nl,
 			    const struct emu_rvec *r, unsigned nr, bool write)
 {
-	uint8_t *mp[EMU_WB_MAX];
-	unsigned i, nm = 0, li = 0;
+	struct emu_pin_io io[EMU_IOV_BATCH];
+	unsigned n = 0, li = 0;
 	size_t lo = 0;
 
-	for (i = 0; i < nr; i++)
-		nm += (mp[i] = emu_mrmap_find(c, r[i].addr, r[i].len, write)) != NULL;
-	if (!nm)
-		return emu_mem_sys_xfer(c, l, nl, r, nr, write);
-	c->mr_mapped += nm;
-	c->dev->cnt.mr_mapped += nm;
-	for (i = 0; i < nr; i++) {
-		for (uint64_t done = 0; done < r[i].len;) {
+	for (unsigned i = 0; i < nr; i++) {
+		const struct emu_mr *mr = r[i].mr;
+		uint64_t addr = r[i].addr, left = r[i].len;
+
+		while (left) {
+			uint64_t off = addr - mr->addr;
+			uint64_t k = ((off >> UROCE_PIN_BUF_SHIFT) + 1) << UROCE_PIN_BUF_SHIFT;
+
+			k -= off; /* to the end of this buffer */
+			if (k > left)
+				k = left;
+			if (k > EMU_PIN_PIECE)
+				k = EMU_PIN_PIECE;
 			if (li >= nl)
 				return -EINVAL; /* lengths were checked equal */
-			size_t n = l[li].iov_len - lo;
-			if (n > r[i].len - done)
-				n = (size_t)(r[i].len - done);
-			uint8_t *lp = (uint8_t *)l[li].iov_base + lo;
-			int rc;
-			if (mp[i]) {
-				rc = write ? emu_mrmap_copy(mp[i] + done, lp, n)
-					   : emu_mrmap_copy(lp, mp[i] + done, n);
-			} else {
-				struct iovec v = { lp, n };
-				struct emu_rvec rv = { r[i].addr + done, n };
-				rc = emu_mem_sys_xfer(c, &v, 1, &rv, 1, write);
-			}
-			if (rc)
-				return rc;
-			done += n;
-			lo += n;
+			if (k > l[li].iov_len - lo)
+				k = l[li].iov_len - lo;
+			io[n++] = (struct emu_pin_io){ (uint8_t *)l[li].iov_base + lo, addr,
+						       (uint32_t)k,
+						       mr->slot + (uint32_t)(off >> UROCE_PIN_BUF_SHIFT) };
+			addr += k;
+			left -= k;
+			lo += k;
 			if (lo == l[li].iov_len) {
 				li++;
 				lo = 0;
 			}
+			if (n == EMU_IOV_BATCH) {
+				int rc = emu_pin_xfer(c, io, n, write);
+				if (rc)
+					return rc;
+				n = 0;
+			}
 		}
 	}
+	return n ? emu_pin_xfer(c, io, n, write) : 0;
+}
+
+/* A range of a mapped piece: memcpy. A page the daemon will not fault in
+ * (a hole the client punched, a file it shrank: mrmap.c) fails the copy;
+ * the access then takes the registration's own route: the page it
+ * pinned, or (unpinned) the address as the process maps it now, where a
+ * fault brings the page in on the client's account. */
+static int emu_mem_map_xfer(struct emu_ctx *c, const struct iovec *l, unsigned nl,
+			    const struct emu_rvec *r, bool write)
+{
+	uint8_t *mp = emu_mrmap_at(r->mr, r->addr, r->len, write);
+	uint64_t done = 0;
+
+	for (unsigned i = 0; i < nl; i++) {
+		int rc = write ? emu_mrmap_copy(mp + done, l[i].iov_base, l[i].iov_len)
+			       : emu_mrmap_copy(l[i].iov_base, mp + done, l[i].iov_len);
+		if (rc) {
+			if (r->mr->pin == UROCE_PIN_RING && c->pin)
+				return emu_mem_pin_xfer(c, l, nl, r, 1, write);
+			if (r->mr->pin == UROCE_PIN_NONE)
+				return emu_pvm_xfer(c, l, nl, r, 1, write);
+			return rc;
+		}
+		done += l[i].iov_len;
+	}
 	return 0;
+}
+
+static void emu_mem_count(struct emu_ctx *c, const struct emu_rvec *r, unsigned nr,
+			  enum emu_route rt)
+{
+	static const unsigned idx[] = { [EMU_RT_PIN] = 0, [EMU_RT_PVM] = 1, [EMU_RT_MAP] = 2 };
+	uint64_t *cc[] = { [EMU_RT_SYS] = &c->mr_syscall, [EMU_RT_MAP] = &c->mr_mapped,
+			   [EMU_RT_PIN] = &c->mr_pinned, [EMU_RT_PVM] = &c->mr_unpinned };
+	uint64_t *dc[] = { [EMU_RT_SYS] = &c->dev->cnt.mr_syscall,
+			   [EMU_RT_MAP] = &c->dev->cnt.mr_mapped,
+			   [EMU_RT_PIN] = &c->dev->cnt.mr_pinned,
+			   [EMU_RT_PVM] = &c->dev->cnt.mr_unpinned };
+
+	if (rt == EMU_RT_SYS)
+		return; /* counted by its path, emu_mem_sys_xfer */
+	*cc[rt] += nr;
+	*dc[rt] += nr;
+	for (unsigned i = 0; i < nr; i++)
+		r[i].mr->moved[idx[rt]]++;
+}
+
+static int emu_mem_route_xfer(struct emu_ctx *c, const struct iovec *l, unsigned nl,
+			      const struct emu_rvec *r, unsigned nr, bool write,
+			      enum emu_route rt)
+{
+	emu_mem_count(c, r, nr, rt);
+	switch (rt) {
+	case EMU_RT_MAP:
+		return emu_mem_map_xfer(c, l, nl, r, write);
+	case EMU_RT_PIN:
+		return emu_mem_pin_xfer(c, l, nl, r, nr, write);
+	case EMU_RT_PVM:
+		return emu_pvm_xfer(c, l, nl, r, nr, write);
+	default:
+		return emu_mem_sys_xfer(c, l, nl, r, nr, write);
+	}
 }
 
 static int emu_mem_xfer(struct emu_ctx *c, const struct iovec *l, unsigned nl,
 			const struct emu_rvec *r, unsigned nr, bool write)
 {
 	size_t want = 0, lsum = 0;
-	unsigned i;
+	unsigned i, li = 0;
+	size_t lo = 0;
 
 	for (i = 0; i < nl; i++)
 		lsum += l[i].iov_len;
@@ -361,9 +650,25 @@ static int emu_mem_xfer(struct emu_ctx *c, const struct iovec *l, unsigned nl,
 	struct emu_burst *b = c->dev->burst;
 	if (b && b->wb.nl && b->wb.ctx == c)
 		emu_mem_flush(c->dev);
-	if (c->nmaps && nr <= EMU_WB_MAX)
-		return emu_mem_map_xfer(c, l, nl, r, nr, write);
-	return emu_mem_sys_xfer(c, l, nl, r, nr, write);
+	/* runs of ranges that take the same route, each in one go (a mapped
+	 * piece one range at a time: it is a memcpy) */
+	for (i = 0; i < nr;) {
+		enum emu_route rt = emu_mem_route(c, &r[i], write);
+		unsigned j = i + 1;
+		uint64_t len = r[i].len;
+
+		while (rt != EMU_RT_MAP && j < nr && emu_mem_route(c, &r[j], write) == rt)
+			len += r[j++].len;
+		struct iovec sub[EMU_WB_MAX * 2];
+		unsigned ns;
+		int rc = emu_iov_slice(l, nl, &li, &lo, len, sub, EMU_WB_MAX * 2, &ns);
+		if (!rc)
+			rc = emu_mem_route_xfer(c, sub, ns, &r[i], j - i, write, rt);
+		if (rc)
+			return rc;
+		i = j;
+	}
+	return 0;
 }
 
 int emu_mem_readv(struct emu_ctx *c, const struct iovec *local, unsigned nlocal,
@@ -378,10 +683,26 @@ int emu_mem_writev(struct emu_ctx *c, const struct iovec *local, unsigned nlocal
 	return emu_mem_xfer(c, local, nlocal, remote, nremote, true);
 }
 
+int emu_mr_read(struct emu_mr *mr, void *dst, uint64_t addr, size_t len)
+{
+	struct iovec l = { dst, len };
+	struct emu_rvec r = { addr, len, mr };
+
+	return emu_mem_xfer(mr->ctx, &l, 1, &r, 1, false);
+}
+
+int emu_mr_write(struct emu_mr *mr, uint64_t addr, const void *src, size_t len)
+{
+	struct iovec l = { (void *)(uintptr_t)src, len };
+	struct emu_rvec r = { addr, len, mr };
+
+	return emu_mem_xfer(mr->ctx, &l, 1, &r, 1, true);
+}
+
 int emu_mem_read(struct emu_ctx *c, void *dst, uint64_t addr, size_t len)
 {
 	struct iovec l = { dst, len };
-	struct emu_rvec r = { addr, len };
+	struct emu_rvec r = { addr, len, NULL };
 
 	return emu_mem_xfer(c, &l, 1, &r, 1, false);
 }
@@ -389,7 +710,7 @@ int emu_mem_read(struct emu_ctx *c, void *dst, uint64_t addr, size_t len)
 int emu_mem_write(struct emu_ctx *c, uint64_t addr, const void *src, size_t len)
 {
 	struct iovec l = { (void *)(uintptr_t)src, len };
-	struct emu_rvec r = { addr, len };
+	struct emu_rvec r = { addr, len, NULL };
 
 	return emu_mem_xfer(c, &l, 1, &r, 1, true);
 }

@@ -26,8 +26,44 @@
 #define EMU_MR_WRITABLE (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
 			 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND)
 
+/* How a registration that is not ODP reaches its memory (docs/verbs.md,
+ * "Registered memory"): pinned buffers of the context's memory channel,
+ * or unpinned (the address, where the kernel refused to pin for the
+ * client). In-process tests (no /proc descriptor, our own pid) may give
+ * none: their memory is ours. */
+struct emu_mr_route { uint32_t pin, slot; int32_t why; };
+
+static int emu_mr_route_ok(struct emu_ctx *c, uint64_t addr, uint64_t len, unsigned access,
+			   const struct emu_mr_route *rt)
+{
+	switch (rt->pin) {
+	case UROCE_PIN_RING:
+		/* the client pinned the pages itself, FOLL_WRITE, so they are
+		 * mapped and writable; a client that names buffers it did not
+		 * fill only reaches its own pages */
+		return emu_pin_slots_ok(c, rt->slot, len) ? 0 : -EINVAL;
+	case UROCE_PIN_NONE:
+		break;
+	case 0:
+		if (c->mem_fd < 0 && c->pid == getpid())
+			break;
+		return -EINVAL;
+	default:
+		return -EINVAL;
+	}
+	/* what pinning would have refused (ib_umem_get): unmapped ends,
+	 * pages the process cannot read, or write for an MR the device may
+	 * write (ib_access_writable: FOLL_WRITE); asked through the
+	 * descriptors bound at HELLO, one answer for every refusal */
+	uint8_t b;
+	if (emu_mem_read(c, &b, addr, 1) || emu_mem_read(c, &b, addr + len - 1, 1) ||
+	    emu_vma_allowed(c, addr, len, access & EMU_MR_WRITABLE))
+		return -EFAULT;
+	return 0;
+}
+
 static int emu_mr_args(struct emu_ctx *c, uint64_t addr, uint64_t len, uint64_t iova,
-		       unsigned access)
+		       unsigned access, const struct emu_mr_route *rt)
 {
 	if (access & ~(unsigned)EMU_MR_ACCESS_OK)
 		return -EINVAL;
@@ -44,17 +80,16 @@ static int emu_mr_args(struct emu_ctx *c, uint64_t addr, uint64_t len, uint64_t 
 	/* ODP: pages need not be there until they are used */
 	if (access & IBV_ACCESS_ON_DEMAND)
 		return 0;
-	/* the kernel pins the pages and fails on unmapped memory; probe the
-	 * two ends so a bad range fails here, not on the wire */
-	uint8_t b;
-	if (emu_mem_read(c, &b, addr, 1) || emu_mem_read(c, &b, addr + len - 1, 1))
-		return -EFAULT;
-	/* pinning fails on pages the process cannot read, or cannot write
-	 * for an MR the device may write (ib_access_writable: FOLL_WRITE);
-	 * our /proc/<pid>/mem would reach them (vma.c) */
-	if (emu_vma_allowed(c, addr, len, access & EMU_MR_WRITABLE))
-		return -EFAULT;
-	return 0;
+	return emu_mr_route_ok(c, addr, len, access, rt);
+}
+
+static void emu_mr_set_route(struct emu_mr *mr, const struct emu_mr_route *rt)
+{
+	bool odp = mr->access & IBV_ACCESS_ON_DEMAND;
+
+	mr->pin = odp ? 0 : (uint8_t)rt->pin;
+	mr->slot = odp ? 0 : rt->slot;
+	mr->why = odp || rt->pin != UROCE_PIN_NONE ? 0 : rt->why;
 }
 
 static int emu_mr_rep(const struct emu_mr *mr, struct uroce_reg_mr_rep *r)
@@ -107,10 +142,12 @@ int emu_mr_reg(struct emu_ctx *c, const struct uroce_reg_mr_req *q, struct uroce
 
 	if (!pd)
 		return -EINVAL;
-	if ((rc = emu_mr_args(c, q->addr, q->length, q->iova, q->access)))
+	struct emu_mr_route rt = { q->pin, q->slot, q->why };
+	if ((rc = emu_mr_args(c, q->addr, q->length, q->iova, q->access, &rt)))
 		return rc;
 	if ((rc = emu_mr_new(c, pd, q->addr, q->length, q->iova, q->access, &mr)))
 		return rc;
+	emu_mr_set_route(mr, &rt);
 	return emu_mr_rep(mr, r);
 }
 
@@ -144,7 +181,12 @@ int emu_mr_rereg(struct emu_ctx *c, const struct uroce_rereg_mr_req *q, struct u
 	}
 	if (q->flags & IBV_REREG_MR_CHANGE_ACCESS)
 		access = q->access;
-	if ((rc = emu_mr_args(c, addr, len, iova, access)))
+	/* the same pages, unless the translation changes: the shim pinned
+	 * the new range and names it */
+	struct emu_mr_route rt = { mr->pin, mr->slot, mr->why };
+	if (q->flags & IBV_REREG_MR_CHANGE_TRANSLATION)
+		rt = (struct emu_mr_route){ q->pin, q->slot, q->why };
+	if ((rc = emu_mr_args(c, addr, len, iova, access, &rt)))
 		return rc;
 	if (pd) {
 		mr->pd->refcnt--;
@@ -156,6 +198,7 @@ int emu_mr_rereg(struct emu_ctx *c, const struct uroce_rereg_mr_req *q, struct u
 	mr->length = len;
 	mr->iova = iova;
 	mr->access = access;
+	emu_mr_set_route(mr, &rt);
 	mr->gen = ++c->dev->mr_epoch; /* messages in flight through it fail */
 	return emu_mr_rep(mr, r);
 }
@@ -176,6 +219,51 @@ int emu_mr_dereg(struct emu_ctx *c, uint32_t handle)
 	emu_ctx_drop(c, handle);
 	free(mr);
 	return 0;
+}
+
+static void emu_mr_info(const struct emu_mr *mr, struct uroce_mr_info *i)
+{
+	memset(i, 0, sizeof(*i));
+	i->pid = (uint32_t)mr->ctx->pid;
+	i->handle = mr->handle;
+	i->addr = mr->addr;
+	i->length = mr->length;
+	i->access = mr->access;
+	i->lkey = mr->lkey;
+	i->pin = mr->pin;
+	i->why = mr->why;
+	i->mapped = mr->nmaps;
+	i->flags = (mr->access & IBV_ACCESS_ON_DEMAND ? UROCE_MRI_ODP : 0) |
+		   (mr->dm ? UROCE_MRI_DM : 0);
+	i->pinned = mr->moved[0];
+	i->unpinned = mr->moved[1];
+	i->by_map = mr->moved[2];
+}
+
+void emu_mr_info_fill(struct emu_dev *d, const struct emu_ctx *viewer,
+		      const struct uroce_query_mrs_req *q, struct uroce_query_mrs_rep *r)
+{
+	bool started = !q->start_pid;
+
+	memset(r, 0, sizeof(*r));
+	for (struct emu_ctx *c = d->ctxs; c; c = c->next) {
+		if (c->dead || (!viewer->see_all && c->uid != viewer->uid))
+			continue;
+		if (!started && (uint32_t)c->pid != q->start_pid)
+			continue;
+		uint32_t h0 = started ? 0 : q->start_handle;
+		started = true;
+		for (uint32_t h = h0; h < c->nh; h++) {
+			if (c->h[h].type != EMU_OBJ_MR)
+				continue;
+			if (r->n == UROCE_MRS_PER_MSG) {
+				r->next_pid = (uint32_t)c->pid;
+				r->next_handle = h;
+				return;
+			}
+			emu_mr_info(c->h[h].obj, &r->mrs[r->n++]);
+		}
+	}
 }
 
 /* what mlx5 lets a DM MR have (its MLX5_DM_ALLOWED_ACCESS, without the

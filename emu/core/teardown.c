@@ -13,6 +13,7 @@
 #include "emu_obj.h"
 #include "emu_dev.h"
 #include "emu_cq.h"
+#include "emu_mem.h"
 #include "emu_int.h"
 
 void emu_ctx_destroy(struct emu_ctx *c)
@@ -60,11 +61,14 @@ void emu_ctx_destroy(struct emu_ctx *c)
 		close(c->async_fd);
 	if (c->sock >= 0)
 		close(c->sock);
+	emu_pin_detach(c); /* the pinned pages go when the client's ring does */
+	if (c->pidfd >= 0)
+		close(c->pidfd);
 	if (c->mem_fd >= 0)
 		close(c->mem_fd);
 	if (c->maps_fd >= 0)
 		close(c->maps_fd);
-	c->mem_fd = c->maps_fd = -1;
+	c->mem_fd = c->maps_fd = c->pidfd = -1;
 	c->db = NULL;
 	c->db_memfd = c->wake_fd = c->async_fd = c->sock = -1;
 	if (c->uid_slot >= 0) {

@@ -18,6 +18,8 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <uroce/procmaps.h>
+
 #include "emu_obj.h"
 #include "emu_mem.h"
 
@@ -31,6 +33,8 @@ struct emu_procmap_query {
 #define EMU_PROCMAP_QUERY _IOWR('f', 17, struct emu_procmap_query)
 #define EMU_PROCMAP_VMA_READABLE 0x01
 #define EMU_PROCMAP_VMA_WRITABLE 0x02
+#define EMU_PROCMAP_VMA_EXECUTABLE 0x04
+#define EMU_PROCMAP_VMA_SHARED 0x08
 
 int emu_vma_attach(struct emu_ctx *c)
 {
@@ -145,6 +149,48 @@ int emu_vma_allowed(struct emu_ctx *c, uint64_t addr, uint64_t len, bool write)
 			return emu_vma_scan(c->maps_fd, cur, end - cur, write);
 		return -EFAULT; /* ENOENT: a hole, or mapped without it; ESRCH: gone */
 	}
+	return 0;
+}
+
+bool emu_mem_alive(const struct emu_ctx *c)
+{
+	uint8_t b;
+
+	if (c->mem_fd < 0)
+		return true;
+	/* address 0 is not mapped (mmap_min_addr): a live address space
+	 * answers EIO, a dead one (exit, exec) nothing */
+	return pread(c->mem_fd, &b, 1, 0) != 0;
+}
+
+int emu_vma_get(struct emu_ctx *c, uint64_t addr, struct uroce_vma *v)
+{
+	struct emu_procmap_query q = { .size = sizeof(q), .query_addr = addr };
+
+	/* the descriptor bound at HELLO only: opened by pid now, it could be
+	 * another program's (an exec since) */
+	if (c->maps_fd < 0)
+		return -EACCES;
+	memset(v, 0, sizeof(*v));
+	if (ioctl(c->maps_fd, EMU_PROCMAP_QUERY, &q) == 0) {
+		if (q.vma_start > addr || q.vma_end <= addr)
+			return -EACCES;
+		v->start = q.vma_start;
+		v->end = q.vma_end;
+		v->off = q.vma_offset;
+		v->ino = q.inode;
+		v->maj = q.dev_major;
+		v->min = q.dev_minor;
+		v->perms[0] = q.vma_flags & EMU_PROCMAP_VMA_READABLE ? 'r' : '-';
+		v->perms[1] = q.vma_flags & EMU_PROCMAP_VMA_WRITABLE ? 'w' : '-';
+		v->perms[2] = q.vma_flags & EMU_PROCMAP_VMA_EXECUTABLE ? 'x' : '-';
+		v->perms[3] = q.vma_flags & EMU_PROCMAP_VMA_SHARED ? 's' : 'p';
+		return 0;
+	}
+	if (errno != ENOTTY && errno != EINVAL)
+		return -EACCES; /* ENOENT: not mapped; ESRCH: that address space is gone */
+	if (lseek(c->maps_fd, 0, SEEK_SET) || uroce_vma_find(c->maps_fd, addr, v))
+		return -EACCES;
 	return 0;
 }
 

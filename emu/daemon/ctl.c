@@ -287,6 +287,7 @@ static void emu_accept(struct emu_daemon *dm)
 		cl->ctx = c;
 		c->priv = cl;
 		c->uid = cr.uid;
+		c->gid = cr.gid;
 		c->see_all = cr.uid == 0 || cr.uid == geteuid();
 		cl->ep_sock.kind = EMU_EP_SOCK;
 		cl->ep_sock.p = cl;

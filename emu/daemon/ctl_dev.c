@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Control requests about the device as a whole: its port (ibv_query_port),
- * counters (uroce-stat), DCQCN state, the description uroce-ctl shows and
- * the transport state of its QPs, and a uid's limits and usage. */
+ * counters (uroce-stat) and drops by reason, DCQCN state, the description
+ * uroce-ctl shows, the transport state of its QPs, and a uid's limits and
+ * usage. */
 #include <errno.h>
 #include <string.h>
 #include "cm/ibcm.h"
@@ -30,6 +31,19 @@ static int emu_op_query_stats(struct emu_op *k)
 {
 	emu_stats_fill(&k->dm->dev, k->c, k->q->st.first_qpn, &k->rep->stats);
 	k->rlen = sizeof(k->rep->stats);
+	return 0;
+}
+
+/* drops by reason: the port's link (port_drops.c), then the transport's */
+static int emu_op_query_drops(struct emu_op *k)
+{
+	struct emu_named link[EMU_LINK_DROPS_MAX];
+	unsigned n = 0;
+
+	if (!k->q->drops.first_qpn)
+		n = emu_port_link_drops(k->dm, link, EMU_LINK_DROPS_MAX);
+	emu_drops_fill(&k->dm->dev, k->c, link, n, &k->q->drops, &k->rep->drops);
+	k->rlen = sizeof(k->rep->drops);
 	return 0;
 }
 
@@ -76,6 +90,8 @@ static const struct emu_op_def emu_ctl_dev_defs[] = {
 	  .run = emu_op_query_port },
 	{ .op = UROCE_OP_QUERY_STATS, .len = sizeof(struct uroce_query_stats_req),
 	  .run = emu_op_query_stats },
+	{ .op = UROCE_OP_QUERY_DROPS, .len = sizeof(struct uroce_query_drops_req),
+	  .run = emu_op_query_drops },
 	{ .op = UROCE_OP_QUERY_CC, .len = sizeof(struct uroce_query_stats_req),
 	  .run = emu_op_query_cc },
 	{ .op = UROCE_OP_DEV_INFO, .len = 0, .run = emu_op_dev_info },

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Control requests on memory regions (core/mr.c, mrmap.c, odp.c): register,
- * reregister, deregister, map a shared-memory MR into the daemon, advise,
+ * reregister, deregister, map a shared-memory MR into the daemon, the
+ * memory channel (core/pin.c), list them (uroce-ctl mrs), advise,
  * import (ibv_import_pd / _mr / _dm), an MR over device memory. */
 #include <errno.h>
 #include <string.h>
@@ -25,17 +26,26 @@ static int emu_op_dereg_mr(struct emu_op *k)
 }
 
 /* the file stays mapped through its own reference; the descriptor is
- * closed with the request's */
+ * closed with the request's. Every refusal -EACCES (core/mrmap.c). */
 static int emu_op_map_mr(struct emu_op *k)
 {
 	if (k->nfds != 1)
-		return -EINVAL;
+		return -EACCES;
 	return emu_mr_map(k->c, &k->q->map, k->fds[0]);
 }
 
-static int emu_op_unmap_mr(struct emu_op *k)
+/* the client's io_uring, taken from its process (core/pin.c) */
+static int emu_op_mem_channel(struct emu_op *k)
 {
-	return emu_mr_unmap_handle(k->c, k->q->hm.handle);
+	return emu_pin_attach(k->c, &k->q->chan);
+}
+
+/* uroce-ctl mrs: the registrations this client may see */
+static int emu_op_query_mrs(struct emu_op *k)
+{
+	emu_mr_info_fill(&k->dm->dev, k->c, &k->q->mrs, &k->rep->mrs);
+	k->rlen = sizeof(k->rep->mrs);
+	return 0;
 }
 
 static int emu_op_import(struct emu_op *k)
@@ -70,7 +80,10 @@ static const struct emu_op_def emu_ctl_mr_defs[] = {
 	{ .op = UROCE_OP_DEREG_MR, .len = sizeof(struct uroce_handle_msg), .run = emu_op_dereg_mr },
 	{ .op = UROCE_OP_MAP_MR, .len = sizeof(struct uroce_map_mr_req),
 	  .fds = 1, .run = emu_op_map_mr },
-	{ .op = UROCE_OP_UNMAP_MR, .len = sizeof(struct uroce_handle_msg), .run = emu_op_unmap_mr },
+	{ .op = UROCE_OP_MEM_CHANNEL, .len = sizeof(struct uroce_mem_chan_req),
+	  .run = emu_op_mem_channel },
+	{ .op = UROCE_OP_QUERY_MRS, .len = sizeof(struct uroce_query_mrs_req),
+	  .run = emu_op_query_mrs },
 	{ .op = UROCE_OP_IMPORT, .len = sizeof(struct uroce_import_req), .run = emu_op_import },
 	{ .op = UROCE_OP_REG_DM_MR, .len = sizeof(struct uroce_reg_dm_mr_req),
 	  .run = emu_op_reg_dm_mr },

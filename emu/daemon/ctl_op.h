@@ -27,6 +27,8 @@ union emu_req {
 	struct uroce_reg_mr_req mr;
 	struct uroce_rereg_mr_req rereg;
 	struct uroce_map_mr_req map;
+	struct uroce_mem_chan_req chan;
+	struct uroce_query_mrs_req mrs;
 	struct uroce_alloc_mw_req mw;
 	struct uroce_import_req imp;
 	struct uroce_alloc_dm_req dm;
@@ -42,6 +44,7 @@ union emu_req {
 	struct uroce_create_ah_req ah;
 	struct uroce_mcast_req mc;
 	struct uroce_query_stats_req st;
+	struct uroce_query_drops_req drops;
 	struct uroce_query_limits_req lim;
 	struct uroce_query_qps_req qps;
 	struct uroce_fault_set_req fault;
@@ -70,12 +73,14 @@ union emu_rep {
 	struct uroce_create_qp_arena_rep qpa;
 	struct uroce_query_qp_rep qq;
 	struct uroce_query_stats_rep stats;
+	struct uroce_query_drops_rep drops;
 	struct uroce_cm_stats_rep cm_stats;
 	struct uroce_query_limits_rep limits;
 	struct uroce_query_cc_rep cc;
 	struct uroce_ucma_open_rep ucma_open;
 	struct uroce_dev_info dev_info;
 	struct uroce_query_qps_rep qps;
+	struct uroce_query_mrs_rep mrs;
 	struct uroce_fault_info fault;
 	struct uroce_capture_rep capture;
 	struct uroce_open_xrcd_rep xrcd;

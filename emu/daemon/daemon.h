@@ -12,12 +12,13 @@
 #include "xport.h"
 
 #define EMU_MAX_DEVS 8
-#define EMU_NB_MBUF 8191 /* mbufs per device */
+#define EMU_NB_MBUF 8191 /* mbufs per pool of a device, by default (--mbufs) */
+#define EMU_MIN_MBUF 16   /* fewer: not even one RX burst (tests use 16..64) */
 /* Ring ports' small mbufs (port_dpdk.c): data room past the headroom, and
  * how many: two per zero-copy frame and one per small frame; when they run
- * out, payloads are copied and small frames take full mbufs */
+ * out, payloads are copied and small frames take full mbufs; as many as
+ * the other pools (--mbufs) */
 #define EMU_SM_ROOM 256u
-#define EMU_NB_SM_MBUF EMU_NB_MBUF
 
 /* Options of one device (global ones are copied into every device's). */
 struct emu_opts {
@@ -40,6 +41,7 @@ struct emu_opts {
 	bool fault_set;
 	struct emu_fault_cfg fault;
 	uint32_t spin_us;         /* empty-loop time before sleeping */
+	uint32_t nb_mbuf;         /* mbufs per pool (--mbufs) */
 	struct emu_access acc;    /* who may connect (access.c) */
 	uint32_t mem_stall_ms;    /* an access to application memory blocked this
 				   * long: quarantine its client (0 = never) */
@@ -156,7 +158,13 @@ struct emu_daemon {
 		struct emu_ep ep;
 		int fds[EMU_WAKE_MAX]; /* the port's RX sockets in epfd */
 		unsigned nfds;     /* 0: RX polled while asleep */
+		int domain;        /* theirs: AF_PACKET or AF_XDP */
 	} wake;
+	struct {                  /* port_drops.c */
+		/* PACKET_STATISTICS clears the kernel's counts at every read:
+		 * what was read so far */
+		uint64_t pkt_drops;
+	} link;
 };
 
 extern struct emu_daemon *emu_ds[EMU_MAX_DEVS];
@@ -200,6 +208,14 @@ void emu_shared_detach(struct emu_daemon *dm);
 /* port_wake.c: after epfd exists, put an af_packet port's RX sockets into
  * it: how many (0: the engine polls RX while it sleeps) */
 int emu_port_wake_arm(struct emu_daemon *dm);
+
+/* port_drops.c: what the port lost where the daemon cannot see it (the
+ * PMD's and the kernel socket's misses, the interface's drops), as named
+ * values for UROCE_OP_QUERY_DROPS: how many were written (at most max) */
+#define EMU_LINK_DROPS_MAX 16
+unsigned emu_port_link_drops(struct emu_daemon *dm, struct emu_named *v, unsigned max);
+/* the same into the log (SIGUSR1), the non-zero ones */
+void emu_port_link_drops_log(struct emu_daemon *dm);
 
 /* port_dpdk.c */
 /* EAL started with its runtime directory in run_dir/dpdk (our checked

@@ -308,6 +308,7 @@ int emu_engine_run(struct emu_daemon *dm)
 		if (dm->dump) {
 			dm->dump = 0;
 			emu_stats_dump(d);
+			emu_port_link_drops_log(dm);
 		}
 		if (work) {
 			idle_since = now;

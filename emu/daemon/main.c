@@ -17,6 +17,7 @@
 
 #include "daemon.h"
 #include "sysfs.h"
+#include "eal_check.h"
 #include "pcapw.h"
 
 struct emu_daemon *emu_ds[EMU_MAX_DEVS];
@@ -70,6 +71,8 @@ static void emu_usage(FILE *f)
 		"                    send to QP0/QP1, as with CAP_NET_RAW (repeatable)\n"
 		"  --busy-poll       never sleep (benchmarks); default: adaptive (spin, yield, sleep)\n"
 		"  --spin-us N       idle spin before sleeping (default 50)\n"
+		"  --mbufs N         mbufs in each of a device's pools (default 8191; what a\n"
+		"                    port may hold in flight; memory-constrained hosts, tests)\n"
 		"  --no-zc           copy every payload into its frame (default: large pieces of\n"
 		"                    mapped MRs leave without a copy on ring ports)\n"
 		"  --eal \"ARGS\"      extra EAL arguments\n"
@@ -315,7 +318,7 @@ static void emu_opts_default(struct emu_opts *o, unsigned idx)
 enum { O_DEV = 256, O_PORT, O_IP, O_MAC, O_MTU, O_RUNDIR, O_BUSY, O_EAL, O_PCAP,
        O_FAULT, O_SPIN, O_LOG, O_CPU, O_HELP, O_STALL,
        O_SOCK_GROUP, O_SOCK_MODE, O_ALLOW_UID, O_ALLOW_GID, O_LIMIT, O_UID_LIMIT, O_SHARED,
-       O_DCQCN, O_NO_ZC, O_PRIV_UID, O_VLAN };
+       O_DCQCN, O_NO_ZC, O_MBUFS, O_PRIV_UID, O_VLAN };
 
 static const struct option emu_long_opts[] = {
 	{ "dev", required_argument, NULL, O_DEV },
@@ -328,6 +331,7 @@ static const struct option emu_long_opts[] = {
 	{ "busy-poll", no_argument, NULL, O_BUSY },
 	{ "no-zc", no_argument, NULL, O_NO_ZC },
 	{ "spin-us", required_argument, NULL, O_SPIN },
+	{ "mbufs", required_argument, NULL, O_MBUFS },
 	{ "eal", required_argument, NULL, O_EAL },
 	{ "pcap", required_argument, NULL, O_PCAP },
 	{ "fault", required_argument, NULL, O_FAULT },
@@ -394,6 +398,15 @@ static int emu_opt_global(struct emu_opts *g, int c, const char *v)
 		}
 		return 0;
 	case O_SPIN: return emu_opt_ulong("spin-us", v, 1000000, &g->spin_us);
+	case O_MBUFS:
+		if (emu_opt_ulong("mbufs", v, 1u << 20, &g->nb_mbuf))
+			return -1;
+		if (g->nb_mbuf < EMU_MIN_MBUF) {
+			fprintf(stderr, "uroced: --mbufs %u: at least %u\n", g->nb_mbuf,
+				EMU_MIN_MBUF);
+			return -1;
+		}
+		return 0;
 	case O_STALL: return emu_opt_ulong("mem-stall-ms", v, 3600000, &g->mem_stall_ms);
 	case O_RUNDIR:
 		if (!*v || strlen(v) >= 100) {
@@ -458,6 +471,7 @@ static int emu_opts_complete(struct emu_opts *o, const struct emu_opts *g)
 	o->busy_poll = g->busy_poll;
 	o->no_zc = g->no_zc;
 	o->spin_us = g->spin_us;
+	o->nb_mbuf = g->nb_mbuf;
 	o->mem_stall_ms = g->mem_stall_ms;
 	o->fault_set = g->fault_set;
 	o->fault = g->fault;
@@ -535,6 +549,7 @@ static int emu_opts_parse(struct emu_opts *os, unsigned *ndev, int argc, char **
 
 	emu_opts_default(&g, 0);
 	g.spin_us = 50;
+	g.nb_mbuf = EMU_NB_MBUF;
 	/* not 100: a thread of the client holding its mmap lock while preempted
 	 * on a loaded machine (or a huge-page compaction) legitimately blocks
 	 * a read for hundreds of ms; a real stall (FUSE, a hung device) blocks
@@ -926,6 +941,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "uroced: EAL arguments too long\n");
 		return 2;
 	}
+	/* a missing driver plugin named as the package to install, not as
+	 * EAL's parse error */
+	for (unsigned i = 0; i < ndev; i++)
+		if (emu_eal_check(os[i].dev, os[i].vdev, os[0].eal))
+			return 1;
 	for (unsigned i = 0; i < ndev; i++) {
 		/* large (the device and its tables): not on any stack */
 		struct emu_daemon *dm = calloc(1, sizeof(*dm));

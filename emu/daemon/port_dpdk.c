@@ -515,6 +515,15 @@ static int emu_port_setup(struct emu_daemon *dm, struct emu_port *p, bool real)
 	return 0;
 }
 
+/* The per-thread cache of a pool: 256, less for a small pool (--mbufs),
+ * whose objects a cache would hide (DPDK wants it below n / 1.5). */
+static unsigned emu_pool_cache(const struct emu_daemon *dm)
+{
+	unsigned c = dm->o.nb_mbuf / 4;
+
+	return c < 256 ? c : 256;
+}
+
 int emu_port_init(struct emu_daemon *dm)
 {
 	struct emu_port *p = rte_zmalloc("uroce_port", sizeof(*p), 0);
@@ -535,13 +544,13 @@ int emu_port_init(struct emu_daemon *dm)
 	 * received are the frames sent, so one pool. */
 	bool ring = dm->o.vdev[0] == 0 || !strncmp(dm->o.vdev, "link:", 5);
 	snprintf(name, sizeof(name), "uroce_mb%u", dm->index);
-	p->mp = rte_pktmbuf_pool_create(name, EMU_NB_MBUF, 256, 0,
+	p->mp = rte_pktmbuf_pool_create(name, dm->o.nb_mbuf, emu_pool_cache(dm), 0,
 					(uint16_t)(ring ? dm->o.mbuf_room : dm->o.tx_mbuf_room),
 					(int)rte_socket_id());
 	p->rx_mp = p->mp;
 	if (p->mp && !ring) {
 		snprintf(name, sizeof(name), "uroce_rx%u", dm->index);
-		p->rx_mp = rte_pktmbuf_pool_create(name, EMU_NB_MBUF, 256, 0,
+		p->rx_mp = rte_pktmbuf_pool_create(name, dm->o.nb_mbuf, emu_pool_cache(dm), 0,
 						   (uint16_t)dm->o.mbuf_room, (int)rte_socket_id());
 	}
 	if (!p->mp || !p->rx_mp) {
@@ -555,7 +564,7 @@ int emu_port_init(struct emu_daemon *dm)
 	 * the mapping registered for DMA */
 	if (ring && !dm->o.no_zc) {
 		snprintf(name, sizeof(name), "uroce_sm%u", dm->index);
-		p->sm_mp = rte_pktmbuf_pool_create(name, EMU_NB_SM_MBUF, 256, 0,
+		p->sm_mp = rte_pktmbuf_pool_create(name, dm->o.nb_mbuf, emu_pool_cache(dm), 0,
 						   (uint16_t)(RTE_PKTMBUF_HEADROOM + EMU_SM_ROOM),
 						   (int)rte_socket_id());
 		if (!p->sm_mp)

@@ -25,9 +25,19 @@
 /* af_xdp's UMEM is the mbuf pool: the kernel puts a frame after the pool's
  * object header, the mbuf, its headroom and XDP_PACKET_HEADROOM */
 #define EMU_XDP_HEADROOM 256u
-#define EMU_AFP_RING_BYTES (4u << 20) /* af_packet ring memory per direction */
-#define EMU_AFP_MIN_FRAMES 512u
+/* af_packet ring memory per direction: 4096 frames at MTU 2000-4000
+ * (16 MiB). The RX ring is what absorbs a burst while the engine is off
+ * its core (a loaded host deschedules it for milliseconds); at 1024
+ * frames (the earlier 4 MiB) a peer at 1.7 GB/s filled it in under 2 ms
+ * and the frames were lost there (issue 22). */
+#define EMU_AFP_RING_BYTES (16u << 20)
+#define EMU_AFP_MIN_FRAMES 2048u
 #define EMU_NB_DESC 1024u
+/* af_xdp: DPDK 22.11 puts 2048 UMEM frames in the fill ring at start and
+ * gives back one per frame received, so 2048 frames can wait for the
+ * engine; an RX ring of 1024 descriptors dropped the second half of such
+ * a burst (link.xdp-rx-ring-full). Its RX ring holds all of them. */
+#define EMU_XDP_NB_DESC 2048u
 
 enum emu_port_kind { EMU_PK_RING, EMU_PK_AF_PACKET, EMU_PK_AF_XDP, EMU_PK_OTHER };
 
@@ -158,6 +168,7 @@ static int emu_param_af_xdp(struct emu_opts *o, unsigned page)
 		return -1;
 	}
 	o->mbuf_room = RTE_PKTMBUF_HEADROOM + EMU_XDP_HEADROOM + o->mtu + EMU_L2_OVERHEAD;
+	o->nb_desc = EMU_XDP_NB_DESC;
 	snprintf(o->port_info, sizeof(o->port_info), "af_xdp umem chunk %u B",
 		 emu_xdp_obj_size(o->mtu));
 	return 0;
@@ -201,7 +212,7 @@ int emu_port_param(struct emu_opts *o)
 		obj += rte_mempool_calc_obj_size(sizeof(struct rte_mbuf) + o->tx_mbuf_room, 0, NULL);
 	else
 		sm = rte_mempool_calc_obj_size(sizeof(struct rte_mbuf) + RTE_PKTMBUF_HEADROOM +
-					       EMU_SM_ROOM, 0, NULL) * EMU_NB_SM_MBUF;
-	o->pool_mb = (uint32_t)((obj * EMU_NB_MBUF + sm + (1u << 20) - 1) >> 20) + 128;
+					       EMU_SM_ROOM, 0, NULL) * o->nb_mbuf;
+	o->pool_mb = (uint32_t)((obj * o->nb_mbuf + sm + (1u << 20) - 1) >> 20) + 128;
 	return 0;
 }

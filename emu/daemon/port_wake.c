@@ -105,6 +105,7 @@ int emu_port_wake_arm(struct emu_daemon *dm)
 	} else {
 		return 0; /* ring, PCI, pcap...: the periodic poll */
 	}
+	dm->wake.domain = want;
 	n = emu_fds_open(fds, EMU_WAKE_SCAN);
 	dm->wake.ep = (struct emu_ep){ .kind = EMU_EP_PORT, .p = dm };
 	for (unsigned i = 0; i < n && dm->wake.nfds < EMU_WAKE_MAX; i++) {

@@ -36,7 +36,7 @@ static void comp_rearm(struct emu_qp *qp)
 	if (comp_outstanding(qp))
 		xp_retrans_start(qp, true);
 	else
-		qp->x->retrans_at = 0;
+		qp->x->retrans_at = qp->x->probe_at = 0;
 }
 
 /* Bounded go-back-N, and an ACK made progress. After an RNR wait it
@@ -73,12 +73,74 @@ static void comp_gbn_progress(struct emu_qp *qp)
  * round trip) (xport_int.h, xp_cwnd). */
 static void comp_cwnd_grow(struct emu_xport_qp *x, int32_t n)
 {
-	uint32_t w = xp_cwnd(x), th = x->ssthresh ? x->ssthresh : XP_GBN_WIN_MAX;
+	uint32_t w = xp_cwnd(x), th = x->ssthresh ? x->ssthresh : XP_CWND_MAX;
 
 	if (n <= 0 || n > (int32_t)XP_GBN_WIN_MAX)
 		return;
 	w += w < th ? (uint32_t)n : 1;
-	x->cwnd = (uint16_t)(w < XP_GBN_WIN_MAX ? w : XP_GBN_WIN_MAX);
+	x->cwnd = (uint16_t)(w < XP_CWND_MAX ? w : XP_CWND_MAX);
+}
+
+/* The window from the round trips (TCP Vegas): packets queued anywhere
+ * between the requester and the responder's engine (its TX backlog, the
+ * wire, the receiver's RX ring) are the window times the part of the
+ * round trip the shortest one did not need. Above XP_QUEUE_MAX of them
+ * the window shrinks by half the excess and leaves slow start: a queue
+ * buys no bandwidth, only a larger go-back-N after each loss and a fuller
+ * RX ring at the receiver (docs/transport.md, "Send window"). */
+#define XP_QUEUE_MAX 64u
+static void comp_cwnd_delay(struct emu_xport_qp *x, uint32_t rtt)
+{
+	uint32_t w = xp_cwnd(x);
+
+	if (!x->min_rtt_ns || rtt < x->min_rtt_ns)
+		x->min_rtt_ns = rtt;
+	if (!rtt)
+		return;
+	uint64_t q = (uint64_t)w * (rtt - x->min_rtt_ns) / rtt;
+	if (q <= XP_QUEUE_MAX)
+		return;
+	uint64_t nw = w - (q - XP_QUEUE_MAX) / 2;
+	x->cwnd = (uint16_t)(nw < XP_CWND_MIN ? XP_CWND_MIN : nw);
+	x->ssthresh = x->cwnd;
+}
+
+void xp_rtt_end(struct emu_xport_qp *x)
+{
+	uint64_t now = emu_now_ns(), m = now - x->rtt_at;
+	uint32_t r = m > UINT32_MAX / 2 ? UINT32_MAX / 2 : (uint32_t)m;
+
+	x->rtt_at = 0;
+	comp_cwnd_delay(x, r);
+	if (!x->srtt_ns) {
+		x->srtt_ns = r;
+		x->rttvar_ns = r / 2;
+		return;
+	}
+	uint32_t d = r > x->srtt_ns ? r - x->srtt_ns : x->srtt_ns - r;
+	x->rttvar_ns = x->rttvar_ns - x->rttvar_ns / 4 + d / 4;
+	x->srtt_ns = x->srtt_ns - x->srtt_ns / 8 + r / 8;
+}
+
+/* A loss the responder told us of (a sequence NAK, a READ response past a
+ * gap): the window goes to 0.7 of itself (CUBIC's factor, RFC 9438), once
+ * per window of packets (TCP's fast recovery, RFC 6582: no second cut
+ * until everything sent before this one is acknowledged), so several QPs
+ * into one receiver settle where its ring holds their windows. Halving
+ * as Reno does cost a third of the goodput at 1 % random loss in
+ * xport_link_loss (0.23 against 0.28 of (1 - loss) x loss-free) for no
+ * fewer ring drops in xport_link_no_ring_loss; the round-trip signal
+ * (comp_cwnd_delay) keeps the queue short without loss. */
+static void comp_cwnd_loss(struct emu_xport_qp *x)
+{
+	uint32_t cut = xp_cwnd(x) * 7 / 10;
+
+	if (x->in_recovery && wire_psn_before(x->acked_psn, x->recover_psn))
+		return;
+	x->in_recovery = 1;
+	x->recover_psn = x->sq_psn_hw;
+	x->ssthresh = (uint16_t)(cut < XP_CWND_MIN ? XP_CWND_MIN : cut);
+	x->cwnd = x->ssthresh;
 }
 
 /* A retransmit timeout: half of what was out is the new threshold, the
@@ -88,13 +150,18 @@ static void comp_cwnd_cut(struct emu_xport_qp *x)
 	uint32_t out = (uint32_t)wire_psn_diff(x->sq_psn_hw, x->acked_psn) / 2;
 
 	x->ssthresh = (uint16_t)(out < XP_CWND_MIN ? XP_CWND_MIN :
-				 out > XP_GBN_WIN_MAX ? XP_GBN_WIN_MAX : out);
+				 out > XP_CWND_MAX ? XP_CWND_MAX : out);
 	x->cwnd = XP_CWND_MIN;
+	x->in_recovery = 1;
+	x->recover_psn = x->sq_psn_hw;
 }
 
 static void comp_progress_made(struct emu_qp *qp)
 {
 	comp_gbn_progress(qp);
+	if (qp->x->in_recovery && !wire_psn_before(qp->x->acked_psn, qp->x->recover_psn))
+		qp->x->in_recovery = 0;
+	qp->x->probe_shift = 0;
 	qp->x->rewound = XP_REWOUND_NO;
 	qp->x->retry_left = qp->attr.retry_cnt;
 	qp->x->rnr_left = qp->attr.rnr_retry;
@@ -206,6 +273,7 @@ static void comp_fail_head(struct emu_qp *qp, uint8_t status)
 	sw->state = EMU_SWQE_DONE;
 	sw->status = status;
 	qp->x->retrans_at = 0;
+	qp->x->probe_at = 0;
 	qp->x->rnr_at = 0;
 	comp_wqe(qp);
 }
@@ -246,19 +314,46 @@ static uint8_t comp_nak_status(uint8_t code)
 	}
 }
 
-/* Go back to psn (a lost response or NAK) unless we already did. */
-static void comp_rewind(struct emu_qp *qp, uint32_t psn)
+/* Go back to psn (a lost response or NAK) unless we already did. An
+ * explicit NAK (nak) for the PSN already gone back to, after it was
+ * resent, is the responder's next round (resp_err_seq): the resent packet
+ * was lost too, and it goes again. */
+static void comp_rewind(struct emu_qp *qp, uint32_t psn, bool nak)
 {
 	/* Every duplicate ACK of a go-back-N burst would rewind again and
 	 * multiply the burst: one rewind per PSN until something progresses. */
-	if (qp->x->rewound == XP_REWOUND_NAK && qp->x->rewind_psn == psn)
+	if (qp->x->rewound == XP_REWOUND_NAK && qp->x->rewind_psn == psn &&
+	    !(nak && qp->x->rewind_resent))
 		return;
 	if (wire_psn_before(psn, qp->x->sq_psn)) {
 		qp->x->rewound = XP_REWOUND_NAK;
 		qp->x->rewind_psn = psn;
+		qp->x->rewind_resent = 0;
 		xp_sq_rewind(qp, psn);
 		qp->x->req_stalled = 1;
+		comp_cwnd_loss(qp->x);
 	}
+}
+
+/* The opcode the k-th response of a READ of sw->npkts packets must carry:
+ * FIRST..MIDDLE..LAST, or ONLY. A READ whose request went more than once
+ * (rd_resent: re-issued from the middle, or again after an RNR NAK or a
+ * timeout) may be answered from where it was asked as a new message
+ * (FIRST/ONLY: uroce's responder) or as the rest of the one the responder
+ * had begun (MIDDLE/LAST: rxe's read_reply, which after an RNR NAK of a
+ * READ even starts its first response as a MIDDLE), so both are taken
+ * there; only the position of the end (LAST/ONLY) and every length stay
+ * exact. */
+static bool comp_read_pos_ok(const struct emu_xport_swqe *sw, uint32_t k, uint8_t op)
+{
+	bool first = op == WIRE_OP_RC_READ_RESP_FIRST || op == WIRE_OP_RC_READ_RESP_ONLY;
+
+	if (k + 1 == sw->npkts)
+		return op == WIRE_OP_RC_READ_RESP_LAST ? k > 0 || sw->rd_resent :
+		       op == WIRE_OP_RC_READ_RESP_ONLY && (!k || sw->rd_resent);
+	if (op != WIRE_OP_RC_READ_RESP_FIRST && op != WIRE_OP_RC_READ_RESP_MIDDLE)
+		return false;
+	return sw->rd_resent || first == !k;
 }
 
 static void comp_read_resp(struct emu_qp *qp, struct emu_xport_swqe *sw,
@@ -275,18 +370,16 @@ static void comp_read_resp(struct emu_qp *qp, struct emu_xport_swqe *sw,
 
 	if (psn != sw->resp_psn) {
 		if (wire_psn_after(psn, sw->resp_psn))
-			comp_rewind(qp, sw->resp_psn); /* a response was lost */
+			comp_rewind(qp, sw->resp_psn, false); /* a response was lost */
 		return;
 	}
-	/* A READ re-issued from the middle is answered FIRST..LAST again, so
-	 * the position is checked against the whole message loosely: only the
-	 * final packet may be LAST/ONLY, and lengths must match exactly. */
-	if (k + 1 == sw->npkts)
-		ok = op == WIRE_OP_RC_READ_RESP_LAST || op == WIRE_OP_RC_READ_RESP_ONLY;
-	else
-		ok = op == WIRE_OP_RC_READ_RESP_FIRST || op == WIRE_OP_RC_READ_RESP_MIDDLE;
+	ok = comp_read_pos_ok(sw, k, op);
 	if (!ok || pkt->payload_len != want) {
-		xp_drop(qp, EMU_XDROP_READ_RESP);
+		/* not the response this READ is waiting for: a bad response
+		 * (IBTA 9.7.5.2; mlx5 CQE syndrome "bad response"), not a loss
+		 * to wait out with retries */
+		xp_drop(qp, EMU_XDROP_BAD_RESP);
+		comp_fail_head(qp, IBV_WC_BAD_RESP_ERR);
 		return;
 	}
 	if (xp_sge_write_deferred(qp, emu_wqe_sges(w), w->num_sge, off, pkt->payload, want,
@@ -336,9 +429,30 @@ struct comp_ctx {
 	enum wire_aeth_type type;
 	struct emu_xport_swqe *sw;  /* head WQE */
 	bool progress;              /* forward progress: renew retries, rearm */
+	uint8_t status;             /* the head fails with it (comp_error); 0: by NAK code */
+	uint8_t bad;                /* a malformed response: its status (0 none) */
+	uint8_t bad_why;            /* ... and the drop reason it counts */
 };
 
 typedef enum emu_comp_state (*comp_state_fn)(struct comp_ctx *c);
+
+/* What a response that cannot be taken as it is does to the head WQE
+ * once it is known not to be stale (comp_check_psn): its length does not
+ * fit its opcode (the parser's len_reason) or its AETH type is reserved:
+ * a bad response (IBTA 9.7.5.2; mlx5: IBV_WC_BAD_RESP_ERR); a NAK with a
+ * reserved code: a remote operational error, as rxe's check_ack says for
+ * an "unexpected nak". Bit 7 of the syndrome is reserved and ignored. */
+static enum emu_comp_state comp_judge(struct comp_ctx *c, const struct wire_pkt *pkt)
+{
+	if (pkt->len_reason != WIRE_OK) {
+		c->bad = IBV_WC_BAD_RESP_ERR;
+		c->bad_why = EMU_XDROP_BAD_RESP;
+	} else if ((pkt->hdrs & WIRE_HDR_AETH) && !wire_aeth_syndrome_valid(c->syn)) {
+		c->bad = c->type == WIRE_AETH_NAK ? IBV_WC_REM_OP_ERR : IBV_WC_BAD_RESP_ERR;
+		c->bad_why = EMU_XDROP_ACK_SYNDROME;
+	}
+	return EMU_COMP_GET_WQE;
+}
 
 static enum emu_comp_state comp_get_ack(struct comp_ctx *c)
 {
@@ -350,12 +464,10 @@ static enum emu_comp_state comp_get_ack(struct comp_ctx *c)
 	if (!xp_rc_like(qp) ||
 	    (qp->attr.qp_state != IBV_QPS_RTS && qp->attr.qp_state != IBV_QPS_SQD))
 		why = EMU_XDROP_QP_STATE;
-	else if (!wire_psn_before(c->psn, qp->x->sq_psn_max))
-		why = EMU_XDROP_ACK_PSN;
-	else if ((pkt->hdrs & WIRE_HDR_AETH) && !wire_aeth_syndrome_valid(c->syn))
-		why = EMU_XDROP_ACK_SYNDROME;
+	else if (!wire_psn_before(c->psn, qp->x->sq_psn_hw))
+		why = EMU_XDROP_ACK_PSN; /* a ghost: no request ever took this PSN */
 	else
-		return EMU_COMP_GET_WQE;
+		return comp_judge(c, pkt);
 	xp_drop(qp, why);
 	return EMU_COMP_EXIT;
 }
@@ -377,17 +489,43 @@ static enum emu_comp_state comp_get_wqe(struct comp_ctx *c)
  * for no response data it is an ACK of its PSN, read as one. */
 static void comp_zero_read_ack(struct comp_ctx *c)
 {
-	if (c->pkt->bth.opcode == WIRE_OP_RC_READ_RESP_ONLY && !c->pkt->payload_len &&
-	    !c->sw->need_resp && c->type == WIRE_AETH_ACK) {
+	if (xp_rc_op(c->pkt->bth.opcode) == WIRE_OP_RC_READ_RESP_ONLY && !c->pkt->payload_len &&
+	    c->sw->rd_res && !c->sw->need_resp && c->type == WIRE_AETH_ACK) {
 		c->cls = WIRE_OPC_ACK;
 		c->is_ack = true;
 	}
+}
+
+/* A response for a PSN already acknowledged: a duplicate, ignored. */
+static bool comp_stale(const struct comp_ctx *c)
+{
+	return wire_psn_before(c->psn, c->qp->x->acked_psn);
+}
+
+/* The head WQE fails with status: the response was not one it can take. */
+static enum emu_comp_state comp_bad_resp(struct comp_ctx *c, uint8_t status, uint8_t why)
+{
+	xp_drop(c->qp, (enum emu_xport_drop)why);
+	c->status = status;
+	return EMU_COMP_ERROR;
 }
 
 static enum emu_comp_state comp_check_psn(struct comp_ctx *c)
 {
 	struct emu_xport_swqe *sw = c->sw;
 
+	if (c->bad) {
+		if (comp_stale(c))
+			return EMU_COMP_EXIT;
+		/* past the head: it answers a later WQE. A head that waits
+		 * for no response is acknowledged by it as by any response
+		 * (the loop comes back here for the next head); one that
+		 * waits for its READ/atomic data keeps waiting */
+		if (!wire_psn_before(sw->last_psn, c->psn))
+			return comp_bad_resp(c, c->bad, c->bad_why);
+		if (sw->need_resp)
+			return EMU_COMP_EXIT;
+	}
 	comp_zero_read_ack(c);
 
 	/* WQEs wholly before the packet's PSN are implicitly acknowledged (a
@@ -411,6 +549,11 @@ static enum emu_comp_state comp_check_psn(struct comp_ctx *c)
 
 static enum emu_comp_state comp_comp_wqe(struct comp_ctx *c)
 {
+	struct emu_xport_qp *x = c->qp->x;
+
+	/* a head that failed on the way here was retired, the QP flushed */
+	if (x->sq_comp == x->sq_fetch || c->qp->attr.qp_state == IBV_QPS_ERR)
+		return EMU_COMP_DONE;
 	comp_wqe(c->qp);
 	return c->qp->attr.qp_state == IBV_QPS_ERR ? EMU_COMP_DONE : EMU_COMP_GET_WQE;
 }
@@ -419,11 +562,21 @@ static enum emu_comp_state comp_check_ack(struct comp_ctx *c)
 {
 	struct emu_xport_qp *x = c->qp->x;
 	bool read = xp_wqe(c->qp, x->sq_comp)->opcode == IBV_WR_RDMA_READ;
+	bool data = c->cls == WIRE_OPC_READ_RESP || c->cls == WIRE_OPC_ATOMIC_ACK;
 
+	/* IBTA 9.7.5.2: READ data only for a READ, an atomic's result only
+	 * for an atomic, and either with an ACK syndrome (an error comes as
+	 * an Acknowledge NAK); anything else is a bad response - once it is
+	 * not a duplicate of something already taken */
+	if (data && comp_stale(c))
+		return EMU_COMP_EXIT;
+	if (data && (!c->sw->need_resp || read != (c->cls == WIRE_OPC_READ_RESP) ||
+		     ((c->pkt->hdrs & WIRE_HDR_AETH) && c->type != WIRE_AETH_ACK)))
+		return comp_bad_resp(c, IBV_WC_BAD_RESP_ERR, EMU_XDROP_BAD_RESP);
 	if (c->cls == WIRE_OPC_READ_RESP)
-		return c->sw->need_resp && read ? EMU_COMP_READ : EMU_COMP_EXIT;
+		return EMU_COMP_READ;
 	if (c->cls == WIRE_OPC_ATOMIC_ACK)
-		return c->sw->need_resp && !read ? EMU_COMP_ATOMIC : EMU_COMP_EXIT;
+		return EMU_COMP_ATOMIC;
 	if (c->type == WIRE_AETH_ACK)
 		return EMU_COMP_WRITE_SEND;
 	if (c->type == WIRE_AETH_RNR_NAK)
@@ -444,6 +597,8 @@ static enum emu_comp_state comp_read(struct comp_ctx *c)
 	uint32_t before = c->sw->resp_bytes;
 
 	comp_read_resp(c->qp, c->sw, c->pkt);
+	if (c->qp->attr.qp_state == IBV_QPS_ERR)
+		return EMU_COMP_DONE; /* the READ failed (bad response, placement) */
 	if (c->sw->resp_bytes != before || c->sw->state == EMU_SWQE_DONE)
 		c->progress = true;
 	return EMU_COMP_UPDATE_COMP;
@@ -452,6 +607,8 @@ static enum emu_comp_state comp_read(struct comp_ctx *c)
 static enum emu_comp_state comp_atomic(struct comp_ctx *c)
 {
 	comp_atomic_ack(c->qp, c->sw, c->pkt);
+	if (c->qp->attr.qp_state == IBV_QPS_ERR)
+		return EMU_COMP_DONE;
 	if (c->sw->state == EMU_SWQE_DONE)
 		c->progress = true;
 	return EMU_COMP_UPDATE_COMP;
@@ -488,8 +645,10 @@ static enum emu_comp_state comp_nak_retry(struct comp_ctx *c, uint32_t from)
 	 * and nothing progressed since: this NAK was triggered by packets
 	 * sent before that, e.g. the pipeline behind an RNR'd SEND at a
 	 * responder that NAKs the gap too (rxe). Spending a retry here would
-	 * turn a slow receiver into RETRY_EXC_ERR. */
-	if (x->rewound && x->rewind_psn == from)
+	 * turn a slow receiver into RETRY_EXC_ERR. Unless that packet went
+	 * again since a NAK: then the NAK is for the resent one, lost too. */
+	if (x->rewound && x->rewind_psn == from &&
+	    !(x->rewound == XP_REWOUND_NAK && x->rewind_resent))
 		return EMU_COMP_DONE;
 	if (!c->sw->need_resp && wire_psn_after(from, x->acked_psn)) {
 		/* a sequence NAK acknowledges every PSN before it: within a
@@ -504,7 +663,7 @@ static enum emu_comp_state comp_nak_retry(struct comp_ctx *c, uint32_t from)
 		return EMU_COMP_DONE;
 	}
 	x->retry_left--;
-	comp_rewind(c->qp, from);
+	comp_rewind(c->qp, from, true);
 	comp_rearm(c->qp);
 	return EMU_COMP_DONE;
 }
@@ -518,7 +677,7 @@ static enum emu_comp_state comp_error_retry(struct comp_ctx *c)
 		from = sw->first_psn;
 	if (!c->is_ack || c->type != WIRE_AETH_NAK) {
 		/* implicit NAK: rewind without spending a retry */
-		comp_rewind(c->qp, from);
+		comp_rewind(c->qp, from, false);
 		return EMU_COMP_DONE;
 	}
 	return comp_nak_retry(c, from);
@@ -546,15 +705,18 @@ static enum emu_comp_state comp_rnr_retry(struct comp_ctx *c)
 	 * a consequence, not a loss */
 	x->rewound = XP_REWOUND_NAK;
 	x->rewind_psn = x->rnr_psn;
+	/* what the responder NAKs behind the RNR'd PSN (rxe NAKs the gap)
+	 * left before it went again: no new loss (comp_nak_retry) */
+	x->rewind_resent = 0;
 	x->rnr_at = emu_now_ns() + (wait ? wait : 1);
-	x->retrans_at = 0;
+	x->retrans_at = x->probe_at = 0;
 	xp_act_add(qp);
 	return EMU_COMP_DONE;
 }
 
 static enum emu_comp_state comp_error(struct comp_ctx *c)
 {
-	comp_fail_head(c->qp, comp_nak_status(wire_aeth_value(c->syn)));
+	comp_fail_head(c->qp, c->status ? c->status : comp_nak_status(wire_aeth_value(c->syn)));
 	return EMU_COMP_DONE;
 }
 
@@ -587,7 +749,9 @@ void xp_comp_rx(struct emu_qp *qp, const struct wire_pkt *pkt)
 	c.pkt = pkt;
 	c.psn = pkt->bth.psn;
 	c.cls = pkt->op->cls;
-	c.syn = (pkt->hdrs & WIRE_HDR_AETH) ? pkt->aeth.syndrome : 0;
+	/* bit 7 of the syndrome is reserved: ignored, as IBTA has receivers
+	 * ignore reserved bits (rxe reads the type the same way) */
+	c.syn = (pkt->hdrs & WIRE_HDR_AETH) ? pkt->aeth.syndrome & 0x7f : 0;
 	c.is_ack = c.cls == WIRE_OPC_ACK;
 	c.type = wire_aeth_type(c.syn);
 	while (st != EMU_COMP_EXIT && st != EMU_COMP_DONE) {
@@ -596,21 +760,89 @@ void xp_comp_rx(struct emu_qp *qp, const struct wire_pkt *pkt)
 				emu_comp_state_name[st]);
 		st = comp_state_fns[st] ? comp_state_fns[st](&c) : EMU_COMP_DONE;
 	}
+	if (x->rtt_at && wire_psn_after(x->acked_psn, x->rtt_psn))
+		xp_rtt_end(x);
 	if (c.progress && qp->attr.qp_state != IBV_QPS_ERR)
 		comp_progress_made(qp);
 	comp_cwnd_grow(x, wire_psn_diff(x->acked_psn, acked));
 	if (qp->attr.qp_state == IBV_QPS_RTS || qp->attr.qp_state == IBV_QPS_SQD) {
 		if (!comp_outstanding(qp))
-			x->retrans_at = 0;
+			x->retrans_at = x->probe_at = 0;
 		x->req_sched = 1; /* xp_run runs the requester next */
 		comp_check_drained(qp);
 	}
 }
 
-/* Retransmit and RNR timers of one QP. */
+/* Go back to the oldest unacknowledged packet of the head WQE sw, and
+ * resend at most XP_GBN_BURST packets until an ACK moves the bound
+ * (docs/transport.md, "Bounded go-back-N after a timeout"); a sequence
+ * NAK for that PSN, sent for packets that left before, is no new loss. */
+static void comp_go_back(struct emu_qp *qp, const struct emu_xport_swqe *sw, uint16_t burst)
+{
+	struct emu_xport_qp *x = qp->x;
+	uint32_t from = sw->need_resp ? sw->resp_psn : sw->first_psn;
+
+	if (!sw->need_resp && wire_psn_in_window(x->acked_psn, sw->first_psn, sw->npkts))
+		from = x->acked_psn;
+	xp_sq_rewind(qp, from);
+	x->rewound = XP_REWOUND_TIMEOUT;
+	x->rewind_psn = from;
+	x->gbn_bound = XP_GBN_TIMEOUT;
+	x->gbn_win = burst;
+	x->gbn_end = wire_psn_add(from, burst);
+	x->gbn_stop = x->sq_psn_hw;
+	x->rtt_at = 0; /* what is resent is not timed (Karn) */
+	x->req_sched = 1;
+}
+
+/* The loss probe (timer.c): no ACK for a few round trips, the retransmit
+ * timeout not yet due. The oldest packet goes again (one: the bound then
+ * doubles with each ACK, as after a timeout), no retry is spent and the
+ * window stays: it is a loss no NAK reported (the last packets of a
+ * burst, a resent packet lost again), whose NAK, if one follows, cuts the
+ * window, or as likely on a shared machine a peer descheduled for a
+ * while, which F-RTO in comp_gbn_progress then finds. */
+static void comp_probe(struct emu_qp *qp, uint64_t now)
+{
+	struct emu_xport_qp *x = qp->x;
+	struct emu_xport_swqe *sw;
+
+	x->probe_at = 0;
+	if (!comp_outstanding(qp) || x->sq_comp == x->sq_fetch || x->rnr_at)
+		return;
+	/* The QP met no transmit buffer since the probe was armed: the
+	 * silence is our own back-pressure (drop.tx-nobuf), not a loss on
+	 * the wire, and a probe would only add a duplicate. Wait again. */
+	if (x->cnt.tx_no_buf != x->probe_nobuf) {
+		x->probe_nobuf = x->cnt.tx_no_buf;
+		x->probe_at = now + (x->retrans_at > now ? (x->retrans_at - now) / 2 : 0);
+		if (x->probe_at <= now || (x->retrans_at && x->probe_at >= x->retrans_at))
+			x->probe_at = 0;
+		return;
+	}
+	sw = xp_swqe(qp, x->sq_comp);
+	if (sw->state == EMU_SWQE_DONE || sw->state == EMU_SWQE_NEW)
+		return;
+	/* A READ of more than one response is not probed: asked again, the
+	 * responder sends the whole rest of it again, and a READ that is only
+	 * slow (thousands of responses built at once on a loaded host) would
+	 * be asked again at every probe until the mbufs run out (32 MiB
+	 * ib_read_bw failed with RETRY_EXC on af_packet); its loss is
+	 * found by the gap in its responses or the retransmit timeout. */
+	if (sw->need_resp && sw->total_len > xp_mtu(qp))
+		return;
+	x->cnt.probes++;
+	comp_go_back(qp, sw, 1);
+	xp_probe_rearm(qp, now);
+}
+
+/* Retransmit, probe and RNR timers of one QP. */
 void xp_comp_timeout(struct emu_qp *qp, uint64_t now)
 {
 	struct emu_xport_qp *x = qp->x;
+
+	if (x->probe_at && now >= x->probe_at && !(x->retrans_at && now >= x->retrans_at))
+		comp_probe(qp, now);
 
 	if (x->rnr_at && now >= x->rnr_at) {
 		x->rnr_at = 0;
@@ -627,7 +859,6 @@ void xp_comp_timeout(struct emu_qp *qp, uint64_t now)
 	}
 	if (x->retrans_at && now >= x->retrans_at) {
 		struct emu_xport_swqe *sw;
-		uint32_t from;
 
 		x->retrans_at = 0;
 		if (!comp_outstanding(qp) || x->sq_comp == x->sq_fetch)
@@ -645,19 +876,7 @@ void xp_comp_timeout(struct emu_qp *qp, uint64_t now)
 		}
 		x->retry_left--;
 		comp_cwnd_cut(x);
-		from = sw->need_resp ? sw->resp_psn : sw->first_psn;
-		if (!sw->need_resp && wire_psn_in_window(x->acked_psn, sw->first_psn, sw->npkts))
-			from = x->acked_psn;
-		xp_sq_rewind(qp, from);
-		/* bounded go-back-N from there; a sequence NAK for it, sent
-		 * for packets that left before the timeout, is no new loss */
-		x->rewound = XP_REWOUND_TIMEOUT;
-		x->rewind_psn = from;
-		x->gbn_bound = XP_GBN_TIMEOUT;
-		x->gbn_win = XP_GBN_BURST;
-		x->gbn_end = wire_psn_add(from, XP_GBN_BURST);
-		x->gbn_stop = x->sq_psn_hw;
+		comp_go_back(qp, sw, XP_GBN_BURST);
 		comp_rearm(qp);
-		x->req_sched = 1;
 	}
 }

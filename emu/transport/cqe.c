@@ -278,8 +278,11 @@ void xp_flush_sq(struct emu_qp *qp)
 	x->sq_req = x->sq_comp;
 	x->sq_req_pkt = 0;
 	x->rd_atomic_out = 0;
-	x->retrans_at = 0;
+	x->retrans_at = x->probe_at = 0;
 	x->rnr_at = 0;
+	/* a requester stalled (a go-back-N, TX full) when its QP failed: the
+	 * poll loop would kick it every 10 us for as long as the QP lives */
+	x->req_stalled = 0;
 	emu_ring_publish(&qp->sq, x->sq_comp);
 }
 

@@ -270,6 +270,7 @@ static void to_reset(struct emu_qp *qp)
 	if (!qp->srq && qp->rq.hdr) /* out of ERR: receives need no doorbell */
 		__atomic_fetch_and(&qp->rq.hdr->flags, ~UROCE_RING_F_KICK, __ATOMIC_RELAXED);
 	memset(&x->path, 0, sizeof(x->path));
+	xp_cnt_retire(qp);
 	memset(&x->cnt, 0, sizeof(x->cnt));
 	xp_rp_reset(qp);
 }

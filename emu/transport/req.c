@@ -221,6 +221,8 @@ static inline void req_sent(struct emu_qp *qp, uint32_t psn)
 			x->cnt.retransmits++;
 		else
 			x->sq_psn_hw = wire_psn_next(psn);
+		if (psn == x->rewind_psn)
+			x->rewind_resent = 1;
 	}
 	x->sq_psn = wire_psn_next(psn);
 }
@@ -293,8 +295,10 @@ static int req_send_rd_atomic(struct emu_qp *qp, const struct emu_xport_path *pa
 	struct wire_pkt d;
 	int r;
 
-	if (emu_tx_congested(qp->dev))
+	if (emu_tx_congested(qp->dev)) {
+		x->cnt.tx_stalls++;
 		return -ENOBUFS;
+	}
 	if (t->paced && xp_rp_pace(qp, t->now))
 		return -EBUSY;
 	uint32_t psn = wire_psn_add(sw->first_psn, k);
@@ -305,6 +309,9 @@ static int req_send_rd_atomic(struct emu_qp *qp, const struct emu_xport_path *pa
 		return -EAGAIN;
 
 	if (w->opcode == IBV_WR_RDMA_READ) {
+		/* asked again (from the middle, or after an RNR NAK or a
+		 * timeout): the responder may answer from where it stood */
+		sw->rd_resent |= k != 0 || wire_psn_before(sw->last_psn, x->sq_psn_hw);
 		xp_pkt_init(qp, path, &d, WIRE_OP_RC_READ_REQ, qp->attr.dest_qp_num, psn);
 		d.reth.va = w->rdma.remote_addr + (uint64_t)k * mtu;
 		d.reth.rkey = w->rdma.rkey;
@@ -327,6 +334,7 @@ static int req_send_rd_atomic(struct emu_qp *qp, const struct emu_xport_path *pa
 	}
 	d.xrc_srqn = w->xrc_srqn; /* sent by XRC INI QPs only (the opcode's XRCETH) */
 	d.bth.ackreq = true;
+	xp_rtt_start(x, psn);
 	r = xp_tx(qp, path, &d, NULL, NULL, NULL);
 	if (r)
 		return r;
@@ -346,8 +354,10 @@ static int req_may_send(struct emu_qp *qp, uint32_t psn, const struct req_turn *
 {
 	if (t->budget <= queued)
 		return -EAGAIN;
-	if (emu_tx_congested(qp->dev))
+	if (emu_tx_congested(qp->dev)) {
+		qp->x->cnt.tx_stalls++;
 		return -ENOBUFS; /* resumed by emu_xport_poll once the port drains */
+	}
 	if (xp_rc_like(qp) && wire_psn_diff(psn, qp->x->acked_psn) >= (int32_t)xp_cwnd(qp->x))
 		return -EAGAIN;
 	if (xp_gbn_held(qp->x, psn))
@@ -401,6 +411,7 @@ static void req_build(struct emu_qp *qp, const struct emu_xport_path *path,
 				       xp_gbn_last(x, psn))) {
 		d->bth.ackreq = true;
 		x->pkts_since_ackreq = 0;
+		xp_rtt_start(x, psn);
 	}
 }
 
@@ -644,10 +655,15 @@ void xp_req_reset(struct emu_qp *qp)
 	struct emu_xport_qp *x = qp->x;
 
 	x->retrans_at = 0;
+	x->probe_at = 0;
+	x->probe_shift = 0;
+	x->rtt_at = 0;
+	x->srtt_ns = x->rttvar_ns = 0;
 	x->rnr_at = 0;
 	x->gbn_bound = XP_GBN_OFF;
 	x->cwnd = 0;
 	x->ssthresh = 0;
+	x->in_recovery = 0;
 	x->rd_atomic_out = 0;
 	x->pkts_since_ackreq = 0;
 	x->req_stalled = 0;

@@ -223,11 +223,11 @@ static int resp_get_rwqe(struct emu_qp *qp)
 
 /* Fill n begun READ response frames from [proc, ...) with one read, send
  * them. false when the memory could not be read (frames dropped). */
-static bool resp_read_chunk(struct emu_qp *qp, struct emu_ctx *owner, uint64_t proc,
+static bool resp_read_chunk(struct emu_qp *qp, struct emu_mr *mr, uint64_t proc,
 			    struct xp_txf *fr, unsigned n)
 {
 	struct iovec lv[RESP_CHUNK];
-	struct emu_rvec rv = { proc, 0 };
+	struct emu_rvec rv = { proc, 0, mr };
 	unsigned i, nz = 0;
 	int rc = 0;
 
@@ -240,17 +240,18 @@ static bool resp_read_chunk(struct emu_qp *qp, struct emu_ctx *owner, uint64_t p
 		nz += fr[i].zc != NULL;
 	}
 	if (!nz && rv.len)
-		rc = emu_mem_readv(owner, lv, n, &rv, 1);
+		rc = emu_mem_readv(mr->ctx, lv, n, &rv, 1);
 	for (i = 0; nz && i < n && !rc; proc += fr[i++].len)
 		if (!fr[i].zc) /* zero-copy ones need nothing */
-			rc = emu_mem_read(owner, fr[i].pay, proc, fr[i].len);
+			rc = emu_mr_read(mr, fr[i].pay, proc, fr[i].len);
 	for (i = 0; i < n; i++)
 		(void)xp_tx_finish(qp, &fr[i], &rc);
 	return !rc;
 }
 
-/* READ responses for [va, va+len) starting at psn. */
-static void resp_read_reply(struct emu_qp *qp, struct emu_ctx *owner, uint64_t proc,
+/* READ responses for [va, va+len) starting at psn: proc of mr (NULL when
+ * len is 0). */
+static void resp_read_reply(struct emu_qp *qp, struct emu_mr *mr, uint64_t proc,
 			    uint32_t len, uint32_t psn)
 {
 	uint32_t mtu = xp_mtu(qp);
@@ -278,16 +279,17 @@ static void resp_read_reply(struct emu_qp *qp, struct emu_ctx *owner, uint64_t p
 		d.payload_len = l;
 		if (xp_tx_begin(qp, &qp->x->path, &d, &fr[nf]))
 			break; /* the requester times out and asks again */
-		(void)xp_txf_zc(qp, &fr[nf], owner, proc + off);
+		if (mr)
+			(void)xp_txf_zc(qp, &fr[nf], mr, proc + off);
 		if (!nf)
 			chunk = proc + off;
 		if (++nf == RESP_CHUNK) {
-			if (!resp_read_chunk(qp, owner, chunk, fr, nf))
+			if (!resp_read_chunk(qp, mr, chunk, fr, nf))
 				return;
 			nf = 0;
 		}
 	}
-	(void)resp_read_chunk(qp, owner, chunk, fr, nf);
+	(void)resp_read_chunk(qp, mr, chunk, fr, nf);
 }
 
 static void resp_atomic_ack(struct emu_qp *qp, uint32_t psn, uint64_t orig)
@@ -360,16 +362,17 @@ static void resp_duplicate(struct emu_qp *qp, const struct wire_pkt *pkt)
 	} else if (cls == WIRE_OPC_READ) {
 		uint64_t proc = 0, off = pkt->reth.va - r->va;
 		struct emu_ctx *owner = NULL;
+		struct emu_mr *mr = NULL;
 		int err;
 
 		/* a re-issued READ may start inside the original one */
 		if (pkt->reth.va < r->va || off + pkt->reth.dma_len > r->len)
 			return;
 		if (pkt->reth.dma_len &&
-		    !emu_mr_check_rkey(qp, pkt->reth.rkey, pkt->reth.va, pkt->reth.dma_len,
-				       IBV_ACCESS_REMOTE_READ, &proc, &owner, &err))
+		    !(mr = emu_mr_check_rkey(qp, pkt->reth.rkey, pkt->reth.va, pkt->reth.dma_len,
+					     IBV_ACCESS_REMOTE_READ, &proc, &owner, &err)))
 			return;
-		resp_read_reply(qp, owner, proc, pkt->reth.dma_len, psn);
+		resp_read_reply(qp, mr, proc, pkt->reth.dma_len, psn);
 	}
 }
 
@@ -400,8 +403,10 @@ static void resp_ud(struct emu_qp *qp, const struct wire_pkt *pkt)
 	uint32_t flags = IBV_WC_GRH, imm = 0;
 	int n;
 
+	/* UD answers nothing (IBTA 9.8): a wrong Q_Key, or a length fault
+	 * (len_reason), drops the datagram silently */
 	if (pkt->op->cls != WIRE_OPC_SEND || !(pkt->hdrs & WIRE_HDR_DETH) ||
-	    pkt->deth.qkey != qp->attr.qkey) {
+	    pkt->deth.qkey != qp->attr.qkey || pkt->len_reason != WIRE_OK) {
 		xp_drop(qp, EMU_XDROP_UD_INVALID);
 		return;
 	}
@@ -471,6 +476,7 @@ struct resp_ctx {
 	uint32_t psn, mtu;
 	uint64_t proc;          /* checked target of READ/atomic/WRITE */
 	struct emu_ctx *owner;
+	struct emu_mr *mr;      /* ... and its registration (how it is reached) */
 	int err;
 	uint8_t wc;             /* receive completion status of the error (0 none) */
 	uint8_t uc;             /* RESP_UC_* */
@@ -559,13 +565,26 @@ static enum emu_resp_state resp_err_rem_op(struct resp_ctx *c)
 	return resp_err_class(c, WIRE_NAK_REM_OP_ERR);
 }
 
-/* Sequence error (RC only): one NAK per gap. */
+/* Sequence error (RC only): one NAK per gap, and per round of go-back-N.
+ * After the NAK the requester's pipeline keeps arriving, PSNs rising, and
+ * is dropped silently (as rxe does). When a PSN then falls back below the
+ * last one seen, the requester went back and resent, and the expected PSN
+ * is still missing: the resent packet was lost too (or the NAK was). One
+ * more NAK for it then makes the requester resend at once, where silence
+ * left it to its loss probe or the retransmit timeout. */
 static enum emu_resp_state resp_err_seq(struct resp_ctx *c)
 {
 	struct emu_xport_qp *x = c->qp->x;
+	/* the requester's resend starts at epsn: when that packet is lost
+	 * again the next one seen is epsn + 1, below the PSNs seen before; a
+	 * packet merely reordered on the wire rarely is exactly that one, so
+	 * reordering does not NAK again (each such NAK would spend a retry) */
+	bool round = x->nak_sent && c->psn == wire_psn_next(x->epsn) &&
+		     wire_psn_before(c->psn, x->oos_hi);
 
 	x->cnt.out_of_seq++;
-	if (!x->nak_sent) {
+	x->oos_hi = c->psn;
+	if (!x->nak_sent || round) {
 		x->nak_sent = 1;
 		x->cnt.seq_naks_sent++;
 		resp_ack(c->qp, wire_aeth_nak(WIRE_NAK_PSN_SEQ_ERR), x->epsn);
@@ -585,6 +604,7 @@ static enum emu_resp_state resp_err_rnr(struct resp_ctx *c)
 	 * behind it is dropped silently (one NAK per gap) rather than NAKed
 	 * again as a sequence error. */
 	x->nak_sent = 1;
+	x->oos_hi = c->psn;
 	return EMU_RESP_EXIT;
 }
 
@@ -684,13 +704,21 @@ static enum emu_resp_state resp_chk_op_valid(struct resp_ctx *c)
 	return EMU_RESP_CHK_LENGTH;
 }
 
+/* IBTA 9.7.5.1 length check: the packet's length fits its opcode. The
+ * parser's length faults (payload on an opcode that carries none, none on
+ * a FIRST/MIDDLE, a pad count its length cannot have: len_reason), then
+ * FIRST/MIDDLE exactly one MTU, LAST 1..MTU (a message of n MTUs ends
+ * with a full packet: no sender builds an empty LAST), ONLY at most one
+ * MTU. Invalid request (rxe: RESPST_ERR_LENGTH, class C); UC drops it. */
 static enum emu_resp_state resp_chk_length(struct resp_ctx *c)
 {
 	const struct wire_pkt *pkt = c->pkt;
+	uint32_t n = pkt->payload_len;
 
-	/* FIRST/MIDDLE carry exactly one MTU, LAST/ONLY at most one */
+	if (pkt->len_reason != WIRE_OK)
+		return resp_malformed(c, EMU_RESP_ERR_MALFORMED);
 	if ((pkt->op->flags & WIRE_OPF_PAYLOAD) &&
-	    (c->last ? pkt->payload_len > c->mtu : pkt->payload_len != c->mtu))
+	    (!c->last ? n != c->mtu : n > c->mtu || (!c->first && !n)))
 		return resp_malformed(c, EMU_RESP_ERR_MALFORMED);
 	if (((c->cls == WIRE_OPC_READ || (c->cls == WIRE_OPC_WRITE && c->first)) &&
 	     pkt->reth.dma_len > EMU_XPORT_MAX_MSG) ||
@@ -730,7 +758,8 @@ static enum emu_resp_state resp_chk_resource(struct resp_ctx *c)
 static bool resp_rkey_ok(struct resp_ctx *c, uint32_t rkey, uint64_t va, uint32_t len,
 			 unsigned access)
 {
-	return emu_mr_check_rkey(c->qp, rkey, va, len, access, &c->proc, &c->owner, &c->err);
+	c->mr = emu_mr_check_rkey(c->qp, rkey, va, len, access, &c->proc, &c->owner, &c->err);
+	return c->mr != NULL;
 }
 
 static enum emu_resp_state resp_rkey_violation(struct resp_ctx *c)
@@ -833,7 +862,7 @@ static enum emu_resp_state resp_exec_write(struct resp_ctx *c)
 					     IBV_ACCESS_REMOTE_WRITE, &c->proc, &c->owner, &c->err);
 	if (len && (!mr || mr->gen > x->wr_epoch || c->owner != x->wr_owner))
 		return resp_rkey_violation(c);
-	struct emu_rvec rv = { c->proc, len };
+	struct emu_rvec rv = { c->proc, len, mr };
 
 	if (len && emu_mem_write_deferred(c->qp, x->wr_owner, &rv, 1, pkt->payload, len,
 					  xp_wb_tag(XP_WB_WRITE, c->psn)))
@@ -881,7 +910,7 @@ static enum emu_resp_state resp_exec_atomic_write(struct resp_ctx *c)
 			       &c->proc, &c->owner, &c->err);
 	if (!mr || mr->gen > x->wr_epoch || c->owner != x->wr_owner)
 		return resp_rkey_violation(c);
-	if (emu_mem_write(c->owner, c->proc, c->pkt->payload, 8))
+	if (emu_mr_write(mr, c->proc, c->pkt->payload, 8))
 		return resp_fail(c, EMU_RESP_ERR_REM_ACCESS, 0, IBV_EVENT_QP_ACCESS_ERR, 0);
 	x->wr_va += 8;
 	x->wr_left = 0;
@@ -899,7 +928,7 @@ static enum emu_resp_state resp_exec_flush(struct resp_ctx *c)
 		return EMU_RESP_EXIT; /* an earlier write failed: the QP is dead */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if ((c->pkt->feth.plt & WIRE_FLUSH_PERSISTENT) &&
-	    emu_mrmap_persist(c->owner, c->proc, c->flen))
+	    emu_mrmap_persist(c->mr, c->proc, c->flen))
 		return resp_fail(c, EMU_RESP_ERR_REM_ACCESS, 0, IBV_EVENT_QP_ACCESS_ERR, 0);
 	return resp_zero_reply(c);
 }
@@ -945,7 +974,7 @@ static enum emu_resp_state resp_read_reply_st(struct resp_ctx *c)
 	}
 	x->msn = wire_msn_next(x->msn);
 	x->epsn = wire_psn_add(c->psn, n);
-	resp_read_reply(c->qp, c->owner, c->proc, len, c->psn);
+	resp_read_reply(c->qp, len ? c->mr : NULL, c->proc, len, c->psn);
 	return EMU_RESP_CLEANUP;
 }
 
@@ -960,13 +989,13 @@ static enum emu_resp_state resp_atomic_reply(struct resp_ctx *c)
 		return EMU_RESP_EXIT; /* an earlier write failed: the QP is dead */
 	/* single engine thread: atomic w.r.t. every other atomic through this
 	 * daemon (IBV_ATOMIC_HCA) */
-	if (emu_mem_read(c->owner, &old, c->proc, 8))
+	if (emu_mr_read(c->mr, &old, c->proc, 8))
 		return resp_fail(c, EMU_RESP_ERR_REM_ACCESS, 0, IBV_EVENT_QP_ACCESS_ERR, 0);
 	if (xp_rc_op(pkt->bth.opcode) == WIRE_OP_RC_CMP_SWAP)
 		val = old == pkt->atomiceth.compare ? pkt->atomiceth.swap_add : old;
 	else
 		val = old + pkt->atomiceth.swap_add;
-	if (val != old && emu_mem_write(c->owner, c->proc, &val, 8))
+	if (val != old && emu_mr_write(c->mr, c->proc, &val, 8))
 		return resp_fail(c, EMU_RESP_ERR_REM_ACCESS, 0, IBV_EVENT_QP_ACCESS_ERR, 0);
 	r = resp_res_new(c->qp);
 	if (r) {

@@ -24,6 +24,7 @@ const char *const emu_drop_name[EMU_DROP_NUM] = {
 	[EMU_DROP_SRC_MISMATCH] = "src-mismatch",
 	[EMU_DROP_GSI_MAD] = "gsi-mad",
 	[EMU_DROP_MARTIAN] = "martian-src",
+	[EMU_DROP_PKEY] = "bad-pkey",
 	[EMU_DROP_LINK_DOWN] = "link-down",
 	[EMU_DROP_VLAN] = "vlan",
 };
@@ -31,6 +32,16 @@ const char *const emu_drop_name[EMU_DROP_NUM] = {
 static const uint8_t emu_bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 
 static void emu_port_rx_roce(struct emu_dev *d, const struct wire_pkt *pkt);
+
+/* A length fault of a whole packet (wire_reason_is_transport) is its QP's
+ * transport's to judge (IBTA 9.7.5: NAK invalid request, bad response,
+ * or a UC/UD drop) - for a QP's request or response only: a CNP and a MAD
+ * to QP1 have one fixed shape, and one that breaks it is a header error. */
+static bool emu_port_rx_judged(const struct wire_pkt *pkt, enum wire_reason r)
+{
+	return wire_reason_is_transport(r) && (pkt->op->flags & (WIRE_OPF_REQ | WIRE_OPF_RESP)) &&
+	       pkt->bth.dqpn != WIRE_GSI_QPN;
+}
 
 void emu_port_rx_deliver(struct emu_dev *d, const uint8_t *frame, uint32_t len)
 {
@@ -48,6 +59,10 @@ void emu_port_rx_deliver(struct emu_dev *d, const uint8_t *frame, uint32_t len)
 	if (r != WIRE_OK) {
 		if (r < WIRE_R_NUM)
 			d->cnt.rx_reason[r]++;
+		if (emu_port_rx_judged(&pkt, r)) {
+			emu_port_rx_roce(d, &pkt);
+			return;
+		}
 		if (!wire_reason_is_roce(r)) {
 			if (len >= 6 && !d->loopback && memcmp(frame, d->mac, 6) &&
 			    memcmp(frame, emu_bcast, 6) && !(frame[0] & 1)) {
@@ -103,6 +118,11 @@ static void emu_port_rx_roce(struct emu_dev *d, const struct wire_pkt *pkt)
 			d->cnt.drops[EMU_DROP_MARTIAN]++;
 			return;
 		}
+	}
+	/* the port's P_Key table holds the default key only (index 0) */
+	if (!wire_pkey_match(pkt->bth.pkey, WIRE_PKEY_DEFAULT)) {
+		d->cnt.drops[EMU_DROP_PKEY]++;
+		return;
 	}
 	if (pkt->bth.dqpn == WIRE_QPN_MASK) {
 		struct emu_mcast *m = mcast ? emu_mcast_find(d, dgid) : NULL;

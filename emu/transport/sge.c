@@ -45,6 +45,7 @@ static int xp_sge_ranges(struct emu_qp *qp, const struct uroce_sge *sge, unsigne
 		if (!mr || mr->gen > epoch)
 			return -EACCES;
 		rv[n].addr = mr->addr + (rv[n].addr - emu_mr_lbase(mr)); /* DM: its piece */
+		rv[n].mr = mr;
 		if (odp && (mr->access & IBV_ACCESS_ON_DEMAND))
 			*odp = true;
 		/* ODP memory: only where the process maps it readable, or
@@ -90,7 +91,7 @@ bool xp_sge_zc(struct emu_qp *qp, const struct uroce_sge *sge, unsigned nsge, ui
 	/* a failing check is the copy's to report, as before */
 	if (xp_sge_ranges(qp, sge, nsge, off, f->len, 0, epoch, rv, NULL) != 1)
 		return false;
-	return xp_txf_zc(qp, f, xp_sge_owner(qp, sge), rv[0].addr);
+	return xp_txf_zc(qp, f, rv[0].mr, rv[0].addr);
 }
 
 int xp_sge_write_deferred(struct emu_qp *qp, const struct uroce_sge *sge, unsigned nsge,

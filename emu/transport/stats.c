@@ -2,6 +2,7 @@
 /* Counters for the outside (UROCE_OP_QUERY_STATS, uroce-ctl counters): the
  * port's and, one page at a time, every QP's. The daemon-internal counter
  * structs may change; the ABI records are filled field by field. */
+#include <stdio.h>
 #include <string.h>
 
 #include "xport_int.h"
@@ -81,9 +82,13 @@ void emu_stats_fill(struct emu_dev *d, const struct emu_ctx *viewer, uint32_t fi
 	p->rx_seg = c->rx_seg;
 	p->rx_lin = c->rx_lin;
 	p->zc_unmap_deferred = c->zc_unmap_deferred;
+	p->mr_pinned = c->mr_pinned;
+	p->mr_unpinned = c->mr_unpinned;
 	if (viewer) {
 		r->self_mr_mapped = viewer->mr_mapped;
 		r->self_mr_syscall = viewer->mr_syscall;
+		r->self_mr_pinned = viewer->mr_pinned;
+		r->self_mr_unpinned = viewer->mr_unpinned;
 	}
 
 	uint32_t q = first_qpn;
@@ -95,7 +100,7 @@ void emu_stats_fill(struct emu_dev *d, const struct emu_ctx *viewer, uint32_t fi
 		struct emu_xport_counters x;
 		struct uroce_qp_stats *s = &r->qps[r->nqps++];
 
-		emu_xport_qp_counters(qp, &x);
+		x = qp->x->cnt;
 		s->qpn = qp->qpn;
 		s->pid = qp->ctx ? (uint32_t)qp->ctx->pid : 0;
 		s->qp_type = qp->type;
@@ -177,5 +182,88 @@ void emu_cc_fill(struct emu_dev *d, const struct emu_ctx *viewer, uint32_t first
 		s->paced = rp && rp->active;
 		s->rate_cuts = rp ? rp->cuts : 0;
 		s->pacer_waits = rp ? rp->paced : 0;
+	}
+}
+
+/* ---- UROCE_OP_QUERY_DROPS ---- */
+
+/* A QP's discards by reason: the requests the responder did not take
+ * (past a gap, repeated, no receive WQE), the frames the requester could
+ * not build (no mbuf) or held back (the port's TX backlog full). The
+ * port's totals of them over every QP add what recovered the losses. */
+#define XP_QP_NAMED 13
+static unsigned xp_qp_named(const struct emu_xport_counters *c, struct emu_named *v, bool totals)
+{
+	unsigned n = 0;
+
+	v[n++] = (struct emu_named){ "out-of-seq", c->out_of_seq };
+	v[n++] = (struct emu_named){ "duplicate", c->dup_requests };
+	v[n++] = (struct emu_named){ "rnr-discard", c->rnr_naks_sent };
+	v[n++] = (struct emu_named){ "tx-nobuf", c->tx_no_buf };
+	v[n++] = (struct emu_named){ "tx-stalls", c->tx_stalls };
+	if (!totals)
+		return n;
+	v[n++] = (struct emu_named){ "retransmits", c->retransmits };
+	v[n++] = (struct emu_named){ "timeouts", c->timeouts };
+	v[n++] = (struct emu_named){ "probes", c->probes };
+	v[n++] = (struct emu_named){ "seq-naks-sent", c->seq_naks_sent };
+	v[n++] = (struct emu_named){ "seq-naks-rcvd", c->seq_naks_rcvd };
+	v[n++] = (struct emu_named){ "rnr-naks-rcvd", c->rnr_naks_rcvd };
+	v[n++] = (struct emu_named){ "retry-exceeded", c->retry_exceeded };
+	v[n++] = (struct emu_named){ "rnr-retry-exceeded", c->rnr_retry_exceeded };
+	return n;
+}
+
+/* Append v[from..n) of QP qpn to the reply, "prefix" before each name;
+ * false when the page filled (r->next* say where to go on). */
+static bool xp_drops_put(struct uroce_query_drops_rep *r, uint32_t qpn, const char *prefix,
+			 const struct emu_named *v, unsigned n, unsigned from)
+{
+	for (unsigned i = from; i < n; i++) {
+		if (r->n == UROCE_DROPS_PER_MSG) {
+			r->more = 1;
+			r->next_qpn = qpn;
+			r->next = i;
+			return false;
+		}
+		struct uroce_drop_val *e = &r->v[r->n++];
+		e->qpn = qpn;
+		e->val = v[i].val;
+		snprintf(e->name, sizeof(e->name), "%s%s", prefix, v[i].name);
+	}
+	return true;
+}
+
+void emu_drops_fill(struct emu_dev *d, const struct emu_ctx *viewer,
+		    const struct emu_named *link, unsigned nlink,
+		    const struct uroce_query_drops_req *q, struct uroce_query_drops_rep *r)
+{
+	struct emu_named v[XP_QP_NAMED + EMU_XDROP_NUM];
+	uint32_t from = q->first;
+
+	memset(r, 0, sizeof(*r));
+	if (!q->first_qpn) {
+		/* the port: the link's, then the QPs' totals (gone + live) */
+		struct emu_xport_counters t = d->x->gone;
+		for (uint32_t i = EMU_QPN_FIRST; d->qpn && i < EMU_QPN_TABLE; i++)
+			if (d->qpn[i])
+				xp_cnt_add(&t, &d->qpn[i]->x->cnt);
+		unsigned nq = xp_qp_named(&t, v, true);
+		if (from < nlink && !xp_drops_put(r, 0, "link.", link, nlink, from))
+			return;
+		if (!xp_drops_put(r, 0, "qps.", v, nq, from > nlink ? from - nlink : 0)) {
+			r->next += nlink;
+			return;
+		}
+		from = 0;
+	}
+	uint32_t qn = q->first_qpn;
+	for (const struct emu_qp *qp; (qp = emu_stats_next(d, viewer, &qn)); qn++, from = 0) {
+		const struct emu_xport_counters *c = &qp->x->cnt;
+		unsigned n = xp_qp_named(c, v, false);
+		for (unsigned i = 0; i < EMU_XDROP_NUM; i++)
+			v[n++] = (struct emu_named){ emu_xport_drop_name[i], c->drops[i] };
+		if (!xp_drops_put(r, qp->qpn, "", v, n, from))
+			return;
 	}
 }

@@ -35,18 +35,57 @@ void xp_act_del(struct emu_qp *qp)
 	x->on_act = 0;
 }
 
+/* The loss probe: a packet lost again after the NAK that asked for it
+ * again, or the last packets of a burst lost (nothing behind them makes
+ * the responder NAK), would otherwise wait for the retransmit timeout,
+ * local_ack_timeout: 67 ms at perftest's and qperf's 14, where a round
+ * trip between two daemons takes tens of microseconds. As TCP's tail loss
+ * probe (RFC 8985), once a few round trips pass without an ACK the oldest
+ * unacknowledged packets go again (comp.c, xp_comp_timeout), spending no
+ * retry; each probe without progress doubles the wait. Not before an RTT
+ * is measured, never later than the retransmit timeout, and at least
+ * XP_PTO_MIN_NS: a daemon on a shared machine is often descheduled for a
+ * millisecond or more, and a probe then costs one duplicate each time
+ * (comp.c sends one packet). */
+#define XP_PTO_MIN_NS 250000ull
+static uint64_t xp_pto_ns(const struct emu_xport_qp *x)
+{
+	uint64_t p = 2 * (uint64_t)x->srtt_ns + 4 * (uint64_t)x->rttvar_ns;
+
+	if (p < XP_PTO_MIN_NS)
+		p = XP_PTO_MIN_NS;
+	return p << (x->probe_shift < 10 ? x->probe_shift : 10);
+}
+
 void xp_retrans_start(struct emu_qp *qp, bool restart)
 {
 	struct emu_xport_qp *x = qp->x;
-	uint64_t t = wire_retrans_timeout_ns(qp->attr.timeout);
+	uint64_t t = wire_retrans_timeout_ns(qp->attr.timeout), now;
 
 	if (!t || x->rnr_at) {
 		if (restart)
-			x->retrans_at = 0;
+			x->retrans_at = x->probe_at = 0;
 		return;
 	}
 	if (x->retrans_at && !restart)
 		return;
-	x->retrans_at = emu_now_ns() + t;
+	now = emu_now_ns();
+	x->retrans_at = now + t;
+	x->probe_at = 0;
+	if (x->srtt_ns && xp_pto_ns(x) < t)
+		x->probe_at = now + xp_pto_ns(x);
+	x->probe_nobuf = x->cnt.tx_no_buf;
 	xp_act_add(qp);
+}
+
+void xp_probe_rearm(struct emu_qp *qp, uint64_t now)
+{
+	struct emu_xport_qp *x = qp->x;
+
+	if (x->probe_shift < 255)
+		x->probe_shift++;
+	x->probe_at = now + xp_pto_ns(x);
+	x->probe_nobuf = x->cnt.tx_no_buf;
+	if (x->retrans_at && x->probe_at >= x->retrans_at)
+		x->probe_at = 0;
 }

@@ -89,12 +89,14 @@ int xp_tx_begin(struct emu_qp *qp, const struct emu_xport_path *path, struct wir
 	return 0;
 }
 
-bool xp_txf_zc(struct emu_qp *qp, struct xp_txf *f, struct emu_ctx *c, uint64_t addr)
+bool xp_txf_zc(struct emu_qp *qp, struct xp_txf *f, struct emu_mr *mr, uint64_t addr)
 {
-	if (f->len < XP_ZC_MIN || !xp_rc_like(qp) || !emu_tx_zc_ok(qp->dev) || !c->nmaps ||
+	struct emu_ctx *c = mr->ctx;
+
+	if (f->len < XP_ZC_MIN || !xp_rc_like(qp) || !emu_tx_zc_ok(qp->dev) || !mr->nmaps ||
 	    c->mem_stalled || (c->dead && !c->nh))
 		return false;
-	f->zc = emu_mrmap_find_held(c, addr, f->len, &f->zh);
+	f->zc = emu_mrmap_find_held(mr, addr, f->len, &f->zh);
 	return f->zc != NULL;
 }
 

@@ -129,6 +129,7 @@ void emu_xport_qp_fini(struct emu_qp *qp)
 	struct emu_xport_qp *x = qp->x;
 
 	xp_tomb_add(qp);
+	xp_cnt_retire(qp);
 	xp_act_del(qp);
 	free(x->sq_copy);
 	free(x->swqe);
@@ -281,7 +282,7 @@ const char *const emu_xport_drop_name[EMU_XDROP_NUM] = {
 	[EMU_XDROP_UC_RKEY] = "uc-rkey",
 	[EMU_XDROP_ACK_PSN] = "ack-psn",
 	[EMU_XDROP_ACK_SYNDROME] = "ack-syndrome",
-	[EMU_XDROP_READ_RESP] = "read-resp",
+	[EMU_XDROP_BAD_RESP] = "bad-resp",
 };
 
 void emu_xport_rx(struct emu_dev *d, struct emu_qp *qp, const struct wire_pkt *pkt)
@@ -337,7 +338,7 @@ void emu_xport_rx(struct emu_dev *d, struct emu_qp *qp, const struct wire_pkt *p
 
 static bool xp_qp_idle(const struct emu_xport_qp *x)
 {
-	return !x->ack_pending && !x->retrans_at && !x->rnr_at && !x->req_stalled &&
+	return !x->ack_pending && !x->retrans_at && !x->probe_at && !x->rnr_at && !x->req_stalled &&
 	       !xp_rp_waiting(x);
 }
 
@@ -355,7 +356,8 @@ void emu_xport_poll(struct emu_dev *d, uint64_t now_ns)
 			xp_resp_send_ack(qp);
 			any = true;
 		}
-		if ((x->retrans_at && now_ns >= x->retrans_at) || (x->rnr_at && now_ns >= x->rnr_at)) {
+		if ((x->retrans_at && now_ns >= x->retrans_at) || (x->rnr_at && now_ns >= x->rnr_at) ||
+		    (x->probe_at && now_ns >= x->probe_at)) {
 			xp_comp_timeout(qp, now_ns);
 			xp_run(qp);
 			any = true;
@@ -382,6 +384,8 @@ uint64_t emu_xport_next_deadline(struct emu_dev *d)
 			t = 0;
 		if (x->retrans_at && x->retrans_at < t)
 			t = x->retrans_at;
+		if (x->probe_at && x->probe_at < t)
+			t = x->probe_at;
 		if (x->rnr_at && x->rnr_at < t)
 			t = x->rnr_at;
 		if (xp_rp_waiting(x) && xp_rp_wake(x->rp) < t)

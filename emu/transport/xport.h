@@ -60,6 +60,18 @@ uint64_t emu_port_next_deadline(struct emu_dev *d);
 /* viewer: only its uid's QPs unless see_all (NULL: every QP) */
 void emu_stats_fill(struct emu_dev *d, const struct emu_ctx *viewer, uint32_t first_qpn,
 		    struct uroce_query_stats_rep *r);
+/* One named value of UROCE_OP_QUERY_DROPS (the daemon's port-level ones:
+ * what the PMD and the kernel socket under the port counted). */
+struct emu_named {
+	const char *name;
+	uint64_t val;
+};
+/* stats.c: drops and discards by reason (UROCE_OP_QUERY_DROPS, one page
+ * from q's position): link[] (nlink, the daemon's port-level values) and
+ * the transport's totals under qpn 0, then every QP viewer may see. */
+void emu_drops_fill(struct emu_dev *d, const struct emu_ctx *viewer,
+		    const struct emu_named *link, unsigned nlink,
+		    const struct uroce_query_drops_req *q, struct uroce_query_drops_rep *r);
 /* qp_info.c: transport state of d's QPs from first_qpn on (one page), the
  * same visibility as emu_stats_fill. */
 void emu_qp_info_fill(struct emu_dev *d, const struct emu_ctx *viewer, uint32_t first_qpn,

@@ -97,14 +97,14 @@ int xp_tx_begin(struct emu_qp *qp, const struct emu_xport_path *path, struct wir
 void xp_tx_end(struct emu_qp *qp, struct xp_txf *f);
 void xp_tx_abort(struct emu_qp *qp, struct xp_txf *f);
 /* Zero-copy TX of RC requests and READ responses (docs/performance.md):
- * point begun frame f at its source, client c's [addr, addr + f->len),
+ * point begun frame f at its source, [addr, addr + f->len) of mr,
  * when the port can send it from there (emu_tx_zc_ok) and one mapped
  * piece holds it; true then, false to copy as before. Pieces shorter than
  * XP_ZC_MIN are copied: two more mbufs cost more than their copy. UC and
  * UD complete a send when it is queued, so the application may rewrite
  * the buffer while the frame still points into it: they always copy. */
 #define XP_ZC_MIN 512u
-bool xp_txf_zc(struct emu_qp *qp, struct xp_txf *f, struct emu_ctx *c, uint64_t addr);
+bool xp_txf_zc(struct emu_qp *qp, struct xp_txf *f, struct emu_mr *mr, uint64_t addr);
 /* The same for [off, off + f->len) of an SGE list: one SGE must hold it;
  * lkeys checked as xp_sge_copyv does (epoch: the message's) */
 bool xp_sge_zc(struct emu_qp *qp, const struct uroce_sge *sge, unsigned nsge, uint32_t off,
@@ -124,6 +124,31 @@ void xp_path_from_av(struct emu_xport_path *p, const struct emu_av *av, uint32_t
 /* stats.c: may viewer see qp (its uid's, or every QP for root and the
  * daemon's uid; NULL viewer: yes)? docs/security.md */
 bool xp_qp_visible(const struct emu_ctx *viewer, const struct emu_qp *qp);
+/* The counters UROCE_OP_QUERY_DROPS totals over a device's QPs (stats.c):
+ * t += c; a QP's go into its device's totals before they are cleared
+ * (RESET) or freed (destroy), so the totals cover every QP it had. */
+static inline void xp_cnt_add(struct emu_xport_counters *t, const struct emu_xport_counters *c)
+{
+	t->out_of_seq += c->out_of_seq;
+	t->dup_requests += c->dup_requests;
+	t->rnr_naks_sent += c->rnr_naks_sent;
+	t->rnr_naks_rcvd += c->rnr_naks_rcvd;
+	t->seq_naks_sent += c->seq_naks_sent;
+	t->seq_naks_rcvd += c->seq_naks_rcvd;
+	t->retransmits += c->retransmits;
+	t->timeouts += c->timeouts;
+	t->probes += c->probes;
+	t->retry_exceeded += c->retry_exceeded;
+	t->rnr_retry_exceeded += c->rnr_retry_exceeded;
+	t->tx_no_buf += c->tx_no_buf;
+	t->tx_stalls += c->tx_stalls;
+}
+
+static inline void xp_cnt_retire(struct emu_qp *qp)
+{
+	if (qp->dev && qp->dev->x)
+		xp_cnt_add(&qp->dev->x->gone, &qp->x->cnt);
+}
 
 /* cqe.c: push a CQE; on CQ overrun the QP gets QP_FATAL and goes to ERR.
  * While the device's RX burst is open (d->burst) the CQE waits in the
@@ -248,8 +273,22 @@ static inline uint64_t xp_rp_wake(const struct emu_dcqcn_rp *rp)
 }
 
 /* timer.c: (re)start the retransmit timer: restart = after forward progress, else
- * only if it is not running. Never while an RNR wait is pending. */
+ * only if it is not running. Never while an RNR wait is pending. The loss
+ * probe (x->probe_at, a few round trips) is armed with it. */
 void xp_retrans_start(struct emu_qp *qp, bool restart);
+/* Round trips to the responder, as TCP times them (RFC 6298): one request
+ * packet asking for an ACK at a time, never a retransmitted one (Karn), is
+ * timed until an ACK or response covers it (xp_rtt_end, comp.c). */
+static inline void xp_rtt_start(struct emu_xport_qp *x, uint32_t psn)
+{
+	if (x->rtt_at || wire_psn_before(psn, x->sq_psn_hw))
+		return;
+	x->rtt_psn = psn;
+	x->rtt_at = emu_now_ns();
+}
+void xp_rtt_end(struct emu_xport_qp *x);
+/* A probe went without progress: the next one after twice the wait. */
+void xp_probe_rearm(struct emu_qp *qp, uint64_t now);
 /* cqe.c */
 void xp_flush_sq(struct emu_qp *qp);
 void xp_flush_rq(struct emu_qp *qp);
@@ -315,6 +354,16 @@ static inline void xp_sq_rewind(struct emu_qp *qp, uint32_t psn)
  * peer's backlog then stays near what it drains in one timeout. */
 #define XP_CWND_INIT 64u
 #define XP_CWND_MIN (2 * XP_GBN_BURST)
+/* The largest window: what a receiving daemon's RX ring holds for one
+ * QP with room for three more at full speed. A uroce port's RX ring holds
+ * at least 2048 frames (port_param.c: af_xdp's fill ring, af_packet's
+ * ring); a daemon descheduled for a few milliseconds on a shared machine
+ * lets a sender fill it, and a window beyond it is lost there, not on
+ * the wire (issue 22: 43 % of rc_bw's frames at a 4096-packet window).
+ * ConnectX and rxe drain far faster; for them 512 packets (0.5-2 MB) are
+ * more than a link's bandwidth-delay product. A loss halves the window
+ * (comp.c), so more QPs into one receiver converge below its ring. */
+#define XP_CWND_MAX 512u
 static inline uint32_t xp_cwnd(const struct emu_xport_qp *x)
 {
 	return x->cwnd ? x->cwnd : XP_CWND_INIT;

@@ -92,6 +92,8 @@ struct emu_xport_swqe {
 	uint8_t need_resp;    /* READ / atomic: completes on response, not ACK */
 	uint8_t rd_res;       /* holds a responder resource (READ, atomics, IBTA 1.5
 			       * ATOMIC WRITE and FLUSH): counted in max_rd_atomic */
+	uint8_t rd_resent;    /* READ request sent more than once: its responses may
+			       * start again, or go on, where it asked (comp_read_pos_ok) */
 	uint64_t mr_epoch;    /* dev->mr_epoch when its local keys were checked */
 };
 
@@ -141,8 +143,9 @@ enum emu_xport_drop {
 	EMU_XDROP_UC_NO_RECV,   /* UC: no receive posted (no RNR on UC) */
 	EMU_XDROP_UC_RKEY,      /* UC: WRITE rkey violation */
 	EMU_XDROP_ACK_PSN,      /* response for a PSN never sent */
-	EMU_XDROP_ACK_SYNDROME, /* response with a reserved AETH syndrome */
-	EMU_XDROP_READ_RESP,    /* READ response out of place or of wrong length */
+	EMU_XDROP_ACK_SYNDROME, /* response with a reserved AETH syndrome: the head WQE fails */
+	EMU_XDROP_BAD_RESP,     /* response that does not fit the outstanding request (opcode,
+				 * length, AETH type): the head WQE fails IBV_WC_BAD_RESP_ERR */
 	EMU_XDROP_NUM
 };
 
@@ -150,6 +153,7 @@ struct emu_xport_counters {
 	uint64_t tx_pkts, tx_bytes, rx_pkts, rx_bytes;
 	uint64_t retransmits;      /* packets sent again (timeout or NAK) */
 	uint64_t timeouts;         /* retransmit timer expiries */
+	uint64_t probes;           /* loss probes: no ACK within a few round trips */
 	uint64_t dup_requests;     /* responder: duplicate request packets */
 	uint64_t out_of_seq;       /* responder: packets past the expected PSN */
 	uint64_t seq_naks_sent, seq_naks_rcvd;
@@ -158,6 +162,7 @@ struct emu_xport_counters {
 	uint64_t naks_sent, naks_rcvd; /* non-sequence NAKs */
 	uint64_t rx_dropped;       /* sum of drops[] */
 	uint64_t tx_no_buf;        /* transmit buffer allocation failed */
+	uint64_t tx_stalls;        /* requester paused: the port's TX backlog was full */
 	uint64_t ce_rcvd;          /* packets that arrived ECN CE-marked */
 	uint64_t cnp_sent;         /* CNPs sent for them (rate-limited) */
 	uint64_t cnp_rcvd;         /* CNPs received (the reaction point's input) */
@@ -249,7 +254,17 @@ struct emu_xport_qp {
 	uint8_t sq_drain_evt;      /* SQD: event pending when drained */
 	uint16_t cwnd;             /* send window, packets past acked_psn (0: initial) */
 	uint16_t ssthresh;         /* slow start below it (0: the whole window) */
+	uint32_t recover_psn;      /* a loss cut the window: no other cut before this is acked */
+	uint8_t in_recovery;       /* ... until then */
+	uint8_t probe_shift;       /* loss probes since the last progress (backoff) */
+	uint32_t srtt_ns, rttvar_ns; /* round trip to the responder (RFC 6298), 0: none yet */
+	uint32_t min_rtt_ns;       /* ... the shortest seen: nothing queued */
+	uint32_t rtt_psn;          /* the packet being timed ... */
+	uint8_t rewind_resent;     /* the packet rewind_psn names went again since */
+	uint64_t rtt_at;           /* ... sent then (0: none) */
 	uint64_t retrans_at;       /* 0 = disarmed */
+	uint64_t probe_at;         /* loss probe (0 = disarmed) */
+	uint64_t probe_nobuf;      /* cnt.tx_no_buf when the probe was armed */
 	uint64_t rnr_at;
 
 	/* completer */
@@ -270,6 +285,7 @@ struct emu_xport_qp {
 	uint8_t wr_failed;         /* one of them failed: no more ACKs */
 	uint8_t on_act;           /* on the device's active list (act_next/prev) */
 	uint32_t ack_psn;          /* PSN to acknowledge */
+	uint32_t oos_hi;           /* the last out-of-sequence PSN since nak_sent */
 	uint32_t epsn;             /* expected PSN */
 	uint32_t msn;
 	uint32_t rwqe_valid;
@@ -323,6 +339,10 @@ struct emu_xport_dev {
 		uint64_t ce_rcvd, cnp_sent, cnp_rcvd, rate_cuts;
 	} dcqcn_cnt;
 	uint64_t xdrops[EMU_XDROP_NUM]; /* received packets dropped, by reason */
+	/* the counters of QPs destroyed or reset, so that the device's totals
+	 * (UROCE_OP_QUERY_DROPS) cover every QP it ever had: a benchmark's
+	 * QPs are gone by the time anyone asks (xp_cnt_retire) */
+	struct emu_xport_counters gone;
 };
 
 #endif /* EMU_XPORT_STATE_H */

@@ -54,10 +54,13 @@
  * 3: small receive payloads in the CQ ring (uroce_cqe_inl);
  * 4: UROCE_RING_F_KICK in the RQ header, the QP arena
  *    (UROCE_OP_CREATE_QP_ARENA) and the control mailbox (uroce_ctl_mbox);
- * 5: uroce_hello_rep.flags (UROCE_HELLO_F_PRIVILEGED), UROCE_OP_QUERY_LIMITS,
- *    UROCE_OP_QUERY_NIC and UROCE_OP_SET_MTU (new ops only: a daemon
+ * 5: uroce_hello_rep.flags (UROCE_HELLO_F_PRIVILEGED), UROCE_OP_QUERY_LIMITS;
+ * 6: registered memory pinned through the client's io_uring
+ *    (UROCE_OP_MEM_CHANNEL, uroce_reg_mr_req.pin), UROCE_OP_UNMAP_MR gone,
+ *    UROCE_OP_QUERY_MRS;
+ * 7: UROCE_OP_QUERY_NIC and UROCE_OP_SET_MTU (new ops only: a daemon
  *    without them refuses them, uroce-ctl then shows no NIC) */
-#define UROCE_ABI_VERSION 5
+#define UROCE_ABI_VERSION 7
 
 /** Environment variable naming the directory of the control sockets. */
 #define UROCE_ENV_RUN_DIR "UROCE_RUN_DIR"
@@ -400,7 +403,9 @@ enum uroce_op {
 	UROCE_OP_MAP_MR,         /**< uroce_map_mr_req; fds in: [0] the file behind the
 				  *  piece (docs/verbs.md, "Daemon-mapped memory regions").
 				  *  Any error leaves the piece on the /proc/<pid>/mem path */
-	UROCE_OP_UNMAP_MR,       /**< uroce_handle_msg: drop every mapping of an MR */
+	UROCE_OP_MEM_CHANNEL,    /**< uroce_mem_chan_req -> empty: the context's
+				  *  io_uring, through which registrations are
+				  *  pinned (docs/verbs.md, "Registered memory") */
 	UROCE_OP_IMPORT,         /**< ibv_import_pd / ibv_import_mr: uroce_import_req */
 	UROCE_OP_QUERY_CC,       /**< DCQCN of the device and its QPs (uroce-stat) */
 	UROCE_OP_ALLOC_DM,       /**< ibv_alloc_dm: uroce_alloc_dm_req -> uroce_alloc_dm_rep;
@@ -425,6 +430,9 @@ enum uroce_op {
 				   *  the rings in the context's QP arena; fds out:
 				   *  [0] with UROCE_ARENA_F_NEW only */
 	UROCE_OP_QUERY_LIMITS,   /**< uroce_query_limits_req -> uroce_query_limits_rep */
+	UROCE_OP_QUERY_MRS,      /**< uroce_query_mrs_req -> uroce_query_mrs_rep (uroce-ctl mrs) */
+	UROCE_OP_QUERY_DROPS,    /**< uroce_query_drops_req -> uroce_query_drops_rep
+				  *  (uroce-ctl counters: drops by reason, per port and QP) */
 	UROCE_OP_QUERY_NIC,      /**< uroce_query_nic_req -> uroce_query_nic_rep: the
 				  *  port's device (driver, link, queues, offloads) and
 				  *  its statistics, one page of xstats per request */
@@ -491,12 +499,26 @@ struct uroce_query_port_rep {
  *  just a handle. */
 struct uroce_handle_msg { uint32_t handle; uint32_t rsvd; };
 
+/** How the device reaches a registration's memory (docs/verbs.md,
+ *  "Registered memory"): through the pages the client pinned into buffers
+ *  [slot, slot + n) of its memory channel's io_uring, one buffer per GiB
+ *  of the range (UROCE_PIN_RING), or, where the kernel cannot pin for it,
+ *  at the address as the process maps it now, as an ODP registration is
+ *  (UROCE_PIN_NONE, counted and shown; why: the errno that refused the
+ *  pinning). ODP registrations follow the address by definition and
+ *  ignore it. */
+enum uroce_pin { UROCE_PIN_RING = 1, UROCE_PIN_NONE = 2 };
+#define UROCE_PIN_BUF_SHIFT 30  /**< the kernel's limit on one io_uring buffer: 1 GiB */
 struct uroce_reg_mr_req {
 	uint32_t pd;
 	uint32_t access;  /**< enum ibv_access_flags */
 	uint64_t addr;    /**< process virtual address */
 	uint64_t length;
 	uint64_t iova;    /**< address the peer uses (ibv_reg_mr_iova2) */
+	uint32_t pin;     /**< enum uroce_pin */
+	uint32_t slot;    /**< UROCE_PIN_RING: its first buffer */
+	int32_t why;      /**< UROCE_PIN_NONE: the errno that refused pinning */
+	uint32_t rsvd;
 };
 struct uroce_reg_mr_rep { uint32_t handle; uint32_t lkey; uint32_t rkey; uint32_t rsvd; };
 
@@ -508,6 +530,10 @@ struct uroce_rereg_mr_req {
 	uint64_t addr;
 	uint64_t length;
 	uint64_t iova;
+	uint32_t pin;     /**< as uroce_reg_mr_req, for the new translation */
+	uint32_t slot;
+	int32_t why;
+	uint32_t rsvd;
 };
 /* reply: uroce_reg_mr_rep */
 
@@ -523,6 +549,52 @@ struct uroce_map_mr_req {
 	uint64_t length;
 	uint64_t file_off;
 };
+
+/** UROCE_OP_MEM_CHANNEL: the io_uring the client made for its context
+ *  (IORING_SETUP_R_DISABLED, a sparse buffer table of nbufs entries whose
+ *  buffer 0 is one page at probe), as io_uring_setup described it. The
+ *  daemon takes the ring from the process bound at HELLO (pidfd_getfd:
+ *  io_uring descriptors cannot travel with SCM_RIGHTS), gives it its own
+ *  pipe as fixed files 0 and 1, restricts it to IORING_OP_READ_FIXED /
+ *  WRITE_FIXED on fixed files, with IORING_REGISTER_BUFFERS_UPDATE and
+ *  IORING_REGISTER_SYNC_CANCEL as the only registrations, enables it and
+ *  tries it on the probe page. */
+struct uroce_mem_chan_req {
+	int32_t ring_fd;      /**< its number in the client's descriptor table */
+	uint32_t sq_entries, cq_entries;
+	uint32_t nbufs;
+	uint32_t sq_head, sq_tail, sq_mask, sq_array; /**< io_sqring_offsets */
+	uint32_t cq_head, cq_tail, cq_mask, cq_cqes;  /**< io_cqring_offsets */
+	uint64_t probe;
+};
+
+/** UROCE_OP_QUERY_MRS: the registrations the asking uid may see (its
+ *  own; every one for root and the daemon's uid), handle order from
+ *  start_handle of start_pid's context; next_* name where to go on. */
+struct uroce_query_mrs_req { uint32_t start_pid; uint32_t start_handle; };
+struct uroce_mr_info {
+	uint32_t pid;         /**< owning process */
+	uint32_t handle;
+	uint64_t addr, length;
+	uint32_t access;
+	uint32_t lkey;
+	uint32_t pin;         /**< enum uroce_pin; 0 for ODP and device memory */
+	int32_t why;          /**< UROCE_PIN_NONE: the errno that refused pinning */
+	uint32_t mapped;      /**< pieces the daemon maps (shared files, device memory) */
+	uint32_t flags;       /**< UROCE_MRI_ODP, UROCE_MRI_DM */
+	uint64_t pinned, unpinned, by_map; /**< payload pieces moved by each route */
+};
+#define UROCE_MRI_ODP 1u
+#define UROCE_MRI_DM  2u
+#define UROCE_MRS_PER_MSG 32
+struct uroce_query_mrs_rep {
+	uint32_t n;
+	uint32_t next_pid;    /**< 0: no more */
+	uint32_t next_handle;
+	uint32_t rsvd;
+	struct uroce_mr_info mrs[UROCE_MRS_PER_MSG];
+};
+_Static_assert(sizeof(struct uroce_query_mrs_rep) + 16 <= UROCE_MAX_MSG, "mrs reply");
 
 /** UROCE_OP_IMPORT: a second ibv_context of the same connection
  *  (ibv_import_device on its control socket, in the process that opened
@@ -773,12 +845,14 @@ struct uroce_port_stats {
 	uint64_t cqe_inline;       /**< receives whose payload travelled in the CQ ring */
 	uint64_t icrc_skipped;     /**< ICRC computations + checks the internal ring skipped */
 	uint64_t mr_mapped;        /**< payload pieces placed/gathered by memcpy (mapped MR) */
-	uint64_t mr_syscall;       /**< ... through /proc/<pid>/mem (the old path) */
+	uint64_t mr_syscall;       /**< ... through /proc/<pid>/mem (ODP registrations) */
 	uint64_t tx_zc;            /**< frames sent with their payload in a mapped MR, not copied */
 	uint64_t tx_zc_bytes;      /**< ... those payload bytes */
 	uint64_t rx_seg;           /**< multi-segment frames placed from their segments */
 	uint64_t rx_lin;           /**< ... copied into one buffer first */
 	uint64_t zc_unmap_deferred; /**< MR unmaps that waited for frames still in flight */
+	uint64_t mr_pinned;        /**< payload pieces moved through pinned pages (io_uring) */
+	uint64_t mr_unpinned;      /**< ... at the address, for registrations the kernel could not pin */
 };
 struct uroce_qp_stats {
 	uint32_t qpn;
@@ -809,8 +883,39 @@ struct uroce_query_stats_rep {
 	/* appended: the asking context's own mr_mapped / mr_syscall (0 from
 	 * older daemons: a reply shorter than this struct) */
 	uint64_t self_mr_mapped, self_mr_syscall;
+	/* appended: its pinned / unpinned pieces (docs/verbs.md, "Registered memory") */
+	uint64_t self_mr_pinned, self_mr_unpinned;
 };
 _Static_assert(sizeof(struct uroce_query_stats_rep) + 16 <= UROCE_MAX_MSG, "stats reply");
+
+/** UROCE_OP_QUERY_DROPS: every loss and discard the device counted, by
+ *  reason and where it happened, as named values (docs/running.md,
+ *  "Counters"): first the port's (qpn 0: what the NIC or the kernel socket
+ *  under the port missed — no room in its ring, no buffer to fill —, what
+ *  the PMD failed to send, the interface's own drop counters, then the
+ *  transport's discards and recoveries summed over every QP the device
+ *  ever had), then each QP's the caller may see (QUERY_STATS' visibility)
+ *  by reason. Names are stable; new ones may appear. Paged: ask with
+ *  {0, 0}, then again with {next_qpn, next} while more is set. */
+struct uroce_query_drops_req {
+	uint32_t first_qpn;        /**< 0: the port's values first */
+	uint32_t first;            /**< index within that QP's (or the port's) values */
+};
+#define UROCE_DROP_NAME_LEN 24
+struct uroce_drop_val {
+	uint32_t qpn;              /**< 0: the port's */
+	uint32_t rsvd;
+	uint64_t val;
+	char name[UROCE_DROP_NAME_LEN]; /**< NUL-terminated */
+};
+#define UROCE_DROPS_PER_MSG 96
+struct uroce_query_drops_rep {
+	uint32_t n;                /**< entries in v[] */
+	uint32_t more;             /**< 1: ask again from next_qpn / next */
+	uint32_t next_qpn, next;
+	struct uroce_drop_val v[UROCE_DROPS_PER_MSG];
+};
+_Static_assert(sizeof(struct uroce_query_drops_rep) + 16 <= UROCE_MAX_MSG, "drops reply");
 
 /** UROCE_OP_QUERY_CM_STATS (no request body): the IB CM engine's counters
  *  (docs/cm.md) as named values, so that a reader shows what a newer

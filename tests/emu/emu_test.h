@@ -210,7 +210,12 @@ static inline int t_raw(int fd, const void *msg, size_t len, const int *fds, uns
 		return -errno;
 	mh.msg_control = cb.b;
 	mh.msg_controllen = sizeof(cb.b);
-	ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+	/* a closed io_uring's exit work interrupts its maker's sleep (task
+	 * work, and SO_RCVTIMEO makes that EINTR): as the shim, try again */
+	ssize_t n;
+	do
+		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return -errno;
 	if (nrfds)

@@ -417,7 +417,7 @@ static void part_cross_context(void)
 		CHECK(t_call(&b, UROCE_OP_RESIZE_CQ, &rc2, sizeof(rc2), NULL, 0, &cr2, sizeof(cr2),
 			     NULL, NULL) == -EINVAL, "resize cq %u", h);
 		static uint8_t mem[4096];
-		struct uroce_reg_mr_req mr2 = { .pd = h, .access = IBV_ACCESS_LOCAL_WRITE,
+		struct uroce_reg_mr_req mr2 = { .pin = UROCE_PIN_NONE, .pd = h, .access = IBV_ACCESS_LOCAL_WRITE,
 						.addr = (uintptr_t)mem, .length = sizeof(mem),
 						.iova = (uintptr_t)mem };
 		struct uroce_reg_mr_rep mrr;

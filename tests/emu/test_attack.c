@@ -267,7 +267,8 @@ static int ud_open(struct t_client *c, struct ud *u, uint32_t qkey, int gi)
 
 	memset(u, 0, sizeof(*u));
 	REQUIRE(t_pd(c, &u->pd) == 0, "pd");
-	struct uroce_reg_mr_req mq = { .pd = u->pd, .access = IBV_ACCESS_LOCAL_WRITE,
+	struct uroce_reg_mr_req mq = { .pin = UROCE_PIN_NONE, .pd = u->pd,
+				       .access = IBV_ACCESS_LOCAL_WRITE,
 				       .addr = (uintptr_t)qp1_mads, .length = sizeof(qp1_mads),
 				       .iova = (uintptr_t)qp1_mads };
 	struct uroce_reg_mr_rep mr;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "xport.h"
@@ -622,6 +623,50 @@ static void test_vma(struct emu_dev *d)
 	munmap(m, 5 * pg);
 }
 
+/* fdinfo's "Pid:" of a pidfd: the process it names, in our pid namespace */
+static long pidfd_pid(int pidfd)
+{
+	char path[64], line[128];
+	long pid = -1;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
+	FILE *f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "Pid: %ld", &pid) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return pid;
+}
+
+/* The client as a pidfd comes from the socket (SO_PEERPIDFD), not from
+ * the pid: a client whose pid the daemon cannot see (SO_PEERCRED says 0:
+ * another pid namespace, as in a container) still gets pinned
+ * registrations; without a socket, the pid; with neither, none. */
+static void test_peer_pidfd(struct emu_dev *d)
+{
+	int sp[2];
+
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) == 0, "socketpair");
+	struct emu_ctx *c = emu_ctx_new(d, 0, sp[0]);
+	CHECK(c != NULL, "ctx");
+	int pfd = emu_ctx_pidfd(c);
+	CHECK(pfd >= 0 && pidfd_pid(pfd) == getpid(), "pid 0: pidfd %d of %ld", pfd,
+	      pfd >= 0 ? pidfd_pid(pfd) : -1L);
+	if (pfd >= 0)
+		close(pfd);
+	emu_ctx_destroy(c);
+	close(sp[1]);
+	c = emu_ctx_new(d, getpid(), -1);
+	pfd = emu_ctx_pidfd(c);
+	CHECK(pfd >= 0 && pidfd_pid(pfd) == getpid(), "no socket: pidfd of the pid");
+	if (pfd >= 0)
+		close(pfd);
+	c->pid = 0;
+	CHECK(emu_ctx_pidfd(c) == -1, "neither socket nor pid: none");
+	emu_ctx_destroy(c);
+}
+
 int main(void)
 {
 	struct emu_dev d;
@@ -640,6 +685,7 @@ int main(void)
 	test_vma(&d);
 	test_fault(&d);
 	test_rx_fuzz(&d);
+	test_peer_pidfd(&d);
 	emu_dev_fini(&d);
 	test_unpredictable();
 	if (fails)

@@ -7,7 +7,7 @@
 static int reg_mr(struct t_client *c, uint32_t pd, void *addr, uint64_t len, uint32_t access,
 		  struct uroce_reg_mr_rep *r)
 {
-	struct uroce_reg_mr_req q = { .pd = pd, .access = access, .addr = (uintptr_t)addr,
+	struct uroce_reg_mr_req q = { .pin = UROCE_PIN_NONE, .pd = pd, .access = access, .addr = (uintptr_t)addr,
 				      .length = len, .iova = (uintptr_t)addr };
 	return t_call(c, UROCE_OP_REG_MR, &q, sizeof(q), NULL, 0, r, sizeof(*r), NULL, NULL);
 }

@@ -58,12 +58,14 @@ static void test_mr(struct emu_dev *d)
 	CHECK(!emu_mr_check_lkey(p, r.lkey, mr->addr, 1, 0, &err) && err == -ERANGE,
 	      "its daemon address is no local address");
 	/* placement through the piece lands in the DM's memory */
-	CHECK(emu_mem_write(a, mr->addr + 8, "dm!", 4) == 0, "write");
+	CHECK(emu_mr_write(mr, mr->addr + 8, "dm!", 4) == 0, "write");
 	CHECK(!memcmp(dm->map + 4096 + 8, "dm!", 4), "placed at DM offset 4104");
 	uint8_t x[4] = { 0 };
-	CHECK(emu_mem_read(a, x, mr->addr + 8, 4) == 0 && !memcmp(x, "dm!", 4), "read");
-	/* a range past the piece (still the DM's addresses) reaches nothing */
-	CHECK(emu_mem_write(a, mr->addr + 4090, "overrun", 8) == -EFAULT, "past the piece");
+	CHECK(emu_mr_read(mr, x, mr->addr + 8, 4) == 0 && !memcmp(x, "dm!", 4), "read");
+	/* a range past the piece (still the DM's addresses) reaches nothing,
+	 * nor does the address alone, without the registration */
+	CHECK(emu_mr_write(mr, mr->addr + 4090, "overrun", 8) == -EFAULT, "past the piece");
+	CHECK(emu_mem_read(a, x, mr->addr + 8, 4) == -EFAULT, "the address alone");
 	CHECK(emu_mem_read(a, x, dm->va, 4) == -EFAULT, "DM bytes outside the MR");
 	/* another context: the handle names nothing there, the address is no
 	 * memory of its process */
@@ -73,7 +75,7 @@ static void test_mr(struct emu_dev *d)
 	struct uroce_reg_dm_mr_req qb = q;
 	qb.pd = pdb;
 	CHECK(emu_dm_reg_mr(b, &qb, &r) == -EINVAL, "register elsewhere");
-	struct uroce_reg_mr_req rq = { .pd = pdb, .access = IBV_ACCESS_LOCAL_WRITE,
+	struct uroce_reg_mr_req rq = { .pin = UROCE_PIN_NONE, .pd = pdb, .access = IBV_ACCESS_LOCAL_WRITE,
 				       .addr = mr->addr, .length = 16, .iova = 0 };
 	CHECK(emu_mr_reg(b, &rq, &r) == -EFAULT, "a plain MR at its address");
 	CHECK(emu_mem_read(b, x, mr->addr + 8, 4) == -EFAULT, "b reads a's DM address");

@@ -37,12 +37,23 @@
  *   mbox      the control mailbox misused: huge length, runt, an op that
  *             needs a descriptor, a reply with one (on the socket), a
  *             flood of sequence numbers
+ *   memchan   UROCE_OP_MEM_CHANNEL with what is not a fresh disabled
+ *             io_uring of the client's (a memfd, an enabled ring, one
+ *             with its own restrictions or files, an SQ-polling one,
+ *             twice): refused; then a proper channel whose client does
+ *             its worst with its ring (submits itself, NOP and other
+ *             registrations refused by the daemon's restrictions;
+ *             garbage over its submission and completion queues, its
+ *             own reads and writes on the daemon's pipes): the daemon
+ *             survives, pinned WRITEs land or fail, others are served
  *
  * Usage: test_emu_hardening UROCED CASE [SEED] */
 #include "emu_test.h"
 
 #include <dirent.h>
+#include <linux/io_uring.h>
 #include <poll.h>
+#include <sys/syscall.h>
 
 static uint64_t seed = 0x5eed0007;
 
@@ -129,7 +140,7 @@ static int t_rc_open(struct t_rc *r, struct t_client *c, int k, int32_t channel)
 	r->c = c;
 	if ((rc = t_pd(c, &r->pd)))
 		return rc;
-	struct uroce_reg_mr_req mq = { .pd = r->pd, .access = IBV_ACCESS_LOCAL_WRITE,
+	struct uroce_reg_mr_req mq = { .pin = UROCE_PIN_NONE, .pd = r->pd, .access = IBV_ACCESS_LOCAL_WRITE,
 				       .addr = (uintptr_t)t_buf[k], .length = sizeof(t_buf[k]),
 				       .iova = (uintptr_t)t_buf[k] };
 	struct uroce_reg_mr_rep mr;
@@ -263,6 +274,200 @@ static void check_served(struct t_daemon *d, const char *after)
 	}
 	t_rc_close(&r);
 	t_client_close(&b);
+}
+
+/* ---------------- memchan: a hostile memory channel ---------------- */
+
+struct mc_ring {
+	int fd;
+	struct io_uring_params p;
+	uint8_t *probe;
+};
+
+static int mc_reg(int fd, unsigned op, const void *arg, unsigned n)
+{
+	return syscall(__NR_io_uring_register, fd, op, arg, n) < 0 ? -errno : 0;
+}
+
+static int mc_update(int fd, uint32_t slot, void *addr, size_t len)
+{
+	struct iovec iov = { addr, len };
+	struct io_uring_rsrc_update2 up = { .offset = slot, .data = (uintptr_t)&iov, .nr = 1 };
+
+	return (int)syscall(__NR_io_uring_register, fd, IORING_REGISTER_BUFFERS_UPDATE, &up,
+			    sizeof(up));
+}
+
+/* A ring as the shim makes one (flags: more to spoil it), with its probe
+ * page in buffer 0 */
+static void mc_open(struct mc_ring *m, unsigned flags)
+{
+	struct io_uring_rsrc_register rr = { .nr = 16384, .flags = IORING_RSRC_REGISTER_SPARSE };
+
+	memset(&m->p, 0, sizeof(m->p));
+	m->p.flags = flags;
+	m->fd = (int)syscall(__NR_io_uring_setup, 64, &m->p);
+	REQUIRE(m->fd >= 0, "io_uring_setup: %s", strerror(errno));
+	m->probe = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	REQUIRE(m->probe != MAP_FAILED, "probe");
+	REQUIRE(mc_reg(m->fd, IORING_REGISTER_BUFFERS2, &rr, sizeof(rr)) == 0, "sparse buffers");
+	REQUIRE(mc_update(m->fd, 0, m->probe, 4096) == 1, "probe buffer");
+}
+
+static int mc_send(struct t_client *c, const struct mc_ring *m, int fd)
+{
+	struct uroce_mem_chan_req q = {
+		.ring_fd = fd, .sq_entries = m->p.sq_entries, .cq_entries = m->p.cq_entries,
+		.nbufs = 16384, .sq_head = m->p.sq_off.head, .sq_tail = m->p.sq_off.tail,
+		.sq_mask = m->p.sq_off.ring_mask, .sq_array = m->p.sq_off.array,
+		.cq_head = m->p.cq_off.head, .cq_tail = m->p.cq_off.tail,
+		.cq_mask = m->p.cq_off.ring_mask, .cq_cqes = m->p.cq_off.cqes,
+		.probe = (uintptr_t)m->probe,
+	};
+	return t_call(c, UROCE_OP_MEM_CHANNEL, &q, sizeof(q), NULL, 0, NULL, 0, NULL, NULL);
+}
+
+static void mc_close(struct mc_ring *m)
+{
+	close(m->fd);
+	munmap(m->probe, 4096);
+}
+
+/* Submit one SQE of our own on ring m (after the daemon enabled it) and
+ * return its completion's result. */
+static int mc_own_sqe(struct mc_ring *m, uint8_t opcode, uint8_t flags)
+{
+	size_t sqlen = m->p.sq_off.array + m->p.sq_entries * 4;
+	size_t cqlen = m->p.cq_off.cqes + m->p.cq_entries * sizeof(struct io_uring_cqe);
+	size_t len = sqlen > cqlen ? sqlen : cqlen;
+	uint8_t *r = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, m->fd, IORING_OFF_SQ_RING);
+	struct io_uring_sqe *sq = mmap(NULL, m->p.sq_entries * sizeof(*sq), PROT_READ | PROT_WRITE,
+				       MAP_SHARED, m->fd, IORING_OFF_SQES);
+	REQUIRE(r != MAP_FAILED && sq != MAP_FAILED, "map our own ring");
+	uint32_t *tail = (uint32_t *)(r + m->p.sq_off.tail), t = *tail;
+	uint32_t i = t & (m->p.sq_entries - 1);
+	memset(&sq[i], 0, sizeof(sq[i]));
+	sq[i].opcode = opcode;
+	sq[i].flags = flags;
+	sq[i].user_data = 0x51;
+	((uint32_t *)(r + m->p.sq_off.array))[i] = i;
+	__atomic_store_n(tail, t + 1, __ATOMIC_RELEASE);
+	int res = -9999;
+	if (syscall(__NR_io_uring_enter, m->fd, 1, 1, IORING_ENTER_GETEVENTS, NULL, 0) == 1) {
+		uint32_t *h = (uint32_t *)(r + m->p.cq_off.head);
+		uint32_t ct = __atomic_load_n((uint32_t *)(r + m->p.cq_off.tail), __ATOMIC_ACQUIRE);
+		struct io_uring_cqe *cq = (void *)(r + m->p.cq_off.cqes);
+		for (; *h != ct; (*h)++)
+			if (cq[*h & (m->p.cq_entries - 1)].user_data == 0x51)
+				res = cq[*h & (m->p.cq_entries - 1)].res;
+	}
+	/* then spoil everything we can reach of it */
+	for (uint32_t k = 0; k < m->p.sq_entries; k++)
+		for (size_t b = 0; b < sizeof(sq[k]); b++)
+			((uint8_t *)&sq[k])[b] = (uint8_t)rnd();
+	for (size_t b = 0; b < len; b++)
+		if (rnd() & 1)
+			r[b] = (uint8_t)rnd();
+	munmap(sq, m->p.sq_entries * sizeof(*sq));
+	munmap(r, len);
+	return res;
+}
+
+/* A WRITE of fresh bytes from a's QP into its pinned MR; whether it
+ * landed */
+static bool mc_write(struct t_rc *r, uint32_t rkey, uint8_t *dst, uint64_t id)
+{
+	uint8_t msg[48];
+
+	for (size_t i = 0; i < sizeof(msg); i++)
+		msg[i] = (uint8_t)(rnd() | 1);
+	t_rc_send_op(r, IBV_WR_RDMA_WRITE, msg, sizeof(msg), (uintptr_t)dst, rkey, id);
+	return t_rc_poll(r, 1, 20000) == 0 && !memcmp(dst, msg, sizeof(msg));
+}
+
+static void case_memchan(struct t_daemon *d)
+{
+	struct t_client a;
+	struct t_rc r;
+	struct mc_ring m;
+	int rc;
+
+	REQUIRE(t_client_open(&a, d->sock) == 0, "client a");
+	REQUIRE(t_rc_open(&r, &a, 0, -1) == 0, "a's QP");
+	int mfd = memfd_create("not-a-ring", MFD_CLOEXEC);
+	struct mc_ring fake = { .fd = mfd };
+	fake.p.sq_entries = 64;
+	fake.p.cq_entries = 128;
+	CHECK((rc = mc_send(&a, &fake, mfd)) == -EINVAL, "a memfd: %d", rc);
+	CHECK((rc = mc_send(&a, &fake, 9999)) == -EINVAL, "no such descriptor: %d", rc);
+	close(mfd);
+	/* enabled already: restrictions can no longer be set */
+	mc_open(&m, 0);
+	CHECK((rc = mc_send(&a, &m, m.fd)) == -EINVAL, "an enabled ring: %d", rc);
+	mc_close(&m);
+	/* the client's own restrictions (everything allowed) first */
+	mc_open(&m, IORING_SETUP_R_DISABLED);
+	struct io_uring_restriction res[2] = {
+		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_NOP },
+		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_OPENAT },
+	};
+	REQUIRE(mc_reg(m.fd, IORING_REGISTER_RESTRICTIONS, res, 2) == 0, "own restrictions");
+	CHECK((rc = mc_send(&a, &m, m.fd)) == -EINVAL, "a ring with its own restrictions: %d", rc);
+	mc_close(&m);
+	/* files of the client's own in the table */
+	mc_open(&m, IORING_SETUP_R_DISABLED);
+	int own[1] = { open("/dev/null", O_RDWR | O_CLOEXEC) };
+	REQUIRE(mc_reg(m.fd, IORING_REGISTER_FILES, own, 1) == 0, "own files");
+	CHECK((rc = mc_send(&a, &m, m.fd)) == -EINVAL, "a ring with its own files: %d", rc);
+	mc_close(&m);
+	close(own[0]);
+	/* a kernel thread polling the queue would run our submissions late */
+	mc_open(&m, IORING_SETUP_R_DISABLED | IORING_SETUP_SQPOLL);
+	CHECK((rc = mc_send(&a, &m, m.fd)) == -EINVAL, "an SQ-polling ring: %d", rc);
+	mc_close(&m);
+
+	/* a proper one, and a pinned MR over t_buf[0] */
+	mc_open(&m, IORING_SETUP_R_DISABLED);
+	CHECK((rc = mc_send(&a, &m, m.fd)) == 0, "the channel: %d", rc);
+	CHECK((rc = mc_send(&a, &m, m.fd)) == -EBUSY, "a second channel: %d", rc);
+	REQUIRE(mc_update(m.fd, 1, t_buf[0], sizeof(t_buf[0])) == 1, "pin t_buf[0]");
+	struct uroce_reg_mr_req mq = { .pin = UROCE_PIN_RING, .slot = 1, .pd = r.pd,
+				       .access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+				       .addr = (uintptr_t)t_buf[0], .length = sizeof(t_buf[0]),
+				       .iova = (uintptr_t)t_buf[0] };
+	struct uroce_reg_mr_rep mr;
+	REQUIRE(t_call(&a, UROCE_OP_REG_MR, &mq, sizeof(mq), NULL, 0, &mr, sizeof(mr), NULL,
+		       NULL) == 0, "pinned MR");
+	mq.slot = 0; /* the probe page is the daemon's */
+	CHECK((rc = t_call(&a, UROCE_OP_REG_MR, &mq, sizeof(mq), NULL, 0, &mr, sizeof(mr), NULL,
+			   NULL)) == -EINVAL, "an MR on the probe buffer: %d", rc);
+	mq.slot = 16383;
+	mq.length = 2ull << 30; /* two buffers from the last one */
+	CHECK((rc = t_call(&a, UROCE_OP_REG_MR, &mq, sizeof(mq), NULL, 0, &mr, sizeof(mr), NULL,
+			   NULL)) != 0, "buffers past the table: %d", rc);
+	mq.slot = 1;
+	mq.length = sizeof(t_buf[0]);
+	REQUIRE(t_call(&a, UROCE_OP_REG_MR, &mq, sizeof(mq), NULL, 0, &mr, sizeof(mr), NULL,
+		       NULL) == 0, "pinned MR");
+	CHECK(mc_write(&r, mr.rkey, t_buf[0] + 100, 1), "a pinned WRITE lands");
+	/* what the daemon allowed: its two operations on fixed files,
+	 * buffer updates; nothing else, not even for the ring's owner */
+	CHECK((rc = mc_reg(m.fd, IORING_REGISTER_FILES_UPDATE, &(struct io_uring_files_update){ 0 },
+			   1)) == -EACCES, "a file table update: %d", rc);
+	CHECK((rc = mc_reg(m.fd, IORING_REGISTER_PERSONALITY, NULL, 0)) == -EACCES,
+	      "a personality: %d", rc);
+	rc = mc_own_sqe(&m, IORING_OP_NOP, 0);
+	CHECK(rc == -EACCES, "a NOP of the client's own: %d", rc);
+	/* after the garbage: whatever a's traffic does, it stays a's */
+	for (int k = 0; k < 4; k++) {
+		rc = mc_own_sqe(&m, IORING_OP_READ_FIXED, IOSQE_FIXED_FILE);
+		(void)mc_write(&r, mr.rkey, t_buf[0] + 200, 2 + (uint64_t)k);
+	}
+	check_served(d, "memchan");
+	mc_close(&m);
+	t_rc_close(&r);
+	t_client_close(&a);
+	check_served(d, "memchan after a left");
 }
 
 static int finish(struct t_daemon *d)
@@ -756,7 +961,7 @@ static void self_counts(struct t_client *c, uint64_t *mapped, uint64_t *sys)
 	int rc = t_call(c, UROCE_OP_QUERY_STATS, &q, sizeof(q), NULL, 0, &r, sizeof(r), NULL, NULL);
 	REQUIRE(rc == 0, "query stats: %d", rc);
 	*mapped = r.self_mr_mapped;
-	*sys = r.self_mr_syscall;
+	*sys = r.self_mr_unpinned; /* the route these registrations take without a ring */
 }
 
 #define MM_LEN (3 * 4096)
@@ -820,7 +1025,7 @@ static int mm_map(struct mm_env *e, uint32_t handle, uint8_t *addr, uint64_t len
 
 static uint32_t mm_reg(struct mm_env *e, uint8_t *addr, uint32_t *rkey)
 {
-	struct uroce_reg_mr_req mq = { .pd = e->r.pd,
+	struct uroce_reg_mr_req mq = { .pin = UROCE_PIN_NONE, .pd = e->r.pd,
 				       .access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
 				       .addr = (uintptr_t)addr, .length = MM_LEN,
 				       .iova = (uintptr_t)addr };
@@ -868,19 +1073,19 @@ static void case_mrmap(struct t_daemon *d)
 	CHECK(rc == -EACCES, "read-only descriptor for a writable MR: %d", rc);
 	mm_write(&e, false, "a read-only descriptor");
 	rc = mm_map(&e, e.handle, e.pa, MM_LEN, 0, ff);
-	CHECK(rc == -EOPNOTSUPP, "a file on disk: %d", rc);
+	CHECK(rc == -EACCES, "a file on disk: %d", rc);
 	mm_write(&e, false, "a file on disk");
 	rc = mm_map(&e, e.handle, e.pa + 4096, MM_LEN, 4096, fa);
-	CHECK(rc == -EINVAL, "past the MR: %d", rc);
+	CHECK(rc == -EACCES, "past the MR: %d", rc);
 	rc = mm_map(&e, e.handle, e.pa, MM_LEN, 0, -1);
-	CHECK(rc == -EINVAL, "no descriptor: %d", rc);
+	CHECK(rc == -EACCES, "no descriptor: %d", rc);
 	rc = mm_map(&e, e.handle + 1000, e.pa, MM_LEN, 0, fa);
-	CHECK(rc == -EINVAL, "no such MR: %d", rc);
+	CHECK(rc == -EACCES, "no such MR: %d", rc);
 	mm_write(&e, false, "bad requests");
 	/* an MR over the disk file's own mapping, with its own descriptor */
 	uint32_t h2 = mm_reg(&e, e.others[1], NULL);
 	rc = mm_map(&e, h2, e.others[1], MM_LEN, 0, ff);
-	CHECK(rc == -EOPNOTSUPP, "an MR on a disk file: %d", rc);
+	CHECK(rc == -EACCES, "an MR on a disk file: %d", rc);
 	/* and the right one */
 	rc = mm_map(&e, e.handle, e.pa, MM_LEN, 0, fa);
 	CHECK(rc == 0, "the MR's own memfd: %d", rc);
@@ -890,8 +1095,26 @@ static void case_mrmap(struct t_daemon *d)
 	CHECK(mm_map(&e, e.handle, e.pa, 4096, 0, fa) == 0, "second piece");
 	CHECK(mm_map(&e, e.handle, e.pa + 4096, 4096, 4096, fa) == 0, "third piece");
 	rc = mm_map(&e, e.handle, e.pa, MM_LEN, 0, fa);
-	CHECK(rc == -ENOMEM, "a fourth piece of one MR: %d", rc);
+	CHECK(rc == -EACCES, "a fourth piece of one MR: %d", rc);
 	mm_write(&e, true, "mapping (again)");
+	/* a page punched out between registration and mapping: the daemon's
+	 * mapping brings no page of the file into being (it would be on the
+	 * daemon's account: docs/security.md, "Whose memory") */
+	int fh = memfd_create("mm-h", MFD_CLOEXEC);
+	REQUIRE(fh >= 0, "memfd: %s", strerror(errno));
+	uint8_t *ph = mm_file(fh, 0x33);
+	uint32_t h3 = mm_reg(&e, ph, NULL);
+	REQUIRE(fallocate(fh, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 4096, 4096) == 0,
+		"punch: %s", strerror(errno));
+	struct stat st0, st1;
+	REQUIRE(fstat(fh, &st0) == 0, "fstat");
+	rc = mm_map(&e, h3, ph, MM_LEN, 0, fh);
+	REQUIRE(fstat(fh, &st1) == 0, "fstat");
+	CHECK(rc == 0 && st1.st_blocks == st0.st_blocks,
+	      "mapping a punched file: %d, blocks %lld -> %lld", rc, (long long)st0.st_blocks,
+	      (long long)st1.st_blocks);
+	munmap(ph, MM_LEN);
+	close(fh);
 	close(fa_ro);
 	t_rc_close(&e.r);
 	t_client_close(&e.a);
@@ -1165,6 +1388,8 @@ int main(int argc, char **argv)
 		case_arena(&d);
 	else if (!strcmp(argv[2], "mbox"))
 		case_mbox(&d);
+	else if (!strcmp(argv[2], "memchan"))
+		case_memchan(&d);
 	else
 		REQUIRE(0, "unknown case %s", argv[2]);
 	return finish(&d);

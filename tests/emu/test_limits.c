@@ -13,7 +13,7 @@
 
 static int reg_mr(struct t_client *c, uint32_t pd, void *addr, uint64_t len)
 {
-	struct uroce_reg_mr_req q = { .pd = pd, .access = IBV_ACCESS_LOCAL_WRITE,
+	struct uroce_reg_mr_req q = { .pin = UROCE_PIN_NONE, .pd = pd, .access = IBV_ACCESS_LOCAL_WRITE,
 				      .addr = (uintptr_t)addr, .length = len,
 				      .iova = (uintptr_t)addr };
 	struct uroce_reg_mr_rep r;

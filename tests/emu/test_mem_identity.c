@@ -39,7 +39,7 @@ static int hello_with(const char *sock, int memfd)
 
 static int reg_mr(struct t_client *c, uint32_t pd, uint64_t addr, uint64_t len)
 {
-	struct uroce_reg_mr_req q = { .pd = pd, .access = 0, .addr = addr, .length = len,
+	struct uroce_reg_mr_req q = { .pin = UROCE_PIN_NONE, .pd = pd, .access = 0, .addr = addr, .length = len,
 				      .iova = addr };
 	struct uroce_reg_mr_rep r;
 	return t_call(c, UROCE_OP_REG_MR, &q, sizeof(q), NULL, 0, &r, sizeof(r), NULL, NULL);

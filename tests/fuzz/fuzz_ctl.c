@@ -135,7 +135,11 @@ static const struct { uint16_t req, rep; uint8_t fds_out; } fz_shape[UROCE_OP_MA
 	[UROCE_OP_CAPTURE_STOP] = { 0, sizeof(struct uroce_capture_rep), 0 },
 	/* without the descriptor it needs (the fuzzer sends none): refused */
 	[UROCE_OP_MAP_MR] = { sizeof(struct uroce_map_mr_req), 0, 0 },
-	[UROCE_OP_UNMAP_MR] = { sizeof(struct uroce_handle_msg), 0, 0 },
+	/* a ring number of the fuzzer's own descriptors: refused unless it
+	 * is an io_uring of the process bound at HELLO (pin.c) */
+	[UROCE_OP_MEM_CHANNEL] = { sizeof(struct uroce_mem_chan_req), 0, 0 },
+	[UROCE_OP_QUERY_MRS] = { sizeof(struct uroce_query_mrs_req),
+				 sizeof(struct uroce_query_mrs_rep), 0 },
 	[UROCE_OP_IMPORT] = { sizeof(struct uroce_import_req), sizeof(struct uroce_import_rep), 0 },
 	[UROCE_OP_ALLOC_DM] = { sizeof(struct uroce_alloc_dm_req),
 				sizeof(struct uroce_alloc_dm_rep), 1 },
@@ -159,6 +163,8 @@ static const struct { uint16_t req, rep; uint8_t fds_out; } fz_shape[UROCE_OP_MA
 				       sizeof(struct uroce_create_qp_arena_rep), 0 },
 	[UROCE_OP_QUERY_LIMITS] = { sizeof(struct uroce_query_limits_req),
 				    sizeof(struct uroce_query_limits_rep), 0 },
+	[UROCE_OP_QUERY_DROPS] = { sizeof(struct uroce_query_drops_req),
+				   sizeof(struct uroce_query_drops_rep), 0 },
 };
 
 /* The simulated port is a loopback port: what the device sends comes
@@ -1021,6 +1027,7 @@ static bool fz_rep_is_handle(uint32_t op)
 	case UROCE_OP_UCMA_CMD:
 	case UROCE_OP_QUERY_CM_STATS:
 	case UROCE_OP_QUERY_LIMITS:
+	case UROCE_OP_QUERY_DROPS:
 	case UROCE_OP_DEV_INFO:
 	case UROCE_OP_QUERY_QPS:
 	case UROCE_OP_FAULT_GET:

@@ -14,6 +14,13 @@
  * The input is a script: one command byte, then its operands; operands
  * past the end of the input read as zero.
  *
+ * Command 241 or 252 (the "arm a CQ" command's two values from 0xf0) has
+ * the wire rewrite one frame in flight instead (fz_tamper): the nth next
+ * frame to a node gets its opcode, pad count, payload length, AETH
+ * syndrome or PSN changed and is rebuilt with a good ICRC - the
+ * malformed-but-parsable packets the transport judges (docs/transport.md,
+ * "Checks on received packets").
+ *
  * Properties (a violation traps, so libFuzzer keeps the input):
  *   - no crash, no out-of-bounds access, no undefined behaviour, no leak
  *     (ASan/UBSan/LSan in the clang build);
@@ -85,6 +92,70 @@ static int fz_ah(struct sim_node *n, struct sim_node *peer, uint32_t *h)
 	return emu_ah_create(n->ctx, &q, h);
 }
 
+/* One frame in flight to rewrite (command 241/252). */
+static struct {
+	uint8_t on, to, skip, kind, val;
+} fz_tp;
+
+/* Payload of a rewritten frame: the original's, then zeros (a grown one). */
+static uint8_t fz_tp_pay[8192];
+
+static void fz_tp_edit(struct wire_pkt *p)
+{
+	switch (fz_tp.kind % 6) {
+	case 0: /* another opcode of the same transport (an undefined one does not build) */
+		p->bth.opcode = (uint8_t)((p->bth.opcode & 0xe0) | (fz_tp.val % 0x1e));
+		break;
+	case 1: /* a pad count of its own */
+		p->bth.pad = fz_tp.val & 3;
+		break;
+	case 2: /* shorter: the pad stays what it was */
+		p->payload_len = p->payload_len > fz_tp.val ? p->payload_len - fz_tp.val : 0;
+		break;
+	case 3: /* longer: payload where an opcode has none, MIDDLEs over the MTU */
+		p->payload_len += fz_tp.val;
+		break;
+	case 4:
+		p->aeth.syndrome = fz_tp.val;
+		break;
+	default:
+		p->bth.psn = (p->bth.psn + (uint32_t)(int8_t)fz_tp.val) & WIRE_PSN_MASK;
+		break;
+	}
+}
+
+static bool fz_tamper(struct sim *s, int to, uint8_t *frame, uint32_t len)
+{
+	struct wire_pkt p;
+	enum wire_reason r;
+	uint8_t *b;
+	size_t n = 0;
+
+	(void)s;
+	if (!fz_tp.on || to != fz_tp.to)
+		return true;
+	if (fz_tp.skip) {
+		fz_tp.skip--;
+		return true;
+	}
+	fz_tp.on = 0;
+	r = wire_parse(frame, len, &p);
+	if ((r != WIRE_OK && !wire_reason_is_transport(r)) ||
+	    p.payload_len + 256u > sizeof(fz_tp_pay))
+		return true;
+	memset(fz_tp_pay, 0, sizeof(fz_tp_pay));
+	memcpy(fz_tp_pay, p.payload, p.payload_len);
+	p.payload = fz_tp_pay;
+	fz_tp_edit(&p);
+	b = malloc(len + 512);
+	if (!b || wire_build(&p, b, len + 512, WIRE_BUILD_KEEP_PAD, &n)) {
+		free(b);
+		return true; /* not a frame any more: the original goes */
+	}
+	sim_deliver(to, b, (uint32_t)n);
+	return false;
+}
+
 static int fz_setup(struct fz *f)
 {
 	static const enum ibv_qp_type types[3] = { IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD };
@@ -100,6 +171,8 @@ static int fz_setup(struct fz *f)
 		rte_log_set_global_level(RTE_LOG_ERR);
 	quiet = true;
 	memset(f, 0, sizeof(*f));
+	memset(&fz_tp, 0, sizeof(fz_tp));
+	sim_hook = fz_tamper;
 	sim_now = 1000000;
 	if (sim_init(&f->s))
 		return -1;
@@ -460,7 +533,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 9:
 			fz_doorbell(&f, &in);
 			break;
-		default: /* arm a CQ */
+		default:
+			if (cmd >= 0xf0) { /* rewrite a frame in flight */
+				fz_tp.on = 1;
+				fz_tp.to = fz_u8(&in) & 1;
+				fz_tp.skip = fz_u8(&in) % 8;
+				fz_tp.kind = fz_u8(&in);
+				fz_tp.val = fz_u8(&in);
+				break;
+			}
+			/* arm a CQ */
 			__atomic_fetch_or(&fz_cq(&f, fz_u8(&in))->hdr->arm, fz_u8(&in) & 3,
 					  __ATOMIC_RELEASE);
 			break;

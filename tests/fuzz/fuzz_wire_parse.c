@@ -11,6 +11,11 @@
  *     gives a frame that parses as WIRE_OK with the same fields;
  *   - wire_build_headers() + wire_finish_icrc() (the daemon's scatter path)
  *     gives the same bytes as wire_build().
+ * A frame with a length fault (wire_reason_is_transport(): bad-pad,
+ * payload-unexpected, payload-missing) is whole for the transport that
+ * judges it: every header is decoded, the ICRC was verified, len_reason
+ * says the fault, payload_len is what the pad count leaves of the body and
+ * lies inside the frame, and the relaxed parses report the same fault.
  * CM MADs (wire/mad.c): the input itself and the payload of every accepted
  * packet to QP1 are decoded leniently and strictly; the reason is known, a
  * decoded MAD re-encodes to a MAD that decodes to the same fields, and a
@@ -166,6 +171,28 @@ static void fuzz_accepted(const uint8_t *data, size_t size, const struct wire_pk
 	fuzz_assert(wire_parse_ex(fuzz_a, len, WIRE_PARSE_UDP_CSUM, &q) == WIRE_OK);
 }
 
+/* A length fault: the packet is whole, its fault recorded (the transport
+ * reads len_reason and payload_len, never past the frame). */
+static void fuzz_len_fault(const uint8_t *data, size_t size, const struct wire_pkt *p,
+			   enum wire_reason r)
+{
+	size_t body;
+
+	fuzz_assert(wire_reason_is_roce(r));
+	fuzz_assert(p->len_reason == r);
+	fuzz_assert(p->op && (p->op->flags & WIRE_OPF_VALID) && p->icrc_ok);
+	fuzz_assert(p->frame_len <= size && p->frame_len + p->trailer_len == size);
+	fuzz_assert(p->payload_off == p->bth_off + p->op->hdr_len);
+	fuzz_assert(p->payload == data + p->payload_off);
+	body = p->frame_len - WIRE_ICRC_LEN - p->payload_off;
+	fuzz_assert(p->payload_len == (p->bth.pad <= body ? body - p->bth.pad : 0));
+	fuzz_assert(p->payload_off + p->payload_len + WIRE_ICRC_LEN <= p->frame_len);
+	if (r == WIRE_R_PAYLOAD_MISSING)
+		fuzz_assert(!p->payload_len && (p->op->flags & WIRE_OPF_PAYLOAD_REQUIRED));
+	if (r == WIRE_R_PAYLOAD_UNEXPECTED)
+		fuzz_assert(body && !(p->op->flags & WIRE_OPF_PAYLOAD));
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const unsigned flag_sets[] = {
@@ -185,6 +212,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_assert(wire_reason_desc(r) != NULL);
 	if (r == WIRE_OK)
 		fuzz_accepted(data, size, &p);
+	fuzz_assert(wire_reason_is_transport(r) ? p.len_reason == r : p.len_reason == WIRE_OK);
+	if (wire_reason_is_transport(r))
+		fuzz_len_fault(data, size, &p, r);
 	if (r == WIRE_OK && wire_pkt_is_gsi(&p))
 		fuzz_mad(p.payload, p.payload_len);
 	fuzz_mad(data, size);
@@ -193,8 +223,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t i = 0; i < sizeof(flag_sets) / sizeof(flag_sets[0]); i++) {
 		r2 = wire_parse_ex(data, size, flag_sets[i], &q);
 		fuzz_assert((unsigned)r2 < WIRE_R_NUM);
-		if (r == WIRE_OK && !(flag_sets[i] & WIRE_PARSE_UDP_CSUM))
-			fuzz_assert(r2 == WIRE_OK);
+		if ((r == WIRE_OK || wire_reason_is_transport(r)) &&
+		    !(flag_sets[i] & WIRE_PARSE_UDP_CSUM))
+			fuzz_assert(r2 == r && q.len_reason == r && q.payload_len == p.payload_len);
 	}
 
 	/* Headers alone (zero-copy RX): the first WIRE_HDRS_MAX bytes in a

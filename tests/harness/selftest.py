@@ -345,6 +345,59 @@ def case_vm_verify(w):
     h.check(rc != 0 and 'holds no /init' in out, 'its packed image without /init: rejected')
 
 
+def fake_root(w, drop=()):
+    """A directory with the names a clean root must hold (empty files),
+    but those in drop; its tar as mmdebstrap would write it."""
+    sys.path.insert(0, os.path.join(TESTS, 'pkg'))
+    import pkgenv
+    root = tempfile.mkdtemp(prefix='fake-root-', dir=w.dir)
+    names = list(pkgenv.ROOT_MUST) + [
+        './usr/lib/x86_64-linux-gnu/libibverbs.so.1', './usr/lib/x86_64-linux-gnu/librdmacm.so.1',
+        './usr/lib/x86_64-linux-gnu/libc.so.6',
+        './var/lib/apt/lists/deb.debian.org_debian_dists_bookworm_main_binary-amd64_Packages',
+        './etc/apt/sources.list']
+    for n in names:
+        if n in drop:
+            continue
+        os.makedirs(os.path.dirname(os.path.join(root, n)), exist_ok=True)
+        open(os.path.join(root, n), 'w').close()
+    return root
+
+
+def case_pkg_root(w):
+    """tests/pkg's clean root (pkgenv.clean_root): a root that lacks libc or
+    apt's lists is rejected and never cached; a complete one is cached."""
+    sys.path.insert(0, os.path.join(TESTS, 'pkg'))
+    import pkgenv
+    if not pkgenv.debian_sources(pkgenv.debian_targets()):
+        raise h.Missing('no Debian bookworm apt sources on this machine')
+    # a stand-in mmdebstrap on PATH: writes the tar of $FAKE_ROOT
+    mm = os.path.join(w.bin, 'mmdebstrap')
+    with open(mm, 'w') as f:
+        f.write('#!/bin/sh\n[ "$1" = --version ] && { echo "mmdebstrap fake"; exit 0; }\n'
+                'for a; do prev=$last; last=$a; done\n'
+                'exec tar -C "$FAKE_ROOT" -cf "$prev" .\n')
+    os.chmod(mm, 0o755)
+    build = os.path.join(w.dir, 'build')
+    os.environ['PATH'] = w.bin + ':' + os.environ['PATH']
+    for drop, why in ((('./usr/lib/x86_64-linux-gnu/libc.so.6',), 'without libc'),
+                      (('./var/lib/apt/lists/deb.debian.org_debian_dists_bookworm_main_'
+                        'binary-amd64_Packages',), 'without apt\'s lists')):
+        os.environ['FAKE_ROOT'] = fake_root(w, drop)
+        try:
+            pkgenv.clean_root(build)
+            h.check(False, 'a root %s: rejected' % why)
+        except RuntimeError as e:
+            print(e)
+            h.check('not cached' in str(e), 'a root %s: rejected' % why)
+        h.check(not [f for f in os.listdir(os.path.join(build, 'pkg-cache'))
+                     if f.startswith('root-') and f.endswith('.tar')], 'a root %s: not cached' % why)
+    os.environ['FAKE_ROOT'] = fake_root(w)
+    tar = pkgenv.clean_root(build)
+    h.check(os.path.isfile(tar), 'a complete root: cached (%s)' % os.path.basename(tar))
+    h.check(pkgenv.clean_root(build) == tar, 'and used again by the next test')
+
+
 def case_interop_vm_dead(w):
     """interop.sh with a guest that panics (its /init cannot execute): the
     rig fails at once with the console's last lines, instead of waiting
@@ -483,7 +536,7 @@ CASES = {'run-pair': case_run_pair, 'daemon-start': case_daemon_start, 'stack': 
          'no-assert': case_no_assert, 'subdirs': case_subdirs, 'vm-verify': case_vm_verify,
          'interop-vm-dead': case_interop_vm_dead, 'pcap-indep': case_pcap_indep,
          'fault-accounting': case_fault_accounting, 'partial-skip': case_partial_skip,
-         'c-check': case_c_check, 'e2e-c': case_e2e_c}
+         'c-check': case_c_check, 'e2e-c': case_e2e_c, 'pkg-root': case_pkg_root}
 
 
 def run_test():

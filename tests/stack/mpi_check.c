@@ -11,31 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mpi_pat.h"
+
 #define MAX_BYTES (4u << 20)
-
-static uint8_t pat(uint64_t seed, size_t size, int dir, size_t i)
-{
-	uint64_t x = seed ^ (size * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)dir << 56) ^ i;
-
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	return (uint8_t)x;
-}
-
-static void fill(uint8_t *b, size_t n, uint64_t seed, int dir)
-{
-	for (size_t i = 0; i < n; i++)
-		b[i] = pat(seed, n, dir, i);
-}
-
-static long check(const uint8_t *b, size_t n, uint64_t seed, int dir)
-{
-	for (size_t i = 0; i < n; i++)
-		if (b[i] != pat(seed, n, dir, i))
-			return (long)i;
-	return -1;
-}
 
 static int pingpong(int rank, uint64_t seed, uint8_t *sb, uint8_t *rb, size_t n)
 {

@@ -10,6 +10,8 @@ traffic from ctl_traffic (an RC pair, every byte checked) while every
 command runs, JSON parsed and its fields asserted:
   devices    uroce0, ACTIVE, loopback, 127.0.0.1 as a RoCE v2 GID
   qps        both QPs RTS and peers of each other, PSNs advance
+  mrs        the traffic's registration listed, pinned, its pinned pieces
+             growing (docs/verbs.md "Registered memory")
   counters   port and per-QP counters grow; uroce-stat still prints them
   fault      set drop=1 for a QPN nobody uses, then for an opcode nobody
              sends: nothing dropped while traffic flows; set drop for a live QP (seeded): drops counted, traffic
@@ -165,6 +167,20 @@ def live_checks(a, env, qa, qb):
     r = ctl(a, env, 'qps')
     check(r.returncode == 0 and ('0x%x' % qa) in r.stdout and 'RTS' in r.stdout,
           'qps: human table')
+
+    def traffic_mr():
+        for m in ctl_json(a, env, 'mrs')['mrs']:
+            if m['length'] == 65536 and m['route'] == 'pinned':
+                return m
+        return None
+    m0 = traffic_mr()
+    check(m0 is not None and m0['why'] is None and m0['access'] & 15 == 15,
+          'mrs: the traffic\'s registration, pinned')
+    if m0 is not None:
+        until(lambda: (traffic_mr() or m0)['pinned'] > m0['pinned'],
+              'mrs: its pinned pieces grow with traffic')
+    r = ctl(a, env, 'mrs')
+    check(r.returncode == 0 and 'pinned' in r.stdout and 'ROUTE' in r.stdout, 'mrs: human table')
 
     c0 = ctl_json(a, env, 'counters')
     check(c0['device'] == 'uroce0' and c0['port']['tx_pkts'] > 0 and
@@ -330,6 +346,8 @@ def non_owner_checks(a, env, qa, tmp):
     check(not ctl_json(a, env, 'fault', 'show')['active'], 'faults unchanged by uid %d' % NOBODY)
     check(ctl_json(a, env, 'cc', 'show', uid=NOBODY)['dcqcn']['rp'] == 1,
           'uid %d: cc show allowed, rp unchanged' % NOBODY)
+    check(ctl_json(a, env, 'mrs', uid=NOBODY)['mrs'] == [] and
+          ctl_json(a, env, 'mrs')['mrs'] != [], 'uid %d: no registration of root\'s seen' % NOBODY)
     js = ctl_json(a, env, 'qps', uid=NOBODY)
     check(js['qps'] == [] and qp_by_num(ctl_json(a, env, 'qps'), qa) is not None,
           "uid %d sees none of root's QPs" % NOBODY)

@@ -90,7 +90,8 @@ def main():
                 rel(prefix, mandir, 'man7/liburoce.7'),
                 rel(prefix, 'lib/systemd/system/uroced.service'),
                 rel(prefix, 'lib/systemd/user/uroced.service'),
-                rel(prefix, 'lib/sysusers.d/uroce.conf')]
+                rel(prefix, 'lib/sysusers.d/uroce.conf'),
+                rel(prefix, mandir, 'man8/uroce-stat.8')]  # .so uroce-ctl.8
         have = sorted(os.path.relpath(os.path.join(d, f), dest)
                       for d, _, fs in os.walk(dest) for f in fs)
         print('installed:\n  ' + '\n  '.join(have))

@@ -55,6 +55,24 @@ def roce_frames(path):
     return out
 
 
+def icrc_mismatches(path, want_frames=None):
+    """The frames of path whose ICRC is not what Annex A17 (zlib, no wire/
+    code) computes, as problems; and a count that differs from
+    want_frames (frames another decoder saw), when given."""
+    frames = roce_frames(path)
+    bad = []
+    for n, ip in frames:
+        mine, trailer = icrc_independent(ip)
+        if mine != trailer:
+            bad.append('frame %d: ICRC %s, Annex A17 computes %s' % (n, trailer.hex(), mine.hex()))
+    if want_frames is not None and want_frames != len(frames):
+        bad.append('%d RoCE frames read without wire/, %d by the other decoder' %
+                   (len(frames), want_frames))
+    print('independent ICRC of %s: %d frames, %d mismatches' %
+          (os.path.basename(path), len(frames), len(bad)))
+    return bad
+
+
 def check(path, min_frames=1):
     """The problems ([] when none). Raises SystemExit(77) without tshark."""
     tshark = shutil.which('tshark')
@@ -62,11 +80,7 @@ def check(path, min_frames=1):
         print('SKIP: tshark not installed: no independent decoder for %s' % path)
         sys.exit(77)
     frames = roce_frames(path)
-    bad = []
-    for n, ip in frames:
-        mine, trailer = icrc_independent(ip)
-        if mine != trailer:
-            bad.append('frame %d: ICRC %s, Annex A17 computes %s' % (n, trailer.hex(), mine.hex()))
+    bad = icrc_mismatches(path)
     # tshark's heuristic dissectors guess at protocols carried in the IB
     # payload (NVMe, SMB Direct, Ethernet over IB ...) and call random
     # payload bytes malformed (seen: a SEND payload taken for an Ethernet

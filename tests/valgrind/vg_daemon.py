@@ -3,7 +3,9 @@
 """uroced under valgrind memcheck, serving unmodified verbs programs.
 
 Starts `valgrind uroced` with a private UROCE_RUN_DIR, runs each PROGRAM
-as server + client (127.0.0.1) with liburoce preloaded, then SIGTERM.
+as server + client (127.0.0.1, a TCP port the kernel picked; the client
+starts once the server listens, never again) with liburoce preloaded,
+then SIGTERM.
 With --vg-clients the programs (and so liburoce in them) run under
 memcheck too. Passes when every program exits 0 and every valgrind exits
 0: --error-exitcode is 99, so any invalid access, use of an uninitialised
@@ -11,7 +13,7 @@ value, uninitialised bytes handed to a system call (a socket message) or
 definite leak at exit fails the test. Every wait is bounded; nothing is
 left running, even on failure.
 
-  vg_daemon.py --valgrind V --uroced U --shim S --port P [--vg-clients] \
+  vg_daemon.py --valgrind V --uroced U --shim S [--vg-clients] \
                PROGRAM[,ARG...]...
 Exit status: 0 pass, 77 skip, anything else fail.
 """
@@ -25,7 +27,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
-from harness import kill_group, wait_socket  # noqa: E402  (tests/lib/harness.py)
+from harness import (free_tcp_port, kill_group, tcp_listening, wait_socket,  # noqa: E402
+                     wait_until)  # (tests/lib/harness.py)
 
 VG_ERR = 99
 # valgrind slows the daemon 20-50x; all of these are generous bounds
@@ -69,35 +72,37 @@ def show(path):
 
 
 def run_pair(prog, env, run_dir, idx, vg):
-    """Server, then client (retried while the server is not listening)."""
+    """Server on a TCP port the kernel picked, then one client once the
+    server listens there (read from /proc, bounded by the server's life):
+    no retry, so a client's failure is the verdict."""
+    port = free_tcp_port()
+    prog = prog + ['-p', str(port)]
     srv_log = os.path.join(run_dir, 'srv%d.log' % idx)
     pre_s = vg(os.path.join(run_dir, 'vg-srv%d.log' % idx)) if vg else []
     print('+ server:', ' '.join(pre_s + prog), flush=True)
     with open(srv_log, 'w') as lf:
         srv = start(pre_s + prog, env, lf)
     ok = False
+    rc = None
+    cli_log = os.path.join(run_dir, 'cli%d.log' % idx)
     try:
         deadline = time.monotonic() + RUN_LIMIT
-        attempt = 0
-        while True:
-            time.sleep(1.0 if vg else 0.3)
-            attempt += 1
-            cli_log = os.path.join(run_dir, 'cli%d.%d.log' % (idx, attempt))
-            pre_c = vg(os.path.join(run_dir, 'vg-cli%d.%d.log' % (idx, attempt))) if vg else []
-            with open(cli_log, 'w') as lf:
-                cli = start(pre_c + prog + ['127.0.0.1'], env, lf)
-            rc = finish(cli, max(1.0, deadline - time.monotonic()))
-            with open(cli_log, errors='replace') as f:
-                out = f.read().lower()
-            if rc == 0 or srv.poll() is not None or time.monotonic() > deadline:
-                break
-            if "couldn't connect" not in out and 'connect to' not in out:
-                break
+        if not wait_until(lambda: tcp_listening(port), lambda: srv.poll() is None, RUN_LIMIT):
+            print('%s: the server %s before it listened on TCP port %d' %
+                  (prog[0], 'exited (status %s)' % srv.poll() if srv.poll() is not None
+                   else 'did not listen within %ds' % RUN_LIMIT, port), flush=True)
+            show(srv_log)
+            return False
+        pre_c = vg(os.path.join(run_dir, 'vg-cli%d.log' % idx)) if vg else []
+        print('+ client:', ' '.join(pre_c + prog + ['127.0.0.1']), flush=True)
+        with open(cli_log, 'w') as lf:
+            cli = start(pre_c + prog + ['127.0.0.1'], env, lf)
+        rc = finish(cli, max(1.0, deadline - time.monotonic()))
         src = finish(srv, max(1.0, deadline - time.monotonic()))
         show(cli_log)
         show(srv_log)
         if vg:
-            show(os.path.join(run_dir, 'vg-cli%d.%d.log' % (idx, attempt)))
+            show(os.path.join(run_dir, 'vg-cli%d.log' % idx))
             show(os.path.join(run_dir, 'vg-srv%d.log' % idx))
         print('%s: client rc %s server rc %s' % (prog[0], rc, src), flush=True)
         ok = rc == 0 and src == 0
@@ -112,7 +117,6 @@ def main():
     ap.add_argument('--valgrind', required=True)
     ap.add_argument('--uroced', required=True)
     ap.add_argument('--shim', required=True)
-    ap.add_argument('--port', type=int, required=True, help='first TCP port')
     ap.add_argument('--supp', default='')
     ap.add_argument('--vg-clients', action='store_true')
     ap.add_argument('programs', nargs='+')
@@ -146,7 +150,7 @@ def main():
         vg = (lambda log: vg_cmd(a.valgrind, log, a.supp)) if a.vg_clients else None
         ok = True
         for i, p in enumerate(progs):
-            ok = run_pair(p + ['-p', str(a.port + i)], penv, run_dir, i, vg) and ok
+            ok = run_pair(p, penv, run_dir, i, vg) and ok
         d.send_signal(signal.SIGTERM)
         drc = finish(d, STOP_LIMIT)
         dlog.flush()

@@ -21,6 +21,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'tools'))
+from pcap_indep import icrc_mismatches  # noqa: E402  (Annex A17 in zlib, not wire/)
+
 
 def main():
     run_py, uroced, shim, prog, pcap_tool, tshark = sys.argv[1:7]
@@ -64,6 +67,8 @@ def main():
         rows = [ln.split('\t') for ln in r.stdout.splitlines()]
         if r.returncode != 0 or len(rows) != len([ln for ln in dec if ' icrc=ok' in ln]):
             fail.append('tshark rc %d, %d rows for %d RoCE frames' % (r.returncode, len(rows), len(dec)))
+        # the ICRC of every frame, computed by code that is not the encoder's
+        fail += icrc_mismatches(cap, len([ln for ln in dec if ' icrc=ok' in ln]))
         for op, info in rows:
             if (op == '28') != info.startswith('Unknown OpCode'):
                 fail.append('tshark: opcode %s decoded as %r' % (op, info))

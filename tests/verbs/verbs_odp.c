@@ -470,7 +470,7 @@ static void placefail(bool use_srq, bool odp, uint32_t len, bool uc)
 	struct ibv_srq *srq = NULL;
 
 	fprintf(stderr, "%s %s, %s buffer, %u bytes\n", uc ? "UC" : "RC", use_srq ? "SRQ" : "RQ",
-		odp ? "read-only ODP" : "unmapped", len);
+		odp ? "read-only ODP" : "unmapped unpinned", len);
 	vt_init(&t, NULL);
 	if (uc) {
 		REQUIRE(!ibv_destroy_qp(t.qa) && !ibv_destroy_qp(t.qb));
@@ -485,7 +485,14 @@ static void placefail(bool use_srq, bool odp, uint32_t len, bool uc)
 		repair_srq(&t, srq);
 	}
 	uint8_t *r = fresh(4 * PG);
+	/* the unmapped buffer's registration is one the kernel could not pin
+	 * (UROCE_MR_PIN=off: the route that follows the address): a pinned
+	 * one keeps placing into the pages it pinned after an munmap, as an
+	 * HCA does (verbs_pin.c), and nothing would fail */
+	if (!odp)
+		setenv("UROCE_MR_PIN", "off", 1);
 	struct ibv_mr *mr = ibv_reg_mr(t.pd, r, 4 * PG, odp ? ODP_RW : IBV_ACCESS_LOCAL_WRITE);
+	unsetenv("UROCE_MR_PIN");
 	REQUIRE(mr);
 	for (uint64_t id = 1; id <= 3; id++) {
 		uint8_t *a = r + (id == 1 ? 0 : id * PG);
@@ -550,7 +557,7 @@ static void c_placefail(void)
 	placefail(false, false, 5000, true);
 }
 
-/* The requester's side of the same: a READ whose local buffer was
+/* The requester's side of the same: a READ whose local buffer (ODP) was
  * unmapped after registration (its responses are placed at the end of an
  * RX burst) completes IBV_WC_LOC_PROT_ERR, not successfully, and the WR
  * after it is flushed: 5000 bytes (all responses in one burst, the READ
@@ -565,7 +572,9 @@ static void c_readfail(void)
 
 		vt_init(&t, NULL);
 		uint8_t *l = fresh(16 * PG);
-		struct ibv_mr *lm = ibv_reg_mr(t.pd, l, 16 * PG, IBV_ACCESS_LOCAL_WRITE);
+		/* ODP: a pinned registration would place into its old pages */
+		struct ibv_mr *lm = ibv_reg_mr(t.pd, l, 16 * PG,
+					       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND);
 		REQUIRE(lm);
 		REQUIRE(!munmap(l, 2 * PG));
 		REQUIRE(!vt_post_send(t.qa, lm, IBV_WR_RDMA_READ, 0, lens[k], IBV_SEND_SIGNALED, 0,

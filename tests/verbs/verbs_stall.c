@@ -2,7 +2,7 @@
 /* No access to application memory may stall the engine (docs/security.md,
  * "A blocked access costs only its client").
  *
- * stall_uffd: one context registers an MR over memory backed by
+ * stall_uffd: one context registers an ODP MR over memory backed by
  * userfaultfd whose middle page is missing and never served, and WRITEs
  * into that page through its own QP pair. The daemon's access (through
  * /proc/<pid>/mem, which does not wait for userfaultfd) fails at once: the
@@ -12,8 +12,9 @@
  * Needs userfaultfd for kernel faults (root, or vm.unprivileged_userfaultfd
  * = 1; UFFD_USER_MODE_ONLY never blocks remote access); skipped otherwise.
  *
- * stall_fuse: a child registers an MR over a mapping of a file on a FUSE
- * file system whose server never answers READ: the daemon's access really
+ * stall_fuse: a child registers an unpinned MR (UROCE_MR_PIN=off) over a
+ * mapping of a file on a FUSE file system whose server never answers
+ * READ: the daemon's access really
  * blocks in the kernel. The watchdog (--mem-stall-ms, default 2000) hands
  * the device to a fresh engine thread: a second context is served within a
  * bounded time; after the child is gone, new contexts are served too.
@@ -95,8 +96,11 @@ static void stall_uffd(void)
 	REQUIRE(!ioctl(uffd, UFFDIO_REGISTER, &reg));
 
 	vt_init(&bad, NULL);
+	/* ODP: a registration that pins faults every page in first, in the
+	 * client, as ib_umem_get does, and would wait here for the page
+	 * nobody serves; an ODP one is reached through /proc/<pid>/mem */
 	struct ibv_mr *umr = ibv_reg_mr(bad.pd, m, 3 * PG, IBV_ACCESS_LOCAL_WRITE |
-					IBV_ACCESS_REMOTE_WRITE);
+					IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_ON_DEMAND);
 	REQUIRE(umr);
 	memset(bad.buf, 0x5a, 64);
 	REQUIRE(!vt_post_send(bad.qa, bad.mr, IBV_WR_RDMA_WRITE, 0, 64, IBV_SEND_SIGNALED, 0,
@@ -247,6 +251,10 @@ static void fuse_client(int ready, const char *dir)
 	REQUIRE(fd >= 0);
 	uint8_t *m = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
 	REQUIRE(m != MAP_FAILED);
+	/* a registration whose pages cannot be pinned for it (a pin would
+	 * block here, in this process, on the page the server never sends):
+	 * the daemon's probe of it is what blocks */
+	setenv("UROCE_MR_PIN", "off", 1);
 	struct ibv_context *ctx = vt_open();
 	struct ibv_pd *pd = ibv_alloc_pd(ctx);
 	REQUIRE(pd);

@@ -11,7 +11,8 @@ RoCE frame valid (uroce-pcap check), XRC SEND First/Middle/Last requests
 each with an XRCETH naming an SRQ, XRC Acknowledges without one, and no
 RC opcode at all; tshark 4.0 decodes every frame as RRoCE ("Unknown
 OpCode" for XRC, which it names but does not dissect) with no malformed
-flag or expert warning. Exit 0 pass, 1 fail, 77 skip."""
+flag or expert warning; every ICRC is the one an independent Annex A17
+implementation (tests/tools/interop_check.py, zlib) computes. Exit 0 pass, 1 fail, 77 skip."""
 import importlib.util
 import os
 import re
@@ -26,6 +27,8 @@ vt = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(vt)
 sys.path.insert(0, os.path.join(here, '..', 'lib'))
 import harness as h  # noqa: E402  (tests/lib/harness.py)
+sys.path.insert(0, os.path.join(here, '..', 'tools'))
+from pcap_indep import icrc_mismatches  # noqa: E402  (Annex A17 in zlib, not wire/)
 
 
 def main():
@@ -90,6 +93,8 @@ def check(cap, pcap_tool, tshark):
         req = re.search(r'XRC SEND', ln) is not None
         if req != ('xrceth[srqn=0x' in ln) or 'xrceth[srqn=0x000000]' in ln:
             fails.append('XRCETH where it does not belong or missing: %s' % ln)
+    # the ICRC of every frame, computed by code that is not the encoder's
+    fails += icrc_mismatches(cap, len(frames))
     t = subprocess.run([tshark, '-r', cap, '-T', 'fields', '-e', '_ws.col.Protocol', '-e',
                         '_ws.col.Info', '-e', '_ws.malformed', '-e', '_ws.expert.severity'],
                        capture_output=True, text=True)

@@ -381,44 +381,46 @@ static bool tail_hook(struct sim *s, int to, uint8_t *frame, uint32_t len)
 	return false;
 }
 
+/* the largest window (xport_int.h): one pass of it, then the tail lost */
+#define TAIL_N XP_CWND_MAX
 static int t_gbn_tail_loss(void)
 {
 	struct pair p;
 	uint32_t first;
 
-	if (pair_setup(&p, IBV_QPT_RC, IBV_MTU_1024, 1 << 20))
+	if (pair_setup(&p, IBV_QPT_RC, IBV_MTU_1024, TAIL_N * 1024))
 		return 1;
-	xt_fill(p.ma.buf, 1 << 20, 9);
+	xt_fill(p.ma.buf, TAIL_N * 1024, 9);
 	first = p.a.qp->x->sq_psn;
-	/* everything after the 100th packet of a 1024-packet WRITE is lost:
+	/* everything after the 100th packet of a TAIL_N-packet WRITE is lost:
 	 * the responder sees no gap and stays silent, only the timer helps */
 	tail_from = wire_psn_add(first, 100);
-	tail_to = wire_psn_add(first, 1024);
+	tail_to = wire_psn_add(first, TAIL_N);
 	tail_lost = 0;
 	memset(tail_run, 0, sizeof(tail_run));
 	tail_nrun = 0;
 	/* the whole send window open (it starts small: xp_cwnd), so the
-	 * first pass sends all 1024 packets before the timeout */
-	p.a.qp->x->cwnd = XP_GBN_WIN_MAX;
+	 * first pass sends all TAIL_N packets before the timeout */
+	p.a.qp->x->cwnd = XP_CWND_MAX;
 	sim_hook = tail_hook;
-	xt_post(&p, 1, IBV_WR_RDMA_WRITE, 0, 1 << 20, 0);
+	xt_post(&p, 1, IBV_WR_RDMA_WRITE, 0, TAIL_N * 1024, 0);
 	sim_run(&p.s, 2000000000ull);
 	CHECK_EQ(tail_lost, -1);
 	CHECK_EQ(p.a.qp->x->cnt.timeouts, 1);
 	/* from the last ACK (packet 96, AckReq every 16) to the end, once,
 	 * in round trips of growing size */
-	CHECK_EQ(p.a.qp->x->cnt.retransmits, 1024 - 96);
+	CHECK_EQ(p.a.qp->x->cnt.retransmits, TAIL_N - 96);
 	/* XP_GBN_BURST, then twice as many per round trip */
 	CHECK_EQ(tail_run[0], XP_GBN_BURST);
-	for (unsigned k = 1, sum = XP_GBN_BURST; k < 16 && sum < 1024 - 96; k++) {
+	for (unsigned k = 1, sum = XP_GBN_BURST; k < 16 && sum < TAIL_N - 96; k++) {
 		unsigned want = XP_GBN_BURST << k;
 
-		if (want > 1024 - 96 - sum)
-			want = 1024 - 96 - sum;
+		if (want > TAIL_N - 96 - sum)
+			want = TAIL_N - 96 - sum;
 		CHECK_EQ(tail_run[k], want);
 		sum += tail_run[k];
 	}
-	return one_write_done(&p, 1 << 20);
+	return one_write_done(&p, TAIL_N * 1024);
 }
 
 /* ---- RNR: the retry comes exactly the NAK's timer later, one packet ---- */

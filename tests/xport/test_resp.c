@@ -249,6 +249,7 @@ static int t_deferred_fault(void)
 	q.access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
 	q.addr = q.iova = (uintptr_t)gone;
 	q.length = len;
+	q.pin = UROCE_PIN_NONE; /* at the address, as a client whose pages cannot be pinned */
 	CHECK_EQ(emu_mr_reg(p.s.n[1].ctx, &q, &r), 0);
 	CHECK_EQ(munmap(gone, len), 0);
 	xt_fill(p.ma.buf, 4096, 4);

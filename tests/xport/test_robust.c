@@ -327,6 +327,9 @@ static int t_random_packets(void)
 static int t_qp_memory(void)
 {
 	static const uint32_t depth[] = { 1, 16, 128 };
+	/* the responder's receive WQE copy as xp_qp_alloc sizes it: for
+	 * the SGEs this QP's receives may have (one here) */
+	const size_t rwqe = offsetof(struct emu_recv_wqe, sge) + sizeof(struct uroce_sge);
 	struct sim s;
 
 	if (sim_init(&s))
@@ -342,8 +345,7 @@ static int t_qp_memory(void)
 			return 1;
 		/* what the transport keeps whatever the queue depth (the QP
 		 * and its transport state, one allocation) ... */
-		fixed = sizeof(struct emu_qp) + sizeof(struct emu_xport_qp) +
-			sizeof(struct emu_recv_wqe) +
+		fixed = sizeof(struct emu_qp) + sizeof(struct emu_xport_qp) + rwqe +
 			a.qp->x->res_n * sizeof(struct emu_xport_res);
 		/* ... and per send queue entry (private slot copy + progress) */
 		per_wr = a.qp->x->sq_stride + sizeof(struct emu_xport_swqe);
@@ -353,7 +355,7 @@ static int t_qp_memory(void)
 			"%u SQ entries x (%u copy + %zu) B = %zu B total\n",
 			depth[k], a.qp->attr.max_dest_rd_atomic,
 			sizeof(struct emu_qp) + sizeof(struct emu_xport_qp),
-			sizeof(struct emu_recv_wqe), a.qp->x->res_n, sizeof(struct emu_xport_res),
+			rwqe, a.qp->x->res_n, sizeof(struct emu_xport_res),
 			fixed, a.qp->x->sq_entries, a.qp->x->sq_stride, sizeof(struct emu_xport_swqe),
 			total);
 		CHECK(fixed <= 2048);
@@ -361,7 +363,7 @@ static int t_qp_memory(void)
 	/* the responder resources follow max_dest_rd_atomic: up to 16 of them
 	 * still fit 2 KB; the device maximum (128) costs more only when a QP
 	 * asks for it */
-	CHECK(sizeof(struct emu_qp) + sizeof(struct emu_xport_qp) + sizeof(struct emu_recv_wqe) +
+	CHECK(sizeof(struct emu_qp) + sizeof(struct emu_xport_qp) + rwqe +
 	      16 * sizeof(struct emu_xport_res) <= 2048);
 	CHECK(EMU_XPORT_MAX_RD_ATOMIC >= 128);
 	sim_fini(&s);

@@ -72,6 +72,16 @@ int ctl_nic_get(struct ctl *c, struct ctl_nic *n);
 void ctl_nic_free(struct ctl_nic *n);
 void ctl_nic_dev_print(const struct ctl *c, const struct ctl_nic *n);
 void ctl_nic_counters_print(const struct ctl *c, const struct ctl_nic *n);
+/* drops.c: drops by reason (UROCE_OP_QUERY_DROPS), every page */
+struct ctl_drops {
+	struct uroce_drop_val *v;
+	uint32_t n;
+};
+void ctl_drops_get(struct ctl *c, struct ctl_drops *d, bool port_only);
+void ctl_drops_free(struct ctl_drops *d);
+/* the port's "link." and "qps." values; one QP's values */
+void ctl_drops_port_print(const struct ctl *c, const struct ctl_drops *d);
+void ctl_drops_qp_print(const struct ctl *c, const struct ctl_drops *d, uint32_t qpn);
 
 /* cc.c: DCQCN settings and per-QP reaction points (UROCE_OP_QUERY_CC) */
 struct ctl_cc {
@@ -111,6 +121,7 @@ void ctl_gid_str(const union ibv_gid *g, char *buf, size_t len);
 /* the commands: argv[0] is the command name */
 int ctl_cmd_devices(struct ctl *c, int argc, char **argv);
 int ctl_cmd_qps(struct ctl *c, int argc, char **argv);
+int ctl_cmd_mrs(struct ctl *c, int argc, char **argv);
 int ctl_cmd_counters(struct ctl *c, int argc, char **argv);
 int ctl_cmd_fault(struct ctl *c, int argc, char **argv);
 int ctl_cmd_capture(struct ctl *c, int argc, char **argv);

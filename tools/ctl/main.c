@@ -17,6 +17,7 @@ static const struct {
 } ctl_cmds[] = {
 	{ "devices", ctl_cmd_devices },
 	{ "qps", ctl_cmd_qps },
+	{ "mrs", ctl_cmd_mrs },
 	{ "counters", ctl_cmd_counters },
 	{ "fault", ctl_cmd_fault },
 	{ "capture", ctl_cmd_capture },
@@ -32,6 +33,8 @@ static void usage(FILE *f)
 		"  devices                     devices, ports, MTUs, addresses, GID table\n"
 		"                              (every device of the run directory unless -d)\n"
 		"  qps                         QPs: state, PSNs, outstanding work, retries, peer\n"
+		"  mrs                         memory registrations: how the device reaches each\n"
+		"                              (pinned, unpinned and why, odp, dm), pieces moved\n"
 		"  counters [--port]           port, NIC (nic.*, xstat.*) and per-QP counters\n"
 		"  fault show                  fault injection on received frames\n"
 		"  fault set KEY=VAL...        drop= dup= reorder= corrupt= (0..1) delay_us=\n"

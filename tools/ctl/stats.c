@@ -91,7 +91,7 @@ static const struct ctl_field port_tail[] = {
 	{ "qps", offsetof(struct uroce_port_stats, nqp) },
 	{ "contexts", offsetof(struct uroce_port_stats, nctx) },
 	{ "clients_refused", offsetof(struct uroce_port_stats, clients_refused) },
-	PF(evq_lost), PF(cqe_inline), PF(icrc_skipped), PF(mr_mapped), PF(mr_syscall),
+	PF(evq_lost), PF(cqe_inline), PF(icrc_skipped), PF(mr_mapped), PF(mr_syscall), PF(mr_pinned), PF(mr_unpinned),
 	PF(tx_zc), PF(tx_zc_bytes), PF(rx_seg), PF(rx_lin), PF(zc_unmap_deferred),
 };
 #define QF(n) { #n, offsetof(struct uroce_qp_stats, n) }
@@ -156,7 +156,8 @@ static void drops_print(const struct ctl *c, const char *key, const char *prefix
 		js_end();
 }
 
-static void port_print(const struct ctl *c, const struct uroce_query_stats_rep *r)
+static void port_print(const struct ctl *c, const struct uroce_query_stats_rep *r,
+		       const struct ctl_drops *dr)
 {
 	const struct uroce_port_stats *p = &r->port;
 
@@ -169,6 +170,7 @@ static void port_print(const struct ctl *c, const struct uroce_query_stats_rep *
 	fields_print(c, p, port_tail, NF(port_tail), port_tail_u32);
 	drops_print(c, "xport_drops", "xport_drop", r->xdrops, r->xdrop_name, r->nxdrops,
 		    UROCE_STATS_XDROP_MAX);
+	ctl_drops_port_print(c, dr);
 	if (c->json)
 		js_end();
 }
@@ -208,11 +210,14 @@ int ctl_cmd_counters(struct ctl *c, int argc, char **argv)
 		return rc;
 	struct ctl_stats s;
 	struct ctl_cc cc;
+	struct ctl_drops dr;
 	ctl_cc_get(c, &cc);
+	ctl_drops_get(c, &dr, port_only);
 	rc = ctl_stats_get(c, &s, port_only);
 	if (rc) {
 		ctl_stats_free(&s);
 		ctl_cc_free(&cc);
+		ctl_drops_free(&dr);
 		return ctl_fail(c, "query stats", rc);
 	}
 	if (c->json) {
@@ -222,7 +227,7 @@ int ctl_cmd_counters(struct ctl *c, int argc, char **argv)
 	struct ctl_nic nic;
 	if (ctl_nic_get(c, &nic))
 		nic.ok = false; /* a daemon without it */
-	port_print(c, &s.first);
+	port_print(c, &s.first, &dr);
 	ctl_cc_port_print(c, &cc);
 	cm_print(c);
 	ctl_nic_counters_print(c, &nic);
@@ -242,6 +247,7 @@ int ctl_cmd_counters(struct ctl *c, int argc, char **argv)
 			       ctl_qp_state(q->qp_state));
 		}
 		ctl_qp_counters_print(c, q);
+		ctl_drops_qp_print(c, &dr, q->qpn);
 		ctl_cc_qp_print(c, &cc, q->qpn);
 		if (c->json)
 			js_end();
@@ -254,5 +260,6 @@ int ctl_cmd_counters(struct ctl *c, int argc, char **argv)
 	}
 	ctl_stats_free(&s);
 	ctl_cc_free(&cc);
+	ctl_drops_free(&dr);
 	return CTL_OK;
 }
