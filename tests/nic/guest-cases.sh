@@ -134,14 +134,14 @@ nic_flap() {
 	# the link goes once the QP carries the writes
 	while [ "$(qsum tx_pkts)" -lt 100 ] && kill -0 $cp 2>/dev/null && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
 	t0=$(counter nic.link_down)
-	host link off > /dev/null
+	host link off "$QMPID" > /dev/null
 	# a retransmit timeout expired with frames dropped at the port
 	n=0; while { [ "$(qsum timeouts)" = 0 ] || [ "$(counter drop.link-down)" = 0 ]; } &&
 		kill -0 $cp 2>/dev/null && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
 	ctl devices | grep -q "state DOWN" && down=1
 	local lost to; lost=$(counter drop.link-down) to=$(qsum timeouts)
 	rx0=$(qsum rx_pkts)
-	host link on > /dev/null
+	host link on "$QMPID" > /dev/null
 	# the QP's packets flow again: ACKs beyond those seen while down
 	n=0; while [ "$(qsum rx_pkts)" -le $((rx0 + 20)) ] && kill -0 $cp 2>/dev/null && [ $n -lt 900 ]; do
 		sleep 0.1; n=$((n + 1)); done
@@ -166,9 +166,9 @@ nic_flap() {
 		> "$out/flap-rcpp.log" 2>&1 &
 	cp=$!
 	n=0; while [ "$(qsum tx_pkts)" -lt 50 ] && kill -0 $cp 2>/dev/null && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
-	host link off > /dev/null
+	host link off "$QMPID" > /dev/null
 	wait $cp; rc=$?
-	host link on > /dev/null
+	host link on "$QMPID" > /dev/null
 	host bgkill rcpp > /dev/null
 	ck "flap: a link that stays down ends rc_pingpong with retry exceeded (status 12)" \
 		grep -q "transport retry counter exceeded (12)" "$out/flap-rcpp.log"
@@ -199,17 +199,28 @@ nic_test() {
 	run_phase 1500_rxe rxe 18640
 	ck "xstats visible in uroce-ctl counters" eval "ctl counters --port | grep -q '^  xstat\\.'"
 	stop_uroced || bad "uroced exit status $? (jumbo, 1500)"
-	# VLAN 100, priority 3, on both ends; offloads used where offered
+	nic_vlan 18660 rc_16k ud_1k_v6 || return 1
+	nic_flap
+	ctl counters --port > "$out/counters-end.txt"
+	stop_uroced || bad "uroced exit status $? (vlan, flap)"
+}
+
+# nic_vlan PORT0 CASE...: VLAN 100, priority 3, on both ends, the named
+# cases of cases_vlan_host captured on the NIC's bridge port; the offloads
+# used where offered, verified in the capture and the counters. Leaves
+# uroced running with --vlan.
+nic_vlan() {
+	local port0=$1; shift
 	host uroced --mtu 1500 --vlan 100:3 > /dev/null || bad "host uroced with --vlan"
 	start_uroced --port "$DUT" --mtu 1500 --vlan 100:3 || { bad "uroced --vlan"; return 1; }
-	host capture start > /dev/null
-	cases_vlan_host | pick rc_16k ud_1k_v6 > "$out/cases-vlan_host.txt"
-	run_phase vlan_host host 18660
-	host badframe > /dev/null
+	host capture start "$TAP" > /dev/null
+	cases_vlan_host | pick "$@" > "$out/cases-vlan_host-$dev.txt"
+	run_phase "vlan_host-$dev" host "$port0"
+	host badframe "$MAC" "$MY4" > /dev/null
 	local n=0; while [ "$(counter drop.vlan)" = 0 ] && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
 	host capture stop > /dev/null
 	ck "capture on the peer's side: every frame tagged VLAN 100 PCP 3, IPv4 checksums valid" \
-		eval "host capture check 100 3 > $out/capture-check.log"
+		eval "host capture check 100 3 $MAC > $out/capture-check.log"
 	sed 's/^/    capture| /' "$out/capture-check.log"
 	ck "an untagged frame dropped (drop.vlan)" gt0 drop.vlan
 	# a PMD may report only bad checksums (e1000's em leaves good ones
@@ -226,11 +237,55 @@ nic_test() {
 	else ck "VLAN tags inserted by uroce" gt0 nic.vlan_tx_sw; fi
 	if has_offload rx VLAN_STRIP; then ck "VLAN tags stripped by the device" gt0 nic.vlan_rx_hw
 	else ck "VLAN tags stripped by uroce" gt0 nic.vlan_rx_sw; fi
-	ctl devices > "$out/devices-vlan.txt"
-	ctl counters --port > "$out/counters-vlan.txt"
-	nic_flap
-	ctl counters --port > "$out/counters-end.txt"
-	stop_uroced || bad "uroced exit status $? (vlan, flap)"
+	ctl devices > "$out/devices-vlan-$dev.txt"
+	ctl counters --port > "$out/counters-vlan-$dev.txt"
+}
+
+# The suite nic (nicvm_cases=ci): one VM with the three NICs, each in turn
+# (guest.sh), a short representative set on each that fits CI's time; the
+# whole matrix per device is the suite nic-full (nic_test above, one VM
+# per device; docs/interop.md "PMDs in a VM"). On every NIC: uroced drives
+# it through its PMD, a second daemon is refused, one queue pair is used,
+# ibv_rc_pingpong checks every byte against the host's uroce (af_packet)
+# at jumbo MTU, the PMD's xstats show. On the first (virtio-net, two
+# queue pairs, vfio-pci): every refusal line, rping -V (RDMA CM, data
+# verified) and ib_write_bw against rxe, the MTU at run time, the link
+# flap. On vmxnet3 the pingpong over IPv6. On e1000e (last: it restarts
+# the host's peer with --vlan) the VLAN and checksum offloads, captured.
+nic_ci() {
+	local pb=$1
+	if [ "$dev" = virtio ]; then
+		nic_refusals
+	else
+		[ "$(bind "$DUT" "$bind")" = "$bind" ] || { bad "$DUT not bound to $bind"; return 1; }
+	fi
+	start_uroced --port "$DUT" --mtu 9000 || { bad "uroced on $DUT ($bind)"; return 1; }
+	ok "uroced drives $DUT ($bind): $(grep -m1 "queues rx" "$LOG.cur" | sed 's/^uroce0: //')"
+	if [ "$bind" = vfio-pci ]; then
+		expect_refusal "the IOMMU group is busy" "IOMMU group [0-9]+ of $DUT is busy" --port "$DUT"
+	else
+		expect_refusal "another uroced drives it" "PCI device $DUT is in use by another uroced" --port "$DUT"
+	fi
+	ck "one queue pair used of the device's" eval "ctl devices | grep -qE 'queues 1/1 of'"
+	local gi=1; [ "$dev" = vmxnet3 ] && gi=2
+	echo "rc_16k|dut|ibv_rc_pingpong|-g|-e -c -m 4096 -s 16384 -n 8|$gi" > "$out/cases-host-$dev.txt"
+	run_phase "host-$dev" host "$pb"
+	if [ "$dev" = virtio ]; then
+		cases_jumbo_rxe | pick rping_32k read_bw > "$out/cases-rxe-$dev.txt"
+		run_phase "rxe-$dev" rxe $((pb + 10))
+		ck "mtu 9216 refused at run time (buffers sized for 9000)" eval "! ctl mtu 9216"
+		ck "mtu 1500 applied at run time" ctl mtu 1500
+		ck "active MTU 1024 after it" eval "ctl devices | grep -q 'active 1024'"
+	fi
+	ck "xstats visible in uroce-ctl counters" eval "ctl counters --port | grep -q '^  xstat\\.'"
+	[ "$dev" = virtio ] && nic_flap
+	ctl counters --port > "$out/counters-end-$dev.txt"
+	stop_uroced || bad "uroced exit status $?"
+	if [ "$dev" = e1000e ]; then
+		if nic_vlan $((pb + 20)) rc_16k; then
+			stop_uroced || bad "uroced exit status $? (vlan)"
+		fi
+	fi
 }
 
 # ------------------------------------------------------------------ bench

@@ -1,17 +1,21 @@
 #!/bin/bash
 # guest.sh - the NIC VM's side of tests/nic (run by guest-init.sh with the
 # host's bash; docs/interop.md "PMDs in a VM"). From the kernel command line:
-#   nicvm_dev=virtio|e1000e|vmxnet3   the NIC under test, at PCI 0000:00:10.0
-#   nicvm_bind=vfio-pci|uio_pci_generic
+#   nicvm_nics=NAME:DRIVER:SLOT:N:QMPID:TAP,...   the NICs under test, driven
+#                                      in turn: NAME virtio|e1000e|vmxnet3 at PCI
+#                                      0000:00:SLOT.0, bound to DRIVER (vfio-pci
+#                                      or uio_pci_generic), ours 10.78.0.N and
+#                                      fd78::N; QMPID and TAP name it on the host
 #   nicvm_src=DIR nicvm_build=DIR      the source tree and the build under test
 #   nicvm_out=DIR                      the share (read-write): requests to the
 #                                      host and the rxe VM, results, logs
 #   nicvm_mode=test|bench
+#   nicvm_cases=full|short|ci          guest-cases.sh: the set each NIC runs
 # The kernel's own NIC (virtio-net at 0000:00:11.0, eth0) carries the
 # programs' TCP side channel. Peers on the bridge: the rxe VM (10.78.0.2,
 # fd78::2; TCP on the same address) and uroced on the host side through
-# af_packet (10.78.0.4, fd78::4; TCP 10.78.0.3). Ours: 10.78.0.1, fd78::1
-# (TCP 10.78.0.10, fd78::10).
+# af_packet (10.78.0.4, fd78::4; TCP 10.78.0.3). Ours: 10.78.0.N, fd78::N
+# per NIC (TCP 10.78.0.10, fd78::10).
 #
 # Every check prints "ok  WHAT" or "FAIL WHAT" into OUT/result.log; the host
 # (nic.py) turns that into the verdict. Requests to the host and to the rxe
@@ -20,13 +24,24 @@ set -u
 for kv in $(cat /proc/cmdline); do
 	case "$kv" in nicvm_*=*) k=${kv%%=*}; eval "${k#nicvm_}=\${kv#*=}" ;; esac
 done
-: "${dev:?}" "${bind:?}" "${src:?}" "${build:?}" "${out:?}" "${mode:=test}"
+: "${nics:?}" "${src:?}" "${build:?}" "${out:?}" "${mode:=test}"
 UROCED=$build/emu/uroced
 SHIM=$build/verbs/liburoce.so
 CTL=$build/tools/ctl/uroce-ctl
 RUNCASES=$src/tests/interop/runcases.sh
-DUT=0000:00:10.0 KNIC=0000:00:11.0 RTL=0000:00:12.0
-MY4=10.78.0.1 MY6=fd78::1 MYTCP=10.78.0.10 MYTCP6=fd78::10
+KNIC=0000:00:11.0 RTL=0000:00:12.0
+MYTCP=10.78.0.10 MYTCP6=fd78::10
+# use_nic NAME:DRIVER:SLOT:N:QMPID:TAP - the NIC the next checks are about
+use_nic() {
+	local IFS=:
+	set -- $1
+	dev=$1 bind=$2 DUT=0000:00:$3.0 MY4=10.78.0.$4 MY6=fd78::$4 QMPID=$5 TAP=$6
+	MAC=52:54:00:4e:00:$3
+	# TCP ports of its cases: its own range (the peers' listeners of one
+	# NIC's cases never meet another's)
+	PBASE=$((18000 + 0x$3 * 32))
+}
+use_nic "${nics%%,*}"
 RXE4=10.78.0.2 RXE6=fd78::2 HOST4=10.78.0.4 HOST6=fd78::4 HOSTTCP=10.78.0.3
 RUN=/run/uroce-nic
 # a program takes seconds to start in a TCG guest: an RDMA CM client gives
@@ -38,8 +53,10 @@ mkdir -p "$RUN" "$out/req" "$out/rxe" "$out/res" && chmod 700 "$RUN"
 export UROCE_RUN_DIR=$RUN
 
 say() { echo "[guest:$dev $(cut -d' ' -f1 /proc/uptime)] $*"; }
-ok() { echo "ok   $*" >> "$RES"; say "ok   $*"; }
-bad() { echo "FAIL $*" >> "$RES"; say "FAIL $*"; }
+# the checks of one NIC carry its name when the VM drives several
+ok() { echo "ok   ${NICTAG}$*" >> "$RES"; say "ok   $*"; }
+bad() { echo "FAIL ${NICTAG}$*" >> "$RES"; say "FAIL $*"; }
+NICTAG=
 ck() { # WHAT COMMAND...: ok when the command succeeds
 	local what=$1; shift
 	if "$@"; then ok "$what"; else bad "$what"; fi
@@ -116,8 +133,8 @@ run_phase() {
 	local name=$1 peer=$2 port0=$3 cf=$out/cases-$1.txt ptcp
 	[ "$peer" = rxe ] && ptcp=$RXE4 || ptcp=$HOSTTCP
 	say "phase $name against $peer: $(grep -c . "$cf") cases"
-	if [ "$peer" = rxe ]; then rxe cases "cases-$name.txt" "$port0" > /dev/null &
-	else host cases "cases-$name.txt" "$port0" > /dev/null & fi
+	if [ "$peer" = rxe ]; then rxe cases "cases-$name.txt" "$port0" "$MY4" "$MY6" > /dev/null &
+	else host cases "cases-$name.txt" "$port0" "$MY4" "$MY6" > /dev/null & fi
 	local rp=$!
 	env DEV=uroce0 GID=1 PEER="$ptcp" PORT0="$port0" CASE_TIMEOUT=60 CONNECT_TRIES=300 \
 		CM_FIRST_PAUSE=$CM_FIRST_PAUSE CM_PAUSE=$CM_PAUSE \
@@ -161,7 +178,15 @@ ip addr add $MYTCP6/64 dev "$KIF" nodad
 n=0; while [ -n "$(ip -6 addr show dev "$KIF" tentative)" ] && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
 
 case "$mode" in
-test) nic_test ;;
+test)
+	case "$nics" in
+	*,*)
+		for n in $(echo "$nics" | tr ',' ' '); do
+			use_nic "$n"; NICTAG="$dev: "
+			nic_ci "$PBASE"
+		done ;;
+	*) nic_test ;;
+	esac ;;
 bench) nic_bench ;;
 probe)
 	echo "$DUT" > /sys/bus/pci/devices/$DUT/driver/unbind 2>/dev/null

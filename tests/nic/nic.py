@@ -49,17 +49,31 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.realpath(os.path.join(HERE, '..', '..'))
 PASS, FAIL, SKIP = 0, 1, 77
 
-# qemu device per DEVICE: how the guest binds it
+# qemu device per DEVICE: how the guest binds it, its PCI slot (also the
+# last byte of its MAC) and its host number on the bridge (10.78.0.N,
+# fd78::N: each NIC its own addresses, so no peer's neighbour cache holds
+# another NIC's MAC when one VM drives the three in turn)
 DEVICES = {
-    'virtio': {'bind': 'vfio-pci', 'queues': 2, 'cases': 'full',
+    'virtio': {'bind': 'vfio-pci', 'queues': 2, 'cases': 'full', 'slot': 0x10, 'host': 1,
                'qdev': 'virtio-net-pci,mq=on,vectors=6,disable-legacy=on,'
                        'iommu_platform=on,ats=on'},
     'e1000e': {'bind': 'uio_pci_generic', 'queues': 1, 'qdev': 'e1000e', 'cases': 'short',
+               'slot': 0x13, 'host': 5,
                # a NIC no DPDK PMD drives: uroced's refusal of it
                'extra': ['-device', 'rtl8139,addr=0x12,mac=52:54:00:4e:00:12']},
-    'vmxnet3': {'bind': 'vfio-pci', 'queues': 1, 'qdev': 'vmxnet3', 'cases': 'short'},
+    'vmxnet3': {'bind': 'vfio-pci', 'queues': 1, 'qdev': 'vmxnet3', 'cases': 'short',
+                'slot': 0x14, 'host': 6},
 }
-DUT_MAC = '52:54:00:4e:00:10'
+# 'all' (suite nic, what CI runs): one VM with the three NICs, booted once,
+# a short representative set on each (guest-cases.sh nic_ci), the e1000e
+# last (its VLAN phase restarts the host's peer with --vlan)
+ALL = ('virtio', 'vmxnet3', 'e1000e')
+
+
+def dut_mac(dev):
+    return '52:54:00:4e:00:%02x' % DEVICES[dev]['slot']
+
+
 HOST_MAC = '02:00:00:4e:00:04'
 FAULT_MARKS = ('ERROR: AddressSanitizer', 'ERROR: LeakSanitizer', 'runtime error:',
                'SUMMARY: UndefinedBehaviorSanitizer', 'AddressSanitizer:DEADLYSIGNAL',
@@ -80,7 +94,9 @@ def skip(why):
 class Rig:
     def __init__(self, dev, build, out, bench):
         self.dev, self.build, self.out, self.bench = dev, build, out, bench
-        self.conf = DEVICES[dev]
+        self.devs = ALL if dev == 'all' else (dev,)
+        self.conf = DEVICES[self.devs[0]]
+        self.cases_set = 'ci' if dev == 'all' else self.conf['cases']
         self.ns = 'nic-%s-%d' % (dev, os.getpid())
         self.share = os.path.join(out, 'share')
         self.procs = {}          # name -> Popen (killed at the end)
@@ -111,8 +127,9 @@ class Rig:
         ip('link', 'set', 'br0', 'type', 'bridge', 'forward_delay', '0', 'stp_state', '0',
            'mcast_snooping', '0')
         ip('link', 'set', 'br0', 'mtu', '9000', 'up')
-        tap_mq = ['multi_queue'] if self.conf['queues'] > 1 else []
-        for t, mq in (('dut0', tap_mq), ('kern0', [])):
+        taps = [('dut%d' % i, ['multi_queue'] if DEVICES[d]['queues'] > 1 else [])
+                for i, d in enumerate(self.devs)]
+        for t, mq in taps + [('kern0', [])]:
             ip('tuntap', 'add', 'dev', t, 'mode', 'tap', *mq)
             ip('link', 'set', t, 'mtu', '9000', 'master', 'br0', 'up')
         ip('link', 'add', 'h0', 'type', 'veth', 'peer', 'name', 'h1')
@@ -239,13 +256,17 @@ class Rig:
         kver = open(os.path.join(self.rxevm, 'kver')).read().strip()
         shares = [('usr', '/usr', 'ro'), ('src', SRC, 'ro'), ('build', self.build, 'ro'),
                   ('out', self.share, 'rw')]
+        # each NIC: name:driver:slot:host number:qmp id:tap
+        nics = ','.join('%s:%s:%02x:%d:dut%dnic:dut%d' % (
+            d, DEVICES[d]['bind'], DEVICES[d]['slot'], DEVICES[d]['host'], i, i)
+            for i, d in enumerate(self.devs))
         append = ('console=ttyS0 loglevel=4 panic=-1 intel_iommu=on iommu=pt hugepages=256 '
-                  'nicvm_share=%s nicvm_run=%s nicvm_dev=%s nicvm_bind=%s nicvm_src=%s '
+                  'nicvm_share=%s nicvm_run=%s nicvm_nics=%s nicvm_src=%s '
                   'nicvm_build=%s nicvm_out=%s nicvm_mode=%s nicvm_cases=%s' % (
                       ','.join('%s:%s%s' % (t, p, ':rw' if m == 'rw' else '') for t, p, m in shares),
-                      os.path.join(HERE, 'guest.sh'), self.dev, self.conf['bind'], SRC,
+                      os.path.join(HERE, 'guest.sh'), nics, SRC,
                       self.build, self.share, 'probe' if self.probe else 'bench' if self.bench else 'test',
-                      self.conf['cases']))
+                      self.cases_set))
         q = ['qemu-system-x86_64', '-machine', 'q35', '-accel', 'tcg', '-cpu', 'max',
              '-m', '1536', '-smp', '2', '-nodefaults', '-no-reboot', '-display', 'none',
              '-bios', '/usr/share/qemu/qboot.rom',
@@ -259,13 +280,15 @@ class Rig:
             q += ['-fsdev', 'local,id=fs%d,path=%s,security_model=none%s' % (
                       i, path, ',readonly=on' if mode == 'ro' else ''),
                   '-device', 'virtio-9p-pci,fsdev=fs%d,mount_tag=%s' % (i, tag)]
-        nq = self.conf['queues']
-        q += ['-netdev', 'tap,id=dut,ifname=dut0,script=no,downscript=no,vhost=off%s' % (
-                  ',queues=%d' % nq if nq > 1 else ''),
-              '-device', '%s,netdev=dut,id=dutnic,addr=0x10,mac=%s' % (self.conf['qdev'], DUT_MAC),
-              '-netdev', 'tap,id=kn,ifname=kern0,script=no,downscript=no',
+        for i, d in enumerate(self.devs):
+            nq = DEVICES[d]['queues']
+            q += ['-netdev', 'tap,id=dut%d,ifname=dut%d,script=no,downscript=no,vhost=off%s' % (
+                      i, i, ',queues=%d' % nq if nq > 1 else ''),
+                  '-device', '%s,netdev=dut%d,id=dut%dnic,addr=0x%02x,mac=%s' % (
+                      DEVICES[d]['qdev'], i, i, DEVICES[d]['slot'], dut_mac(d))]
+        q += ['-netdev', 'tap,id=kn,ifname=kern0,script=no,downscript=no',
               '-device', 'virtio-net-pci,netdev=kn,addr=0x11,mac=52:54:00:4e:00:11']
-        q += self.conf.get('extra', [])
+        q += DEVICES['e1000e']['extra'] if 'e1000e' in self.devs else []
         with open(os.path.join(self.out, 'qemu.cmd'), 'w') as f:
             f.write(' '.join(q) + '\n')
         self.procs['nic'] = subprocess.Popen(
@@ -290,13 +313,13 @@ class Rig:
         return r
 
     # ---------------------------------------------------------------- requests
-    def cases(self, fname, port0):
+    def cases(self, fname, port0, a4='10.78.0.1', a6='fd78::1'):
         name = re.sub(r'^cases-|\.txt$', '', fname)
         env = self.h_env()
         env.update(DEV='uroce0', GID='1', PEER='10.78.0.10', PORT0=port0, CASE_TIMEOUT='60',
                    CONNECT_TRIES='300', SYNC=os.path.join(self.share, 'sync'),
                    CM_FIRST_PAUSE='3', CM_PAUSE='5',
-                   ADDR4_dut='10.78.0.1', ADDR6_dut='fd78::1', ADDR4_host='10.78.0.4',
+                   ADDR4_dut=a4, ADDR6_dut=a6, ADDR4_host='10.78.0.4',
                    ADDR6_host='fd78::4', WRAP='env UROCE_RUN_DIR=%s LD_PRELOAD=%s' % (
                        self.h_run, env['LD_PRELOAD']))
         del env['LD_PRELOAD']   # the programs' own (WRAP), not runcases.sh's shell
@@ -308,9 +331,10 @@ class Rig:
         return r.returncode, ''
 
     def capture(self, what, args):
-        pcap = os.path.join(self.out, 'dut0.pcap')
+        """capture start TAP | stop | check VID PCP MAC"""
+        pcap = os.path.join(self.out, 'capture.pcap')
         if what == 'start':
-            self.cap = subprocess.Popen(self.nsx('dumpcap', '-q', '-i', 'dut0', '-w', pcap),
+            self.cap = subprocess.Popen(self.nsx('dumpcap', '-q', '-i', args[0], '-w', pcap),
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                         start_new_session=True)
             # dumpcap writes its header once it captures
@@ -324,9 +348,9 @@ class Rig:
                 self.cap.send_signal(signal.SIGINT)
                 self.cap.wait(30)
             return 0, ''
-        return check_capture(pcap, int(args[0]), int(args[1]))
+        return check_capture(pcap, int(args[0]), int(args[1]), args[2])
 
-    def badframe(self):
+    def badframe(self, mac, ip):
         """Two frames for the NIC under test from the bridge: a RoCE frame on
         its VLAN with a wrong IPv4 header checksum (the device's RX checksum
         offload flags it, the parser drops it) and an untagged one (not on
@@ -336,13 +360,13 @@ import sys
 from scapy.all import Ether, Dot1Q, IP, UDP, Raw, sendp
 bth = bytes([0x04, 0, 0xff, 0xff, 0, 0, 0, 0x11, 0, 0, 0, 1]) + bytes(4)
 roce = UDP(sport=0xc000, dport=4791, chksum=0) / Raw(bth + bytes(4))
-ip = IP(src='10.78.0.4', dst='10.78.0.1', ttl=64, flags='DF', chksum=0x1234)
+ip = IP(src='10.78.0.4', dst=sys.argv[3], ttl=64, flags='DF', chksum=0x1234)
 sendp(Ether(dst=sys.argv[1], src=sys.argv[2]) / Dot1Q(vlan=100, prio=3) / ip / roce,
       iface='br0', verbose=False)
-sendp(Ether(dst=sys.argv[1], src=sys.argv[2]) / IP(src='10.78.0.4', dst='10.78.0.1') / roce,
+sendp(Ether(dst=sys.argv[1], src=sys.argv[2]) / IP(src='10.78.0.4', dst=sys.argv[3]) / roce,
       iface='br0', verbose=False)
 '''
-        r = self.sh(*self.nsx(sys.executable, '-c', code, DUT_MAC, HOST_MAC), check=False)
+        r = self.sh(*self.nsx(sys.executable, '-c', code, mac, HOST_MAC, ip), check=False)
         return r.returncode, r.stdout
 
     def bgrun(self, name, cmd):
@@ -370,14 +394,14 @@ sendp(Ether(dst=sys.argv[1], src=sys.argv[2]) / IP(src='10.78.0.4', dst='10.78.0
             why = self.host_uroced(['--mtu', '9000'] if not a else a)
             return (1 if why else 0), why
         if c == 'cases':
-            return self.cases(a[0], a[1])
-        if c == 'link':
-            r = self.qmp('set_link', {'name': 'dutnic', 'up': a[0] == 'on'})
+            return self.cases(*a)
+        if c == 'link':     # link on|off QMP-ID
+            r = self.qmp('set_link', {'name': a[1], 'up': a[0] == 'on'})
             return (0 if 'return' in r else 1), json.dumps(r)
         if c == 'capture':
             return self.capture(a[0], a[1:])
         if c == 'badframe':
-            return self.badframe()
+            return self.badframe(a[0], a[1])
         if c == 'bg':
             return self.bgrun(a[0], a[1:])
         if c == 'bgwait':
@@ -472,7 +496,7 @@ def tail(path, n):
         print('    |', ln)
 
 
-def check_capture(pcap, vid, pcp):
+def check_capture(pcap, vid, pcp, dut):
     """The frames on the NIC's bridge port, as the peers receive them: every
     frame the NIC under test sent carries VLAN vid with priority pcp and a
     valid IPv4 header checksum, and RoCE went both ways."""
@@ -482,9 +506,9 @@ def check_capture(pcap, vid, pcp):
     for p in rdpcap(pcap):
         if Ether not in p:
             continue
-        mine = p[Ether].src.lower() == DUT_MAC
+        mine = p[Ether].src.lower() == dut
         roce = UDP in p and p[UDP].dport == 4791
-        if not mine and p[Ether].dst.lower() != DUT_MAC:
+        if not mine and p[Ether].dst.lower() != dut:
             continue
         if not mine:
             got += roce and Dot1Q in p
@@ -539,7 +563,7 @@ def verdict(rig):
 
 
 def main(argv):
-    if len(argv) < 2 or argv[0] not in DEVICES:
+    if len(argv) < 2 or argv[0] not in list(DEVICES) + ['all']:
         print(__doc__)
         return 2
     dev, build = argv[0], os.path.realpath(argv[1])
@@ -576,21 +600,26 @@ def main(argv):
     t0 = time.monotonic()
     try:
         rig.topology()
-        why = rig.host_uroced(['--mtu', '9000'])
-        if why:
-            say('FAIL: host uroced:', why)
-            tail(rig.h_log, 20)
-            return FAIL
-        limit = 1800
-        # every frame of the NIC under test, for whoever reads the logs
-        rig.procs['dumpcap'] = subprocess.Popen(
-            rig.nsx('dumpcap', '-q', '-i', 'dut0', '-s', '256', '-w', os.path.join(out, 'all-dut0.pcap')),
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        # qemu's own bound (GNU timeout in its process group, killed with
+        # it by cleanup): past meson's timeout for the test
+        limit = 1800 if dev != 'all' else 900
+        # every frame of the NICs under test, for whoever reads the logs
+        for i in range(len(rig.devs)):
+            rig.procs['dumpcap%d' % i] = subprocess.Popen(
+                rig.nsx('dumpcap', '-q', '-i', 'dut%d' % i, '-s', '256', '-w',
+                        os.path.join(out, 'all-dut%d.pcap' % i)),
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         if not probe and not bench:
             rig.boot_rxe(limit)
         else:
             rig.procs['rxe'] = subprocess.Popen(['sleep', str(limit)], start_new_session=True)
         rig.boot_nic(limit)
+        # our af_packet peer starts while the VMs boot
+        why = rig.host_uroced(['--mtu', '9000'])
+        if why:
+            say('FAIL: host uroced:', why)
+            tail(rig.h_log, 20)
+            return FAIL
         if not rig.wait_up(600):
             return FAIL
         say('NIC VM up after %.0f s' % (time.monotonic() - t0))

@@ -4,7 +4,8 @@
 # requests in /mnt/host/rxe (guest.sh's req): NNNN.req holds one command,
 # NNNN.done gets its exit status and output.
 #   mtu N                 eth0's MTU (rxe0's active MTU follows it)
-#   cases FILE PORT0      runcases.sh's rxe side of the cases in FILE
+#   cases FILE PORT0 A4 A6  runcases.sh's rxe side of the cases in FILE
+#                         against the NIC under test at A4 / A6
 #   exit                  done: power off
 S=/mnt/host
 : "${PEER:=10.78.0.10}"
@@ -34,7 +35,7 @@ while :; do
 			name=${2%.txt}; name=${name#cases-}
 			env DEV=rxe0 GID=1 PEER="$PEER" PORT0="$3" CASE_TIMEOUT=60 CONNECT_TRIES=300 \
 				CM_FIRST_PAUSE=3 CM_PAUSE=5 \
-				SYNC="$S/sync" ADDR4_dut=10.78.0.1 ADDR6_dut=fd78::1 \
+				SYNC="$S/sync" ADDR4_dut="${4:-10.78.0.1}" ADDR6_dut="${5:-fd78::1}" \
 				ADDR4_rxe=10.78.0.2 ADDR6_rxe=fd78::2 \
 				sh "$S/runcases.sh" rxe "$S/$2" "$S/res/$name" >> "$out" 2>&1
 			rc=$?
