@@ -2,16 +2,20 @@
 # SPDX-License-Identifier: MIT
 """tests/nic: uroce on an emulated NIC driven by its DPDK poll-mode driver.
 
-    nic.py DEVICE BUILD_ROOT [--bench] [--keep]
+    nic.py DEVICE BUILD_ROOT [--bench] [--probe]
 
 DEVICE is virtio (virtio-net-pci with 2 queue pairs, vfio-pci behind qemu's
-emulated intel-iommu), e1000e (net_e1000_em, uio_pci_generic) or vmxnet3
-(net_vmxnet3, vfio-pci). One boot of each VM per run:
+emulated intel-iommu), e1000e (net_e1000_em, uio_pci_generic), vmxnet3
+(net_vmxnet3, vfio-pci) - one NIC VM with that device, the whole case
+matrix (suite nic-full) - or all: one NIC VM with the three, each driven
+in turn with a short set (suite nic, guest-cases.sh nic_ci). One boot of
+each VM per run:
 
   netns nic-DEV-PID, bridge br0 (MTU 9000; the kernel's 10.78.0.3, fd78::3)
-   |- tap dut0  - NIC VM: the NIC under test at PCI 00:10.0, bound to
-   |              vfio-pci or uio_pci_generic, uroced --port 0000:00:10.0
-   |              10.78.0.1 fd78::1 (tests/nic/guest.sh drives the run)
+   |- tap dutI  - NIC VM: the NICs under test (virtio 00:10.0, e1000e 00:13.0,
+   |              vmxnet3 00:14.0), each bound to vfio-pci or uio_pci_generic
+   |              in turn, uroced --port 0000:00:SS.0 on 10.78.0.N fd78::N
+   |              (N 1, 5, 6; tests/nic/guest.sh drives the run)
    |- tap kern0 - NIC VM: virtio-net for its kernel, 10.78.0.10 fd78::10
    |              (the programs' TCP side channel)
    |- tap rxe0  - rxe VM (tests/interop's image): rxe0 on 10.78.0.2 fd78::2
@@ -315,6 +319,11 @@ class Rig:
     # ---------------------------------------------------------------- requests
     def cases(self, fname, port0, a4='10.78.0.1', a6='fd78::1'):
         name = re.sub(r'^cases-|\.txt$', '', fname)
+        # a peer that cannot answer fails the phase at once, with why
+        if not self.h or self.h.poll() is not None:
+            tail(self.h_log, 10)
+            return 1, 'the host uroced is not running (exit status %s)' % (
+                self.h.returncode if self.h else None)
         env = self.h_env()
         env.update(DEV='uroce0', GID='1', PEER='10.78.0.10', PORT0=port0, CASE_TIMEOUT='60',
                    CONNECT_TRIES='300', SYNC=os.path.join(self.share, 'sync'),
