@@ -179,8 +179,9 @@ nic_flap() {
 	[ $rc != 0 ] || bad "flap: rc_pingpong exited 0 with the link down"
 }
 
-nic_test() {
-	nic_refusals
+# nic_up: uroced on the NIC under test at MTU 9000, a second daemon on it
+# refused before EAL touches it, one queue pair used
+nic_up() {
 	start_uroced --port "$DUT" --mtu 9000 || { bad "uroced on $DUT ($bind)"; return 1; }
 	ok "uroced drives $DUT ($dev, $bind): $(grep -m1 "queues rx" "$LOG.cur" | sed 's/^uroce0: //')"
 	# a second daemon on the same device is refused, before EAL touches it
@@ -190,6 +191,11 @@ nic_test() {
 		expect_refusal "another uroced drives it" "PCI device $DUT is in use by another uroced" --port "$DUT"
 	fi
 	ck "one queue pair used of the device's" eval "ctl devices | grep -qE 'queues 1/1 of'"
+}
+
+nic_test() {
+	nic_refusals
+	nic_up || return 1
 	cases_jumbo_rxe | pick rc_64k rping_32k udaddy_v6 > "$out/cases-jumbo_rxe.txt"
 	cases_jumbo_host | pick write_bw ucmatose_v6 > "$out/cases-jumbo_host.txt"
 	run_phase jumbo_rxe rxe 18600
@@ -263,14 +269,7 @@ nic_ci() {
 	else
 		[ "$(bind "$DUT" "$bind")" = "$bind" ] || { bad "$DUT not bound to $bind"; return 1; }
 	fi
-	start_uroced --port "$DUT" --mtu 9000 || { bad "uroced on $DUT ($bind)"; return 1; }
-	ok "uroced drives $DUT ($bind): $(grep -m1 "queues rx" "$LOG.cur" | sed 's/^uroce0: //')"
-	if [ "$bind" = vfio-pci ]; then
-		expect_refusal "the IOMMU group is busy" "IOMMU group [0-9]+ of $DUT is busy" --port "$DUT"
-	else
-		expect_refusal "another uroced drives it" "PCI device $DUT is in use by another uroced" --port "$DUT"
-	fi
-	ck "one queue pair used of the device's" eval "ctl devices | grep -qE 'queues 1/1 of'"
+	nic_up || return 1
 	local gi=1; [ "$dev" = vmxnet3 ] && gi=2
 	echo "rc_16k|dut|ibv_rc_pingpong|-g|-e -c -m 4096 -s 16384 -n 8|$gi" > "$out/cases-host-$dev.txt"
 	run_phase "host-$dev" host "$pb"
