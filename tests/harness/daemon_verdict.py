@@ -43,7 +43,7 @@ p = shell('trap "exit 23" TERM')
 check(run.stop(p) == 23, 'exit 23 reported')
 # ignores SIGTERM: run.py kills it, and that is a failure
 p = shell('trap "" TERM')
-st = run.stop(p)
+st = run.stop(p, grace=2)  # the default grace is a minute
 check(st == -signal.SIGKILL and run.daemon_faults([st], '') != [], 'SIGTERM ignored: %s' % st)
 # the test SIGKILLed it (basic-daemon_death): not the daemon's fault
 p = subprocess.Popen(['sleep', '30'])

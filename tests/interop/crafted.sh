@@ -39,21 +39,8 @@ skip() { say "SKIP: $*"; exit 77; }
 for f in "$UROCED" "$SHIM" "$PEERBIN"; do [ -e "$f" ] || skip "missing $f"; done
 "$PY" -c 'import scapy.contrib.roce' 2>/dev/null || skip "no scapy for $PY (python3-scapy)"
 [ -c /dev/net/tun ] || skip "no /dev/net/tun"
-ip netns add "$NS" 2>/dev/null || skip "cannot create a network namespace"
-
-PIDS=()
-cleanup() {
-	local p left
-	for p in "${PIDS[@]}"; do kill -TERM -- "-$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null; done
-	sleep 0.5
-	for p in "${PIDS[@]}"; do kill -KILL -- "-$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null; done
-	left=$(ip netns pids "$NS" 2>/dev/null)
-	[ -n "$left" ] && kill -KILL $left 2>/dev/null
-	ip netns del "$NS" 2>/dev/null
-	return 0
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
+. "$HERE/nsrig.sh"
+nsrig_start
 
 case " $SIDES " in *" rxe "*)
 	command -v qemu-system-x86_64 >/dev/null || [ -x "$HERE/build-vm.sh" ] || skip "no qemu"

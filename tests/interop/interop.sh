@@ -268,24 +268,9 @@ for p in ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong ib_write_bw ip timeout 
 	command -v "$p" >/dev/null || skip "missing $p on the host"
 done
 [ -c /dev/net/tun ] || skip "no /dev/net/tun"
-ip netns add "$NS" 2>/dev/null || skip "cannot create a network namespace"
-
-PIDS=()
+. "$HERE/nsrig.sh"
+nsrig_start
 PARTIAL=
-cleanup() {
-	local p
-	for p in "${PIDS[@]}"; do kill -TERM -- "-$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null; done
-	sleep 0.5
-	for p in "${PIDS[@]}"; do kill -KILL -- "-$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null; done
-	# anything still running in our namespace was started by this script
-	local left
-	left=$(ip netns pids "$NS" 2>/dev/null)
-	[ -n "$left" ] && kill -KILL $left 2>/dev/null
-	ip netns del "$NS" 2>/dev/null
-	return 0
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
 
 # ------------------------------------------------------------------ VM image
 # Cached by content: the key is a hash of what makes the image (the scripts,

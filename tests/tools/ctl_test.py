@@ -40,7 +40,6 @@ report. Exit 0 pass, 1 fail."""
 import argparse
 import json
 import os
-import random
 import shutil
 import signal
 import socket
@@ -229,7 +228,7 @@ def fault_checks(a, env, qa, qb, traffic):
     psn_advance(a, env, qb, 16)
     check(ctl_json(a, env, 'fault', 'show')['counters']['drop'] == d0,
           'fault limited to an opcode not sent: no frame dropped')
-    seed = random.SystemRandom().randrange(1, 1 << 31)
+    seed = 0x2611291  # fixed: a verdict must repeat
     print('fault seed', seed)
     f = ctl_json(a, env, 'fault', 'set', 'drop=0.1,qp=%d' % qb, 'seed=%d' % seed)
     check(f['seed'] == seed and f['qp'] == qb and abs(f['drop'] - 0.1) < 1e-12,
@@ -446,7 +445,7 @@ def link_capture(a, tmp):
         # runtime first, the program's own leaks are not ours
         penv['LD_PRELOAD'] = a.preload_first + ':' + penv['LD_PRELOAD']
         penv['ASAN_OPTIONS'] = 'detect_leaks=0:' + penv.get('ASAN_OPTIONS', '')
-    port = random.SystemRandom().randrange(20000, 30000)
+    port = vrun.free_tcp_port()
     print('link: pingpong TCP port', port)
     base = ['ibv_rc_pingpong', '-g', '1', '-n', '100000000', '-p', str(port)]
     log = open(os.path.join(tmp, 'link.log'), 'w+')

@@ -188,7 +188,9 @@ unsigned vt_seed(void)
 {
 	const char *e = getenv("VT_SEED");
 
-	vt_seed_v = e ? (unsigned)strtoul(e, NULL, 0) : (unsigned)time(NULL);
+	/* fixed by default: a verdict must repeat run after run; VT_SEED
+	 * explores other sequences by hand */
+	vt_seed_v = e ? (unsigned)strtoul(e, NULL, 0) : 0x5eed1u;
 	fprintf(stderr, "seed %u (VT_SEED= to repeat)\n", vt_seed_v);
 	return vt_seed_v;
 }
