@@ -73,6 +73,8 @@ enum emu_drop {
 	EMU_DROP_GSI_MAD,     /* a MAD to QP1 the CM engine dropped (its counters say why) */
 	EMU_DROP_MARTIAN,     /* from the wire with one of our addresses as its source */
 	EMU_DROP_PKEY,        /* BTH P_Key not in the port's table (IBTA 9.6: silently dropped) */
+	EMU_DROP_LINK_DOWN,   /* sent while the port's link was down (daemon/port_nic.c) */
+	EMU_DROP_VLAN,        /* received untagged or on another VLAN than --vlan's */
 	EMU_DROP_NUM
 };
 
@@ -184,6 +186,10 @@ struct emu_dev {
 	 * capture or fault injection needs a valid ICRC: frames are sent with
 	 * ICRC 0 and received unverified (set by the daemon, emu_icrc_plan) */
 	bool icrc_tx_skip, icrc_rx_skip;
+	/* the frame being received: the device checked its IPv4 header
+	 * checksum and found it good (RX checksum offload, set by the port
+	 * per frame): the parser skips that check */
+	bool rx_l3_csum_ok;
 	/* the port sends payload pieces of mapped MRs as buffers of their
 	 * own (ops->tx_send_ext); used while icrc_tx_skip holds */
 	bool tx_zc;

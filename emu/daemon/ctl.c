@@ -61,7 +61,7 @@ static const struct emu_op_table emu_ctl_session = EMU_OP_TABLE(emu_ctl_session_
 static const struct emu_op_table *const emu_ctl_tables[] = {
 	&emu_ctl_session, &emu_ctl_dev, &emu_ctl_pd, &emu_ctl_mr, &emu_ctl_mw, &emu_ctl_dm,
 	&emu_ctl_cq, &emu_ctl_srq, &emu_ctl_qp, &emu_ctl_ah, &emu_ctl_mcast, &emu_ctl_xrc,
-	&emu_ctl_ucma, &emu_ctl_admin,
+	&emu_ctl_ucma, &emu_ctl_admin, &emu_ctl_nic,
 };
 
 /* The same by op code, made once (emu_ctl_open): an op nobody serves is

@@ -52,6 +52,8 @@ union emu_req {
 	struct uroce_create_xsrq_req xsrq;
 	struct uroce_xrc_qp_req xqp;
 	struct uroce_cc_set_req cc_set;
+	struct uroce_query_nic_req nic;
+	struct uroce_set_mtu_req mtu;
 	uint8_t ucma[sizeof(struct uroce_ucma_cmd_req) + UROCE_UCMA_MAX_IN];
 };
 
@@ -84,6 +86,7 @@ union emu_rep {
 	struct uroce_open_xrcd_rep xrcd;
 	struct uroce_create_xsrq_rep xsrq;
 	struct uroce_xrc_qp_rep xqp;
+	struct uroce_query_nic_rep nic;
 	uint8_t ucma_out[UROCE_UCMA_MAX_OUT];
 };
 
@@ -124,6 +127,6 @@ struct emu_op_table {
 
 extern const struct emu_op_table emu_ctl_dev, emu_ctl_pd, emu_ctl_mr, emu_ctl_mw, emu_ctl_dm,
 	emu_ctl_cq, emu_ctl_srq, emu_ctl_qp, emu_ctl_ah, emu_ctl_mcast, emu_ctl_xrc,
-	emu_ctl_ucma, emu_ctl_admin;
+	emu_ctl_ucma, emu_ctl_admin, emu_ctl_nic;
 
 #endif /* EMU_CTL_OP_H */

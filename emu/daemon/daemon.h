@@ -51,10 +51,45 @@ struct emu_opts {
 	uint32_t nb_desc;         /* RX and TX descriptors asked of the port */
 	uint32_t pool_mb;         /* EAL memory the mbuf pool needs */
 	char port_info[96];       /* the derived ring geometry, for the log */
+	uint16_t vlan_tci;        /* --vlan VID[:PCP]: PCP << 13 | VID (port_nic.c) */
+	bool vlan;
 	struct emu_dcqcn_cfg dcqcn; /* --dcqcn / dcqcn= (docs/dcqcn.md) */
 };
 
 struct emu_port;
+
+/* The Ethernet device behind a device's port, as uroce drives it
+ * (port_nic.c, docs/running.md "PCI NICs"): what DPDK says it offers,
+ * what was asked of it, its link as last seen, and uroce's counters of it.
+ * The engine thread owns it; the LSC callback (EAL's interrupt thread)
+ * only sets lsc_pending. */
+struct emu_nic_counters {
+	uint64_t link_down, link_up;     /* transitions seen */
+	uint64_t tx_ip_csum;             /* frames whose IPv4 checksum the device computes */
+	uint64_t rx_ip_csum_good, rx_ip_csum_bad; /* the device's verdicts */
+	uint64_t vlan_tx_hw, vlan_tx_sw; /* tags inserted by the device / by us */
+	uint64_t vlan_rx_hw, vlan_rx_sw; /* tags stripped by the device / by us */
+	uint64_t tx_prepare_err;         /* frames rte_eth_tx_prepare refused (dropped) */
+};
+struct emu_nic {
+	uint16_t port;
+	bool real;                /* a device with a link of its own (not a ring port) */
+	bool pci;                 /* a PCI device (--port 0000:03:00.0) */
+	char driver[32], device[64];
+	uint16_t max_rxq, max_txq;
+	uint32_t min_mtu, max_mtu;
+	uint64_t rx_capa, tx_capa, rx_used, tx_used; /* RTE_ETH_{RX,TX}_OFFLOAD_* */
+	bool lsc_intr;            /* link changes come as LSC interrupts */
+	int lsc_pending;          /* set by the LSC callback (atomic) */
+	uint64_t next_link_poll_ns;
+	bool link_up, full_duplex;
+	uint32_t speed_mbps;
+	/* per frame (port_dpdk.c asks only when one of these is set) */
+	bool tx_any, rx_any;
+	bool vlan, vlan_insert_hw, tx_ip_csum, rx_ip_csum, tx_prepare;
+	uint16_t vlan_tci;
+	struct emu_nic_counters cnt;
+};
 
 #define EMU_WAKE_MAX 8     /* RX sockets of one port watched */
 #define EMU_WAKE_SCAN 1024 /* descriptors looked at */
@@ -98,6 +133,9 @@ struct emu_daemon {
 	uint16_t port_id;
 	bool port_up;
 	struct emu_port *port;    /* port_dpdk.c */
+	struct emu_nic nic;       /* port_nic.c */
+	const struct emu_nic_ops *nic_ops;
+	int pci_lock_fd;          /* pci_check.c: held while we drive the device, -1 = none */
 	bool link_second;         /* link:NAME already opened by an earlier device */
 	/* the device that receives what this one sends when that never
 	 * leaves the daemon: itself (loopback ring), the other end of
@@ -191,6 +229,43 @@ void emu_port_fini(struct emu_daemon *dm);
 void emu_port_attach(struct emu_daemon *dm);
 /* a worker thread becomes a DPDK thread (mempool cache) */
 void emu_port_thread_init(void);
+
+/* port_nic.c: the device behind the port (link, offloads, queues, MTU,
+ * statistics). Before rte_eth_dev_configure: what to ask of the device,
+ * into conf (0, or -1 after one line when it cannot carry the MTU); after
+ * rte_eth_dev_start: link events on, the link awaited a few seconds and
+ * the bring-up logged */
+struct rte_eth_conf;
+struct rte_mbuf;
+int emu_nic_conf(struct emu_daemon *dm, uint16_t port, struct rte_eth_conf *conf);
+void emu_nic_started(struct emu_daemon *dm);
+/* after emu_dev_init: the port state from the link */
+void emu_nic_attach(struct emu_daemon *dm);
+void emu_nic_fini(struct emu_daemon *dm);
+/* the engine's: a link change (LSC event or the periodic look) applied */
+void emu_nic_poll(struct emu_daemon *dm, uint64_t now_ns);
+/* per frame (n->tx_any / n->rx_any): the tag, the checksum offload, the
+ * link; false = dropped (counted; the caller frees it). TX may replace *m. */
+bool emu_nic_tx(struct emu_nic *n, struct emu_dev *d, struct rte_mbuf **m);
+bool emu_nic_rx(struct emu_nic *n, struct emu_dev *d, struct rte_mbuf *m);
+/* UROCE_OP_QUERY_NIC and UROCE_OP_SET_MTU (0 or -errno, nothing changed
+ * on an error), reached through dm->nic_ops (set with the port; NULL: the
+ * control server runs without one, tests/fuzz) */
+struct emu_nic_ops {
+	void (*query)(struct emu_daemon *dm, uint32_t first, struct uroce_query_nic_rep *r);
+	int (*set_mtu)(struct emu_daemon *dm, uint32_t mtu);
+};
+extern const struct emu_nic_ops emu_nic_ops;
+
+/* pci_check.c: before EAL starts, every PCI port: the device exists, is
+ * bound to a driver DPDK can use, its IOMMU group is usable and free, no
+ * other uroced drives it (a lock held until exit: dm->pci_lock_fd), and
+ * the hugepages it needs are there. 0, or -1 after one line naming what
+ * to do. hugepages: EAL will run on hugepages, mb: the memory it needs. */
+bool emu_is_pci(const char *port);
+int emu_pci_check(const struct emu_opts *o, bool hugepages, unsigned mb, int *lock_fd);
+/* after EAL: one line saying why no ethdev came of the PCI device */
+void emu_pci_no_port(const struct emu_opts *o);
 
 /* main.c */
 

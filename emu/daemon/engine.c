@@ -272,6 +272,14 @@ static uint64_t emu_engine_sleep(struct emu_daemon *dm, struct emu_spin *sp,
 	return now;
 }
 
+/* the port's timers (neighbours, delayed fault frames) and its device's
+ * link (an LSC event, or the periodic look) */
+static void emu_engine_timers(struct emu_daemon *dm, uint64_t now)
+{
+	emu_port_poll(&dm->dev, now);
+	emu_nic_poll(dm, now);
+}
+
 int emu_engine_run(struct emu_daemon *dm)
 {
 	struct emu_dev *d = &dm->dev;
@@ -334,7 +342,7 @@ int emu_engine_run(struct emu_daemon *dm)
 		 * every iteration only slowed the busy loop; delayed fault
 		 * frames want microsecond accuracy */
 		if (d->fault || (iter & 63) == 0)
-			emu_port_poll(d, now);
+			emu_engine_timers(dm, now);
 		emu_ucma_poll(d, now); /* rdma_cm timers: nothing to do unless armed */
 		emu_tx_flush(d);
 		/* event records waiting for their reader to make room: at

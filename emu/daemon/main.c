@@ -30,7 +30,7 @@ static void emu_usage(FILE *f)
 		"Device options (apply to the device named by the last --dev; before any\n"
 		"--dev, to the first device):\n"
 		"  --dev NAME[,port=P][,ip=A]...[,mac=M][,mtu=N][,pcap=F][,cpu=C][,shared=1]\n"
-		"            [,dcqcn=on|off]\n"
+		"            [,dcqcn=on|off][,vlan=VID[:PCP]]\n"
 		"                    a device (default one: uroce0); every further --dev adds\n"
 		"                    one more, each with its own port and worker thread\n"
 		"  --port PORT       DPDK port: a vdev (e.g. net_af_packet0,iface=veth0), a\n"
@@ -51,6 +51,8 @@ static void emu_usage(FILE *f)
 		"                    ND, ICMP and resolves neighbours (docs/running.md)\n"
 		"  --mem-stall-ms N  an access to a client's memory blocked this long\n"
 		"                    quarantines the client (default 2000, 0 = never)\n"
+		"  --vlan VID[:PCP]  tag every frame with 802.1Q VLAN VID (1..4094), priority\n"
+		"                    PCP (0..7, default 0); receive only that VLAN's frames\n"
 		"  --dcqcn SPEC      congestion control (docs/dcqcn.md): on | off, or\n"
 		"                    key=value,...: ect|np|rp=on|off and mlx5's parameters\n"
 		"                    (rpg_time_reset=300,rpg_ai_rate=5,...); in --dev:\n"
@@ -185,6 +187,27 @@ static int emu_set_dcqcn(struct emu_opts *o, const char *v)
 	return 0;
 }
 
+/* "VID[:PCP]" */
+static int emu_set_vlan(struct emu_opts *o, const char *v)
+{
+	char *end;
+	unsigned long vid = strtoul(v, &end, 10), pcp = 0;
+
+	if (end != v && *end == ':') {
+		const char *p = end + 1;
+		pcp = strtoul(p, &end, 10);
+		if (end == p)
+			pcp = 8;
+	}
+	if (end == v || *end || vid < 1 || vid > 4094 || pcp > 7) {
+		fprintf(stderr, "uroced: %s: bad vlan '%s' (VID 1..4094[:PCP 0..7])\n", o->dev, v);
+		return -1;
+	}
+	o->vlan = true;
+	o->vlan_tci = (uint16_t)(pcp << 13 | vid);
+	return 0;
+}
+
 static int emu_set_cpu(struct emu_opts *o, const char *v)
 {
 	char *end;
@@ -238,7 +261,7 @@ static int emu_set_dev(struct emu_opts *o, const char *arg)
 				size_t n = strcspn(save, ",=");
 				static const char *const ours[] = { "ip", "mac", "mtu", "pcap",
 								    "cpu", "port", "vdev",
-								    "shared", "dcqcn" };
+								    "shared", "dcqcn", "vlan" };
 				bool mine = false;
 				for (unsigned i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
 					if (strlen(ours[i]) == n && !strncmp(save, ours[i], n))
@@ -265,6 +288,8 @@ static int emu_set_dev(struct emu_opts *o, const char *arg)
 		} else if (!strcmp(k, "shared") && (!strcmp(v, "1") || !strcmp(v, "0"))) {
 			o->shared = v[0] == '1';
 			rc = 0;
+		} else if (!strcmp(k, "vlan")) {
+			rc = emu_set_vlan(o, v);
 		} else if (!strcmp(k, "dcqcn") && (!strcmp(v, "on") || !strcmp(v, "off"))) {
 			rc = emu_set_dcqcn(o, v); /* key=value lists need --dcqcn */
 		} else if (!strcmp(k, "dcqcn")) {
@@ -293,7 +318,7 @@ static void emu_opts_default(struct emu_opts *o, unsigned idx)
 enum { O_DEV = 256, O_PORT, O_IP, O_MAC, O_MTU, O_RUNDIR, O_BUSY, O_EAL, O_PCAP,
        O_FAULT, O_SPIN, O_LOG, O_CPU, O_HELP, O_STALL,
        O_SOCK_GROUP, O_SOCK_MODE, O_ALLOW_UID, O_ALLOW_GID, O_LIMIT, O_UID_LIMIT, O_SHARED,
-       O_DCQCN, O_NO_ZC, O_MBUFS, O_PRIV_UID };
+       O_DCQCN, O_NO_ZC, O_MBUFS, O_PRIV_UID, O_VLAN };
 
 static const struct option emu_long_opts[] = {
 	{ "dev", required_argument, NULL, O_DEV },
@@ -323,6 +348,7 @@ static const struct option emu_long_opts[] = {
 	{ "uid-limit", required_argument, NULL, O_UID_LIMIT },
 	{ "shared", no_argument, NULL, O_SHARED },
 	{ "dcqcn", required_argument, NULL, O_DCQCN },
+	{ "vlan", required_argument, NULL, O_VLAN },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -340,6 +366,7 @@ static int emu_opt_device(struct emu_opts *o, int c, const char *v)
 		o->shared = true;
 		return 0;
 	case O_DCQCN: return emu_set_dcqcn(o, v);
+	case O_VLAN: return emu_set_vlan(o, v);
 	default: return 1;
 	}
 }
@@ -448,6 +475,11 @@ static int emu_opts_complete(struct emu_opts *o, const struct emu_opts *g)
 	o->mem_stall_ms = g->mem_stall_ms;
 	o->fault_set = g->fault_set;
 	o->fault = g->fault;
+	if (o->shared && o->vlan) {
+		fprintf(stderr, "uroced: %s: --vlan with --shared: the VLAN is the kernel's "
+			"(give --shared a VLAN interface)\n", o->dev);
+		return -1;
+	}
 	/* before the defaults: the interface decides MTU and addresses */
 	if (o->shared && emu_shared_opts(o))
 		return -1;
@@ -575,13 +607,34 @@ static int emu_opts_parse(struct emu_opts *os, unsigned *ndev, int argc, char **
 	return 0;
 }
 
-static bool emu_is_pci(const char *v)
+/* "0000:03:00.0" or "03:00.0" is a PCI NIC (allow-listed), anything
+ * else a virtual device */
+static bool emu_eal_pci(const struct emu_opts *os, unsigned ndev)
 {
-	unsigned a, b, c2, f;
-	char tail;
+	bool pci = false;
 
-	return v[0] && (sscanf(v, "%x:%x:%x.%x%c", &a, &b, &c2, &f, &tail) == 4 ||
-			sscanf(v, "%x:%x.%x%c", &b, &c2, &f, &tail) == 3);
+	for (unsigned i = 0; i < ndev; i++)
+		pci |= emu_is_pci(os[i].vdev);
+	return pci;
+}
+
+/* EAL's memory (-m): the mbuf pools and 128 MB besides */
+static unsigned emu_eal_mb(const struct emu_opts *os, unsigned ndev)
+{
+	unsigned mb = 128;
+
+	for (unsigned i = 0; i < ndev; i++)
+		mb += os[i].pool_mb;
+	return mb;
+}
+
+/* hugepages: asked for (--eal --huge-dir), or a PCI port and not refused
+ * (--eal --no-huge: vfio-pci with an IOMMU can do without) */
+static bool emu_eal_huge(const struct emu_opts *os, unsigned ndev)
+{
+	if (strstr(os[0].eal, "--huge-dir"))
+		return true;
+	return emu_eal_pci(os, ndev) && !strstr(os[0].eal, "--no-huge");
 }
 
 /* argv for rte_eal_init: the global options are the same in every os[] */
@@ -596,21 +649,18 @@ static int emu_eal_args(struct emu_opts *os, unsigned ndev, char **av, int max, 
 		memcpy(buf + used, s, l_); av[n++] = buf + used; used += l_; \
 	} while (0)
 	char tmp[600];
-	bool pci = false;
-	unsigned mb = 128;
+	bool pci = emu_eal_pci(os, ndev);
+	unsigned mb = emu_eal_mb(os, ndev);
 
-	/* "0000:03:00.0" or "03:00.0" is a PCI NIC (allow-listed), anything
-	 * else a virtual device */
-	for (unsigned i = 0; i < ndev; i++) {
-		pci |= emu_is_pci(os[i].vdev);
-		mb += os[i].pool_mb;
-	}
 	ADD("uroced");
 	/* no hugepages, no PCI scan, no shared config, a private file prefix
 	 * and no telemetry socket: any user, any number of daemons at once.
-	 * (A PCI NIC usually wants hugepages: add them with --eal.) */
-	if (!strstr(os[0].eal, "--huge-dir"))
-		ADD("--no-huge"); /* hugepages only when asked for */
+	 * A PCI NIC gets hugepages (its DMA needs memory the kernel will not
+	 * move), unlinked at once so that a killed daemon leaves none behind */
+	if (!emu_eal_huge(os, ndev))
+		ADD("--no-huge");
+	else if (!strstr(os[0].eal, "--huge-unlink") && !strstr(os[0].eal, "--in-memory"))
+		ADD("--huge-unlink");
 	if (!pci)
 		ADD("--no-pci");
 	ADD("--no-shconf");
@@ -618,7 +668,10 @@ static int emu_eal_args(struct emu_opts *os, unsigned ndev, char **av, int max, 
 	ADD("-m");
 	snprintf(tmp, sizeof(tmp), "%u", mb);
 	ADD(tmp);
-	ADD("--iova-mode=va");
+	/* ports that never DMA; a PCI NIC's IOVA mode is EAL's choice: physical
+	 * addresses for UIO, virtual ones for vfio-pci behind an IOMMU */
+	if (!pci)
+		ADD("--iova-mode=va");
 	ADD("-l");
 	ADD("0");
 	snprintf(tmp, sizeof(tmp), "--file-prefix=uroce%d", (int)getpid());
@@ -661,6 +714,7 @@ static int emu_daemon_setup(struct emu_daemon *dm)
 		return -1;
 	}
 	emu_port_attach(dm);
+	emu_nic_attach(dm);
 	if (emu_shared_attach(dm))
 		return -1;
 	dm->dev.x->dcqcn = dm->o.dcqcn;
@@ -753,7 +807,11 @@ static void emu_daemon_teardown(struct emu_daemon *dm, bool served)
 	if (dm->epfd >= 0)
 		close(dm->epfd);
 	dm->epfd = -1;
+	emu_nic_fini(dm);
 	emu_port_fini(dm);
+	if (dm->pci_lock_fd >= 0)
+		close(dm->pci_lock_fd);
+	dm->pci_lock_fd = -1;
 }
 
 static void *emu_worker(void *arg)
@@ -899,8 +957,14 @@ int main(int argc, char **argv)
 		dm->index = i;
 		dm->listen_fd = -1;
 		dm->epfd = -1;
+		dm->pci_lock_fd = -1;
 		emu_ds[emu_nds++] = dm;
 	}
+	/* a PCI device that cannot be used: one line now, not EAL's */
+	for (unsigned i = 0; i < ndev; i++)
+		if (emu_pci_check(&os[i], emu_eal_huge(os, ndev), emu_eal_mb(os, ndev),
+				  &emu_ds[i]->pci_lock_fd))
+			return 1;
 
 	struct sigaction sa = { .sa_handler = emu_sig };
 	sigemptyset(&sa.sa_mask);

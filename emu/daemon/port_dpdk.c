@@ -50,6 +50,7 @@ struct emu_port {
 	/* frames to our own MAC on a port that would not bring them back:
 	 * received from here like the port's own (emu_dpdk_to_self) */
 	struct rte_ring *self;
+	struct emu_nic *nic;       /* the device's tags, offloads, link (port_nic.c) */
 	uint16_t port;
 	uint32_t txq_head, txq_tail; /* backlog: [head, tail) */
 	struct rte_mbuf *txq[EMU_TXQ_SIZE];
@@ -131,6 +132,15 @@ static void emu_dpdk_tx_flush(struct emu_dev *d)
 
 static void emu_dpdk_txq_put(struct emu_dev *d, struct emu_port *p, struct rte_mbuf *m);
 
+/* a frame to the device's own MAC (emu_dpdk_to_self): it never reaches
+ * the device, so nothing of the device's may be asked for it - no tag to
+ * insert, no checksum left to compute, no link to be up */
+static inline bool emu_dpdk_self_dst(const struct emu_dev *d, const struct emu_port *p,
+				     const struct rte_mbuf *m)
+{
+	return p->self && !memcmp(rte_pktmbuf_mtod(m, const uint8_t *), d->mac, 6);
+}
+
 static void emu_dpdk_tx_send(struct emu_dev *d, struct emu_txbuf *b, uint32_t len)
 {
 	struct emu_port *p = d->port_priv;
@@ -138,6 +148,10 @@ static void emu_dpdk_tx_send(struct emu_dev *d, struct emu_txbuf *b, uint32_t le
 
 	m->data_len = (uint16_t)len;
 	m->pkt_len = len;
+	if (p->nic->tx_any && !emu_dpdk_self_dst(d, p, m) && !emu_nic_tx(p->nic, d, &m)) {
+		rte_pktmbuf_free(m); /* counted */
+		return;
+	}
 	emu_dpdk_txq_put(d, p, m);
 }
 
@@ -151,7 +165,7 @@ static void emu_dpdk_tx_send(struct emu_dev *d, struct emu_txbuf *b, uint32_t le
  * ring drops the frame as a congested wire would (counted: tx-nobuf). */
 static bool emu_dpdk_to_self(struct emu_dev *d, struct emu_port *p, struct rte_mbuf *m)
 {
-	if (!p->self || memcmp(rte_pktmbuf_mtod(m, const uint8_t *), d->mac, 6))
+	if (!emu_dpdk_self_dst(d, p, m))
 		return false;
 	if (rte_ring_sp_enqueue(p->self, m)) {
 		d->cnt.drops[EMU_DROP_TX_NOBUF]++;
@@ -210,6 +224,10 @@ static int emu_dpdk_tx_send_ext(struct emu_dev *d, struct emu_txbuf *b, uint32_t
 	m->nb_segs = 3;
 	m->next = s[0];
 	s[0]->next = s[1];
+	if (p->nic->tx_any && !emu_dpdk_self_dst(d, p, m) && !emu_nic_tx(p->nic, d, &m)) {
+		rte_pktmbuf_free(m); /* counted; the mapping's reference goes with it */
+		return 0;
+	}
 	emu_dpdk_txq_put(d, p, m);
 	return 0;
 }
@@ -300,10 +318,16 @@ unsigned emu_port_rx(struct emu_daemon *dm)
 			rte_prefetch0(&m[i + 1]->next->next);
 		}
 		dm->dev.rx_self = i < nself; /* the self ring's come first */
+		/* another VLAN's frame (dropped, counted), or its tag and the
+		 * device's checksum verdict taken; the self ring's never left
+		 * the daemon (untagged, checksummed: emu_dpdk_self_dst) */
+		if (p->nic->rx_any && !dm->dev.rx_self && !emu_nic_rx(p->nic, &dm->dev, b))
+			continue;
 		if (b->nb_segs == 1)
 			emu_port_rx_frame(&dm->dev, rte_pktmbuf_mtod(b, const uint8_t *), b->data_len);
 		else if (!emu_port_rx_segs(&dm->dev, b))
 			emu_port_rx_lin(&dm->dev, w->rx_lin, b);
+		dm->dev.rx_l3_csum_ok = false;
 	}
 	dm->dev.rx_self = false;
 	emu_rx_burst_end(&dm->dev); /* before the mbufs holding the payloads go */
@@ -467,6 +491,8 @@ static int emu_port_setup(struct emu_daemon *dm, struct emu_port *p, bool real)
 	const char *what = "configure";
 
 	memset(&conf, 0, sizeof(conf));
+	if (emu_nic_conf(dm, p->port, &conf))
+		return -1;
 	int rc = rte_eth_dev_configure(p->port, 1, 1, &conf);
 	if (rc == 0)
 		rc = rte_eth_dev_adjust_nb_rx_tx_desc(p->port, &nrx, &ntx);
@@ -499,6 +525,7 @@ static int emu_port_setup(struct emu_daemon *dm, struct emu_port *p, bool real)
 	EMU_LOG(NOTICE, "%s: port %u: mtu %u, mbuf data room %u, rx/tx descriptors %u/%u%s%s\n",
 		dm->o.dev, p->port, dm->o.mtu, dm->o.mbuf_room, nrx, ntx,
 		dm->o.port_info[0] ? ", " : "", dm->o.port_info);
+	emu_nic_started(dm);
 	return 0;
 }
 
@@ -522,6 +549,8 @@ int emu_port_init(struct emu_daemon *dm)
 		return -1;
 	}
 	dm->port = p;
+	p->nic = &dm->nic;
+	dm->nic_ops = &emu_nic_ops;
 	/* A real port receives into a pool of its own: a requester that
 	 * queues a window of frames for a slow link holds every mbuf of its
 	 * pool, and the ACKs that would free them must still be received
@@ -576,8 +605,11 @@ int emu_port_init(struct emu_daemon *dm)
 		if (emu_port_link(dm, p))
 			return -1;
 	} else if (emu_port_find(dm->o.vdev, &p->port)) {
-		fprintf(stderr, "uroced: %s: no usable port for '%s' (see the EAL messages "
-			"above)\n", dm->o.dev, dm->o.vdev);
+		if (emu_is_pci(dm->o.vdev))
+			emu_pci_no_port(&dm->o); /* checked bound before EAL: no PMD */
+		else
+			fprintf(stderr, "uroced: %s: no usable port for '%s' (see the EAL messages "
+				"above)\n", dm->o.dev, dm->o.vdev);
 		return -1;
 	}
 	if (emu_port_setup(dm, p, !loop && strncmp(dm->o.vdev, "link:", 5)))

@@ -25,6 +25,8 @@ const char *const emu_drop_name[EMU_DROP_NUM] = {
 	[EMU_DROP_GSI_MAD] = "gsi-mad",
 	[EMU_DROP_MARTIAN] = "martian-src",
 	[EMU_DROP_PKEY] = "bad-pkey",
+	[EMU_DROP_LINK_DOWN] = "link-down",
+	[EMU_DROP_VLAN] = "vlan",
 };
 
 static const uint8_t emu_bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
@@ -50,9 +52,10 @@ void emu_port_rx_deliver(struct emu_dev *d, const uint8_t *frame, uint32_t len)
 	d->cnt.rx_bytes += len;
 	if (d->capture)
 		d->capture(d, frame, len, false);
-	/* sent by this daemon over its internal ring: no check (emu_dev) */
-	r = d->icrc_rx_skip ? wire_parse_ex(frame, len, WIRE_PARSE_NO_ICRC, &pkt)
-			    : wire_parse(frame, len, &pkt);
+	/* sent by this daemon over its internal ring: no ICRC check; the
+	 * device already checked the IPv4 header's checksum (emu_dev) */
+	r = wire_parse_ex(frame, len, (d->icrc_rx_skip ? WIRE_PARSE_NO_ICRC : 0u) |
+				      (d->rx_l3_csum_ok ? WIRE_PARSE_NO_IPV4_CSUM : 0u), &pkt);
 	if (r != WIRE_OK) {
 		if (r < WIRE_R_NUM)
 			d->cnt.rx_reason[r]++;

@@ -57,8 +57,10 @@
  * 5: uroce_hello_rep.flags (UROCE_HELLO_F_PRIVILEGED), UROCE_OP_QUERY_LIMITS;
  * 6: registered memory pinned through the client's io_uring
  *    (UROCE_OP_MEM_CHANNEL, uroce_reg_mr_req.pin), UROCE_OP_UNMAP_MR gone,
- *    UROCE_OP_QUERY_MRS */
-#define UROCE_ABI_VERSION 6
+ *    UROCE_OP_QUERY_MRS;
+ * 7: UROCE_OP_QUERY_NIC and UROCE_OP_SET_MTU (new ops only: a daemon
+ *    without them refuses them, uroce-ctl then shows no NIC) */
+#define UROCE_ABI_VERSION 7
 
 /** Environment variable naming the directory of the control sockets. */
 #define UROCE_ENV_RUN_DIR "UROCE_RUN_DIR"
@@ -431,6 +433,10 @@ enum uroce_op {
 	UROCE_OP_QUERY_MRS,      /**< uroce_query_mrs_req -> uroce_query_mrs_rep (uroce-ctl mrs) */
 	UROCE_OP_QUERY_DROPS,    /**< uroce_query_drops_req -> uroce_query_drops_rep
 				  *  (uroce-ctl counters: drops by reason, per port and QP) */
+	UROCE_OP_QUERY_NIC,      /**< uroce_query_nic_req -> uroce_query_nic_rep: the
+				  *  port's device (driver, link, queues, offloads) and
+				  *  its statistics, one page of xstats per request */
+	UROCE_OP_SET_MTU,        /**< admin: uroce_set_mtu_req -> uroce_dev_info */
 	UROCE_OP_MAX
 };
 
@@ -1009,6 +1015,61 @@ struct uroce_fault_info {
 struct uroce_capture_rep {
 	uint64_t frames;           /**< frames written by this capture */
 	int32_t error;             /**< 0, or the first write error (negative errno) */
+	uint32_t rsvd;
+};
+
+/* ---- the port's Ethernet device (docs/running.md "PCI NICs") ------- */
+/** UROCE_OP_QUERY_NIC: what DPDK says of the device behind the port and
+ *  what uroce asked of it, uroce's own counters of it (nic_val/nic_name:
+ *  link transitions, offloaded checksums, VLAN tags), and the device's
+ *  extended statistics (rte_eth_xstats) from index first on, one page per
+ *  request: ask with first = 0, then again from next until it is 0. Any
+ *  context may ask. Names are NUL-terminated (truncated when longer). */
+#define UROCE_NIC_F_LINK_UP   0x1  /**< the link is up (the port is ACTIVE) */
+#define UROCE_NIC_F_FULL      0x2  /**< full duplex */
+#define UROCE_NIC_F_LSC_INTR  0x4  /**< link changes come as interrupts (else polled) */
+#define UROCE_NIC_F_REAL      0x8  /**< a device with its own link (not a ring port) */
+#define UROCE_NIC_F_VLAN      0x10 /**< frames are tagged with vlan_tci (--vlan) */
+#define UROCE_NIC_NAME_LEN 48
+#define UROCE_NIC_CNT_MAX 16
+#define UROCE_NIC_XSTATS_PER_MSG 30
+#define UROCE_NIC_OFFLOADS_LEN 192
+struct uroce_query_nic_req {
+	uint32_t first;            /**< first xstat of the page */
+	uint32_t rsvd;
+};
+struct uroce_query_nic_rep {
+	uint32_t flags;            /**< UROCE_NIC_F_* */
+	uint32_t speed_mbps;       /**< link speed, 0 unknown */
+	char driver[32];           /**< the PMD: net_virtio, net_e1000_em, net_ring ... */
+	char device[64];           /**< its device: PCI address or vdev name */
+	uint16_t rxq, txq;         /**< queues uroce uses */
+	uint16_t max_rxq, max_txq; /**< queues the device has */
+	uint32_t mtu, min_mtu, max_mtu; /**< Ethernet MTU now, and what the device takes */
+	uint16_t vlan_tci;         /**< PCP | VID with UROCE_NIC_F_VLAN */
+	uint16_t rsvd;
+	/* RX/TX offloads by DPDK name (IPV4_CKSUM VLAN_STRIP ...), space-separated */
+	char rx_offloads_capa[UROCE_NIC_OFFLOADS_LEN], tx_offloads_capa[UROCE_NIC_OFFLOADS_LEN];
+	char rx_offloads[UROCE_NIC_OFFLOADS_LEN], tx_offloads[UROCE_NIC_OFFLOADS_LEN];
+	uint32_t ncnt;             /**< uroce's counters of the device */
+	uint32_t nxstats;          /**< xstats in this page */
+	uint32_t xstats_total;     /**< xstats the device has */
+	uint32_t next;             /**< index of the next page, 0: none */
+	uint64_t cnt[UROCE_NIC_CNT_MAX];
+	char cnt_name[UROCE_NIC_CNT_MAX][UROCE_STATS_NAME_LEN];
+	uint64_t xval[UROCE_NIC_XSTATS_PER_MSG];
+	char xname[UROCE_NIC_XSTATS_PER_MSG][UROCE_NIC_NAME_LEN];
+};
+_Static_assert(sizeof(struct uroce_query_nic_rep) + 16 <= UROCE_MAX_MSG, "nic reply");
+
+/** UROCE_OP_SET_MTU: change the device's Ethernet MTU at run time (what
+ *  --mtu gave at start). Refused, nothing changed: -EINVAL outside
+ *  576..9216 or the device's range, -E2BIG above what the port's buffers
+ *  were sized for at start (restart with a larger --mtu), -EBUSY while a
+ *  connected QP's path MTU is above the new active MTU, or the device's
+ *  own error. The reply is UROCE_OP_DEV_INFO's, with the new MTUs. */
+struct uroce_set_mtu_req {
+	uint32_t mtu;
 	uint32_t rsvd;
 };
 

@@ -35,7 +35,7 @@ def badopts(uroced, run_dir):
         (['--dev', 'u0,port=link:x,ip=10.0.0.1'], 2, 'exactly two devices'),
         (['--dev', 'u0,port=link:x,ip=10.0.0.1', '--dev', 'u1,port=link:x'], 2, 'needs --ip'),
         (['--port', 'net_af_packet0,iface=uroce-no-such-if'], 1, 'no usable port'),
-        (['--port', '0000:7f:1f.7'], 1, 'no usable port'),
+        (['--port', '0000:7f:1f.7'], 1, 'no PCI device 0000:7f:1f.7'),  # pci_check.c, before EAL
         (['--cpu', '100000'], 2, 'bad cpu'),
         (['--dev', 'a,port=net_null0', '--dev', 'b,port=net_null0'], 2, 'used by two devices'),
         # access options (docs/security.md)

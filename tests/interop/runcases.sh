@@ -34,10 +34,14 @@
 # CM client that fails in its connect phase asks the server side to start again
 # (SYNC/NAME.retry.N), waits until it has (SYNC/NAME.up.N), and tries again;
 # a CM client's first attempt waits for SYNC/NAME.up.0. Never on a failure after
-# the connect phase (the error patterns below).
+# the connect phase (the error patterns below). CM_FIRST_PAUSE / CM_PAUSE: seconds
+# the client gives a server that started (again) before it connects (default
+# 0 / 1; tests/nic's guests start a program in seconds, not milliseconds);
+# attempt N after a restart waits N * CM_PAUSE.
 side=$1 cases=$2 out=$3
 : "${DEV:?}" "${GID:=1}" "${PEER:?}" "${PORT0:=18600}" "${WRAP:=}"
 : "${CASE_TIMEOUT:=60}" "${CONNECT_TRIES:=100}" "${SYNC:=}"
+: "${CM_FIRST_PAUSE:=0}" "${CM_PAUSE:=1}"
 [ -z "$SYNC" ] || mkdir -p "$SYNC"
 
 # wait_file FILE SECONDS: 0 once FILE exists, 1 after SECONDS without it
@@ -123,6 +127,7 @@ while IFS='|' read -r name server prog gidflag args gidx; do
 			cmsync=1
 			wait_file "$SYNC/$name.up.0" "$CASE_TIMEOUT" ||
 				echo "(the server side did not start in $CASE_TIMEOUT s)" >> "$log"
+			sleep "$CM_FIRST_PAUSE"
 		fi
 		while :; do
 			# shellcheck disable=SC2086
@@ -143,7 +148,10 @@ while IFS='|' read -r name server prog gidflag args gidx; do
 					echo "(attempt $try failed in its connect phase: server side restarts)" >> "$log"
 					: > "$SYNC/$name.retry.$try"
 					wait_file "$SYNC/$name.up.$try" "$CASE_TIMEOUT" || break
-					sleep 1
+					# longer each time: a server that is slow to start
+					# (a loaded TCG guest) is restarted no sooner than it
+					# could listen
+					sleep $((CM_PAUSE * try))
 					continue
 				fi
 				sleep 0.3

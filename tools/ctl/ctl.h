@@ -56,6 +56,22 @@ void ctl_stats_free(struct ctl_stats *s);
 /* counters of one QP in human ("  name value" lines) or JSON form */
 void ctl_qp_counters_print(const struct ctl *c, const struct uroce_qp_stats *q);
 
+/* nic.c: the port's Ethernet device (UROCE_OP_QUERY_NIC), every xstats
+ * page; ok false when the daemon does not answer it */
+struct ctl_xstat {
+	char name[UROCE_NIC_NAME_LEN];
+	uint64_t value;
+};
+struct ctl_nic {
+	bool ok;
+	struct uroce_query_nic_rep first;
+	struct ctl_xstat *x;
+	uint32_t nx;
+};
+int ctl_nic_get(struct ctl *c, struct ctl_nic *n);
+void ctl_nic_free(struct ctl_nic *n);
+void ctl_nic_dev_print(const struct ctl *c, const struct ctl_nic *n);
+void ctl_nic_counters_print(const struct ctl *c, const struct ctl_nic *n);
 /* drops.c: drops by reason (UROCE_OP_QUERY_DROPS), every page */
 struct ctl_drops {
 	struct uroce_drop_val *v;
@@ -111,5 +127,6 @@ int ctl_cmd_fault(struct ctl *c, int argc, char **argv);
 int ctl_cmd_capture(struct ctl *c, int argc, char **argv);
 int ctl_cmd_cc(struct ctl *c, int argc, char **argv);
 int ctl_cmd_limits(struct ctl *c, int argc, char **argv);
+int ctl_cmd_mtu(struct ctl *c, int argc, char **argv);
 
 #endif

@@ -18,7 +18,8 @@ static void gid_hex(const union ibv_gid *g, char *buf, size_t len)
 		 r[13], r[14], r[15]);
 }
 
-static void dev_json(const struct uroce_dev_info *d, const char *mac, const char *guid)
+static void dev_json(const struct ctl *c, const struct uroce_dev_info *d, const char *mac,
+		     const char *guid, const struct ctl_nic *n)
 {
 	char gid[64], hex[48];
 
@@ -38,6 +39,7 @@ static void dev_json(const struct uroce_dev_info *d, const char *mac, const char
 	js_u64("qps", d->nqp);
 	js_u64("daemon_pid", d->daemon_pid);
 	js_u64("daemon_uid", d->daemon_uid);
+	ctl_nic_dev_print(c, n);
 	js_arr("gids");
 	for (uint32_t i = 0; i < d->gid_count && i < UROCE_MAX_GIDS; i++) {
 		ctl_gid_str(&d->gids[i], gid, sizeof(gid));
@@ -53,7 +55,8 @@ static void dev_json(const struct uroce_dev_info *d, const char *mac, const char
 	js_end();
 }
 
-static void dev_table(const struct uroce_dev_info *d, const char *mac, const char *guid)
+static void dev_table(const struct ctl *c, const struct uroce_dev_info *d, const char *mac,
+		      const char *guid, const struct ctl_nic *n)
 {
 	char gid[64], hex[48];
 
@@ -65,6 +68,7 @@ static void dev_table(const struct uroce_dev_info *d, const char *mac, const cha
 	       d->flags & UROCE_DEV_F_FAULT ? "on" : "off");
 	printf("  contexts %u  qps %u  daemon pid %u uid %u\n", d->nctx, d->nqp, d->daemon_pid,
 	       d->daemon_uid);
+	ctl_nic_dev_print(c, n);
 	printf("  %-5s %-8s %-40s %s\n", "GID", "TYPE", "GID VALUE", "ADDRESS");
 	for (uint32_t i = 0; i < d->gid_count && i < UROCE_MAX_GIDS; i++) {
 		ctl_gid_str(&d->gids[i], gid, sizeof(gid));
@@ -84,18 +88,24 @@ static int dev_one(struct ctl *c, const char *name)
 	if (rc)
 		return rc;
 	rc = ctl_call(c, UROCE_OP_DEV_INFO, NULL, 0, &d, sizeof(d), -1);
+	struct ctl_nic n = { 0 };
+	if (rc || ctl_nic_get(c, &n))
+		n.ok = false; /* a daemon without it: no nic line */
 	ctl_close(c);
-	if (rc)
+	if (rc) {
+		ctl_nic_free(&n);
 		return ctl_fail(c, "device info", rc);
+	}
 	snprintf(mac, sizeof(mac), "%02x:%02x:%02x:%02x:%02x:%02x", d.mac[0], d.mac[1],
 		 d.mac[2], d.mac[3], d.mac[4], d.mac[5]);
 	const uint8_t *g = (const uint8_t *)&d.node_guid;
 	snprintf(guid, sizeof(guid), "%02x%02x:%02x%02x:%02x%02x:%02x%02x", g[0], g[1], g[2],
 		 g[3], g[4], g[5], g[6], g[7]);
 	if (c->json)
-		dev_json(&d, mac, guid);
+		dev_json(c, &d, mac, guid, &n);
 	else
-		dev_table(&d, mac, guid);
+		dev_table(c, &d, mac, guid, &n);
+	ctl_nic_free(&n);
 	return CTL_OK;
 }
 

@@ -23,6 +23,7 @@ static const struct {
 	{ "capture", ctl_cmd_capture },
 	{ "cc", ctl_cmd_cc },
 	{ "limits", ctl_cmd_limits },
+	{ "mtu", ctl_cmd_mtu },
 };
 
 static void usage(FILE *f)
@@ -34,7 +35,7 @@ static void usage(FILE *f)
 		"  qps                         QPs: state, PSNs, outstanding work, retries, peer\n"
 		"  mrs                         memory registrations: how the device reaches each\n"
 		"                              (pinned, unpinned and why, odp, dm), pieces moved\n"
-		"  counters [--port]           port and per-QP counters\n"
+		"  counters [--port]           port, NIC (nic.*, xstat.*) and per-QP counters\n"
 		"  fault show                  fault injection on received frames\n"
 		"  fault set KEY=VAL...        drop= dup= reorder= corrupt= (0..1) delay_us=\n"
 		"                              seed= qp=QPN opcode=N (admin)\n"
@@ -46,6 +47,7 @@ static void usage(FILE *f)
 		"                              on, off (admin)\n"
 		"  limits [UID]                object limits (--limit, --uid-limit) and what\n"
 		"                              our uid holds (another UID: admin)\n"
+		"  mtu N                       the device's Ethernet MTU at run time (admin)\n"
 		"  -d DEV       device (default uroce0)\n"
 		"  -r RUN_DIR   socket directory (default $" UROCE_ENV_RUN_DIR
 		", else $XDG_RUNTIME_DIR/uroce, else /tmp/uroce-<euid>)\n"

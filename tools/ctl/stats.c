@@ -224,9 +224,14 @@ int ctl_cmd_counters(struct ctl *c, int argc, char **argv)
 		js_obj(NULL);
 		js_str("device", c->dev);
 	}
+	struct ctl_nic nic;
+	if (ctl_nic_get(c, &nic))
+		nic.ok = false; /* a daemon without it */
 	port_print(c, &s.first, &dr);
 	ctl_cc_port_print(c, &cc);
 	cm_print(c);
+	ctl_nic_counters_print(c, &nic);
+	ctl_nic_free(&nic);
 	if (c->json && !port_only)
 		js_arr("qps");
 	for (uint32_t i = 0; i < s.nqps && !port_only; i++) {
