@@ -202,6 +202,10 @@ struct emu_dev {
 	const struct emu_xport_ops *xops; /* the transport's (emu_dev_init) */
 	void *port_priv;
 	uint32_t tx_backlog;          /* frames queued, not yet taken by the NIC */
+	/* consecutive engine turns whose RX poll left frames waiting in the
+	 * port (a full burst, or our own frames still in the self ring); the
+	 * transport holds expired retransmit timers while it is set */
+	uint32_t rx_more;
 	struct emu_fault *fault;      /* RX fault injection, NULL = none */
 	/* capture hook: every frame sent (tx = true) or received */
 	void (*capture)(struct emu_dev *d, const uint8_t *frame, uint32_t len, bool tx);

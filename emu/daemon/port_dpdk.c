@@ -296,6 +296,13 @@ unsigned emu_port_rx(struct emu_daemon *dm)
 	uint16_t n = nself;
 
 	n += rte_eth_rx_burst(p->port, 0, m + n, (uint16_t)(EMU_BURST - n));
+	/* a full burst or a self ring not yet empty: more frames wait, and
+	 * after a long descheduling the ACKs a timer waits for are among
+	 * them (emu_xport_poll holds expired timers meanwhile) */
+	if (n == EMU_BURST || (p->self && !rte_ring_empty(p->self)))
+		dm->dev.rx_more++;
+	else
+		dm->dev.rx_more = 0;
 	if (!n)
 		return 0;
 	/* payloads of the burst go to application memory in one system

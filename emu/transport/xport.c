@@ -350,6 +350,12 @@ void emu_xport_poll(struct emu_dev *d, uint64_t now_ns)
 	/* READ responses waiting for transmit room share what there is now */
 	uint32_t room = d->x->resp_npend ? emu_tx_room(d) : 0;
 	bool any = false;
+	/* Frames still waiting in the port's RX (d->rx_more): an expired
+	 * retransmit or probe timer waits for them, at most XP_RX_HOLD_TURNS
+	 * turns. After the engine was off its core for longer than the
+	 * timeout (a loaded machine), the ACKs the timer waits for are likely
+	 * in that backlog: firing first costs a spurious go-back-N. */
+	bool hold = d->rx_more && d->rx_more <= XP_RX_HOLD_TURNS;
 
 	for (; x; x = next) {
 		struct emu_qp *qp = XQP(x);
@@ -367,8 +373,9 @@ void emu_xport_poll(struct emu_dev *d, uint64_t now_ns)
 			xp_resp_send_ack(qp);
 			any = true;
 		}
-		if ((x->retrans_at && now_ns >= x->retrans_at) || (x->rnr_at && now_ns >= x->rnr_at) ||
-		    (x->probe_at && now_ns >= x->probe_at)) {
+		if ((!hold && x->retrans_at && now_ns >= x->retrans_at) ||
+		    (x->rnr_at && now_ns >= x->rnr_at) ||
+		    (!hold && x->probe_at && now_ns >= x->probe_at)) {
 			xp_comp_timeout(qp, now_ns);
 			xp_run(qp);
 			any = true;

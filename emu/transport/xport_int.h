@@ -364,6 +364,11 @@ static inline void xp_sq_rewind(struct emu_qp *qp, uint32_t psn)
  * more than a link's bandwidth-delay product. A loss halves the window
  * (comp.c), so more QPs into one receiver converge below its ring. */
 #define XP_CWND_MAX 512u
+/* emu_xport_poll: engine turns an expired retransmit/probe timer waits
+ * while the port's RX still holds frames (bursts of 32: 256 turns read
+ * 8192 frames, more than an af_xdp ring holds), so a flood from elsewhere
+ * delays a timeout by that much at most */
+#define XP_RX_HOLD_TURNS 256u
 static inline uint32_t xp_cwnd(const struct emu_xport_qp *x)
 {
 	return x->cwnd ? x->cwnd : XP_CWND_INIT;

@@ -244,6 +244,55 @@ static int cnp_seen, cnp_bad;
 static uint64_t cnp_last_t;
 static uint32_t cnp_dqpn;
 
+/* ---- a timer that expired while the port still holds frames ---- */
+static bool hold_drop_acks;
+static bool hold_hook(struct sim *s, int to, uint8_t *frame, uint32_t len)
+{
+	(void)s;
+	(void)frame;
+	(void)len;
+	return !(hold_drop_acks && to == 0); /* A's ACKs */
+}
+
+/* The engine was off its core past the retransmit timeout: the ACK may
+ * sit in the port's RX backlog (d->rx_more: the last poll was a full
+ * burst). The expired timer waits while that is so, at most
+ * XP_RX_HOLD_TURNS turns, then fires. */
+static int t_timer_rx_hold(void)
+{
+	struct pair p;
+	struct uroce_cqe c[4];
+	struct emu_dev *a;
+
+	if (pair_setup(&p, IBV_QPT_RC, IBV_MTU_1024, 1 << 16))
+		return 1;
+	a = &p.s.n[0].dev;
+	hold_drop_acks = true;
+	sim_hook = hold_hook;
+	xt_post(&p, 1, IBV_WR_RDMA_WRITE, 0, 512, 0);
+	sim_run(&p.s, 1000);          /* the WRITE goes, its ACK is lost */
+	uint64_t at = p.a.qp->x->retrans_at;
+	CHECK(at != 0);
+	sim_now = at + 1;
+	a->rx_more = 1;
+	emu_xport_poll(a, sim_now);
+	CHECK_EQ(p.a.qp->x->cnt.timeouts, 0);
+	a->rx_more = XP_RX_HOLD_TURNS;
+	emu_xport_poll(a, sim_now);
+	CHECK_EQ(p.a.qp->x->cnt.timeouts, 0);
+	a->rx_more = XP_RX_HOLD_TURNS + 1; /* held long enough: it fires */
+	emu_xport_poll(a, sim_now);
+	CHECK_EQ(p.a.qp->x->cnt.timeouts, 1);
+	a->rx_more = 0;
+	hold_drop_acks = false;
+	sim_run(&p.s, 1000000000ull);
+	CHECK_EQ(sim_poll(p.a.scq, c, 4), 1);
+	CHECK_EQ(c[0].status, IBV_WC_SUCCESS);
+	sim_hook = NULL;
+	pair_fini(&p);
+	return 0;
+}
+
 static bool cnp_hook(struct sim *s, int to, uint8_t *frame, uint32_t len)
 {
 	struct wire_pkt p;
@@ -740,6 +789,7 @@ static const struct xt_test tests[] = {
 	{ "ack_coalesce", t_ack_coalesce },
 	{ "read_gbn", t_read_gbn },
 	{ "cnp", t_cnp },
+	{ "timer_rx_hold", t_timer_rx_hold },
 	{ "counters", t_counters },
 	{ "rnr_pipeline", t_rnr_pipeline },
 	{ "state_trace", t_state_trace },
