@@ -369,6 +369,13 @@ ssize_t ucma_write(struct ucma_file *f, const void *buf, size_t len)
 		}
 		memset(rep, 0, sizeof(rep));
 		ret = ucma_call(f, &req.r, rep, out, src);
+		/* the event's byte came, then another thread closed the fd (and
+		 * with the process's last file, its connection) before the event
+		 * was fetched: the kernel's read would still hold the file, find
+		 * the event gone with its id, and block on */
+		if (hdr.cmd == RDMA_USER_CM_CMD_GET_EVENT && ret < 0 &&
+		    __atomic_load_n(&f->closed, __ATOMIC_ACQUIRE))
+			return wait_forever();
 		/* a stale byte (its event went with its id): wait for the next */
 		if (!(hdr.cmd == RDMA_USER_CM_CMD_GET_EVENT && ret == -EAGAIN))
 			break;
