@@ -61,8 +61,8 @@ struct emu_port;
 /* The Ethernet device behind a device's port, as uroce drives it
  * (port_nic.c, docs/running.md "PCI NICs"): what DPDK says it offers,
  * what was asked of it, its link as last seen, and uroce's counters of it.
- * The engine thread owns it; the LSC callback (EAL's interrupt thread)
- * only sets lsc_pending. */
+ * The engine thread owns it and alone touches the device: no LSC
+ * interrupt is configured, the link is read every EMU_NIC_POLL_NS. */
 struct emu_nic_counters {
 	uint64_t link_down, link_up;     /* transitions seen */
 	uint64_t tx_ip_csum;             /* frames whose IPv4 checksum the device computes */
@@ -79,8 +79,7 @@ struct emu_nic {
 	uint16_t max_rxq, max_txq;
 	uint32_t min_mtu, max_mtu;
 	uint64_t rx_capa, tx_capa, rx_used, tx_used; /* RTE_ETH_{RX,TX}_OFFLOAD_* */
-	bool lsc_intr;            /* link changes come as LSC interrupts */
-	int lsc_pending;          /* set by the LSC callback (atomic) */
+	bool lsc_offered;         /* the PMD could raise LSC interrupts (unused) */
 	uint64_t next_link_poll_ns;
 	bool link_up, full_duplex;
 	uint32_t speed_mbps;
@@ -242,7 +241,7 @@ void emu_nic_started(struct emu_daemon *dm);
 /* after emu_dev_init: the port state from the link */
 void emu_nic_attach(struct emu_daemon *dm);
 void emu_nic_fini(struct emu_daemon *dm);
-/* the engine's: a link change (LSC event or the periodic look) applied */
+/* the engine's: the device's link read (every 100 ms) and a change applied */
 void emu_nic_poll(struct emu_daemon *dm, uint64_t now_ns);
 /* per frame (n->tx_any / n->rx_any): the tag, the checksum offload, the
  * link; false = dropped (counted; the caller frees it). TX may replace *m. */
