@@ -78,7 +78,7 @@ has_offload() {
 }
 # uroce-ctl once more when a call fails (a loaded TCG guest: a reading of
 # 0 from a failed call would decide a check)
-ctlr() { local i; for i in 1 2 3; do ctl "$@" && return 0; sleep 1; done; return 1; }
+ctlr() { local i; for i in 1 2 3; do ctl "$@" && { beat; return 0; }; sleep 1; done; return 1; }
 counter() { # NAME: a port/nic/xstat counter of uroce0
 	ctlr counters --port | awk -v n="$1" '$1 == n {print $2; f=1} END {if (!f) print 0}'
 }
@@ -102,6 +102,7 @@ expect_refusal() { # WHAT PATTERN ARGS...: uroced exits 1 with one line matching
 
 # ways uroced cannot use a device, each one clear line (docs/running.md)
 nic_refusals() {
+	step "refusals"
 	expect_refusal "bound to a kernel network driver" \
 		"PCI device $KNIC \(1af4:1000\) is bound to the kernel's virtio-pci driver" --port "$KNIC"
 	unbind "$DUT"
@@ -131,6 +132,7 @@ nic_flap() {
 	# packets flow again (ACKs received after the link came back) while
 	# the program lives, i.e. no completion in error
 	local big=100000000
+	step "flap: ib_write_bw -u 21 against the host, link off once it carries writes"
 	host bg wbw ib_write_bw -d uroce0 -x 1 -F -u 21 -n $big -s 65536 -p 18800 > /dev/null
 	env LD_PRELOAD=$SHIM ib_write_bw -d uroce0 -x 1 -F -u 21 -n $big -s 65536 -p 18800 $HOSTTCP \
 		> "$out/flap-wbw.log" 2>&1 &
@@ -139,6 +141,7 @@ nic_flap() {
 	while [ "$(qsum tx_pkts)" -lt 100 ] && kill -0 $cp 2>/dev/null && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
 	t0=$(counter nic.link_down)
 	host link off "$QMPID" > /dev/null
+	step "flap: link off, waiting for drop.link-down and a retransmit timeout"
 	# a retransmit timeout expired with frames dropped at the port
 	n=0; while { [ "$(qsum timeouts)" = 0 ] || [ "$(counter drop.link-down)" = 0 ]; } &&
 		kill -0 $cp 2>/dev/null && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
@@ -146,6 +149,7 @@ nic_flap() {
 	local lost to; lost=$(counter drop.link-down) to=$(qsum timeouts)
 	rx0=$(qsum rx_pkts)
 	host link on "$QMPID" > /dev/null
+	step "flap: link on, waiting for the QP's packets to flow again"
 	# the QP's packets flow again: ACKs beyond those seen while down
 	n=0; while [ "$(qsum rx_pkts)" -le $((rx0 + 20)) ] && kill -0 $cp 2>/dev/null && [ $n -lt 900 ]; do
 		sleep 0.1; n=$((n + 1)); done
@@ -163,6 +167,7 @@ nic_flap() {
 	n=0; while ! ctl devices | grep -q "state ACTIVE" && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
 	ck "flap: the port is ACTIVE again" eval "ctl devices | grep -q 'state ACTIVE'"
 	ck "flap: link up counted" gt0 nic.link_up
+	step "flap: rc_pingpong with the link kept down"
 	# no recovery: rc_pingpong's fixed timeout (14: 67 ms, 7 retries)
 	# expires while the link stays down: IBV_WC_RETRY_EXC_ERR, as an HCA
 	host bg rcpp ibv_rc_pingpong -d uroce0 -g 1 -e -c -s 4096 -n 1000000 -p 18801 > /dev/null
@@ -172,6 +177,7 @@ nic_flap() {
 	n=0; while [ "$(qsum tx_pkts)" -lt 50 ] && kill -0 $cp 2>/dev/null && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
 	host link off "$QMPID" > /dev/null
 	wait $cp; rc=$?
+	step "flap: link on after rc_pingpong's end (exit $rc)"
 	host link on "$QMPID" > /dev/null
 	host bgkill rcpp > /dev/null
 	ck "flap: a link that stays down ends rc_pingpong with retry exceeded (status 12)" \
@@ -182,6 +188,7 @@ nic_flap() {
 # nic_up: uroced on the NIC under test at MTU 9000, a second daemon on it
 # refused before EAL touches it, one queue pair used
 nic_up() {
+	step "uroced on $DUT ($bind)"
 	start_uroced --port "$DUT" --mtu 9000 || { bad "uroced on $DUT ($bind)"; return 1; }
 	ok "uroced drives $DUT ($dev, $bind): $(grep -m1 "queues rx" "$LOG.cur" | sed 's/^uroce0: //')"
 	# a second daemon on the same device is refused, before EAL touches it
@@ -201,6 +208,7 @@ nic_test() {
 	run_phase jumbo_rxe rxe 18600
 	run_phase jumbo_host host 18620
 	# the MTU at run time: more than the buffers hold is refused, less applied
+	step "mtu at run time"
 	ck "mtu 9216 refused at run time (buffers sized for 9000)" eval "! ctl mtu 9216"
 	ck "mtu 1500 applied at run time" ctl mtu 1500
 	ck "active MTU 1024 after it" eval "ctl devices | grep -q 'active 1024'"
@@ -221,6 +229,7 @@ nic_test() {
 # uroced running with --vlan.
 nic_vlan() {
 	local port0=$1; shift
+	step "vlan: the host's uroced and ours with --vlan 100:3"
 	host uroced --mtu 1500 --vlan 100:3 > /dev/null || bad "host uroced with --vlan"
 	start_uroced --port "$DUT" --mtu 1500 --vlan 100:3 || { bad "uroced --vlan"; return 1; }
 	host capture start "$TAP" > /dev/null
@@ -276,13 +285,15 @@ nic_ci() {
 	if [ "$dev" = virtio ]; then
 		cases_jumbo_rxe | pick rping_32k read_bw > "$out/cases-rxe-$dev.txt"
 		run_phase "rxe-$dev" rxe $((pb + 10))
-		ck "mtu 9216 refused at run time (buffers sized for 9000)" eval "! ctl mtu 9216"
+		step "mtu at run time"
+	ck "mtu 9216 refused at run time (buffers sized for 9000)" eval "! ctl mtu 9216"
 		ck "mtu 1500 applied at run time" ctl mtu 1500
 		ck "active MTU 1024 after it" eval "ctl devices | grep -q 'active 1024'"
 	fi
 	ck "xstats visible in uroce-ctl counters" eval "ctl counters --port | grep -q '^  xstat\\.'"
 	[ "$dev" = virtio ] && nic_flap
 	ctl counters --port > "$out/counters-end-$dev.txt"
+	step "stopping uroced"
 	stop_uroced || bad "uroced exit status $?"
 	if [ "$dev" = e1000e ]; then
 		if nic_vlan $((pb + 20)) rc_16k; then

@@ -53,6 +53,48 @@ mkdir -p "$RUN" "$out/req" "$out/rxe" "$out/res" && chmod 700 "$RUN"
 export UROCE_RUN_DIR=$RUN
 
 say() { echo "[guest:$dev $(cut -d' ' -f1 /proc/uptime)] $*"; }
+# Progress, for the host's watchdog (nic.py): step names what the guest is
+# doing (it is in the watchdog's verdict), beat says a wait loop still
+# turns (a uroce-ctl call answered). The host fails the test when neither
+# the console nor anything the guest writes in the share changed for
+# UROCE_NIC_STALL_S (240 s), and asks the watcher below for a dump first.
+step() { echo "$dev: $*" > "$out/step"; say "step: $*"; }
+beat() { : > "$out/beat"; }
+# stall_dump: where every process of the guest is, uroced's threads in
+# detail (kernel stacks, and user stacks by gdb from the host's /usr)
+stall_dump() {
+	local d p
+	echo "== processes (pid state wchan command)"
+	for d in /proc/[0-9]*; do
+		p=${d#/proc/}
+		echo "$p $(awk '{print $3}' "$d/stat" 2>/dev/null) $(cat "$d/wchan" 2>/dev/null)" \
+			"$(tr '\0' ' ' < "$d/cmdline" 2>/dev/null | cut -c1-150)"
+	done
+	for d in /proc/[0-9]*; do
+		[ "$(cat "$d/comm" 2>/dev/null)" = uroced ] || continue
+		p=${d#/proc/}
+		for t in "$d"/task/*; do
+			echo "== uroced $p thread ${t##*/} ($(cat "$t/comm" 2>/dev/null)," \
+				"state $(awk '{print $3}' "$t/stat" 2>/dev/null), wchan $(cat "$t/wchan" 2>/dev/null))"
+			cat "$t/stack" 2>/dev/null
+		done
+		echo "== gdb: uroced $p"
+		timeout 120 gdb -q -batch -nx -p "$p" -ex 'info threads' -ex 'thread apply all bt' 2>&1 | tail -150
+	done
+	echo "== /proc/interrupts"; cat /proc/interrupts
+	echo "== dmesg"; dmesg | tail -40
+}
+# the host asks for the dump by creating dump.req (its watchdog fired)
+stall_watch() {
+	while :; do
+		if [ -e "$out/dump.req" ]; then
+			rm -f "$out/dump.req"
+			stall_dump > "$out/stall-dump.tmp" 2>&1
+			mv "$out/stall-dump.tmp" "$out/stall-dump.txt"
+		fi
+		sleep 1
+	done
+}
 # the checks of one NIC carry its name when the VM drives several
 ok() { echo "ok   ${NICTAG}$*" >> "$RES"; say "ok   $*"; }
 bad() { echo "FAIL ${NICTAG}$*" >> "$RES"; say "FAIL $*"; }
@@ -106,15 +148,30 @@ start_uroced() {
 	UPID=$!
 	local n=0
 	while [ ! -S "$RUN/uroce0.sock" ] && kill -0 "$UPID" 2>/dev/null && [ $n -lt 3000 ]; do
-		sleep 0.1; n=$((n + 1))
+		sleep 0.1; n=$((n + 1)); [ $((n % 20)) != 0 ] || beat
 	done
 	[ -S "$RUN/uroce0.sock" ] || { say "uroced did not start:"; cat "$LOG.cur"; stop_uroced; return 1; }
 }
-# stop_uroced: its exit status (0 after SIGTERM), log appended to $LOG
+# stop_uroced: its exit status (0 after SIGTERM), log appended to $LOG;
+# one that does not stop within 120 s is dumped (where it hangs), killed,
+# and fails with 125
 stop_uroced() {
 	[ -n "$UPID" ] || return 0
 	kill -TERM "$UPID" 2>/dev/null
-	wait "$UPID"; local st=$?
+	local n=0 st
+	while kill -0 "$UPID" 2>/dev/null && [ -z "$(awk '$3 == "Z"' /proc/$UPID/stat 2>/dev/null)" ] &&
+		[ $n -lt 1200 ]; do sleep 0.1; n=$((n + 1)); [ $((n % 20)) != 0 ] || beat; done
+	if [ $n -ge 1200 ]; then
+		say "uroced $UPID did not stop within 120 s of SIGTERM: its stacks in $LOG"
+		stall_dump >> "$LOG.cur" 2>&1
+		kill -KILL "$UPID" 2>/dev/null
+		wait "$UPID"
+		cat "$LOG.cur" >> "$LOG"
+		echo "uroced exit status 125 (did not stop)" >> "$LOG"
+		UPID=
+		return 125
+	fi
+	wait "$UPID"; st=$?
 	cat "$LOG.cur" >> "$LOG"
 	echo "uroced exit status $st" >> "$LOG"
 	UPID=
@@ -132,7 +189,7 @@ counter() { # NAME: a port/nic/xstat counter of uroce0
 run_phase() {
 	local name=$1 peer=$2 port0=$3 cf=$out/cases-$1.txt ptcp
 	[ "$peer" = rxe ] && ptcp=$RXE4 || ptcp=$HOSTTCP
-	say "phase $name against $peer: $(grep -c . "$cf") cases"
+	step "phase $name against $peer: $(grep -c . "$cf") cases"
 	if [ "$peer" = rxe ]; then rxe cases "cases-$name.txt" "$port0" "$MY4" "$MY6" > /dev/null &
 	else host cases "cases-$name.txt" "$port0" "$MY4" "$MY6" > /dev/null & fi
 	local rp=$!
@@ -159,6 +216,7 @@ run_phase() {
 . "$src/tests/nic/guest-cases.sh"
 
 # ------------------------------------------------------------------ set-up
+stall_watch &
 say "start: $(uname -r), $(nproc) cpu, $(awk '/HugePages_Total/ {print $2}' /proc/meminfo) hugepages"
 kmod virtio_net
 kmod uio_pci_generic
@@ -188,6 +246,18 @@ test)
 	*) nic_test ;;
 	esac ;;
 bench) nic_bench ;;
+stall)
+	# nic.py --selftest-stall: a daemon that ignores SIGTERM, then a
+	# guest that makes no progress (the host's watchdog must catch both)
+	echo "$DUT" > /sys/bus/pci/devices/$DUT/driver/unbind 2>/dev/null
+	bind "$DUT" "$bind" > /dev/null
+	step "selftest: uroced stopped with SIGSTOP, then SIGTERM"
+	if start_uroced --port "$DUT" --mtu 1500; then
+		kill -STOP "$UPID"
+		stop_uroced; say "stop_uroced: $?"
+	fi
+	step "selftest: stalled on purpose"
+	exec -a selftest-sleep sleep 100000 ;;
 probe)
 	echo "$DUT" > /sys/bus/pci/devices/$DUT/driver/unbind 2>/dev/null
 	say "bound to: $(bind "$DUT" "$bind")"

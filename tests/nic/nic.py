@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """tests/nic: uroce on an emulated NIC driven by its DPDK poll-mode driver.
 
-    nic.py DEVICE BUILD_ROOT [--bench] [--probe]
+    nic.py DEVICE BUILD_ROOT [--bench] [--probe] [--selftest-stall]
 
 DEVICE is virtio (virtio-net-pci with 2 queue pairs, vfio-pci behind qemu's
 emulated intel-iommu), e1000e (net_e1000_em, uio_pci_generic), vmxnet3
@@ -52,6 +52,12 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.realpath(os.path.join(HERE, '..', '..'))
 PASS, FAIL, SKIP = 0, 1, 77
+# the guest's progress watchdog: a run ends when nothing the guest writes
+# changed for this long (generous for TCG on a loaded host: a verdict on
+# progress, not speed; a case's programs end within CASE_TIMEOUT 60 s and
+# every wait loop of the guest beats), then waits this long for its dump
+STALL_S = int(os.environ.get('UROCE_NIC_STALL_S', '240'))
+STALL_DUMP_S = 180
 
 # qemu device per DEVICE: how the guest binds it, its PCI slot (also the
 # last byte of its MAC) and its host number on the bridge (10.78.0.N,
@@ -110,6 +116,7 @@ class Rig:
         self.h_status = []
         self.h_log = os.path.join(out, 'host-uroced.log')
         self.cap = None
+        self.stall = None        # the guest's step when the watchdog fired
         self.lock = threading.Lock()
 
     # ---------------------------------------------------------------- host
@@ -269,7 +276,8 @@ class Rig:
                   'nicvm_build=%s nicvm_out=%s nicvm_mode=%s nicvm_cases=%s' % (
                       ','.join('%s:%s%s' % (t, p, ':rw' if m == 'rw' else '') for t, p, m in shares),
                       os.path.join(HERE, 'guest.sh'), nics, SRC,
-                      self.build, self.share, 'probe' if self.probe else 'bench' if self.bench else 'test',
+                      self.build, self.share, 'probe' if self.probe else 'bench' if self.bench else
+                      'stall' if self.selftest else 'test',
                       self.cases_set))
         q = ['qemu-system-x86_64', '-machine', 'q35', '-accel', 'tcg', '-cpu', 'max',
              '-m', '1536', '-smp', '2', '-nodefaults', '-no-reboot', '-display', 'none',
@@ -434,13 +442,81 @@ sendp(Ether(dst=sys.argv[1], src=sys.argv[2]) / IP(src='10.78.0.4', dst=sys.argv
         os.rename(base + '.done.tmp', base + '.done')
         os.unlink(req)
 
+    def guest_mark(self):
+        """What changes whenever the guest does something: its console and
+        the files it writes in the share (results, its side's case logs, its
+        requests, step and beat), not those the host or the rxe VM write."""
+        sig = []
+        con = os.path.join(self.out, 'nic-console.log')
+        if os.path.exists(con):
+            sig.append(('console', os.path.getsize(con)))
+        for root, dirs, files in os.walk(self.share):
+            dirs[:] = [d for d in dirs if d != 'sync']
+            for f in files:
+                if (f.endswith(('.done', '.done.tmp', '.host.out')) or '.host.' in f or
+                        '.rxe.' in f or f.startswith('bg-') or f == 'output.log'):
+                    continue
+                try:
+                    st = os.stat(os.path.join(root, f))
+                except OSError:
+                    continue
+                sig.append((root, f, st.st_size, st.st_mtime_ns))
+        return hash(tuple(sorted(sig)))
+
+    def stalled(self, quiet):
+        """The guest made no progress for `quiet` s: the verdict says where
+        (its step, what it waits for), with the guest's own dump of where
+        its processes are if it can still give one."""
+        step = os.path.join(self.share, 'step')
+        step = open(step).read().strip() if os.path.exists(step) else 'boot'
+        pend = [open(r).read().strip() for r in glob.glob(os.path.join(self.share, '*', '*.req'))
+                if os.path.exists(r)]
+        say('FAIL: the guest made no progress for %d s in step "%s"%s' % (
+            quiet, step, '; it waits for: ' + '; '.join(pend) if pend else ''))
+        say('the console\'s last lines:')
+        tail(os.path.join(self.out, 'nic-console.log'), 15)
+        try:
+            r = self.qmp('human-monitor-command', {'command-line': 'info cpus'})
+            say('qemu: info cpus:', r.get('return', r))
+        except (OSError, ValueError) as e:
+            say('qemu: no answer to QMP: %r' % e)
+        # the guest's watcher (guest.sh stall_watch) dumps every process
+        # and uroced's stacks; bounded: a guest that cannot even do that
+        # is itself the finding
+        dump = os.path.join(self.share, 'stall-dump.txt')
+        open(os.path.join(self.share, 'dump.req'), 'w').close()
+        end = time.monotonic() + STALL_DUMP_S
+        while not os.path.exists(dump) and self.procs['nic'].poll() is None and \
+                time.monotonic() < end:
+            time.sleep(0.5)
+        if os.path.exists(dump):
+            say('the guest\'s dump (%s):' % dump)
+            tail(dump, 200)
+        else:
+            say('the guest gave no dump within %d s: its kernel or its 9p share is stuck' %
+                STALL_DUMP_S)
+        self.stall = step
+
     def serve_loop(self):
         """Answer the guest until the NIC VM is gone; a request may take long
-        (a phase's cases), so each runs on its own thread."""
+        (a phase's cases), so each runs on its own thread. Ends early, with
+        self.stall set, when the guest makes no progress for STALL_S while
+        none of its requests is being served here."""
         seen = set()
         threads = []
         rxe_gone = False
+        mark, since = None, time.monotonic()
+        next_look = 0
         while self.procs['nic'].poll() is None:
+            now = time.monotonic()
+            if now >= next_look:
+                next_look = now + 2
+                m = self.guest_mark()
+                if m != mark or any(t.is_alive() for t in threads):
+                    mark, since = m, now
+                elif now - since > STALL_S:
+                    self.stalled(int(now - since))
+                    break
             for req in sorted(glob.glob(os.path.join(self.share, 'req', '*.req'))):
                 if req not in seen:
                     seen.add(req)
@@ -573,6 +649,26 @@ def verdict(rig):
     return FAIL if bads or fails or why else PASS
 
 
+def selftest_verdict(rig):
+    """--selftest-stall: the guest's stop_uroced gave up on a daemon that
+    did not stop (dumped, killed, status 125), and the watchdog caught the
+    stall that followed, with the guest's dump."""
+    glog = os.path.join(rig.share, 'dut-uroced.log')
+    gtext = open(glog, errors='replace').read() if os.path.exists(glog) else ''
+    dump = os.path.join(rig.share, 'stall-dump.txt')
+    checks = [
+        ('the guest gave up on a uroced that did not stop, with its stacks',
+         'did not stop' in gtext and '== uroced' in gtext),
+        ('the watchdog fired in the step the guest stalled in',
+         rig.stall == '%s: selftest: stalled on purpose' % rig.devs[0]),
+        ('the guest dumped its processes', os.path.exists(dump) and
+         'selftest-sleep' in open(dump, errors='replace').read()),
+    ]
+    for what, ok in checks:
+        say('%s %s' % ('ok  ' if ok else 'FAIL', what))
+    return PASS if all(ok for _, ok in checks) else FAIL
+
+
 def main(argv):
     if len(argv) < 2 or argv[0] not in list(DEVICES) + ['all']:
         print(__doc__)
@@ -595,13 +691,23 @@ def main(argv):
         import scapy.all  # noqa: F401
     except ImportError:
         return skip('python3-scapy is not installed')
-    out = os.path.join(build, 'tests', 'nic', 'out-%s%s' % (dev, '-bench' if bench else ''))
+    out = os.path.join(build, 'tests', 'nic', 'out-%s%s' % (
+        dev, '-bench' if bench else '-selftest' if '--selftest-stall' in argv else ''))
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(os.path.join(out, 'share', 'res'))
     os.makedirs(os.path.join(out, 'share', 'req'))
     os.makedirs(os.path.join(out, 'share', 'rxe'))
     rig = Rig(dev, build, out, bench)
     rig.probe = probe
+    # the watchdog's own test (suite nic-full, nic_watchdog): the guest
+    # leaves a uroced that ignores SIGTERM (stopped), then stops making
+    # progress; passes only when both were caught, each with its dump.
+    # 150 s: more than the guest's dump of the stopped daemon takes (gdb
+    # bounded at 120 s), during which it writes nothing
+    rig.selftest = '--selftest-stall' in argv
+    if rig.selftest:
+        global STALL_S
+        STALL_S = 150
     ok, why = rig.images()
     if not ok:
         # as tests/interop: an image that cannot be built fails, never skips
@@ -635,7 +741,8 @@ def main(argv):
             return FAIL
         say('NIC VM up after %.0f s' % (time.monotonic() - t0))
         rig.serve_loop()
-        say('NIC VM finished after %.0f s' % (time.monotonic() - t0))
+        say('NIC VM %s after %.0f s' % ('stalled' if rig.stall is not None else 'finished',
+                                        time.monotonic() - t0))
         # the rxe VM powers off when asked
         with open(os.path.join(rig.share, 'rxe', 'zzzz.req'), 'w') as f:
             f.write('exit\n')
@@ -644,7 +751,13 @@ def main(argv):
         except subprocess.TimeoutExpired:
             pass
         rig.host_uroced_stop()
-        return verdict(rig)
+        if rig.selftest:
+            return selftest_verdict(rig)
+        v = verdict(rig)
+        if rig.stall is not None:
+            say('FAIL: the guest stalled in step "%s" (above)' % rig.stall)
+            return FAIL
+        return v
     finally:
         rig.cleanup()
         say('logs in', out)
