@@ -456,25 +456,43 @@ static uint32_t resp_pump(struct emu_qp *qp, uint32_t max)
 	struct emu_xport_qp *x = qp->x;
 	struct emu_xport_res *r;
 	uint32_t done = 0;
+	uint64_t now = 0;
+	/* READ responses are this QP's data as WRITEs are a requester's: a
+	 * CNP (its peer saw them marked CE) paces them on the same reaction
+	 * point, one packet per pacer check; the engine comes back at
+	 * xp_rp_wake (the QP stays active while rd_pend) */
+	bool paced = xp_rp_active(x);
 	int n;
 
 	/* a response acknowledges every request before it: their deferred
 	 * writes land first */
 	if (!resp_settle(qp))
 		return 0;
+	if (paced) {
+		now = emu_now_ns();
+		xp_rp_turn(qp, now);
+		paced = xp_rp_active(x);
+	}
 	while (done < max && (r = resp_res_head(qp))) {
+		uint64_t before = x->cnt.tx_bytes;
+
 		/* an ACK held for an earlier PSN is implied by this response
 		 * (its AETH acknowledges everything before); a NAK goes first */
 		if (x->ack_pending && wire_psn_before(x->ack_psn, r->rpsn)) {
 			x->ack_pending = 0;
 			if (wire_aeth_type(x->ack_syndrome) != WIRE_AETH_ACK)
 				resp_ack_tx(qp, x->ack_syndrome, x->ack_psn);
+			before = x->cnt.tx_bytes;
 		}
-		n = resp_res_send(qp, r, max - done);
+		if (paced && xp_rp_pace(qp, now))
+			break;
+		n = resp_res_send(qp, r, paced ? 1 : max - done);
 		if (n < 0)
 			return done;
+		if (paced)
+			xp_rp_sent(qp, x->cnt.tx_bytes - before);
 		done += (uint32_t)n;
-		if (r->pend)
+		if (r->pend && (!paced || !n))
 			break; /* out of room: the rest at a later turn */
 	}
 	if (!x->rd_pend && x->ack_pending)
