@@ -154,13 +154,17 @@ if stat:
         h.require(cnt[(qb_, 'dup_requests')] + cnt[(qa_, 'dup_requests')] > 0 or \
             cnt[(qa_, 'rx_dropped')] > 0, 'cnt[(qb_, \'dup_requests\')] + cnt[(qa_, \'dup_requests\')] > 0 or \\ cnt[(qa_, \'rx_dropped\')] > 0: %r' % (out,))
     if not faults:
-        # On a clean wire only a retransmit timer can cause a resend, and a
-        # loaded machine may let one fire: resends must then come with a
-        # timeout, never on their own; nothing is ever corrupted or dropped.
+        # On a clean wire only a timer can cause a resend - the retransmit
+        # timeout or the loss probe (one packet each) - and a loaded
+        # machine may let one fire (CI's ASan run: the engine off its core
+        # past the 250 us probe, 1 probe, 1 resend): resends must then come
+        # with a timeout or a probe, never on their own; nothing is ever
+        # corrupted or dropped.
         h.require(cnt[(port, 'icrc_errors')] == 0 and cnt[(port, 'hdr_errors')] == 0, "cnt[(port, 'icrc_errors')] == 0 and cnt[(port, 'hdr_errors')] == 0")
         h.require(cnt[(port, 'drop.fault')] == 0, "cnt[(port, 'drop.fault')] == 0")
         if cnt[(qa_, 'timeouts')] == 0:
-            h.require(cnt[(qa_, 'retransmits')] == 0, 'cnt[(qa_, \'retransmits\')] == 0: %r' % (out,))
+            h.require(cnt[(qa_, 'retransmits')] <= cnt.get((port, 'qps.probes'), 0),
+                      'retransmits without a timeout need a loss probe each: %r' % (out,))
     print('counters ok')
 for o in (a, b, src, dst, cq, pd, ctx):
     o.close()
