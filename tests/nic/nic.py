@@ -29,7 +29,9 @@ what only the host can do (files in OUT/req): restart the af_packet peer,
 run the host side of a phase's cases, flap the NIC's link (QMP set_link),
 capture on the NIC's bridge port and check the capture, send crafted
 frames, run programs in the background. Verdict: every guest check ok,
-the guest's uroced and ours judged by exit status and log.
+the guest's uroced and ours judged by exit status and log. A guest that
+makes no progress for STALL_S (240 s) fails the run at once, with the step
+it was in and its dump of where its processes are (docs/interop.md).
 
 Exit 0 pass, 1 fail (also when an image cannot be built), 77 skip (not
 root, no qemu, no tun, a program not installed). Everything started here is stopped, also on failure or a signal.
