@@ -587,17 +587,31 @@ def case_overload(rig, a):
         frz['done'] = True
 
     def watch():
-        base = None
         while not done.is_set():
-            pa = qp_counters('a')
+            qp_counters('a')
             qp_counters('b')
-            if frz['armed'] and not frz['done'] and pa:
-                base = pa.get('rx_roce', 0) if base is None else base
-                if pa.get('rx_roce', 0) - base >= 100:      # the window is in flight
-                    freeze()
             done.wait(0.05)
+
+    def trigger():
+        # The data phase is seen on a's interface (the kernel's count: ud0
+        # carries only RoCE, perftest's own exchange goes over the mgmt
+        # link), polled every millisecond: a transfer of 25600 frames
+        # cannot end unnoticed. (Judged from uroce-ctl's rx_roce, one
+        # poll of both daemons per turn took seconds under ASan: the
+        # freeze came after the last frame, and nothing arrived.)
+        base = None
+        while not done.is_set() and not frz['done']:
+            if frz['armed']:
+                rx = rx_packets(da.pid)
+                base = rx if base is None else base
+                if rx - base >= 100:                   # the window is in flight
+                    freeze()
+                    return
+            time.sleep(0.001)
     t = threading.Thread(target=watch, daemon=True)
     t.start()
+    tf = threading.Thread(target=trigger, daemon=True)
+    tf.start()
     try:
         p.pingpong('ibv_rc_pingpong', ['-g', '1', '-s', '65536', '-n', '40'])
         # a window of 2 x 64 KB (128 packets) into 16 ring slots
@@ -606,6 +620,7 @@ def case_overload(rig, a):
     finally:
         done.set()
         t.join(60)
+        tf.join(60)
         da.send_signal(signal.SIGCONT)           # whatever happened: never left stopped
         print('a stopped while %d frames reached its 16 ring slots; QP counters seen '
               '(max): %s' % (frz['arrived'], seen))
