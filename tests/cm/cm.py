@@ -91,7 +91,7 @@ NOT_LISTENING = h.Race(
     r'|^rdma_connect: Connection refused$'                      # rdma_client, rdma_xclient
     r'|^rpoll: Connection refused$'                             # rstream
     r'|^rpoll: Transport endpoint is not connected$'            # riostream
-    r'|^rconnect: Connection refused$'                          # riostream, rstream
+    r'|^(async )?rconnect: Connection refused$'                 # riostream, rstream (-T s: async)
     r'|^Unexpected CM event bl blka 8$',                        # perftest -R, first connect
     'nobody listened on the port yet: the CM rejected the REQ (REJ 8)')
 
