@@ -360,16 +360,23 @@ int emu_engine_run(struct emu_daemon *dm)
 			idle_since = now;
 			continue;
 		}
-		/* while frames keep arriving, spin (yielding) up to
+		/* while frames keep arriving and the last one announced more
+		 * (a message's first or middle packet, an ACK or response with
+		 * packets still unacknowledged), spin (yielding) up to
 		 * EMU_RX_POLL_NS: a port without RX wake-up (PCI, pcap) would
 		 * be polled only that often, and on one that wakes us (af_xdp,
 		 * af_packet) a wake-up waits for the core that a spinning
-		 * application (perftest) holds: sleeping there instead cost
-		 * ib_read_bw 13-15% of its rate and 7-19% more CPU per GB in
-		 * 3 of 3 interleaved runs (docs/performance.md, "CPU per byte
-		 * over a link") */
+		 * application (perftest) holds (docs/performance.md, "CPU per
+		 * byte over a link"). After a ping-pong's message or its ACK
+		 * the next frame waits for an application, on a machine where
+		 * the applications and both daemons share the cores: spinning
+		 * for it there took the core the application needed (qperf
+		 * rc_lat 2.4x slower, 2.3x the daemons' CPU per round trip;
+		 * "Latency: sleep, don't yield"). A port that cannot wake us
+		 * spins as before: its sleep would last EMU_RX_POLL_NS. */
 		uint64_t spin = sp.cur;
-		if (!d->loopback && now - last_rx < EMU_RX_ACTIVE_NS && spin < EMU_RX_POLL_NS)
+		if (!d->loopback && now - last_rx < EMU_RX_ACTIVE_NS && spin < EMU_RX_POLL_NS &&
+		    (!emu_rx_wakes(dm) || emu_xport_rx_expected(d)))
 			spin = EMU_RX_POLL_NS;
 		/* the next control request of a setup sequence is likely near */
 		if (now - ctl_last < EMU_CTL_HOT_NS && spin < EMU_CTL_HOT_NS)

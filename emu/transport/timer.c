@@ -46,12 +46,19 @@ void xp_act_del(struct emu_qp *qp)
  * is measured, never later than the retransmit timeout, and at least
  * XP_PTO_MIN_NS: a daemon on a shared machine is often descheduled for a
  * millisecond or more, and a probe then costs one duplicate each time
- * (comp.c sends one packet). */
+ * (comp.c sends one packet). Nor before twice the longest recent round
+ * trip (max_rtt_ns, comp.c): where round trips spread (a peer daemon that
+ * sleeps and waits for a core), 2 x SRTT + 4 x RTTVAR forgets a slow one
+ * within a few samples and the next probed nothing lost: qperf rc_lat
+ * probed in 1.5-2.5 % of its round trips with the mean alone
+ * (docs/performance.md, "Latency: sleep, don't yield"). */
 #define XP_PTO_MIN_NS 250000ull
 static uint64_t xp_pto_ns(const struct emu_xport_qp *x)
 {
 	uint64_t p = 2 * (uint64_t)x->srtt_ns + 4 * (uint64_t)x->rttvar_ns;
 
+	if (p < 2 * (uint64_t)x->max_rtt_ns)
+		p = 2 * (uint64_t)x->max_rtt_ns;
 	if (p < XP_PTO_MIN_NS)
 		p = XP_PTO_MIN_NS;
 	return p << (x->probe_shift < 10 ? x->probe_shift : 10);
