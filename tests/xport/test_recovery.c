@@ -364,8 +364,8 @@ static int t_rx_expected(void)
 }
 
 /* The loss probe waits at least twice the longest recent round trip
- * (max_rtt_ns, forgetting 1/64 per sample), not only 2 x SRTT + 4 x
- * RTTVAR, which forget a slow round trip within a few samples: qperf
+ * (max_rtt_ns, forgetting 1/64 per sample; that term at most a quarter
+ * of the retransmit timeout), not only 2 x SRTT + 4 x RTTVAR, which forget a slow round trip within a few samples: qperf
  * rc_lat between two daemons that sleep probed 1.5-2.5 % of its round
  * trips for nothing lost. */
 static int t_probe_floor(void)
@@ -387,19 +387,23 @@ static int t_probe_floor(void)
 	CHECK_EQ(x->max_rtt_ns, 1000000 - 1000000 / 64);
 	sim_hook = exp_hook;
 	exp_drop_op = 0;
-	for (int k = 0; k < 2; k++) {
-		/* round trips of 100 us, one of 1 ms lately (k = 0) or none */
+	uint64_t rto = wire_retrans_timeout_ns(p.a.qp->attr.timeout);
+	for (int k = 0; k < 3; k++) {
+		/* round trips of 100 us, one of 1 ms lately (k = 0), none
+		 * (k = 1), one of a whole retransmit timeout (k = 2) */
+		static const uint64_t slow[3] = { 1000000, 0, 0 };
 		x->srtt_ns = 100000;
 		x->rttvar_ns = 10000;
-		x->max_rtt_ns = k ? 0 : 1000000;
+		x->max_rtt_ns = (uint32_t)(k == 2 ? rto : slow[k]);
 		exp_acks_dropped = 0;
 		exp_acks_drop = 1; /* the WRITE's ACK is lost, the probe's not */
 		uint64_t t0 = sim_now, p0 = x->cnt.probes;
 		xt_post(&p, 10 + k, IBV_WR_RDMA_WRITE, 0, 512, 0);
 		sim_run(&p.s, 1000);
 		CHECK(x->probe_at != 0);
-		/* k = 0: 2 x 1 ms; k = 1: the 250 us floor (2 x 100 + 4 x 10 us less) */
-		uint64_t want = k ? 250000 : 2000000;
+		/* k = 0: 2 x 1 ms; k = 1: the 250 us floor (2 x 100 + 4 x 10 us
+		 * less); k = 2: a quarter of the retransmit timeout, not past it */
+		uint64_t want = k == 0 ? 2000000 : k == 1 ? 250000 : rto / 4;
 		CHECK(x->probe_at >= t0 + want && x->probe_at <= t0 + want + 1000);
 		sim_run(&p.s, 1000000000ull);
 		CHECK_EQ(sim_poll(p.a.scq, c, 4), 1);
