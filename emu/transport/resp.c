@@ -79,8 +79,9 @@ static void resp_unsettled(struct emu_qp *qp)
  * atomic responses of earlier requests wait for transmit room (rd_pend),
  * an ACK, RNR NAK or sequence NAK for a later PSN waits behind them in
  * the pending-ACK slot (a NAK is not replaced by an ACK); it goes when
- * they are all sent (resp_pump). A fatal NAK goes at once: the QP is
- * going to ERR and its pending responses with it. */
+ * they are all sent (resp_pump). A fatal NAK is held by resp_fatal, with
+ * the QP's ERR; one for the head response itself (resp_read_fail) goes at
+ * once. */
 static bool resp_ack_held(struct emu_qp *qp, uint8_t syn, uint32_t psn)
 {
 	struct emu_xport_qp *x = qp->x;
@@ -315,6 +316,9 @@ void xp_resp_release(struct emu_qp *qp)
 {
 	struct emu_xport_qp *x = qp->x;
 
+	/* ERR, reset or destroy: a NAK held behind the responses goes with
+	 * them */
+	x->fatal_held = 0;
 	for (uint32_t i = 0; x->res && i < x->res_n; i++)
 		x->res[i].pend = 0;
 	if (x->rd_pend && qp->dev)
@@ -441,6 +445,9 @@ static int resp_res_send(struct emu_qp *qp, struct emu_xport_res *r, uint32_t ma
 	return 1;
 }
 
+static void resp_fatal_now(struct emu_qp *qp, uint8_t nak, uint32_t psn, uint8_t wc_status,
+			   int ev);
+
 /* Send what the QP's responder resources owe, oldest first, at most max
  * packets (fewer when the port's buffers run out); then the ACK or NAK
  * held behind them. The packets sent. */
@@ -449,29 +456,51 @@ static uint32_t resp_pump(struct emu_qp *qp, uint32_t max)
 	struct emu_xport_qp *x = qp->x;
 	struct emu_xport_res *r;
 	uint32_t done = 0;
+	uint64_t now = 0;
+	/* READ responses are this QP's data as WRITEs are a requester's: a
+	 * CNP (its peer saw them marked CE) paces them on the same reaction
+	 * point, one packet per pacer check; the engine comes back at
+	 * xp_rp_wake (the QP stays active while rd_pend) */
+	bool paced = xp_rp_active(x);
 	int n;
 
 	/* a response acknowledges every request before it: their deferred
 	 * writes land first */
 	if (!resp_settle(qp))
 		return 0;
+	if (paced) {
+		now = emu_now_ns();
+		xp_rp_turn(qp, now);
+		paced = xp_rp_active(x);
+	}
 	while (done < max && (r = resp_res_head(qp))) {
+		uint64_t before = x->cnt.tx_bytes;
+
 		/* an ACK held for an earlier PSN is implied by this response
 		 * (its AETH acknowledges everything before); a NAK goes first */
 		if (x->ack_pending && wire_psn_before(x->ack_psn, r->rpsn)) {
 			x->ack_pending = 0;
 			if (wire_aeth_type(x->ack_syndrome) != WIRE_AETH_ACK)
 				resp_ack_tx(qp, x->ack_syndrome, x->ack_psn);
+			before = x->cnt.tx_bytes;
 		}
-		n = resp_res_send(qp, r, max - done);
+		if (paced && xp_rp_pace(qp, now))
+			break;
+		n = resp_res_send(qp, r, paced ? 1 : max - done);
 		if (n < 0)
 			return done;
+		if (paced)
+			xp_rp_sent(qp, x->cnt.tx_bytes - before);
 		done += (uint32_t)n;
-		if (r->pend)
+		if (r->pend && (!paced || !n))
 			break; /* out of room: the rest at a later turn */
 	}
 	if (!x->rd_pend && x->ack_pending)
 		xp_resp_send_ack(qp);
+	if (!x->rd_pend && x->fatal_held) {
+		x->fatal_held = 0;
+		resp_fatal_now(qp, x->fatal_nak, x->fatal_psn, x->fatal_wc, x->fatal_ev);
+	}
 	return done;
 }
 
@@ -708,19 +737,42 @@ static enum emu_resp_state resp_fail(struct resp_ctx *c, enum emu_resp_state st,
 	return st;
 }
 
-/* Class B/C/D errors on RC: NAK, complete the receive in error, go to ERR. */
-static void resp_fatal(struct emu_qp *qp, const struct wire_pkt *pkt, uint8_t nak,
-		       uint8_t wc_status, int ev)
+static void resp_fatal_now(struct emu_qp *qp, uint8_t nak, uint32_t psn, uint8_t wc_status,
+			   int ev)
 {
 	struct emu_xport_qp *x = qp->x;
 
 	if (xp_rc_like(qp)) {
 		x->cnt.naks_sent++;
-		resp_ack(qp, wire_aeth_nak(nak), pkt->bth.psn);
+		resp_ack(qp, wire_aeth_nak(nak), psn);
 	}
 	if (x->rwqe_valid && wc_status)
 		recv_cqe(qp, wc_status, IBV_WC_RECV, 0, 0, 0, qp->attr.dest_qp_num, false);
 	xp_qp_error(qp, ev);
+}
+
+/* Class B/C/D errors on RC: NAK, complete the receive in error, go to ERR.
+ * Responses leave in PSN order (IBTA 9.7.5.2), a NAK too: while READ or
+ * atomic responses of earlier requests still wait for transmit room, all
+ * three wait behind them (resp_pump releases them when the last one is
+ * sent); an HCA sends those responses before it finds the error. Sent at
+ * once, the NAK overtook them: the requester, seeing its READ's responses
+ * missing, asked again until RETRY_EXC instead of completing the READ.
+ * Requests arriving meanwhile are dropped (resp_admit), as after ERR. */
+static void resp_fatal(struct emu_qp *qp, const struct wire_pkt *pkt, uint8_t nak,
+		       uint8_t wc_status, int ev)
+{
+	struct emu_xport_qp *x = qp->x;
+
+	if (x->rd_pend && xp_rc_like(qp) && qp->attr.qp_state != IBV_QPS_ERR) {
+		x->fatal_held = 1;
+		x->fatal_nak = nak;
+		x->fatal_psn = pkt->bth.psn;
+		x->fatal_wc = wc_status;
+		x->fatal_ev = ev;
+		return;
+	}
+	resp_fatal_now(qp, nak, pkt->bth.psn, wc_status, ev);
 }
 
 /* UC: the only place a message is abandoned and the following packets
@@ -1319,7 +1371,8 @@ static bool resp_admit(struct emu_qp *qp, const struct wire_pkt *pkt)
 {
 	struct emu_xport_qp *x = qp->x;
 
-	if (qp->attr.qp_state < IBV_QPS_RTR || qp->attr.qp_state == IBV_QPS_ERR) {
+	if (qp->attr.qp_state < IBV_QPS_RTR || qp->attr.qp_state == IBV_QPS_ERR ||
+	    x->fatal_held) {
 		xp_drop(qp, EMU_XDROP_QP_STATE);
 		return false;
 	}

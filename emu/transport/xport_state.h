@@ -301,6 +301,14 @@ struct emu_xport_qp {
 	uint8_t wr_failed;         /* one of them failed: no more ACKs */
 	uint8_t on_act;           /* on the device's active list (act_next/prev) */
 	uint8_t rd_pend;           /* responder resources with responses to send */
+	/* a class B/C/D error found while READ/atomic responses of earlier
+	 * requests still wait for room: its NAK and the QP's ERR wait behind
+	 * them (resp_fatal); meanwhile requests are dropped */
+	uint8_t fatal_held;
+	uint8_t fatal_nak;         /* its NAK code */
+	uint8_t fatal_wc;          /* the receive WQE's status (0: none) */
+	int fatal_ev;              /* its async event */
+	uint32_t fatal_psn;        /* the PSN its NAK names */
 	uint32_t ack_psn;          /* PSN to acknowledge */
 	uint32_t oos_hi;           /* the last out-of-sequence PSN since nak_sent */
 	uint32_t epsn;             /* expected PSN */

@@ -14,18 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../stack/mpi_pat.h"
+#include "../stack/mpi_run.h"
 
 #define MAX_RANKS 8
-
-static void *fresh(size_t n)
-{
-	void *p = malloc(n ? n : 1);
-
-	if (!p)
-		MPI_Abort(MPI_COMM_WORLD, 3);
-	return p;
-}
 
 /* the direction of a message from src to dst: away from the all-reduce's
  * 2 + rank */
@@ -71,34 +62,6 @@ static int partner(int rank, int r, int nr)
 	else
 		p = ((2 * r - rank) % (m - 1) + (m - 1)) % (m - 1);
 	return p >= nr ? -1 : p;
-}
-
-static int allreduce(int rank, int nr, uint64_t seed, size_t bytes)
-{
-	size_t cnt = bytes / 4;
-	int bad = 0;
-
-	if (!cnt)
-		return 0;
-	int32_t *in = fresh(cnt * 4), *out = fresh(cnt * 4);
-	memset(out, 0xee, cnt * 4);
-	for (size_t i = 0; i < cnt; i++)
-		in[i] = (int32_t)(pat(seed, bytes, 2 + rank, i) * 65537u);
-	MPI_Allreduce(in, out, (int)cnt, MPI_INT32_T, MPI_SUM, MPI_COMM_WORLD);
-	for (size_t i = 0; i < cnt && !bad; i++) {
-		uint32_t want = 0;
-
-		for (int r = 0; r < nr; r++)
-			want += pat(seed, bytes, 2 + r, i) * 65537u;
-		if ((uint32_t)out[i] != want) {
-			fprintf(stderr, "rank %d: allreduce %zu B: element %zu is %d, want %d\n",
-				rank, bytes, i, out[i], (int32_t)want);
-			bad = 1;
-		}
-	}
-	free(in);
-	free(out);
-	return bad;
 }
 
 static int one_size(int rank, int nr, uint64_t seed, size_t n, int *pairs)

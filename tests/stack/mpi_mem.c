@@ -13,16 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mpi_pat.h"
-
-static void *fresh(size_t n)
-{
-	void *p = malloc(n ? n : 1);
-
-	if (!p)
-		MPI_Abort(MPI_COMM_WORLD, 3);
-	return p;
-}
+#include "mpi_run.h"
 
 /* the receive buffer is filled with garbage first: what was there before
  * must be overwritten, byte for byte */
@@ -53,32 +44,6 @@ static int pingpong(int rank, uint64_t seed, size_t n)
 	return bad;
 }
 
-static int allreduce(int rank, uint64_t seed, size_t bytes)
-{
-	size_t cnt = bytes / 4;
-	int bad = 0;
-
-	if (!cnt)
-		return 0;
-	int32_t *in = fresh(cnt * 4), *out = fresh(cnt * 4);
-	memset(out, 0xee, cnt * 4);
-	for (size_t i = 0; i < cnt; i++)
-		in[i] = (int32_t)(pat(seed, bytes, 2 + rank, i) * 65537u);
-	MPI_Allreduce(in, out, (int)cnt, MPI_INT32_T, MPI_SUM, MPI_COMM_WORLD);
-	for (size_t i = 0; i < cnt && !bad; i++) {
-		int32_t want = (int32_t)(pat(seed, bytes, 2, i) * 65537u) +
-			       (int32_t)(pat(seed, bytes, 3, i) * 65537u);
-		if (out[i] != want) {
-			fprintf(stderr, "rank %d: allreduce %zu B: element %zu is %d, want %d\n",
-				rank, bytes, i, out[i], want);
-			bad = 1;
-		}
-	}
-	free(in);
-	free(out);
-	return bad;
-}
-
 int main(int argc, char **argv)
 {
 	uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : 1;
@@ -100,11 +65,11 @@ int main(int argc, char **argv)
 		size_t odd = n * 3 / 2 + 1; /* between two steps */
 
 		bad |= pingpong(rank, seed + n, n);
-		bad |= allreduce(rank, seed + n, n);
+		bad |= allreduce(rank, 2, seed + n, n);
 		sizes++;
 		if (odd < max && n > 1) {
 			bad |= pingpong(rank, seed + odd, odd);
-			bad |= allreduce(rank, seed + odd, odd & ~(size_t)3);
+			bad |= allreduce(rank, 2, seed + odd, odd & ~(size_t)3);
 			sizes++;
 		}
 	}

@@ -449,6 +449,59 @@ static int t_rp_pace(void)
 	return 0;
 }
 
+/* READ responses are the responder's data: a CNP to the responder QP
+ * (its peer saw them marked CE) paces them as it paces a requester's
+ * WRITEs. B's rate cut to 1 Gb/s with no increase: 256 responses of
+ * 1 KiB take at least 255 x 8.2 us of (simulated) time. */
+static uint64_t rr_first, rr_last;
+static unsigned rr_n;
+
+static bool rr_hook(struct sim *s, int to, uint8_t *frame, uint32_t len)
+{
+	struct wire_pkt pkt;
+
+	(void)s;
+	if (to != 0 || !xt_parse(frame, len, &pkt) || !(pkt.op->flags & WIRE_OPF_RESP) ||
+	    !pkt.payload_len)
+		return true;
+	if (!rr_n++)
+		rr_first = sim_now;
+	rr_last = sim_now;
+	return true;
+}
+
+static int t_rp_read_pace(void)
+{
+	struct emu_dcqcn_cfg *c;
+	struct uroce_cqe cq[2];
+	struct pair p;
+	const uint32_t len = 256 * 1024;
+
+	if (pair_setup(&p, IBV_QPT_RC, IBV_MTU_1024, len))
+		return 1;
+	c = &p.s.n[1].dev.x->dcqcn;
+	c->rate_to_set_on_first_cnp = 1000; /* 1 Gb/s */
+	c->rpg_time_reset = 1000000;        /* no increase within the test */
+	c->rpg_byte_reset = 0;
+	xt_fill(p.mb.buf, len, 3);
+	xp_rp_cnp(p.b.qp, sim_now);
+	REQUIRE(xp_rp_active(p.b.qp->x));
+	rr_n = 0;
+	sim_hook = rr_hook;
+	xt_post(&p, 1, IBV_WR_RDMA_READ, 0, len, 0);
+	sim_run(&p.s, 1000000000ull);
+	sim_hook = NULL;
+	REQUIRE(sim_poll(p.a.scq, cq, 2) == 1);
+	CHECK_EQ(cq[0].status, IBV_WC_SUCCESS);
+	CHECK(!memcmp(p.ma.buf, p.mb.buf, len));
+	CHECK_EQ(rr_n, 256);
+	CHECK(rr_last - rr_first >= 255ull * 1024 * 8);
+	CHECK(p.b.qp->x->rp->paced > 0);
+	CHECK_EQ(p.a.qp->x->cnt.retransmits, 0);
+	pair_fini(&p);
+	return 0;
+}
+
 /* ---- two flows through a marking bottleneck ---- */
 /* The simulated wire from node A to node B: each flow leaves its host on
  * a link of BN_MBPS (two hosts, as far as the wire can tell) into a switch
@@ -763,6 +816,7 @@ static const struct xt_test tests[] = {
 	{ "rp_stages", t_rp_stages },
 	{ "rp_floor", t_rp_floor },
 	{ "rp_pace", t_rp_pace },
+	{ "rp_read_pace", t_rp_read_pace },
 	{ "ect_rc", t_ect_rc },
 	{ "ect_uc", t_ect_uc },
 	{ "ect_ud", t_ect_ud },

@@ -18,6 +18,9 @@
  *  read_destroy    - the same with the QP destroyed
  *  read_too_many   - more READs than max_dest_rd_atomic while all still owe
  *                    responses: dropped and counted, served when asked again
+ *  read_fatal      - a WRITE outside B's MR right behind a READ still
+ *                    sending: the NAK leaves after the READ's responses, the
+ *                    READ completes, then the WRITE in error, then B is ERR
  */
 #include <stdlib.h>
 #include <string.h>
@@ -372,6 +375,42 @@ static int t_read_too_many(void)
 	return 0;
 }
 
+/* ---- a fatal NAK behind pending READ responses ---- */
+static int t_read_fatal(void)
+{
+	struct uroce_cqe c[4];
+	struct pair p;
+
+	if (setup(&p, BIG))
+		return 1;
+	psn_seen = psn_backwards = false;
+	sim_hook = order_hook;
+	xt_post(&p, 1, IBV_WR_RDMA_READ, 0, BIG / 2, 0);
+	/* past the end of B's MR: R_Key violation, NAK remote access */
+	xt_post(&p, 2, IBV_WR_RDMA_WRITE, BIG / 2, 64, BIG);
+	sim_run(&p.s, 10000000000ull);
+	sim_hook = NULL;
+	/* IBTA 9.7.5.2: responses in PSN order, the NAK after the READ's */
+	REQUIRE((sim_poll(p.a.scq, c, 4)) == 2);
+	CHECK_EQ(c[0].wr_id, 1);
+	CHECK_EQ(c[0].status, IBV_WC_SUCCESS);
+	CHECK_EQ(c[0].byte_len, BIG / 2);
+	CHECK(!memcmp(p.ma.buf, p.mb.buf, BIG / 2));
+	CHECK_EQ(c[1].wr_id, 2);
+	CHECK_EQ(c[1].status, IBV_WC_REM_ACCESS_ERR);
+	CHECK(psn_seen);
+	CHECK(!psn_backwards);
+	CHECK_EQ(p.b.qp->attr.qp_state, IBV_QPS_ERR);
+	CHECK_EQ(p.b.qp->x->cnt.tx_pkts, NPKT / 2 + 1);
+	CHECK_EQ(p.b.qp->x->rd_pend, 0);
+	CHECK_EQ(p.s.n[1].dev.x->resp_npend, 0);
+	CHECK_EQ(xt_events(&p.s.n[1], IBV_EVENT_QP_ACCESS_ERR), 1);
+	CHECK_EQ(p.s.n[1].dev.cnt.drops[EMU_DROP_TX_NOBUF], 0);
+	CHECK_EQ(p.a.qp->x->cnt.retransmits, 0);
+	pair_fini(&p);
+	return 0;
+}
+
 static const struct xt_test tests[] = {
 	{ "read_big", t_read_big },
 	{ "read_order", t_read_order },
@@ -380,6 +419,7 @@ static const struct xt_test tests[] = {
 	{ "read_err", t_read_err },
 	{ "read_destroy", t_read_destroy },
 	{ "read_too_many", t_read_too_many },
+	{ "read_fatal", t_read_fatal },
 };
 
 int main(int argc, char **argv)
