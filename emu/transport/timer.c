@@ -53,7 +53,7 @@ void xp_act_del(struct emu_qp *qp)
  * sleeps and waits for a core), 2 x SRTT + 4 x RTTVAR forgets a slow one
  * within a few samples and the next probed nothing lost: qperf rc_lat
  * over a veth probed in a median 1.9 % of its round trips without this,
- * 0.3 % with it (docs/transport.md, "Recovery in round trips"). */
+ * about 0.4 % with it (docs/transport.md, "Recovery in round trips"). */
 #define XP_PTO_MIN_NS 250000ull
 static uint64_t xp_pto_ns(const struct emu_xport_qp *x, uint64_t rto)
 {
