@@ -277,27 +277,20 @@ static uint64_t emu_engine_sleep(struct emu_daemon *dm, struct emu_spin *sp,
  * polled only that often, and on one that wakes us (af_xdp, af_packet) a
  * wake-up waits for the core that a spinning application (perftest)
  * holds (docs/performance.md, "CPU per byte over a link"). On a port
- * that wakes us it stops when the cores are contended and the next frame
- * waits for an application: after a ping-pong's message or its ACK
- * (the last packet announced nothing more, emu_xport_rx_expected), with
- * a yield that lost the core for more than EMU_YIELD_LOST_NS (another
- * thread wanted it) in the last EMU_RX_ACTIVE_NS. Spinning there took
- * the core the application needed: qperf rc_lat over af_xdp at load 5,
- * 2.4x slower and 2.3x the daemons' CPU per round trip; without that
- * contention it wins (af_packet at load 4: 0.65x the time of sleeping)
- * ("Latency: spin while the core is free"). */
-#define EMU_YIELD_LOST_NS 30000ull
+ * that wakes us it stops when the cores are contended and the last
+ * packet announced nothing more (spin.h, emu_yield_spin): qperf rc_lat
+ * over af_xdp, the daemons' CPU per round trip 0.30 -> 0.12 ms (medians
+ * at load 4-8.5); where a core is free the spin stays, it costs no one
+ * anything ("Latency over a link: spins, sleeps and probes"). */
 static uint64_t emu_rx_spin(struct emu_daemon *dm, uint64_t spin, uint64_t now,
-			    uint64_t last_rx, uint64_t *yield_at, uint64_t *busy_until)
+			    uint64_t last_rx, struct emu_yield *y)
 {
 	struct emu_dev *d = &dm->dev;
 
-	if (*yield_at && now - *yield_at > EMU_YIELD_LOST_NS)
-		*busy_until = now + EMU_RX_ACTIVE_NS;
-	*yield_at = 0;
+	emu_yield_seen(y, now);
 	if (d->loopback || now - last_rx >= EMU_RX_ACTIVE_NS || spin >= EMU_RX_POLL_NS)
 		return spin;
-	if (emu_rx_wakes(dm) && now < *busy_until && !emu_xport_rx_expected(d))
+	if (!emu_yield_spin(y, now, emu_rx_wakes(dm), emu_xport_rx_expected(d)))
 		return spin;
 	return EMU_RX_POLL_NS;
 }
@@ -319,8 +312,7 @@ int emu_engine_run(struct emu_daemon *dm)
 	uint64_t last_rx = 0;
 	uint64_t last_evq = 0;
 	uint64_t ctl_last = 0; /* when a control request was last answered */
-	uint64_t yield_at = 0; /* the turn that yielded last (0: work since) */
-	uint64_t busy_until = 0; /* others wanted our core: no idle spin before */
+	struct emu_yield yl = { 0, 0 };
 	uint64_t now = idle_since;
 
 	/* transport deadlines are slept to the nanosecond (epoll_pwait2);
@@ -390,10 +382,10 @@ int emu_engine_run(struct emu_daemon *dm)
 		}
 		if (work) {
 			idle_since = now;
-			yield_at = 0;
+			yl.at = 0;
 			continue;
 		}
-		uint64_t spin = emu_rx_spin(dm, sp.cur, now, last_rx, &yield_at, &busy_until);
+		uint64_t spin = emu_rx_spin(dm, sp.cur, now, last_rx, &yl);
 		/* the next control request of a setup sequence is likely near */
 		if (now - ctl_last < EMU_CTL_HOT_NS && spin < EMU_CTL_HOT_NS)
 			spin = EMU_CTL_HOT_NS;
@@ -402,7 +394,7 @@ int emu_engine_run(struct emu_daemon *dm)
 		if (now - idle_since < spin) {
 			/* let the applications (and a peer daemon) run: on a
 			 * small machine a pure spin would starve them */
-			yield_at = now;
+			yl.at = now;
 			sched_yield();
 			continue;
 		}
