@@ -140,6 +140,7 @@ def main():
         res["secs"] = time.monotonic() - t0
         res["value"], res["err"] = val, err
         snap1 = lk.snap()
+        res["summary"] = link.summarize(snap0, snap1)
         res["frames"] = {s: {k: snap1[s].get(k, 0) - snap0[s].get(k, 0)
                              for k in ("tx_pkts", "rx_pkts", "rx_roce")} for s in "ab"}
         for p in procs:
@@ -170,6 +171,9 @@ def main():
         unit, res["apps_cpu_s"] / n, dcpu / n, (res["apps_cpu_s"] + dcpu) / n))
     print("  frames: " + ", ".join("%s tx %d rx %d (roce %d)" % (
         s, f["tx_pkts"], f["rx_pkts"], f["rx_roce"]) for s, f in res["frames"].items()))
+    sm = res["summary"]
+    print("  lost %d, retransmits %d (probes %d), timeouts %d, seq NAKs %d" % (
+        sm["lost"], sm["retransmits"], sm["probes"], sm["timeouts"], sm["seq_naks"]))
     for s in "ab":
         st = res[s]
         print("  daemon %s: per %s: %.3g cycles, %.3g ms cpu, %.3g syscalls "

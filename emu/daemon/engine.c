@@ -272,6 +272,29 @@ static uint64_t emu_engine_sleep(struct emu_daemon *dm, struct emu_spin *sp,
 	return now;
 }
 
+/* An idle engine's yielding spin after RX, up to EMU_RX_POLL_NS, while
+ * frames keep arriving: a port without RX wake-up (PCI, pcap) would be
+ * polled only that often, and on one that wakes us (af_xdp, af_packet) a
+ * wake-up waits for the core that a spinning application (perftest)
+ * holds (docs/performance.md, "CPU per byte over a link"). On a port
+ * that wakes us it stops when the cores are contended and the last
+ * packet announced nothing more (spin.h, emu_yield_spin): qperf rc_lat
+ * over af_xdp, the daemons' CPU per round trip 0.30 -> 0.12 ms (medians
+ * at load 4-8.5); where a core is free the spin stays, it costs no one
+ * anything ("Latency over a link: spins, sleeps and probes"). */
+static uint64_t emu_rx_spin(struct emu_daemon *dm, uint64_t spin, uint64_t now,
+			    uint64_t last_rx, struct emu_yield *y)
+{
+	struct emu_dev *d = &dm->dev;
+
+	emu_yield_seen(y, now);
+	if (d->loopback || now - last_rx >= EMU_RX_ACTIVE_NS || spin >= EMU_RX_POLL_NS)
+		return spin;
+	if (!emu_yield_spin(y, now, emu_rx_wakes(dm), emu_xport_rx_expected(d)))
+		return spin;
+	return EMU_RX_POLL_NS;
+}
+
 /* the port's timers (neighbours, delayed fault frames) and its device's
  * link (an LSC event, or the periodic look) */
 static void emu_engine_timers(struct emu_daemon *dm, uint64_t now)
@@ -289,6 +312,7 @@ int emu_engine_run(struct emu_daemon *dm)
 	uint64_t last_rx = 0;
 	uint64_t last_evq = 0;
 	uint64_t ctl_last = 0; /* when a control request was last answered */
+	struct emu_yield yl = { 0, 0 };
 	uint64_t now = idle_since;
 
 	/* transport deadlines are slept to the nanosecond (epoll_pwait2);
@@ -358,19 +382,10 @@ int emu_engine_run(struct emu_daemon *dm)
 		}
 		if (work) {
 			idle_since = now;
+			yl.at = 0;
 			continue;
 		}
-		/* while frames keep arriving, spin (yielding) up to
-		 * EMU_RX_POLL_NS: a port without RX wake-up (PCI, pcap) would
-		 * be polled only that often, and on one that wakes us (af_xdp,
-		 * af_packet) a wake-up waits for the core that a spinning
-		 * application (perftest) holds: sleeping there instead cost
-		 * ib_read_bw 13-15% of its rate and 7-19% more CPU per GB in
-		 * 3 of 3 interleaved runs (docs/performance.md, "CPU per byte
-		 * over a link") */
-		uint64_t spin = sp.cur;
-		if (!d->loopback && now - last_rx < EMU_RX_ACTIVE_NS && spin < EMU_RX_POLL_NS)
-			spin = EMU_RX_POLL_NS;
+		uint64_t spin = emu_rx_spin(dm, sp.cur, now, last_rx, &yl);
 		/* the next control request of a setup sequence is likely near */
 		if (now - ctl_last < EMU_CTL_HOT_NS && spin < EMU_CTL_HOT_NS)
 			spin = EMU_CTL_HOT_NS;
@@ -379,6 +394,7 @@ int emu_engine_run(struct emu_daemon *dm)
 		if (now - idle_since < spin) {
 			/* let the applications (and a peer daemon) run: on a
 			 * small machine a pure spin would starve them */
+			yl.at = now;
 			sched_yield();
 			continue;
 		}

@@ -112,6 +112,11 @@ void xp_rtt_end(struct emu_xport_qp *x)
 
 	x->rtt_at = 0;
 	comp_cwnd_delay(x, r);
+	/* the longest recent round trip, forgetting 1/64 per sample (the
+	 * loss probe's floor, timer.c) */
+	x->max_rtt_ns -= x->max_rtt_ns / 64;
+	if (r > x->max_rtt_ns)
+		x->max_rtt_ns = r;
 	if (!x->srtt_ns) {
 		x->srtt_ns = r;
 		x->rttvar_ns = r / 2;

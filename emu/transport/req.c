@@ -659,6 +659,7 @@ void xp_req_reset(struct emu_qp *qp)
 	x->probe_shift = 0;
 	x->rtt_at = 0;
 	x->srtt_ns = x->rttvar_ns = 0;
+	x->max_rtt_ns = 0;
 	x->rnr_at = 0;
 	x->gbn_bound = XP_GBN_OFF;
 	x->cwnd = 0;

@@ -100,6 +100,8 @@ void emu_xport_rx(struct emu_dev *d, struct emu_qp *qp, const struct wire_pkt *p
 /* Timers and deferred transmit work; next_deadline is UINT64_MAX when idle. */
 void emu_xport_poll(struct emu_dev *d, uint64_t now_ns);
 uint64_t emu_xport_next_deadline(struct emu_dev *d);
+/* The last RC/UC packet received announces more (emu_xport_rx_expected, xport.c). */
+bool emu_xport_rx_expected(const struct emu_dev *d);
 
 /* cqe.c: an RX burst (struct emu_burst, core/emu_burst.h). The engine thread
  * passes its own burst object to begin, which attaches it to d; until

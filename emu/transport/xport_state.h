@@ -274,6 +274,7 @@ struct emu_xport_qp {
 	uint8_t probe_shift;       /* loss probes since the last progress (backoff) */
 	uint32_t srtt_ns, rttvar_ns; /* round trip to the responder (RFC 6298), 0: none yet */
 	uint32_t min_rtt_ns;       /* ... the shortest seen: nothing queued */
+	uint32_t max_rtt_ns;       /* ... the longest recent one, decaying (timer.c) */
 	uint32_t rtt_psn;          /* the packet being timed ... */
 	uint8_t rewind_resent;     /* the packet rewind_psn names went again since */
 	uint64_t rtt_at;           /* ... sent then (0: none) */
@@ -364,6 +365,7 @@ struct emu_xport_dev {
 	} dcqcn_cnt;
 	uint64_t xdrops[EMU_XDROP_NUM]; /* received packets dropped, by reason */
 	uint32_t resp_npend;        /* QPs with rd_pend: they share the TX room */
+	uint8_t rx_expect;          /* the last packet says more will follow (xport.c) */
 	/* the counters of QPs destroyed or reset, so that the device's totals
 	 * (UROCE_OP_QUERY_DROPS) cover every QP it ever had: a benchmark's
 	 * QPs are gone by the time anyone asks (xp_cnt_retire) */

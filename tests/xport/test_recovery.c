@@ -293,6 +293,129 @@ static int t_timer_rx_hold(void)
 	return 0;
 }
 
+/* ---- what the engine's spin after RX asks (emu_xport_rx_expected) ---- */
+static uint8_t exp_drop_op; /* drop frames of this opcode (0: none) */
+static unsigned exp_acks_dropped, exp_acks_drop;
+static bool exp_hook(struct sim *s, int to, uint8_t *frame, uint32_t len)
+{
+	struct wire_pkt p;
+
+	(void)s;
+	if (!xt_parse(frame, len, &p))
+		return true;
+	if (exp_drop_op && p.bth.opcode == exp_drop_op)
+		return false;
+	if (to == 0 && p.bth.opcode == WIRE_OP_RC_ACK && exp_acks_dropped < exp_acks_drop) {
+		exp_acks_dropped++;
+		return false;
+	}
+	return true;
+}
+
+/* A packet announces more only as a request that is not its message's
+ * last or as a response that leaves packets of its QP unacknowledged: a
+ * daemon spins after RX (yielding its core) only then, and sleeps after
+ * a ping-pong's message and its ACK (engine.c). */
+static int t_rx_expected(void)
+{
+	struct pair p;
+	struct uroce_cqe c[4];
+	struct emu_dev *a, *b;
+
+	if (pair_setup(&p, IBV_QPT_RC, IBV_MTU_1024, 1 << 16))
+		return 1;
+	a = &p.s.n[0].dev;
+	b = &p.s.n[1].dev;
+	sim_hook = exp_hook;
+	exp_drop_op = 0;
+	/* a ping-pong's message: one packet, then its ACK */
+	xt_post(&p, 1, IBV_WR_RDMA_WRITE, 0, 512, 0);
+	sim_run(&p.s, 1000000000ull);
+	CHECK_EQ(sim_poll(p.a.scq, c, 4), 1);
+	CHECK(!emu_xport_rx_expected(b));
+	CHECK(!emu_xport_rx_expected(a));
+	/* a WRITE of three packets whose last is lost: the responder has
+	 * seen its first and middle packets */
+	exp_drop_op = WIRE_OP_RC_WRITE_LAST;
+	xt_post(&p, 2, IBV_WR_RDMA_WRITE, 0, 3000, 0);
+	sim_run(&p.s, 1000);
+	CHECK(emu_xport_rx_expected(b));
+	exp_drop_op = 0;
+	sim_run(&p.s, 1000000000ull);
+	CHECK_EQ(sim_poll(p.a.scq, c, 4), 1);
+	CHECK_EQ(c[0].status, IBV_WC_SUCCESS);
+	CHECK(!emu_xport_rx_expected(b));
+	CHECK(!emu_xport_rx_expected(a));
+	/* a READ of three responses whose last is lost: the requester has
+	 * its first two, the READ is not yet acknowledged */
+	exp_drop_op = WIRE_OP_RC_READ_RESP_LAST;
+	xt_post(&p, 3, IBV_WR_RDMA_READ, 0, 3000, 0);
+	sim_run(&p.s, 1000);
+	CHECK(emu_xport_rx_expected(a));
+	CHECK(!emu_xport_rx_expected(b)); /* a READ request is one packet */
+	exp_drop_op = 0;
+	sim_run(&p.s, 1000000000ull);
+	CHECK_EQ(sim_poll(p.a.scq, c, 4), 1);
+	CHECK_EQ(c[0].status, IBV_WC_SUCCESS);
+	CHECK(!emu_xport_rx_expected(a));
+	sim_hook = NULL;
+	pair_fini(&p);
+	return 0;
+}
+
+/* The loss probe waits at least twice the longest recent round trip
+ * (max_rtt_ns, forgetting 1/64 per sample; that term at most a quarter
+ * of the retransmit timeout), not only 2 x SRTT + 4 x RTTVAR, which forget a slow round trip within a few samples: qperf
+ * rc_lat between two daemons that sleep probed 1.5-2.5 % of its round
+ * trips for nothing lost. */
+static int t_probe_floor(void)
+{
+	struct pair p;
+	struct uroce_cqe c[4];
+	struct emu_xport_qp *x;
+
+	if (pair_setup(&p, IBV_QPT_RC, IBV_MTU_1024, 1 << 16))
+		return 1;
+	x = p.a.qp->x;
+	/* the sample: the longest recent one, decaying */
+	x->srtt_ns = x->rttvar_ns = x->max_rtt_ns = 0;
+	x->rtt_at = sim_now - 1000000;
+	xp_rtt_end(x);
+	CHECK_EQ(x->max_rtt_ns, 1000000);
+	x->rtt_at = sim_now - 100000;
+	xp_rtt_end(x);
+	CHECK_EQ(x->max_rtt_ns, 1000000 - 1000000 / 64);
+	sim_hook = exp_hook;
+	exp_drop_op = 0;
+	uint64_t rto = wire_retrans_timeout_ns(p.a.qp->attr.timeout);
+	for (int k = 0; k < 3; k++) {
+		/* round trips of 100 us, one of 1 ms lately (k = 0), none
+		 * (k = 1), one of a whole retransmit timeout (k = 2) */
+		static const uint64_t slow[3] = { 1000000, 0, 0 };
+		x->srtt_ns = 100000;
+		x->rttvar_ns = 10000;
+		x->max_rtt_ns = (uint32_t)(k == 2 ? rto : slow[k]);
+		exp_acks_dropped = 0;
+		exp_acks_drop = 1; /* the WRITE's ACK is lost, the probe's not */
+		uint64_t t0 = sim_now, p0 = x->cnt.probes;
+		xt_post(&p, 10 + k, IBV_WR_RDMA_WRITE, 0, 512, 0);
+		sim_run(&p.s, 1000);
+		CHECK(x->probe_at != 0);
+		/* k = 0: 2 x 1 ms; k = 1: the 250 us floor (2 x 100 + 4 x 10 us
+		 * less); k = 2: a quarter of the retransmit timeout, not past it */
+		uint64_t want = k == 0 ? 2000000 : k == 1 ? 250000 : rto / 4;
+		CHECK(x->probe_at >= t0 + want && x->probe_at <= t0 + want + 1000);
+		sim_run(&p.s, 1000000000ull);
+		CHECK_EQ(sim_poll(p.a.scq, c, 4), 1);
+		CHECK_EQ(c[0].status, IBV_WC_SUCCESS);
+		CHECK_EQ(x->cnt.probes, p0 + 1);
+		CHECK_EQ(x->cnt.timeouts, 0);
+	}
+	sim_hook = NULL;
+	pair_fini(&p);
+	return 0;
+}
+
 static bool cnp_hook(struct sim *s, int to, uint8_t *frame, uint32_t len)
 {
 	struct wire_pkt p;
@@ -794,6 +917,8 @@ static const struct xt_test tests[] = {
 	{ "rnr_pipeline", t_rnr_pipeline },
 	{ "state_trace", t_state_trace },
 	{ "drop_reasons", t_drop_reasons },
+	{ "rx_expected", t_rx_expected },
+	{ "probe_floor", t_probe_floor },
 };
 
 int main(int argc, char **argv)
