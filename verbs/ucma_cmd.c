@@ -354,7 +354,12 @@ ssize_t ucma_write(struct ucma_file *f, const void *buf, size_t len)
 		if (hdr.cmd == RDMA_USER_CM_CMD_GET_EVENT) {
 			ret = f->mux.prim_fd >= 0 ? urv_mux_wait(&f->mux, f->fd, &src) :
 						    wait_event_byte(f->fd);
-			if (ret == -ENODEV && __atomic_load_n(&f->closed, __ATOMIC_ACQUIRE))
+			/* closed by another thread while we waited: the pipe
+			 * read or the epoll wait failed with EBADF, or saw
+			 * the daemon's end go (CI's rping-self: EBADF from
+			 * the read, 'rdma_get_cm_event: Bad file descriptor') */
+			if (ret && ret != -EINTR && ret != -EAGAIN &&
+			    __atomic_load_n(&f->closed, __ATOMIC_ACQUIRE))
 				return wait_forever();
 			if (ret == -ENODEV) {
 				/* the daemon's end: its DEVICE_REMOVAL events

@@ -174,7 +174,11 @@ int urv_mux_wait(struct urv_mux *m, int app_fd, unsigned *src)
 				m->sec[k].rfd = -1;
 			}
 		}
-		if (fcntl(app_fd, F_GETFL) & O_NONBLOCK)
+		int fl = fcntl(app_fd, F_GETFL);
+
+		if (fl < 0)
+			return -EBADF; /* closed meanwhile */
+		if (fl & O_NONBLOCK)
 			return -EAGAIN;
 		struct epoll_event ev;
 		if (epoll_wait(app_fd, &ev, 1, -1) < 0 && errno != EAGAIN)
