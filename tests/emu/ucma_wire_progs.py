@@ -10,8 +10,9 @@ data then crosses the link. rping-self runs both on uroce0, connecting to
 its own address: everything takes the port's self loop. Every byte is verified where the program can
 (rping -V). The daemon, its run directory and the programs are cleaned up
 with bounded timeouts (tests/lib/harness.py); a client is retried only when
-its server was not listening yet (cm.NOT_LISTENING), and the daemon's end
-is judged.
+its server was not listening yet (cm.NOT_LISTENING), server and client
+together when ucmatose's connections were split across the listen
+(cm.UCMATOSE_SPLIT), and the daemon's end is judged.
 
 usage: ucma_wire_progs.py UROCED LIBUROCE PROGRAM
 """
@@ -74,8 +75,15 @@ def run_test():
         print('unknown program %s' % prog)
         return 2
     # the port is the private daemon's CM port space: no clash with others
-    ok, cout, sout = h.pair(scmd, ccmd, senv, races=(cm.NOT_LISTENING,), timeout=TIMEOUT,
-                            cli_env=env0)
+    def both():
+        return h.pair(scmd, ccmd, senv, races=(cm.NOT_LISTENING,), timeout=TIMEOUT,
+                      cli_env=env0)
+    # ucmatose -c 2 whose first REQ came before the listen and the second
+    # after: the client gives up on REJ 8 and the server then cannot take
+    # the connection it heard (EINVAL, as with the kernel): both come again
+    # (cm.UCMATOSE_SPLIT; CI saw it once under load)
+    splits = (cm.UCMATOSE_SPLIT,) if prog == 'ucmatose' else ()
+    ok, cout, sout = h.retry(both, splits, limit=2, what='%s server and client' % prog)
     if not ok:
         return h.fail(prog)
     if prog == 'rdma_server-wild' and ('end 0' not in cout or 'end 0' not in sout):
