@@ -579,7 +579,11 @@ class Rig:
         nothing once it listens (rping -s, ucmatose, udaddy), and a client
         whose REQ comes first is rejected (REJ 8): with several
         connections some may then come before the listen and some after,
-        which neither program recovers from."""
+        which neither program recovers from. A listener of a server that
+        just ended goes when the daemon sees its file closed: that is
+        waited for first (bounded), else a new server's listen would not
+        raise the count above a base that still held the old one."""
+        wait_until(lambda: self.cm_listeners(devs) == 0, self.alive, 10.0)
         base = self.cm_listeners(devs)
 
         def listening():
