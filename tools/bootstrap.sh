@@ -9,6 +9,7 @@ PKGS=(build-essential pkg-config meson ninja-build clang libclang-rt-14-dev
       libdpdk-dev dpdk-dev libpcap-dev libbpf-dev
       libibverbs-dev ibverbs-utils perftest python3-pyverbs
       tshark python3-scapy valgrind iproute2 procps psmisc strace
+      gdb        # the stacks of a daemon that does not stop, in the test's log
       iptables   # af_packet hosts answering for the kernel's address (tests/net)
       qemu-system-x86 cpio kmod gzip
       ucx-utils openmpi-bin libopenmpi-dev libfabric-bin infiniband-diags

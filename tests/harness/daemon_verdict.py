@@ -3,6 +3,8 @@
 """The harness's verdict on a daemon it started (tests/lib/harness.py): a non-zero exit status or a
 sanitizer report in the daemon's log fails the test; a daemon the test
 itself SIGKILLed does not. Real processes, no uroced needed."""
+import contextlib
+import io
 import os
 import signal
 import subprocess
@@ -41,10 +43,15 @@ check(run.stop(p) == 0, 'SIGTERM handled, exit 0')
 # exits non-zero at the end (a leak report's exit code)
 p = shell('trap "exit 23" TERM')
 check(run.stop(p) == 23, 'exit 23 reported')
-# ignores SIGTERM: run.py kills it, and that is a failure
+# ignores SIGTERM: run.py kills it, and that is a failure; what it was
+# doing goes to the log first (its threads; their stacks when gdb is there)
 p = shell('trap "" TERM')
-st = run.stop(p, grace=2)  # the default grace is a minute
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    st = run.stop(p, grace=2)  # the default grace is a minute
 check(st == -signal.SIGKILL and run.daemon_faults([st], '') != [], 'SIGTERM ignored: %s' % st)
+check(('%d still running 2s after SIGTERM' % p.pid) in out.getvalue() and
+      ('\n%d sh ' % p.pid) in out.getvalue(), 'its threads dumped: %r' % out.getvalue()[:300])
 # the test SIGKILLed it (basic-daemon_death): not the daemon's fault
 p = subprocess.Popen(['sleep', '30'])
 p.kill()

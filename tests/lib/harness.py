@@ -457,9 +457,40 @@ def stop(proc, grace=60):
         try:
             proc.wait(grace)
         except subprocess.TimeoutExpired:
+            sys.stdout.write(hang_dump(proc.pid, 'still running %ds after SIGTERM' % grace))
             kill_group(proc)
             return proc.returncode
     return 0 if proc.returncode == -signal.SIGKILL else proc.returncode
+
+
+def hang_dump(pid, why):
+    """What a process that does not end is doing, for the log before it
+    is killed: each thread's state and kernel wait channel, and every
+    thread's stack from gdb when it is installed (bounded)."""
+    out = ['--- %d %s: its threads ---' % (pid, why)]
+    try:
+        for tid in sorted(os.listdir('/proc/%d/task' % pid), key=int):
+            base = '/proc/%d/task/%s/' % (pid, tid)
+            try:
+                with open(base + 'stat') as f:
+                    st = f.read()
+                with open(base + 'wchan') as f:
+                    wchan = f.read().strip()
+            except OSError:
+                continue
+            name = st[st.index('(') + 1:st.rindex(')')]
+            out.append('%s %s %s wchan %s' % (tid, name, st[st.rindex(')') + 2], wchan))
+    except OSError as e:
+        out.append('(no /proc: %s)' % e)
+    if shutil.which('gdb'):
+        try:
+            r = subprocess.run(['gdb', '-nx', '-batch', '-p', str(pid), '-ex',
+                                'thread apply all bt 30'], capture_output=True, text=True,
+                               timeout=60)
+            out.append(r.stdout[-12000:])
+        except subprocess.TimeoutExpired:
+            out.append('(gdb took over 60 s)')
+    return '\n'.join(out) + '\n'
 
 
 def accepts(path):
