@@ -1947,6 +1947,15 @@ uint32_t emu_ibcm_ids_max(struct emu_ibcm *cm)
 	return cm->nslots;
 }
 
+uint32_t emu_ibcm_listeners(struct emu_ibcm *cm)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < cm->nslots; i++)
+		n += cm->slot[i].used && cm->slot[i].id.state == EMU_IBCM_LISTEN;
+	return n;
+}
+
 void emu_ibcm_dump(struct emu_dev *d)
 {
 	struct emu_ibcm *cm = d->gsi_priv;

@@ -385,6 +385,10 @@ void emu_ibcm_dump(struct emu_dev *d);
 uint32_t emu_ibcm_ids_in_use(struct emu_ibcm *cm);
 /** The size of the id table (uroce-ctl limits). */
 uint32_t emu_ibcm_ids_max(struct emu_ibcm *cm);
+/** Services listened on (one per port space and port, however many
+ *  rdma_cm ids share it): a REQ to any other is rejected with reason 8.
+ *  Scans the table: for the control path only. */
+uint32_t emu_ibcm_listeners(struct emu_ibcm *cm);
 
 /** A packet to QPN 1 (wire_pkt_is_gsi()). Malformed MADs are counted. */
 void emu_ibcm_rx(struct emu_dev *d, const struct wire_pkt *pkt);

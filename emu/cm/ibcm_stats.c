@@ -39,6 +39,7 @@ int emu_ibcm_stats_fill(struct emu_dev *d, struct uroce_cm_stats_rep *r)
 		{ "rej-src-busy", c->rej_src_busy }, { "rej-src-table", c->rej_src_table },
 		{ "half-open-gone", c->half_open_reclaimed },
 		{ "ids", emu_ibcm_ids_in_use(cm) },
+		{ "listeners", emu_ibcm_listeners(cm) },
 	};
 	memset(r, 0, sizeof(*r));
 	for (unsigned i = 0; i < sizeof(tot) / sizeof(tot[0]); i++)

@@ -71,7 +71,9 @@ PERFTEST_LATE_LISTEN = h.Race(
 # ucmatose prints "starting server" before it listens: a client whose
 # first REQs came before the listen (REJECTED 8) and the rest after gives
 # up, and the server then cannot accept those (EINVAL, as with the
-# kernel) and ends: both start again
+# kernel) and ends: both start again. The client now waits for the
+# daemon's CM to listen (Rig.cm_listening); this stays for a listener
+# seen before the previous attempt's was gone
 UCMATOSE_SPLIT = h.Race(
     'ucmatose connections split across the listen',
     r'(?m)event: RDMA_CM_EVENT_REJECTED, error: 8$',
@@ -133,14 +135,15 @@ def mode_rping(env, port, args):
     return 0
 
 
-def mode_ucmatose(env, port, args):
+def mode_ucmatose(env, port, args, rig):
     if not need('ucmatose'):
         return 77
     conns, count, size = args[0], args[1], args[2]
     base = ['-p', str(port), '-c', conns, '-C', count, '-S', size] + args[3:]
     addr = '::1' if 'ipv6' in args[3:] else '127.0.0.1'
     ok, out, sout = h.retry(
-        lambda: pair(['ucmatose', '-b', addr] + base, ['ucmatose', '-s', addr] + base, env),
+        lambda: pair(['ucmatose', '-b', addr] + base, ['ucmatose', '-s', addr] + base, env,
+                     ready=rig.cm_listening()),
         (UCMATOSE_SPLIT,), limit=2, what='ucmatose server and client')
     if not ok:
         return fail('ucmatose')
@@ -150,12 +153,16 @@ def mode_ucmatose(env, port, args):
     return 0
 
 
-def mode_udaddy(env, port, args):
+def mode_udaddy(env, port, args, rig):
     if not need('udaddy'):
         return 77
     # udaddy's -p is the port space (UDP by default); its port is fixed (7174)
     base = ['-c', args[0], '-C', args[1]]
-    ok, out, sout = pair(['udaddy'] + base, ['udaddy', '-s', '127.0.0.1'] + base, env)
+    # -c N: a client whose first SIDR REQs came before the listen and the
+    # rest after leaves the server waiting for the first ones' messages:
+    # the client starts once the daemon's CM listens
+    ok, out, sout = pair(['udaddy'] + base, ['udaddy', '-s', '127.0.0.1'] + base, env,
+                         ready=rig.cm_listening())
     if not ok:
         return fail('udaddy')
     for who, o in (('client', out), ('server', sout)):
@@ -347,7 +354,8 @@ def cm_counters(stat, env):
 def mode_cm_stat(env, penv, port, stat):
     """uroce-stat shows the engine's counters, and they move: a connection
     to a port nobody listens on is one REQ out and in, one REJ 8 (invalid
-    service ID) sent and received."""
+    service ID) sent and received; a listening rping -s is one listener
+    while it lives."""
     if not need('rping'):
         return 77
     before = cm_counters(stat, env)
@@ -365,6 +373,20 @@ def mode_cm_stat(env, penv, port, stat):
             return fail('cm.%s did not move: %r' % (k, after))
     if after['tx-mads'] < before['tx-mads'] + 2 or after['rx-mads'] < before['rx-mads'] + 2:
         return fail('MAD totals did not move: %r -> %r' % (before, after))
+    if after.get('listeners') != 0:
+        return fail('cm.listeners with nobody listening: %r' % after)
+    # a listener is counted while its program lives, and no longer after
+    srv = Bg(['rping', '-s', '-a', '127.0.0.1', '-p', str(port)], penv, name='server')
+    try:
+        if not h.wait_until(lambda: (cm_counters(stat, env) or {}).get('listeners') == 1,
+                            srv.alive, TIMEOUT):
+            return fail('cm.listeners did not become 1 under rping -s: %r' % (
+                cm_counters(stat, env),))
+    finally:
+        srv.kill()
+    if not h.wait_until(lambda: (cm_counters(stat, env) or {}).get('listeners') == 0,
+                        lambda: True, TIMEOUT):
+        return fail('cm.listeners stayed after rping -s ended: %r' % (cm_counters(stat, env),))
     print('counters after:', after)
     return 0
 
@@ -563,9 +585,9 @@ def run_test():
     elif m == 'rping':
         rc = mode_rping(penv, port, x)
     elif m == 'ucmatose':
-        rc = mode_ucmatose(penv, port, x)
+        rc = mode_ucmatose(penv, port, x, rig)
     elif m == 'udaddy':
-        rc = mode_udaddy(penv, port, x)
+        rc = mode_udaddy(penv, port, x, rig)
     elif m == 'mckey':
         rc = mode_mckey(penv, port, x)
     elif m in ('rdma-server', 'rdma-xserver'):

@@ -9,10 +9,11 @@ QP1 through the daemon's CM engine (emu/cm/ibcm.c, emu/cm/ucma.c), and the
 data then crosses the link. rping-self runs both on uroce0, connecting to
 its own address: everything takes the port's self loop. Every byte is verified where the program can
 (rping -V). The daemon, its run directory and the programs are cleaned up
-with bounded timeouts (tests/lib/harness.py); a client is retried only when
-its server was not listening yet (cm.NOT_LISTENING), server and client
-together when ucmatose's connections were split across the listen
-(cm.UCMATOSE_SPLIT), and the daemon's end is judged.
+with bounded timeouts (tests/lib/harness.py); a client starts once the
+daemon's CM listens for its server (uroce-ctl counters: cm.listeners) and
+is retried only when its server was not listening yet (cm.NOT_LISTENING),
+server and client together when ucmatose's connections were split across
+the listen (cm.UCMATOSE_SPLIT), and the daemon's end is judged.
 
 usage: ucma_wire_progs.py UROCED LIBUROCE PROGRAM
 """
@@ -76,12 +77,15 @@ def run_test():
         return 2
     # the port is the private daemon's CM port space: no clash with others
     def both():
+        # the client starts once the daemon's CM listens on the server's
+        # service (none of these servers says when it listens)
         return h.pair(scmd, ccmd, senv, races=(cm.NOT_LISTENING,), timeout=TIMEOUT,
-                      cli_env=env0)
+                      cli_env=env0, ready=rig.cm_listening(('uroce0', 'uroce1')))
     # ucmatose -c 2 whose first REQ came before the listen and the second
     # after: the client gives up on REJ 8 and the server then cannot take
     # the connection it heard (EINVAL, as with the kernel): both come again
-    # (cm.UCMATOSE_SPLIT; CI saw it once under load)
+    # (cm.UCMATOSE_SPLIT; CI saw it once under load, before the wait for
+    # the listen above)
     splits = (cm.UCMATOSE_SPLIT,) if prog == 'ucmatose' else ()
     ok, cout, sout = h.retry(both, splits, limit=2, what='%s server and client' % prog)
     if not ok:

@@ -316,14 +316,21 @@ def pair(srv_cmd, cli_cmd, env, ready=None, races=(), moved_on=None, srv_exits=T
 
     The client starts once the server is ready: ready is a line the server
     prints once it listens (str or regex), or the TCP port it listens on
-    (int), or None (start at once). A client that fails with the
+    (int), or a predicate (callable, e.g. Rig.cm_listening), or None
+    (start at once). A client that fails with the
     signature of one of races (the server was not listening yet) is
     retried while the server lives (retry(): bounded, printed, counted);
     one whose output matches moved_on (a Race: the server has moved past
     the point a new client could join) ends the pair at once, failed."""
     srv = Bg(srv_cmd, env, tty=isinstance(ready, (str, re.Pattern)), name='server')
     try:
-        if isinstance(ready, int):
+        if callable(ready):
+            # a predicate (Rig.cm_listening): the daemon's word that the
+            # server is there, bounded by the server being alive
+            if not wait_until(ready, srv.alive, timeout):
+                return False, '', srv.kill() + '\nserver never became ready: %s' % (
+                    getattr(ready, 'why', ready),)
+        elif isinstance(ready, int):
             if not wait_until(lambda: tcp_listening(ready, srv.p.pid), srv.alive, timeout):
                 return False, '', srv.kill() + '\nserver exited before it listened on TCP ' \
                     'port %d' % ready
@@ -544,6 +551,45 @@ class Rig:
         """A file the daemons write after their socket (sysfs tree)."""
         path = os.path.join(self.dir, rel)
         return wait_until(lambda: os.path.exists(path), self.alive, limit)
+
+    def ctl(self, args, dev='uroce0'):
+        """uroce-ctl of the build beside uroced against these daemons:
+        its JSON, or None when the daemon does not answer."""
+        ctl = os.path.join(os.path.dirname(os.path.abspath(self.uroced)), '..', 'tools',
+                           'ctl', 'uroce-ctl')
+        r = subprocess.run([ctl, '--run-dir', self.dir, '-d', dev, '--json'] + list(args),
+                           capture_output=True, text=True, timeout=30)
+        if r.returncode != 0:
+            return None
+        import json
+        return json.loads(r.stdout)
+
+    def cm_listeners(self, devs=('uroce0',)):
+        """The services the IB CM engines of devs listen on, summed
+        (uroce-ctl counters: cm.listeners)."""
+        n = 0
+        for d in devs:
+            j = self.ctl(['counters', '--port'], d)
+            n += (j or {}).get('cm', {}).get('listeners', 0)
+        return n
+
+    def cm_listening(self, devs=('uroce0',)):
+        """A ready predicate for pair(): true once the CM engines of devs
+        listen on one service more than now. A librdmacm server prints
+        nothing once it listens (rping -s, ucmatose, udaddy), and a client
+        whose REQ comes first is rejected (REJ 8): with several
+        connections some may then come before the listen and some after,
+        which neither program recovers from. A listener of a server that
+        just ended goes when the daemon sees its file closed: that is
+        waited for first (bounded), else a new server's listen would not
+        raise the count above a base that still held the old one."""
+        wait_until(lambda: self.cm_listeners(devs) == 0, self.alive, 10.0)
+        base = self.cm_listeners(devs)
+
+        def listening():
+            return self.cm_listeners(devs) > base
+        listening.why = 'the CM of %s listened on no new service' % ', '.join(devs)
+        return listening
 
     def penv(self, shim, preload_first='', extra=None):
         """The programs' environment: liburoce preloaded (after the
