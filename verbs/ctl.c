@@ -183,6 +183,13 @@ int urv_ctl_held(struct urv_context *o, uint32_t op, const void *req,
 	}
 	if (ret == -ENODEV)
 		__atomic_store_n(&o->dead, true, __ATOMIC_RELAXED);
+	/* a kernel provider's verb fails in write() or ioctl(), which leaves
+	 * the error in errno as well as in the return value; programs print
+	 * strerror(errno) after a verb that returns its error (qperf's
+	 * "failed to modify QP to RTR", perftest): without this they print
+	 * whatever an earlier call left there */
+	if (ret < 0)
+		errno = -ret;
 	return ret;
 }
 

@@ -8,7 +8,8 @@
  *                  contexts carry verified SENDs; half destroyed and made
  *                  again (their ranges reused), traffic again; query_qp
  *                  gives back exactly what the modifies set
- *   modify_errors  every refused transition returns EINVAL at once and
+ *   modify_errors  every refused transition returns EINVAL at once (and
+ *                  sets errno, as a kernel provider's write() does) and
  *                  leaves the QP where it was (query_qp), in order
  */
 #include "vt.h"
@@ -149,8 +150,11 @@ static void modify_errors(void)
 	a.ah_attr.grh.dgid = t.gid;
 	a.ah_attr.grh.sgid_index = (uint8_t)t.gid_idx;
 	a.ah_attr.grh.hop_limit = 1;
-	/* RoCE: a GRH is mandatory */
-	REQUIRE(ibv_modify_qp(qp, &a, rtr) == EINVAL && state_of(qp) == IBV_QPS_INIT);
+	/* RoCE: a GRH is mandatory; and errno holds the error as a kernel
+	 * provider's failed write() leaves it (qperf prints strerror(errno)) */
+	errno = EAGAIN;
+	REQUIRE(ibv_modify_qp(qp, &a, rtr) == EINVAL && errno == EINVAL &&
+		state_of(qp) == IBV_QPS_INIT);
 	a.ah_attr.is_global = 1;
 	a.ah_attr.grh.sgid_index = 15; /* beyond the loopback port's GIDs */
 	REQUIRE(ibv_modify_qp(qp, &a, rtr) == EINVAL && state_of(qp) == IBV_QPS_INIT);
