@@ -9,7 +9,9 @@ interleaved so that a ratio is taken within one run:
 
   qperf   tcp_bw, tcp_lat (the kernels, on the same veth) beside rc_bw,
           rc_rdma_write_bw, rc_rdma_read_bw, rc_lat (all -cm1: rdma_cm)
-  perftest ib_write_bw, ib_read_bw at 64 KB and 1 MB (-D seconds)
+  perftest ib_write_bw, ib_read_bw at 64 KB and 1 MB (-D seconds), and
+          with many QPs at once: 8 and 32 QPs x 128 WRITEs / 16 READs of 64 KB
+          outstanding (--multi-only: just these and one tcp_bw)
 
 for each port kind:
 
@@ -31,6 +33,7 @@ over a link").
 
 usage: bench/link.py [--build DIR] [--kinds xdp,packet] [--mtu 3000]
                      [--time S] [--json FILE] [--quick] [--busy-poll]
+                     [--multi-only]
 Needs root (namespaces, af_xdp), qperf and perftest; exit 77 without.
 """
 import argparse
@@ -228,7 +231,8 @@ def summarize(d0, d1):
             "lost": lost, "drops": drops,
             "retransmits": sum_qp("retransmits"), "timeouts": sum_qp("timeouts"),
             "seq_naks": sum_qp("seq-naks-sent"), "rnr_naks": sum_qp("rnr-naks-rcvd"),
-            "probes": sum_qp("probes")}
+            "probes": sum_qp("probes"),
+            "counters": {s: {k: v for k, v in d[s].items() if v} for s in "ab"}}
 
 
 class Qperf:
@@ -273,11 +277,11 @@ class Qperf:
             self.srv.wait()
 
 
-def perftest(link, prog, size, secs=None, iters=None):
+def perftest(link, prog, size, secs=None, iters=None, extra=()):
     """One perftest pair; (bytes/s average, seconds taken by the client)."""
     port = str(free_port())
     gid = "1"
-    base = [prog, "-d", "uroce0", "-x", gid, "-F", "-p", port, "-s", str(size)]
+    base = [prog, "-d", "uroce0", "-x", gid, "-F", "-p", port, "-s", str(size)] + list(extra)
     base += ["-D", str(secs)] if secs else ["-n", str(iters)]
     srv = subprocess.Popen(link.nsx("a", base), env=link.env("a"), stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL, start_new_session=True)
@@ -325,12 +329,39 @@ def fmt(r):
     return "%s lost %d retrans %d timeouts %d" % (s, r["lost"], r["retransmits"], r["timeouts"])
 
 
+# many QPs at once (issue 22's "zero RX-ring loss" with the sum of the
+# QPs' windows toward one receiver, not one QP's window): 8 and 32 QPs,
+# each with 128 WRITEs (or 16 READs: perftest's -o, the responder's limit)
+# of 64 KB outstanding
+MULTI = [("ib_write_bw 64K q8 t128", "ib_write_bw", ["-q", "8", "-t", "128"]),
+         ("ib_read_bw 64K q8 o16", "ib_read_bw", ["-q", "8", "-o", "16"]),
+         ("ib_write_bw 64K q32 t128", "ib_write_bw", ["-q", "32", "-t", "128"]),
+         ("ib_read_bw 64K q32 o16", "ib_read_bw", ["-q", "32", "-o", "16"])]
+
+
+def run_multi(link, a):
+    rows = []
+    for name, prog, extra in MULTI:
+        def fn(p=prog, e=extra):
+            v, _, err = perftest(link, p, 65536, secs=a.time, extra=e)
+            return v, err
+        rows.append(measure(link, name, fn, lambda v, t: v * a.time))
+    return rows
+
+
 def run_kind(build, kind, a):
     link = Link(build, kind, a.mtu, ["--busy-poll"] if a.busy_poll else [])
     rows = []
     log("== %s (MTU %d)" % (kind, a.mtu))
     try:
         link.up()
+        if a.multi_only:
+            q = Qperf(link)
+            try:
+                rows.append(measure(link, "tcp_bw", lambda: q.run("tcp_bw", a.time), lambda v, t: v * a.time))
+            finally:
+                q.stop()
+            return rows + run_multi(link, a)
         q = Qperf(link)
         T = a.time
         bw = lambda v, t: v * T  # noqa: E731  (bytes moved at that rate over the test)
@@ -360,6 +391,7 @@ def run_kind(build, kind, a):
                 return (took if v else None), e
             r = measure(link, name, fn)
             rows.append(r)
+        rows += run_multi(link, a)
     finally:
         link.down()
     return rows
@@ -407,6 +439,8 @@ def main():
     ap.add_argument("--big-iters", type=int, default=20)
     ap.add_argument("--busy-poll", action="store_true")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--multi-only", action="store_true",
+                    help="only TCP once and the many-QP perftest cases")
     ap.add_argument("--json")
     a = ap.parse_args()
     if a.quick:

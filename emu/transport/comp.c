@@ -770,6 +770,7 @@ void xp_comp_rx(struct emu_qp *qp, const struct wire_pkt *pkt)
 	if (c.progress && qp->attr.qp_state != IBV_QPS_ERR)
 		comp_progress_made(qp);
 	comp_cwnd_grow(x, wire_psn_diff(x->acked_psn, acked));
+	xp_infl_sync(qp);
 	if (qp->attr.qp_state == IBV_QPS_RTS || qp->attr.qp_state == IBV_QPS_SQD) {
 		if (!comp_outstanding(qp))
 			x->retrans_at = x->probe_at = 0;

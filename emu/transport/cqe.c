@@ -188,6 +188,7 @@ void xp_qp_error(struct emu_qp *qp, int ev)
 	EMU_LOG_RL(DEBUG, "qp %u -> ERR (event %d)\n", qp->qpn, ev);
 	qp->attr.qp_state = IBV_QPS_ERR;
 	qp->attr.cur_qp_state = IBV_QPS_ERR;
+	xp_infl_sync(qp); /* nothing counts as out any more */
 	if (ev)
 		xp_event(qp, (enum ibv_event_type)ev);
 	emu_xport_flush(qp);

@@ -390,6 +390,7 @@ static void modify_xport(struct emu_qp *qp, const struct ibv_qp_attr *attr, int 
 		x->rnr_left = qp->attr.rnr_retry;
 	if (mask & IBV_QP_SQ_PSN) {
 		x->sq_psn = x->sq_psn_max = x->acked_psn = x->sq_psn_hw = qp->attr.sq_psn;
+		xp_infl_sync(qp);
 	}
 }
 

@@ -132,6 +132,7 @@ void emu_xport_qp_fini(struct emu_qp *qp)
 	xp_cnt_retire(qp);
 	xp_act_del(qp);
 	xp_resp_release(qp);
+	xp_infl_release(qp);
 	free(x->sq_copy);
 	free(x->swqe);
 	free(x->rwqe);

@@ -269,6 +269,7 @@ struct emu_xport_qp {
 	uint8_t sq_drain_evt;      /* SQD: event pending when drained */
 	uint16_t cwnd;             /* send window, packets past acked_psn (0: initial) */
 	uint16_t ssthresh;         /* slow start below it (0: the whole window) */
+	uint32_t infl;             /* packets past acked_psn counted in the device's infl */
 	uint32_t recover_psn;      /* a loss cut the window: no other cut before this is acked */
 	uint8_t in_recovery;       /* ... until then */
 	uint8_t probe_shift;       /* loss probes since the last progress (backoff) */
@@ -365,6 +366,7 @@ struct emu_xport_dev {
 	} dcqcn_cnt;
 	uint64_t xdrops[EMU_XDROP_NUM]; /* received packets dropped, by reason */
 	uint32_t resp_npend;        /* QPs with rd_pend: they share the TX room */
+	uint32_t infl;              /* packets in flight of all RC requesters (xp_infl_sync) */
 	uint8_t rx_expect;          /* the last packet says more will follow (xport.c) */
 	/* the counters of QPs destroyed or reset, so that the device's totals
 	 * (UROCE_OP_QUERY_DROPS) cover every QP it ever had: a benchmark's
