@@ -53,6 +53,7 @@ mkdir -p "$RUN" "$out/req" "$out/rxe" "$out/res" && chmod 700 "$RUN"
 export UROCE_RUN_DIR=$RUN
 
 say() { echo "[guest:$dev $(cut -d' ' -f1 /proc/uptime)] $*"; }
+uptime_s() { local u; read -r u _ < /proc/uptime; echo "${u%.*}"; }
 # Progress, for the host's watchdog (nic.py): step names what the guest is
 # doing (it is in the watchdog's verdict), beat says a wait loop still
 # turns (a uroce-ctl call answered). The host fails the test when neither
@@ -158,11 +159,15 @@ start_uroced() {
 stop_uroced() {
 	[ -n "$UPID" ] || return 0
 	kill -TERM "$UPID" 2>/dev/null
-	# by the clock (SECONDS), not by turns: a turn of this loop takes
-	# 0.3 s in a TCG guest, 1200 of them were 400 s
-	local n=0 st t0=$SECONDS
+	# by the clock, not by turns: a turn of this loop takes 0.3 s in a
+	# TCG guest, 1200 of them were 400 s. The clock is /proc/uptime (boot
+	# time, monotonic), not SECONDS: the guest's wall clock stepped by
+	# over 120 s once (a CI run: 'did not stop within 120 s' 0.7 s of
+	# uptime after the SIGTERM)
+	local n=0 st t0
+	t0=$(uptime_s)
 	running() { kill -0 "$UPID" 2>/dev/null && [ -z "$(awk '$3 == "Z"' /proc/$UPID/stat 2>/dev/null)" ]; }
-	while running && [ $((SECONDS - t0)) -lt 120 ]; do
+	while running && [ $(($(uptime_s) - t0)) -lt 120 ]; do
 		sleep 0.1; n=$((n + 1)); [ $((n % 20)) != 0 ] || beat
 	done
 	if running; then
