@@ -495,6 +495,23 @@ static void lk_default(void)
 	lk.cost_ns = 600;            /* 1 KB frames: 1.7 GB/s while it runs */
 }
 
+/* the same receiver, off its core 4 ms in every 16 (another process has
+ * it) */
+static void lk_offcore(void)
+{
+	lk_default();
+	lk.period_ns = 16000000;
+	lk.off_ns = 4000000;
+}
+
+/* every message done, nothing lost at the ring, no retransmit timeout */
+static void lk_check_clean(const struct lk_result *r, uint32_t done)
+{
+	CHECK_EQ(r->done, done);
+	CHECK_EQ(r->ring_drops, 0);
+	CHECK_EQ(r->timeouts, 0);
+}
+
 /* A receiving daemon that is descheduled 4 ms in every 16 (another
  * process has the core) behind a link its peer fills at 1.5 GB/s: before
  * issue 22 the requester's window (up to 4096 packets) overran the
@@ -505,23 +522,17 @@ static int t_link_no_ring_loss(void)
 {
 	struct lk_result r;
 
-	lk_default();
-	lk.period_ns = 16000000;
-	lk.off_ns = 4000000;
+	lk_offcore();
 	fprintf(stderr, "  link %u Mb/s, ring %u, receiver %lu ns/frame, off %lu of every %lu us, "
 		"seed 0x%lx\n", LK_MBPS, lk.ring, (unsigned long)lk.cost_ns,
 		(unsigned long)lk.off_ns / 1000, (unsigned long)lk.period_ns / 1000,
 		(unsigned long)lk_seed());
 	lk_stream(IBV_WR_RDMA_WRITE, 65536, 64, 512, 1, &r);
 	lk_print("WRITE 64 KB x 512, 1 QP", &r);
-	CHECK_EQ(r.done, 512);
-	CHECK_EQ(r.ring_drops, 0);
-	CHECK_EQ(r.timeouts, 0);
+	lk_check_clean(&r, 512);
 	lk_stream(IBV_WR_RDMA_WRITE, 65536, 64, 256, 4, &r);
 	lk_print("WRITE 64 KB x 256, 4 QPs", &r);
-	CHECK_EQ(r.done, 4 * 256);
-	CHECK_EQ(r.ring_drops, 0);
-	CHECK_EQ(r.timeouts, 0);
+	lk_check_clean(&r, 4 * 256);
 	return 0;
 }
 
@@ -538,26 +549,18 @@ static int t_link_many_qps(void)
 {
 	struct lk_result r;
 
-	lk_default();
-	lk.period_ns = 16000000;
-	lk.off_ns = 4000000;
+	lk_offcore();
 	lk_stream(IBV_WR_RDMA_WRITE, 65536, 128, 64, 16, &r);
 	lk_print("WRITE 64 KB x 64, 16 QPs x 128", &r);
-	CHECK_EQ(r.done, 16 * 64);
-	CHECK_EQ(r.ring_drops, 0);
-	CHECK_EQ(r.timeouts, 0);
+	lk_check_clean(&r, 16 * 64);
 	CHECK(r.ring_max <= XP_DEV_INFL_MAX + 64); /* + what was sent again */
 	/* a QP held by the bound mid-message asked for its ACK: without
 	 * AckReq on its last packet it waited for a probe (53 here) */
 	CHECK(r.probes <= 8);
-	lk_default();
-	lk.period_ns = 16000000;
-	lk.off_ns = 4000000;
+	lk_offcore();
 	lk_stream(IBV_WR_RDMA_READ, 65536, 16, 64, 16, &r);
 	lk_print("READ 64 KB x 64, 16 QPs x 16", &r);
-	CHECK_EQ(r.done, 16 * 64);
-	CHECK_EQ(r.ring_drops, 0);
-	CHECK_EQ(r.timeouts, 0);
+	lk_check_clean(&r, 16 * 64);
 	CHECK(r.ring_max <= XP_DEV_INFL_MAX + 16 * 64);
 	return 0;
 }
@@ -574,10 +577,8 @@ static int t_link_infl_fair(void)
 {
 	struct lk_result r;
 
-	lk_default();
+	lk_offcore();
 	lk.late_ns = 2000000;
-	lk.period_ns = 16000000;
-	lk.off_ns = 4000000;
 	lk_stream(IBV_WR_RDMA_WRITE, 65536, 128, 256, 8, &r);
 	lk_print("WRITE 64 KB x 256, 8 QPs, 7 late", &r);
 	fprintf(stderr, "  the late QP had %u of 256 done when the first was done\n",
