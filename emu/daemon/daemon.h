@@ -41,6 +41,7 @@ struct emu_opts {
 	bool fault_set;
 	struct emu_fault_cfg fault;
 	uint32_t spin_us;         /* empty-loop time before sleeping */
+	uint32_t ack_hold_us;     /* --ack-hold-us (resp.c, resp_ack_hold) */
 	uint32_t nb_mbuf;         /* mbufs per pool (--mbufs) */
 	struct emu_access acc;    /* who may connect (access.c) */
 	uint32_t mem_stall_ms;    /* an access to application memory blocked this

@@ -71,6 +71,8 @@ static void emu_usage(FILE *f)
 		"                    send to QP0/QP1, as with CAP_NET_RAW (repeatable)\n"
 		"  --busy-poll       never sleep (benchmarks); default: adaptive (spin, yield, sleep)\n"
 		"  --spin-us N       idle spin before sleeping (default 50)\n"
+		"  --ack-hold-us N   hold a message's ACK up to N us for the QP's reply, to\n"
+		"                    leave in one burst with it (default 30; 0: never)\n"
 		"  --mbufs N         mbufs in each of a device's pools (default 8191; what a\n"
 		"                    port may hold in flight; memory-constrained hosts, tests)\n"
 		"  --no-zc           copy every payload into its frame (default: large pieces of\n"
@@ -318,7 +320,7 @@ static void emu_opts_default(struct emu_opts *o, unsigned idx)
 enum { O_DEV = 256, O_PORT, O_IP, O_MAC, O_MTU, O_RUNDIR, O_BUSY, O_EAL, O_PCAP,
        O_FAULT, O_SPIN, O_LOG, O_CPU, O_HELP, O_STALL,
        O_SOCK_GROUP, O_SOCK_MODE, O_ALLOW_UID, O_ALLOW_GID, O_LIMIT, O_UID_LIMIT, O_SHARED,
-       O_DCQCN, O_NO_ZC, O_MBUFS, O_PRIV_UID, O_VLAN };
+       O_DCQCN, O_NO_ZC, O_MBUFS, O_PRIV_UID, O_VLAN, O_ACK_HOLD };
 
 static const struct option emu_long_opts[] = {
 	{ "dev", required_argument, NULL, O_DEV },
@@ -331,6 +333,7 @@ static const struct option emu_long_opts[] = {
 	{ "busy-poll", no_argument, NULL, O_BUSY },
 	{ "no-zc", no_argument, NULL, O_NO_ZC },
 	{ "spin-us", required_argument, NULL, O_SPIN },
+	{ "ack-hold-us", required_argument, NULL, O_ACK_HOLD },
 	{ "mbufs", required_argument, NULL, O_MBUFS },
 	{ "eal", required_argument, NULL, O_EAL },
 	{ "pcap", required_argument, NULL, O_PCAP },
@@ -398,6 +401,8 @@ static int emu_opt_global(struct emu_opts *g, int c, const char *v)
 		}
 		return 0;
 	case O_SPIN: return emu_opt_ulong("spin-us", v, 1000000, &g->spin_us);
+	/* at most 200 us: below the peer's 250 us minimum loss probe */
+	case O_ACK_HOLD: return emu_opt_ulong("ack-hold-us", v, 200, &g->ack_hold_us);
 	case O_MBUFS:
 		if (emu_opt_ulong("mbufs", v, 1u << 20, &g->nb_mbuf))
 			return -1;
@@ -471,6 +476,7 @@ static int emu_opts_complete(struct emu_opts *o, const struct emu_opts *g)
 	o->busy_poll = g->busy_poll;
 	o->no_zc = g->no_zc;
 	o->spin_us = g->spin_us;
+	o->ack_hold_us = g->ack_hold_us;
 	o->nb_mbuf = g->nb_mbuf;
 	o->mem_stall_ms = g->mem_stall_ms;
 	o->fault_set = g->fault_set;
@@ -549,6 +555,7 @@ static int emu_opts_parse(struct emu_opts *os, unsigned *ndev, int argc, char **
 
 	emu_opts_default(&g, 0);
 	g.spin_us = 50;
+	g.ack_hold_us = EMU_XPORT_ACK_HOLD_NS / 1000;
 	g.nb_mbuf = EMU_NB_MBUF;
 	/* not 100: a thread of the client holding its mmap lock while preempted
 	 * on a loaded machine (or a huge-page compaction) legitimately blocks
@@ -718,6 +725,7 @@ static int emu_daemon_setup(struct emu_daemon *dm)
 	if (emu_shared_attach(dm))
 		return -1;
 	dm->dev.x->dcqcn = dm->o.dcqcn;
+	emu_xport_ack_hold_set(&dm->dev, dm->o.ack_hold_us * 1000);
 	if (dm->o.fault_set) {
 		dm->dev.fault = emu_fault_new(&dm->o.fault);
 		if (!dm->dev.fault) {

@@ -93,6 +93,7 @@ static bool resp_ack_held(struct emu_qp *qp, uint8_t syn, uint32_t psn)
 	if (!x->ack_pending || wire_aeth_type(x->ack_syndrome) == WIRE_AETH_ACK ||
 	    wire_aeth_type(syn) != WIRE_AETH_ACK) {
 		x->ack_pending = 1;
+		x->ack_hold_at = 0;
 		x->ack_psn = psn;
 		x->ack_syndrome = syn;
 	}
@@ -130,6 +131,7 @@ static void resp_ack_later(struct emu_qp *qp, uint32_t psn)
 	    !wire_psn_before(x->ack_psn, psn))
 		return;
 	x->ack_pending = 1;
+	x->ack_hold_at = 0; /* a new ACK is due at once unless resp_ack_hold holds it */
 	x->ack_psn = psn;
 	x->ack_syndrome = wire_aeth_ack(WIRE_AETH_CREDITS_INVALID);
 	xp_act_add(qp);
@@ -143,6 +145,7 @@ void xp_resp_send_ack(struct emu_qp *qp)
 	if (!x->ack_pending || (x->rd_pend && qp->attr.qp_state != IBV_QPS_ERR))
 		return;
 	x->ack_pending = 0;
+	x->ack_hold_at = 0;
 	/* after a failed deferred write only its NAK is left to send */
 	if (x->wr_failed)
 		resp_ack_tx(qp, x->ack_syndrome, x->ack_psn);
@@ -207,6 +210,7 @@ void xp_resp_mem_fault(struct emu_qp *qp, uint64_t tag)
 	 * written (and may have been ACKed), nothing from it on is */
 	x->cnt.naks_sent++;
 	x->ack_pending = 1;
+	x->ack_hold_at = 0;
 	x->ack_psn = (uint32_t)tag & WIRE_PSN_MASK;
 	x->ack_syndrome = wire_aeth_nak(kind == XP_WB_RECV ? WIRE_NAK_REM_OP_ERR :
 					WIRE_NAK_REM_ACCESS_ERR);
@@ -480,6 +484,7 @@ static uint32_t resp_pump(struct emu_qp *qp, uint32_t max)
 		 * (its AETH acknowledges everything before); a NAK goes first */
 		if (x->ack_pending && wire_psn_before(x->ack_psn, r->rpsn)) {
 			x->ack_pending = 0;
+			x->ack_hold_at = 0;
 			if (wire_aeth_type(x->ack_syndrome) != WIRE_AETH_ACK)
 				resp_ack_tx(qp, x->ack_syndrome, x->ack_psn);
 			before = x->cnt.tx_bytes;
@@ -1325,10 +1330,47 @@ static enum emu_resp_state resp_complete(struct resp_ctx *c)
 	return EMU_RESP_ACKNOWLEDGE;
 }
 
+/* Hold the ACK for the reply. IBTA has no piggy-backed ACK, but in a
+ * ping-pong the ACK of a message and the QP's own next request (the
+ * application's reply, microseconds later) can leave in one TX burst: one
+ * sendto here and one wake-up of the peer's daemon instead of two of
+ * each. The ACK stays its own packet (its AETH, its MSN); only when it
+ * leaves changes. Held only
+ *  - for a message that ended (the LAST or ONLY packet) on a QP whose
+ *    traffic alternates: since our last request the peer sent one message,
+ *    not two (ack_pp; a stream, ib_send_bw's, turns it off at its second
+ *    message and its ACKs leave at the turn's end as before);
+ *  - at most the device's ack_hold_ns (EMU_XPORT_ACK_HOLD_NS, far below the
+ *    peer's 250 us minimum loss probe): emu_xport_next_deadline wakes an
+ *    idle engine for it, and one that left alone at the bound ends the
+ *    QP's ping-pong until it alternates again.
+ * It leaves at once with the QP's next post (emu_xport_sq_kick), before a
+ * NAK (resp_ack_tx) or with a READ/atomic response (resp_pump), and when
+ * the QP goes to ERR (xp_ack_due); RESET drops it (xp_resp_reset). */
+static void resp_ack_hold(struct resp_ctx *c)
+{
+	struct emu_xport_qp *x = c->qp->x;
+	uint32_t hold = c->qp->dev->x->ack_hold_ns;
+
+	/* a request after a message that ended, none of ours between: a
+	 * stream (or a peer that never waits for us) */
+	if (x->rx_msg_end)
+		x->ack_pp = 0;
+	x->rx_msg_end = c->last;
+	if (!c->pkt->bth.ackreq)
+		return;
+	resp_ack_later(c->qp, c->psn);
+	if (c->last && x->ack_pp && hold && !x->rd_pend &&
+	    wire_aeth_type(x->ack_syndrome) == WIRE_AETH_ACK) {
+		x->ack_hold_at = emu_now_ns() + hold;
+		x->cnt.acks_held++;
+	}
+}
+
 static enum emu_resp_state resp_acknowledge(struct resp_ctx *c)
 {
-	if (c->rc && c->pkt->bth.ackreq)
-		resp_ack_later(c->qp, c->psn);
+	if (c->rc)
+		resp_ack_hold(c);
 	return EMU_RESP_CLEANUP;
 }
 
@@ -1426,6 +1468,9 @@ void xp_resp_reset(struct emu_qp *qp)
 	x->resp_opseq = 0;
 	x->nak_sent = 0;
 	x->ack_pending = 0;
+	x->ack_hold_at = 0;
+	x->ack_pp = 0;
+	x->rx_msg_end = 0;
 	x->comm_est_sent = 0;
 	x->uc_drop = 0;
 	x->wr_unsettled = 0;

@@ -191,7 +191,7 @@ void emu_cc_fill(struct emu_dev *d, const struct emu_ctx *viewer, uint32_t first
  * (past a gap, repeated, no receive WQE), the frames the requester could
  * not build (no mbuf) or held back (the port's TX backlog full). The
  * port's totals of them over every QP add what recovered the losses. */
-#define XP_QP_NAMED 13
+#define XP_QP_NAMED 15
 static unsigned xp_qp_named(const struct emu_xport_counters *c, struct emu_named *v, bool totals)
 {
 	unsigned n = 0;
@@ -211,6 +211,9 @@ static unsigned xp_qp_named(const struct emu_xport_counters *c, struct emu_named
 	v[n++] = (struct emu_named){ "rnr-naks-rcvd", c->rnr_naks_rcvd };
 	v[n++] = (struct emu_named){ "retry-exceeded", c->retry_exceeded };
 	v[n++] = (struct emu_named){ "rnr-retry-exceeded", c->rnr_retry_exceeded };
+	/* not drops: when ACKs left (resp_ack_hold), for bench/link_prof.py */
+	v[n++] = (struct emu_named){ "acks-held", c->acks_held };
+	v[n++] = (struct emu_named){ "acks-held-late", c->acks_held_late };
 	return n;
 }
 

@@ -165,6 +165,16 @@ void xp_req_kick(struct emu_qp *qp)
 
 void emu_xport_sq_kick(struct emu_qp *qp)
 {
+	struct emu_xport_qp *x = qp->x;
+
+	/* the application's post after a message ended here: the reply of a
+	 * ping-pong; an ACK held for it goes first, in the same TX burst */
+	if (x->rx_msg_end) {
+		x->rx_msg_end = 0;
+		x->ack_pp = 1;
+	}
+	if (x->ack_pending && x->ack_hold_at)
+		xp_resp_send_ack(qp);
 	switch (qp->attr.qp_state) {
 	case IBV_QPS_RTS:
 	case IBV_QPS_SQD:
@@ -353,6 +363,18 @@ bool emu_xport_rx_expected(const struct emu_dev *d)
 	return d->x->rx_expect;
 }
 
+/* When the pending ACK of x is due: 0 at once, or the end of its hold
+ * (resp.c, resp_ack_hold); a QP in ERR sends it at once. */
+static uint64_t xp_ack_due(const struct emu_xport_qp *x)
+{
+	return x->ack_hold_at && XQP(x)->attr.qp_state != IBV_QPS_ERR ? x->ack_hold_at : 0;
+}
+
+void emu_xport_ack_hold_set(struct emu_dev *d, uint32_t ns)
+{
+	d->x->ack_hold_ns = ns;
+}
+
 static bool xp_qp_idle(const struct emu_xport_qp *x)
 {
 	return !x->ack_pending && !x->retrans_at && !x->probe_at && !x->rnr_at && !x->req_stalled &&
@@ -383,8 +405,14 @@ void emu_xport_poll(struct emu_dev *d, uint64_t now_ns)
 			xp_resp_release(qp);
 		else if (x->rd_pend && room && xp_resp_poll(qp, room))
 			any = true;
-		/* a coalesced ACK is due at the first poll after its burst */
-		if (x->ack_pending) {
+		/* a coalesced ACK is due at the first poll after its burst,
+		 * one held for the reply at the end of its hold; one that
+		 * waited in vain ends the QP's ping-pong (resp_ack_hold) */
+		if (x->ack_pending && now_ns >= xp_ack_due(x)) {
+			if (x->ack_hold_at && !x->rd_pend) {
+				x->ack_pp = 0;
+				x->cnt.acks_held_late++;
+			}
 			xp_resp_send_ack(qp);
 			any = true;
 		}
@@ -414,8 +442,8 @@ uint64_t emu_xport_next_deadline(struct emu_dev *d)
 
 	for (x = d->x->act; x; x = x->act_next) {
 		/* (an ACK held behind READ responses goes with them) */
-		if (x->ack_pending && !x->rd_pend)
-			t = 0;
+		if (x->ack_pending && !x->rd_pend && xp_ack_due(x) < t)
+			t = xp_ack_due(x);
 		if (x->retrans_at && x->retrans_at < t)
 			t = x->retrans_at;
 		if (x->probe_at && x->probe_at < t)

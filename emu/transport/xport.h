@@ -100,6 +100,9 @@ void emu_xport_rx(struct emu_dev *d, struct emu_qp *qp, const struct wire_pkt *p
 /* Timers and deferred transmit work; next_deadline is UINT64_MAX when idle. */
 void emu_xport_poll(struct emu_dev *d, uint64_t now_ns);
 uint64_t emu_xport_next_deadline(struct emu_dev *d);
+/* How long a responder may hold the ACK of a message for its QP's reply
+ * (EMU_XPORT_ACK_HOLD_NS by default; 0: ACKs leave at the turn's end). */
+void emu_xport_ack_hold_set(struct emu_dev *d, uint32_t ns);
 /* The last RC/UC packet received announces more (emu_xport_rx_expected, xport.c). */
 bool emu_xport_rx_expected(const struct emu_dev *d);
 

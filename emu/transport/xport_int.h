@@ -142,6 +142,8 @@ static inline void xp_cnt_add(struct emu_xport_counters *t, const struct emu_xpo
 	t->rnr_retry_exceeded += c->rnr_retry_exceeded;
 	t->tx_no_buf += c->tx_no_buf;
 	t->tx_stalls += c->tx_stalls;
+	t->acks_held += c->acks_held;
+	t->acks_held_late += c->acks_held_late;
 }
 
 static inline void xp_cnt_retire(struct emu_qp *qp)

@@ -20,6 +20,10 @@ struct emu_recv_wqe;
 #define EMU_XPORT_MAX_RD_ATOMIC EMU_MAX_RD_ATOMIC /* max_qp_rd_atom (memory only when used: resources are sized at RTR) */
 #define EMU_XPORT_ACK_EVERY     16   /* requester asks for an ACK at least this often */
 #define EMU_XPORT_ACK_DELAY_NS  20000 /* responder ACK coalescing bound */
+/* Longest a responder holds the ACK of a message that ended for its own
+ * QP's next request (the reply of a ping-pong) to leave in one burst with
+ * it (resp.c, resp_ack_hold); per device: emu_xport_ack_hold_set. */
+#define EMU_XPORT_ACK_HOLD_NS   30000
 #define EMU_XPORT_MAX_MSG       (1u << 31) /* max_msg_sz: longer -> LOC_LEN_ERR */
 /* Fewest ns between two CNPs one QP sends by default (ConnectX's default
  * min_time_between_cnps is 4 us; per device: emu_dcqcn_cfg). */
@@ -181,6 +185,8 @@ struct emu_xport_counters {
 	uint64_t ce_rcvd;          /* packets that arrived ECN CE-marked */
 	uint64_t cnp_sent;         /* CNPs sent for them (rate-limited) */
 	uint64_t cnp_rcvd;         /* CNPs received (the reaction point's input) */
+	uint64_t acks_held;        /* ACKs held for the QP's own next request */
+	uint64_t acks_held_late;   /* ... of which left alone at the bound */
 	/* received packets dropped, by reason: 32 bits to keep emu_qp within
 	 * its memory budget (xport_qp_memory); rx_dropped is the 64-bit sum */
 	uint32_t drops[EMU_XDROP_NUM];
@@ -296,6 +302,8 @@ struct emu_xport_qp {
 	uint8_t nak_sent;          /* one PSN-sequence NAK per gap */
 	uint8_t ack_pending;
 	uint8_t ack_syndrome;
+	uint8_t ack_pp;            /* ping-pong seen: ACKs wait for the reply (resp_ack_hold) */
+	uint8_t rx_msg_end;        /* a message ended here since our last post */
 	uint8_t comm_est_sent;
 	uint8_t uc_drop;           /* UC: discard until next FIRST/ONLY */
 	uint8_t wr_unsettled;      /* deferred writes since the last response or receive completion */
@@ -311,6 +319,7 @@ struct emu_xport_qp {
 	int fatal_ev;              /* its async event */
 	uint32_t fatal_psn;        /* the PSN its NAK names */
 	uint32_t ack_psn;          /* PSN to acknowledge */
+	uint64_t ack_hold_at;      /* the pending ACK is held until then (0: not held) */
 	uint32_t oos_hi;           /* the last out-of-sequence PSN since nak_sent */
 	uint32_t epsn;             /* expected PSN */
 	uint32_t msn;
@@ -368,6 +377,7 @@ struct emu_xport_dev {
 	uint32_t resp_npend;        /* QPs with rd_pend: they share the TX room */
 	uint32_t infl;              /* packets in flight of all RC requesters (xp_infl_sync) */
 	uint8_t rx_expect;          /* the last packet says more will follow (xport.c) */
+	uint32_t ack_hold_ns;       /* EMU_XPORT_ACK_HOLD_NS or --ack-hold-us (0: never) */
 	/* the counters of QPs destroyed or reset, so that the device's totals
 	 * (UROCE_OP_QUERY_DROPS) cover every QP it ever had: a benchmark's
 	 * QPs are gone by the time anyone asks (xp_cnt_retire) */

@@ -124,10 +124,15 @@ static void sim_enqueue(struct emu_dev *to, uint8_t *data, uint32_t len, int fro
 	sim_set_backlog();
 }
 
+uint64_t sim_flushes[2];
+void (*sim_tx_hook)(int from, const uint8_t *frame, uint32_t len);
+
 static void sim_tx_send(struct emu_dev *d, struct emu_txbuf *b, uint32_t len)
 {
 	struct emu_dev *to = d->port_priv;
 
+	if (sim_tx_hook)
+		sim_tx_hook(sim_node_of(d), b->data, len);
 	sim_now += sim_cost_ns[sim_node_of(d)];
 	if (sim_wire && sim_wire->take(to == &q_sim->n[1].dev, b->data, len)) {
 		sim_txbuf_put(sim_node_of(d)); /* the wire model's now */
@@ -149,7 +154,7 @@ static void sim_tx_free(struct emu_dev *d, struct emu_txbuf *b)
 
 static void sim_tx_flush(struct emu_dev *d)
 {
-	(void)d;
+	sim_flushes[sim_node_of(d)]++;
 }
 
 static const struct emu_port_ops sim_ops = {
@@ -233,6 +238,8 @@ void sim_fini(struct sim *s)
 	sim_cost_ns[0] = sim_cost_ns[1] = 0;
 	sim_txbufs[0] = sim_txbufs[1] = 0;
 	sim_txused[0] = sim_txused[1] = 0;
+	sim_flushes[0] = sim_flushes[1] = 0;
+	sim_tx_hook = NULL;
 }
 
 void sim_fault(struct sim *s, int i, const struct emu_fault_cfg *cfg)

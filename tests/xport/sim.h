@@ -57,6 +57,12 @@ extern uint64_t sim_cost_ns[2];
  * tx_room is 0, and a few buffers further (kept for ACKs and NAKs)
  * allocation fails (drop tx-nobuf). */
 extern uint32_t sim_txbufs[2];
+/* TX bursts: each node's port flushes so far (emu_tx_flush; the daemon's
+ * one sendto or ring kick each), and a hook seeing every frame a node
+ * sends, at its send (the frames a node sends between two flushes leave
+ * in one burst). sim_fini clears both. */
+extern uint64_t sim_flushes[2];
+extern void (*sim_tx_hook)(int from, const uint8_t *frame, uint32_t len);
 
 /* A model of the wire between the nodes (a switch and its queue): take
  * sees every frame sent (to = receiving node) and returns true to keep

@@ -167,8 +167,8 @@ static int t_drops_pages(void)
 		req.first_qpn = r.next_qpn;
 		req.first = r.next;
 	} while (r.more && pages < 100);
-	/* the port: the link's and 13 totals; each QP: 5 + the reasons */
-	CHECK_EQ(port, EMU_XDROP_NUM + 13);
+	/* the port: the link's and 15 totals; each QP: 5 + the reasons */
+	CHECK_EQ(port, EMU_XDROP_NUM + 15);
 	CHECK_EQ(total, port + 40 * (5 + EMU_XDROP_NUM));
 	CHECK(pages > 1);
 	sim_fini(&s);
