@@ -232,6 +232,7 @@ def summarize(d0, d1):
             "retransmits": sum_qp("retransmits"), "timeouts": sum_qp("timeouts"),
             "seq_naks": sum_qp("seq-naks-sent"), "rnr_naks": sum_qp("rnr-naks-rcvd"),
             "probes": sum_qp("probes"),
+            "acks_held": sum_qp("acks-held"), "acks_held_late": sum_qp("acks-held-late"),
             "counters": {s: {k: v for k, v in d[s].items() if v} for s in "ab"}}
 
 
@@ -302,6 +303,10 @@ def perftest(link, prog, size, secs=None, iters=None, extra=()):
     rows = [ln.split() for ln in r.stdout.splitlines() if re.match(r"^\s*\d+\s+\d+\s+[\d.]", ln)]
     if not rows:
         return None, None, (r.stdout + r.stderr).strip()[-300:]
+    if "_lat" in prog:
+        # bytes, iterations, t_min, t_max, t_typical (the median half
+        # round trip, us), ...: the one-way latency, as qperf's rc_lat
+        return float(rows[-1][4]) * 1e-6, took, ""
     return float(rows[-1][3]) * 1048576, took, ""
 
 

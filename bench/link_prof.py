@@ -86,8 +86,11 @@ def run_test(lk, a):
     c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     if a.test.startswith("ib_"):
         # the server is a child that has exited (and been waited for)
-        # when perftest() returns: it is in RUSAGE_CHILDREN too
-        v, took, e = link.perftest(lk, a.test, a.size, secs=a.time)
+        # when perftest() returns: it is in RUSAGE_CHILDREN too; latency
+        # tests run --iters round trips (their -D prints no percentiles)
+        lat = "_lat" in a.test
+        v, took, e = link.perftest(lk, a.test, a.size, secs=None if lat else a.time,
+                                   iters=a.iters if lat else None)
         srv = 0.0
     else:
         q = link.Qperf(lk)
@@ -109,6 +112,7 @@ def main():
     ap.add_argument("--test", default="rc_bw")
     ap.add_argument("--size", type=int, default=65536)
     ap.add_argument("--time", type=int, default=5)
+    ap.add_argument("--iters", type=int, default=20000, help="perftest latency round trips")
     ap.add_argument("--mtu", type=int, default=3000)
     ap.add_argument("--record")
     ap.add_argument("--json")
@@ -159,7 +163,8 @@ def main():
         print("test failed: %s" % res.get("err"), file=sys.stderr)
         return 1
     if "lat" in a.test:
-        unit, n = "round trip", a.time / (2 * res["value"])
+        unit = "round trip"
+        n = a.iters if a.test.startswith("ib_") else a.time / (2 * res["value"])
         print("%s %s: %.1f us one way, ~%d round trips, load %.1f" % (
             a.kind, a.test, res["value"] * 1e6, n, res["load"]))
     else:
@@ -174,6 +179,8 @@ def main():
     sm = res["summary"]
     print("  lost %d, retransmits %d (probes %d), timeouts %d, seq NAKs %d" % (
         sm["lost"], sm["retransmits"], sm["probes"], sm["timeouts"], sm["seq_naks"]))
+    print("  per %s: probes %.3g, ACKs held for the reply %.3g (left alone at the bound %.3g)" % (
+        unit, sm["probes"] / n, sm["acks_held"] / n, sm["acks_held_late"] / n))
     for s in "ab":
         st = res[s]
         print("  daemon %s: per %s: %.3g cycles, %.3g ms cpu, %.3g syscalls "

@@ -72,7 +72,7 @@ static void emu_usage(FILE *f)
 		"  --busy-poll       never sleep (benchmarks); default: adaptive (spin, yield, sleep)\n"
 		"  --spin-us N       idle spin before sleeping (default 50)\n"
 		"  --ack-hold-us N   hold a message's ACK up to N us for the QP's reply, to\n"
-		"                    leave in one burst with it (default 30; 0: never)\n"
+		"                    leave in one burst with it (default 60; 0: never)\n"
 		"  --mbufs N         mbufs in each of a device's pools (default 8191; what a\n"
 		"                    port may hold in flight; memory-constrained hosts, tests)\n"
 		"  --no-zc           copy every payload into its frame (default: large pieces of\n"

@@ -145,6 +145,8 @@ void xp_resp_send_ack(struct emu_qp *qp)
 	if (!x->ack_pending || (x->rd_pend && qp->attr.qp_state != IBV_QPS_ERR))
 		return;
 	x->ack_pending = 0;
+	if (x->ack_hold_at && qp->dev->x->hold_until == x->ack_hold_at)
+		qp->dev->x->hold_until = 0; /* (the engine's spin waits for it no more) */
 	x->ack_hold_at = 0;
 	/* after a failed deferred write only its NAK is left to send */
 	if (x->wr_failed)
@@ -1344,7 +1346,11 @@ static enum emu_resp_state resp_complete(struct resp_ctx *c)
  *    peer's 250 us minimum loss probe): emu_xport_next_deadline wakes an
  *    idle engine for it, and one that left alone at the bound ends the
  *    QP's ping-pong until it alternates again.
- * It leaves at once with the QP's next post (emu_xport_sq_kick), before a
+ * Meanwhile the engine counts the reply as expected (emu_xport_rx_expected,
+ * d->x->hold_until) and keeps its yielding spin: sleeping, the reply's
+ * doorbell had to wake it, which cost qperf rc_lat over af_packet more
+ * than the joined burst saved (docs/performance.md, "One burst per hop").
+ * It leaves with the QP's next post (emu_xport_sq_kick), before a
  * NAK (resp_ack_tx) or with a READ/atomic response (resp_pump), and when
  * the QP goes to ERR (xp_ack_due); RESET drops it (xp_resp_reset). */
 static void resp_ack_hold(struct resp_ctx *c)
@@ -1364,6 +1370,7 @@ static void resp_ack_hold(struct resp_ctx *c)
 	    wire_aeth_type(x->ack_syndrome) == WIRE_AETH_ACK) {
 		x->ack_hold_at = emu_now_ns() + hold;
 		x->cnt.acks_held++;
+		c->qp->dev->x->hold_until = x->ack_hold_at;
 	}
 }
 

@@ -168,13 +168,15 @@ void emu_xport_sq_kick(struct emu_qp *qp)
 	struct emu_xport_qp *x = qp->x;
 
 	/* the application's post after a message ended here: the reply of a
-	 * ping-pong; an ACK held for it goes first, in the same TX burst */
+	 * ping-pong; an ACK held for it goes in the same TX burst, after the
+	 * request (the peer's daemon takes the message its application waits
+	 * for first; IBTA orders nothing between the two directions) */
 	if (x->rx_msg_end) {
 		x->rx_msg_end = 0;
 		x->ack_pp = 1;
 	}
-	if (x->ack_pending && x->ack_hold_at)
-		xp_resp_send_ack(qp);
+	bool held = x->ack_pending && x->ack_hold_at;
+
 	switch (qp->attr.qp_state) {
 	case IBV_QPS_RTS:
 	case IBV_QPS_SQD:
@@ -187,6 +189,8 @@ void emu_xport_sq_kick(struct emu_qp *qp)
 	default:
 		break; /* WRs posted before RTS wait for it */
 	}
+	if (held)
+		xp_resp_send_ack(qp);
 	emu_tx_flush(qp->dev);
 }
 
@@ -360,7 +364,9 @@ void emu_xport_rx(struct emu_dev *d, struct emu_qp *qp, const struct wire_pkt *p
  * it on a shared machine only takes the core that application needs. */
 bool emu_xport_rx_expected(const struct emu_dev *d)
 {
-	return d->x->rx_expect;
+	/* also while an ACK waits for its QP's reply (resp_ack_hold): that
+	 * reply is our own application's post, due within the hold */
+	return d->x->rx_expect || (d->x->hold_until && emu_now_ns() < d->x->hold_until);
 }
 
 /* When the pending ACK of x is due: 0 at once, or the end of its hold

@@ -23,7 +23,7 @@ struct emu_recv_wqe;
 /* Longest a responder holds the ACK of a message that ended for its own
  * QP's next request (the reply of a ping-pong) to leave in one burst with
  * it (resp.c, resp_ack_hold); per device: emu_xport_ack_hold_set. */
-#define EMU_XPORT_ACK_HOLD_NS   30000
+#define EMU_XPORT_ACK_HOLD_NS   60000
 #define EMU_XPORT_MAX_MSG       (1u << 31) /* max_msg_sz: longer -> LOC_LEN_ERR */
 /* Fewest ns between two CNPs one QP sends by default (ConnectX's default
  * min_time_between_cnps is 4 us; per device: emu_dcqcn_cfg). */
@@ -378,6 +378,7 @@ struct emu_xport_dev {
 	uint32_t infl;              /* packets in flight of all RC requesters (xp_infl_sync) */
 	uint8_t rx_expect;          /* the last packet says more will follow (xport.c) */
 	uint32_t ack_hold_ns;       /* EMU_XPORT_ACK_HOLD_NS or --ack-hold-us (0: never) */
+	uint64_t hold_until;        /* end of the latest hold begun, 0 once it left (emu_xport_rx_expected) */
 	/* the counters of QPs destroyed or reset, so that the device's totals
 	 * (UROCE_OP_QUERY_DROPS) cover every QP it ever had: a benchmark's
 	 * QPs are gone by the time anyone asks (xp_cnt_retire) */

@@ -126,7 +126,8 @@ static void warm(struct pair *p)
 }
 
 /* A SEND answered by a SEND within the bound: B's ACK and its reply leave
- * in one TX flush, ACK first; meanwhile the engine's deadline is the
+ * in one TX flush, the reply first (the peer's daemon takes the message
+ * the application waits for first); meanwhile the engine's deadline is the
  * hold's end, so an idle engine would wake for it. */
 static int t_ack_hold_reply(void)
 {
@@ -147,16 +148,19 @@ static int t_ack_hold_reply(void)
 	CHECK_EQ(count(1, WIRE_OP_RC_ACK, &ia), 0);
 	CHECK_EQ(ncqe(p.b.rcq, IBV_WC_SUCCESS), 1);
 	CHECK_EQ(emu_xport_next_deadline(b), t0 + hold_ns);
+	/* the engine keeps spinning for the reply while it waits */
+	CHECK(emu_xport_rx_expected(b));
 	f0 = sim_flushes[1];
 	send_from(&p.b, &p.mb, 2); /* the reply, 1 us later */
 	CHECK_EQ(count(1, WIRE_OP_RC_ACK, &ia), 1);
 	CHECK_EQ(count(1, WIRE_OP_RC_SEND_ONLY, &is), 1);
 	if (ia >= 0 && is >= 0) {
-		CHECK(ia < is);
+		CHECK(is < ia);
 		CHECK_EQ(lg[ia].flush, lg[is].flush);
 		CHECK_EQ(lg[ia].flush, f0);
 	}
 	CHECK_EQ(sim_flushes[1], f0 + 1); /* one burst */
+	CHECK(!emu_xport_rx_expected(b));
 	sim_run(&p.s, 10000000);
 	CHECK_EQ(ncqe(p.a.scq, IBV_WC_SUCCESS), 1);
 	CHECK_EQ(ncqe(p.a.rcq, IBV_WC_SUCCESS), 1);
@@ -187,6 +191,7 @@ static int t_ack_hold_bound(void)
 		CHECK_EQ(lg[ia].t, t0 + hold_ns);
 	CHECK_EQ(ncqe(p.a.scq, IBV_WC_SUCCESS), 1);
 	CHECK_EQ(p.b.qp->x->cnt.acks_held_late, 1);
+	CHECK(!emu_xport_rx_expected(&p.s.n[1].dev));
 	nlg = 0;
 	t1 = sim_now;
 	send_from(&p.a, &p.ma, 3);
