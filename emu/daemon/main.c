@@ -71,8 +71,9 @@ static void emu_usage(FILE *f)
 		"                    send to QP0/QP1, as with CAP_NET_RAW (repeatable)\n"
 		"  --busy-poll       never sleep (benchmarks); default: adaptive (spin, yield, sleep)\n"
 		"  --spin-us N       idle spin before sleeping (default 50)\n"
-		"  --ack-hold-us N   hold a message's ACK up to N us for the QP's reply, to\n"
-		"                    leave in one burst with it (default 60; 0: never)\n"
+		"  --ack-hold-us N   hold a ping-pong message's ACK up to N us for the QP's\n"
+		"                    reply, to leave in one burst with it (default 0: off;\n"
+		"                    60 measured, docs/performance.md)\n"
 		"  --mbufs N         mbufs in each of a device's pools (default 8191; what a\n"
 		"                    port may hold in flight; memory-constrained hosts, tests)\n"
 		"  --no-zc           copy every payload into its frame (default: large pieces of\n"
@@ -555,7 +556,7 @@ static int emu_opts_parse(struct emu_opts *os, unsigned *ndev, int argc, char **
 
 	emu_opts_default(&g, 0);
 	g.spin_us = 50;
-	g.ack_hold_us = EMU_XPORT_ACK_HOLD_NS / 1000;
+	g.ack_hold_us = 0;
 	g.nb_mbuf = EMU_NB_MBUF;
 	/* not 100: a thread of the client holding its mmap lock while preempted
 	 * on a loaded machine (or a huge-page compaction) legitimately blocks

@@ -1350,7 +1350,7 @@ static enum emu_resp_state resp_complete(struct resp_ctx *c)
  * d->x->hold_until) and keeps its yielding spin: sleeping, the reply's
  * doorbell had to wake it, which cost qperf rc_lat over af_packet more
  * than the joined burst saved (docs/performance.md, "One burst per hop").
- * It leaves with the QP's next post (emu_xport_sq_kick), before a
+ * It leaves with the QP's next post, ahead of it (emu_xport_sq_kick), before a
  * NAK (resp_ack_tx) or with a READ/atomic response (resp_pump), and when
  * the QP goes to ERR (xp_ack_due); RESET drops it (xp_resp_reset). */
 static void resp_ack_hold(struct resp_ctx *c)

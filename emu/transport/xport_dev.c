@@ -41,7 +41,7 @@ int emu_dev_init(struct emu_dev *d, const char *name, const uint8_t mac[6],
 		return -ENOMEM;
 	}
 	emu_dcqcn_defaults(&d->x->dcqcn);
-	d->x->ack_hold_ns = EMU_XPORT_ACK_HOLD_NS;
+	d->x->ack_hold_ns = 0; /* off unless --ack-hold-us (resp_ack_hold) */
 	return 0;
 }
 

@@ -22,7 +22,9 @@ struct emu_recv_wqe;
 #define EMU_XPORT_ACK_DELAY_NS  20000 /* responder ACK coalescing bound */
 /* Longest a responder holds the ACK of a message that ended for its own
  * QP's next request (the reply of a ping-pong) to leave in one burst with
- * it (resp.c, resp_ack_hold); per device: emu_xport_ack_hold_set. */
+ * it (resp.c, resp_ack_hold), when enabled (emu_xport_ack_hold_set,
+ * --ack-hold-us): off by default, docs/performance.md "One burst per hop"
+ * says why. */
 #define EMU_XPORT_ACK_HOLD_NS   60000
 #define EMU_XPORT_MAX_MSG       (1u << 31) /* max_msg_sz: longer -> LOC_LEN_ERR */
 /* Fewest ns between two CNPs one QP sends by default (ConnectX's default

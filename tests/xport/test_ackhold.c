@@ -126,8 +126,8 @@ static void warm(struct pair *p)
 }
 
 /* A SEND answered by a SEND within the bound: B's ACK and its reply leave
- * in one TX flush, the reply first (the peer's daemon takes the message
- * the application waits for first); meanwhile the engine's deadline is the
+ * in one TX flush, the ACK first (it gets its buffer before the reply
+ * takes what is left); meanwhile the engine's deadline is the
  * hold's end, so an idle engine would wake for it. */
 static int t_ack_hold_reply(void)
 {
@@ -155,7 +155,7 @@ static int t_ack_hold_reply(void)
 	CHECK_EQ(count(1, WIRE_OP_RC_ACK, &ia), 1);
 	CHECK_EQ(count(1, WIRE_OP_RC_SEND_ONLY, &is), 1);
 	if (ia >= 0 && is >= 0) {
-		CHECK(is < ia);
+		CHECK(ia < is);
 		CHECK_EQ(lg[ia].flush, lg[is].flush);
 		CHECK_EQ(lg[ia].flush, f0);
 	}
