@@ -107,6 +107,20 @@ void xp_retrans_start(struct emu_qp *qp, bool restart)
 	xp_act_add(qp);
 }
 
+/* Responses keep coming, none of them progress (past a READ's gap while
+ * its re-issue is on its way, or placed for a later READ): not the
+ * silence the loss probe is for; it waits from now. */
+void xp_probe_defer(struct emu_qp *qp)
+{
+	struct emu_xport_qp *x = qp->x;
+
+	if (!x->probe_at)
+		return;
+	x->probe_at = emu_now_ns() + xp_pto_ns(x, wire_retrans_timeout_ns(qp->attr.timeout));
+	if (x->retrans_at && x->probe_at >= x->retrans_at)
+		x->probe_at = 0;
+}
+
 void xp_probe_rearm(struct emu_qp *qp, uint64_t now)
 {
 	struct emu_xport_qp *x = qp->x;

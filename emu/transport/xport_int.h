@@ -290,6 +290,7 @@ static inline void xp_rtt_start(struct emu_xport_qp *x, uint32_t psn)
 void xp_rtt_end(struct emu_xport_qp *x);
 /* A probe went without progress: the next one after twice the wait. */
 uint64_t xp_reissue_wait_ns(const struct emu_qp *qp);
+void xp_probe_defer(struct emu_qp *qp);
 void xp_probe_rearm(struct emu_qp *qp, uint64_t now);
 /* cqe.c */
 void xp_flush_sq(struct emu_qp *qp);

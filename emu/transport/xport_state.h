@@ -284,6 +284,11 @@ struct emu_xport_qp {
 	uint8_t rd_hold_run;       /* ... responses taken in sequence since */
 	uint32_t rd_hold_hi;       /* ... the highest response PSN seen since */
 	uint64_t rd_hold_at;       /* ... when it was sent (emu_now_ns) */
+	uint8_t rd_single;         /* the re-issue resends the head READ only ... */
+	uint8_t rd_jump;           /* ... it went: the cursor goes back to rd_ret */
+	uint8_t rd_seen_ok;        /* rd_seen_hi is set */
+	uint32_t rd_ret;           /* where the cursor stood before the re-issue */
+	uint32_t rd_seen_hi;       /* the highest READ response PSN seen */
 	uint64_t rtt_at;           /* ... sent then (0: none) */
 	uint64_t retrans_at;       /* 0 = disarmed */
 	uint64_t probe_at;         /* loss probe (0 = disarmed) */

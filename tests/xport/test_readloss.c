@@ -12,9 +12,9 @@
  *  readloss_multi    - eight READs of 64 responses outstanding, 5 % lost:
  *                      re-issued from the first missing, the later READs
  *                      resent behind it, each round once per gap
- *  readloss_lost     - the re-issued READ request is lost too: the
- *                      retransmit timer asks again, the ignored responses
- *                      in between spent no retry
+ *  readloss_lost     - the re-issued READ request is lost too: the loss
+ *                      probe asks again (no retransmit timeout), the
+ *                      ignored responses in between spent no retry
  *  readloss_progress - after a re-issue, a response of it in sequence is
  *                      progress: a second gap re-issues once more
  *  readloss_again    - the answer to the re-issue loses the same response:
@@ -396,13 +396,14 @@ static const struct emu_xport_counters *one_read(struct pair *p)
 	CHECK_EQ(sim_poll(p->a.scq, c, 4), 1);
 	CHECK_EQ(c[0].status, IBV_WC_SUCCESS);
 	CHECK(!memcmp(p->ma.buf, p->mb.buf, len));
-	fprintf(stderr, "  READ requests %u, lost %u, reordered %u, timeouts %llu, ignored %llu\n",
-		rl.read_reqs, rl.lost, rl.reordered, (unsigned long long)a->timeouts,
+	fprintf(stderr, "  READ requests %u, lost %u, reordered %u, timeouts %llu, probes %llu, "
+		"ignored %llu\n", rl.read_reqs, rl.lost, rl.reordered,
+		(unsigned long long)a->timeouts, (unsigned long long)a->probes,
 		(unsigned long long)ignored(p));
 	return a;
 }
 
-/* ---- the re-issue lost: the timer asks again ---- */
+/* ---- the re-issue lost: the loss probe asks again ---- */
 static int t_readloss_lost(void)
 {
 	struct pair p;
@@ -413,8 +414,11 @@ static int t_readloss_lost(void)
 	rl.drop_req = 1;                       /* ... and the READ asking for it again */
 	rl.drop_req_after = 1;
 	const struct emu_xport_counters *a = one_read(&p);
-	/* the first, the re-issue (lost), the one after the timeout */
-	CHECK_EQ(a->timeouts, 1);
+	/* the first, the re-issue (lost), the one the loss probe sends: the
+	 * READ's responses had begun, and their silence is the loss (before:
+	 * the retransmit timeout, 67 ms at timeout 14) */
+	CHECK_EQ(a->timeouts, 0);
+	CHECK_EQ(a->probes, 1);
 	CHECK_EQ(rl.read_reqs, 3);
 	/* the 245 responses behind the gap waited for nothing */
 	CHECK_EQ(ignored(&p), ONE_PKT - 11 - 1);
