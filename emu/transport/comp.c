@@ -238,9 +238,14 @@ static void comp_wqe(struct emu_qp *qp)
 	x->sq_comp++;
 	comp_head_acked(qp);
 	if ((int32_t)(x->sq_req - x->sq_comp) < 0) {
-		/* the head passed the transmit cursor (local ops, flush) */
+		/* the head passed the transmit cursor (local ops, flush; a
+		 * READ whose re-issue had not gone yet completed by a late
+		 * response: on from where the cursor stood before it) */
 		x->sq_req = x->sq_comp;
 		x->sq_req_pkt = 0;
+		if (x->rd_single && status == IBV_WC_SUCCESS)
+			xp_sq_rewind(qp, x->rd_ret);
+		x->rd_single = 0;
 	}
 	/* free the slot before the CQE is visible: an application that polls
 	 * the completion may post into that slot at once (max_send_wr); in an
