@@ -84,7 +84,10 @@ UCMATOSE_SPLIT = h.Race(
 # port yet, so the daemon's CM answers the REQ with REJ 8 (invalid service
 # ID; SIDR: UNREACHABLE 1), as the kernel does; each program says so in its
 # own words (seen on a daemon with no server). That race is the programs'
-# start-up against ours, and the client alone may come again.
+# start-up against ours, and the client alone may come again. Clients of
+# the servers that print nothing once they listen start once the daemon's
+# CM listens (Rig.cm_listening); this stays for a listener still counted
+# from a previous server, and for the removal and test-rdmacm modes.
 NOT_LISTENING = h.Race(
     'client before the listen',
     r'(?m)^cma event RDMA_CM_EVENT_REJECTED, error 8$'          # rping
@@ -111,7 +114,7 @@ def free_tcp_port(rng=None):
 
 # ---- the programs ----------------------------------------------------------
 
-def mode_rping(env, port, args):
+def mode_rping(env, port, args, rig):
     if not need('rping'):
         return 77
     size, count = int(args[0]), int(args[1])
@@ -122,7 +125,7 @@ def mode_rping(env, port, args):
         addr = '::1'
     base = ['-v', '-V', '-C', str(count), '-S', str(size), '-p', str(port)] + extra
     ok, out, sout = pair(['rping', '-s', '-a', addr] + base,
-                         ['rping', '-c', '-a', addr] + base, env)
+                         ['rping', '-c', '-a', addr] + base, env, ready=rig.cm_listening())
     if not ok:
         return fail('rping')
     # -V compares every ping with the pattern; -v prints each one
@@ -187,11 +190,12 @@ def mode_mckey(env, port, args):
     return 0
 
 
-def mode_rdma_server(env, port, x):
+def mode_rdma_server(env, port, x, rig):
     srv, cli = ('rdma_xserver', 'rdma_xclient') if x else ('rdma_server', 'rdma_client')
     if not need(srv, cli):
         return 77
-    ok, out, sout = pair([srv, '-p', str(port)], [cli, '-s', '127.0.0.1', '-p', str(port)], env)
+    ok, out, sout = pair([srv, '-p', str(port)], [cli, '-s', '127.0.0.1', '-p', str(port)], env,
+                         ready=rig.cm_listening())
     if not ok:
         return fail(srv)
     if not re.search(r'end 0', out) or not re.search(r'end 0', sout):
@@ -199,14 +203,14 @@ def mode_rdma_server(env, port, x):
     return 0
 
 
-def mode_rstream(env, port, prog, args):
+def mode_rstream(env, port, prog, args, rig):
     if not need(prog):
         return 77
     base = ['-p', str(port), '-S', args[0], '-C', args[1], '-T', 'v']
     for t in args[2:]:
         base += ['-T', t]
     ok, out, sout = pair([prog, '-b', '127.0.0.1'] + base,
-                         [prog, '-s', '127.0.0.1'] + base, env)
+                         [prog, '-s', '127.0.0.1'] + base, env, ready=rig.cm_listening())
     if not ok:
         return fail(prog)
     # the result line under "name bytes xfers iters total time Gb/sec usec/xfer"
@@ -219,7 +223,7 @@ def mode_rstream(env, port, prog, args):
 RSPRELOAD = '/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so'
 
 
-def mode_rspreload(env, port, args, state):
+def mode_rspreload(env, port, args, state, rig):
     """Plain TCP sockets turned into rsockets by librspreload: the bytes
     must cross uroce (the daemon's RoCE packet count is checked after it
     stops: librspreload falls back to the kernel's TCP when rsocket()
@@ -232,7 +236,7 @@ def mode_rspreload(env, port, args, state):
     size, count = int(args[0]), int(args[1])
     base = ['-p', str(port), '-S', str(size), '-C', str(count), '-T', 's', '-T', 'v']
     ok, out, _ = pair(['rstream', '-b', '127.0.0.1'] + base,
-                      ['rstream', '-s', '127.0.0.1'] + base, penv)
+                      ['rstream', '-s', '127.0.0.1'] + base, penv, ready=rig.cm_listening())
     if not ok:
         return fail('rstream under librspreload')
     state['min_roce_pkts'] = size * count // 4096
@@ -583,7 +587,7 @@ def run_test():
     elif m == 'removal':
         rc = mode_removal(penv if x[0] == 'rping' else env, port, rig, d, x)
     elif m == 'rping':
-        rc = mode_rping(penv, port, x)
+        rc = mode_rping(penv, port, x, rig)
     elif m == 'ucmatose':
         rc = mode_ucmatose(penv, port, x, rig)
     elif m == 'udaddy':
@@ -591,11 +595,11 @@ def run_test():
     elif m == 'mckey':
         rc = mode_mckey(penv, port, x)
     elif m in ('rdma-server', 'rdma-xserver'):
-        rc = mode_rdma_server(penv, port, m == 'rdma-xserver')
+        rc = mode_rdma_server(penv, port, m == 'rdma-xserver', rig)
     elif m in ('rstream', 'riostream'):
-        rc = mode_rstream(penv, port, m, x)
+        rc = mode_rstream(penv, port, m, x, rig)
     elif m == 'rspreload':
-        rc = mode_rspreload(penv, port, x, state)
+        rc = mode_rspreload(penv, port, x, state, rig)
     elif m == 'perftest':
         rc = mode_perftest(penv, port, x)
     elif m == 'qperf':

@@ -21,6 +21,7 @@ Usage:
                                     '..', 'lib'))
     import harness as h
 """
+import json
 import os
 import re
 import shutil
@@ -592,7 +593,6 @@ class Rig:
                            capture_output=True, text=True, timeout=30)
         if r.returncode != 0:
             return None
-        import json
         return json.loads(r.stdout)
 
     def cm_listeners(self, devs=('uroce0',)):
