@@ -427,17 +427,16 @@ static int t_readloss_lost(void)
 	return 0;
 }
 
-/* ---- two gaps, one after the other: one re-issue each ---- */
-static int t_readloss_progress(void)
+/* ---- two responses lost: the 11th of the first request, then the
+ * one at off of the answer to its re-issue, once each ---- */
+static int two_lost(uint32_t off)
 {
 	struct pair p;
 
 	if (setup_rd(&p, ONE_PKT * MTU, 0, 4))
 		return 1;
-	/* the 11th response of the first request, then the 101st, once:
-	 * the re-issue from 10 is answered 10, 11, ..., its 100 lost */
 	drop_once(10, 1);
-	drop_once(100, 2);
+	drop_once(off, 2);
 	const struct emu_xport_counters *a = one_read(&p);
 	CHECK_EQ(rl.lost, 2);
 	CHECK_EQ(a->timeouts, 0);
@@ -446,23 +445,18 @@ static int t_readloss_progress(void)
 	return 0;
 }
 
-/* ---- the answer to the re-issue loses the same response ---- */
+/* two gaps, one after the other: one re-issue each */
+static int t_readloss_progress(void)
+{
+	return two_lost(100);
+}
+
+/* the answer to the re-issue loses the same response: its responses
+ * past the same gap ask again at once (the same PSN, but a stream that
+ * began after the re-issue), not after the retransmit timeout */
 static int t_readloss_again(void)
 {
-	struct pair p;
-
-	if (setup_rd(&p, ONE_PKT * MTU, 0, 4))
-		return 1;
-	drop_once(10, 1); /* the 11th response ... */
-	drop_once(10, 2); /* ... and again the first answer to the re-issue */
-	const struct emu_xport_counters *a = one_read(&p);
-	CHECK_EQ(rl.lost, 2);
-	/* the answer's responses past the same gap ask again at once: the
-	 * same PSN, but a stream that began after the re-issue */
-	CHECK_EQ(a->timeouts, 0);
-	CHECK_EQ(rl.read_reqs, 3);
-	fini(&p);
-	return 0;
+	return two_lost(10);
 }
 
 /* ---- one response overtaken by the next: one re-issue ---- */
