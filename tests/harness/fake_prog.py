@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Programs the harnesses run (ibv_rc_pingpong, rping, fi_info...), faked:
+"""Programs the harnesses run (ibv_rc_pingpong, rping, fi_info, uroce-ctl), faked:
 the harness suite links this file under those names into a directory put
 first on PATH. FAKE_CLIENT says how a client behaves:
   ok       does its part and exits 0
@@ -74,10 +74,24 @@ if name == 'rping':
             print('ping data: rdma-ping-%d: ABCDEF' % i)
         open(done, 'w').close()
         sys.exit(1 if mode == 'exit1' else 0)
-    while not os.path.exists(done):
-        time.sleep(0.05)
+    # the daemon's CM listens while the server lives (fake uroce-ctl)
+    listening = os.path.join(run, 'fake-rping-listening')
+    open(listening, 'w').close()
+    try:
+        while not os.path.exists(done):
+            time.sleep(0.05)
+    finally:
+        os.unlink(listening)
     for i in range(count):
         print('server ping data: rdma-ping-%d: ABCDEF' % i)
+    sys.exit(0)
+
+if name == 'uroce-ctl':
+    # `--run-dir D -d DEV --json counters --port`: what Rig.cm_listeners
+    # reads, one listener while a fake rping server lives in D
+    d = arg('--run-dir', run)
+    n = int(os.path.exists(os.path.join(d, 'fake-rping-listening')))
+    print('{"cm": {"listeners": %d}}' % n)
     sys.exit(0)
 
 if name == 'fi_info':

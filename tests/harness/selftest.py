@@ -25,7 +25,7 @@ SRC = os.path.dirname(TESTS)
 sys.path.insert(0, os.path.join(TESTS, 'lib'))
 import harness as h  # noqa: E402
 
-FAKES = ['ibv_rc_pingpong', 'rping', 'fi_info']
+FAKES = ['ibv_rc_pingpong', 'rping', 'fi_info', 'uroce-ctl']
 PY = '/usr/bin/python3'
 
 
@@ -44,7 +44,8 @@ class World:
 
     def run(self, cmd, daemon='clean', client='ok', timeout=120):
         env = dict(os.environ, PATH=self.bin + ':' + os.environ['PATH'],
-                   FAKE_UROCED=daemon, FAKE_CLIENT=client)
+                   FAKE_UROCED=daemon, FAKE_CLIENT=client,
+                   UROCE_CTL=os.path.join(self.bin, 'uroce-ctl'))
         # the fakes are Python: an empty LD_PRELOAD file would only warn
         env['UROCE_HARNESS_SELFTEST'] = '1'
         rc, out = h.run(cmd, env, timeout, quiet=True)

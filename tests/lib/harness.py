@@ -587,8 +587,9 @@ class Rig:
     def ctl(self, args, dev='uroce0'):
         """uroce-ctl of the build beside uroced against these daemons:
         its JSON, or None when the daemon does not answer."""
-        ctl = os.path.join(os.path.dirname(os.path.abspath(self.uroced)), '..', 'tools',
-                           'ctl', 'uroce-ctl')
+        # (UROCE_CTL: the harness selftest's fake, beside its fake uroced)
+        ctl = os.environ.get('UROCE_CTL') or os.path.join(
+            os.path.dirname(os.path.abspath(self.uroced)), '..', 'tools', 'ctl', 'uroce-ctl')
         r = subprocess.run([ctl, '--run-dir', self.dir, '-d', dev, '--json'] + list(args),
                            capture_output=True, text=True, timeout=30)
         if r.returncode != 0:
