@@ -289,6 +289,7 @@ struct rl_case {
 	uint32_t n, npkt;       /* READs, responses each */
 	uint8_t rd_atomic;      /* outstanding at most */
 	uint32_t loss_ppm, req_loss_ppm, reorder_ppm, dup_ppm;
+	uint32_t amp;           /* responses the responder may send per one needed */
 };
 
 static int reads(const struct rl_case *k)
@@ -331,6 +332,10 @@ static int reads(const struct rl_case *k)
 	CHECK(rl.rounds <= rl.lost + rl.reordered + a->timeouts);
 	/* each round asks for the head READ and the READs behind it once */
 	CHECK(rl.read_reqs <= k->rd_atomic * (rl.rounds + 1));
+	/* what the responder sent again is bounded: later READs' responses
+	 * are kept, only the head READ is asked for again (before: 33x in
+	 * readloss_interop, 6.9x in readloss_multi, 4.4x in readloss_reorder) */
+	CHECK(p.b.qp->x->cnt.tx_pkts <= (uint64_t)k->amp * k->n * k->npkt);
 	CHECK_EQ(a->retry_exceeded, 0);
 	/* losses were there to ignore something behind */
 	CHECK(ignored(&p) > 0);
@@ -340,21 +345,24 @@ static int reads(const struct rl_case *k)
 
 static int t_readloss_1(void)
 {
-	const struct rl_case k = { .n = 1, .npkt = 256, .rd_atomic = 1, .loss_ppm = 10000 };
+	const struct rl_case k = { .n = 1, .npkt = 256, .rd_atomic = 1, .loss_ppm = 10000,
+				   .amp = 3 };
 
 	return reads(&k);
 }
 
 static int t_readloss_5(void)
 {
-	const struct rl_case k = { .n = 1, .npkt = 256, .rd_atomic = 1, .loss_ppm = 50000 };
+	const struct rl_case k = { .n = 1, .npkt = 256, .rd_atomic = 1, .loss_ppm = 50000,
+				   .amp = 8 };
 
 	return reads(&k);
 }
 
 static int t_readloss_multi(void)
 {
-	const struct rl_case k = { .n = 8, .npkt = 64, .rd_atomic = 8, .loss_ppm = 50000 };
+	const struct rl_case k = { .n = 8, .npkt = 64, .rd_atomic = 8, .loss_ppm = 50000,
+				   .amp = 4 };
 
 	return reads(&k);
 }
@@ -363,7 +371,7 @@ static int t_readloss_multi(void)
 static int t_readloss_reorder(void)
 {
 	const struct rl_case k = { .n = 1, .npkt = 256, .rd_atomic = 1, .reorder_ppm = 20000,
-				   .dup_ppm = 20000 };
+				   .dup_ppm = 20000, .amp = 3 };
 
 	return reads(&k);
 }
@@ -375,7 +383,7 @@ static int t_readloss_interop(void)
 {
 	const struct rl_case k = { .n = 50, .npkt = 64, .rd_atomic = 16, .loss_ppm = 50000,
 				   .req_loss_ppm = 50000, .reorder_ppm = 20000,
-				   .dup_ppm = 20000 };
+				   .dup_ppm = 20000, .amp = 8 };
 
 	return reads(&k);
 }
