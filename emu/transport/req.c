@@ -343,6 +343,12 @@ static int req_send_rd_atomic(struct emu_qp *qp, const struct emu_xport_path *pa
 	t->budget--;
 	x->pkts_since_ackreq = 0;
 	x->sq_req_pkt = sw->npkts;
+	if (x->rd_single && psn == x->rewind_psn) {
+		/* the head READ re-issued alone (comp.c, comp_implied_nak):
+		 * then on from where the cursor stood */
+		x->rd_single = 0;
+		x->rd_jump = 1;
+	}
 	req_sent(qp, sw->last_psn);
 	return 0;
 }
@@ -646,6 +652,10 @@ void xp_req_progress(struct emu_qp *qp)
 			break;
 		}
 		req_wqe_out(qp, sw);
+		if (x->rd_jump) {
+			x->rd_jump = 0;
+			xp_sq_rewind(qp, x->rd_ret);
+		}
 	}
 	/* any packet out, also of a message the budget, the window or the
 	 * pacer cut short: the timer covers the oldest unacknowledged packet

@@ -191,7 +191,7 @@ void emu_cc_fill(struct emu_dev *d, const struct emu_ctx *viewer, uint32_t first
  * (past a gap, repeated, no receive WQE), the frames the requester could
  * not build (no mbuf) or held back (the port's TX backlog full). The
  * port's totals of them over every QP add what recovered the losses. */
-#define XP_QP_NAMED 15
+#define XP_QP_NAMED 16
 static unsigned xp_qp_named(const struct emu_xport_counters *c, struct emu_named *v, bool totals)
 {
 	unsigned n = 0;
@@ -199,6 +199,7 @@ static unsigned xp_qp_named(const struct emu_xport_counters *c, struct emu_named
 	v[n++] = (struct emu_named){ "out-of-seq", c->out_of_seq };
 	v[n++] = (struct emu_named){ "duplicate", c->dup_requests };
 	v[n++] = (struct emu_named){ "rnr-discard", c->rnr_naks_sent };
+	v[n++] = (struct emu_named){ "resp-ignored", c->resp_ignored };
 	v[n++] = (struct emu_named){ "tx-nobuf", c->tx_no_buf };
 	v[n++] = (struct emu_named){ "tx-stalls", c->tx_stalls };
 	if (!totals)

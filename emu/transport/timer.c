@@ -69,6 +69,23 @@ static uint64_t xp_pto_ns(const struct emu_xport_qp *x, uint64_t rto)
 	return p << (x->probe_shift < 10 ? x->probe_shift : 10);
 }
 
+/* How long a re-issued READ may take to be answered before a response
+ * past its gap asks again (comp.c, comp_implied_nak): the loss probe's
+ * wait without its backoff. A lost re-issue is then found by the rest
+ * of the old stream still arriving, not only by the retransmit timeout. */
+uint64_t xp_reissue_wait_ns(const struct emu_qp *qp)
+{
+	uint64_t t = wire_retrans_timeout_ns(qp->attr.timeout);
+	uint64_t p = 2 * (uint64_t)qp->x->srtt_ns + 4 * (uint64_t)qp->x->rttvar_ns;
+	uint64_t m = 2 * (uint64_t)qp->x->max_rtt_ns;
+
+	if (t && m > t / 4)
+		m = t / 4;
+	if (p < m)
+		p = m;
+	return p < XP_PTO_MIN_NS ? XP_PTO_MIN_NS : p;
+}
+
 void xp_retrans_start(struct emu_qp *qp, bool restart)
 {
 	struct emu_xport_qp *x = qp->x;
@@ -88,6 +105,20 @@ void xp_retrans_start(struct emu_qp *qp, bool restart)
 		x->probe_at = now + xp_pto_ns(x, t);
 	x->probe_nobuf = x->cnt.tx_no_buf;
 	xp_act_add(qp);
+}
+
+/* Responses keep coming, none of them progress (past a READ's gap while
+ * its re-issue is on its way, or placed for a later READ): not the
+ * silence the loss probe is for; it waits from now. */
+void xp_probe_defer(struct emu_qp *qp)
+{
+	struct emu_xport_qp *x = qp->x;
+
+	if (!x->probe_at)
+		return;
+	x->probe_at = emu_now_ns() + xp_pto_ns(x, wire_retrans_timeout_ns(qp->attr.timeout));
+	if (x->retrans_at && x->probe_at >= x->retrans_at)
+		x->probe_at = 0;
 }
 
 void xp_probe_rearm(struct emu_qp *qp, uint64_t now)

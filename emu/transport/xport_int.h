@@ -130,6 +130,7 @@ bool xp_qp_visible(const struct emu_ctx *viewer, const struct emu_qp *qp);
 static inline void xp_cnt_add(struct emu_xport_counters *t, const struct emu_xport_counters *c)
 {
 	t->out_of_seq += c->out_of_seq;
+	t->resp_ignored += c->resp_ignored;
 	t->dup_requests += c->dup_requests;
 	t->rnr_naks_sent += c->rnr_naks_sent;
 	t->rnr_naks_rcvd += c->rnr_naks_rcvd;
@@ -290,6 +291,8 @@ static inline void xp_rtt_start(struct emu_xport_qp *x, uint32_t psn)
 }
 void xp_rtt_end(struct emu_xport_qp *x);
 /* A probe went without progress: the next one after twice the wait. */
+uint64_t xp_reissue_wait_ns(const struct emu_qp *qp);
+void xp_probe_defer(struct emu_qp *qp);
 void xp_probe_rearm(struct emu_qp *qp, uint64_t now);
 /* cqe.c */
 void xp_flush_sq(struct emu_qp *qp);

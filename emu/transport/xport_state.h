@@ -177,6 +177,8 @@ struct emu_xport_counters {
 	uint64_t probes;           /* loss probes: no ACK within a few round trips */
 	uint64_t dup_requests;     /* responder: duplicate request packets */
 	uint64_t out_of_seq;       /* responder: packets past the expected PSN */
+	uint64_t resp_ignored;     /* requester: responses past a gap while the
+				    * re-issue for it is under way (comp.c) */
 	uint64_t seq_naks_sent, seq_naks_rcvd;
 	uint64_t rnr_naks_sent, rnr_naks_rcvd;
 	uint64_t retry_exceeded, rnr_retry_exceeded;
@@ -286,6 +288,15 @@ struct emu_xport_qp {
 	uint32_t max_rtt_ns;       /* ... the longest recent one, decaying (timer.c) */
 	uint32_t rtt_psn;          /* the packet being timed ... */
 	uint8_t rewind_resent;     /* the packet rewind_psn names went again since */
+	uint8_t rd_hold;           /* a READ re-issued for a gap: responses past it wait */
+	uint8_t rd_hold_run;       /* ... responses taken in sequence since */
+	uint32_t rd_hold_hi;       /* ... the highest response PSN seen since */
+	uint64_t rd_hold_at;       /* ... when it was sent (emu_now_ns) */
+	uint8_t rd_single;         /* the re-issue resends the head READ only ... */
+	uint8_t rd_jump;           /* ... it went: the cursor goes back to rd_ret */
+	uint8_t rd_seen_ok;        /* rd_seen_hi is set */
+	uint32_t rd_ret;           /* where the cursor stood before the re-issue */
+	uint32_t rd_seen_hi;       /* the highest READ response PSN seen */
 	uint64_t rtt_at;           /* ... sent then (0: none) */
 	uint64_t retrans_at;       /* 0 = disarmed */
 	uint64_t probe_at;         /* loss probe (0 = disarmed) */

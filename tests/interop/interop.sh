@@ -89,12 +89,12 @@ cases_perftest() {
 cases_loss() {
 	both rc_4k ibv_rc_pingpong -g "-e -c -s 4096 -n 100"
 	both rc_64k ibv_rc_pingpong -g "-e -c -s 65536 -n 20"
-	# -u 18 as in the perftest group: with 5 % of the frames dropped the
-	# READ requester re-issues a READ at every gap in its responses, and
-	# rxe in a TCG guest answers each re-issue with the rest of the READ,
-	# so its answers fall behind; at perftest's 67 ms timeout a CI run's
-	# read_bw_rs ended in RETRY_EXC_ERR (the last READ request sent 430
-	# times in 3 s). What is tested is recovery, not how fast
+	# -u 18 as in the perftest group: with 5 % of the frames dropped rxe in a
+	# TCG guest answers READ re-issues late (it RNR-NAKs READs it has no room
+	# for, and each NAK resends what followed); at perftest's 67 ms timeout a
+	# CI run's read_bw_rs ended in RETRY_EXC_ERR when uroce still resent every
+	# READ behind each gap (docs/interop.md, "READ re-issues under loss").
+	# What is tested is recovery, not how fast
 	both write_bw ib_write_bw -x "-F -u 18 -n 50 -s 65536"
 	both read_bw ib_read_bw -x "-F -u 18 -n 50 -s 65536 -o 16"
 }

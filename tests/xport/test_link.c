@@ -167,9 +167,9 @@ static int t_drops_pages(void)
 		req.first_qpn = r.next_qpn;
 		req.first = r.next;
 	} while (r.more && pages < 100);
-	/* the port: the link's and 15 totals; each QP: 5 + the reasons */
-	CHECK_EQ(port, EMU_XDROP_NUM + 15);
-	CHECK_EQ(total, port + 40 * (5 + EMU_XDROP_NUM));
+	/* the port: the link's and 16 totals; each QP: 6 + the reasons */
+	CHECK_EQ(port, EMU_XDROP_NUM + 16);
+	CHECK_EQ(total, port + 40 * (6 + EMU_XDROP_NUM));
 	CHECK(pages > 1);
 	sim_fini(&s);
 	return 0;
