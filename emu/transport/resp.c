@@ -101,6 +101,36 @@ static bool resp_ack_held(struct emu_qp *qp, uint8_t syn, uint32_t psn)
 	return true;
 }
 
+/* An ACK or NAK that found no TX buffer (the port's pool empty, the part
+ * kept for ACKs and NAKs too) waits in the pending-ACK slot and goes
+ * again XP_ACK_RETRY_NS later, up to XP_ACK_RETRIES times: lost, it
+ * left the requester to its loss probe or retransmit timeout (at least
+ * 250 us, then a resent packet) for what a buffer given back by the
+ * next TX completion would have carried. A NAK is not replaced by an ACK
+ * (the slot's rule, resp_ack_held). Past the bound (buffers that do not
+ * come back, a neighbour never resolved) it is given up and the
+ * requester's timers recover, as before. */
+#define XP_ACK_RETRY_NS EMU_XPORT_ACK_DELAY_NS
+#define XP_ACK_RETRIES EMU_XPORT_ACK_RETRIES
+static void resp_ack_nobuf(struct emu_qp *qp, uint8_t syn, uint32_t psn)
+{
+	struct emu_xport_qp *x = qp->x;
+
+	if (x->ack_retry >= XP_ACK_RETRIES) {
+		x->ack_retry = 0;
+		return;
+	}
+	if (x->ack_pending && wire_aeth_type(x->ack_syndrome) != WIRE_AETH_ACK &&
+	    wire_aeth_type(syn) == WIRE_AETH_ACK)
+		return;
+	x->ack_retry++;
+	x->ack_pending = 1;
+	x->ack_psn = psn;
+	x->ack_syndrome = syn;
+	x->ack_hold_at = emu_now_ns() + XP_ACK_RETRY_NS;
+	xp_act_add(qp);
+}
+
 static void resp_ack_tx(struct emu_qp *qp, uint8_t syn, uint32_t psn)
 {
 	struct wire_pkt d;
@@ -111,7 +141,10 @@ static void resp_ack_tx(struct emu_qp *qp, uint8_t syn, uint32_t psn)
 	if (qp->x->ack_pending && wire_aeth_type(syn) != WIRE_AETH_ACK)
 		xp_resp_send_ack(qp);
 	resp_pkt_init(qp, &d, WIRE_OP_RC_ACK, psn, syn);
-	xp_tx(qp, &qp->x->path, &d, NULL, NULL, NULL);
+	if (xp_tx(qp, &qp->x->path, &d, NULL, NULL, NULL) == -ENOBUFS)
+		resp_ack_nobuf(qp, syn, psn);
+	else
+		qp->x->ack_retry = 0;
 }
 
 /* Immediately send an ACK/NAK with syndrome syn for psn. */
@@ -1478,6 +1511,7 @@ void xp_resp_reset(struct emu_qp *qp)
 	x->ack_hold_at = 0;
 	x->ack_pp = 0;
 	x->rx_msg_end = 0;
+	x->ack_retry = 0;
 	x->comm_est_sent = 0;
 	x->uc_drop = 0;
 	x->wr_unsettled = 0;

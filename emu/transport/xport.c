@@ -413,9 +413,10 @@ void emu_xport_poll(struct emu_dev *d, uint64_t now_ns)
 			any = true;
 		/* a coalesced ACK is due at the first poll after its burst,
 		 * one held for the reply at the end of its hold; one that
-		 * waited in vain ends the QP's ping-pong (resp_ack_hold) */
+		 * waited in vain ends the QP's ping-pong (resp_ack_hold); one
+		 * that found no TX buffer goes again (resp_ack_nobuf) */
 		if (x->ack_pending && now_ns >= xp_ack_due(x)) {
-			if (x->ack_hold_at && !x->rd_pend) {
+			if (x->ack_hold_at && !x->rd_pend && !x->ack_retry) {
 				x->ack_pp = 0;
 				x->cnt.acks_held_late++;
 			}

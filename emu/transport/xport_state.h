@@ -20,6 +20,9 @@ struct emu_recv_wqe;
 #define EMU_XPORT_MAX_RD_ATOMIC EMU_MAX_RD_ATOMIC /* max_qp_rd_atom (memory only when used: resources are sized at RTR) */
 #define EMU_XPORT_ACK_EVERY     16   /* requester asks for an ACK at least this often */
 #define EMU_XPORT_ACK_DELAY_NS  20000 /* responder ACK coalescing bound */
+/* An ACK/NAK that found no TX buffer goes again ACK_DELAY later, this
+ * often at most (resp.c, resp_ack_nobuf) */
+#define EMU_XPORT_ACK_RETRIES   64
 /* Longest a responder holds the ACK of a message that ended for its own
  * QP's next request (the reply of a ping-pong) to leave in one burst with
  * it (resp.c, resp_ack_hold), when enabled (emu_xport_ack_hold_set,
@@ -317,6 +320,7 @@ struct emu_xport_qp {
 	uint8_t ack_syndrome;
 	uint8_t ack_pp;            /* ping-pong seen: ACKs wait for the reply (resp_ack_hold) */
 	uint8_t rx_msg_end;        /* a message ended here since our last post */
+	uint8_t ack_retry;         /* the pending ACK/NAK found no TX buffer this often (resp_ack_nobuf) */
 	uint8_t comm_est_sent;
 	uint8_t uc_drop;           /* UC: discard until next FIRST/ONLY */
 	uint8_t wr_unsettled;      /* deferred writes since the last response or receive completion */
@@ -332,7 +336,7 @@ struct emu_xport_qp {
 	int fatal_ev;              /* its async event */
 	uint32_t fatal_psn;        /* the PSN its NAK names */
 	uint32_t ack_psn;          /* PSN to acknowledge */
-	uint64_t ack_hold_at;      /* the pending ACK is held until then (0: not held) */
+	uint64_t ack_hold_at;      /* the pending ACK is held until then (0: not held; ack_retry: a TX retry) */
 	uint32_t oos_hi;           /* the last out-of-sequence PSN since nak_sent */
 	uint32_t epsn;             /* expected PSN */
 	uint32_t msn;

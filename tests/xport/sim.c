@@ -16,6 +16,7 @@ uint64_t sim_cost_ns[2];
 const struct sim_wire *sim_wire;
 
 uint32_t sim_txbufs[2];
+uint32_t sim_txfail[2];
 static uint32_t sim_txused[2];
 
 struct sim_frame {
@@ -76,6 +77,10 @@ static int sim_tx_alloc(struct emu_dev *d, struct emu_txbuf *b)
 
 	if (sim_txbufs[i] && sim_txused[i] >= sim_txbufs[i] + SIM_TX_KEEP)
 		return -ENOBUFS;
+	if (sim_txfail[i]) {
+		sim_txfail[i]--;
+		return -ENOBUFS;
+	}
 	b->data = malloc(SIM_BUF);
 	b->cap = SIM_BUF;
 	b->priv = NULL;
@@ -237,6 +242,7 @@ void sim_fini(struct sim *s)
 	q_sim = NULL;
 	sim_cost_ns[0] = sim_cost_ns[1] = 0;
 	sim_txbufs[0] = sim_txbufs[1] = 0;
+	sim_txfail[0] = sim_txfail[1] = 0;
 	sim_txused[0] = sim_txused[1] = 0;
 	sim_flushes[0] = sim_flushes[1] = 0;
 	sim_tx_hook = NULL;

@@ -57,6 +57,9 @@ extern uint64_t sim_cost_ns[2];
  * tx_room is 0, and a few buffers further (kept for ACKs and NAKs)
  * allocation fails (drop tx-nobuf). */
 extern uint32_t sim_txbufs[2];
+/* The next allocations of each node that fail as a port out of buffers
+ * does (-ENOBUFS, tx-nobuf), whatever its room (sim_fini clears it). */
+extern uint32_t sim_txfail[2];
 /* TX bursts: each node's port flushes so far (emu_tx_flush; the daemon's
  * one sendto or ring kick each), and a hook seeing every frame a node
  * sends, at its send (the frames a node sends between two flushes leave

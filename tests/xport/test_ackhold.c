@@ -344,7 +344,106 @@ static int t_ack_hold_state(void)
 	return 0;
 }
 
+/* An ACK that finds no TX buffer (the pool and the part kept for ACKs
+ * empty) goes again EMU_XPORT_ACK_DELAY_NS later: the requester completes
+ * without a loss probe or a resent packet (before, the ACK was lost and
+ * the requester waited at least 250 us for its probe and sent again).
+ * The hold for the reply is off: this is every coalesced ACK. */
+static int t_ack_nobuf_retry(void)
+{
+	struct pair p;
+	uint64_t t0;
+	int ia, is;
+
+	if (setup(&p))
+		return 1;
+	for (int i = 0; i < 2; i++)
+		emu_xport_ack_hold_set(&p.s.n[i].dev, 0);
+	recv_on(&p.b, &p.mb, 1);
+	sim_txfail[1] = 1;
+	t0 = sim_now;
+	send_from(&p.a, &p.ma, 1);
+	sim_run(&p.s, 100000000);
+	CHECK_EQ(ncqe(p.a.scq, IBV_WC_SUCCESS), 1);
+	CHECK_EQ(ncqe(p.b.rcq, IBV_WC_SUCCESS), 1);
+	CHECK_EQ(count(0, WIRE_OP_RC_SEND_ONLY, &is), 1);
+	CHECK_EQ(count(1, WIRE_OP_RC_ACK, &ia), 1);
+	if (ia >= 0)
+		CHECK_EQ(lg[ia].t, t0 + EMU_XPORT_ACK_DELAY_NS);
+	CHECK_EQ(p.b.qp->x->cnt.tx_no_buf, 1);
+	CHECK_EQ(p.a.qp->x->cnt.probes, 0);
+	CHECK_EQ(p.a.qp->x->cnt.retransmits, 0);
+	CHECK_EQ(p.a.qp->x->cnt.timeouts, 0);
+	CHECK_EQ(p.b.qp->x->ack_retry, 0);
+	pair_fini(&p);
+	return 0;
+}
+
+/* A sequence NAK that finds no TX buffer goes again too (one NAK per
+ * gap: lost, the gap waited for the requester's timers). */
+static int t_ack_nobuf_nak(void)
+{
+	struct pair p;
+	uint64_t t0;
+	int ia;
+
+	if (setup(&p))
+		return 1;
+	for (int i = 0; i < 2; i++)
+		emu_xport_ack_hold_set(&p.s.n[i].dev, 0);
+	recv_on(&p.b, &p.mb, 1);
+	recv_on(&p.b, &p.mb, 2);
+	drop_next = 1;
+	sim_txfail[1] = 1;
+	t0 = sim_now;
+	send_from(&p.a, &p.ma, 1);
+	send_from(&p.a, &p.ma, 2);
+	sim_run(&p.s, 100000000);
+	CHECK_EQ(ncqe(p.a.scq, IBV_WC_SUCCESS), 2);
+	CHECK_EQ(ncqe(p.b.rcq, IBV_WC_SUCCESS), 2);
+	CHECK(count(1, WIRE_OP_RC_ACK, &ia) >= 2);
+	if (ia >= 0) {
+		CHECK_EQ(wire_aeth_type(lg[ia].syn), WIRE_AETH_NAK);
+		CHECK_EQ(lg[ia].t, t0 + EMU_XPORT_ACK_DELAY_NS);
+	}
+	CHECK_EQ(p.b.qp->x->cnt.tx_no_buf, 1);
+	CHECK_EQ(p.a.qp->x->cnt.seq_naks_rcvd, 1);
+	CHECK_EQ(p.a.qp->x->cnt.probes, 0);
+	CHECK_EQ(p.a.qp->x->cnt.timeouts, 0);
+	pair_fini(&p);
+	return 0;
+}
+
+/* Buffers that never come back: the ACK is given up after
+ * EMU_XPORT_ACK_RETRIES retries (no engine spinning for ever on it), and
+ * the requester's timers end the WR (RETRY_EXC_ERR), as for any lost ACK. */
+static int t_ack_nobuf_giveup(void)
+{
+	struct pair p;
+
+	if (setup(&p))
+		return 1;
+	for (int i = 0; i < 2; i++)
+		emu_xport_ack_hold_set(&p.s.n[i].dev, 0);
+	recv_on(&p.b, &p.mb, 1);
+	sim_txfail[1] = UINT32_MAX;
+	send_from(&p.a, &p.ma, 1);
+	sim_run(&p.s, 100000000000ull);
+	CHECK_EQ(ncqe(p.a.scq, IBV_WC_RETRY_EXC_ERR), 1);
+	CHECK_EQ(count(1, WIRE_OP_RC_ACK, &(int){ 0 }), 0);
+	/* the first ACK and every resent SEND's: each tried 1 + RETRIES times */
+	CHECK(p.b.qp->x->cnt.tx_no_buf >= 1 + EMU_XPORT_ACK_RETRIES);
+	CHECK_EQ(p.b.qp->x->cnt.tx_no_buf % (1 + EMU_XPORT_ACK_RETRIES), 0);
+	CHECK_EQ(emu_xport_next_deadline(&p.s.n[1].dev), UINT64_MAX);
+	CHECK_EQ(p.b.qp->x->ack_retry, 0);
+	pair_fini(&p);
+	return 0;
+}
+
 static const struct xt_test tests[] = {
+	{ "ack_nobuf_retry", t_ack_nobuf_retry },
+	{ "ack_nobuf_nak", t_ack_nobuf_nak },
+	{ "ack_nobuf_giveup", t_ack_nobuf_giveup },
 	{ "ack_hold_reply", t_ack_hold_reply },
 	{ "ack_hold_bound", t_ack_hold_bound },
 	{ "ack_hold_stream", t_ack_hold_stream },
