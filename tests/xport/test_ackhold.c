@@ -344,21 +344,30 @@ static int t_ack_hold_state(void)
 	return 0;
 }
 
+/* setup() with the hold for the reply off on both nodes: the default
+ * ACK path, every coalesced ACK. */
+static int setup_nohold(struct pair *p)
+{
+	if (setup(p))
+		return -1;
+	for (int i = 0; i < 2; i++)
+		emu_xport_ack_hold_set(&p->s.n[i].dev, 0);
+	return 0;
+}
+
 /* An ACK that finds no TX buffer (the pool and the part kept for ACKs
  * empty) goes again EMU_XPORT_ACK_DELAY_NS later: the requester completes
- * without a loss probe or a resent packet (before, the ACK was lost and
- * the requester waited at least 250 us for its probe and sent again).
- * The hold for the reply is off: this is every coalesced ACK. */
+ * without a timeout or a resent packet (before, the ACK was lost and the
+ * requester waited for its retransmit timeout, 67 ms here, and sent
+ * again). */
 static int t_ack_nobuf_retry(void)
 {
 	struct pair p;
 	uint64_t t0;
 	int ia, is;
 
-	if (setup(&p))
+	if (setup_nohold(&p))
 		return 1;
-	for (int i = 0; i < 2; i++)
-		emu_xport_ack_hold_set(&p.s.n[i].dev, 0);
 	recv_on(&p.b, &p.mb, 1);
 	sim_txfail[1] = 1;
 	t0 = sim_now;
@@ -387,10 +396,8 @@ static int t_ack_nobuf_nak(void)
 	uint64_t t0;
 	int ia;
 
-	if (setup(&p))
+	if (setup_nohold(&p))
 		return 1;
-	for (int i = 0; i < 2; i++)
-		emu_xport_ack_hold_set(&p.s.n[i].dev, 0);
 	recv_on(&p.b, &p.mb, 1);
 	recv_on(&p.b, &p.mb, 2);
 	drop_next = 1;
@@ -421,10 +428,8 @@ static int t_ack_nobuf_giveup(void)
 {
 	struct pair p;
 
-	if (setup(&p))
+	if (setup_nohold(&p))
 		return 1;
-	for (int i = 0; i < 2; i++)
-		emu_xport_ack_hold_set(&p.s.n[i].dev, 0);
 	recv_on(&p.b, &p.mb, 1);
 	sim_txfail[1] = UINT32_MAX;
 	send_from(&p.a, &p.ma, 1);
