@@ -79,6 +79,24 @@ def pid_cpu(pid):
         return 0.0
 
 
+def ctxsw(pid):
+    """(voluntary, involuntary) context switches of all threads of pid:
+    voluntary ones are the sleeps and the yields that gave the core away,
+    involuntary ones preemptions"""
+    v = i = 0
+    try:
+        for t in os.listdir("/proc/%d/task" % pid):
+            with open("/proc/%d/task/%s/status" % (pid, t)) as f:
+                for ln in f:
+                    if ln.startswith("voluntary_ctxt_switches"):
+                        v += int(ln.split()[1])
+                    elif ln.startswith("nonvoluntary_ctxt_switches"):
+                        i += int(ln.split()[1])
+    except OSError:
+        pass
+    return v, i
+
+
 def run_test(lk, a):
     """(value, error, CPU seconds of the test's own programs: the server's
     and the client's, user + system, i.e. with the kernel's work done in
@@ -138,12 +156,14 @@ def main():
                     start_new_session=True))
         time.sleep(0.3)
         snap0 = lk.snap()
+        cs0 = {s: ctxsw(lk.pid[s]) for s in "ab"}
         t0 = time.monotonic()
         val, err, apps = run_test(lk, a)
         res["apps_cpu_s"] = apps
         res["secs"] = time.monotonic() - t0
         res["value"], res["err"] = val, err
         snap1 = lk.snap()
+        res["ctxsw"] = {s: [x - y for x, y in zip(ctxsw(lk.pid[s]), cs0[s])] for s in "ab"}
         res["summary"] = link.summarize(snap0, snap1)
         res["frames"] = {s: {k: snap1[s].get(k, 0) - snap0[s].get(k, 0)
                              for k in ("tx_pkts", "rx_pkts", "rx_roce")} for s in "ab"}
@@ -194,6 +214,8 @@ def main():
                   (st.get("syscalls:sys_enter_epoll_pwait2", 0) +
                    st.get("syscalls:sys_enter_epoll_wait", 0)) / n,
                   st.get("context-switches", 0) / n))
+        print("    voluntary %.3g (sleeps, yields that gave the core away), preempted %.3g" % (
+            res["ctxsw"][s][0] / n, res["ctxsw"][s][1] / n))
     res["per"], res["n"] = unit, n
     if a.record:
         for s in "ab":
