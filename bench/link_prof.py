@@ -81,8 +81,9 @@ def pid_cpu(pid):
 
 def ctxsw(pid):
     """(voluntary, involuntary) context switches of all threads of pid:
-    voluntary ones are the sleeps and the yields that gave the core away,
-    involuntary ones preemptions"""
+    voluntary ones are the sleeps (the thread blocked: epoll), involuntary
+    ones preemptions and the sched_yield() calls that gave the core away
+    (the thread stayed runnable)"""
     v = i = 0
     try:
         for t in os.listdir("/proc/%d/task" % pid):
@@ -214,7 +215,7 @@ def main():
                   (st.get("syscalls:sys_enter_epoll_pwait2", 0) +
                    st.get("syscalls:sys_enter_epoll_wait", 0)) / n,
                   st.get("context-switches", 0) / n))
-        print("    voluntary %.3g (sleeps, yields that gave the core away), preempted %.3g" % (
+        print("    sleeps (voluntary) %.3g, preempted or yielded the core %.3g" % (
             res["ctxsw"][s][0] / n, res["ctxsw"][s][1] / n))
     res["per"], res["n"] = unit, n
     if a.record:
