@@ -351,16 +351,14 @@ void emu_xport_rx(struct emu_dev *d, struct emu_qp *qp, const struct wire_pkt *p
 		d->x->rx_expect = qp->x->acked_psn != qp->x->sq_psn_hw;
 	} else {
 		xp_resp_rx(qp, pkt);
-		d->x->rx_expect = emu_xport_req_announces(pkt->op->flags);
+		d->x->rx_expect = !(pkt->op->flags & WIRE_OPF_LAST);
 	}
 	emu_tx_flush(d);
 }
 
 /* Whether the last packet received says that more will follow without
- * any application's doing: a request of a multi-packet message (inside
- * it, and at its end: bulk messages come in trains, xport.h
- * emu_xport_req_announces), or a response that leaves packets of its QP
- * unacknowledged.
+ * any application's doing: a request that is not its message's last
+ * packet, or a response that leaves packets of its QP unacknowledged.
  * The engine spins after RX only then (engine.c): a ping-pong's next
  * frame waits for an application on the other host, and spinning for
  * it on a shared machine only takes the core that application needs. */

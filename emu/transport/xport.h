@@ -106,20 +106,6 @@ void emu_xport_ack_hold_set(struct emu_dev *d, uint32_t ns);
 /* The last RC/UC packet received announces more (emu_xport_rx_expected, xport.c). */
 bool emu_xport_rx_expected(const struct emu_dev *d);
 
-/* Whether a request packet (opcode flags opf) announces more: a packet
- * inside a message, and also the last packet of a message of more than
- * one packet. Bulk messages come in trains (perftest, qperf rc_bw, MPI's
- * rendezvous: the sender's window holds several), and the next one is on
- * the wire when the last one ends; a ping-pong's single-packet message
- * (ONLY) says nothing about the next, which waits for an application.
- * After a packet that announces more the engine keeps its yielding spin
- * instead of sleeping (engine.c, emu_rx_spin; docs/performance.md,
- * "Receiver wake-ups per GB (wave 7)"). */
-static inline bool emu_xport_req_announces(uint32_t opf)
-{
-	return (opf & WIRE_OPF_ONLY) != WIRE_OPF_ONLY;
-}
-
 /* cqe.c: an RX burst (struct emu_burst, core/emu_burst.h). The engine thread
  * passes its own burst object to begin, which attaches it to d; until
  * end, payload writes into one process are deferred (emu_mem_batch) and
