@@ -306,7 +306,9 @@ static int req_send_rd_atomic(struct emu_qp *qp, const struct emu_xport_path *pa
 
 	/* a READ takes the PSNs of its responses: the window bounds them as
 	 * it bounds the packets of a WRITE (the oldest one always goes) */
-	if (wire_psn_diff(psn, x->acked_psn) >= (int32_t)xp_cwnd(x) || !xp_infl_room(qp, psn))
+	if (wire_psn_diff(psn, x->acked_psn) >= (int32_t)xp_cwnd(x))
+		return -EBUSY; /* the window: see req_may_send */
+	if (!xp_infl_room(qp, psn))
 		return -EAGAIN;
 
 	if (w->opcode == IBV_WR_RDMA_READ) {
@@ -354,8 +356,15 @@ static int req_send_rd_atomic(struct emu_qp *qp, const struct emu_xport_path *pa
 }
 
 /* May data packet psn go now (queued begun before it in this chunk)? 0,
- * or -EAGAIN/-ENOBUFS to stop here, or -EBUSY when bounded go-back-N holds
- * it until an ACK moves the bound or the pacer says wait. */
+ * or -EAGAIN/-ENOBUFS to stop here (the engine tries again: next turn,
+ * or within 10 us when asleep), or -EBUSY when the QP's own window is
+ * full, bounded go-back-N holds it until an ACK moves the bound or the
+ * pacer says wait. A full window is not a stall: the packets it has out
+ * are what holds it, and their ACK runs the requester (comp.c, every
+ * response sets req_sched), their loss a timer. Polled as a stall, a
+ * sender whose window was full woke every ~10-30 us while it slept for
+ * the ACK (docs/performance.md, "Sender wake-ups (wave 7)"). The
+ * device's bound (xp_infl_room) stays a stall: other QPs' ACKs free it. */
 static int req_may_send(struct emu_qp *qp, uint32_t psn, const struct req_turn *t,
 			unsigned queued)
 {
@@ -365,8 +374,9 @@ static int req_may_send(struct emu_qp *qp, uint32_t psn, const struct req_turn *
 		qp->x->cnt.tx_stalls++;
 		return -ENOBUFS; /* resumed by emu_xport_poll once the port drains */
 	}
-	if (xp_rc_like(qp) && (wire_psn_diff(psn, qp->x->acked_psn) >= (int32_t)xp_cwnd(qp->x) ||
-			       !xp_infl_room(qp, psn)))
+	if (xp_rc_like(qp) && wire_psn_diff(psn, qp->x->acked_psn) >= (int32_t)xp_cwnd(qp->x))
+		return -EBUSY;
+	if (xp_rc_like(qp) && !xp_infl_room(qp, psn))
 		return -EAGAIN;
 	if (xp_gbn_held(qp->x, psn))
 		return -EBUSY;

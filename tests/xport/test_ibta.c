@@ -1582,9 +1582,11 @@ static int t_read_rnr_middle(void)
 static int t_read_resumed_first(void) { return read_resumed(WIRE_OP_RC_READ_RESP_FIRST); }
 static int t_read_resumed_middle(void) { return read_resumed(WIRE_OP_RC_READ_RESP_MIDDLE); }
 
-/* A requester held by its send window (req_stalled) whose QP then fails
- * (found by fuzz_rings' frame rewriting): the flush must take it off the
- * device's timer list, or the engine woke every 10 us for a dead QP */
+/* A requester held by its send window whose QP then fails (found by
+ * fuzz_rings' frame rewriting): the flush must take it off the device's
+ * timer list, or the engine woke every 10 us for a dead QP. The window
+ * itself is no stall (req.c, req_may_send): the engine waits for the
+ * ACK or the QP's timer, not the 10 us retry of a stall. */
 static int t_err_stalled_idle(void)
 {
 	struct t t;
@@ -1593,7 +1595,10 @@ static int t_err_stalled_idle(void)
 	if (t_setup(&t, IBV_QPT_RC, 0, 0))
 		return 1;
 	(void)q_post(&t, IBV_WR_RDMA_WRITE, 200 * PKT, 19);
-	CHECK(t.q->qp->x->req_stalled);
+	CHECK(!t.q->qp->x->req_stalled);
+	CHECK_EQ(wire_psn_diff(t.q->qp->x->sq_psn_hw, t.q->qp->x->acked_psn),
+		 (int32_t)xp_cwnd(t.q->qp->x));
+	CHECK(emu_xport_next_deadline(&t.p.s.n[0].dev) > sim_now + 10000);
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_ERR;
 	CHECK_EQ(emu_qp_modify(t.q->qp, &a, IBV_QP_STATE), 0);
