@@ -108,20 +108,27 @@ static int ncqe(struct emu_cq *cq, uint8_t status)
 	return ok;
 }
 
-/* One exchange A -> B, B -> A: B has seen a message end and then posted
- * its own, the QP's traffic alternates; the log starts empty after it. */
+/* One exchange a -> b, b -> a (each sim_run to the end): b has seen a
+ * message end and then posted its own, the QP's traffic alternates. */
+static void exchange(struct sim *s, struct sim_qp *a, struct sim_mr *ma, struct sim_qp *b,
+		     struct sim_mr *mb, uint64_t id)
+{
+	recv_on(b, mb, id);
+	recv_on(a, ma, id);
+	send_from(a, ma, id);
+	sim_run(s, 10000000);
+	send_from(b, mb, id);
+	sim_run(s, 10000000);
+	CHECK_EQ(ncqe(a->scq, IBV_WC_SUCCESS), 1);
+	CHECK_EQ(ncqe(b->scq, IBV_WC_SUCCESS), 1);
+	CHECK_EQ(ncqe(a->rcq, IBV_WC_SUCCESS), 1);
+	CHECK_EQ(ncqe(b->rcq, IBV_WC_SUCCESS), 1);
+}
+
+/* exchange() between the pair's QPs; the log starts empty after it. */
 static void warm(struct pair *p)
 {
-	recv_on(&p->b, &p->mb, 1);
-	recv_on(&p->a, &p->ma, 1);
-	send_from(&p->a, &p->ma, 1);
-	sim_run(&p->s, 10000000);
-	send_from(&p->b, &p->mb, 1);
-	sim_run(&p->s, 10000000);
-	CHECK_EQ(ncqe(p->a.scq, IBV_WC_SUCCESS), 1);
-	CHECK_EQ(ncqe(p->b.scq, IBV_WC_SUCCESS), 1);
-	CHECK_EQ(ncqe(p->a.rcq, IBV_WC_SUCCESS), 1);
-	CHECK_EQ(ncqe(p->b.rcq, IBV_WC_SUCCESS), 1);
+	exchange(&p->s, &p->a, &p->ma, &p->b, &p->mb, 1);
 	nlg = 0;
 }
 
@@ -501,16 +508,8 @@ static int t_ack_hold_self(void)
 	/* frames take time: round trips are measured, the probe is armed */
 	sim_cost_ns[0] = 2000;
 	emu_xport_ack_hold_set(&s.n[0].dev, 60000);
-	for (uint64_t i = 1; i <= 3; i++) {
-		recv_on(&b, &mb, i);
-		recv_on(&a, &ma, i);
-		send_from(&a, &ma, i);
-		sim_run(&s, 10000000);
-		send_from(&b, &mb, i);
-		sim_run(&s, 10000000);
-	}
-	CHECK_EQ(ncqe(a.scq, IBV_WC_SUCCESS), 3);
-	CHECK_EQ(ncqe(b.rcq, IBV_WC_SUCCESS), 3);
+	for (uint64_t i = 1; i <= 3; i++)
+		exchange(&s, &a, &ma, &b, &mb, i);
 	late = b.qp->x->cnt.acks_held_late;
 	recv_on(&b, &mb, 4);
 	send_from(&a, &ma, 4);
