@@ -128,6 +128,17 @@ void emu_xport_qp_fini(struct emu_qp *qp)
 {
 	struct emu_xport_qp *x = qp->x;
 
+	/* An ACK still owed (held for a reply that will not come now, or
+	 * coalesced and not yet flushed) leaves before the QP does:
+	 * otherwise the peer learns of it only through its loss probe and
+	 * our tomb's answer (net_link_drops with --ack-hold-us 60: the last
+	 * message's ACK, held when the program destroyed its QP). One behind
+	 * READ responses goes with them, and they are given up here. */
+	if (x->ack_pending && !x->rd_pend && qp->attr.qp_state >= IBV_QPS_RTR &&
+	    x->path.valid) {
+		xp_resp_send_ack(qp);
+		emu_tx_flush(qp->dev);
+	}
 	xp_tomb_add(qp);
 	xp_cnt_retire(qp);
 	xp_act_del(qp);
@@ -387,20 +398,63 @@ static bool xp_qp_idle(const struct emu_xport_qp *x)
 	       !xp_rp_waiting(x) && !x->rd_pend;
 }
 
+/* A frame of qp's comes back to this device: the loopback ring, or the
+ * port's self ring (two QPs of one device, the peer's MAC is ours). */
+static bool xp_to_self(const struct emu_qp *qp)
+{
+	return qp->dev->loopback || !memcmp(qp->x->path.dmac, qp->dev->mac, 6);
+}
+
+/* The ACKs due now, of every QP, before any QP's timers: a coalesced ACK
+ * at the first poll after its burst, one held for the reply at the end of
+ * its hold (one that waited in vain ends the QP's ping-pong,
+ * resp_ack_hold), one that found no TX buffer again (resp_ack_nobuf).
+ * All first because on a device whose frames come back to itself the ACK
+ * one QP owes is what another QP's expired timer waits for, and after the
+ * engine was off its core both fall due in the same poll: sent after the
+ * timer, the ACK came one probe too late (net_link_drops with
+ * --ack-hold-us 60: the engine off its core 2.4 ms while two busy-polling
+ * ibv_rc_pingpong took both cores, a probe in 4 of 5 runs). Returns
+ * whether one went to our own device: it arrives with the next RX burst,
+ * and the caller's expired timers wait for that. */
+static bool xp_poll_acks(struct emu_dev *d, uint64_t now_ns, bool *any)
+{
+	bool self = false;
+
+	for (struct emu_xport_qp *x = d->x->act; x; x = x->act_next) {
+		struct emu_qp *qp = XQP(x);
+
+		if (!x->ack_pending || now_ns < xp_ack_due(x))
+			continue;
+		if (x->ack_hold_at && !x->rd_pend && !x->ack_retry) {
+			x->ack_pp = 0;
+			x->cnt.acks_held_late++;
+		}
+		xp_resp_send_ack(qp);
+		*any = true;
+		self = self || xp_to_self(qp);
+	}
+	return self;
+}
+
 void emu_xport_poll(struct emu_dev *d, uint64_t now_ns)
 {
-	struct emu_xport_qp *x = d->x->act, *next;
+	struct emu_xport_qp *x, *next;
 	/* READ responses waiting for transmit room share what there is now */
 	uint32_t room = d->x->resp_npend ? emu_tx_room(d) : 0;
 	bool any = false;
-	/* Frames still waiting in the port's RX (d->rx_more): an expired
-	 * retransmit or probe timer waits for them, at most XP_RX_HOLD_TURNS
-	 * turns. After the engine was off its core for longer than the
-	 * timeout (a loaded machine), the ACKs the timer waits for are likely
-	 * in that backlog: firing first costs a spurious go-back-N. */
-	bool hold = d->rx_more && d->rx_more <= XP_RX_HOLD_TURNS;
+	bool self = xp_poll_acks(d, now_ns, &any);
+	/* Frames still waiting in the port's RX (d->rx_more), or ACKs just
+	 * sent to our own QPs: an expired retransmit or probe timer waits
+	 * for them, at most XP_RX_HOLD_TURNS turns each. After the engine was
+	 * off its core for longer than the timeout (a loaded machine), the
+	 * ACKs the timer waits for are likely among them: firing first costs
+	 * a spurious go-back-N or probe. */
+	d->x->self_ack_turns = self ? d->x->self_ack_turns + 1 : 0;
+	bool hold = (d->rx_more && d->rx_more <= XP_RX_HOLD_TURNS) ||
+		    (self && d->x->self_ack_turns <= XP_RX_HOLD_TURNS);
 
-	for (; x; x = next) {
+	for (x = d->x->act; x; x = next) {
 		struct emu_qp *qp = XQP(x);
 
 		next = x->act_next;
@@ -411,18 +465,6 @@ void emu_xport_poll(struct emu_dev *d, uint64_t now_ns)
 			xp_resp_release(qp);
 		else if (x->rd_pend && room && xp_resp_poll(qp, room))
 			any = true;
-		/* a coalesced ACK is due at the first poll after its burst,
-		 * one held for the reply at the end of its hold; one that
-		 * waited in vain ends the QP's ping-pong (resp_ack_hold); one
-		 * that found no TX buffer goes again (resp_ack_nobuf) */
-		if (x->ack_pending && now_ns >= xp_ack_due(x)) {
-			if (x->ack_hold_at && !x->rd_pend && !x->ack_retry) {
-				x->ack_pp = 0;
-				x->cnt.acks_held_late++;
-			}
-			xp_resp_send_ack(qp);
-			any = true;
-		}
 		if ((!hold && x->retrans_at && now_ns >= x->retrans_at) ||
 		    (x->rnr_at && now_ns >= x->rnr_at) ||
 		    (!hold && x->probe_at && now_ns >= x->probe_at)) {

@@ -396,6 +396,7 @@ struct emu_xport_dev {
 	uint8_t rx_expect;          /* the last packet says more will follow (xport.c) */
 	uint32_t ack_hold_ns;       /* EMU_XPORT_ACK_HOLD_NS or --ack-hold-us (0: never) */
 	uint64_t hold_until;        /* end of the latest hold begun, 0 once it left (emu_xport_rx_expected) */
+	uint32_t self_ack_turns;    /* consecutive polls that sent ACKs to our own QPs (xport.c) */
 	/* the counters of QPs destroyed or reset, so that the device's totals
 	 * (UROCE_OP_QUERY_DROPS) cover every QP it ever had: a benchmark's
 	 * QPs are gone by the time anyone asks (xp_cnt_retire) */

@@ -134,7 +134,9 @@ void (*sim_tx_hook)(int from, const uint8_t *frame, uint32_t len);
 
 static void sim_tx_send(struct emu_dev *d, struct emu_txbuf *b, uint32_t len)
 {
-	struct emu_dev *to = d->port_priv;
+	/* a frame to the node's own MAC (two QPs of one device) comes back
+	 * to it, as through the daemon's self ring */
+	struct emu_dev *to = memcmp(b->data, d->mac, 6) ? d->port_priv : d;
 
 	if (sim_tx_hook)
 		sim_tx_hook(sim_node_of(d), b->data, len);
@@ -209,6 +211,7 @@ int sim_init(struct sim *s)
 		struct emu_dev *peer = &s->n[1 - i].dev;
 
 		emu_neigh_update(&s->n[i].dev, &peer->gids[1], peer->mac);
+		emu_neigh_update(&s->n[i].dev, &s->n[i].dev.gids[1], s->n[i].dev.mac);
 	}
 	return 0;
 }
@@ -270,8 +273,11 @@ static struct sim_frame *sim_pop(void)
 
 static void sim_rx_frame(struct sim *s, struct sim_frame *f)
 {
+	/* one of its own frames: our addresses as its source are no forgery */
+	f->to->rx_self = f->from >= 0 && f->to == &s->n[f->from].dev;
 	if (!sim_hook || sim_hook(s, f->to == &s->n[1].dev, f->data, f->len))
 		emu_port_rx_frame(f->to, f->data, f->len);
+	f->to->rx_self = false;
 	s->frames++;
 }
 

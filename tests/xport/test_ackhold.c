@@ -108,20 +108,27 @@ static int ncqe(struct emu_cq *cq, uint8_t status)
 	return ok;
 }
 
-/* One exchange A -> B, B -> A: B has seen a message end and then posted
- * its own, the QP's traffic alternates; the log starts empty after it. */
+/* One exchange a -> b, b -> a (each sim_run to the end): b has seen a
+ * message end and then posted its own, the QP's traffic alternates. */
+static void exchange(struct sim *s, struct sim_qp *a, struct sim_mr *ma, struct sim_qp *b,
+		     struct sim_mr *mb, uint64_t id)
+{
+	recv_on(b, mb, id);
+	recv_on(a, ma, id);
+	send_from(a, ma, id);
+	sim_run(s, 10000000);
+	send_from(b, mb, id);
+	sim_run(s, 10000000);
+	CHECK_EQ(ncqe(a->scq, IBV_WC_SUCCESS), 1);
+	CHECK_EQ(ncqe(b->scq, IBV_WC_SUCCESS), 1);
+	CHECK_EQ(ncqe(a->rcq, IBV_WC_SUCCESS), 1);
+	CHECK_EQ(ncqe(b->rcq, IBV_WC_SUCCESS), 1);
+}
+
+/* exchange() between the pair's QPs; the log starts empty after it. */
 static void warm(struct pair *p)
 {
-	recv_on(&p->b, &p->mb, 1);
-	recv_on(&p->a, &p->ma, 1);
-	send_from(&p->a, &p->ma, 1);
-	sim_run(&p->s, 10000000);
-	send_from(&p->b, &p->mb, 1);
-	sim_run(&p->s, 10000000);
-	CHECK_EQ(ncqe(p->a.scq, IBV_WC_SUCCESS), 1);
-	CHECK_EQ(ncqe(p->b.scq, IBV_WC_SUCCESS), 1);
-	CHECK_EQ(ncqe(p->a.rcq, IBV_WC_SUCCESS), 1);
-	CHECK_EQ(ncqe(p->b.rcq, IBV_WC_SUCCESS), 1);
+	exchange(&p->s, &p->a, &p->ma, &p->b, &p->mb, 1);
 	nlg = 0;
 }
 
@@ -445,7 +452,90 @@ static int t_ack_nobuf_giveup(void)
 	return 0;
 }
 
+/* A ping-pong's message ends at a QP whose ACK is held for the reply;
+ * the program then destroys the QP (its last message: no reply comes).
+ * The ACK it owed leaves with the QP, at once: dropped, the peer learned
+ * of it only through its loss probe and the dead QP's tomb
+ * (net_link_drops with --ack-hold-us 60, one probe per run). */
+static int t_ack_hold_destroy(void)
+{
+	struct pair p;
+	uint64_t t0;
+	int ia;
+
+	if (setup(&p))
+		return 1;
+	emu_xport_ack_hold_set(&p.s.n[1].dev, 60000);
+	warm(&p);
+	recv_on(&p.b, &p.mb, 2);
+	send_from(&p.a, &p.ma, 2);
+	sim_run(&p.s, 20000);
+	CHECK_EQ(count(1, WIRE_OP_RC_ACK, &ia), 0);
+	CHECK(p.b.qp->x->ack_pending && p.b.qp->x->ack_hold_at);
+	t0 = sim_now;
+	CHECK_EQ(emu_qp_destroy(p.s.n[1].ctx, p.b.handle), 0);
+	sim_run(&p.s, 100000000ull);
+	CHECK_EQ(count(1, WIRE_OP_RC_ACK, &ia), 1);
+	if (ia >= 0)
+		CHECK_EQ(lg[ia].t, t0);
+	CHECK_EQ(ncqe(p.a.scq, IBV_WC_SUCCESS), 1);
+	CHECK_EQ(p.a.qp->x->cnt.probes, 0);
+	CHECK_EQ(p.a.qp->x->cnt.retransmits, 0);
+	pair_fini(&p);
+	return 0;
+}
+
+/* Two QPs of one device (the loopback port, or a real port's self ring):
+ * A's message ends at B, whose ACK is held for B's reply; then the engine
+ * is off its core past the hold and past A's loss probe (two
+ * busy-polling ibv_rc_pingpong on two cores: 2.4 ms in net_link_drops).
+ * The poll that finds both due sends B's ACK first, and A's expired probe
+ * waits for the RX that brings it: no probe, no duplicate. */
+static int t_ack_hold_self(void)
+{
+	struct sim s;
+	struct sim_qp a, b;
+	struct sim_mr ma, mb;
+	uint64_t due, late;
+
+	if (sim_init(&s) || sim_mr(&s.n[0], 1 << 16, ALL_ACCESS, &ma) ||
+	    sim_mr(&s.n[0], 1 << 16, ALL_ACCESS, &mb) ||
+	    sim_qp(&s.n[0], IBV_QPT_RC, 16, &a, -1) || sim_qp(&s.n[0], IBV_QPT_RC, 16, &b, -1) ||
+	    sim_connect(&a, &b, IBV_MTU_1024) || sim_connect(&b, &a, IBV_MTU_1024)) {
+		CHECK(0);
+		return 1;
+	}
+	/* frames take time: round trips are measured, the probe is armed */
+	sim_cost_ns[0] = 2000;
+	emu_xport_ack_hold_set(&s.n[0].dev, 60000);
+	for (uint64_t i = 1; i <= 3; i++)
+		exchange(&s, &a, &ma, &b, &mb, i);
+	late = b.qp->x->cnt.acks_held_late;
+	recv_on(&b, &mb, 4);
+	send_from(&a, &ma, 4);
+	sim_run(&s, 20000);
+	CHECK(b.qp->x->ack_pending && b.qp->x->ack_hold_at);
+	CHECK(a.qp->x->probe_at);
+	due = a.qp->x->probe_at > b.qp->x->ack_hold_at ? a.qp->x->probe_at
+						       : b.qp->x->ack_hold_at;
+	CHECK(!a.qp->x->retrans_at || a.qp->x->retrans_at > due + 1000000);
+	sim_now = due + 1000000; /* the engine off its core */
+	sim_run(&s, 100000000ull);
+	CHECK_EQ(ncqe(a.scq, IBV_WC_SUCCESS), 1);
+	CHECK_EQ(ncqe(b.rcq, IBV_WC_SUCCESS), 1);
+	CHECK_EQ(b.qp->x->cnt.acks_held_late, late + 1);
+	CHECK_EQ(a.qp->x->cnt.probes, 0);
+	CHECK_EQ(a.qp->x->cnt.retransmits, 0);
+	CHECK_EQ(b.qp->x->cnt.dup_requests, 0);
+	sim_fini(&s);
+	free(ma.buf);
+	free(mb.buf);
+	return 0;
+}
+
 static const struct xt_test tests[] = {
+	{ "ack_hold_destroy", t_ack_hold_destroy },
+	{ "ack_hold_self", t_ack_hold_self },
 	{ "ack_nobuf_retry", t_ack_nobuf_retry },
 	{ "ack_nobuf_nak", t_ack_nobuf_nak },
 	{ "ack_nobuf_giveup", t_ack_nobuf_giveup },
