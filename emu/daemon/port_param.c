@@ -169,6 +169,23 @@ static int emu_param_af_xdp(struct emu_opts *o, unsigned page)
 	}
 	o->mbuf_room = RTE_PKTMBUF_HEADROOM + EMU_XDP_HEADROOM + o->mtu + EMU_L2_OVERHEAD;
 	o->nb_desc = EMU_XDP_NB_DESC;
+	/* The engine polls one RX queue (start_queue): DPDK would open the
+	 * sockets of queue_count=N queues only for queues we set up, so the
+	 * frames of the other N-1 would silently go to the kernel (--shared)
+	 * or be lost. Several queues were measured to be no way out of the
+	 * 2048-frame fill ring either: DPDK 22.11 takes queue_count only up
+	 * to the interface's combined channels, which veth has none of
+	 * (docs/performance.md, "UD incast on af_xdp"). */
+	unsigned nq = 1;
+	int q = emu_vdev_uint(o, "queue_count", &nq);
+	if (q < 0)
+		return -1;
+	if (nq > 1) {
+		fprintf(stderr, "uroced: %s: queue_count=%u: uroced receives on one queue "
+			"(start_queue=N); steer UDP 4791 to it (docs/running.md, \"Sharing a "
+			"NIC with the host\")\n", o->dev, nq);
+		return -1;
+	}
 	/* DPDK 22.11 enables "preferred busy polling" by default (busy_budget
 	 * 64): every RX burst that finds the ring empty makes a recvfrom()
 	 * system call, so an engine polling an idle or slow RX ring made one

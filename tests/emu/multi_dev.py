@@ -49,6 +49,8 @@ def badopts(uroced, run_dir):
         # type cannot carry is refused before EAL starts
         (['--port', 'net_af_xdp0,iface=lo', '--mtu', '9000'], 2, 'af_xdp holds a frame'),
         (['--port', 'net_af_xdp0,iface=lo', '--mtu', '3600'], 2, '--mtu at most 3'),
+        (['--port', 'net_af_xdp0,iface=lo,queue_count=2'], 2, 'receives on one queue'),
+        (['--port', 'net_af_xdp0,iface=lo,queue_count=0'], 2, 'bad queue_count'),
         (['--port', 'net_af_packet0,iface=lo,framesz=2048', '--mtu', '9000'], 2,
          'framesz=2048 cannot hold a frame of --mtu 9000'),
         (['--port', 'net_af_packet0,iface=lo,framesz=2056'], 2, 'multiple of 16'),

@@ -33,7 +33,11 @@ checked byte for byte and must be unique. The harness waits until the
 receiving daemon accounted for all N (received as RoCE, or lost at its
 port and counted there) before it tells the program to stop polling. The
 two daemons share one run directory (uroce0 sends, uroce1 receives). Exit 0
-pass, 77 skip, else fail."""
+pass, 77 skip, else fail.
+
+For measurements, UDLOAD_ARGS adds uroced options to every daemon and
+UDLOAD_RCV_ARGS to the first host's (an incast's receiver); an incast prints the
+daemons' DCQCN totals (CNPs sent and received, rate cuts)."""
 import argparse
 import os
 import re
@@ -90,7 +94,13 @@ def start_dev(net, h, i, kind):
     else:
         args = ['--port', 'net_af_packet0,iface=e0', '--ip', '10.93.0.%d' % i,
                 '--mac', '02:00:00:93:00:%02x' % i, '--mtu', '1500']
-    d = net.start(h, ['--dev', dev] + args)
+    # measurements by hand (docs/performance.md, "UD incast on af_xdp"):
+    # more uroced options for every daemon / for the first host's only
+    # (an incast's receiver, a pair's sender)
+    extra = os.environ.get('UDLOAD_ARGS', '').split()
+    if i == 1:
+        extra += os.environ.get('UDLOAD_RCV_ARGS', '').split()
+    d = net.start(h, ['--dev', dev] + args + extra)
     # net.start waited for uroce0's socket
     if not harness.wait_socket(os.path.join(net.run_dir[h], dev + '.sock'), d):
         raise Fail('%s did not start:\n%s' % (dev, net.log(h)))
@@ -260,6 +270,11 @@ def incast(net, a, hosts, rq):
                 harness.kill_group(p)
     r1 = net.counters(rcv)[0]
     rd = drops(r0, r1)
+    # every daemon's CNPs sent and received and rate cuts (DCQCN)
+    cc = {h: {k: v for k, v in net.counters(h)[0].items()
+              if k in ('dcqcn.cnp_sent', 'dcqcn.cnp_rcvd', 'dcqcn.rate_cuts') and v}
+          for h in hosts}
+    print('dcqcn: %s' % cc, flush=True)
     got = 0
     for p, out in zip(ps, outs):
         print(out.rstrip(), flush=True)
