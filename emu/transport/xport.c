@@ -421,9 +421,11 @@ static bool xp_poll_acks(struct emu_dev *d, uint64_t now_ns, bool *any)
 {
 	bool self = false;
 
-	for (struct emu_xport_qp *x = d->x->act; x; x = x->act_next) {
+	/* (next first: sending may take a QP off the list, as in emu_xport_poll) */
+	for (struct emu_xport_qp *x = d->x->act, *next; x; x = next) {
 		struct emu_qp *qp = XQP(x);
 
+		next = x->act_next;
 		if (!x->ack_pending || now_ns < xp_ack_due(x))
 			continue;
 		if (x->ack_hold_at && !x->rd_pend && !x->ack_retry) {
