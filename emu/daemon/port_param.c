@@ -5,6 +5,7 @@
  * the mbuf pool needs. A port type that cannot carry the MTU is refused
  * here with one line, so the documented commands either work as given or
  * say why not (docs/running.md, "Port parameters"). */
+#include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,9 +174,20 @@ static int emu_xsk_args(const struct emu_opts *o)
 			return -1;
 		}
 	}
-	if (!emu_vdev_arg(o->vdev, "iface")) {
+	const char *ifa = emu_vdev_arg(o->vdev, "iface");
+	if (!ifa) {
 		fprintf(stderr, "uroced: %s: af_xdp: iface=IF missing in port '%s'\n", o->dev,
 			o->vdev);
+		return -1;
+	}
+	char ifname[IF_NAMESIZE];
+	size_t il = strcspn(ifa, ",");
+	if (il < sizeof(ifname)) {
+		memcpy(ifname, ifa, il);
+		ifname[il] = 0;
+	}
+	if (il >= sizeof(ifname) || !if_nametoindex(ifname)) {
+		fprintf(stderr, "uroced: %s: af_xdp: no interface '%.*s'\n", o->dev, (int)il, ifa);
 		return -1;
 	}
 	const char *q = emu_vdev_arg(o->vdev, "start_queue");
