@@ -384,6 +384,24 @@ def stall(net, a):
     if got != STALL_N or fill_empty or rd:
         raise Fail('%d of %d datagrams delivered, xdp-fill-empty %d, drops %s: the fill ring '
                    'did not hold the stall' % (got, STALL_N, fill_empty, rd))
+    # the XDP program goes with the daemon: stopped (SIGTERM, judged) or
+    # killed (SIGKILL: the kernel drops its BPF link). DPDK's PMD left its
+    # xsk_def_prog attached to the interface when killed.
+    net.stop(rcv)
+    kd = net.daemons.pop(snd)
+    kd.kill()
+    kd.wait(timeout=60)
+    for h, how in ((rcv, 'stopped'), (snd, 'killed')):
+        if not harness.wait_until(lambda: not xdp_attached(net, h), lambda: True, 30, 0.1):
+            raise Fail('an XDP program is still attached to %s\'s e0 after its daemon %s:\n%s'
+                       % (h, how, sh(*net.nsx(h, ['ip', 'link', 'show', 'e0'])).stdout))
+
+
+def xdp_attached(net, h):
+    """`ip link` shows an XDP program on host h's e0 (xdp, xdpgeneric,
+    xdpdrv: "prog/xdp id N")"""
+    out = sh(*net.nsx(h, ['ip', 'link', 'show', 'e0'])).stdout
+    return re.search(r'prog/xdp|\bxdp(generic|drv|offload)?\b', out) is not None
 
 
 def case(net, a):
