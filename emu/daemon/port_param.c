@@ -222,6 +222,11 @@ static int emu_param_xsk(struct emu_opts *o)
 	o->xsk_rx_frames = rx < EMU_XSK_MAX_RX_FRAMES ? rx : EMU_XSK_MAX_RX_FRAMES;
 	o->xsk_tx_frames = EMU_XDP_NB_DESC;
 	o->xsk = true;
+	/* the largest frame a UMEM frame takes: what --mtu may grow to at run
+	 * time (uroce-ctl mtu, emu_nic_max_frame), RX copies (--vlan) and TX
+	 * mbufs included */
+	o->mbuf_room = o->tx_mbuf_room = RTE_PKTMBUF_HEADROOM + emu_xsk_max_mtu(o->xsk_frame) +
+					 EMU_L2_OVERHEAD;
 	snprintf(o->port_info, sizeof(o->port_info), "umem %u rx (all in the fill ring) + %u tx "
 		 "frames of %u B", o->xsk_rx_frames, o->xsk_tx_frames, o->xsk_frame);
 	return 0;

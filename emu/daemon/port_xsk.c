@@ -56,6 +56,9 @@ struct emu_xsk {
 	uint64_t rx_addr[EMU_XSK_BURST];
 	struct emu_xsk_stats st;
 	uint64_t *tx_long;
+	/* the last kick failed for good (ENETDOWN, ENXIO...): what waits in
+	 * the TX ring does not keep the engine awake, the next send retries */
+	bool kick_failed;
 };
 
 uint32_t emu_xsk_max_mtu(uint32_t frame_size)
@@ -306,10 +309,13 @@ static void emu_xsk_kick(struct emu_xsk *x)
 		if (!xsk_ring_prod__needs_wakeup(&x->tx))
 			return;
 		x->st.tx_kicks++;
+		x->kick_failed = false;
 		if (sendto(xsk_socket__fd(x->sk), NULL, 0, MSG_DONTWAIT, NULL, 0) == 0)
 			continue;
-		if (errno != EAGAIN && errno != EBUSY && errno != EINTR)
-			return; /* ENETDOWN, ENOBUFS...: the next call tries again */
+		if (errno != EAGAIN && errno != EBUSY && errno != EINTR) {
+			x->kick_failed = true; /* ENETDOWN...: the next call tries again */
+			return;
+		}
 		emu_xsk_reclaim(x);
 	}
 }
@@ -352,7 +358,7 @@ unsigned emu_xsk_tx_poll(struct emu_xsk *x)
 	emu_xsk_reclaim(x);
 	if (emu_xsk_tx_pending(x))
 		emu_xsk_kick(x);
-	return emu_xsk_tx_pending(x);
+	return x->kick_failed ? 0 : emu_xsk_tx_pending(x);
 }
 
 void emu_xsk_stats(const struct emu_xsk *x, struct emu_xsk_stats *s)
