@@ -17,6 +17,8 @@ for each port kind:
 
   xdp     --port net_af_xdp0,iface=e0 --shared (docs/running.md's
           recommended commodity-NIC mode: the kernel keeps the interface)
+  xdpdpdk the same through DPDK's af_xdp PMD (--xdp-driver dpdk) instead
+          of uroced's own AF_XDP socket (wave 8: the comparison)
   packet  --port net_af_packet0,iface=e0 with the kernel's own address
           and MAC (uroce answers for it; the kernel's UDP 4791 input is
           dropped by an iptables rule so that it sends no ICMP for RoCE)
@@ -105,8 +107,10 @@ class Link:
         for s in "ab":
             os.makedirs(self.run[s], mode=0o700)
             cmd = [os.path.join(self.build, "emu", "uroced")]
-            if self.kind == "xdp":
+            if self.kind in ("xdp", "xdpdpdk"):
                 cmd += ["--port", "net_af_xdp0,iface=e0", "--shared"]
+                if self.kind == "xdpdpdk":
+                    cmd += ["--xdp-driver", "dpdk"]
             else:
                 cmd += ["--port", "net_af_packet0,iface=e0", "--ip", KIP[s], "--mac", MAC[s],
                         "--mtu", str(self.mtu)]

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PKGS=(build-essential pkg-config meson ninja-build clang libclang-rt-14-dev
-      libdpdk-dev dpdk-dev libpcap-dev libbpf-dev
+      libdpdk-dev dpdk-dev libpcap-dev libbpf-dev libxdp-dev
       libibverbs-dev ibverbs-utils perftest python3-pyverbs
       tshark python3-scapy valgrind iproute2 procps psmisc strace
       gdb        # the stacks of a daemon that does not stop, in the test's log

@@ -38,6 +38,11 @@ struct emu_opts {
 	uint32_t nips;
 	bool busy_poll;
 	bool no_zc;               /* --no-zc: no zero-copy TX (port_dpdk.c) */
+	bool xdp_dpdk;            /* --xdp-driver dpdk: af_xdp through DPDK's PMD */
+	/* derived (port_param.c): an af_xdp port driven by our own socket
+	 * (port_xsk.c), its UMEM frame size and RX frames */
+	bool xsk;
+	uint32_t xsk_frame, xsk_rx_frames, xsk_tx_frames;
 	bool fault_set;
 	struct emu_fault_cfg fault;
 	uint32_t spin_us;         /* empty-loop time before sleeping */
@@ -75,6 +80,8 @@ struct emu_nic_counters {
 struct emu_nic {
 	uint16_t port;
 	bool real;                /* a device with a link of its own (not a ring port) */
+	bool xsk;                 /* no ethdev: uroced's AF_XDP socket on ifname */
+	char ifname[IF_NAMESIZE];
 	bool pci;                 /* a PCI device (--port 0000:03:00.0) */
 	char driver[32], device[64];
 	uint16_t max_rxq, max_txq;
@@ -164,6 +171,10 @@ struct emu_daemon {
 		/* PACKET_STATISTICS clears the kernel's counts at every read:
 		 * what was read so far */
 		uint64_t pkt_drops;
+		/* an af_xdp port on our own socket (port_dpdk.c, port_xsk.c):
+		 * what it counted that the kernel does not, by the engine */
+		bool xsk;
+		uint64_t xsk_rx_nombuf, xsk_rx_bad, xsk_tx_long;
 	} link;
 };
 
@@ -202,6 +213,9 @@ const char *emu_vdev_arg(const char *vdev, const char *key);
  * the XDP program into its port arguments (0, or -1 after one line);
  * attach/detach: the kernel's neighbour table for the device */
 int emu_shared_opts(struct emu_opts *o);
+/* the XDP object uroce_xdp.o: next to uroced, else installed (0, or -1
+ * after one line) */
+int emu_xdp_prog_path(const struct emu_opts *o, char *out, size_t sz);
 int emu_shared_attach(struct emu_daemon *dm);
 void emu_shared_detach(struct emu_daemon *dm);
 
@@ -227,6 +241,9 @@ int emu_port_init(struct emu_daemon *dm);
 unsigned emu_port_rx(struct emu_daemon *dm);
 void emu_port_fini(struct emu_daemon *dm);
 void emu_port_attach(struct emu_daemon *dm);
+/* an af_xdp port on uroced's own socket (port_xsk.c): its descriptor,
+ * else -1 */
+int emu_port_xsk_fd(const struct emu_daemon *dm);
 /* a worker thread becomes a DPDK thread (mempool cache) */
 void emu_port_thread_init(void);
 
@@ -239,6 +256,9 @@ struct rte_eth_conf;
 struct rte_mbuf;
 int emu_nic_conf(struct emu_daemon *dm, uint16_t port, struct rte_eth_conf *conf);
 void emu_nic_started(struct emu_daemon *dm);
+/* the same for an af_xdp port on our own socket: no ethdev, the
+ * interface's link (IFF_RUNNING) and MTU range up to max_mtu */
+void emu_nic_xsk(struct emu_daemon *dm, const char *ifname, uint32_t max_mtu);
 /* after emu_dev_init: the port state from the link */
 void emu_nic_attach(struct emu_daemon *dm);
 void emu_nic_fini(struct emu_daemon *dm);

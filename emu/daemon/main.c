@@ -76,6 +76,9 @@ static void emu_usage(FILE *f)
 		"                    60 measured, docs/performance.md)\n"
 		"  --mbufs N         mbufs in each of a device's pools (default 8191; what a\n"
 		"                    port may hold in flight; memory-constrained hosts, tests)\n"
+		"  --xdp-driver D    af_xdp ports through uroced's own AF_XDP socket (uroce,\n"
+		"                    the default: every RX frame in the fill ring) or DPDK's\n"
+		"                    af_xdp PMD (dpdk: 2048 frames, for comparison)\n"
 		"  --no-zc           copy every payload into its frame (default: large pieces of\n"
 		"                    mapped MRs leave without a copy on ring ports)\n"
 		"  --eal \"ARGS\"      extra EAL arguments\n"
@@ -321,7 +324,7 @@ static void emu_opts_default(struct emu_opts *o, unsigned idx)
 enum { O_DEV = 256, O_PORT, O_IP, O_MAC, O_MTU, O_RUNDIR, O_BUSY, O_EAL, O_PCAP,
        O_FAULT, O_SPIN, O_LOG, O_CPU, O_HELP, O_STALL,
        O_SOCK_GROUP, O_SOCK_MODE, O_ALLOW_UID, O_ALLOW_GID, O_LIMIT, O_UID_LIMIT, O_SHARED,
-       O_DCQCN, O_NO_ZC, O_MBUFS, O_PRIV_UID, O_VLAN, O_ACK_HOLD };
+       O_DCQCN, O_NO_ZC, O_MBUFS, O_PRIV_UID, O_VLAN, O_ACK_HOLD, O_XDP_DRIVER };
 
 static const struct option emu_long_opts[] = {
 	{ "dev", required_argument, NULL, O_DEV },
@@ -333,6 +336,7 @@ static const struct option emu_long_opts[] = {
 	{ "run-dir", required_argument, NULL, O_RUNDIR },
 	{ "busy-poll", no_argument, NULL, O_BUSY },
 	{ "no-zc", no_argument, NULL, O_NO_ZC },
+	{ "xdp-driver", required_argument, NULL, O_XDP_DRIVER },
 	{ "spin-us", required_argument, NULL, O_SPIN },
 	{ "ack-hold-us", required_argument, NULL, O_ACK_HOLD },
 	{ "mbufs", required_argument, NULL, O_MBUFS },
@@ -427,6 +431,13 @@ static int emu_opt_global(struct emu_opts *g, int c, const char *v)
 	case O_NO_ZC:
 		g->no_zc = true;
 		return 0;
+	case O_XDP_DRIVER:
+		if (strcmp(v, "uroce") && strcmp(v, "dpdk")) {
+			fprintf(stderr, "uroced: bad --xdp-driver '%s' (uroce or dpdk)\n", v);
+			return -1;
+		}
+		g->xdp_dpdk = !strcmp(v, "dpdk");
+		return 0;
 	case O_EAL:
 		if (strlen(v) >= sizeof(g->eal)) {
 			fprintf(stderr, "uroced: --eal too long\n");
@@ -476,6 +487,7 @@ static int emu_opts_complete(struct emu_opts *o, const struct emu_opts *g)
 	strcpy(o->log_level, g->log_level);
 	o->busy_poll = g->busy_poll;
 	o->no_zc = g->no_zc;
+	o->xdp_dpdk = g->xdp_dpdk;
 	o->spin_us = g->spin_us;
 	o->ack_hold_us = g->ack_hold_us;
 	o->nb_mbuf = g->nb_mbuf;
@@ -688,7 +700,8 @@ static int emu_eal_args(struct emu_opts *os, unsigned ndev, char **av, int max, 
 	ADD(tmp);
 	for (unsigned i = 0; i < ndev; i++) {
 		const char *v = os[i].vdev;
-		if (!v[0] || !strncmp(v, "link:", 5))
+		/* ring ports and af_xdp on our own socket: no vdev */
+		if (!v[0] || !strncmp(v, "link:", 5) || os[i].xsk)
 			continue;
 		snprintf(tmp, sizeof(tmp), emu_is_pci(v) ? "--allow=%s" : "--vdev=%s", v);
 		ADD(tmp);
@@ -953,7 +966,7 @@ int main(int argc, char **argv)
 	/* a missing driver plugin named as the package to install, not as
 	 * EAL's parse error */
 	for (unsigned i = 0; i < ndev; i++)
-		if (emu_eal_check(os[i].dev, os[i].vdev, os[0].eal))
+		if (emu_eal_check(os[i].dev, os[i].xsk ? "" : os[i].vdev, os[0].eal))
 			return 1;
 	for (unsigned i = 0; i < ndev; i++) {
 		/* large (the device and its tables): not on any stack */

@@ -6,8 +6,11 @@
  * device has its own port, mbuf pool and TX backlog (one worker each). */
 #include <dirent.h>
 #include <errno.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <fcntl.h>
+#include <net/if.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,6 +27,7 @@
 #include <rte_ring.h>
 
 #include "daemon.h"
+#include "port_xsk.h"
 #include "sysfs.h"
 
 #define EMU_BURST 32
@@ -51,6 +55,9 @@ struct emu_port {
 	 * received from here like the port's own (emu_dpdk_to_self) */
 	struct rte_ring *self;
 	struct emu_nic *nic;       /* the device's tags, offloads, link (port_nic.c) */
+	/* an af_xdp port on our own AF_XDP socket (port_xsk.c): no ethdev */
+	struct emu_xsk *xsk;
+	bool promisc_set;          /* we set the interface's IFF_PROMISC */
 	uint16_t port;
 	uint32_t txq_head, txq_tail; /* backlog: [head, tail) */
 	struct rte_mbuf *txq[EMU_TXQ_SIZE];
@@ -122,12 +129,17 @@ static void emu_dpdk_tx_flush(struct emu_dev *d)
 			n = EMU_TXQ_SIZE - h; /* up to the wrap */
 		if (n > UINT16_MAX)
 			n = UINT16_MAX;
-		uint16_t done = rte_eth_tx_burst(p->port, 0, p->txq + h, (uint16_t)n);
+		uint16_t done = p->xsk ? (uint16_t)emu_xsk_tx(p->xsk, p->txq + h, n)
+				       : rte_eth_tx_burst(p->port, 0, p->txq + h, (uint16_t)n);
 		p->txq_head += done;
 		if (done < n)
 			break; /* NIC full: the rest waits for the next flush */
 	}
 	d->tx_backlog = p->txq_tail - p->txq_head;
+	/* what our AF_XDP socket's TX ring holds unsent keeps the engine
+	 * flushing (and kicking) instead of sleeping on it */
+	if (p->xsk)
+		d->tx_backlog += emu_xsk_tx_poll(p->xsk);
 }
 
 static void emu_dpdk_txq_put(struct emu_dev *d, struct emu_port *p, struct rte_mbuf *m);
@@ -286,9 +298,92 @@ static void emu_port_rx_lin(struct emu_dev *d, uint8_t *lin, const struct rte_mb
 	emu_mem_flush(d); /* lin is reused by the next frame */
 }
 
+/* One received mbuf to the device. */
+static inline void emu_port_rx_mbuf(struct emu_daemon *dm, struct emu_port *p,
+				    struct rte_mbuf *b, bool self)
+{
+	dm->dev.rx_self = self;
+	/* another VLAN's frame (dropped, counted), or its tag and the
+	 * device's checksum verdict taken; the self ring's never left
+	 * the daemon (untagged, checksummed: emu_dpdk_self_dst) */
+	if (p->nic->rx_any && !self && !emu_nic_rx(p->nic, &dm->dev, b))
+		return;
+	if (b->nb_segs == 1)
+		emu_port_rx_frame(&dm->dev, rte_pktmbuf_mtod(b, const uint8_t *), b->data_len);
+	else if (!emu_port_rx_segs(&dm->dev, b))
+		emu_port_rx_lin(&dm->dev, dm->worker->rx_lin, b);
+	dm->dev.rx_l3_csum_ok = false;
+}
+
+/* A frame of our AF_XDP socket, read in place in the UMEM; one that the
+ * port's tag or checksum work needs as an mbuf (--vlan) is copied into
+ * one of the RX pool first (*cp, freed after the burst). */
+static inline void emu_port_rx_umem(struct emu_daemon *dm, struct emu_port *p,
+				    const uint8_t *f, uint32_t len, struct rte_mbuf **cp)
+{
+	*cp = NULL;
+	if (!len || len > dm->o.mbuf_room - RTE_PKTMBUF_HEADROOM) {
+		dm->link.xsk_rx_bad++;
+		return;
+	}
+	dm->dev.rx_self = false;
+	if (!p->nic->rx_any) {
+		emu_port_rx_frame(&dm->dev, f, len);
+		return;
+	}
+	struct rte_mbuf *b = rte_pktmbuf_alloc(p->rx_mp);
+	if (!b) {
+		dm->link.xsk_rx_nombuf++;
+		return;
+	}
+	memcpy(rte_pktmbuf_mtod(b, void *), f, len);
+	b->data_len = (uint16_t)len;
+	b->pkt_len = len;
+	*cp = b;
+	emu_port_rx_mbuf(dm, p, b, false);
+}
+
+/* RX on our own AF_XDP socket: the self ring's frames first, as below,
+ * then up to a burst read in place; the UMEM frames go back to the fill
+ * ring once the burst's payloads are written (emu_rx_burst_end). */
+static unsigned emu_port_rx_xsk(struct emu_daemon *dm, struct emu_port *p)
+{
+	struct rte_mbuf *m[EMU_BURST], *cp[EMU_BURST];
+	const uint8_t *f[EMU_BURST];
+	uint32_t len[EMU_BURST];
+	unsigned nself = rte_ring_sc_dequeue_burst(p->self, (void **)m, EMU_BURST / 2, NULL);
+	unsigned nx = emu_xsk_rx(p->xsk, f, len, EMU_BURST - nself);
+	unsigned n = nself + nx;
+
+	if (n == EMU_BURST || !rte_ring_empty(p->self))
+		dm->dev.rx_more++;
+	else
+		dm->dev.rx_more = 0;
+	if (!n)
+		return 0;
+	if (!dm->dev.fault)
+		emu_rx_burst_begin(&dm->dev, &dm->worker->burst);
+	for (unsigned i = 0; i < nself; i++)
+		emu_port_rx_mbuf(dm, p, m[i], true);
+	for (unsigned i = 0; i < nx; i++) {
+		if (i + 1 < nx)
+			rte_prefetch0(f[i + 1]);
+		emu_port_rx_umem(dm, p, f[i], len[i], &cp[i]);
+	}
+	dm->dev.rx_self = false;
+	emu_rx_burst_end(&dm->dev); /* before the frames holding the payloads go */
+	rte_pktmbuf_free_bulk(m, nself);
+	for (unsigned i = 0; i < nx; i++)
+		rte_pktmbuf_free(cp[i]);
+	emu_xsk_rx_done(p->xsk, nx);
+	return n;
+}
+
 unsigned emu_port_rx(struct emu_daemon *dm)
 {
 	struct emu_port *p = dm->port;
+	if (p->xsk)
+		return emu_port_rx_xsk(dm, p);
 	struct rte_mbuf *m[EMU_BURST];
 	/* our own frames first, up to half a burst: the port cannot starve them */
 	uint16_t nself = p->self ? (uint16_t)rte_ring_sc_dequeue_burst(p->self, (void **)m,
@@ -319,22 +414,11 @@ unsigned emu_port_rx(struct emu_daemon *dm)
 		rte_prefetch0(&m[i]->next);
 	}
 	for (uint16_t i = 0; i < n; i++) {
-		struct rte_mbuf *b = m[i];
 		if (i + 1 < n && m[i + 1]->next) {
 			rte_prefetch0(m[i + 1]->next);
 			rte_prefetch0(&m[i + 1]->next->next);
 		}
-		dm->dev.rx_self = i < nself; /* the self ring's come first */
-		/* another VLAN's frame (dropped, counted), or its tag and the
-		 * device's checksum verdict taken; the self ring's never left
-		 * the daemon (untagged, checksummed: emu_dpdk_self_dst) */
-		if (p->nic->rx_any && !dm->dev.rx_self && !emu_nic_rx(p->nic, &dm->dev, b))
-			continue;
-		if (b->nb_segs == 1)
-			emu_port_rx_frame(&dm->dev, rte_pktmbuf_mtod(b, const uint8_t *), b->data_len);
-		else if (!emu_port_rx_segs(&dm->dev, b))
-			emu_port_rx_lin(&dm->dev, w->rx_lin, b);
-		dm->dev.rx_l3_csum_ok = false;
+		emu_port_rx_mbuf(dm, p, m[i], i < nself); /* the self ring's come first */
 	}
 	dm->dev.rx_self = false;
 	emu_rx_burst_end(&dm->dev); /* before the mbufs holding the payloads go */
@@ -536,6 +620,98 @@ static int emu_port_setup(struct emu_daemon *dm, struct emu_port *p, bool real)
 	return 0;
 }
 
+/* the interface's flags (SIOCGIFFLAGS) changed by set/clear: 0 or -errno */
+static int emu_if_flags(const char *ifname, short set, short clear, short *before)
+{
+	struct ifreq ifr;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)
+		rc = -errno;
+	if (rc == 0 && before)
+		*before = ifr.ifr_flags;
+	if (rc == 0 && (set || clear)) {
+		ifr.ifr_flags = (short)((ifr.ifr_flags | set) & ~clear);
+		if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
+			rc = -errno;
+	}
+	close(fd);
+	return rc;
+}
+
+/* An af_xdp port on our own AF_XDP socket (port_xsk.c), no ethdev: the
+ * socket, UMEM and XDP program, the interface's MAC, and promiscuous mode
+ * when uroce answers to a MAC not the interface's (--mac without
+ * --shared; cleared again at exit, as the PMD never did). */
+static int emu_port_xsk_open(struct emu_daemon *dm, struct emu_port *p)
+{
+	struct emu_xsk_cfg c = {
+		.queue = 0,
+		.rx_frames = dm->o.xsk_rx_frames,
+		.tx_frames = dm->o.xsk_tx_frames,
+		.frame_size = dm->o.xsk_frame,
+		.steer_all = !dm->o.shared,
+		.tx_long = &dm->link.xsk_tx_long,
+	};
+	const char *v = emu_vdev_arg(dm->o.vdev, "iface");
+	size_t k = v ? strcspn(v, ",") : 0;
+	char prog[PATH_MAX];
+
+	if (!k || k >= sizeof(c.ifname)) {
+		fprintf(stderr, "uroced: %s: af_xdp: iface= missing or too long\n", dm->o.dev);
+		return -1;
+	}
+	memcpy(c.ifname, v, k);
+	v = emu_vdev_arg(dm->o.vdev, "start_queue");
+	c.queue = v ? (uint32_t)strtoul(v, NULL, 10) : 0; /* checked by port_param.c */
+	v = emu_vdev_arg(dm->o.vdev, "force_copy");
+	c.force_copy = v && *v == '1';
+	v = emu_vdev_arg(dm->o.vdev, "xdp_prog");
+	k = v ? strcspn(v, ",") : 0;
+	if (k && k < sizeof(prog)) {
+		memcpy(prog, v, k);
+		prog[k] = 0;
+		c.steer_all = false; /* the user's program steers */
+	} else if (emu_xdp_prog_path(&dm->o, prog, sizeof(prog))) {
+		return -1;
+	}
+	c.prog = prog;
+	p->xsk = emu_xsk_open(dm->o.dev, &c);
+	if (!p->xsk)
+		return -1;
+	p->port = UINT16_MAX;
+	dm->link.xsk = true;
+	if (!dm->o.mac_set) {
+		struct ifreq ifr;
+		int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		memset(&ifr, 0, sizeof(ifr));
+		memcpy(ifr.ifr_name, c.ifname, strlen(c.ifname));
+		if (fd >= 0 && ioctl(fd, SIOCGIFHWADDR, &ifr) == 0)
+			memcpy(dm->o.mac, ifr.ifr_hwaddr.sa_data, 6);
+		if (fd >= 0)
+			close(fd);
+	} else if (!dm->o.shared) {
+		short fl = 0;
+		if (emu_if_flags(c.ifname, 0, 0, &fl) == 0 && !(fl & IFF_PROMISC) &&
+		    emu_if_flags(c.ifname, IFF_PROMISC, 0, NULL) == 0)
+			p->promisc_set = true;
+	}
+	EMU_LOG(NOTICE, "%s: af_xdp on %s queue %u through uroced's own socket: %s\n",
+		dm->o.dev, c.ifname, c.queue, dm->o.port_info);
+	emu_nic_xsk(dm, c.ifname, emu_xsk_max_mtu(c.frame_size));
+	return 0;
+}
+
+int emu_port_xsk_fd(const struct emu_daemon *dm)
+{
+	return dm->port && dm->port->xsk ? emu_xsk_fd(dm->port->xsk) : -1;
+}
+
 /* The per-thread cache of a pool: 256, less for a small pool (--mbufs),
  * whose objects a cache would hide (DPDK wants it below n / 1.5). */
 static unsigned emu_pool_cache(const struct emu_daemon *dm)
@@ -611,6 +787,9 @@ int emu_port_init(struct emu_daemon *dm)
 	} else if (!strncmp(dm->o.vdev, "link:", 5)) {
 		if (emu_port_link(dm, p))
 			return -1;
+	} else if (dm->o.xsk) {
+		if (emu_port_xsk_open(dm, p))
+			return -1;
 	} else if (emu_port_find(dm->o.vdev, &p->port)) {
 		if (emu_is_pci(dm->o.vdev))
 			emu_pci_no_port(&dm->o); /* checked bound before EAL: no PMD */
@@ -619,7 +798,7 @@ int emu_port_init(struct emu_daemon *dm)
 				"above)\n", dm->o.dev, dm->o.vdev);
 		return -1;
 	}
-	if (emu_port_setup(dm, p, !loop && strncmp(dm->o.vdev, "link:", 5)))
+	if (!p->xsk && emu_port_setup(dm, p, !loop && strncmp(dm->o.vdev, "link:", 5)))
 		return -1;
 	if (!loop) {
 		/* room for every frame the pools can hold (each holds an mbuf
@@ -638,7 +817,7 @@ int emu_port_init(struct emu_daemon *dm)
 	}
 	dm->port_up = true;
 	dm->port_id = p->port;
-	if (!loop) {
+	if (!loop && !p->xsk) {
 		(void)rte_eth_promiscuous_enable(p->port);
 		/* the port's own MAC, unless it has none (ring ports): then
 		 * our default 02:00:00:00:00:<device number> */
@@ -681,8 +860,16 @@ void emu_port_fini(struct emu_daemon *dm)
 		for (unsigned k = 0; p->sm_mp && k <= EMU_RING_SIZE / EMU_BURST &&
 				     (n = rte_eth_rx_burst(dm->port_id, 0, m, EMU_BURST)) > 0; k++)
 			rte_pktmbuf_free_bulk(m, n);
-		rte_eth_dev_stop(dm->port_id);
-		rte_eth_dev_close(dm->port_id);
+		if (!p->xsk) {
+			rte_eth_dev_stop(dm->port_id);
+			rte_eth_dev_close(dm->port_id);
+		}
 		dm->port_up = false;
+	}
+	if (p && p->xsk) {
+		if (p->promisc_set)
+			(void)emu_if_flags(dm->nic.ifname, 0, IFF_PROMISC, NULL);
+		emu_xsk_close(p->xsk); /* the program detached, the UMEM gone */
+		p->xsk = NULL;
 	}
 }

@@ -116,7 +116,16 @@ unsigned emu_port_link_drops(struct emu_daemon *dm, struct emu_named *v, unsigne
 	if (!dm->port_up || max < 4)
 		return 0;
 	memset(&st, 0, sizeof(st));
-	(void)rte_eth_stats_get(dm->port_id, &st);
+	/* our own AF_XDP socket has no ethdev: what it counted itself (a
+	 * frame larger than a TX frame, no mbuf for a --vlan copy, a bad
+	 * descriptor); the kernel's misses are its XDP_STATISTICS below */
+	if (dm->link.xsk) {
+		st.rx_nombuf = dm->link.xsk_rx_nombuf;
+		st.ierrors = dm->link.xsk_rx_bad;
+		st.oerrors = dm->link.xsk_tx_long;
+	} else {
+		(void)rte_eth_stats_get(dm->port_id, &st);
+	}
 	v[n++] = (struct emu_named){ "rx-missed", st.imissed };
 	v[n++] = (struct emu_named){ "rx-nombuf", st.rx_nombuf };
 	v[n++] = (struct emu_named){ "rx-errors", st.ierrors };

@@ -29,6 +29,11 @@
 #include <string.h>
 #include <time.h>
 
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <rte_ethdev.h>
 #include <rte_ether.h>
 #include <rte_mbuf.h>
@@ -159,10 +164,32 @@ static void emu_offload_names(uint64_t v, bool rx, char *buf, size_t len)
 	}
 }
 
+/* an af_xdp port on our own socket has no ethdev: the interface's link
+ * as the kernel sees it (up and running: a veth whose peer is up, a NIC
+ * with carrier), its speed unknown */
+static void emu_nic_if_link(const struct emu_nic *n, struct rte_eth_link *l)
+{
+	struct ifreq ifr;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	memset(&ifr, 0, sizeof(ifr));
+	memcpy(ifr.ifr_name, n->ifname, strnlen(n->ifname, sizeof(ifr.ifr_name) - 1));
+	if (fd >= 0 && ioctl(fd, SIOCGIFFLAGS, &ifr) == 0 &&
+	    (ifr.ifr_flags & (IFF_UP | IFF_RUNNING)) == (IFF_UP | IFF_RUNNING)) {
+		l->link_status = RTE_ETH_LINK_UP;
+		l->link_duplex = RTE_ETH_LINK_FULL_DUPLEX;
+		l->link_speed = RTE_ETH_SPEED_NUM_UNKNOWN;
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
 static void emu_nic_link_read(struct emu_nic *n, struct rte_eth_link *l)
 {
 	memset(l, 0, sizeof(*l));
-	if (rte_eth_link_get_nowait(n->port, l))
+	if (n->xsk)
+		emu_nic_if_link(n, l);
+	else if (rte_eth_link_get_nowait(n->port, l))
 		l->link_status = RTE_ETH_LINK_DOWN;
 }
 
@@ -199,6 +226,29 @@ void emu_nic_started(struct emu_daemon *dm)
 		EMU_LOG(WARNING, "%s: %s: link down: the port is DOWN until it comes up\n",
 			dm->o.dev, n->device);
 	n->next_link_poll_ns = emu_now_ns() + EMU_NIC_POLL_NS;
+}
+
+void emu_nic_xsk(struct emu_daemon *dm, const char *ifname, uint32_t max_mtu)
+{
+	struct emu_nic *n = &dm->nic;
+
+	n->real = true;
+	n->pci = false;
+	n->xsk = true;
+	snprintf(n->ifname, sizeof(n->ifname), "%s", ifname);
+	n->vlan = dm->o.vlan;
+	n->vlan_tci = dm->o.vlan_tci;
+	n->link_up = false;
+	n->port = UINT16_MAX;
+	snprintf(n->driver, sizeof(n->driver), "af_xdp (uroced)");
+	snprintf(n->device, sizeof(n->device), "%s", ifname);
+	n->max_rxq = n->max_txq = 1;
+	n->min_mtu = 576;
+	n->max_mtu = max_mtu;
+	n->rx_capa = n->tx_capa = n->rx_used = n->tx_used = 0;
+	n->lsc_offered = false;
+	emu_nic_flags(n);
+	emu_nic_started(dm);
 }
 
 static void emu_nic_port_state(struct emu_daemon *dm)
@@ -375,6 +425,8 @@ static void emu_nic_counters(const struct emu_nic *n, struct uroce_query_nic_rep
 /* one page of the device's xstats, names and values read together */
 static void emu_nic_xstats(const struct emu_nic *n, uint32_t first, struct uroce_query_nic_rep *r)
 {
+	if (n->xsk)
+		return; /* no ethdev: the socket's counts are the link's drops */
 	int total = rte_eth_xstats_get_names(n->port, NULL, 0);
 
 	if (total <= 0 || first >= (uint32_t)total)

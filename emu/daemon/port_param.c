@@ -5,6 +5,7 @@
  * the mbuf pool needs. A port type that cannot carry the MTU is refused
  * here with one line, so the documented commands either work as given or
  * say why not (docs/running.md, "Port parameters"). */
+#include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include <rte_mempool.h>
 
 #include "daemon.h"
+#include "port_xsk.h"
 
 /* the largest frame for an MTU: Ethernet header and one VLAN tag */
 #define EMU_L2_OVERHEAD 18u
@@ -153,12 +155,89 @@ static unsigned emu_xdp_obj_size(unsigned mtu)
 	return rte_mempool_calc_obj_size(sizeof(struct rte_mbuf) + room, 0, NULL);
 }
 
-/* af_xdp: the UMEM is our mbuf pool and the kernel takes a UMEM chunk of
+/* uroced's own AF_XDP socket (port_xsk.c): the port arguments it takes
+ * (the PMD's others are refused: they would silently mean nothing) */
+static const char *const emu_xsk_keys[] = { "iface", "start_queue", "queue_count", "xdp_prog",
+					    "force_copy" };
+
+static int emu_xsk_args(const struct emu_opts *o)
+{
+	for (const char *a = strchr(o->vdev, ','); a; a = strchr(a + 1, ',')) {
+		size_t k = strcspn(a + 1, "=,");
+		bool ok = false;
+		for (size_t i = 0; i < sizeof(emu_xsk_keys) / sizeof(emu_xsk_keys[0]); i++)
+			ok |= strlen(emu_xsk_keys[i]) == k && !strncmp(a + 1, emu_xsk_keys[i], k);
+		if (!ok) {
+			fprintf(stderr, "uroced: %s: af_xdp: '%.*s' is not an argument of uroced's "
+				"AF_XDP socket (it takes iface, start_queue, xdp_prog, force_copy; "
+				"--xdp-driver dpdk for DPDK's PMD)\n", o->dev, (int)k, a + 1);
+			return -1;
+		}
+	}
+	const char *ifa = emu_vdev_arg(o->vdev, "iface");
+	if (!ifa) {
+		fprintf(stderr, "uroced: %s: af_xdp: iface=IF missing in port '%s'\n", o->dev,
+			o->vdev);
+		return -1;
+	}
+	char ifname[IF_NAMESIZE];
+	size_t il = strcspn(ifa, ",");
+	if (il < sizeof(ifname)) {
+		memcpy(ifname, ifa, il);
+		ifname[il] = 0;
+	}
+	if (il >= sizeof(ifname) || !if_nametoindex(ifname)) {
+		fprintf(stderr, "uroced: %s: af_xdp: no interface '%.*s'\n", o->dev, (int)il, ifa);
+		return -1;
+	}
+	const char *q = emu_vdev_arg(o->vdev, "start_queue");
+	char *end;
+	if (q && (strtoul(q, &end, 10) > 4095 || end == q || (*end && *end != ','))) {
+		fprintf(stderr, "uroced: %s: bad start_queue in port '%s'\n", o->dev, o->vdev);
+		return -1;
+	}
+	return 0;
+}
+
+/* Our socket's UMEM: a frame per packet of 2048 bytes, or 4096 for an MTU
+ * that needs it; RX frames as many as the RX pool has mbufs, at least
+ * EMU_XSK_RX_FRAMES, all of them in the fill ring (the kernel buffers that
+ * many frames while the engine is off its core); TX frames as many as the
+ * PMD's descriptors were. */
+#define EMU_XSK_RX_FRAMES 8192u
+#define EMU_XSK_MAX_RX_FRAMES 65536u
+static int emu_param_xsk(struct emu_opts *o)
+{
+	if (emu_xsk_args(o))
+		return -1;
+	o->xsk_frame = o->mtu <= emu_xsk_max_mtu(2048) ? 2048 : 4096;
+	if (o->mtu > emu_xsk_max_mtu(o->xsk_frame)) {
+		fprintf(stderr, "uroced: %s: af_xdp holds a frame in one %u-byte UMEM frame (no "
+			"multi-buffer AF_XDP): --mtu at most %u, or use af_packet for --mtu %u\n",
+			o->dev, o->xsk_frame, emu_xsk_max_mtu(o->xsk_frame), o->mtu);
+		return -1;
+	}
+	unsigned rx = o->nb_mbuf > EMU_XSK_RX_FRAMES ? o->nb_mbuf : EMU_XSK_RX_FRAMES;
+	rx = rte_align32pow2(rx);
+	o->xsk_rx_frames = rx < EMU_XSK_MAX_RX_FRAMES ? rx : EMU_XSK_MAX_RX_FRAMES;
+	o->xsk_tx_frames = EMU_XDP_NB_DESC;
+	o->xsk = true;
+	/* the largest frame a UMEM frame takes: what --mtu may grow to at run
+	 * time (uroce-ctl mtu, emu_nic_max_frame), RX copies (--vlan) and TX
+	 * mbufs included */
+	o->mbuf_room = o->tx_mbuf_room = RTE_PKTMBUF_HEADROOM + emu_xsk_max_mtu(o->xsk_frame) +
+					 EMU_L2_OVERHEAD;
+	snprintf(o->port_info, sizeof(o->port_info), "umem %u rx (all in the fill ring) + %u tx "
+		 "frames of %u B", o->xsk_rx_frames, o->xsk_tx_frames, o->xsk_frame);
+	return 0;
+}
+
+/* af_xdp with --xdp-driver dpdk: the UMEM is DPDK's mbuf pool and the kernel takes a UMEM chunk of
  * at most one page; DPDK 22.11 has no multi-buffer AF_XDP, so a frame and
  * every header in front of it fit in one pool object of a page. */
 static int emu_param_af_xdp(struct emu_opts *o, unsigned page)
 {
-	if (emu_xdp_obj_size(o->mtu) > page) {
+	if (o->xdp_dpdk && emu_xdp_obj_size(o->mtu) > page) {
 		unsigned max = o->mtu;
 		while (max > 576 && emu_xdp_obj_size(max) > page)
 			max--;
@@ -186,6 +265,8 @@ static int emu_param_af_xdp(struct emu_opts *o, unsigned page)
 			"NIC with the host\")\n", o->dev, nq);
 		return -1;
 	}
+	if (!o->xdp_dpdk)
+		return emu_param_xsk(o);
 	/* DPDK 22.11 enables "preferred busy polling" by default (busy_budget
 	 * 64): every RX burst that finds the ring empty makes a recvfrom()
 	 * system call, so an engine polling an idle or slow RX ring made one

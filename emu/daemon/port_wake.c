@@ -8,7 +8,9 @@
  * socket (its RX ring is not empty). Those sockets go into the engine's
  * epoll set, level-triggered and for EPOLLIN only, so a sleeping engine
  * wakes when a frame arrives instead of polling RX every millisecond;
- * nothing is read from them here (the PMD does that). Other ports (ring,
+ * nothing is read from them here (the PMD does that). uroced's own AF_XDP
+ * socket (port_xsk.c, the default for af_xdp) is added by its descriptor;
+ * the /proc/self/fd scan is for DPDK's PMDs only. Other ports (ring,
  * PCI, pcap) keep the periodic poll. af_xdp once stayed on the poll
  * because net_xdp's ib_write_bw -R hung with the wake-up: that was the
  * test's retry, not the port (docs/emu.md, "Engine loop and idling"). */
@@ -91,6 +93,22 @@ int emu_port_wake_arm(struct emu_daemon *dm)
 	int want = AF_PACKET;
 
 	dm->wake.nfds = 0;
+	int xfd = emu_port_xsk_fd(dm);
+	if (xfd >= 0) {
+		/* our own AF_XDP socket (port_xsk.c): its descriptor is known */
+		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &dm->wake.ep };
+		dm->wake.domain = AF_XDP;
+		dm->wake.ep = (struct emu_ep){ .kind = EMU_EP_PORT, .p = dm };
+		if (epoll_ctl(dm->epfd, EPOLL_CTL_ADD, xfd, &ev) < 0) {
+			EMU_LOG(WARNING, "%s: rx wake-up on fd %d: %s: idle RX polled every ms\n",
+				dm->o.dev, xfd, strerror(errno));
+			return 0;
+		}
+		dm->wake.fds[dm->wake.nfds++] = xfd;
+		EMU_LOG(NOTICE, "%s: rx wake-up: 1 kernel socket(s) of the port in the engine's epoll (uroced's own AF_XDP socket)\n",
+			dm->o.dev);
+		return 1;
+	}
 	if (!strncmp(dm->o.vdev + 4, "af_xdp", 6)) {
 		want = AF_XDP;
 	} else if (!strncmp(dm->o.vdev + 4, "af_packet", 9) && ifa) {

@@ -36,7 +36,7 @@ static bool emu_vdev_str(const char *vdev, const char *key, char *out, size_t sz
 
 /* The XDP object next to our executable (the build tree), else where
  * meson installs it. */
-static int emu_xdp_prog_path(const struct emu_opts *o, char *out, size_t sz)
+int emu_xdp_prog_path(const struct emu_opts *o, char *out, size_t sz)
 {
 #ifdef EMU_XDP_PROG_INSTALL
 	char exe[PATH_MAX];

@@ -54,7 +54,7 @@ CYCLE_EXCEPT = []
 PRIVATE_HEADERS = {"emu/core/emu_int.h", "emu/core/memcheck.h",
                    "emu/transport/xport_int.h", "emu/daemon/daemon.h",
                    "emu/daemon/access.h", "emu/daemon/sysfs.h", "emu/daemon/ctl_op.h",
-                   "emu/daemon/eal_check.h", "emu/daemon/spin.h",
+                   "emu/daemon/eal_check.h", "emu/daemon/spin.h", "emu/daemon/port_xsk.h",
                    "emu/cm/ucma_int.h", "emu/cm/ibcm_src.h"}
 
 # The public headers of each layer, for the layers above. The core has one

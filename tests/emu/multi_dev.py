@@ -48,7 +48,19 @@ def badopts(uroced, run_dir):
         # port parameters from the MTU (emu/daemon/port_param.c): what a port
         # type cannot carry is refused before EAL starts
         (['--port', 'net_af_xdp0,iface=lo', '--mtu', '9000'], 2, 'af_xdp holds a frame'),
-        (['--port', 'net_af_xdp0,iface=lo', '--mtu', '3600'], 2, '--mtu at most 3'),
+        (['--port', 'net_af_xdp0,iface=lo', '--mtu', '3600', '--xdp-driver', 'dpdk'], 2,
+         '--mtu at most 3'),
+        # uroced's own AF_XDP socket (port_xsk.c): a 4096-byte UMEM frame
+        # less XDP_PACKET_HEADROOM and the Ethernet header; the PMD's
+        # arguments it does not take are refused, not ignored
+        (['--port', 'net_af_xdp0,iface=lo', '--mtu', '3900'], 2, '--mtu at most 3822'),
+        (['--port', 'net_af_xdp0,iface=lo,busy_budget=0'], 2,
+         "'busy_budget' is not an argument of uroced's AF_XDP socket"),
+        (['--port', 'net_af_xdp0,iface=lo,shared_umem=1'], 2, "'shared_umem' is not an argument"),
+        (['--port', 'net_af_xdp0,start_queue=0'], 2, 'iface=IF missing'),
+        (['--port', 'net_af_xdp0,iface=lo,start_queue=x'], 2, 'bad start_queue'),
+        (['--port', 'net_af_xdp0,iface=uroce-no-such-if'], 2, "af_xdp: no interface"),
+        (['--xdp-driver', 'kernel'], 2, "bad --xdp-driver 'kernel'"),
         (['--port', 'net_af_xdp0,iface=lo,queue_count=2'], 2, 'receives on one queue'),
         (['--port', 'net_af_xdp0,iface=lo,queue_count=0'], 2, 'bad queue_count'),
         (['--port', 'net_af_packet0,iface=lo,framesz=2048', '--mtu', '9000'], 2,

@@ -224,6 +224,7 @@ int main(int argc, char **argv)
 	struct tally t = { 0 };
 	union ibv_gid dgid;
 	struct ibv_wc wc[64];
+	char line[64];
 
 	if (size < 4 || !n) {
 		fprintf(stderr, "SIZE >= 4, N > 0\n");
@@ -256,6 +257,16 @@ int main(int argc, char **argv)
 		perror("ibv_create_ah");
 		return 1;
 	}
+	/* UD_FLOOD_GO set: everything is set up (both daemons asked all they
+	 * will be asked before the end), and the flood waits for a line on
+	 * stdin: the harness stops the receiving daemon meanwhile (udload.py
+	 * stall cases) */
+	if (getenv("UD_FLOOD_GO")) {
+		printf("ready\n");
+		fflush(stdout);
+		if (read(0, line, sizeof(line)) <= 0)
+			return 1;
+	}
 	printf("flooding %u datagrams of %u B, %u receives posted\n", n, size, rq);
 	fflush(stdout);
 	if (flood(&s, &r, ah, n, size, seed, &t))
@@ -266,7 +277,6 @@ int main(int argc, char **argv)
 	 * the QP stays until then (destroyed earlier, the datagrams still on
 	 * their way would be dropped for want of it, drop.unknown-qp) */
 	struct pollfd pf = { .fd = 0, .events = POLLIN };
-	char line[64];
 	for (;;) {
 		int k = ibv_poll_cq(r.cq, 64, wc);
 

@@ -3,9 +3,12 @@
  * with the host"): RoCEv2 frames (UDP destination port 4791 in IPv4 or
  * IPv6, at most one 802.1Q/802.1ad tag, not fragmented) go to the AF_XDP
  * socket of the receiving queue, everything else to the kernel, which so
- * keeps its ARP, ND, ICMP and TCP on the interface. DPDK's af_xdp PMD
- * loads it with xdp_prog= and puts its socket into the map it finds by
- * the name xsks_map. Compiled with clang -target bpf at build time. */
+ * keeps its ARP, ND, ICMP and TCP on the interface. uroced's own AF_XDP
+ * socket (port_xsk.c) loads it, attaches it by a BPF link and puts its
+ * socket into xsks_map; with --xdp-driver dpdk DPDK's af_xdp PMD loads it
+ * (xdp_prog=) and finds the map by that name. Without --shared uroced's
+ * socket takes the whole queue: it sets uroce_steer_all before loading.
+ * Compiled with clang -target bpf at build time. */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <linux/in.h>
@@ -23,6 +26,10 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } xsks_map SEC(".maps");
+
+/* set by port_xsk.c before loading (a section of its own, nothing else
+ * in it): every frame of the queue to the socket */
+volatile const __u32 uroce_steer_all SEC(".rodata.uroce") = 0;
 
 struct vlan_tag {
 	__be16 tci;
@@ -63,6 +70,8 @@ int uroce_roce_steer(struct xdp_md *ctx)
 	struct ethhdr *eth = data;
 	void *p = eth + 1;
 
+	if (uroce_steer_all)
+		return bpf_redirect_map(&xsks_map, ctx->rx_queue_index, XDP_PASS);
 	if (p > end)
 		return XDP_PASS;
 	__u16 proto = bpf_ntohs(eth->h_proto);
