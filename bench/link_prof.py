@@ -22,6 +22,7 @@ are comparable between runs on a loaded machine; a daemon that spins
 
 usage: bench/link_prof.py [--build DIR] [--kind xdp|packet] [--test rc_bw]
                           [--size BYTES] [--time S] [--record DIR] [--json FILE]
+                          [--perftest '-q 32 -t 128']
 """
 import argparse
 import json
@@ -109,7 +110,7 @@ def run_test(lk, a):
         # tests run --iters round trips (their -D prints no percentiles)
         lat = "_lat" in a.test
         v, took, e = link.perftest(lk, a.test, a.size, secs=None if lat else a.time,
-                                   iters=a.iters if lat else None)
+                                   iters=a.iters if lat else None, extra=a.perftest.split())
         srv = 0.0
     else:
         q = link.Qperf(lk)
@@ -136,6 +137,8 @@ def main():
     ap.add_argument("--record")
     ap.add_argument("--json")
     ap.add_argument("--extra", default="", help="more uroced arguments")
+    ap.add_argument("--perftest", default="",
+                    help="more perftest arguments (many QPs: '-q 32 -t 128')")
     a = ap.parse_args()
     if os.geteuid() != 0:
         print("needs root", file=sys.stderr)
@@ -202,6 +205,12 @@ def main():
         sm["lost"], sm["retransmits"], sm["probes"], sm["timeouts"], sm["seq_naks"]))
     print("  per %s: probes %.3g, ACKs held for the reply %.3g (left alone at the bound %.3g)" % (
         unit, sm["probes"] / n, sm["acks_held"] / n, sm["acks_held_late"] / n))
+    # requesters held by their device's in-flight bound (XP_DEV_INFL_MAX)
+    waits = sum(sm["counters"][s].get("qp_totals.infl-waits", 0) for s in "ab")
+    stalls = sum(sm["counters"][s].get("qp_totals.tx-stalls", 0) for s in "ab")
+    res["infl_waits"], res["tx_stalls"] = waits, stalls
+    print("  per %s: waits for the device's in-flight room %.3g, TX stalls %.3g" % (
+        unit, waits / n, stalls / n))
     for s in "ab":
         st = res[s]
         print("  daemon %s: per %s: %.3g cycles, %.3g ms cpu, %.3g syscalls "
