@@ -171,19 +171,32 @@ nic_flap() {
 	ck "flap: link up counted" gt0 nic.link_up
 	step "flap: rc_pingpong with the link kept down"
 	# no recovery: rc_pingpong's fixed timeout (14: 67 ms, 7 retries)
-	# expires while the link stays down: IBV_WC_RETRY_EXC_ERR, as an HCA
+	# expires while the link stays down: IBV_WC_RETRY_EXC_ERR, as an HCA,
+	# on the side whose message was in flight when the link went. That is
+	# ours, or the peer's if its reply was (ours then had its SEND acked
+	# and waits for a receive that cannot come, as on an HCA: the guest
+	# stalled here twice, the peer's log saying retry exceeded for its
+	# SEND, wr_id 2). So wait for ours to end or for the peer's verdict in
+	# its log on the share (bounded; the beats keep the watchdog away).
 	host bg rcpp ibv_rc_pingpong -d uroce0 -g 1 -e -c -s 4096 -n 1000000 -p $((fp + 1)) > /dev/null
 	env LD_PRELOAD=$SHIM ibv_rc_pingpong -d uroce0 -g 1 -e -c -s 4096 -n 1000000 -p $((fp + 1)) $HOSTTCP \
 		> "$out/flap-rcpp.log" 2>&1 &
 	cp=$!
 	n=0; while [ "$(qsum tx_pkts)" -lt 50 ] && kill -0 $cp 2>/dev/null && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
 	host link off "$QMPID" > /dev/null
+	local exc="transport retry counter exceeded (12)" peerlog="$out/res/bg-rcpp.log" side=none
+	n=0; while kill -0 $cp 2>/dev/null && ! grep -qF "$exc" "$peerlog" 2>/dev/null && [ $n -lt 1800 ]; do
+		sleep 0.1; n=$((n + 1)); [ $((n % 20)) != 0 ] || beat; done
+	kill $cp 2>/dev/null # still waiting: for the peer's lost reply, or past the bound
 	wait $cp; rc=$?
 	step "flap: link on after rc_pingpong's end (exit $rc)"
 	host link on "$QMPID" > /dev/null
 	host bgkill rcpp > /dev/null
-	ck "flap: a link that stays down ends rc_pingpong with retry exceeded (status 12)" \
-		grep -q "transport retry counter exceeded (12)" "$out/flap-rcpp.log"
+	if grep -qF "$exc" "$out/flap-rcpp.log"; then side=ours
+	elif grep -qF "$exc" "$peerlog" 2>/dev/null; then side="the peer's (its reply was in flight)"; fi
+	ck "flap: a link that stays down ends the rc_pingpong whose message was in flight with retry exceeded (status 12): $side" \
+		[ "$side" != none ]
+	if [ "$side" = none ]; then tail -3 "$peerlog" 2>/dev/null | sed 's/^/    peer| /'; fi
 	[ $rc != 0 ] || bad "flap: rc_pingpong exited 0 with the link down"
 }
 
